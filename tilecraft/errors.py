@@ -1,0 +1,66 @@
+"""Errors that point into the user's kernel.
+
+A `KernelError` carries a Span; its message shows `file:line:col`, the source line with a caret, what
+went wrong and what would be valid. User mistakes are raised with the internal traceback suppressed.
+"""
+
+from __future__ import annotations
+
+from tilecraft.ir.span import Span
+
+
+class TilecraftError(Exception):
+    """Base of every error tilecraft raises on purpose."""
+
+
+class KernelError(TilecraftError):
+    """A mistake in a kernel, located in the user's source."""
+
+    def __init__(self, message: str, span: Span | None = None, hint: str | None = None) -> None:
+        self.message = message
+        self.span = span
+        self.hint = hint
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        parts = []
+        if self.span is not None:
+            parts.append(f"{self.span}: {self.message}")
+            excerpt = self.span.excerpt()
+            if excerpt:
+                parts.append(excerpt)
+        else:
+            parts.append(self.message)
+        if self.hint:
+            parts.append(f"hint: {self.hint}")
+        return "\n".join(parts)
+
+
+class ParseError(KernelError):
+    """The kernel's Python source cannot be turned into tile IR."""
+
+
+class SemanticError(KernelError):
+    """The kernel parsed but breaks a rule of the language (shapes, ranks, dtypes, placement)."""
+
+
+class LoweringError(KernelError):
+    """A backend cannot lower a construct of the kernel for its target."""
+
+    def __init__(self, message: str, span: Span | None = None, hint: str | None = None, target=None):
+        self.target = target
+        if target is not None:
+            message = f"{message} (target: {target})"
+        super().__init__(message, span, hint)
+
+
+class BackendError(TilecraftError):
+    """Backend registration, target resolution or execution-backend selection failed."""
+
+
+class ToolchainError(TilecraftError):
+    """An external compiler or runtime failed or is missing."""
+
+
+class ArgumentError(TilecraftError, TypeError):
+    """A kernel was called with arrays or scalars that do not match its parameters."""

@@ -1,0 +1,168 @@
+"""Scalar data types of the tile IR, with the spellings TileLang accepts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+_KINDS = ("bool", "int", "uint", "float", "bfloat", "float8")
+
+
+@dataclass(frozen=True, slots=True)
+class DataType:
+    """A scalar type, optionally a short vector (`lanes` > 1) once a backend vectorizes."""
+
+    name: str
+    kind: str
+    bits: int
+    lanes: int = 1
+
+    def __str__(self) -> str:
+        return self.name if self.lanes == 1 else f"{self.name}x{self.lanes}"
+
+    def __repr__(self) -> str:
+        return f"DataType({self})"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "bool"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind == "int"
+
+    @property
+    def is_uint(self) -> bool:
+        return self.kind == "uint"
+
+    @property
+    def is_integer(self) -> bool:
+        """Signed or unsigned integer (bool excluded)."""
+        return self.kind in ("int", "uint")
+
+    @property
+    def is_float(self) -> bool:
+        """Any floating-point type, including bfloat16 and the float8 formats."""
+        return self.kind in ("float", "bfloat", "float8")
+
+    @property
+    def bytes(self) -> int:
+        return max(1, self.bits // 8) * self.lanes
+
+    def with_lanes(self, lanes: int) -> DataType:
+        return DataType(self.name, self.kind, self.bits, lanes)
+
+    def element(self) -> DataType:
+        return self.with_lanes(1)
+
+    def __call__(self, value):
+        """`T.float32(x)`: a constant or a cast to this type."""
+        from tilecraft.ir.expr import cast, const
+
+        if isinstance(value, (bool, int, float)):
+            return const(value, self)
+        return cast(value, self)
+
+
+def _make(name: str, kind: str, bits: int) -> DataType:
+    return DataType(name, kind, bits)
+
+
+bool_ = _make("bool", "bool", 8)
+int8 = _make("int8", "int", 8)
+int16 = _make("int16", "int", 16)
+int32 = _make("int32", "int", 32)
+int64 = _make("int64", "int", 64)
+uint8 = _make("uint8", "uint", 8)
+uint16 = _make("uint16", "uint", 16)
+uint32 = _make("uint32", "uint", 32)
+uint64 = _make("uint64", "uint", 64)
+float16 = _make("float16", "float", 16)
+bfloat16 = _make("bfloat16", "bfloat", 16)
+float32 = _make("float32", "float", 32)
+float64 = _make("float64", "float", 64)
+float8_e4m3fn = _make("float8_e4m3fn", "float8", 8)
+float8_e5m2 = _make("float8_e5m2", "float8", 8)
+
+ALL_DTYPES: tuple[DataType, ...] = (
+    bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+    float16, bfloat16, float32, float64, float8_e4m3fn, float8_e5m2,
+)  # fmt: skip
+
+_ALIASES = {
+    "half": "float16",
+    "float": "float32",
+    "double": "float64",
+    "int": "int32",
+    "bf16": "bfloat16",
+    "fp16": "float16",
+    "fp32": "float32",
+    "fp64": "float64",
+    "e4m3_float8": "float8_e4m3fn",
+    "float8_e4m3": "float8_e4m3fn",
+    "e5m2_float8": "float8_e5m2",
+    "boolean": "bool",
+}
+_BY_NAME = {dt.name: dt for dt in ALL_DTYPES}
+
+
+@cache
+def _parse_name(text: str) -> DataType:
+    name = _ALIASES.get(text, text)
+    base, sep, lanes = name.rpartition("x")
+    if sep and lanes.isdigit() and base in _BY_NAME:
+        return _BY_NAME[base].with_lanes(int(lanes))
+    if name not in _BY_NAME:
+        valid = ", ".join(dt.name for dt in ALL_DTYPES)
+        raise ValueError(f"unknown dtype {text!r}; valid dtypes: {valid} (aliases: {', '.join(_ALIASES)})")
+    return _BY_NAME[name]
+
+
+def as_dtype(value: object) -> DataType:
+    """Convert a DataType, a string spelling, a numpy dtype or a torch dtype to a DataType."""
+    if isinstance(value, DataType):
+        return value
+    if isinstance(value, str):
+        return _parse_name(value)
+    if value is bool:
+        return bool_
+    if value is int:
+        return int32
+    if value is float:
+        return float32
+    text = str(value)
+    if text.startswith("torch."):
+        return _parse_name(text[len("torch.") :])
+    try:
+        import numpy as np
+
+        return _parse_name(np.dtype(value).name)
+    except TypeError:
+        pass
+    raise TypeError(f"cannot interpret {value!r} as a dtype; use a name such as 'float16' or T.float16")
+
+
+def numpy_dtype(dtype: DataType):
+    """The numpy dtype that stores `dtype` (ml_dtypes for bfloat16 and float8)."""
+    import numpy as np
+
+    if dtype.kind in ("bfloat", "float8"):
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, dtype.name))
+    return np.dtype(dtype.name)
+
+
+def promote(a: DataType, b: DataType) -> DataType:
+    """The result type of a binary arithmetic operation between two operands."""
+    if a == b:
+        return a
+    if a.is_float != b.is_float:
+        return a if a.is_float else b
+    if a.is_float:
+        return a if a.bits > b.bits or (a.bits == b.bits and a.kind == "float") else b
+    if a.is_bool:
+        return b
+    if b.is_bool:
+        return a
+    return a if a.bits >= b.bits else b

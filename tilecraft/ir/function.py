@@ -1,0 +1,98 @@
+"""PrimFunc and IRModule."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.expr import Node, Var, node
+from tilecraft.ir.stmt import Annotations, Stmt, annotation
+
+Param = Buffer | Var
+
+
+@node
+class PrimFunc(Node):
+    """A kernel function: typed parameters (buffers and scalars) and a body.
+
+    Symbolic dims are the Vars that appear in parameter shapes and are not parameters themselves;
+    they are bound from the actual arrays at each call.
+    """
+
+    name: str
+    params: tuple[Param, ...]
+    body: Stmt
+    attrs: Annotations = ()
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        return annotation(self.attrs, key, default)
+
+    def with_attr(self, key: str, value: Any) -> PrimFunc:
+        attrs = tuple((k, v) for k, v in self.attrs if k != key) + ((key, value),)
+        return PrimFunc(self.name, self.params, self.body, attrs, span=self.span)
+
+    def with_body(self, body: Stmt) -> PrimFunc:
+        return PrimFunc(self.name, self.params, body, self.attrs, span=self.span)
+
+    @property
+    def buffer_params(self) -> tuple[Buffer, ...]:
+        return tuple(p for p in self.params if isinstance(p, Buffer))
+
+    @property
+    def symbolic_dims(self) -> tuple[Var, ...]:
+        """Vars in parameter shapes and strides, in order of first appearance."""
+        from tilecraft.ir.visitor import free_vars
+
+        seen: dict[Var, None] = {}
+        scalars = {p for p in self.params if isinstance(p, Var)}
+        for buf in self.buffer_params:
+            for e in (*buf.shape, *buf.strides):
+                for v in free_vars(e):
+                    if v not in scalars:
+                        seen.setdefault(v, None)
+        return tuple(seen)
+
+    def script(self) -> str:
+        from tilecraft.ir.printer import print_ir
+
+        return print_ir(self)
+
+    def __str__(self) -> str:
+        return self.script()
+
+
+@dataclass(frozen=True)
+class IRModule:
+    """Named PrimFuncs; the unit that passes transform and backends lower."""
+
+    functions: tuple[PrimFunc, ...] = field(default=())
+    attrs: Annotations = ()
+
+    @staticmethod
+    def from_func(func: PrimFunc) -> IRModule:
+        return IRModule((func,))
+
+    def __getitem__(self, name: str) -> PrimFunc:
+        for f in self.functions:
+            if f.name == name:
+                return f
+        raise KeyError(f"no function {name!r} in module; functions: {[f.name for f in self.functions]}")
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        return annotation(self.attrs, key, default)
+
+    def with_functions(self, functions) -> IRModule:
+        return IRModule(tuple(functions), self.attrs)
+
+    def with_attr(self, key: str, value: Any) -> IRModule:
+        attrs = tuple((k, v) for k, v in self.attrs if k != key) + ((key, value),)
+        return IRModule(self.functions, attrs)
+
+    def script(self) -> str:
+        from tilecraft.ir.printer import print_ir
+
+        return print_ir(self)
+
+    def __str__(self) -> str:
+        return self.script()

@@ -1,0 +1,212 @@
+"""Statements of the tile IR, including the tile operations that backends lower whole."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from tilecraft.ir.buffer import Buffer, BufferRegion
+from tilecraft.ir.expr import Expr, Node, Var, node
+
+Annotations = tuple[tuple[str, Any], ...]
+
+
+def annotation(annotations: Annotations, key: str, default: Any = None) -> Any:
+    for k, v in annotations:
+        if k == key:
+            return v
+    return default
+
+
+@node
+class Stmt(Node):
+    """Base of statements."""
+
+
+@node
+class SeqStmt(Stmt):
+    stmts: tuple[Stmt, ...]
+
+
+@node
+class Evaluate(Stmt):
+    """Evaluate an expression for its effect (an intrinsic call such as `print` or a barrier)."""
+
+    value: Expr
+
+
+@node
+class BufferStore(Stmt):
+    buffer: Buffer
+    value: Expr
+    indices: tuple[Expr, ...]
+
+
+@node
+class LetStmt(Stmt):
+    """Bind an immutable local scalar for the extent of `body`."""
+
+    var: Var
+    value: Expr
+    body: Stmt
+
+
+@node
+class IfThenElse(Stmt):
+    condition: Expr
+    then_case: Stmt
+    else_case: Stmt | None = None
+
+
+class ForKind(enum.Enum):
+    SERIAL = "serial"
+    PARALLEL = "parallel"
+    PIPELINED = "pipelined"
+    UNROLLED = "unrolled"
+    VECTORIZED = "vectorized"
+
+
+@node
+class For(Stmt):
+    """A loop `for var in [min, min + extent)`.
+
+    PARALLEL is TileLang's `T.Parallel`: iterations are independent and the backend spreads them over
+    the block's threads. PIPELINED carries `num_stages`, `order`, `stage` and `group` annotations.
+    """
+
+    loop_var: Var
+    min: Expr
+    extent: Expr
+    kind: ForKind
+    body: Stmt
+    annotations: Annotations = ()
+
+
+@node
+class Allocate(Stmt):
+    """Allocate `buffer` in its scope for the extent of `body`."""
+
+    buffer: Buffer
+    body: Stmt
+
+
+@node
+class KernelLaunch(Stmt):
+    """`with T.Kernel(*grid, threads=...)`: one launch of `body` over the grid of blocks."""
+
+    grid: tuple[Expr, ...]
+    threads: tuple[int, ...]
+    block_vars: tuple[Var, ...]
+    thread_vars: tuple[Var, ...]
+    body: Stmt
+    annotations: Annotations = ()
+
+
+@node
+class TileOp(Stmt):
+    """A tile-level operation; stays whole until a backend's op table lowers it."""
+
+
+@node
+class Copy(TileOp):
+    """Copy `src` to `dst` (equal extents after dropping unit dims); loads past the edge read zero."""
+
+    src: BufferRegion
+    dst: BufferRegion
+    annotations: Annotations = ()
+
+
+@node
+class Fill(TileOp):
+    dst: BufferRegion
+    value: Expr
+
+
+class GemmWarpPolicy(enum.Enum):
+    """How a gemm's warps split the output tile (TileLang's names)."""
+
+    Square = "Square"
+    FullRow = "FullRow"
+    FullCol = "FullCol"
+
+
+@node
+class Gemm(TileOp):
+    """`C (+)= op(A) @ op(B)` on tiles; `op` transposes where asked."""
+
+    a: BufferRegion
+    b: BufferRegion
+    c: BufferRegion
+    transpose_a: bool = False
+    transpose_b: bool = False
+    policy: GemmWarpPolicy = GemmWarpPolicy.Square
+    clear_accum: bool = False
+    k_pack: int = 1
+    wg_wait: int = 0
+
+
+REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax")
+
+
+@node
+class Reduce(TileOp):
+    """Reduce `src` along `dim` into `dst`; with `clear=False` the result combines with dst's value."""
+
+    kind: str
+    src: BufferRegion
+    dst: BufferRegion
+    dim: int
+    clear: bool = True
+
+
+@node
+class Cumsum(TileOp):
+    """Inclusive prefix sum of `src` along `dim` into `dst` (from the end when `reverse`)."""
+
+    src: BufferRegion
+    dst: BufferRegion
+    dim: int
+    reverse: bool = False
+
+
+ATOMIC_KINDS = ("add", "max", "min")
+
+
+@node
+class AtomicOp(TileOp):
+    """Atomic read-modify-write of `dst` with a scalar `value` or, elementwise, a region."""
+
+    kind: str
+    dst: BufferRegion
+    value: Expr | BufferRegion
+
+
+@node
+class UseSwizzle(Stmt):
+    """Hint: rasterize blocks in panels of `panel_size` for L2 reuse (`T.use_swizzle`)."""
+
+    panel_size: int
+    order: str = "row"
+
+
+@node
+class AnnotateLayout(Stmt):
+    """Hint: `buffer` uses `layout` (a Layout or Fragment) instead of an inferred one."""
+
+    buffer: Buffer
+    layout: Any
+
+
+def seq(*stmts: Stmt | None) -> Stmt:
+    """A sequence with nested sequences flattened; a single statement is returned as is."""
+    flat: list[Stmt] = []
+    for s in stmts:
+        if s is None:
+            continue
+        if isinstance(s, SeqStmt):
+            flat.extend(s.stmts)
+        else:
+            flat.append(s)
+    if len(flat) == 1:
+        return flat[0]
+    return SeqStmt(tuple(flat))

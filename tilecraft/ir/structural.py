@@ -1,0 +1,86 @@
+"""Structural equality and a stable structural hash.
+
+Both compare a canonical token stream of the tree. Vars and buffers are numbered by first occurrence,
+so names do not matter (two kernels that differ only in variable names are equal), while the binding
+structure does. The hash is a SHA-256 of that stream: stable across processes, usable as a cache key.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from typing import Any
+
+from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.dtype import DataType
+from tilecraft.ir.expr import Node, Var
+from tilecraft.ir.function import IRModule
+from tilecraft.ir.visitor import _field_names
+
+
+class _Tokenizer:
+    def __init__(self, map_names: bool) -> None:
+        self.map_names = map_names
+        self.ids: dict[int, int] = {}
+        self.tokens: list[str] = []
+
+    def _ref(self, obj: Any, kind: str) -> bool:
+        """Emit a reference token; return True the first time `obj` is seen."""
+        key = id(obj)
+        first = key not in self.ids
+        if first:
+            self.ids[key] = len(self.ids)
+        name = "" if self.map_names else f":{obj.name}"
+        self.tokens.append(f"{kind}{self.ids[key]}{name}")
+        return first
+
+    def add(self, value: Any) -> None:
+        if isinstance(value, Var):
+            if self._ref(value, "%"):
+                self.tokens.append(str(value.dtype))
+        elif isinstance(value, Buffer):
+            if self._ref(value, "@"):
+                self.tokens.extend((str(value.dtype), value.scope))
+                self.add(value.shape)
+                self.add(value.strides)
+        elif isinstance(value, Node):
+            self.tokens.append(type(value).__name__)
+            for name in _field_names(type(value)):
+                self.add(getattr(value, name))
+            self.tokens.append(")")
+        elif isinstance(value, (tuple, list)):
+            self.tokens.append(f"[{len(value)}")
+            for item in value:
+                self.add(item)
+        elif isinstance(value, IRModule):
+            self.tokens.append("IRModule")
+            self.add(value.functions)
+            self.add(value.attrs)
+        elif isinstance(value, dict):
+            self.add(tuple(sorted(value.items(), key=lambda kv: repr(kv[0]))))
+        elif isinstance(value, (DataType, enum.Enum)):
+            self.tokens.append(str(value))
+        elif isinstance(value, float):
+            self.tokens.append(repr(value))
+        elif hasattr(value, "structural_key"):
+            self.add(value.structural_key())
+        elif value is None or isinstance(value, (bool, int, str)):
+            self.tokens.append(f"{type(value).__name__}:{value!r}")
+        else:
+            raise TypeError(f"cannot compare {type(value).__name__} structurally")
+
+
+def structural_tokens(node: Any, map_names: bool = True) -> list[str]:
+    t = _Tokenizer(map_names)
+    t.add(node)
+    return t.tokens
+
+
+def structural_equal(a: Any, b: Any, map_names: bool = True) -> bool:
+    """True when `a` and `b` have the same structure (variable and buffer names ignored by default)."""
+    return structural_tokens(a, map_names) == structural_tokens(b, map_names)
+
+
+def structural_hash(node: Any, map_names: bool = True) -> str:
+    """A hex SHA-256 of the structure; equal for structurally equal trees in any process."""
+    return hashlib.sha256("\x1f".join(structural_tokens(node, map_names)).encode()).hexdigest()
