@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tilecraft.ir import expr as E
 from tilecraft.ir.dtype import DataType
@@ -18,10 +18,24 @@ class Range(Node):
     min: Expr
     extent: Expr
 
+    def __repr__(self) -> str:
+        return f"Range(min={self.min}, extent={self.extent})"
+
     @staticmethod
     def from_bounds(start, stop) -> Range:
         start, stop = E.convert(start), E.convert(stop)
-        return Range(start, E.sub(stop, start))
+        return Range(start, extent_between(start, stop))
+
+
+def extent_between(start: Expr, stop: Expr) -> Expr:
+    """`stop - start`, exact for the `start + extent` form that the printer writes."""
+    from tilecraft.ir.structural import structural_equal
+
+    if E.const_value(start) == 0:
+        return stop
+    if isinstance(stop, E.Add) and structural_equal(stop.a, start):
+        return stop.b
+    return E.sub(stop, start)
 
 
 @node
@@ -69,7 +83,7 @@ class Buffer(Node):
                     raise IRError(f"buffer {self.name}: slices with a step are not supported")
                 start = _index(0 if k.start is None else k.start)
                 stop = extent if k.stop is None else _index(k.stop)
-                ranges.append(Range(start, E.sub(stop, start)))
+                ranges.append(Range(start, extent_between(start, stop)))
             else:
                 ranges.append(Range(_index(k), E.const(1, _index_dtype(extent))))
         return BufferRegion(self, tuple(ranges))
@@ -99,6 +113,11 @@ class BufferRegion(Node):
 
     buffer: Buffer
     ranges: tuple[Range, ...]
+
+    def __repr__(self) -> str:
+        from tilecraft.ir.printer import Printer
+
+        return f"BufferRegion({Printer(unique_names=False).region(self)})"
 
     @property
     def shape(self) -> tuple[Expr, ...]:

@@ -18,7 +18,7 @@ from tilecraft.ir.span import Span
 if TYPE_CHECKING:
     from tilecraft.ir.buffer import Buffer
 
-node = dataclass(frozen=True, eq=False, slots=True)
+node = dataclass(frozen=True, eq=False, slots=True, repr=False)
 
 
 class IRError(TypeError):
@@ -32,6 +32,11 @@ class Node:
     span: Span | None = field(default=None, kw_only=True, repr=False)
 
     __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        from tilecraft.ir.printer import print_ir
+
+        return f"<{type(self).__name__}>\n{print_ir(self)}"
 
 
 @node
@@ -518,7 +523,14 @@ def max_(a, b):
     return binary(Max, a, b)
 
 
-_CMP = {"EQ": operator.eq, "NE": operator.ne, "LT": operator.lt, "LE": operator.le, "GT": operator.gt, "GE": operator.ge}
+_CMP = {
+    "EQ": operator.eq,
+    "NE": operator.ne,
+    "LT": operator.lt,
+    "LE": operator.le,
+    "GT": operator.gt,
+    "GE": operator.ge,
+}
 
 
 def compare(cls: type[CmpOp], a: ExprLike, b: ExprLike) -> Expr:

@@ -197,6 +197,14 @@ class AnnotateLayout(Stmt):
     layout: Any
 
 
+@node
+class Print(Stmt):
+    """`T.print`: print a scalar or a buffer region, prefixed by `msg` (a debugging aid)."""
+
+    value: Expr | BufferRegion
+    msg: str = ""
+
+
 def seq(*stmts: Stmt | None) -> Stmt:
     """A sequence with nested sequences flattened; a single statement is returned as is."""
     flat: list[Stmt] = []

@@ -1,0 +1,503 @@
+"""Prints IR as kernel-language text that `tilecraft.ir.parse` reads back into an equal IR.
+
+Statements of lowered IR that the language cannot spell (backend nodes) print in a generic
+`T.<node>(...)` form: readable in dumps, not meant to be parsed back.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+import re
+from typing import Any
+
+from tilecraft.ir import expr as E
+from tilecraft.ir import op as ops
+from tilecraft.ir import stmt as S
+from tilecraft.ir.buffer import Buffer, BufferRegion, Range
+from tilecraft.ir.dtype import DataType
+from tilecraft.ir.function import IRModule, PrimFunc
+from tilecraft.ir.structural import structural_equal
+from tilecraft.ir.visitor import Visitor, _field_names
+
+_PREC = {
+    "Or": 1, "And": 2, "Not": 3, "CmpOp": 4, "bitwise_or": 5, "bitwise_xor": 6, "bitwise_and": 7,
+    "shift": 8, "Add": 9, "Sub": 9, "Mul": 10, "Div": 10, "FloorDiv": 10, "FloorMod": 10, "neg": 11,
+}  # fmt: skip
+_ATOM = 13
+_INFIX_CALLS = {
+    "bitwise_and": "&",
+    "bitwise_or": "|",
+    "bitwise_xor": "^",
+    "shift_left": "<<",
+    "shift_right": ">>",
+}
+_ALLOC = {"shared": "alloc_shared", "shared.dyn": "alloc_shared", "local.fragment": "alloc_fragment",
+          "local": "alloc_local", "local.var": "alloc_var"}  # fmt: skip
+_KIND_FN = {S.ForKind.SERIAL: "serial", S.ForKind.UNROLLED: "unroll", S.ForKind.VECTORIZED: "vectorized",
+            S.ForKind.PIPELINED: "Pipelined", S.ForKind.PARALLEL: "Parallel"}  # fmt: skip
+_GEMM_KEYWORDS = (
+    ("transpose_a", "transpose_A"), ("transpose_b", "transpose_B"), ("policy", "policy"),
+    ("clear_accum", "clear_accum"), ("k_pack", "k_pack"), ("wg_wait", "wg_wait"),
+)  # fmt: skip
+_PIPELINE_KEYS = ("num_stages", "order", "stage", "group", "sync")
+
+
+def dtype_str(dtype: DataType) -> str:
+    return f'"{dtype}"'
+
+
+class Printer:
+    """Writes kernel-language text; names are made unique per printed unit."""
+
+    def __init__(self, unique_names: bool = True) -> None:
+        self.unique_names = unique_names
+        self.names: dict[int, str] = {}
+        self.used: set[str] = {"T"}
+        self.lines: list[str] = []
+        self.indent = 0
+
+    # ------------------------------------------------------------------ names
+
+    def name(self, obj: E.Var | Buffer) -> str:
+        key = id(obj)
+        if key in self.names:
+            return self.names[key]
+        base = re.sub(r"\W", "_", obj.name) or "v"
+        if base[0].isdigit() or keyword.iskeyword(base):
+            base = "v_" + base
+        name = base
+        if self.unique_names:
+            k = 1
+            while name in self.used:
+                name = f"{base}_{k}"
+                k += 1
+        self.used.add(name)
+        self.names[key] = name
+        return name
+
+    # ------------------------------------------------------------------ expressions
+
+    def expr(self, e: Any, parent: int = 0, like: DataType | None = None) -> str:
+        text, prec = self._expr(e, like)
+        return f"({text})" if prec < parent else text
+
+    def _expr(self, e: Any, like: DataType | None) -> tuple[str, int]:
+        if not isinstance(e, E.Expr):
+            return repr(e), _ATOM
+        method = getattr(self, "_e_" + type(e).__name__, None)
+        if method is not None:
+            return method(e, like)
+        if isinstance(e, E.CmpOp):
+            return self._binary(e, e.symbol, _PREC["CmpOp"], _PREC["CmpOp"] + 1)
+        if isinstance(e, E.BinaryOp):
+            return self._e_binary(e)
+        return self._generic_expr(e), _ATOM
+
+    def _e_IntImm(self, e: E.IntImm, like) -> tuple[str, int]:
+        if e.dtype.is_bool:
+            return ("True" if e.value else "False"), _ATOM
+        if e.dtype.name == "int32" or like == e.dtype:
+            return str(e.value), (_PREC["neg"] if e.value < 0 else _ATOM)
+        return f"T.{e.dtype}({e.value})", _ATOM
+
+    def _e_FloatImm(self, e: E.FloatImm, like) -> tuple[str, int]:
+        v = e.value
+        text = repr(v) if math.isfinite(v) else f"float('{v}')"
+        if math.isfinite(v) and (e.dtype.name == "float32" or like == e.dtype):
+            return text, (_PREC["neg"] if v < 0 or text.startswith("-") else _ATOM)
+        return f"T.{e.dtype}({text})", _ATOM
+
+    def _e_StringImm(self, e: E.StringImm, like) -> tuple[str, int]:
+        return repr(e.value), _ATOM
+
+    def _e_Var(self, e: E.Var, like) -> tuple[str, int]:
+        return self.name(e), _ATOM
+
+    def _operand(self, e: E.Expr, other: E.Expr, prec: int) -> str:
+        like = other.dtype if isinstance(e, (E.IntImm, E.FloatImm)) else None
+        return self.expr(e, prec, like)
+
+    def _binary(self, e: E.BinaryOp, symbol: str, prec: int, right_prec: int) -> tuple[str, int]:
+        left = self._operand(e.a, e.b, prec)
+        right = self._operand(e.b, e.a, right_prec)
+        return f"{left} {symbol} {right}", prec
+
+    def _e_binary(self, e: E.BinaryOp) -> tuple[str, int]:
+        name = type(e).__name__
+        if name in _PREC and name not in ("And", "Or"):
+            return self._binary(e, e.symbol, _PREC[name], _PREC[name] + 1)
+        fn = {"Min": "min", "Max": "max", "TruncMod": "truncmod"}.get(name)
+        if fn is not None:
+            return f"T.{fn}({self._operand(e.a, e.b, 0)}, {self._operand(e.b, e.a, 0)})", _ATOM
+        return self._generic_expr(e), _ATOM
+
+    def _e_And(self, e: E.And, like) -> tuple[str, int]:
+        return self._binary(e, "and", _PREC["And"], _PREC["And"] + 1)
+
+    def _e_Or(self, e: E.Or, like) -> tuple[str, int]:
+        return self._binary(e, "or", _PREC["Or"], _PREC["Or"] + 1)
+
+    def _e_Not(self, e: E.Not, like) -> tuple[str, int]:
+        return f"not {self.expr(e.a, _PREC['Not'])}", _PREC["Not"]
+
+    def _e_Select(self, e: E.Select, like) -> tuple[str, int]:
+        c = self.expr(e.condition)
+        t = self._operand(e.true_value, e.false_value, 0)
+        f = self._operand(e.false_value, e.true_value, 0)
+        return f"T.if_then_else({c}, {t}, {f})", _ATOM
+
+    def _e_Cast(self, e: E.Cast, like) -> tuple[str, int]:
+        return f"T.cast({self.expr(e.value)}, {dtype_str(e.dtype)})", _ATOM
+
+    def _e_Call(self, e: E.Call, like) -> tuple[str, int]:
+        if e.op in _INFIX_CALLS and len(e.args) == 2:
+            prec = _PREC.get(e.op, _PREC["shift"])
+            return self._binary(E.Add(e.dtype, *e.args), _INFIX_CALLS[e.op], prec, prec + 1)
+        if e.op == "bitwise_not":
+            return f"~{self.expr(e.args[0], _PREC['neg'])}", _PREC["neg"]
+        natural = e.op in ops.MATH_FLOAT + ops.MATH_ANY and e.args and e.args[0].dtype == e.dtype
+        args = ", ".join(self.expr(a) for a in e.args)
+        if natural:
+            return f"T.{e.op}({args})", _ATOM
+        sep = ", " if args else ""
+        return f"T.call_intrin({dtype_str(e.dtype)}, {e.op!r}{sep}{args})", _ATOM
+
+    def _e_BufferLoad(self, e: E.BufferLoad, like) -> tuple[str, int]:
+        name = self.name(e.buffer)
+        if e.buffer.scope == "local.var":
+            return name, _ATOM
+        return f"{name}[{', '.join(self.expr(i) for i in e.indices)}]", _ATOM
+
+    def _e_Ramp(self, e: E.Ramp, like) -> tuple[str, int]:
+        return f"T.Ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})", _ATOM
+
+    def _e_Broadcast(self, e: E.Broadcast, like) -> tuple[str, int]:
+        return f"T.Broadcast({self.expr(e.value)}, {e.lanes})", _ATOM
+
+    def _generic_expr(self, e: E.Expr) -> str:
+        fields = ", ".join(self.value(getattr(e, f)) for f in _field_names(type(e)))
+        return f"T.{type(e).__name__}({fields})"
+
+    def value(self, v: Any) -> str:
+        """Any field value: expressions, buffers, regions, tuples, enums, layouts."""
+        if isinstance(v, E.Expr):
+            return self.expr(v)
+        if isinstance(v, Buffer):
+            return self.name(v)
+        if isinstance(v, BufferRegion):
+            return self.region(v)
+        if isinstance(v, DataType):
+            return dtype_str(v)
+        if isinstance(v, S.GemmWarpPolicy):
+            return f"T.GemmWarpPolicy.{v.value}"
+        if isinstance(v, tuple):
+            inner = ", ".join(self.value(x) for x in v)
+            return f"({inner},)" if len(v) == 1 else f"({inner})"
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{self.value(k)}: {self.value(x)}" for k, x in v.items()) + "}"
+        if hasattr(v, "structural_key"):
+            return self.layout(v)
+        if isinstance(v, S.Stmt):
+            return f"<{type(v).__name__}>"
+        return repr(v)
+
+    def layout(self, layout) -> str:
+        sub = Printer(unique_names=False)
+        return repr(layout) if sub is None else _layout_text(layout)
+
+    # ------------------------------------------------------------------ regions
+
+    def region(self, r: BufferRegion) -> str:
+        buf = r.buffer
+        if all(
+            _is_zero(rng.min) and structural_equal(rng.extent, dim) for rng, dim in zip(r.ranges, buf.shape)
+        ):
+            return self.name(buf)
+        has_slice = any(not _is_one(rng.extent) for rng in r.ranges)
+        parts = [self._range(rng, has_slice) for rng in r.ranges]
+        return f"{self.name(buf)}[{', '.join(parts)}]"
+
+    def _range(self, rng: Range, index_allowed: bool) -> str:
+        if index_allowed and _is_one(rng.extent):
+            return self.expr(rng.min)
+        if _is_zero(rng.min) and rng.min.dtype == rng.extent.dtype:
+            return f":{self.expr(rng.extent)}"
+        stop = E.add(rng.min, rng.extent)
+        return f"{self.expr(rng.min)}:{self.expr(stop)}"
+
+    # ------------------------------------------------------------------ statements
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.indent + text)
+
+    def block(self, s: S.Stmt | None) -> None:
+        self.indent += 1
+        start = len(self.lines)
+        if s is not None:
+            self.stmt(s)
+        if len(self.lines) == start:
+            self.line("pass")
+        self.indent -= 1
+
+    def stmt(self, s: S.Stmt) -> None:
+        method = getattr(self, "_s_" + type(s).__name__, None)
+        if method is not None:
+            method(s)
+        else:
+            self._generic_stmt(s)
+
+    def _s_SeqStmt(self, s: S.SeqStmt) -> None:
+        for x in s.stmts:
+            self.stmt(x)
+
+    def _s_Evaluate(self, s: S.Evaluate) -> None:
+        v = s.value
+        if isinstance(v, E.Call) and v.op == "sync_threads" and not v.args:
+            self.line("T.sync_threads()")
+        else:
+            self.line(f"T.evaluate({self.expr(v)})")
+
+    def _s_BufferStore(self, s: S.BufferStore) -> None:
+        value = self.expr(s.value, 0, s.buffer.dtype)
+        name = self.name(s.buffer)
+        if s.buffer.scope == "local.var":
+            self.line(f"{name} = {value}")
+        else:
+            self.line(f"{name}[{', '.join(self.expr(i) for i in s.indices)}] = {value}")
+
+    def _s_LetStmt(self, s: S.LetStmt) -> None:
+        self.line(f"{self.name(s.var)}: T.{s.var.dtype} = {self.expr(s.value, 0, s.var.dtype)}")
+        self.stmt(s.body)
+
+    def _s_IfThenElse(self, s: S.IfThenElse) -> None:
+        self.line(f"if {self.expr(s.condition)}:")
+        self.block(s.then_case)
+        if s.else_case is not None:
+            self.line("else:")
+            self.block(s.else_case)
+
+    def _s_For(self, s: S.For) -> None:
+        loops = [s]
+        while (
+            s.kind is S.ForKind.PARALLEL
+            and isinstance(loops[-1].body, S.For)
+            and loops[-1].body.kind is S.ForKind.PARALLEL
+            and loops[-1].body.annotations == s.annotations
+        ):
+            loops.append(loops[-1].body)
+        names = ", ".join(self.name(f.loop_var) for f in loops)
+        self.line(f"for {names} in T.{_KIND_FN[s.kind]}({self._loop_args(loops)}):")
+        self.block(loops[-1].body)
+
+    def _loop_args(self, loops: list[S.For]) -> str:
+        s = loops[0]
+        if s.kind is S.ForKind.PARALLEL:
+            args = [self._parallel_extent(f) for f in loops]
+        elif _is_zero(s.min):
+            args = [self.expr(s.extent)]
+        else:
+            args = [self.expr(s.min), self.expr(E.add(s.min, s.extent))]
+        extra = dict(s.annotations)
+        keys = _PIPELINE_KEYS if s.kind is S.ForKind.PIPELINED else ()
+        if s.kind is S.ForKind.PARALLEL:
+            keys = ("coalesced_width",)
+        for key in keys:
+            if key in extra:
+                args.append(f"{key}={self.value(extra.pop(key))}")
+        if extra:
+            args.append(f"annotations={self.value(extra)}")
+        return ", ".join(args)
+
+    def _parallel_extent(self, f: S.For) -> str:
+        if _is_zero(f.min):
+            return self.expr(f.extent)
+        return f"({self.expr(f.min)}, {self.expr(E.add(f.min, f.extent))})"
+
+    def _s_Allocate(self, s: S.Allocate) -> None:
+        b = s.buffer
+        fn = _ALLOC.get(b.scope, "alloc_local")
+        if b.scope == "local.var":
+            self.line(f"{self.name(b)} = T.alloc_var({dtype_str(b.dtype)})")
+        else:
+            shape = self.value(tuple(b.shape))
+            scope = ', scope="shared"' if b.scope == "shared" else ""
+            self.line(f"{self.name(b)} = T.{fn}({shape}, {dtype_str(b.dtype)}{scope})")
+        self.stmt(s.body)
+
+    def _s_KernelLaunch(self, s: S.KernelLaunch) -> None:
+        grid = ", ".join(self.expr(g) for g in s.grid)
+        threads = str(s.threads[0]) if len(s.threads) == 1 else str(tuple(s.threads))
+        extra = f", annotations={self.value(dict(s.annotations))}" if s.annotations else ""
+        names = [self.name(v) for v in s.block_vars]
+        target = names[0] if len(names) == 1 else f"({', '.join(names)})"
+        self.line(f"with T.Kernel({grid}, threads={threads}{extra}) as {target}:")
+        self.indent += 1
+        used = _used_vars(s.body)
+        for k, tv in enumerate(s.thread_vars):
+            if id(tv) in used:
+                self.line(f"{self.name(tv)} = T.get_thread_binding({k})")
+        self.indent -= 1
+        self.block(s.body)
+
+    def _s_Copy(self, s: S.Copy) -> None:
+        extra = "".join(f", {k}={self.value(v)}" for k, v in s.annotations)
+        self.line(f"T.copy({self.region(s.src)}, {self.region(s.dst)}{extra})")
+
+    def _s_Fill(self, s: S.Fill) -> None:
+        self.line(f"T.fill({self.region(s.dst)}, {self.expr(s.value, 0, s.dst.dtype)})")
+
+    def _s_Gemm(self, s: S.Gemm) -> None:
+        args = [self.region(s.a), self.region(s.b), self.region(s.c)]
+        defaults = S.Gemm(s.a, s.b, s.c)
+        for f, kw in _GEMM_KEYWORDS:
+            if getattr(s, f) != getattr(defaults, f):
+                args.append(f"{kw}={self.value(getattr(s, f))}")
+        self.line(f"T.gemm({', '.join(args)})")
+
+    def _s_Reduce(self, s: S.Reduce) -> None:
+        clear = "" if s.clear else ", clear=False"
+        self.line(f"T.reduce_{s.kind}({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}{clear})")
+
+    def _s_Cumsum(self, s: S.Cumsum) -> None:
+        rev = ", reverse=True" if s.reverse else ""
+        self.line(f"T.cumsum({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}{rev})")
+
+    def _s_AtomicOp(self, s: S.AtomicOp) -> None:
+        if isinstance(s.value, BufferRegion):
+            self.line(f"T.atomic_{s.kind}({self.region(s.dst)}, {self.region(s.value)})")
+            return
+        element = f"{self.name(s.dst.buffer)}[{', '.join(self.expr(r.min) for r in s.dst.ranges)}]"
+        self.line(f"T.atomic_{s.kind}({element}, {self.expr(s.value, 0, s.dst.dtype)})")
+
+    def _s_UseSwizzle(self, s: S.UseSwizzle) -> None:
+        self.line(f"T.use_swizzle(panel_size={s.panel_size}, order={s.order!r})")
+
+    def _s_AnnotateLayout(self, s: S.AnnotateLayout) -> None:
+        self.line(f"T.annotate_layout({{{self.name(s.buffer)}: {self.value(s.layout)}}})")
+
+    def _s_Print(self, s: S.Print) -> None:
+        value = self.region(s.value) if isinstance(s.value, BufferRegion) else self.expr(s.value)
+        msg = f", msg={s.msg!r}" if s.msg else ""
+        self.line(f"T.print({value}{msg})")
+
+    def _generic_stmt(self, s: S.Stmt) -> None:
+        """Backend statements: `T.<name>(fields)` with nested statements as an indented block."""
+        fields = {f: getattr(s, f) for f in _field_names(type(s))}
+        bodies = {k: v for k, v in fields.items() if isinstance(v, S.Stmt)}
+        args = ", ".join(f"{k}={self.value(v)}" for k, v in fields.items() if k not in bodies)
+        name = _snake(type(s).__name__)
+        if not bodies:
+            self.line(f"T.{name}({args})")
+            return
+        for key, body in bodies.items():
+            self.line(f"with T.{name}({args}):  # {key}")
+            self.block(body)
+
+    # ------------------------------------------------------------------ functions
+
+    def func(self, f: PrimFunc) -> None:
+        params = []
+        for p in f.params:
+            if isinstance(p, Buffer):
+                params.append(f"{self.name(p)}: {self._tensor_type(p)}")
+            else:
+                params.append(f"{self.name(p)}: T.{p.dtype}")
+        self.line("@T.prim_func")
+        self.line(f"def {f.name}({', '.join(params)}):")
+        self.indent += 1
+        if f.attrs:
+            self.line(f"T.func_attr({self.value(dict(f.attrs))})")
+        self.indent -= 1
+        self.block(f.body)
+
+    def _tensor_type(self, b: Buffer) -> str:
+        shape = self.value(tuple(b.shape))
+        if b.strides:
+            return f"T.StridedTensor({shape}, {self.value(tuple(b.strides))}, {dtype_str(b.dtype)})"
+        return f"T.Tensor({shape}, {dtype_str(b.dtype)})"
+
+    def module(self, funcs: list[PrimFunc]) -> str:
+        body_printer_lines = []
+        declared = []
+        for f in funcs:
+            for v in _module_level_vars(f):
+                if id(v) not in self.names:
+                    declared.append(v)
+                    self.name(v)
+        for f in funcs:
+            self.func(f)
+            self.line("")
+        body_printer_lines, self.lines = self.lines, []
+        header = ["import tilecraft.language as T", ""]
+        for v in declared:
+            header.append(f'{self.name(v)} = T.dynamic("{self.name(v)}", {dtype_str(v.dtype)})')
+        if declared:
+            header.append("")
+        header.append("")
+        return "\n".join(header + body_printer_lines).rstrip() + "\n"
+
+
+def _module_level_vars(f: PrimFunc) -> list[E.Var]:
+    out = list(f.symbolic_dims)
+    for v in f.attr("tilecraft.consts", ()) or ():
+        if all(v is not o for o in out):
+            out.append(v)
+    return out
+
+
+def _layout_text(layout) -> str:
+    p = Printer(unique_names=False)
+    args = ", ".join(p.name(v) for v in layout.vars)
+    if type(layout).__name__ == "Layout":
+        body = ", ".join(p.expr(e) for e in layout.index)
+        return f"T.Layout({layout.shape}, lambda {args}: ({body},))"
+    rep = f", {p.name(layout.replica_var)}" if layout.replicate > 1 else ""
+    index = ", ".join(p.expr(e) for e in layout.index)
+    return (
+        f"T.Fragment({layout.shape}, forward_thread_fn=lambda {args}{rep}: {p.expr(layout.thread)}, "
+        f"forward_index_fn=lambda {args}: ({index},), replicate={layout.replicate})"
+    )
+
+
+def _is_zero(e: Any) -> bool:
+    return isinstance(e, E.IntImm) and e.value == 0
+
+
+def _is_one(e: Any) -> bool:
+    return isinstance(e, E.IntImm) and e.value == 1
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+class _VarUse(Visitor):
+    def __init__(self) -> None:
+        self.ids: set[int] = set()
+
+    def visit_Var(self, v: E.Var) -> None:
+        self.ids.add(id(v))
+
+
+def _used_vars(node: Any) -> set[int]:
+    v = _VarUse()
+    v.visit(node)
+    return v.ids
+
+
+def print_ir(node: Any) -> str:
+    """Kernel-language text for a module, a function, a statement or an expression."""
+    p = Printer()
+    if isinstance(node, IRModule):
+        return p.module(list(node.functions))
+    if isinstance(node, PrimFunc):
+        return p.module([node])
+    if isinstance(node, S.Stmt):
+        p.stmt(node)
+        return "\n".join(p.lines) + "\n"
+    return p.expr(node)
+
+
+def expr_to_str(e: E.Expr) -> str:
+    return Printer(unique_names=False).expr(e)

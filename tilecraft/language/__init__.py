@@ -1,0 +1,118 @@
+"""The common, backend-neutral kernel language (`import tilecraft.language as T`).
+
+Names and argument conventions follow TileLang so kernels port by changing the imports. Everything
+here is lowered by every backend or rejected with a clear error at lowering; backend extensions live
+in `tilecraft.<backend>.language`.
+"""
+
+from tilecraft.ir.dtype import (
+    bfloat16,
+    float8_e4m3fn,
+    float8_e5m2,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from tilecraft.ir.dtype import bool_ as bool  # noqa: A001 - TileLang's name
+from tilecraft.ir.stmt import GemmWarpPolicy
+from tilecraft.language.alloc import alloc_fragment, alloc_local, alloc_shared, alloc_var
+from tilecraft.language.kernel import (
+    Kernel,
+    annotate_layout,
+    evaluate,
+    func_attr,
+    get_block_binding,
+    get_thread_binding,
+    print,  # noqa: A004
+    sync_threads,
+    use_swizzle,
+)
+from tilecraft.language.loops import Parallel, Pipelined, serial, unroll, vectorized
+from tilecraft.language.macro import macro
+from tilecraft.language.math import (
+    And,
+    Broadcast,
+    Cast,
+    Not,
+    Or,
+    Ramp,
+    abs,  # noqa: A004
+    call_intrin,
+    cast,
+    ceil,
+    ceildiv,
+    cos,
+    erf,
+    exp,
+    exp2,
+    floor,
+    floordiv,
+    floormod,
+    if_then_else,
+    infinity,
+    log,
+    log2,
+    max,  # noqa: A004
+    max_value,
+    min,  # noqa: A004
+    min_value,
+    pow,  # noqa: A004
+    round,  # noqa: A004
+    rsqrt,
+    sigmoid,
+    sin,
+    sqrt,
+    tanh,
+    truncdiv,
+    truncmod,
+)
+from tilecraft.language.prim_func import prim_func
+from tilecraft.language.tileops import (
+    atomic_add,
+    atomic_max,
+    atomic_min,
+    clear,
+    copy,
+    cumsum,
+    fill,
+    gemm,
+    reduce_absmax,
+    reduce_abssum,
+    reduce_max,
+    reduce_min,
+    reduce_sum,
+)
+from tilecraft.language.types import StridedTensor, Tensor, const, dynamic, empty, symbolic
+from tilecraft.layout import Fragment, Layout
+
+Buffer = Tensor
+half = float16
+float = float32  # noqa: A001
+double = float64
+float8_e4m3 = float8_e4m3fn
+
+__all__ = [
+    "And", "Broadcast", "Buffer", "Cast", "Fragment", "GemmWarpPolicy", "Kernel", "Layout", "Not", "Or",
+    "Parallel", "Pipelined", "Ramp", "StridedTensor", "Tensor", "abs", "alloc_fragment", "alloc_local",
+    "alloc_shared", "alloc_var", "annotate_layout", "atomic_add", "atomic_max", "atomic_min", "bfloat16",
+    "bool", "call_intrin", "cast", "ceil", "ceildiv", "clear", "const", "copy", "cos", "cumsum", "double",
+    "dynamic", "empty", "erf", "evaluate", "exp", "exp2", "fill", "float", "float8_e4m3", "float8_e4m3fn",
+    "float8_e5m2", "float16", "float32", "float64", "floor", "floordiv", "floormod", "func_attr", "gemm",
+    "get_block_binding", "get_thread_binding", "half", "if_then_else", "infinity", "int8", "int16",
+    "int32", "int64", "log", "log2", "macro", "max", "max_value", "min", "min_value", "pow", "prim_func",
+    "print", "reduce_abssum", "reduce_absmax", "reduce_max", "reduce_min", "reduce_sum", "round", "rsqrt",
+    "serial", "sigmoid", "sin", "sqrt", "symbolic", "sync_threads", "tanh", "truncdiv", "truncmod",
+    "uint8", "uint16", "uint32", "uint64", "unroll", "use_swizzle", "vectorized",
+]  # fmt: skip
+
+from tilecraft.language.script import parse_script  # noqa: E402
+
+__all__ += ["parse_script"]

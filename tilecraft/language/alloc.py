@@ -1,0 +1,55 @@
+"""Memory: `T.alloc_shared`, `T.alloc_fragment`, `T.alloc_local`, `T.alloc_var`."""
+
+from __future__ import annotations
+
+from tilecraft.ir import dtype as dt
+from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.expr import IRError, const_value, convert
+from tilecraft.language import builder
+
+
+def _static_shape(shape, what: str) -> tuple:
+    shape = (shape,) if not isinstance(shape, (tuple, list)) else tuple(shape)
+    dims = []
+    for s in shape:
+        value = const_value(s)
+        if not isinstance(value, int) or value <= 0:
+            raise builder.current(what).error(
+                f"{what} needs a static positive shape, got {s}",
+                hint="on-chip buffers are sized at compile time; use T.const or a Python int",
+            )
+        dims.append(convert(value))
+    return tuple(dims)
+
+
+def _alloc(shape, dtype, scope: str, what: str) -> Buffer:
+    b = builder.current(what)
+    b.kernel(what)
+    buf = Buffer(f"buf{len(b.pending_allocations)}", _static_shape(shape, what), dt.as_dtype(dtype), scope)
+    b.pending_allocations.append(buf)
+    return buf
+
+
+def alloc_shared(shape, dtype, scope: str = "shared.dyn") -> Buffer:
+    """A tile in the block's shared memory."""
+    if scope not in ("shared", "shared.dyn"):
+        raise IRError(f"alloc_shared scope must be 'shared' or 'shared.dyn', got {scope!r}")
+    return _alloc(shape, dtype, scope, "T.alloc_shared")
+
+
+def alloc_fragment(shape, dtype, scope: str = "local.fragment") -> Buffer:
+    """A tile distributed over the block's threads' registers (its layout is inferred)."""
+    return _alloc(shape, dtype, "local.fragment", "T.alloc_fragment")
+
+
+def alloc_local(shape, dtype, scope: str = "local") -> Buffer:
+    """A small per-thread array."""
+    return _alloc(shape, dtype, "local", "T.alloc_local")
+
+
+def alloc_var(dtype, init=None, scope: str = "local.var"):
+    """A mutable scalar: read it by name, update it with `x = ...` or `x += ...`."""
+    buf = _alloc((1,), dtype, "local.var", "T.alloc_var")
+    if init is not None:
+        builder.current().inits[buf] = convert(init, buf.dtype)
+    return buf

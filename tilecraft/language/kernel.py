@@ -1,0 +1,95 @@
+"""`T.Kernel` and the block/thread bindings, plus hints and debugging helpers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilecraft.ir import dtype as dt
+from tilecraft.ir.buffer import Buffer, BufferRegion
+from tilecraft.ir.expr import Call, Expr, IRError, Var, convert
+from tilecraft.ir.stmt import AnnotateLayout, Evaluate, Print, UseSwizzle, seq
+from tilecraft.language import builder
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """The launch `with T.Kernel(*grid, threads=...)` describes; the parser builds the KernelLaunch."""
+
+    grid: tuple[Expr, ...]
+    threads: tuple[int, ...]
+    annotations: tuple[tuple[str, object], ...] = ()
+
+
+def Kernel(*grid, threads: int | tuple = 128, prelude=None, annotations: dict | None = None, **kwargs):  # noqa: N802
+    """A launch over a grid of up to three dims; each block runs `threads` threads (int or tuple)."""
+    if not 1 <= len(grid) <= 3:
+        raise IRError(f"T.Kernel takes one to three grid extents, got {len(grid)}")
+    if kwargs:
+        raise IRError(f"T.Kernel got unexpected arguments {sorted(kwargs)}; accepted: threads, annotations")
+    dims = tuple(convert(g) for g in grid)
+    for g in dims:
+        if not g.dtype.is_integer:
+            raise IRError(f"T.Kernel grid extents must be integers, got {g.dtype}")
+    threads = (threads,) if isinstance(threads, int) else tuple(threads)
+    if not 1 <= len(threads) <= 3 or any(not isinstance(t, int) or t <= 0 for t in threads):
+        raise IRError(f"T.Kernel threads must be a positive int or a tuple of up to three, got {threads}")
+    return KernelSpec(dims, threads, tuple((annotations or {}).items()))
+
+
+def get_thread_binding(dim: int = 0) -> Var:
+    """The thread index along `dim` of the current kernel."""
+    ctx = builder.current("T.get_thread_binding").kernel("T.get_thread_binding")
+    if not 0 <= dim < len(ctx.thread_vars):
+        raise IRError(f"thread dim {dim} out of range: the kernel has {len(ctx.thread_vars)} thread dims")
+    return ctx.thread_vars[dim]
+
+
+def get_block_binding(dim: int = 0) -> Var:
+    """The block index along `dim` of the current kernel."""
+    ctx = builder.current("T.get_block_binding").kernel("T.get_block_binding")
+    if not 0 <= dim < len(ctx.block_vars):
+        raise IRError(f"block dim {dim} out of range: the kernel has {len(ctx.block_vars)} grid dims")
+    return ctx.block_vars[dim]
+
+
+def sync_threads() -> Evaluate:
+    """A barrier among the block's threads."""
+    return Evaluate(Call(dt.int32, "sync_threads", ()), span=builder.current_span())
+
+
+def use_swizzle(panel_size: int = 8, order: str = "row", enable: bool = True):
+    """Rasterize blocks in panels of `panel_size` so that neighbouring blocks share L2 tiles."""
+    if order not in ("row", "col"):
+        raise IRError(f"T.use_swizzle order must be 'row' or 'col', got {order!r}")
+    if not enable:
+        return None
+    return UseSwizzle(int(panel_size), order, span=builder.current_span())
+
+
+def annotate_layout(layouts: dict):
+    """Fix the layout of buffers: `T.annotate_layout({A_shared: T.Layout(...)})`."""
+    span = builder.current_span()
+    stmts = []
+    for buf, layout in layouts.items():
+        if not isinstance(buf, Buffer):
+            raise IRError(f"T.annotate_layout keys must be buffers, got {type(buf).__name__}")
+        stmts.append(AnnotateLayout(buf, layout, span=span))
+    return seq(*stmts)
+
+
+def print(value, msg: str = ""):  # noqa: A001 - TileLang's name
+    """Print a scalar or a buffer from inside the kernel (debugging)."""
+    if isinstance(value, Buffer):
+        value = value.full_region()
+    elif not isinstance(value, BufferRegion):
+        value = convert(value)
+    return Print(value, str(msg), span=builder.current_span())
+
+
+def evaluate(value) -> Evaluate:
+    return Evaluate(convert(value), span=builder.current_span())
+
+
+def func_attr(attrs: dict) -> None:
+    """Attach attributes to the function being parsed (printed IR uses this)."""
+    builder.current("T.func_attr").parser.func_attrs.update(attrs)

@@ -1,0 +1,181 @@
+"""Scalar math and constructors: `T.exp`, `T.max`, `T.ceildiv`, `T.cast`, `T.if_then_else` ..."""
+
+from __future__ import annotations
+
+import builtins
+import math as pymath
+
+import numpy as np
+
+from tilecraft.ir import dtype as dt
+from tilecraft.ir import expr as E
+from tilecraft.ir.expr import Expr, IRError, convert
+
+_PY = (bool, int, float)
+
+
+def _float_arg(name: str, x) -> Expr:
+    x = convert(x)
+    if not x.dtype.is_float:
+        raise IRError(
+            f"T.{name} needs a floating-point argument, got {x.dtype}; cast first: T.cast(x, 'float32')"
+        )
+    return x
+
+
+def _unary(name: str):
+    def fn(x) -> Expr:
+        return E.call(name, _float_arg(name, x))
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name} of a floating-point scalar."
+    return fn
+
+
+exp = _unary("exp")
+exp2 = _unary("exp2")
+log = _unary("log")
+log2 = _unary("log2")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+tanh = _unary("tanh")
+sigmoid = _unary("sigmoid")
+erf = _unary("erf")
+floor = _unary("floor")
+ceil = _unary("ceil")
+round = _unary("round")  # noqa: A001 - TileLang's name
+sin = _unary("sin")
+cos = _unary("cos")
+
+
+def pow(x, y) -> Expr:  # noqa: A001
+    """`x ** y` for floating-point values."""
+    x, y = E.match_types(x, y)
+    return E.call("pow", _float_arg("pow", x), y)
+
+
+def abs(x):  # noqa: A001
+    """Absolute value (integers and floats)."""
+    if isinstance(x, _PY):
+        return builtins.abs(x)
+    return E.call("abs", x)
+
+
+def _all_py(*xs) -> bool:
+    return all(isinstance(x, _PY) for x in xs)
+
+
+def max(*xs):  # noqa: A001
+    """Maximum of two or more values (a Python number when all are Python numbers)."""
+    if len(xs) < 2:
+        raise IRError("T.max takes at least two values; for a tile use T.reduce_max")
+    if _all_py(*xs):
+        return builtins.max(xs)
+    result = xs[0]
+    for x in xs[1:]:
+        result = E.max_(result, x)
+    return result
+
+
+def min(*xs):  # noqa: A001
+    """Minimum of two or more values (a Python number when all are Python numbers)."""
+    if len(xs) < 2:
+        raise IRError("T.min takes at least two values; for a tile use T.reduce_min")
+    if _all_py(*xs):
+        return builtins.min(xs)
+    result = xs[0]
+    for x in xs[1:]:
+        result = E.min_(result, x)
+    return result
+
+
+def ceildiv(a, b):
+    """`(a + b - 1) // b` for integers."""
+    if _all_py(a, b):
+        return -(-a // b)
+    return E.floordiv(E.add(a, E.sub(b, 1)), b)
+
+
+def floordiv(a, b):
+    return a // b if _all_py(a, b) else E.floordiv(a, b)
+
+
+def floormod(a, b):
+    return a % b if _all_py(a, b) else E.floormod(a, b)
+
+
+def truncdiv(a, b):
+    if _all_py(a, b):
+        return int(a / b)
+    return E.truncdiv(a, b)
+
+
+def truncmod(a, b):
+    if _all_py(a, b):
+        return int(pymath.fmod(a, b))
+    return E.truncmod(a, b)
+
+
+def cast(value, dtype) -> Expr:
+    """`value` converted to `dtype`."""
+    return E.cast(value, dtype)
+
+
+def Cast(dtype, value) -> Expr:  # noqa: N802 - TVM's spelling, argument order
+    return E.cast(value, dtype)
+
+
+def if_then_else(cond, then_value, else_value):
+    """`then_value` where `cond` holds, else `else_value`; only the chosen branch is evaluated."""
+    if isinstance(cond, _PY):
+        return then_value if cond else else_value
+    return E.select(cond, then_value, else_value)
+
+
+def And(a, b):  # noqa: N802
+    return E.logical_and(a, b)
+
+
+def Or(a, b):  # noqa: N802
+    return E.logical_or(a, b)
+
+
+def Not(a):  # noqa: N802
+    return E.logical_not(a)
+
+
+def infinity(dtype) -> Expr:
+    return E.const(float("inf"), dtype)
+
+
+def _info(dtype):
+    dtype = dt.as_dtype(dtype)
+    npd = dt.numpy_dtype(dtype)
+    return dtype, (np.finfo(npd) if dtype.is_float else np.iinfo(npd))
+
+
+def max_value(dtype) -> Expr:
+    """The largest finite value of `dtype`."""
+    dtype, info = _info(dtype)
+    return E.const(float(info.max) if dtype.is_float else int(info.max), dtype)
+
+
+def min_value(dtype) -> Expr:
+    """The lowest finite value of `dtype`."""
+    dtype, info = _info(dtype)
+    return E.const(float(info.min) if dtype.is_float else int(info.min), dtype)
+
+
+def call_intrin(dtype, op: str, *args) -> Expr:
+    """A backend intrinsic by name (printed IR uses this for calls without a T.* spelling)."""
+    return E.call(op, *args, dtype=dtype)
+
+
+def Ramp(base, stride, lanes: int) -> Expr:  # noqa: N802
+    base, stride = E.match_types(base, stride)
+    return E.Ramp(base.dtype.with_lanes(lanes), base, stride, int(lanes))
+
+
+def Broadcast(value, lanes: int) -> Expr:  # noqa: N802
+    value = convert(value)
+    return E.Broadcast(value.dtype.with_lanes(lanes), value, int(lanes))

@@ -1,0 +1,566 @@
+"""The parser: a kernel's Python AST -> tile IR (PrimFunc)."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import dataclasses
+import inspect
+from collections import ChainMap
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tilecraft.errors import KernelError, ParseError
+from tilecraft.ir import dtype as dt
+from tilecraft.ir import expr as E
+from tilecraft.ir import stmt as S
+from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.expr import Expr, Var
+from tilecraft.ir.function import PrimFunc
+from tilecraft.language import builder as B
+from tilecraft.language.kernel import KernelSpec
+from tilecraft.language.loops import LoopSpec, python_range
+from tilecraft.language.parser.evaluator import Evaluator, is_ir, truth
+from tilecraft.language.parser.scope import Scope
+from tilecraft.language.parser.source import Source, function_source
+from tilecraft.language.types import TensorType
+
+_THREAD_NAMES = ("tx", "ty", "tz")
+_BLOCK_NAMES = ("bx", "by", "bz")
+
+
+@dataclass
+class _Wrapper:
+    """A statement that scopes the rest of its block (let binding, allocation)."""
+
+    make: Callable[[S.Stmt], S.Stmt]
+
+
+class _Return(Exception):
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+@dataclass
+class EagerParam:
+    """An eager-style parameter: a tensor (re-annotated in the body) or a Python value."""
+
+    is_tensor: bool
+    value: Any = None
+
+
+def environment(func) -> Mapping[str, Any]:
+    """The names a function body sees besides its own: closure cells, then globals."""
+    closure = inspect.getclosurevars(func).nonlocals if func.__closure__ else {}
+    return ChainMap(dict(closure), func.__globals__)
+
+
+class Parser:
+    def __init__(self, source: Source, env: Mapping[str, Any]) -> None:
+        self.source = source
+        self.env = env
+        self.scope = Scope("function")
+        self.builder = B.Builder(self)
+        self.evaluator = Evaluator(self)
+        self.func_attrs: dict[str, Any] = {}
+        self.items: list = []
+        self.params: list[Buffer | Var] = []
+        self.pending_tensors: dict[str, int] = {}
+        self.returned: Any = None
+
+    # ------------------------------------------------------------------ entry points
+
+    def namespace(self):
+        from tilecraft.language.parser.scope import Namespace
+
+        return Namespace(self.scope, self.env)
+
+    def span(self, node: ast.AST):
+        return self.source.span(node)
+
+    def error(self, node: ast.AST, message: str, hint: str | None = None) -> ParseError:
+        return ParseError(message, self.span(node), hint)
+
+    def parse(self, eager: Mapping[str, EagerParam] | None = None) -> PrimFunc:
+        B.push(self.builder)
+        try:
+            self._bind_params(eager)
+            body = self._block(self.source.tree.body, "function_body", new_scope=False)
+            return self._finish(body)
+        finally:
+            B.pop()
+
+    # ------------------------------------------------------------------ parameters
+
+    def _bind_params(self, eager: Mapping[str, EagerParam] | None) -> None:
+        args = self.source.tree.args
+        if args.vararg or args.kwarg:
+            raise self.error(self.source.tree, "kernels cannot take *args or **kwargs")
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+            self._bind_param(arg, None if eager is None else eager.get(arg.arg))
+
+    def _bind_param(self, arg: ast.arg, eager: EagerParam | None) -> None:
+        annotation = None if arg.annotation is None else self.evaluator.eval(arg.annotation)
+        name = arg.arg
+        if isinstance(annotation, (TensorType, dt.DataType)) or annotation in (int, float, bool):
+            if eager is not None and eager.is_tensor and not isinstance(annotation, TensorType):
+                raise self.error(arg, f"parameter {name!r} was given an array but is annotated {annotation}")
+            param = self._param_from_annotation(name, annotation)
+            if eager is not None and not eager.is_tensor and annotation in (int, float, bool):
+                self.scope.names[name] = eager.value
+                return
+            self.params.append(param)
+            self.scope.names[name] = param
+            return
+        if eager is None:
+            raise self.error(
+                arg,
+                f"parameter {name!r} needs a type annotation",
+                hint="annotate tensors with T.Tensor((M, N), dtype) and scalars with T.int32 / T.float32",
+            )
+        if eager.is_tensor:
+            self.pending_tensors[name] = len(self.params)
+            self.params.append(Var(dt.int32, f"__pending_{name}"))
+        else:
+            self.scope.names[name] = eager.value
+
+    @staticmethod
+    def _param_from_annotation(name: str, annotation: Any) -> Buffer | Var:
+        if isinstance(annotation, TensorType):
+            return annotation.to_buffer(name)
+        return Var(dt.as_dtype(annotation), name)
+
+    def _finish(self, body: S.Stmt) -> PrimFunc:
+        for name in self.pending_tensors:
+            raise self.error(
+                self.source.tree,
+                f"tensor parameter {name!r} is never declared",
+                hint=f"add `{name}: T.Tensor((M, N), dtype)` at the top of the kernel body",
+            )
+        params = tuple(self.params) + tuple(self.builder.outputs)
+        attrs = dict(self.func_attrs)
+        if self.builder.outputs:
+            attrs["tilecraft.out_idx"] = self._out_idx(params)
+        if self.builder.consts:
+            attrs["tilecraft.consts"] = tuple(self.builder.consts)
+        func = PrimFunc(
+            self.source.tree.name, params, body, tuple(attrs.items()), span=self.span(self.source.tree)
+        )
+        return func
+
+    def _out_idx(self, params: tuple) -> tuple[int, ...]:
+        returned = self.returned
+        if returned is None:
+            raise ParseError(
+                "the kernel allocates outputs with T.empty but returns nothing",
+                self.span(self.source.tree),
+                hint="end the kernel with `return C` (or `return C, D`)",
+            )
+        returned = returned if isinstance(returned, tuple) else (returned,)
+        index = {id(p): i for i, p in enumerate(params)}
+        out = []
+        for r in returned:
+            if not isinstance(r, Buffer) or id(r) not in index:
+                raise ParseError("a kernel can only return tensors it received or made with T.empty",
+                                 self.span(self.source.tree))  # fmt: skip
+            out.append(index[id(r)])
+        return tuple(out)
+
+    # ------------------------------------------------------------------ blocks
+
+    def _block(self, stmts: list[ast.stmt], kind: str, new_scope: bool = True) -> S.Stmt:
+        saved_items, saved_scope = self.items, self.scope
+        self.items = []
+        if new_scope:
+            self.scope = Scope(kind, self.scope)
+        try:
+            for node in stmts:
+                self.statement(node)
+            return _fold(self.items)
+        finally:
+            self.items, self.scope = saved_items, saved_scope
+
+    def emit(self, value: Any, node: ast.AST) -> None:
+        if isinstance(value, S.Stmt):
+            if value.span is None:
+                value = dataclasses.replace(value, span=self.span(node))
+            if isinstance(value, S.TileOp) and not self.builder.kernels:
+                raise self.error(node, f"T.{_op_name(value)} is only valid inside `with T.Kernel(...)`")
+            self.items.append(value)
+        elif isinstance(value, (list, tuple)) and value and all(isinstance(v, S.Stmt) for v in value):
+            for v in value:
+                self.emit(v, node)
+
+    def statement(self, node: ast.stmt) -> None:
+        method = getattr(self, "stmt_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(node, f"`{type(node).__name__}` statements are not supported in kernels")
+        self._flush_allocations(node, None)
+        method(node)
+        self._flush_allocations(node, None)
+
+    # ------------------------------------------------------------------ statements
+
+    def stmt_Expr(self, node: ast.Expr) -> None:
+        value = self.evaluator.eval(node.value)
+        self.emit(value, node)
+
+    def stmt_Pass(self, node: ast.Pass) -> None:
+        pass
+
+    def stmt_Assign(self, node: ast.Assign) -> None:
+        value = self.evaluator.eval(node.value)
+        for target in node.targets:
+            self._assign(target, value, node)
+
+    def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node.target, "annotated assignment needs a plain name")
+        annotation = self.evaluator.eval(node.annotation)
+        name = node.target.id
+        if node.value is None:
+            self._reannotate(node, name, annotation)
+            return
+        value = self.evaluator.eval(node.value)
+        if isinstance(annotation, dt.DataType) or annotation in (int, float, bool):
+            dtype = dt.as_dtype(annotation)
+            self._bind_let(node, name, E.cast(value, dtype), force=True)
+            return
+        self._assign(node.target, value, node)
+
+    def _reannotate(self, node: ast.AnnAssign, name: str, annotation: Any) -> None:
+        if not isinstance(annotation, TensorType):
+            raise self.error(
+                node, f"`{name}: ...` without a value must declare a tensor: T.Tensor(shape, dtype)"
+            )
+        if name not in self.pending_tensors:
+            raise self.error(node, f"{name!r} is not a tensor parameter of this kernel, or is declared twice")
+        buf = annotation.to_buffer(name)
+        self.params[self.pending_tensors.pop(name)] = buf
+        self.scope.names[name] = buf
+
+    def stmt_AugAssign(self, node: ast.AugAssign) -> None:
+        from tilecraft.language.parser.evaluator import _BINOPS
+
+        op = _BINOPS[type(node.op)]
+        if isinstance(node.target, ast.Subscript):
+            buf, indices = self._store_target(node.target)
+            value = self.evaluator.apply(node, op, buf[tuple(indices)], self.evaluator.eval(node.value))
+            self._store(node, buf, indices, value)
+            return
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node.target, "augmented assignment needs a name or a buffer element")
+        current = self.evaluator.eval(node.target)
+        value = self.evaluator.apply(node, op, current, self.evaluator.eval(node.value))
+        self._assign(node.target, value, node)
+
+    def _assign(self, target: ast.expr, value: Any, node: ast.stmt) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            self._unpack(target, value, node)
+        elif isinstance(target, ast.Subscript):
+            buf, indices = self._store_target(target)
+            self._store(node, buf, indices, value)
+        elif isinstance(target, ast.Name):
+            self._assign_name(target.id, value, node)
+        else:
+            raise self.error(target, "only names, tuples of names and buffer elements can be assigned")
+
+    def _unpack(self, target: ast.Tuple | ast.List, value: Any, node: ast.stmt) -> None:
+        if isinstance(value, Expr) or not hasattr(value, "__iter__"):
+            raise self.error(node, f"cannot unpack {type(value).__name__} into {len(target.elts)} names")
+        values = list(value)
+        if len(values) != len(target.elts):
+            raise self.error(node, f"cannot unpack {len(values)} values into {len(target.elts)} names")
+        for t, v in zip(target.elts, values):
+            self._assign(t, v, node)
+
+    def _assign_name(self, name: str, value: Any, node: ast.stmt) -> None:
+        existing = self.scope.lookup(name)
+        if isinstance(existing, Buffer) and existing.scope == "local.var" and not isinstance(value, Buffer):
+            self._store(node, existing, [E.const(0)], value)
+            return
+        if isinstance(value, Buffer) and self._claim_allocation(value, name, node):
+            return
+        if isinstance(value, Buffer):
+            value = self._name_output(value, name)
+        self._check_rebind(name, node)
+        if is_ir(value) and not isinstance(value, Var):
+            self._bind_let(node, name, value)
+        else:
+            self.scope.names[name] = value
+
+    def _name_output(self, buf: Buffer, name: str) -> Buffer:
+        """`C = T.empty(...)` names the output after the variable."""
+        outputs = self.builder.outputs
+        for k, out in enumerate(outputs):
+            if out is buf and out.name.startswith("out"):
+                outputs[k] = dataclasses.replace(buf, name=name)
+                return outputs[k]
+        return buf
+
+    def _check_rebind(self, name: str, node: ast.stmt) -> None:
+        owner = self.scope.owner(name)
+        if owner is None or owner is self.scope or not self.scope.crosses_ir_body(owner):
+            return
+        raise self.error(
+            node,
+            f"{name!r} is bound outside this loop or branch and cannot be re-bound inside it",
+            hint=f"to update a scalar across iterations declare `{name} = T.alloc_var(dtype)` before the "
+            "loop; otherwise use a new name",
+        )
+
+    def _bind_let(self, node: ast.stmt, name: str, value: Any, force: bool = False) -> None:
+        value = E.convert(value)
+        if not force and not is_ir(value):
+            self.scope.names[name] = value
+            return
+        self._check_rebind(name, node)
+        var = Var(value.dtype, name)
+        span = self.span(node)
+        self.items.append(_Wrapper(lambda body, v=var, x=value: S.LetStmt(v, x, body, span=span)))
+        self.scope.names[name] = var
+
+    def _store_target(self, target: ast.Subscript) -> tuple[Buffer, list[Expr]]:
+        base = self.evaluator.eval(target.value)
+        if isinstance(base, E.BufferLoad) and base.buffer.scope == "local.var":
+            base = base.buffer
+        if not isinstance(base, Buffer):
+            raise self.error(
+                target, f"only buffer elements can be assigned, not elements of {type(base).__name__}"
+            )
+        index = self.evaluator.eval(target.slice)
+        index = list(index) if isinstance(index, tuple) else [index]
+        if any(isinstance(i, slice) for i in index):
+            raise self.error(
+                target, "slice assignment is not supported", hint="use T.fill or T.copy on regions"
+            )
+        if len(index) != base.ndim:
+            raise self.error(
+                target, f"buffer {base.name} has {base.ndim} dims but is indexed with {len(index)}"
+            )
+        return base, [E.convert(i) for i in index]
+
+    def _store(self, node: ast.stmt, buf: Buffer, indices: list, value: Any) -> None:
+        if isinstance(value, (Buffer, S.Stmt)) or not isinstance(value, (Expr, int, float, bool)):
+            raise self.error(node, f"cannot store a {type(value).__name__} into buffer {buf.name}")
+        value = self.evaluator.apply(node, E.cast, value, buf.dtype)
+        self.items.append(S.BufferStore(buf, value, tuple(indices), span=self.span(node)))
+
+    # ------------------------------------------------------------------ allocations
+
+    def _claim_allocation(self, buf: Buffer, name: str, node: ast.stmt) -> bool:
+        pending = self.builder.pending_allocations
+        if not any(b is buf for b in pending):
+            return False
+        self._check_rebind(name, node)
+        self._flush_allocations(node, (buf, name))
+        return True
+
+    def _flush_allocations(self, node: ast.stmt, named: tuple[Buffer, str] | None) -> None:
+        """Open an Allocate for each buffer allocated by the statement just evaluated."""
+        pending = self.builder.pending_allocations
+        while pending:
+            buf = pending.pop(0)
+            name = named[1] if named is not None and named[0] is buf else buf.name
+            new = dataclasses.replace(buf, name=name, span=self.span(node))
+            self._rename(buf, new)
+            span = self.span(node)
+            self.items.append(_Wrapper(lambda body, b=new, sp=span: S.Allocate(b, body, span=sp)))
+            init = self.builder.inits.pop(buf, None)
+            if init is not None:
+                self.items.append(S.BufferStore(new, init, (E.const(0),), span=span))
+            if named is not None and named[0] is buf:
+                self.scope.names[name] = new
+
+    def _rename(self, old: Buffer, new: Buffer) -> None:
+        """Allocations are created before their name is known; fix up the one reference held so far."""
+        for scope_names in (self.scope.names,):
+            for k, v in list(scope_names.items()):
+                if v is old:
+                    scope_names[k] = new
+
+    # ------------------------------------------------------------------ control flow
+
+    def stmt_If(self, node: ast.If) -> None:
+        cond = truth(self.evaluator.eval(node.test))
+        if isinstance(cond, bool):
+            for s in node.body if cond else node.orelse:
+                self.statement(s)
+            return
+        then_case = self._block(node.body, "ir_branch")
+        else_case = self._block(node.orelse, "ir_branch") if node.orelse else None
+        self.items.append(S.IfThenElse(cond, then_case, else_case, span=self.span(node)))
+
+    def stmt_For(self, node: ast.For) -> None:
+        if node.orelse:
+            raise self.error(node, "`for ... else` is not supported in kernels")
+        spec = self._loop_spec(node.iter)
+        if not isinstance(spec, LoopSpec):
+            self._python_for(node, spec)
+            return
+        names = _target_names(node.target)
+        if names is None or len(names) != len(spec.ranges):
+            raise self.error(
+                node.target,
+                f"this loop binds {len(spec.ranges)} variable(s); write `for {_names_hint(spec)} in ...`",
+            )
+        loop_vars = [Var(r.min.dtype, n) for n, r in zip(names, spec.ranges)]
+        body_scope_names = dict(zip(names, loop_vars))
+        body = self._loop_body(node.body, body_scope_names)
+        span = self.span(node)
+        for var, rng in reversed(list(zip(loop_vars, spec.ranges))):
+            body = S.For(var, rng.min, rng.extent, spec.kind, body, spec.annotations, span=span)
+        self.items.append(body)
+
+    def _loop_spec(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Call):
+            func = self.evaluator.eval(node.func)
+            if func is builtins.range:
+                args = [self.evaluator.eval(a) for a in node.args]
+                return self.evaluator.apply(node, python_range, *args)
+        return self.evaluator.eval(node)
+
+    def _loop_body(self, stmts: list[ast.stmt], names: dict[str, Var], kind: str = "ir_loop") -> S.Stmt:
+        saved_items, saved_scope = self.items, self.scope
+        self.items, self.scope = [], Scope(kind, self.scope, dict(names))
+        try:
+            for s in stmts:
+                self.statement(s)
+            return _fold(self.items)
+        finally:
+            self.items, self.scope = saved_items, saved_scope
+
+    def _python_for(self, node: ast.For, iterable: Any) -> None:
+        """`for x in (a, b):` over a Python sequence unrolls at parse time."""
+        if isinstance(iterable, Expr) or not isinstance(iterable, (list, tuple, dict, str)):
+            raise self.error(
+                node.iter,
+                f"cannot iterate over {type(iterable).__name__} in a kernel",
+                hint="use T.serial, T.Parallel, T.Pipelined, T.unroll, T.vectorized or range",
+            )
+        for item in iterable:
+            self._assign(node.target, item, node)
+            for s in node.body:
+                self.statement(s)
+
+    def stmt_With(self, node: ast.With) -> None:
+        if len(node.items) != 1:
+            raise self.error(node, "a kernel `with` statement takes exactly one T.Kernel(...)")
+        item = node.items[0]
+        spec = self.evaluator.eval(item.context_expr)
+        if not isinstance(spec, KernelSpec):
+            raise self.error(
+                item.context_expr, f"`with` in a kernel needs T.Kernel(...), got {type(spec).__name__}"
+            )
+        if self.builder.kernels:
+            raise self.error(node, "T.Kernel cannot be nested inside another T.Kernel",
+                             hint="write the kernels one after another; they launch in order")  # fmt: skip
+        self.items.append(self._kernel(node, item, spec))
+
+    def _kernel(self, node: ast.With, item: ast.withitem, spec: KernelSpec) -> S.KernelLaunch:
+        names = _target_names(item.optional_vars) if item.optional_vars is not None else []
+        if names is None or len(names) > len(spec.grid):
+            raise self.error(
+                item.optional_vars, f"T.Kernel has {len(spec.grid)} grid dims; bind at most that many"
+            )
+        block_vars = tuple(
+            Var(dt.int32, names[i] if i < len(names) else _BLOCK_NAMES[i]) for i in range(len(spec.grid))
+        )
+        thread_vars = tuple(Var(dt.int32, _THREAD_NAMES[i]) for i in range(len(spec.threads)))
+        self.builder.kernels.append(B.KernelContext(block_vars, thread_vars))
+        try:
+            body = self._loop_body(node.body, {n: v for n, v in zip(names, block_vars)}, kind="kernel")
+        finally:
+            self.builder.kernels.pop()
+        return S.KernelLaunch(spec.grid, spec.threads, block_vars, thread_vars, body, spec.annotations,
+                              span=self.span(node))  # fmt: skip
+
+    def stmt_Return(self, node: ast.Return) -> None:
+        value = None if node.value is None else self.evaluator.eval(node.value)
+        if self.macro_depth:
+            raise _Return(value)
+        self.returned = value
+
+    def stmt_Assert(self, node: ast.Assert) -> None:
+        cond = truth(self.evaluator.eval(node.test))
+        if not isinstance(cond, bool):
+            raise self.error(
+                node, "assert needs a condition known while parsing; symbolic asserts are not supported"
+            )
+        if not cond:
+            msg = self.evaluator.eval(node.msg) if node.msg is not None else "assertion failed"
+            raise self.error(node, str(msg))
+
+    def stmt_FunctionDef(self, node: ast.FunctionDef) -> None:
+        """A helper defined inside the kernel is an ordinary Python function (or a macro)."""
+        module = ast.Module(body=[node], type_ignores=[])
+        ast.increment_lineno(module, self.source.line_offset)
+        namespace = self.namespace().flat()
+        exec(compile(module, self.source.file, "exec"), namespace)  # noqa: S102 - the user's own helper
+        self.scope.names[node.name] = namespace[node.name]
+
+    # ------------------------------------------------------------------ macros
+
+    macro_depth = 0
+
+    def inline_macro(self, node: ast.Call, macro, args: list, kwargs: dict) -> Any:
+        try:
+            bound = macro.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise self.error(node, f"macro {macro.func.__name__}: {exc}") from None
+        bound.apply_defaults()
+        saved = (self.source, self.env, self.scope)
+        self.source, self.env = macro.source, environment(macro.func)
+        # Statements go straight into the caller's block, so values the macro binds stay in scope
+        # for what it returns.
+        self.scope = Scope("macro", None, dict(bound.arguments))
+        self.macro_depth += 1
+        try:
+            for s in self.source.tree.body:
+                self.statement(s)
+            return None
+        except _Return as ret:
+            return ret.value
+        finally:
+            self.macro_depth -= 1
+            self.source, self.env, self.scope = saved
+
+
+def _fold(items: list) -> S.Stmt:
+    """Build the block: each wrapper (let, allocate) scopes the statements after it."""
+    result: list[S.Stmt] = []
+    for item in reversed(items):
+        if isinstance(item, _Wrapper):
+            result = [item.make(S.seq(*reversed(result)) if result else S.SeqStmt(()))]
+        else:
+            result.append(item)
+    return S.seq(*reversed(result)) if result else S.SeqStmt(())
+
+
+def _target_names(target: ast.expr) -> list[str] | None:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in target.elts):
+        return [e.id for e in target.elts]
+    return None
+
+
+def _names_hint(spec: LoopSpec) -> str:
+    return ", ".join("ijklmn"[k] for k in range(len(spec.ranges)))
+
+
+def _op_name(op: S.TileOp) -> str:
+    return type(op).__name__.lower()
+
+
+def parse_function(func, eager: Mapping[str, EagerParam] | None = None) -> PrimFunc:
+    """Parse a Python function's source into a PrimFunc."""
+    source = function_source(func)
+    try:
+        return Parser(source, environment(func)).parse(eager)
+    except KernelError as exc:
+        raise exc.with_traceback(None) from None
+
+
+__all__ = ["EagerParam", "Parser", "parse_function"]

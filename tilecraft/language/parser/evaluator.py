@@ -1,0 +1,208 @@
+"""Evaluates Python expressions of a kernel; IR values build IR through their operators.
+
+Python values (closure ints, dtypes, helper functions) evaluate as Python; `and`/`or`/`not`,
+conditional expressions and chained comparisons on IR values become IR logic.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from typing import TYPE_CHECKING, Any
+
+from tilecraft.errors import KernelError, ParseError
+from tilecraft.ir import expr as E
+from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.expr import Expr
+
+if TYPE_CHECKING:
+    from tilecraft.language.parser.core import Parser
+
+_BINOPS = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+    ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.BitAnd: operator.and_,
+    ast.BitOr: operator.or_, ast.BitXor: operator.xor, ast.MatMult: operator.matmul,
+}  # fmt: skip
+_CMPOPS = {
+    ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+}  # fmt: skip
+
+USER_ERRORS = (E.IRError, TypeError, ValueError, IndexError, KeyError, AttributeError, ZeroDivisionError)
+
+
+def is_ir(value: Any) -> bool:
+    return isinstance(value, Expr) and not isinstance(value, (E.IntImm, E.FloatImm))
+
+
+def truth(value: Any) -> bool | Expr:
+    """A Python truth value, or the IR condition when `value` is symbolic."""
+    if is_ir(value):
+        return value
+    return bool(value)
+
+
+class Evaluator:
+    def __init__(self, parser: Parser) -> None:
+        self.parser = parser
+
+    def error(self, node: ast.AST, message: str, hint: str | None = None) -> ParseError:
+        return ParseError(message, self.parser.source.span(node), hint)
+
+    def eval(self, node: ast.expr) -> Any:
+        method = getattr(self, "eval_" + type(node).__name__, None)
+        if method is None:
+            return self.eval_fallback(node)
+        return method(node)
+
+    def eval_Constant(self, node: ast.Constant) -> Any:
+        return node.value
+
+    def eval_Name(self, node: ast.Name) -> Any:
+        try:
+            value = self.parser.namespace()[node.id]
+        except KeyError:
+            raise self.error(node, f"name {node.id!r} is not defined") from None
+        if isinstance(value, Buffer) and value.scope == "local.var":
+            return value[0]
+        return value
+
+    def eval_Attribute(self, node: ast.Attribute) -> Any:
+        base = self.eval(node.value)
+        try:
+            return getattr(base, node.attr)
+        except AttributeError:
+            owner = getattr(base, "__name__", type(base).__name__)
+            raise self.error(node, f"{owner} has no attribute {node.attr!r}") from None
+
+    def eval_Subscript(self, node: ast.Subscript) -> Any:
+        base = self.eval(node.value)
+        if isinstance(base, E.BufferLoad) and base.buffer.scope == "local.var":
+            base = base.buffer
+        index = self.eval(node.slice)
+        return self.apply(node, operator.getitem, base, index)
+
+    def eval_Slice(self, node: ast.Slice) -> slice:
+        parts = (node.lower, node.upper, node.step)
+        return slice(*(None if p is None else self.eval(p) for p in parts))
+
+    def eval_Tuple(self, node: ast.Tuple) -> tuple:
+        return tuple(self._elements(node.elts))
+
+    def eval_List(self, node: ast.List) -> list:
+        return list(self._elements(node.elts))
+
+    def _elements(self, elts):
+        for elt in elts:
+            if isinstance(elt, ast.Starred):
+                yield from self.eval(elt.value)
+            else:
+                yield self.eval(elt)
+
+    def eval_Dict(self, node: ast.Dict) -> dict:
+        out = {}
+        for k, v in zip(node.keys, node.values):
+            if k is None:
+                out.update(self.eval(v))
+            else:
+                out[self.eval(k)] = self.eval(v)
+        return out
+
+    def eval_BinOp(self, node: ast.BinOp) -> Any:
+        left, right = self.eval(node.left), self.eval(node.right)
+        return self.apply(node, _BINOPS[type(node.op)], left, right)
+
+    def eval_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        value = self.eval(node.operand)
+        if isinstance(node.op, ast.Not):
+            return E.logical_not(value) if is_ir(value) else not value
+        op = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}[type(node.op)]
+        return self.apply(node, op, value)
+
+    def eval_BoolOp(self, node: ast.BoolOp) -> Any:
+        is_and = isinstance(node.op, ast.And)
+        result = self.eval(node.values[0])
+        for value_node in node.values[1:]:
+            if not is_ir(result):
+                if bool(result) != is_and:
+                    return result
+                result = self.eval(value_node)
+                continue
+            nxt = self.eval(value_node)
+            result = E.logical_and(result, nxt) if is_and else E.logical_or(result, nxt)
+        return result
+
+    def eval_Compare(self, node: ast.Compare) -> Any:
+        left = self.eval(node.left)
+        result: Any = True
+        for op, right_node in zip(node.ops, node.comparators):
+            right = self.eval(right_node)
+            this = self.apply(node, _CMPOPS[type(op)], left, right)
+            result = E.logical_and(result, this) if is_ir(result) or is_ir(this) else (result and this)
+            if result is False:
+                return False
+            left = right
+        return result
+
+    def eval_IfExp(self, node: ast.IfExp) -> Any:
+        cond = truth(self.eval(node.test))
+        if isinstance(cond, bool):
+            return self.eval(node.body if cond else node.orelse)
+        return self.apply(node, E.select, cond, self.eval(node.body), self.eval(node.orelse))
+
+    def eval_JoinedStr(self, node: ast.JoinedStr) -> str:
+        parts = []
+        for value in node.values:
+            if isinstance(value, ast.FormattedValue):
+                spec = self.eval(value.format_spec) if value.format_spec else ""
+                parts.append(format(self.eval(value.value), spec))
+            else:
+                parts.append(self.eval(value))
+        return "".join(parts)
+
+    def eval_Call(self, node: ast.Call) -> Any:
+        func = self.eval(node.func)
+        args = list(self._elements(node.args))
+        kwargs = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                kwargs.update(self.eval(kw.value))
+            else:
+                kwargs[kw.arg] = self.eval(kw.value)
+        from tilecraft.language.macro import Macro
+
+        if isinstance(func, Macro):
+            return self.parser.inline_macro(node, func, args, kwargs)
+        return self.apply(node, func, *args, **kwargs)
+
+    def eval_fallback(self, node: ast.expr) -> Any:
+        """Lambdas, comprehensions and the rest: Python's own eval over a snapshot of the names."""
+        code = compile(ast.fix_missing_locations(ast.Expression(node)), self.parser.source.file, "eval")
+        try:
+            return eval(code, self.parser.namespace().flat())  # noqa: S307 - evaluating the user's own kernel
+        except USER_ERRORS as exc:
+            raise self.error(node, f"{type(exc).__name__}: {exc}") from None
+
+    def apply(self, node: ast.AST, fn, *args, **kwargs) -> Any:
+        """Call `fn`, turning IR construction errors into errors located at `node`."""
+        builder = self.parser.builder
+        saved, builder.span = builder.span, self.parser.source.span(node)
+        try:
+            return fn(*args, **kwargs)
+        except KernelError as exc:
+            if exc.span is None:
+                raise ParseError(exc.message, builder.span, exc.hint) from None
+            raise
+        except USER_ERRORS as exc:
+            raise ParseError(_user_message(exc), builder.span) from None
+        finally:
+            builder.span = saved
+
+
+def _user_message(exc: Exception) -> str:
+    text = str(exc)
+    if isinstance(exc, E.IRError):
+        return text
+    return f"{type(exc).__name__}: {text}"

@@ -1,0 +1,188 @@
+"""Tile operations: copy, fill, clear, gemm, reductions, cumsum, atomics.
+
+Operands are buffers, regions (`A[i:j, :]`) or start indices (`A[by * bm, k * bk]`), whose extents
+come from the other operand. The ops stay whole in the IR; backends lower them.
+"""
+
+from __future__ import annotations
+
+from tilecraft.ir.buffer import Buffer, BufferRegion, Range
+from tilecraft.ir.expr import BufferLoad, Expr, IRError, const, convert
+from tilecraft.ir.stmt import (
+    AtomicOp,
+    Copy,
+    Cumsum,
+    Fill,
+    Gemm,
+    GemmWarpPolicy,
+    Reduce,
+)
+from tilecraft.language import builder
+
+Operand = Buffer | BufferRegion | BufferLoad
+
+
+def _span():
+    return builder.current_span()
+
+
+def _describe(x) -> str:
+    return type(x).__name__ if not isinstance(x, (int, float)) else repr(x)
+
+
+def region_of(x, what: str) -> BufferRegion | None:
+    """The region an operand denotes, or None for a start-index operand (extents unknown yet)."""
+    if isinstance(x, Buffer):
+        return x.full_region()
+    if isinstance(x, BufferRegion):
+        return x
+    if isinstance(x, BufferLoad):
+        return None
+    raise IRError(
+        f"{what} expects a buffer, a region such as A[i:j, :] or a start index A[i, j]; got {_describe(x)}"
+    )
+
+
+def region_from_start(load: BufferLoad, extents: tuple[Expr, ...], what: str) -> BufferRegion:
+    """`A[i, j]` with extents from the other operand, aligned to the trailing dimensions."""
+    rank = load.buffer.ndim
+    if len(extents) > rank:
+        raise IRError(
+            f"{what}: the start index {load.buffer.name}[...] has {rank} dims but the other operand has "
+            f"{len(extents)}; give a region with explicit slices instead"
+        )
+    ones = (const(1, e.dtype) for e in load.indices[: rank - len(extents)])
+    full = (*ones, *extents)
+    return BufferRegion(load.buffer, tuple(Range(i, e) for i, e in zip(load.indices, full)))
+
+
+def _pair(a, b, what: str) -> tuple[BufferRegion, BufferRegion]:
+    ra, rb = region_of(a, what), region_of(b, what)
+    if ra is None and rb is None:
+        raise IRError(f"{what}: both operands are start indices, so the extent is unknown; slice one of them")
+    if ra is None:
+        ra = region_from_start(a, _nonunit_tail(rb), what)
+    if rb is None:
+        rb = region_from_start(b, _nonunit_tail(ra), what)
+    return ra, rb
+
+
+def _nonunit_tail(region: BufferRegion) -> tuple[Expr, ...]:
+    """Extents of `region` with leading unit dims dropped (a 3-D batch slice feeding a 2-D tile)."""
+    extents = list(region.shape)
+    while len(extents) > 1 and isinstance(extents[0], Expr) and getattr(extents[0], "value", None) == 1:
+        extents.pop(0)
+    return tuple(extents)
+
+
+def copy(src: Operand, dst: Operand, coalesced_width: int | None = None, disable_tma: bool = False,
+         eviction_policy: str | None = None) -> Copy:  # fmt: skip
+    """Copy `src` into `dst`; reads past a tensor's edge give zero and writes past it are skipped."""
+    s, d = _pair(src, dst, "T.copy")
+    ann = []
+    if coalesced_width is not None:
+        ann.append(("coalesced_width", int(coalesced_width)))
+    if disable_tma:
+        ann.append(("disable_tma", True))
+    if eviction_policy is not None:
+        ann.append(("eviction_policy", str(eviction_policy)))
+    return Copy(s, d, tuple(ann), span=_span())
+
+
+def fill(buffer: Operand, value) -> Fill:
+    """Set every element of `buffer` (or a region) to `value`."""
+    region = region_of(buffer, "T.fill")
+    if region is None:
+        raise IRError("T.fill needs a buffer or a region with slices, not a single element")
+    return Fill(region, convert(value, region.dtype) if not isinstance(value, Expr) else value, span=_span())
+
+
+def clear(buffer: Operand) -> Fill:
+    """Set every element of `buffer` to zero."""
+    region = region_of(buffer, "T.clear")
+    if region is None:
+        raise IRError("T.clear needs a buffer or a region with slices, not a single element")
+    return Fill(region, const(0, region.dtype), span=_span())
+
+
+def gemm(A: Operand, B: Operand, C: Operand, transpose_A: bool = False, transpose_B: bool = False,
+         policy: GemmWarpPolicy = GemmWarpPolicy.Square, clear_accum: bool = False, k_pack: int = 1,
+         wg_wait: int = 0) -> Gemm:  # fmt: skip  # noqa: N803
+    """`C += op(A) @ op(B)` (`C = ...` with `clear_accum`); op transposes where asked."""
+    regions = [region_of(x, "T.gemm") for x in (A, B, C)]
+    if any(r is None for r in regions):
+        raise IRError("T.gemm operands must be whole buffers or sliced regions, not start indices")
+    if not isinstance(policy, GemmWarpPolicy):
+        raise IRError(f"T.gemm policy must be a T.GemmWarpPolicy, got {policy!r}")
+    return Gemm(*regions, bool(transpose_A), bool(transpose_B), policy, bool(clear_accum), int(k_pack),
+                int(wg_wait), span=_span())  # fmt: skip
+
+
+def _reduce(kind: str, buffer: Operand, out: Operand, dim: int, clear: bool) -> Reduce:
+    src, dst = region_of(buffer, f"T.reduce_{kind}"), region_of(out, f"T.reduce_{kind}")
+    if src is None or dst is None:
+        raise IRError(f"T.reduce_{kind} operands must be whole buffers or sliced regions")
+    dim = int(dim)
+    if -len(src.ranges) <= dim < 0:
+        dim += len(src.ranges)
+    return Reduce(kind, src, dst, dim, bool(clear), span=_span())
+
+
+def reduce_max(buffer, out, dim: int = -1, clear: bool = True) -> Reduce:
+    """`out = max over dim of buffer` (combined with out's value when clear=False)."""
+    return _reduce("max", buffer, out, dim, clear)
+
+
+def reduce_min(buffer, out, dim: int = -1, clear: bool = True) -> Reduce:
+    return _reduce("min", buffer, out, dim, clear)
+
+
+def reduce_sum(buffer, out, dim: int = -1, clear: bool = True) -> Reduce:
+    return _reduce("sum", buffer, out, dim, clear)
+
+
+def reduce_abssum(buffer, out, dim: int = -1, clear: bool = True) -> Reduce:
+    return _reduce("abssum", buffer, out, dim, clear)
+
+
+def reduce_absmax(buffer, out, dim: int = -1, clear: bool = True) -> Reduce:
+    return _reduce("absmax", buffer, out, dim, clear)
+
+
+def cumsum(src: Operand, dst: Operand | None = None, dim: int = 0, reverse: bool = False) -> Cumsum:
+    """Inclusive prefix sum along `dim`; in place when `dst` is omitted."""
+    s = region_of(src, "T.cumsum")
+    d = s if dst is None else region_of(dst, "T.cumsum")
+    if s is None or d is None:
+        raise IRError("T.cumsum operands must be whole buffers or sliced regions")
+    dim = int(dim)
+    if -len(s.ranges) <= dim < 0:
+        dim += len(s.ranges)
+    return Cumsum(s, d, dim, bool(reverse), span=_span())
+
+
+def _atomic(kind: str, dst, value) -> AtomicOp:
+    what = f"T.atomic_{kind}"
+    if isinstance(value, (Buffer, BufferRegion)):
+        value_region = region_of(value, what)
+        d = region_of(dst, what)
+        if d is None:
+            d = region_from_start(dst, _nonunit_tail(value_region), what)
+        return AtomicOp(kind, d, value_region, span=_span())
+    if not isinstance(dst, BufferLoad):
+        raise IRError(f"{what} with a scalar value needs one element as destination, e.g. C[i, j]")
+    one = tuple(Range(i, const(1, i.dtype)) for i in dst.indices)
+    return AtomicOp(kind, BufferRegion(dst.buffer, one), convert(value, dst.dtype), span=_span())
+
+
+def atomic_add(dst, value, memory_order: str | None = None) -> AtomicOp:
+    """Atomically add `value` (a scalar, or a buffer/region elementwise) into `dst`."""
+    return _atomic("add", dst, value)
+
+
+def atomic_max(dst, value, memory_order: str | None = None) -> AtomicOp:
+    return _atomic("max", dst, value)
+
+
+def atomic_min(dst, value, memory_order: str | None = None) -> AtomicOp:
+    return _atomic("min", dst, value)

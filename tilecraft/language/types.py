@@ -1,0 +1,96 @@
+"""Parameter annotations and symbols: `T.Tensor`, `T.StridedTensor`, `T.dynamic`, `T.const`, `T.empty`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tilecraft.ir import dtype as dt
+from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.dtype import DataType
+from tilecraft.ir.expr import Expr, IRError, Var, convert
+from tilecraft.language import builder
+
+
+def _dims(shape) -> tuple[Expr, ...]:
+    if isinstance(shape, (int, Expr)):
+        shape = (shape,)
+    dims = []
+    for s in shape:
+        if isinstance(s, (Buffer, str)) or s is None:
+            raise IRError(f"tensor dimension {s!r} must be an integer or a symbolic dim (T.dynamic)")
+        dims.append(convert(s))
+    return tuple(dims)
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """The type of a tensor parameter; the parser turns it into a Buffer named after the parameter."""
+
+    shape: tuple[Expr, ...]
+    dtype: DataType
+    strides: tuple[Expr, ...] = ()
+    scope: str = "global"
+
+    def to_buffer(self, name: str) -> Buffer:
+        return Buffer(name, self.shape, self.dtype, self.scope, self.strides)
+
+
+class _TensorFactory:
+    """`T.Tensor((M, N), dtype)` or `T.Tensor[[M, N], dtype]`: a dense row-major tensor parameter."""
+
+    def __call__(self, shape, dtype="float32") -> TensorType:
+        return TensorType(_dims(shape), dt.as_dtype(dtype))
+
+    def __getitem__(self, key) -> TensorType:
+        if not isinstance(key, tuple) or len(key) != 2:
+            raise IRError("write T.Tensor[[M, N], dtype]")
+        return self(key[0], key[1])
+
+
+Tensor = _TensorFactory()
+
+
+def StridedTensor(shape, strides, dtype="float32") -> TensorType:  # noqa: N802
+    """A tensor parameter with explicit element strides (symbolic strides are bound per call)."""
+    shape, strides = _dims(shape), _dims(strides)
+    if len(shape) != len(strides):
+        raise IRError(f"StridedTensor has {len(shape)} dims but {len(strides)} strides")
+    return TensorType(shape, dt.as_dtype(dtype), strides)
+
+
+def _names(names: str | Sequence[str]) -> list[str]:
+    if isinstance(names, str):
+        names = [n.strip() for n in names.replace(" ", ",").split(",")]
+    return [n for n in names if n]
+
+
+def dynamic(names: str | Sequence[str], dtype="int32") -> Var | tuple[Var, ...]:
+    """Symbolic dims, bound from the actual array shapes at each call: `M, N = T.dynamic("M, N")`."""
+    dtype = dt.as_dtype(dtype)
+    if not dtype.is_integer:
+        raise IRError(f"dynamic dims must have an integer dtype, got {dtype}")
+    variables = tuple(Var(dtype, n) for n in _names(names))
+    if not variables:
+        raise IRError("T.dynamic needs at least one name")
+    return variables[0] if len(variables) == 1 else variables
+
+
+symbolic = dynamic
+
+
+def const(names: str | Sequence[str], dtype="int32") -> Var | tuple[Var, ...]:
+    """Compile-time symbols (eager style): specialized to their values at each distinct call."""
+    result = dynamic(names, dtype)
+    b = builder.active()
+    if b is not None:
+        b.consts.extend(result if isinstance(result, tuple) else (result,))
+    return result
+
+
+def empty(shape, dtype="float32") -> Buffer:
+    """An output tensor allocated by the call (eager style); return it from the kernel function."""
+    b = builder.current("T.empty")
+    buf = Buffer(f"out{len(b.outputs)}", _dims(shape), dt.as_dtype(dtype))
+    b.outputs.append(buf)
+    return buf
