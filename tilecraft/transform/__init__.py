@@ -1,0 +1,1 @@
+"""Backend-neutral passes: the frontend boundary check and shared building blocks."""

@@ -1,0 +1,265 @@
+"""The shared semantic check: the frontend boundary every kernel crosses before a backend sees it.
+
+It rejects what no backend could lower: tile ops or allocations outside a kernel, nested kernels,
+rank and extent mismatches in tile ops, reduce dims out of range, constant indices out of bounds,
+and dtype combinations no rule accepts. Errors point at the kernel's source line.
+"""
+
+from __future__ import annotations
+
+from tilecraft.errors import SemanticError
+from tilecraft.ir import expr as E
+from tilecraft.ir import stmt as S
+from tilecraft.ir.buffer import Buffer, BufferRegion
+from tilecraft.ir.dtype import DataType
+from tilecraft.ir.function import IRModule, PrimFunc
+from tilecraft.ir.visitor import Visitor
+
+ON_CHIP = ("shared", "shared.dyn", "local", "local.fragment", "local.var")
+ATOMIC_DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64", "uint32", "uint64")
+
+# Accumulator dtypes a gemm accepts for each operand dtype.
+GEMM_ACCUMULATORS = {
+    "float16": ("float16", "float32"),
+    "bfloat16": ("float32",),
+    "float32": ("float32",),
+    "float64": ("float64",),
+    "int8": ("int32",),
+    "uint8": ("int32",),
+    "float8_e4m3fn": ("float32",),
+    "float8_e5m2": ("float32",),
+}
+
+
+def check_semantics(node: IRModule | PrimFunc) -> None:
+    """Raise SemanticError (located in the user's source) for the first rule the kernel breaks."""
+    funcs = node.functions if isinstance(node, IRModule) else (node,)
+    for func in funcs:
+        _Checker(func).run()
+
+
+class _Checker(Visitor):
+    def __init__(self, func: PrimFunc) -> None:
+        self.func = func
+        self.in_kernel = False
+        self.span = func.span
+
+    def run(self) -> None:
+        self.visit(self.func.body)
+
+    def fail(self, message: str, hint: str | None = None, span=None):
+        raise SemanticError(message, span or self.span, hint)
+
+    def visit(self, node) -> None:
+        saved = self.span
+        if isinstance(node, S.Stmt) and node.span is not None:
+            self.span = node.span
+        try:
+            super().visit(node)
+        finally:
+            self.span = saved
+
+    # ------------------------------------------------------------------ placement
+
+    def visit_KernelLaunch(self, s: S.KernelLaunch) -> None:
+        if self.in_kernel:
+            self.fail(
+                "T.Kernel cannot be nested inside another T.Kernel", "launch the kernels one after another"
+            )
+        for g in s.grid:
+            self._int_expr(g, "grid extent")
+        self.in_kernel = True
+        try:
+            self.generic_visit(s)
+        finally:
+            self.in_kernel = False
+
+    def _require_kernel(self, what: str) -> None:
+        if not self.in_kernel:
+            hint = "statements outside a kernel run on the host; put the work inside a T.Kernel block"
+            self.fail(f"{what} is only valid inside `with T.Kernel(...)`", hint)
+
+    def visit_Allocate(self, s: S.Allocate) -> None:
+        self._require_kernel(f"allocating {s.buffer.name}")
+        self.generic_visit(s)
+
+    def visit_For(self, s: S.For) -> None:
+        self._require_kernel("a loop")
+        self._int_expr(s.extent, "loop extent")
+        self.generic_visit(s)
+
+    def visit_BufferStore(self, s: S.BufferStore) -> None:
+        self._require_kernel(f"storing into {s.buffer.name}")
+        self._check_indices(s.buffer, s.indices)
+        self.generic_visit(s)
+
+    def visit_BufferLoad(self, e: E.BufferLoad) -> None:
+        self._check_indices(e.buffer, e.indices)
+        self.generic_visit(e)
+
+    def visit_BinaryOp(self, e: E.BinaryOp) -> None:
+        if e.a.dtype.kind == "float8" and not isinstance(e, E.CmpOp):
+            self.fail(
+                f"arithmetic on {e.a.dtype} is not supported", "cast to float32 first: T.cast(x, 'float32')"
+            )
+        self.generic_visit(e)
+
+    def _int_expr(self, e: E.Expr, what: str) -> None:
+        if not e.dtype.is_integer:
+            self.fail(f"{what} must be an integer, got {e.dtype}")
+
+    def _check_indices(self, buf: Buffer, indices) -> None:
+        if len(indices) != buf.ndim:
+            self.fail(f"{buf.name} has {buf.ndim} dims but is indexed with {len(indices)}")
+        for axis, (index, dim) in enumerate(zip(indices, buf.shape)):
+            i, n = E.const_value(index), E.const_value(dim)
+            if isinstance(i, int) and isinstance(n, int) and not 0 <= i < n:
+                self.fail(f"index {i} is out of bounds for dim {axis} of {buf.name} (size {n})")
+
+    # ------------------------------------------------------------------ tile ops
+
+    def _tile_op(self, s: S.TileOp, name: str) -> None:
+        self._require_kernel(f"T.{name}")
+        for value in (getattr(s, f, None) for f in ("src", "dst", "a", "b", "c", "value")):
+            if isinstance(value, BufferRegion):
+                self._check_region(value)
+
+    def _check_region(self, r: BufferRegion) -> None:
+        if len(r.ranges) != r.buffer.ndim:
+            self.fail(f"region of {r.buffer.name} has {len(r.ranges)} dims, the buffer {r.buffer.ndim}")
+        if r.buffer.scope not in ON_CHIP:
+            return
+        for axis, (rng, dim) in enumerate(zip(r.ranges, r.buffer.shape)):
+            lo, ext, n = E.const_value(rng.min), E.const_value(rng.extent), E.const_value(dim)
+            if all(isinstance(v, int) for v in (lo, ext, n)) and (lo < 0 or lo + ext > n):
+                self.fail(f"region [{lo}, {lo + ext}) is out of bounds for dim {axis} of {r.buffer.name} "
+                          f"(size {n}); on-chip buffers have no edge predicates")  # fmt: skip
+
+    def visit_Copy(self, s: S.Copy) -> None:
+        self._tile_op(s, "copy")
+        src, dst = _squeeze(s.src.shape), _squeeze(s.dst.shape)
+        if not _same_extents(src, dst):
+            self.fail(
+                f"T.copy extents differ: source {_fmt(s.src.shape)} vs destination {_fmt(s.dst.shape)}",
+                "after dropping unit dims both sides must have the same extents; slice one side to match",
+            )
+
+    def visit_Fill(self, s: S.Fill) -> None:
+        self._tile_op(s, "fill")
+
+    def visit_Gemm(self, s: S.Gemm) -> None:
+        self._tile_op(s, "gemm")
+        a, b, c = (self._matrix(r, n) for r, n in ((s.a, "A"), (s.b, "B"), (s.c, "C")))
+        m, k = (a[1], a[0]) if s.transpose_a else a
+        k2, n = (b[1], b[0]) if s.transpose_b else b
+        for x, y, what in (
+            (k, k2, "K (A's reduction dim vs B's)"),
+            (m, c[0], "M (A vs C)"),
+            (n, c[1], "N (B vs C)"),
+        ):
+            if not _same_extents((x,), (y,)):
+                self.fail(f"T.gemm shape mismatch in {what}: {x} vs {y}",
+                          "check transpose_A / transpose_B and the tile shapes")  # fmt: skip
+        self._gemm_dtypes(s)
+        for r, name in ((s.a, "A"), (s.b, "B")):
+            if r.buffer.scope == "global":
+                self.fail(f"T.gemm operand {name} ({r.buffer.name}) is in global memory",
+                          "copy the tile to shared memory or a fragment first with T.copy")  # fmt: skip
+        if s.c.buffer.scope == "global":
+            self.fail(f"T.gemm accumulator {s.c.buffer.name} is in global memory",
+                      "accumulate into T.alloc_fragment and T.copy the result out")  # fmt: skip
+
+    def _matrix(self, r: BufferRegion, name: str) -> tuple[E.Expr, E.Expr]:
+        shape = list(r.shape)
+        while len(shape) > 2 and E.const_value(shape[0]) == 1:
+            shape.pop(0)
+        if len(shape) != 2:
+            self.fail(f"T.gemm operand {name} must be 2-D (leading unit dims allowed), got {_fmt(r.shape)}")
+        return shape[0], shape[1]
+
+    def _gemm_dtypes(self, s: S.Gemm) -> None:
+        a, b, c = s.a.dtype, s.b.dtype, s.c.dtype
+        same_family = a == b or (a.kind == "float8" and b.kind == "float8")
+        allowed = GEMM_ACCUMULATORS.get(a.name, ())
+        if not same_family or c.name not in allowed:
+            rules = "; ".join(f"{k} x {k} -> {' or '.join(v)}" for k, v in GEMM_ACCUMULATORS.items())
+            self.fail(f"T.gemm does not accept {a} x {b} -> {c}", f"supported: {rules}")
+
+    def visit_Reduce(self, s: S.Reduce) -> None:
+        self._tile_op(s, f"reduce_{s.kind}")
+        rank = len(s.src.ranges)
+        if not 0 <= s.dim < rank:
+            self.fail(f"T.reduce_{s.kind} dim {s.dim} is out of range for a {rank}-D source",
+                      f"valid dims: {-rank} .. {rank - 1}")  # fmt: skip
+        if s.kind not in S.REDUCE_KINDS:
+            self.fail(f"unknown reduction {s.kind!r}; valid: {', '.join(S.REDUCE_KINDS)}")
+        if s.src.dtype.is_bool:
+            self.fail(
+                f"T.reduce_{s.kind} of a bool buffer is not supported", "cast to an integer dtype first"
+            )
+        kept = list(s.src.shape)
+        kept.pop(s.dim)
+        dst = list(s.dst.shape)
+        if len(dst) == rank and E.const_value(dst[s.dim]) == 1:
+            dst.pop(s.dim)
+        if not _same_extents(_squeeze(kept), _squeeze(dst)):
+            self.fail(
+                f"T.reduce_{s.kind} output {_fmt(s.dst.shape)} does not match the source {_fmt(s.src.shape)} "
+                f"without dim {s.dim}",
+                f"the output must have shape {_fmt(tuple(kept))}",
+            )
+
+    def visit_Cumsum(self, s: S.Cumsum) -> None:
+        self._tile_op(s, "cumsum")
+        rank = len(s.src.ranges)
+        if not 0 <= s.dim < rank:
+            self.fail(
+                f"T.cumsum dim {s.dim} is out of range for a {rank}-D source",
+                f"valid dims: {-rank} .. {rank - 1}",
+            )
+        if not _same_extents(s.src.shape, s.dst.shape):
+            self.fail(f"T.cumsum source {_fmt(s.src.shape)} and destination {_fmt(s.dst.shape)} differ")
+
+    def visit_AtomicOp(self, s: S.AtomicOp) -> None:
+        self._tile_op(s, f"atomic_{s.kind}")
+        dtype: DataType = s.dst.dtype
+        if dtype.name not in ATOMIC_DTYPES:
+            self.fail(
+                f"T.atomic_{s.kind} on {dtype} is not supported",
+                f"supported dtypes: {', '.join(ATOMIC_DTYPES)}",
+            )
+        if s.dst.buffer.scope not in ("global", "shared", "shared.dyn"):
+            self.fail(f"T.atomic_{s.kind} needs a global or shared destination, got {s.dst.buffer.scope}")
+        if isinstance(s.value, BufferRegion) and not _same_extents(
+            _squeeze(s.dst.shape), _squeeze(s.value.shape)
+        ):
+            self.fail(f"T.atomic_{s.kind} extents differ: {_fmt(s.dst.shape)} vs {_fmt(s.value.shape)}")
+
+    def visit_UseSwizzle(self, s: S.UseSwizzle) -> None:
+        self._require_kernel("T.use_swizzle")
+        if s.panel_size <= 0:
+            self.fail(f"T.use_swizzle panel_size must be positive, got {s.panel_size}")
+
+    def visit_Print(self, s: S.Print) -> None:
+        self._require_kernel("T.print")
+        self.generic_visit(s)
+
+
+def _squeeze(shape) -> tuple:
+    return tuple(e for e in shape if E.const_value(e) != 1)
+
+
+def _same_extents(a, b) -> bool:
+    """False only when the extents provably differ (symbolic extents that may match pass)."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        vx, vy = E.const_value(x), E.const_value(y)
+        if isinstance(vx, int) and isinstance(vy, int) and vx != vy:
+            return False
+    # Symbolic extents may match at run time; the backends' edge predicates keep such copies safe.
+    return True
+
+
+def _fmt(shape) -> str:
+    return "(" + ", ".join(str(e) for e in shape) + ("," if len(shape) == 1 else "") + ")"
