@@ -6,7 +6,10 @@ went wrong and what would be valid. User mistakes are raised with the internal t
 
 from __future__ import annotations
 
-from tilecraft.ir.span import Span
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tilecraft.ir.span import Span
 
 
 class TilecraftError(Exception):

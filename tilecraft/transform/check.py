@@ -7,6 +7,8 @@ and dtype combinations no rule accepts. Errors point at the kernel's source line
 
 from __future__ import annotations
 
+import dataclasses
+
 from tilecraft.errors import SemanticError
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
@@ -34,8 +36,12 @@ GEMM_ACCUMULATORS = {
 def check_semantics(node: IRModule | PrimFunc) -> None:
     """Raise SemanticError (located in the user's source) for the first rule the kernel breaks."""
     funcs = node.functions if isinstance(node, IRModule) else (node,)
-    for func in funcs:
-        _Checker(func).run()
+    try:
+        for func in funcs:
+            _Checker(func).run()
+    except SemanticError as exc:
+        # The message locates the mistake in the kernel; the checker's own frames would only add noise.
+        raise exc.with_traceback(None) from None
 
 
 class _Checker(Visitor):
@@ -120,7 +126,8 @@ class _Checker(Visitor):
 
     def _tile_op(self, s: S.TileOp, name: str) -> None:
         self._require_kernel(f"T.{name}")
-        for value in (getattr(s, f, None) for f in ("src", "dst", "a", "b", "c", "value")):
+        for field in dataclasses.fields(s):
+            value = getattr(s, field.name)
             if isinstance(value, BufferRegion):
                 self._check_region(value)
 

@@ -1,0 +1,179 @@
+"""Registry lookups: variant selection by predicate, isolation, and lazy import of built-in packages."""
+
+import sys
+import textwrap
+
+import pytest
+
+import tilecraft._builtin
+from tilecraft.backend import (
+    Target,
+    _loader,
+    backend_for,
+    isolated_registry,
+    registered_backends,
+    registered_target_kinds,
+    target_kinds,
+)
+from tilecraft.errors import BackendError
+from tilecraft.execution import get_spec
+
+
+def flavor_a(target):
+    """targets with -flavor=a"""
+    return target.attr("flavor") == "a"
+
+
+def flavor_b(target):
+    """targets with -flavor=b"""
+    return target.attr("flavor") == "b"
+
+
+@pytest.fixture
+def variants(toy):
+    toy.kind("toyk")
+    a = toy.register("toy-a", predicate=flavor_a, specs=(toy.spec("exec-a"),))
+    b = toy.register("toy-b", predicate=flavor_b, specs=(toy.spec("exec-b"),))
+    return a, b
+
+
+def test_variant_selected_by_predicate(variants):
+    a, b = variants
+    assert backend_for(Target.parse("toyk -flavor=a")) is a
+    assert backend_for(Target.parse("toyk -flavor=b")) is b
+
+
+def test_no_variant_matches(variants):
+    with pytest.raises(
+        BackendError, match=r"no backend variant accepts target toyk -flavor=c.*toy-a \(targets with"
+    ):
+        backend_for(Target.parse("toyk -flavor=c"))
+
+
+def test_overlapping_predicates_are_caught_at_selection(toy):
+    toy.kind("toyk")
+    spec = toy.spec()
+    toy.register("toy-a", predicate=lambda t: True, specs=(spec,))
+    toy.register("toy-b", predicate=lambda t: t.attr("x") is not None, specs=(spec,))
+    assert backend_for(Target.parse("toyk")).name == "toy-a"
+    with pytest.raises(BackendError, match="accepted by more than one backend variant: toy-a, toy-b"):
+        backend_for(Target.parse("toyk -x=1"))
+
+
+def test_no_backend_for_a_kind(toy):
+    toy.kind("toyk")
+    toy.kind("toyg")
+    toy.register()
+    with pytest.raises(
+        BackendError, match=r"no backend is registered for target kind 'toyg'; backends: toy \(kinds"
+    ):
+        backend_for(Target.parse("toyg"))
+
+
+def test_registering_a_manifest_registers_its_execution_specs(variants):
+    a, _ = variants
+    assert get_spec("exec-a") is a.execution_backends[0]
+
+
+def test_conflicting_execution_spec_names_across_manifests(toy):
+    toy.kind("toyk")
+    toy.kind("toyg")
+    toy.register("toy-a", specs=(toy.spec("shared"),))
+    with pytest.raises(
+        BackendError, match="execution backend 'shared' is already registered with a different spec"
+    ):
+        toy.register("toy-b", kinds=("toyg",), specs=(toy.spec("shared"),))
+
+
+def test_isolated_registry_restores_the_outer_state(toy):
+    toy.kind("toyk")
+    outer = toy.register()
+    with isolated_registry():
+        assert registered_backends() == ()
+        assert target_kinds() == ()
+    assert registered_backends() == (outer,)
+    assert target_kinds() == ("toyk",)
+
+
+def _write_package(root, name, init, backend=None):
+    pkg = root / name
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(textwrap.dedent(init))
+    if backend is not None:
+        (pkg / "backend.py").write_text(textwrap.dedent(backend))
+
+
+@pytest.fixture
+def builtin_packages(toy, monkeypatch, tmp_path):
+    """Point the built-in list at packages written under tmp_path, with lazy loading re-armed."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(_loader, "_loaded", False)
+
+    def use(*names):
+        monkeypatch.setattr(tilecraft._builtin, "BUILTIN_BACKEND_PACKAGES", names)
+        for name in names:
+            monkeypatch.delitem(sys.modules, name, raising=False)
+
+    yield use
+    for name in [m for m in sys.modules if m.startswith("tctest_")]:
+        del sys.modules[name]
+
+
+BACKEND_PY = """
+    from tilecraft.backend import TargetKind, register_target_kind
+    CALLS = []
+    def register():
+        CALLS.append(1)
+        register_target_kind(TargetKind("toyloaded"))
+    register()
+"""
+
+
+def test_missing_builtin_package_is_skipped(builtin_packages):
+    builtin_packages("tctest_not_written_yet")
+    assert registered_backends() == ()
+
+
+def test_builtin_packages_load_lazily_on_first_lookup(builtin_packages, tmp_path):
+    _write_package(tmp_path, "tctest_ok", "from tctest_ok import backend\n", BACKEND_PY)
+    builtin_packages("tctest_ok")
+    assert "tctest_ok" not in sys.modules
+    assert [k.name for k in registered_target_kinds()] == ["toyloaded"]
+    assert sys.modules["tctest_ok.backend"].CALLS == [1, 1]  # once on import, once by the loader
+
+
+def test_an_already_imported_package_registers_again(builtin_packages, tmp_path):
+    _write_package(tmp_path, "tctest_ok", "from tctest_ok import backend\n", BACKEND_PY)
+    builtin_packages("tctest_ok")
+    target_kinds()
+    with isolated_registry():
+        _loader._loaded = False  # restored by isolated_registry on exit
+        assert target_kinds() == ("toyloaded",)
+
+
+def test_a_missing_dependency_inside_a_builtin_package_propagates(builtin_packages, tmp_path):
+    _write_package(tmp_path, "tctest_broken", "import tctest_dependency_that_does_not_exist\n")
+    builtin_packages("tctest_broken")
+    with pytest.raises(ModuleNotFoundError, match="tctest_dependency_that_does_not_exist"):
+        registered_backends()
+    with pytest.raises(ModuleNotFoundError):  # not marked loaded: the error repeats, it is not swallowed
+        registered_backends()
+
+
+def test_importing_the_backend_package_is_light():
+    import subprocess
+
+    code = (
+        "import sys, time; t = time.perf_counter(); import tilecraft.backend; "
+        "dt = time.perf_counter() - t; "
+        "heavy = [m for m in ('numpy', 'ctypes', 'subprocess', 'tilecraft.execution.cache') "
+        "if m in sys.modules]; "
+        "loaded = [m for m in sys.modules if m.startswith('tilecraft.') and m.split('.')[1] not in "
+        "('backend', 'execution', 'errors', 'ir', 'settings', '_builtin')]; "
+        "print(dt, heavy, loaded)"
+    )
+    root = str(__import__("pathlib").Path(__file__).resolve().parents[2])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True)
+    seconds, rest = out.stdout.split(" ", 1)
+    assert rest.strip() == "[] []", rest  # no toolchain, array library or backend package imported
+    assert float(seconds) < 0.5  # generous for loaded CI machines; typically ~0.03 s plus the IR import

@@ -1,0 +1,213 @@
+"""Target parsing, canonical strings, normalization, aliases and `auto` detection (test-only kinds)."""
+
+import pytest
+
+from tilecraft import settings
+from tilecraft.backend import (
+    Target,
+    TargetError,
+    TargetKind,
+    check_idempotent,
+    detect_target,
+    detection_report,
+)
+from tilecraft.backend.target_kind import register_target_kind
+
+
+def _lower_arch(attrs):
+    """Canonical arch is lower case; a default count is filled in."""
+    if "arch" in attrs:
+        attrs["arch"] = attrs["arch"].lower()
+    attrs.setdefault("count", 1)
+    unknown = set(attrs) - {"arch", "count", "fast"}
+    if unknown:
+        raise TargetError(f"unknown attributes {sorted(unknown)}; allowed: arch, count, fast")
+    return attrs
+
+
+@pytest.fixture
+def kinds(toy):
+    toy.kind(
+        "toyk", aliases=("toyalias",), normalize=_lower_arch, examples=("toyk -arch=X1", {"kind": "toyk"})
+    )
+    toy.kind("toyplain")
+    return toy
+
+
+def test_parse_string_with_attributes_and_flags(kinds):
+    t = Target.parse("toyk -arch=X90a -count=132 -fast")
+    assert t.kind == "toyk"
+    assert t.attr("arch") == "x90a"
+    assert t.attr("count") == 132
+    assert t.attr("fast") is True
+    assert t.attr("missing", "d") == "d"
+    assert dict(t.attrs_dict) == {"arch": "x90a", "count": 132, "fast": True}
+
+
+def test_attributes_are_sorted_and_canonical(kinds):
+    a = Target.parse("toyk -count=2 -arch=x")
+    b = Target.parse({"kind": "toyk", "arch": "X", "count": 2})
+    assert a == b
+    assert a.attrs == (("arch", "x"), ("count", 2))
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "toyk",
+        "toyk -arch=x1",
+        "toyk -fast -count=7",
+        "toyk -fast=false",
+        "toyplain -name=abc -n=-3",
+        "toyplain",
+    ],
+)
+def test_str_round_trips(kinds, spelling):
+    t = Target.parse(spelling)
+    assert Target.parse(str(t)) == t
+    assert str(Target.parse(str(t))) == str(t)
+
+
+def test_str_is_canonical(kinds):
+    assert str(Target.parse("toyk -fast -arch=x")) == "toyk -arch=x -count=1 -fast"
+    assert str(Target.parse("toyk -fast=false")) == "toyk -count=1 -fast=false"
+
+
+def test_parse_target_renormalizes_and_resolves_alias(kinds):
+    raw = Target("toyalias", {"arch": "UP"})
+    t = Target.parse(raw)
+    assert t == Target("toyk", {"arch": "up", "count": 1})
+    assert Target.parse(t) is not None and Target.parse(t) == t
+
+
+def test_alias_string(kinds):
+    assert Target.parse("toyalias -arch=a").kind == "toyk"
+
+
+def test_unknown_kind_lists_kinds_and_aliases(kinds):
+    with pytest.raises(TargetError, match=r"unknown target kind 'nope'.*toyk, toyplain.*toyalias -> toyk"):
+        Target.parse("nope")
+
+
+def test_normalizer_errors_propagate(kinds):
+    with pytest.raises(TargetError, match="allowed: arch, count, fast"):
+        Target.parse("toyk -colour=red")
+
+
+@pytest.mark.parametrize(
+    "bad,message",
+    [
+        ("", "empty target string"),
+        ("toyk arch=x", "cannot read 'arch=x'"),
+        ("toyk --arch=x", "cannot read"),
+        ("toyk -arch=", "has no value"),
+        ("toyk -arch=a -arch=b", "given twice"),
+        ({"arch": "x"}, "needs a 'kind' string"),
+        (3.5, "cannot make a target from float"),
+    ],
+)
+def test_bad_spellings(kinds, bad, message):
+    with pytest.raises(TargetError, match=message):
+        Target.parse(bad)
+
+
+def test_values_that_would_not_read_back_are_rejected():
+    with pytest.raises(TargetError, match="would not read back"):
+        Target("k", {"count": "12"})
+    with pytest.raises(TargetError, match="would not read back"):
+        Target("k", {"name": "a b"})
+    with pytest.raises(TargetError, match="allowed: str, int, bool"):
+        Target("k", {"ratio": 1.5})
+
+
+def test_check_idempotent_accepts_a_good_normalizer(kinds):
+    checked = check_idempotent("toyk", samples=["toyk -fast"])
+    assert len(checked) == 3
+
+
+def test_check_idempotent_catches_a_bad_normalizer(toy):
+    toy.kind("toybad", normalize=lambda a: {**a, "n": a.get("n", 0) + 1}, examples=("toybad",))
+    with pytest.raises(TargetError, match="not idempotent"):
+        check_idempotent("toybad")
+
+
+def test_kind_registration_rules(toy):
+    kind = toy.kind("toyk", aliases=("ta",))
+    assert register_target_kind(kind) is kind  # the same kind again is harmless
+    with pytest.raises(TargetError, match="already registered with different rules"):
+        register_target_kind(TargetKind("toyk", doc="other"))
+    with pytest.raises(TargetError, match="already used by kind 'toyk'"):
+        register_target_kind(TargetKind("toyother", aliases=("ta",)))
+    with pytest.raises(TargetError, match="reserved"):
+        TargetKind("auto")
+    with pytest.raises(TargetError, match="must match"):
+        TargetKind("Bad Name")
+
+
+def test_detectors_run_lazily_in_priority_order(toy):
+    calls = []
+
+    def detector(name, result):
+        def detect():
+            calls.append(name)
+            return result
+
+        return detect
+
+    toy.kind("toyhost", detect=detector("toyhost", Target("toyhost")), detect_priority=95)
+    toy.kind("toyaccel", detect=detector("toyaccel", None), detect_priority=10)
+    toy.kind("toyaccel2", detect=detector("toyaccel2", "no device node"), detect_priority=20)
+    assert calls == []  # registering runs nothing
+    assert detect_target() == Target("toyhost")
+    assert calls == ["toyaccel", "toyaccel2", "toyhost"]
+
+
+def test_first_match_wins_and_later_detectors_do_not_run(toy):
+    calls = []
+    toy.kind("toyaccel", detect=lambda: Target("toyaccel"), detect_priority=10)
+    toy.kind("toyhost", detect=lambda: calls.append("host"), detect_priority=95)
+    assert Target.parse("auto") == Target("toyaccel")
+    assert calls == []
+
+
+def test_nothing_detected_lists_each_kind_and_why(toy):
+    def broken():
+        raise OSError("driver missing")
+
+    toy.kind("toyaccel", detect=broken, detect_priority=10)
+    toy.kind("toyaccel2", detect=lambda: "no device node", detect_priority=20)
+    toy.kind("toyhost", detect=lambda: None, detect_priority=95)
+    toy.kind("toymanual")
+    with pytest.raises(TargetError) as info:
+        Target.parse("auto")
+    text = str(info.value)
+    assert text.index("toyaccel (priority 10)") < text.index("toyaccel2") < text.index("toyhost")
+    assert "detector raised OSError: driver missing" in text
+    assert "no device node" in text
+    assert "detector found nothing" in text
+    assert "without a detector (name them explicitly): toymanual" in text
+    assert "TILECRAFT_TARGET" in text
+
+
+def test_detection_report_runs_every_detector(toy):
+    toy.kind("toyaccel", detect=lambda: Target("toyaccel"), detect_priority=10)
+    toy.kind("toyhost", detect=lambda: Target("toyhost"), detect_priority=95)
+    report = detection_report()
+    assert [r.kind for r in report] == ["toyaccel", "toyhost"]
+    assert all(r.target is not None for r in report)
+    assert "found toyaccel" in report[0].describe()
+
+
+def test_tilecraft_target_replaces_auto(kinds):
+    with settings.override(TILECRAFT_TARGET="toyk -arch=Z"):
+        assert Target.parse("auto") == Target("toyk", {"arch": "z", "count": 1})
+        assert Target.parse(None) == Target.parse("auto")
+        assert Target.parse("toyplain") == Target("toyplain")  # explicit targets ignore it
+
+
+def test_targets_are_frozen_and_hashable(kinds):
+    t = Target.parse("toyk -arch=x")
+    assert {t: 1}[Target.parse("toyk -arch=X")] == 1
+    with pytest.raises(AttributeError):
+        t.kind = "other"
+    assert t.with_attrs(count=9).attr("count") == 9

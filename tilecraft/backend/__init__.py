@@ -1,0 +1,54 @@
+"""Shared backend infrastructure: targets, manifests, the registry, the backend context, pass pipelines,
+codegen components and the compiled artifact. Nothing here names a backend, a target kind or an
+execution backend; backends register themselves (see docs/architecture.md).
+
+Importing this package is cheap: no toolchain or hardware probes, no IR import, no backend import.
+"""
+
+from tilecraft.backend.artifact import CompiledArtifact, KernelInfo, ParamInfo
+from tilecraft.backend.codegen import DeviceCode, DeviceCodegen, HostCode, HostCodegen, HostCodegenHook
+from tilecraft.backend.context import BackendContext, create_backend_context, select_execution_backend
+from tilecraft.backend.detection import DetectionResult, detect_target, detection_report
+from tilecraft.backend.errors import (
+    ArtifactError,
+    ExecutionBackendNotDeclared,
+    ExecutionBackendUnavailable,
+    ManifestError,
+    NoExecutionBackendAvailable,
+    PassError,
+    TargetError,
+)
+from tilecraft.backend.instrument import IRDumper, PassInstrument, PassTiming
+from tilecraft.backend.module import BackendModule
+from tilecraft.backend.pipeline import FunctionPass, Pass, PassContext, PassPipeline, module_pass
+from tilecraft.backend.registry import (
+    backend_for,
+    isolated_registry,
+    register_backend,
+    registered_backends,
+    target_kinds,
+    unregister_backend,
+)
+from tilecraft.backend.split import DEVICE, HOST, ROLE_ATTR, mark_role, split_host_device
+from tilecraft.backend.target import Target, check_idempotent
+from tilecraft.backend.target_kind import (
+    TargetKind,
+    lookup_target_kind,
+    register_target_kind,
+    registered_target_kinds,
+    unregister_target_kind,
+)
+from tilecraft.execution.base import Availability, ExecutionBackendSpec
+
+__all__ = [
+    "DEVICE", "HOST", "ROLE_ATTR", "ArtifactError", "Availability", "BackendContext", "BackendModule",
+    "CompiledArtifact", "DetectionResult", "DeviceCode", "DeviceCodegen", "ExecutionBackendNotDeclared",
+    "ExecutionBackendSpec", "ExecutionBackendUnavailable", "FunctionPass", "HostCode", "HostCodegen",
+    "HostCodegenHook", "IRDumper", "KernelInfo", "ManifestError", "NoExecutionBackendAvailable", "ParamInfo",
+    "Pass", "PassContext", "PassError", "PassInstrument", "PassPipeline", "PassTiming", "Target",
+    "TargetError", "TargetKind", "backend_for", "check_idempotent", "create_backend_context", "detect_target",
+    "detection_report", "isolated_registry", "lookup_target_kind", "mark_role", "module_pass",
+    "register_backend", "register_target_kind", "registered_backends", "registered_target_kinds",
+    "select_execution_backend", "split_host_device", "target_kinds", "unregister_backend",
+    "unregister_target_kind",
+]  # fmt: skip

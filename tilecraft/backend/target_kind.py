@@ -1,0 +1,140 @@
+"""Target kinds: the per-kind rules (aliases, normalizer, detector) that backends register.
+
+Shared code knows no kind by name. A backend package registers its `TargetKind` from its own
+`target.py`; the table below is filled only by those registrations.
+
+Detection convention: `"auto"` runs detectors in ascending `detect_priority`. Accelerators take low
+numbers (tried first, 0-49), host processors the highest ones (tried last, 90-99), so a machine with a
+GPU picks the GPU and every machine still finds a target.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tilecraft.backend.errors import TargetError
+
+if TYPE_CHECKING:
+    from tilecraft.backend.target import Target
+
+Attrs = dict[str, Any]
+Normalizer = Callable[[Attrs], Mapping[str, Any]]
+# A detector returns the Target it found, None (nothing found) or a string saying why not; it may raise.
+Detector = Callable[[], "Target | str | None"]
+
+_KIND_NAME = re.compile(r"[a-z][a-z0-9_]*")
+RESERVED_NAMES = ("auto",)
+
+
+@dataclass(frozen=True)
+class TargetKind:
+    """How one target kind is spelled, normalized and detected.
+
+    `normalize` receives a mutable copy of the parsed attributes and returns the canonical ones; it must
+    be idempotent (`check_idempotent` in tilecraft.backend.target verifies it on `examples`). `detect`
+    runs only when a target is `"auto"`, never at import.
+    """
+
+    name: str
+    aliases: tuple[str, ...] = ()
+    normalize: Normalizer | None = None
+    detect: Detector | None = None
+    detect_priority: int = 50
+    doc: str = ""
+    examples: tuple[str | Mapping[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in (self.name, *self.aliases):
+            _check_kind_name(name)
+        if len(set(self.aliases)) != len(self.aliases) or self.name in self.aliases:
+            raise TargetError(f"target kind {self.name!r}: aliases must be unique and differ from the name")
+        for label, fn in (("normalize", self.normalize), ("detect", self.detect)):
+            if fn is not None and not callable(fn):
+                raise TargetError(f"target kind {self.name!r}: {label} must be callable or None")
+
+
+def _check_kind_name(name: str) -> None:
+    if not isinstance(name, str) or not _KIND_NAME.fullmatch(name):
+        raise TargetError(f"target kind name {name!r} must match {_KIND_NAME.pattern}")
+    if name in RESERVED_NAMES:
+        raise TargetError(f"target kind name {name!r} is reserved; reserved: {', '.join(RESERVED_NAMES)}")
+
+
+class KindTable:
+    """Registered kinds by name, and alias -> kind name."""
+
+    def __init__(self) -> None:
+        self.kinds: dict[str, TargetKind] = {}
+        self.aliases: dict[str, str] = {}
+        self.lock = threading.RLock()
+
+    def snapshot(self) -> tuple[dict[str, TargetKind], dict[str, str]]:
+        return dict(self.kinds), dict(self.aliases)
+
+    def restore(self, state: tuple[dict[str, TargetKind], dict[str, str]]) -> None:
+        self.kinds, self.aliases = dict(state[0]), dict(state[1])
+
+
+KINDS = KindTable()
+
+
+def register_target_kind(kind: TargetKind) -> TargetKind:
+    """Register a kind and its aliases; the same kind again is harmless, a conflicting one an error."""
+    with KINDS.lock:
+        existing = KINDS.kinds.get(kind.name)
+        if existing is not None:
+            if existing == kind:
+                return existing
+            raise TargetError(f"target kind {kind.name!r} is already registered with different rules")
+        _check_names_free(kind)
+        KINDS.kinds[kind.name] = kind
+        KINDS.aliases.update(dict.fromkeys(kind.aliases, kind.name))
+        return kind
+
+
+def _check_names_free(kind: TargetKind) -> None:
+    for name in (kind.name, *kind.aliases):
+        owner = KINDS.aliases.get(name) or (name if name in KINDS.kinds else None)
+        if owner is not None:
+            raise TargetError(f"target kind {kind.name!r}: name {name!r} is already used by kind {owner!r}")
+
+
+def unregister_target_kind(name: str) -> None:
+    """Remove a kind and its aliases (for tests)."""
+    with KINDS.lock:
+        kind = KINDS.kinds.pop(name, None)
+        for alias in kind.aliases if kind else ():
+            KINDS.aliases.pop(alias, None)
+
+
+def lookup_target_kind(name: str) -> TargetKind:
+    """The kind named `name` or one of its aliases; the error lists every kind and alias."""
+    from tilecraft.backend._loader import ensure_builtin_backends
+
+    ensure_builtin_backends()
+    kind = KINDS.kinds.get(KINDS.aliases.get(name, name))
+    if kind is None:
+        raise TargetError(f"unknown target kind {name!r}; {describe_kinds()}")
+    return kind
+
+
+def registered_target_kinds() -> tuple[TargetKind, ...]:
+    """Every registered kind, sorted by name."""
+    from tilecraft.backend._loader import ensure_builtin_backends
+
+    ensure_builtin_backends()
+    return tuple(KINDS.kinds[name] for name in sorted(KINDS.kinds))
+
+
+def describe_kinds() -> str:
+    """'registered kinds: a, b; aliases: x -> a', for error messages."""
+    if not KINDS.kinds:
+        return "no target kinds are registered (is a backend package importable?)"
+    text = f"registered kinds: {', '.join(sorted(KINDS.kinds))}"
+    if KINDS.aliases:
+        text += "; aliases: " + ", ".join(f"{a} -> {k}" for a, k in sorted(KINDS.aliases.items()))
+    return text

@@ -1,0 +1,111 @@
+"""The `cc` execution backend: compile `c-source` + `c-host-source` into a shared library, load it with
+ctypes, and call `<function>_entry` with the arrays' pointers, the scalars and the symbolic dims."""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from tilecraft.backend.artifact import CompiledArtifact
+from tilecraft.errors import ArgumentError, TilecraftError
+from tilecraft.execution.base import Built, ExecutionBackend, Loaded
+from tilecraft.execution.cc import toolchain
+from tilecraft.ir import dtype as dt
+from tilecraft.ir.dtype import DataType
+from tilecraft.jit.arrays import DLPACK_HOST, ArrayArg, describe_device
+
+LIBRARY = "kernel.so"
+SOURCE = "kernel.c"
+DEVICE_FORMAT = "c-source"
+HOST_FORMAT = "c-host-source"
+
+_SCALAR_CTYPES = {
+    "bool": ctypes.c_int, "int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32,
+    "int64": ctypes.c_int64, "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32,
+    "uint64": ctypes.c_uint64, "float16": ctypes.c_float, "bfloat16": ctypes.c_float,
+    "float32": ctypes.c_float, "float64": ctypes.c_double,
+}  # fmt: skip
+
+
+class OutOfBoundsError(TilecraftError):
+    """A bounds-checked kernel accessed a buffer outside its extent."""
+
+
+def scalar_ctype(dtype: DataType):
+    return _SCALAR_CTYPES[dtype.name]
+
+
+class CCExecutionBackend(ExecutionBackend):
+    """Build: one C translation unit -> shared library. Load: ctypes. Launch: a direct C call."""
+
+    def toolchain_version(self) -> str:
+        return toolchain.compiler().version
+
+    def build_options(self, artifact: CompiledArtifact, ctx) -> Mapping[str, Any]:
+        cc = toolchain.compiler()
+        openmp = toolchain.use_openmp(cc)
+        return {"compiler": cc.path, "flags": list(cc.flags(openmp)), "openmp": openmp}
+
+    def compile(self, artifact: CompiledArtifact, ctx) -> tuple[Mapping[str, bytes], Mapping[str, Any]]:
+        if artifact.host_format != HOST_FORMAT:
+            raise TilecraftError(
+                f"the cc execution backend needs host source of format {HOST_FORMAT!r}, "
+                f"got {artifact.host_format!r}"
+            )
+        source = artifact.source(DEVICE_FORMAT) + "\n" + (artifact.host_source or "")
+        options = self.build_options(artifact, ctx)
+        keep = self.cache.root / "failed" / self.cache_key(artifact, ctx)[:16]
+        library = toolchain.compile_shared(source, [], options["openmp"], keep)
+        return {LIBRARY: library, SOURCE: source.encode()}, options
+
+    def load(self, built: Built) -> Loaded:
+        lib = ctypes.CDLL(str(built.path(LIBRARY)))
+        art = built.artifact
+        entry = getattr(lib, f"{art.function_name}_entry")
+        entry.argtypes = [
+            ctypes.c_void_p if p.kind == "buffer" else scalar_ctype(p.dtype) for p in art.params
+        ]
+        entry.argtypes += [scalar_ctype(v.dtype) for v in art.symbolic_dims]
+        entry.restype = ctypes.c_int32
+        message = getattr(lib, f"{art.function_name}_oob_message")
+        message.argtypes = [ctypes.c_int32, ctypes.POINTER(ctypes.c_int64)]
+        message.restype = ctypes.c_char_p
+        return Loaded(built, (lib, entry, message))
+
+    def launcher(self, loaded: Loaded) -> Callable[..., Any]:
+        _, entry, message = loaded.handle
+
+        def launch(args: Sequence[Any], dims: Sequence[int], stream: Any = None) -> None:
+            values = [a.ptr if isinstance(a, ArrayArg) else a for a in args]
+            rc = entry(*values, *dims)
+            if rc != 0:
+                _raise_failure(rc, message)
+
+        return launch
+
+    def check_device(self, arg: ArrayArg, name: str) -> None:
+        """Arrays must live in host memory."""
+        if arg.device_type != DLPACK_HOST:
+            raise ArgumentError(
+                f"parameter {name!r} is on {describe_device(arg.device_type, arg.device_id)}, but this "
+                "kernel runs on the host; pass a host array (for torch: tensor.cpu())"
+            )
+
+    def empty(self, reference: ArrayArg | None, shape: tuple[int, ...], dtype: DataType) -> Any:
+        """An output in host memory, from the same library as `reference` (torch or numpy)."""
+        if reference is not None and reference.library == "torch":
+            import torch
+
+            return torch.empty(shape, dtype=getattr(torch, dtype.name))
+        return np.empty(shape, dtype=dt.numpy_dtype(dtype))
+
+
+def _raise_failure(rc: int, message) -> None:
+    if rc < 0:
+        raise TilecraftError("the kernel could not allocate its per-block storage (out of memory)")
+    index = ctypes.c_int64(0)
+    where = message(rc, ctypes.byref(index)).decode()
+    raise OutOfBoundsError(f"out-of-bounds access to {where} (element offset {index.value})")

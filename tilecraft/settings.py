@@ -1,0 +1,261 @@
+"""The one typed registry of every `TILECRAFT_*` environment variable.
+
+Each variable is declared once, here, as a `Setting` with its type, default and doc, and read only
+through this module, either by name or in attribute style::
+
+    from tilecraft import settings
+
+    settings.get("TILECRAFT_CACHE_DIR")    # a Path
+    settings.cache_dir                     # the same value
+    with settings.override(TILECRAFT_DUMP_IR=tmp_path):
+        ...                                # scoped; restored on exit, also on error
+
+Values are read from the environment on every access (so `monkeypatch.setenv` works) and parsed by
+type: bools accept 1/0/true/false/yes/no/on/off (any case), ints are decimal, paths expand `~`. An
+empty variable counts as unset. A bad value raises `SettingError` naming the variable and what is valid.
+Overrides are process-wide (threads started inside the block see them) and never touch `os.environ`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tilecraft.errors import TilecraftError
+
+PREFIX = "TILECRAFT_"
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+class SettingError(TilecraftError, ValueError):
+    """A `TILECRAFT_*` variable has a value of the wrong type, or an unknown setting was named."""
+
+
+def _default_cache_dir() -> Path:
+    # XDG_CACHE_HOME is the freedesktop convention; honouring it keeps CI caches where CI expects them.
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
+    return Path(base).expanduser() / "tilecraft"
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ValueError(f"use one of {', '.join(_TRUE + _FALSE)} (any case)")
+
+
+def _parse_int(text: str) -> int:
+    try:
+        return int(text.strip(), 10)
+    except ValueError:
+        raise ValueError("use a decimal integer such as 0 or 4") from None
+
+
+def _parse_path(text: str) -> Path:
+    return Path(text).expanduser()
+
+
+_PARSERS: dict[type, Callable[[str], Any]] = {bool: _parse_bool, int: _parse_int, Path: _parse_path, str: str}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One environment variable: its name, value type (bool, int, Path or str), default and doc.
+
+    `default` may be a zero-argument callable, evaluated on each read (the cache directory depends on
+    `XDG_CACHE_HOME`), or None for "unset".
+    """
+
+    name: str
+    type: type
+    default: Any
+    doc: str
+
+    def __post_init__(self) -> None:
+        if not self.name.startswith(PREFIX) or not self.name.replace("_", "").isalnum():
+            raise SettingError(f"setting name {self.name!r} must look like {PREFIX}SOMETHING")
+        if self.type not in _PARSERS:
+            allowed = ", ".join(t.__name__ for t in _PARSERS)
+            raise SettingError(f"setting {self.name} has type {self.type!r}; allowed types: {allowed}")
+
+    @property
+    def attribute(self) -> str:
+        """The attribute-style name: TILECRAFT_CACHE_DIR -> cache_dir."""
+        return self.name[len(PREFIX) :].lower()
+
+    def default_value(self) -> Any:
+        return self.default() if callable(self.default) else self.default
+
+    def parse(self, text: str) -> Any:
+        """Parse an environment string; the error names the variable and the accepted values."""
+        try:
+            return _PARSERS[self.type](text)
+        except ValueError as err:
+            raise SettingError(f"{self.name}={text!r} is not a valid {self.type.__name__}: {err}") from None
+
+    def coerce(self, value: Any) -> Any:
+        """Accept an override given as a string (parsed) or as a value of the declared type."""
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return self.parse(value)
+        if self.type is Path and isinstance(value, os.PathLike):
+            return Path(value)
+        if isinstance(value, self.type) and not (self.type is int and isinstance(value, bool)):
+            return value
+        raise SettingError(
+            f"override {self.name}={value!r} has type {type(value).__name__}; "
+            f"give a {self.type.__name__} or a string to parse"
+        )
+
+
+_UNSET = object()
+
+
+class SettingsRegistry:
+    """Declared settings, plus the stack of scoped overrides that tests install."""
+
+    def __init__(self) -> None:
+        self._settings: dict[str, Setting] = {}
+        self._overrides: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def declare(self, setting: Setting) -> Setting:
+        """Add a setting; declaring the same one twice is harmless, a different one is an error."""
+        existing = self._settings.get(setting.name)
+        if existing is not None and existing != setting:
+            raise SettingError(f"setting {setting.name} is already declared differently: {existing}")
+        self._settings[setting.name] = setting
+        return setting
+
+    def setting(self, name: str) -> Setting:
+        """The declaration of `name` (the full `TILECRAFT_*` name or the attribute-style name)."""
+        found = self._settings.get(name) or self._settings.get(PREFIX + name.upper())
+        if found is None:
+            raise SettingError(f"unknown setting {name!r}; declared: {', '.join(self._settings)}")
+        return found
+
+    def all(self) -> tuple[Setting, ...]:
+        return tuple(self._settings.values())
+
+    def get(self, name: str) -> Any:
+        """The current value: a scoped override, else the environment (parsed), else the default."""
+        setting = self.setting(name)
+        value = self._overrides.get(setting.name, _UNSET)
+        if value is not _UNSET:
+            return setting.default_value() if value is None else value
+        text = os.environ.get(setting.name, "")
+        return setting.parse(text) if text else setting.default_value()
+
+    def source(self, name: str) -> str:
+        """Where the current value comes from: 'override', 'environment' or 'default'."""
+        setting = self.setting(name)
+        if setting.name in self._overrides:
+            return "override"
+        return "environment" if os.environ.get(setting.name) else "default"
+
+    def override(self, **values: Any) -> AbstractContextManager[None]:
+        """Set settings for the extent of a `with` block; None means "as if unset".
+
+        Names and values are checked here, when the override is made, not when the block is entered.
+        """
+        return self._applied({self.setting(k).name: self.setting(k).coerce(v) for k, v in values.items()})
+
+    @contextmanager
+    def _applied(self, parsed: dict[str, Any]) -> Iterator[None]:
+        with self._lock:
+            saved = {name: self._overrides.get(name, _UNSET) for name in parsed}
+            self._overrides.update(parsed)
+        try:
+            yield
+        finally:
+            with self._lock:
+                for name, old in saved.items():
+                    if old is _UNSET:
+                        self._overrides.pop(name, None)
+                    else:
+                        self._overrides[name] = old
+
+    def describe(self) -> str:
+        """A plain-text table of every setting: name, type, current value, where it comes from, doc."""
+        rows = [("name", "type", "value", "from", "doc")]
+        for s in self._settings.values():
+            rows.append((s.name, s.type.__name__, self._shown_value(s), self.source(s.name), s.doc))
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        return "\n".join(
+            "  ".join(cell.ljust(w) for cell, w in zip(r[:4], widths)) + "  " + r[4] for r in rows
+        )
+
+    def _shown_value(self, setting: Setting) -> str:
+        # The table is for diagnosing settings, so a bad value is shown, not raised.
+        try:
+            value = self.get(setting.name)
+        except SettingError:
+            return f"invalid: {os.environ.get(setting.name)!r}"
+        return "(unset)" if value is None else str(value)
+
+
+REGISTRY = SettingsRegistry()
+
+for _setting in (
+    Setting("TILECRAFT_CACHE_DIR", Path, _default_cache_dir,
+            "kernel cache directory; default $XDG_CACHE_HOME/tilecraft, else ~/.cache/tilecraft"),
+    Setting("TILECRAFT_DISABLE_CACHE", bool, False,
+            "compile every kernel afresh; nothing is read from or written to the cache"),
+    Setting("TILECRAFT_DUMP_IR", Path, None,
+            "directory; each pipeline writes NN-<pass-name>.py there with the IR after every pass"),
+    Setting("TILECRAFT_PASS_TIMING", bool, False, "print a per-pass timing table after each pipeline run"),
+    Setting("TILECRAFT_VERBOSE", bool, False, "print progress on long work (compiling, autotuning)"),
+    Setting("TILECRAFT_CC", str, None,
+            "C compiler command for generated C sources; takes precedence over $CC, which is honoured too"),
+    Setting("TILECRAFT_OPENMP", bool, None,
+            "run blocks of host-compiled kernels on OpenMP threads; unset: whenever the compiler supports it"),
+    Setting("TILECRAFT_NVCC", Path, None,
+            "path of the NVIDIA GPU compiler driver for ahead-of-time device builds; default: found on PATH"),
+    Setting("TILECRAFT_TARGET", str, None,
+            "target used when a kernel asks for 'auto' or gives none; default: detect the hardware"),
+):  # fmt: skip
+    REGISTRY.declare(_setting)
+
+
+def declare(setting: Setting) -> Setting:
+    """Declare one more setting in the registry (for settings owned by a pluggable backend)."""
+    return REGISTRY.declare(setting)
+
+
+def get(name: str) -> Any:
+    """The current value of a setting, by full or attribute-style name."""
+    return REGISTRY.get(name)
+
+
+def override(**values: Any) -> AbstractContextManager[None]:
+    """Scoped override: `with settings.override(TILECRAFT_DUMP_IR=path): ...`; restored on exit."""
+    return REGISTRY.override(**values)
+
+
+def all_settings() -> tuple[Setting, ...]:
+    """Every declared setting, in declaration order."""
+    return REGISTRY.all()
+
+
+def describe() -> str:
+    """A plain-text table of every setting with its current value, for docs and the CLI."""
+    return REGISTRY.describe()
+
+
+def __getattr__(name: str) -> Any:
+    # Attribute style (`settings.cache_dir`) reads through the registry like `get`.
+    if name.startswith("_"):
+        raise AttributeError(name)
+    try:
+        return REGISTRY.get(name)
+    except SettingError as err:
+        raise AttributeError(str(err)) from None

@@ -1,0 +1,1 @@
+"""Developer tools: the `tilecraft` command line (`python -m tilecraft`)."""
