@@ -1,2 +1,41 @@
-"""tilecraft: a tile-level kernel language with a pure-Python compiler and pluggable backends."""
+"""tilecraft: a tile-level kernel language with a pure-Python compiler and pluggable backends.
+
+    import tilecraft
+    import tilecraft.language as T
+
+Importing stays light: the compiler, the backends and numpy load on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
+
+_LAZY = {
+    "jit": "tilecraft.jit.jit",
+    "compile": "tilecraft.jit.jit",
+    "JITFunction": "tilecraft.jit.jit",
+    "lower": "tilecraft.jit.lower",
+    "Kernel": "tilecraft.jit.kernel",
+    "Target": "tilecraft.backend.target",
+    "create_backend_context": "tilecraft.backend.context",
+    "PassConfigKey": "tilecraft.jit.options",
+    "parse_script": "tilecraft.language.script",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tilecraft' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -4,21 +4,26 @@ from __future__ import annotations
 
 from tilecraft.ir import dtype as dt
 from tilecraft.ir.buffer import Buffer
-from tilecraft.ir.expr import IRError, const_value, convert
+from tilecraft.ir.expr import Expr, IRError, const_value, convert
+from tilecraft.ir.visitor import free_vars
 from tilecraft.language import builder
 
 
 def _static_shape(shape, what: str) -> tuple:
     shape = (shape,) if not isinstance(shape, (tuple, list)) else tuple(shape)
+    consts = {id(v) for v in builder.current(what).consts}
     dims = []
     for s in shape:
         value = const_value(s)
-        if not isinstance(value, int) or value <= 0:
+        if isinstance(value, int) and value > 0:
+            dims.append(convert(value))
+        elif isinstance(s, Expr) and value is None and all(id(v) in consts for v in free_vars(s)):
+            dims.append(s)  # a T.const symbol: static once the call specializes it
+        else:
             raise builder.current(what).error(
                 f"{what} needs a static positive shape, got {s}",
                 hint="on-chip buffers are sized at compile time; use T.const or a Python int",
             )
-        dims.append(convert(value))
     return tuple(dims)
 
 

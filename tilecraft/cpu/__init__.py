@@ -1,0 +1,12 @@
+"""The CPU target backend: kernel -> C -> the system C compiler -> a shared library.
+
+Import order follows the architecture: target, transforms, language, ops, then the manifest.
+"""
+
+# isort: off
+from tilecraft.cpu import target  # noqa: F401  (registers the target kind)
+from tilecraft.cpu import transform  # noqa: F401
+from tilecraft.cpu import language  # noqa: F401
+from tilecraft.cpu import op  # noqa: F401
+from tilecraft.cpu import backend  # noqa: F401  (registers the manifest)
+# isort: on

@@ -1,0 +1,34 @@
+"""The CPU backend's manifest: the one place that assembles and registers it."""
+
+from __future__ import annotations
+
+from tilecraft.backend.codegen import DeviceCode, DeviceCodegen, HostCodegen
+from tilecraft.backend.module import BackendModule
+from tilecraft.backend.registry import register_backend
+from tilecraft.cpu.codegen import DEVICE_FORMAT, HOST_FORMAT, OBJECT_FORMAT, device_source, host_source
+from tilecraft.cpu.pipeline import PIPELINE
+from tilecraft.cpu.target import KIND
+from tilecraft.execution.cc.spec import CC
+
+
+def compile_object(code: DeviceCode, ctx) -> DeviceCode:
+    """The compiled entry: the device source as an object file (what `cc -c` makes of it)."""
+    from tilecraft.execution.cc.toolchain import compile_object as cc_compile_object
+
+    return code.with_binaries({OBJECT_FORMAT: cc_compile_object(code.sources[DEVICE_FORMAT])})
+
+
+CPU_BACKEND = register_backend(
+    BackendModule(
+        name="cpu",
+        target_kinds=(KIND,),
+        pipelines={KIND: PIPELINE},
+        device_codegens={
+            KIND: DeviceCodegen(device_source, compile_object, (DEVICE_FORMAT,), (OBJECT_FORMAT,)),
+        },
+        host_codegens={HOST_FORMAT: HostCodegen(HOST_FORMAT, host_source)},
+        execution_backends=(CC,),
+        dialect="tilecraft.cpu.language",
+        doc="the host processor through C: a block runs as one thread, blocks spread over OpenMP threads",
+    )
+)

@@ -1,0 +1,152 @@
+"""C codegen for the CPU target: device kernels (one function per block) and the host entry.
+
+Formats:
+- `c-source`: the kernels, each `static void <symbol>(params..., int32_t tc_bx, tc_by, tc_bz,
+  char* tc_scratch)` running one block, preceded by the text of include/tc_cpu.h, so the source is
+  self-contained (and its hash covers the header).
+- `c-host-source`: `int32_t <function>_entry(params..., symbolic dims...)`, which runs each kernel's
+  grid (an OpenMP loop over blocks when compiled with OpenMP) and returns 0, or the 1-based index of
+  the first out-of-bounds site when bounds checks are on (`<function>_oob_message` describes it).
+  The two sources form one translation unit: device source first.
+- `c-object`: the compiled entry's output, the device source compiled to an object file.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from tilecraft.backend.artifact import KernelInfo, ParamInfo
+from tilecraft.backend.codegen import DeviceCode, HostCode
+from tilecraft.cpu.c_printer import BoundsSite, CPrinter, storage_type, value_type
+from tilecraft.cpu.storage import STORAGE_ATTR, plan_storage
+from tilecraft.ir import stmt as S
+from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.expr import Var
+from tilecraft.ir.function import IRModule, PrimFunc
+from tilecraft.ir.host import KernelCall
+
+DEVICE_FORMAT = "c-source"
+HOST_FORMAT = "c-host-source"
+OBJECT_FORMAT = "c-object"
+BOUNDS_CHECK_ATTR = "tilecraft.bounds_check"
+INCLUDE_DIR = Path(__file__).parent / "include"
+
+
+@functools.cache
+def header_text() -> str:
+    return (INCLUDE_DIR / "tc_cpu.h").read_text()
+
+
+def param_decl(printer: CPrinter, p: Buffer | Var) -> str:
+    if isinstance(p, Buffer):
+        return f"{storage_type(p.dtype)}* {printer.name(p)}"
+    return f"{value_type(p.dtype)} {printer.name(p)}"
+
+
+def kernel_source(func: PrimFunc, sites: list[BoundsSite]) -> str:
+    """One block of the kernel as a C function."""
+    launch: S.KernelLaunch = func.body
+    printer = CPrinter(func.attr(BOUNDS_CHECK_ATTR, False), sites, plan_storage(launch.body).offsets)
+    for name in ("tc_bx", "tc_by", "tc_bz", "tc_scratch"):
+        printer.used.add(name)
+    params = [param_decl(printer, p) for p in func.params]
+    params += ["int32_t tc_bx", "int32_t tc_by", "int32_t tc_bz", "char* tc_scratch"]
+    printer.mark_nonneg(*launch.block_vars, *func.symbolic_dims)
+    for k, var in enumerate(launch.block_vars):
+        printer.line(f"const int32_t {printer.name(var)} = tc_b{'xyz'[k]};")
+    printer.line("(void)tc_scratch; (void)tc_bx; (void)tc_by; (void)tc_bz;")
+    printer.stmt(launch.body)
+    body = "\n".join(printer.lines)
+    return f"static void {func.name}({', '.join(params)}) {{\n{body}\n}}\n"
+
+
+def device_source(mod: IRModule, ctx) -> DeviceCode:
+    """The `c-source` translation-unit head: the header include, the kernels and their metadata."""
+    sites: list[BoundsSite] = []
+    parts = [header_text()]
+    kernels = []
+    for func in mod.functions:
+        parts.append(kernel_source(func, sites))
+        kernels.append(_kernel_info(func))
+    parts.append(_site_table(sites))
+    symbols = tuple(f.name for f in mod.functions)
+    return DeviceCode(
+        sources={DEVICE_FORMAT: "\n".join(parts)}, entry_symbols=symbols, kernels=tuple(kernels)
+    )
+
+
+def _kernel_info(func: PrimFunc) -> KernelInfo:
+    launch: S.KernelLaunch = func.body
+    return KernelInfo(
+        func.name,
+        tuple(ParamInfo.from_param(p) for p in func.params),
+        launch.grid,
+        launch.threads,
+        dynamic_smem=func.attr(STORAGE_ATTR, 0),
+    )
+
+
+def _site_table(sites: list[BoundsSite]) -> str:
+    entries = ['""']
+    for site in sites:
+        where = f" at {site.span}" if site.span else ""
+        line = f": {site.span.source_line().strip()}" if site.span and site.span.source_line() else ""
+        text = f"buffer {site.buffer}{where}{line}"
+        entries.append('"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"')
+    return f"static const char* const tc_sites[] = {{{', '.join(entries)}}};\n"
+
+
+def host_source(mod: IRModule, ctx) -> HostCode:
+    """The `c-host-source` entry of each host function."""
+    return HostCode("\n".join(_entry(f) for f in mod.functions), HOST_FORMAT)
+
+
+def _entry(func: PrimFunc) -> str:
+    printer = HostPrinter()
+    params = [param_decl(printer, p) for p in (*func.params, *func.symbolic_dims)]
+    printer.mark_nonneg(*func.symbolic_dims)
+    printer.line("tc_oob_site = 0;")
+    printer.stmt(func.body)
+    printer.line("return tc_oob_site;")
+    body = "\n".join(printer.lines)
+    sig = ", ".join(params) if params else "void"
+    message = (
+        f"const char* {func.name}_oob_message(int32_t site, int64_t* index) {{\n"
+        "    *index = tc_oob_index;\n"
+        "    const int32_t n = (int32_t)(sizeof(tc_sites) / sizeof(tc_sites[0]));\n"
+        '    return site > 0 && site < n ? tc_sites[site] : "";\n'
+        "}\n"
+    )
+    return f"int32_t {func.name}_entry({sig}) {{\n{body}\n}}\n\n{message}"
+
+
+class HostPrinter(CPrinter):
+    """Prints a host body: each launch is a loop over the grid, spread over OpenMP threads."""
+
+    def _s_KernelCall(self, call: KernelCall) -> None:
+        grid = [self.expr(g) for g in call.grid] + ["1"] * (3 - len(call.grid))
+        args = [self.name(a) if isinstance(a, Buffer) else self.expr(a) for a in call.args]
+        block = (
+            "(int32_t)(tc_b % tc_g0), (int32_t)((tc_b / tc_g0) % tc_g1), (int32_t)(tc_b / (tc_g0 * tc_g1))"
+        )
+        call_args = ", ".join([*args, block, "tc_scratch"])
+        self.line("{")
+        self.indent += 1
+        self.line(f"const int64_t tc_g0 = {grid[0]}, tc_g1 = {grid[1]}, tc_g2 = {grid[2]};")
+        self.line("const int64_t tc_blocks = tc_g0 * tc_g1 * tc_g2;")
+        self.line("#pragma omp parallel if (tc_blocks > 1)")
+        self.line("{")
+        self.indent += 1
+        self.line(f"char* tc_scratch = tc_scratch_alloc({call.dynamic_smem});")
+        self.line(f"const int tc_ready = tc_scratch != NULL || {call.dynamic_smem} == 0;")
+        self.line("if (!tc_ready) tc_oob_site = -1;")
+        self.line("#pragma omp for schedule(static, 1)")
+        self.line("for (int64_t tc_b = 0; tc_b < tc_blocks; ++tc_b) {")
+        self.line(f"    if (tc_ready) {call.symbol}({call_args});")
+        self.line("}")
+        self.line("free(tc_scratch);")
+        self.indent -= 1
+        self.line("}")
+        self.indent -= 1
+        self.line("}")

@@ -1,0 +1,20 @@
+"""The CPU op table: how each tile op lowers when a block runs as one thread."""
+
+from __future__ import annotations
+
+from tilecraft.cpu.op.atomic import lower_atomic
+from tilecraft.cpu.op.copy import lower_copy, lower_fill
+from tilecraft.cpu.op.gemm import lower_gemm
+from tilecraft.cpu.op.reduce import lower_cumsum, lower_reduce
+from tilecraft.ir import stmt as S
+
+OP_TABLE = {
+    S.Copy: lower_copy,
+    S.Fill: lower_fill,
+    S.Gemm: lower_gemm,
+    S.Reduce: lower_reduce,
+    S.Cumsum: lower_cumsum,
+    S.AtomicOp: lower_atomic,
+}
+
+__all__ = ["OP_TABLE"]

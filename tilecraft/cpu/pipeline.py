@@ -1,0 +1,44 @@
+"""The CPU target's complete pass order."""
+
+from __future__ import annotations
+
+from tilecraft.backend.pipeline import PassPipeline, module_pass
+from tilecraft.cpu.op import OP_TABLE
+from tilecraft.cpu.storage import plan_block_storage
+from tilecraft.cpu.target import KIND
+from tilecraft.cpu.transform.block_model import apply_block_model, check_block_model
+from tilecraft.transform.lower_tile_ops import lower_tile_ops
+from tilecraft.transform.simplify import simplify_pass
+from tilecraft.transform.split_kernels import split_kernels
+
+BOUNDS_CHECK = "tilecraft.bounds_check"
+
+
+@module_pass("split-host-device")
+def split_host_device(mod, ctx):
+    """Each T.Kernel is a device function (one block per call); the host function launches them in order."""
+    return split_kernels(mod)
+
+
+@module_pass("mark-bounds-checks")
+def mark_bounds_checks(mod, ctx):
+    """With pass config `tilecraft.bounds_check`, device functions check every buffer access."""
+    if not ctx.config(BOUNDS_CHECK, False):
+        return mod
+    return mod.with_functions(
+        f.with_attr(BOUNDS_CHECK, True) if f.attr("tilecraft.role") == "device" else f for f in mod.functions
+    )
+
+
+PIPELINE = PassPipeline(
+    KIND,
+    (
+        check_block_model,  # reject thread-index code: a block runs as one thread
+        apply_block_model,  # drop layout/swizzle hints, serialize T.Pipelined, barriers are no-ops
+        lower_tile_ops(OP_TABLE),  # copy/fill/gemm/reduce/cumsum/atomics -> loops and kernel calls
+        simplify_pass,  # fold the index arithmetic the lowering produced
+        split_host_device,  # one device function per T.Kernel, a host function that launches them
+        plan_block_storage,  # per-block scratch offsets, with reuse; launches carry the size
+        mark_bounds_checks,  # opt-in debug checks on every buffer access
+    ),
+)

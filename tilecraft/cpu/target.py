@@ -1,0 +1,57 @@
+"""The CPU target kind `c` (alias `cpu`): attributes name the host's vector ISA."""
+
+from __future__ import annotations
+
+import platform
+from functools import cache
+
+from tilecraft.backend.target import Target
+from tilecraft.backend.target_kind import TargetKind, register_target_kind
+
+KIND = "c"
+ISAS = ("avx512", "avx2", "sse", "neon", "generic")
+
+
+@cache
+def host_isa() -> str:
+    """The widest vector ISA the host offers (read from /proc/cpuinfo on Linux)."""
+    machine = platform.machine().lower()
+    if machine in ("arm64", "aarch64"):
+        return "neon"
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line for line in f if line.startswith("flags")), "")
+    except OSError:
+        flags = ""
+    for isa, flag in (("avx512", " avx512f"), ("avx2", " avx2"), ("sse", " sse2")):
+        if flag in flags:
+            return isa
+    return "sse" if machine in ("x86_64", "amd64") else "generic"
+
+
+def normalize(attrs: dict) -> dict:
+    """Fill `isa` from the host and check it; idempotent."""
+    isa = attrs.get("isa") or host_isa()
+    if isa not in ISAS:
+        from tilecraft.backend.errors import TargetError
+
+        raise TargetError(f"target {KIND}: unknown isa {isa!r}; valid: {', '.join(ISAS)}")
+    return {**attrs, "isa": isa}
+
+
+def detect() -> Target:
+    """The host processor is always there."""
+    return Target.parse({"kind": KIND})
+
+
+CPU_TARGET_KIND = register_target_kind(
+    TargetKind(
+        KIND,
+        aliases=("cpu",),
+        normalize=normalize,
+        detect=detect,
+        detect_priority=99,
+        doc="the host processor: a block runs as one thread, blocks run in parallel (OpenMP)",
+        examples=("c", "cpu", "c -isa=avx2", {"kind": "cpu"}),
+    )
+)

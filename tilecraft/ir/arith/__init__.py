@@ -1,0 +1,13 @@
+"""Integer arithmetic analysis: interval bounds, canonical simplification and proofs.
+
+    from tilecraft.ir.arith import Analyzer, Interval, bound, simplify
+
+    simplify((i * 8 + j) // 8, {j: (0, 7)})      # -> i
+    bound(i * 4 + j, {i: (0, 31), j: (0, 3)})    # -> Interval[0, 127]
+"""
+
+from tilecraft.ir.arith.analyzer import Analyzer, can_prove, simplify
+from tilecraft.ir.arith.bounds import bound, dtype_interval
+from tilecraft.ir.arith.interval import Interval
+
+__all__ = ["Analyzer", "Interval", "bound", "can_prove", "dtype_interval", "simplify"]

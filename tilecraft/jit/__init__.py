@@ -1,0 +1,1 @@
+"""Compile and JIT entry points, the Kernel object and array interop."""

@@ -1,0 +1,139 @@
+"""Array interop: numpy arrays, torch tensors and any DLPack / array-interface object.
+
+`as_array_arg` reads what a launcher needs (data pointer, shape, element strides, dtype, device)
+without copying. Devices are DLPack device codes; which codes an execution backend accepts, and how it
+allocates outputs, is the execution backend's business. Fast paths for numpy and torch keep the
+per-call cost low.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tilecraft.errors import ArgumentError
+from tilecraft.ir import dtype as dt
+from tilecraft.ir.dtype import DataType
+
+DLPACK_HOST = 1  # kDLCPU: host memory, what numpy arrays live in
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayArg:
+    """A view of a caller's array: what a launcher reads from it."""
+
+    obj: Any
+    ptr: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: DataType
+    device_type: int
+    device_id: int
+    library: str
+
+    @property
+    def device(self) -> str:
+        return describe_device(self.device_type, self.device_id)
+
+
+def describe_device(code: int, index: int = 0) -> str:
+    return f"DLPack device {code}:{index}"
+
+
+def is_array(x: Any) -> bool:
+    return (
+        isinstance(x, np.ndarray)
+        or _is_torch(x)
+        or hasattr(x, "__dlpack__")
+        or hasattr(x, "__array_interface__")
+    )
+
+
+def _is_torch(x: Any) -> bool:
+    return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
+
+
+def as_array_arg(x: Any, name: str, readers: Sequence[Callable[[Any], ArrayArg | None]] = ()) -> ArrayArg:
+    """The ArrayArg of `x`; a clear error naming the parameter when `x` is not an array.
+
+    `readers` are an execution backend's extra ways to read its device's arrays (tried first).
+    """
+    for read in readers:
+        arg = read(x)
+        if arg is not None:
+            return arg
+    if isinstance(x, np.ndarray):
+        return _from_numpy(x)
+    if _is_torch(x):
+        return _from_torch(x)
+    if hasattr(x, "__array_interface__"):
+        return from_array_interface(x, x.__array_interface__, DLPACK_HOST, 0)
+    if hasattr(x, "__dlpack__"):
+        return _from_dlpack(x, name)
+    raise ArgumentError(
+        f"parameter {name!r} expects an array (numpy, torch or any DLPack object), got {type(x).__name__}"
+    )
+
+
+def _from_numpy(x: np.ndarray) -> ArrayArg:
+    itemsize = x.itemsize
+    strides = tuple(s // itemsize for s in x.strides)
+    ptr = x.__array_interface__["data"][0]
+    return ArrayArg(x, ptr, x.shape, strides, _dtype_of(x.dtype), DLPACK_HOST, 0, "numpy")
+
+
+def _from_torch(x: Any) -> ArrayArg:
+    device = x.device
+    return ArrayArg(x, x.data_ptr(), tuple(x.shape), tuple(x.stride()), _torch_dtype(x.dtype), device.type,
+                    device.index or 0, "torch")  # fmt: skip
+
+
+_TORCH_DTYPES: dict[Any, DataType] = {}
+
+
+def _torch_dtype(torch_dtype: Any) -> DataType:
+    found = _TORCH_DTYPES.get(torch_dtype)
+    if found is None:
+        found = _dtype_of(torch_dtype)
+        _TORCH_DTYPES[torch_dtype] = found
+    return found
+
+
+def _dtype_of(value: Any) -> DataType:
+    try:
+        return dt.as_dtype(value)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"arrays of dtype {value} are not supported by tilecraft") from None
+
+
+def from_array_interface(x: Any, info: dict, device: int, index: int) -> ArrayArg:
+    """An ArrayArg from an array-interface dict (numpy's protocol, or a device library's equivalent)."""
+    typestr = np.dtype(info["typestr"])
+    shape = tuple(info["shape"])
+    if info.get("strides") is None:
+        strides = _contiguous_strides(shape)
+    else:
+        strides = tuple(s // typestr.itemsize for s in info["strides"])
+    return ArrayArg(x, info["data"][0], shape, strides, _dtype_of(typestr), device, index, "interface")
+
+
+def _from_dlpack(x: Any, name: str) -> ArrayArg:
+    code, index = x.__dlpack_device__()
+    if int(code) != DLPACK_HOST:
+        raise ArgumentError(
+            f"parameter {name!r}: this {type(x).__name__} lives on {describe_device(int(code), int(index))}, "
+            "which the selected execution backend cannot read; pass a torch tensor"
+        )
+    arg = _from_numpy(np.from_dlpack(x))
+    return ArrayArg(x, arg.ptr, arg.shape, arg.strides, arg.dtype, DLPACK_HOST, int(index), "dlpack")
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= s
+    return tuple(reversed(strides))

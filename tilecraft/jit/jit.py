@@ -1,0 +1,221 @@
+"""`tilecraft.compile` and `@tilecraft.jit`, in TileLang's lazy and eager styles."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tilecraft.backend.context import BackendContext
+from tilecraft.errors import ArgumentError, TilecraftError
+from tilecraft.ir import expr as E
+from tilecraft.ir.function import PrimFunc
+from tilecraft.ir.visitor import substitute
+from tilecraft.jit.arrays import as_array_arg, is_array
+from tilecraft.jit.kernel import Kernel
+from tilecraft.jit.lower import lower_artifact, resolve_context
+
+
+def _normalize_out_idx(out_idx: int | Sequence[int] | None, func: PrimFunc) -> tuple[int, ...]:
+    if out_idx is None:
+        return tuple(func.attr("tilecraft.out_idx", ()) or ())
+    return (out_idx,) if isinstance(out_idx, int) else tuple(out_idx)
+
+
+def compile(  # noqa: A001 - TileLang's name
+    func: PrimFunc,
+    out_idx: int | Sequence[int] | None = None,
+    target: Any = "auto",
+    target_host: Any = None,
+    execution_backend: str = "auto",
+    pass_configs: Mapping[str, Any] | None = None,
+    compile_flags: Sequence[str] | None = None,
+    ctx: BackendContext | None = None,
+) -> Kernel:
+    """Lower, build and load `func`; the result is a callable Kernel. Cached on disk by content."""
+    if not isinstance(func, PrimFunc):
+        raise TilecraftError(
+            f"tilecraft.compile expects a PrimFunc (from @T.prim_func), got {type(func).__name__}"
+        )
+    if func.attr("tilecraft.consts"):
+        names = ", ".join(v.name for v in func.attr("tilecraft.consts"))
+        raise TilecraftError(
+            f"kernel {func.name} still has compile-time symbols ({names}); call it through @tilecraft.jit"
+        )
+    ctx = resolve_context(target, target_host, execution_backend, ctx)
+    artifact = lower_artifact(func, ctx, pass_configs, compile_flags)
+    backend = ctx.execution_backend()
+    built = backend.build(artifact, ctx)
+    launch = backend.launcher(backend.load(built))
+    return Kernel(artifact, ctx, launch, _normalize_out_idx(out_idx, func), built)
+
+
+def _is_eager(func) -> bool:
+    """Eager style: the function body itself opens `with T.Kernel(...)` (outside nested functions)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    fn = tree.body[0]
+    stack = list(getattr(fn, "body", []))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.With) and any(_is_kernel_call(i.context_expr) for i in node.items):
+            return True
+        stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _is_kernel_call(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "Kernel"
+
+
+def _freeze(value: Any) -> Any:
+    """A hashable key for memoizing on argument values."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return repr(value)
+
+
+class JITFunction:
+    """What `@tilecraft.jit` returns; see `jit`."""
+
+    def __init__(self, func, options: dict[str, Any]) -> None:
+        self.func = func
+        self.options = options
+        self.eager = _is_eager(func)
+        self.signature = inspect.signature(func)
+        self._kernels: dict[Any, Kernel] = {}
+        self._parsed: dict[Any, PrimFunc] = {}
+        functools.update_wrapper(self, func)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.eager:
+            return self._call_eager(args, kwargs)
+        key = (_freeze(args), _freeze(kwargs))
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            func = self.func(*args, **kwargs)
+            if not isinstance(func, PrimFunc):
+                raise TilecraftError(
+                    f"@tilecraft.jit function {self.func.__name__} returned {type(func).__name__}; in the lazy "
+                    "style it must return a @T.prim_func, in the eager style its body opens `with T.Kernel(...)`"
+                )
+            kernel = compile(func, **self.options)
+            self._kernels[key] = kernel
+        return kernel
+
+    # ------------------------------------------------------------------ eager style
+
+    def _parse_eager(self, values: Mapping[str, Any], tensors: Sequence[str]) -> PrimFunc:
+        from tilecraft.language.parser.core import EagerParam, parse_function
+
+        key = (_freeze(dict(values)), tuple(tensors))
+        func = self._parsed.get(key)
+        if func is None:
+            eager = {name: EagerParam(True) for name in tensors}
+            eager.update({name: EagerParam(False, v) for name, v in values.items()})
+            func = parse_function(self.func, eager)
+            self._parsed[key] = func
+        return func
+
+    def _specialize(self, func: PrimFunc, consts: Mapping[str, int]) -> Kernel:
+        symbols = func.attr("tilecraft.consts", ()) or ()
+        missing = [v.name for v in symbols if v.name not in consts]
+        if missing:
+            raise ArgumentError(
+                f"{self.func.__name__}: no value for compile-time symbol(s) {', '.join(missing)}"
+            )
+        key = (id(func), tuple((v.name, int(consts[v.name])) for v in symbols))
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            mapping = {v: E.const(int(consts[v.name]), v.dtype) for v in symbols}
+            specialized = substitute(func, mapping).with_attr("tilecraft.consts", ())
+            kernel = compile(specialized, **self.options)
+            self._kernels[key] = kernel
+        return kernel
+
+    def _split_args(self, args, kwargs) -> tuple[dict[str, Any], dict[str, Any]]:
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise ArgumentError(f"{self.func.__name__}: {exc}") from None
+        bound.apply_defaults()
+        tensors = {k: v for k, v in bound.arguments.items() if is_array(v)}
+        values = {k: v for k, v in bound.arguments.items() if k not in tensors}
+        return tensors, values
+
+    def _call_eager(self, args, kwargs) -> Any:
+        tensors, values = self._split_args(args, kwargs)
+        func = self._parse_eager(values, list(tensors))
+        consts = _consts_from_shapes(func, tensors)
+        kernel = self._specialize(func, consts)
+        inputs = [tensors[p.name] for p in func.params if p.name in tensors]
+        return kernel(*inputs)
+
+    def compile(self, **kwargs: Any) -> Kernel:
+        """Eager style: the Kernel for the given Python parameters and compile-time symbol values."""
+        if not self.eager:
+            return self(**kwargs)
+        names = set(self.signature.parameters)
+        values = {k: v for k, v in kwargs.items() if k in names}
+        consts = {k: v for k, v in kwargs.items() if k not in names}
+        for name, p in self.signature.parameters.items():
+            if name not in values and p.default is not inspect.Parameter.empty:
+                values[name] = p.default
+        tensors = [n for n in self.signature.parameters if n not in values]
+        return self._specialize(self._parse_eager(values, tensors), consts)
+
+
+def _consts_from_shapes(func: PrimFunc, tensors: Mapping[str, Any]) -> dict[str, int]:
+    symbols = {id(v): v for v in func.attr("tilecraft.consts", ()) or ()}
+    consts: dict[str, int] = {}
+    for p in func.buffer_params:
+        if p.name not in tensors:
+            continue
+        arg = as_array_arg(tensors[p.name], p.name)
+        if len(arg.shape) != p.ndim:
+            raise ArgumentError(f"parameter {p.name!r}: expected {p.ndim} dims, got shape {arg.shape}")
+        for dim, size in zip(p.shape, arg.shape):
+            if id(dim) in symbols:
+                seen = consts.setdefault(dim.name, size)
+                if seen != size:
+                    raise ArgumentError(
+                        f"parameter {p.name!r}: {dim.name} is {size} here but {seen} in an earlier tensor"
+                    )
+    return consts
+
+
+def jit(
+    func=None,
+    *,
+    out_idx: int | Sequence[int] | None = None,
+    target: Any = "auto",
+    target_host: Any = None,
+    execution_backend: str = "auto",
+    pass_configs: Mapping[str, Any] | None = None,
+    compile_flags: Sequence[str] | None = None,
+    verbose: bool = False,
+):
+    """Decorate a kernel factory (lazy: it returns a @T.prim_func) or a kernel body (eager style).
+
+    Lazy: `kernel = f(1024, 1024)` returns a compiled Kernel, memoized per argument values.
+    Eager: `c = f(a, b, 128)` compiles once per specialization (T.const values, Python params) and runs;
+    `f.compile(M=..., block_M=...)` returns the Kernel.
+    """
+    options = dict(out_idx=out_idx, target=target, target_host=target_host, execution_backend=execution_backend,
+                   pass_configs=pass_configs, compile_flags=compile_flags)  # fmt: skip
+    if func is None:
+        return lambda f: JITFunction(f, options)
+    return JITFunction(func, options)

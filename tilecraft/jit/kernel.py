@@ -1,0 +1,239 @@
+"""`Kernel`: a built kernel you call with arrays.
+
+Every call is validated against the parameters: dtype, rank, static and symbolic dims (consistent
+across parameters), strides, device. Symbolic dims are bound from the arrays' shapes without
+recompiling; outputs named by `out_idx` are allocated with the inputs' array library and device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tilecraft.backend.artifact import CompiledArtifact, ParamInfo
+from tilecraft.backend.context import BackendContext
+from tilecraft.errors import ArgumentError
+from tilecraft.ir import expr as E
+from tilecraft.ir.eval import evaluate
+from tilecraft.jit.arrays import ArrayArg, as_array_arg
+
+
+@dataclass(frozen=True)
+class _DimRule:
+    """How one dim (or stride) of a buffer parameter is checked or bound."""
+
+    axis: int
+    static: int | None
+    var: E.Var | None
+    expr: E.Expr | None
+
+
+def _rules(exprs: Sequence[E.Expr]) -> tuple[_DimRule, ...]:
+    rules = []
+    for axis, e in enumerate(exprs):
+        value = E.const_value(e)
+        if isinstance(value, int):
+            rules.append(_DimRule(axis, value, None, None))
+        elif isinstance(e, E.Var):
+            rules.append(_DimRule(axis, None, e, None))
+        else:
+            rules.append(_DimRule(axis, None, None, e))
+    return tuple(rules)
+
+
+class _ParamCheck:
+    """The precomputed checks of one buffer parameter."""
+
+    def __init__(self, info: ParamInfo) -> None:
+        self.info = info
+        self.shape = _rules(info.shape)
+        self.strides = _rules(info.strides) if info.strides else None
+
+    def bind(self, arg: ArrayArg, env: dict, deferred: list) -> None:
+        info = self.info
+        if arg.dtype != info.dtype:
+            raise ArgumentError(f"parameter {info.name!r}: expected dtype {info.dtype}, got {arg.dtype}")
+        if len(arg.shape) != len(info.shape):
+            raise ArgumentError(
+                f"parameter {info.name!r}: expected {len(info.shape)} dims {_fmt(info.shape)}, got shape {arg.shape}"
+            )
+        self._bind_dims(self.shape, arg.shape, "shape", env, deferred, arg)
+        if self.strides is not None:
+            self._bind_dims(self.strides, arg.strides, "strides", env, deferred, arg)
+
+    def _bind_dims(self, rules, actual, what: str, env: dict, deferred: list, arg: ArrayArg) -> None:
+        name = self.info.name
+        for rule in rules:
+            got = actual[rule.axis]
+            if rule.static is not None:
+                if got != rule.static:
+                    raise ArgumentError(
+                        f"parameter {name!r}: {what}[{rule.axis}] must be {rule.static}, got {got} "
+                        f"(expected {what} {_fmt(self.info.shape if what == 'shape' else self.info.strides)}, "
+                        f"got {tuple(actual)})"
+                    )
+            elif rule.var is not None:
+                bound = env.get(rule.var)
+                if bound is None:
+                    env[rule.var] = got
+                elif bound != got:
+                    raise ArgumentError(
+                        f"parameter {name!r}: {what}[{rule.axis}] is {got}, but {rule.var.name} = {bound} "
+                        "from an earlier parameter"
+                    )
+            else:
+                deferred.append((rule, got, name, what))
+
+    def contiguous(self, arg: ArrayArg) -> bool:
+        expected = 1
+        for size, stride in zip(reversed(arg.shape), reversed(arg.strides)):
+            if size != 1 and stride != expected:
+                return False
+            expected *= size
+        return True
+
+
+def _fmt(exprs) -> str:
+    return "(" + ", ".join(str(e) for e in exprs) + ("," if len(exprs) == 1 else "") + ")"
+
+
+class Kernel:
+    """A compiled kernel; call it with the input arrays (outputs in `out_idx` are allocated)."""
+
+    def __init__(self, artifact: CompiledArtifact, ctx: BackendContext, launch, out_idx: Sequence[int] = (),
+                 built=None) -> None:  # fmt: skip
+        self.artifact = artifact
+        self.context = ctx
+        self.built = built
+        self._launch = launch
+        self._backend = ctx.execution_backend()
+        self._readers = getattr(self._backend, "array_readers", ())
+        n = len(artifact.params)
+        self.out_idx = tuple(sorted({i % n if -n <= i < n else _bad_out_idx(i, n) for i in out_idx}))
+        self._checks = [_ParamCheck(p) if p.kind == "buffer" else None for p in artifact.params]
+        self._inputs = [i for i in range(n) if i not in self.out_idx]
+
+    @property
+    def params(self) -> tuple[ParamInfo, ...]:
+        return self.artifact.params
+
+    def get_kernel_source(self) -> str:
+        """The generated device source (the first source format the device codegen produced)."""
+        return next(iter(self.artifact.device_sources.values()))
+
+    def get_host_source(self) -> str | None:
+        return self.artifact.host_source
+
+    def export(self, path) -> Any:
+        """A self-contained copy of the built kernel, loadable without a compiler."""
+        return self._backend.export(self.built, path)
+
+    def __call__(self, *args: Any, stream: Any = None) -> Any:
+        values = self._arrange(args)
+        env: dict = {}
+        deferred: list = []
+        arrays: dict[int, ArrayArg] = {}
+        for i in self._inputs:
+            self._bind_param(i, values[i], env, deferred, arrays)
+        outputs = self._allocate_outputs(values, env, arrays)
+        for i in self.out_idx:
+            self._bind_param(i, values[i], env, deferred, arrays)
+        self._check_deferred(env, deferred)
+        dims = self._dims(env)
+        launch_args = [arrays.get(i, values[i]) for i in range(len(values))]
+        self._launch(launch_args, dims, stream)
+        if not outputs:
+            return None
+        result = [outputs[i] for i in self.out_idx]
+        return result[0] if len(result) == 1 else result
+
+    def _arrange(self, args: tuple) -> list:
+        n = len(self.artifact.params)
+        if len(args) == n:
+            return list(args)
+        if len(args) == len(self._inputs):
+            values: list = [None] * n
+            for i, a in zip(self._inputs, args):
+                values[i] = a
+            return values
+        names = [self.artifact.params[i].name for i in self._inputs]
+        raise ArgumentError(
+            f"kernel {self.artifact.function_name} takes {len(self._inputs)} inputs ({', '.join(names)})"
+            + (f" or all {n} parameters" if self.out_idx else "")
+            + f", got {len(args)}"
+        )
+
+    def _bind_param(self, i: int, value: Any, env: dict, deferred: list, arrays: dict) -> None:
+        info = self.artifact.params[i]
+        if info.kind == "scalar":
+            _check_scalar(info, value)
+            return
+        arg = as_array_arg(value, info.name, self._readers)
+        self._backend.check_device(arg, info.name)
+        check = self._checks[i]
+        check.bind(arg, env, deferred)
+        if check.strides is None and not check.contiguous(arg):
+            raise ArgumentError(
+                f"parameter {info.name!r} must be contiguous (row-major), got strides {arg.strides} for shape "
+                f"{arg.shape}; pass a contiguous copy or declare the parameter with T.StridedTensor"
+            )
+        arrays[i] = arg
+
+    def _allocate_outputs(self, values: list, env: dict, arrays: dict) -> dict[int, Any]:
+        if all(values[i] is not None for i in self.out_idx):
+            return {}
+        reference = next(iter(arrays.values()), None)
+        outputs = {}
+        for i in self.out_idx:
+            info = self.artifact.params[i]
+            shape = tuple(self._eval_dim(e, env, info.name) for e in info.shape)
+            outputs[i] = self._backend.empty(reference, shape, info.dtype)
+            values[i] = outputs[i]
+        return outputs
+
+    def _eval_dim(self, e: E.Expr, env: dict, name: str) -> int:
+        try:
+            return int(evaluate(e, env))
+        except (KeyError, ValueError) as exc:
+            raise ArgumentError(
+                f"cannot allocate output {name!r}: its shape {e} depends on a dim no input provides ({exc})"
+            ) from None
+
+    def _check_deferred(self, env: dict, deferred: list) -> None:
+        for rule, got, name, what in deferred:
+            expected = int(evaluate(rule.expr, env))
+            if expected != got:
+                raise ArgumentError(
+                    f"parameter {name!r}: {what}[{rule.axis}] must be {rule.expr} = {expected}, got {got}"
+                )
+
+    def _dims(self, env: dict) -> list[int]:
+        dims = []
+        for v in self.artifact.symbolic_dims:
+            if v not in env:
+                raise ArgumentError(f"symbolic dim {v.name} is not bound by any input's shape")
+            dims.append(env[v])
+        return dims
+
+
+def _bad_out_idx(i: int, n: int) -> int:
+    raise ArgumentError(f"out_idx {i} is out of range for a kernel with {n} parameters")
+
+
+def _check_scalar(info: ParamInfo, value: Any) -> None:
+    ok = (
+        isinstance(value, bool)
+        if info.dtype.is_bool
+        else (
+            isinstance(value, int) and not isinstance(value, bool)
+            if info.dtype.is_integer
+            else isinstance(value, (int, float))
+        )
+    )
+    if not ok and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        ok = True
+    if not ok:
+        raise ArgumentError(
+            f"parameter {info.name!r} is a {info.dtype} scalar; got {type(value).__name__} {value!r}"
+        )

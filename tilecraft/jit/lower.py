@@ -1,0 +1,92 @@
+"""`tilecraft.lower`: kernel -> backend pipeline -> codegen -> CompiledArtifact (nothing is built)."""
+
+from __future__ import annotations
+
+import pickle
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from tilecraft import settings
+from tilecraft.backend.artifact import CompiledArtifact, ParamInfo
+from tilecraft.backend.context import BackendContext, create_backend_context
+from tilecraft.ir.function import IRModule, PrimFunc
+from tilecraft.ir.structural import structural_hash
+from tilecraft.transform.check import check_semantics
+
+ARTIFACT_FILE = "artifact.pickle"
+
+
+def resolve_context(
+    target: Any = "auto",
+    target_host: Any = None,
+    execution_backend: str = "auto",
+    ctx: BackendContext | None = None,
+) -> BackendContext:
+    return ctx if ctx is not None else create_backend_context(target, target_host, execution_backend)
+
+
+def artifact_key(func: PrimFunc, ctx: BackendContext, pass_configs: Mapping | None, compile_flags) -> str:
+    """What determines the artifact: the kernel's structure, the target and every option."""
+    from tilecraft import __version__
+    from tilecraft.execution.cache import cache_key
+
+    configs = {str(k): repr(v) for k, v in (pass_configs or {}).items()}
+    return cache_key(
+        "artifact", structural_hash(func), str(ctx.target), str(ctx.target_host), ctx.backend.name,
+        ctx.execution.name, configs, repr(compile_flags), __version__,
+    )  # fmt: skip
+
+
+def lower_uncached(
+    func: PrimFunc, ctx: BackendContext, pass_configs=None, compile_flags=None
+) -> CompiledArtifact:
+    """Run the check, the pipeline and both codegens."""
+    mod = IRModule.from_func(func)
+    check_semantics(mod)
+    lowered = ctx.lower(mod, pass_configs)
+    host_mod, device_mod = ctx.split(lowered)
+    device = ctx.codegen_device(device_mod)
+    host = ctx.codegen_host(ctx.preprocess_host(host_mod))
+    return CompiledArtifact(
+        function_name=func.name,
+        target=ctx.target,
+        params=tuple(ParamInfo.from_param(p) for p in func.params),
+        symbolic_dims=func.symbolic_dims,
+        kernels=device.kernels,
+        device_sources=device.sources,
+        device_binaries=device.binaries,
+        host_source=host.source if host else None,
+        host_format=host.format if host else None,
+        ir_hash=structural_hash(func),
+        extra=(("compile_flags", tuple(compile_flags or ())),),
+    )
+
+
+def lower_artifact(
+    func: PrimFunc, ctx: BackendContext, pass_configs=None, compile_flags=None
+) -> CompiledArtifact:
+    """The artifact for `func`, from the disk cache when an identical lowering was done before."""
+    from tilecraft.execution.cache import KernelCache
+
+    cache = KernelCache()
+    key = artifact_key(func, ctx, pass_configs, compile_flags)
+    entry = cache.get(key)
+    if entry is not None:
+        try:
+            return pickle.loads(entry.read(ARTIFACT_FILE))
+        except Exception:  # noqa: BLE001 - a stale or foreign pickle is a cache miss, never a failure
+            pass
+    start = time.perf_counter()
+    artifact = lower_uncached(func, ctx, pass_configs, compile_flags)
+    if settings.get("TILECRAFT_VERBOSE"):
+        print(f"[tilecraft] lowered {func.name} for {ctx.target} in {time.perf_counter() - start:.2f} s")
+    cache.put(key, {ARTIFACT_FILE: pickle.dumps(artifact)}, {"function": func.name})
+    return artifact
+
+
+def lower(func: PrimFunc, target: Any = "auto", target_host: Any = None, execution_backend: str = "auto",
+          pass_configs: Mapping | None = None, compile_flags=None) -> CompiledArtifact:  # fmt: skip
+    """Lower and generate code for `func` without building it."""
+    ctx = resolve_context(target, target_host, execution_backend)
+    return lower_uncached(func, ctx, pass_configs, compile_flags)

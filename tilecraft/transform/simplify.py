@@ -1,0 +1,115 @@
+"""Simplify index arithmetic with what the IR says about variable ranges.
+
+Loop variables range over their loops, block and thread indices over the launch, symbolic dims are
+non-negative, and `if` conditions hold inside their branches. Index expressions, loop bounds, `if`
+conditions and integer lets are simplified under those facts; branches decided by them are removed.
+Floating-point arithmetic is never reassociated.
+"""
+
+from __future__ import annotations
+
+from tilecraft.backend.pipeline import module_pass
+from tilecraft.ir import expr as E
+from tilecraft.ir import stmt as S
+from tilecraft.ir.arith import Analyzer, Interval
+from tilecraft.ir.buffer import Range
+from tilecraft.ir.function import IRModule, PrimFunc
+from tilecraft.ir.visitor import Mutator
+
+
+def _is_index(e: E.Expr) -> bool:
+    return e.dtype.is_integer or e.dtype.is_bool
+
+
+class Simplifier(Mutator):
+    """Simplifies the integer "roots" of a tree: indices, bounds, conditions and integer values."""
+
+    def __init__(self, analyzer: Analyzer | None = None) -> None:
+        super().__init__()
+        self.ana = analyzer or Analyzer()
+
+    def mutate_Buffer(self, buf):
+        return buf
+
+    def root(self, e: E.Expr) -> E.Expr:
+        e = self.mutate(e)
+        return self.ana.simplify(e) if _is_index(e) else e
+
+    # ------------------------------------------------------------------ expressions
+
+    def mutate_BufferLoad(self, e: E.BufferLoad) -> E.Expr:
+        indices = tuple(self.root(i) for i in e.indices)
+        return (
+            e if all(a is b for a, b in zip(indices, e.indices)) else E.BufferLoad(e.dtype, e.buffer, indices)
+        )
+
+    def mutate_Select(self, e: E.Select) -> E.Expr:
+        cond = self.root(e.condition)
+        if isinstance(cond, E.IntImm):
+            return self.mutate(e.true_value if cond.value else e.false_value)
+        with self.ana.constraint(cond):
+            t = self.mutate(e.true_value)
+        with self.ana.constraint(E.logical_not(cond)):
+            f = self.mutate(e.false_value)
+        return E.Select(e.dtype, cond, t, f)
+
+    def mutate_Range(self, r: Range) -> Range:
+        return Range(self.root(r.min), self.root(r.extent))
+
+    # ------------------------------------------------------------------ statements
+
+    def mutate_BufferStore(self, s: S.BufferStore) -> S.Stmt:
+        indices = tuple(self.root(i) for i in s.indices)
+        value = self.root(s.value)
+        return S.BufferStore(s.buffer, value, indices, span=s.span)
+
+    def mutate_For(self, s: S.For) -> S.Stmt:
+        lo, extent = self.root(s.min), self.root(s.extent)
+        if isinstance(extent, E.IntImm) and extent.value <= 0:
+            return S.SeqStmt(())
+        with self.ana.binding(s.loop_var, Range(lo, extent)):
+            body = self.mutate(s.body)
+        return S.For(s.loop_var, lo, extent, s.kind, body, s.annotations, span=s.span)
+
+    def mutate_IfThenElse(self, s: S.IfThenElse) -> S.Stmt:
+        cond = self.root(s.condition)
+        if isinstance(cond, E.IntImm):
+            chosen = s.then_case if cond.value else s.else_case
+            return self.mutate(chosen) if chosen is not None else S.SeqStmt(())
+        with self.ana.constraint(cond):
+            then_case = self.mutate(s.then_case)
+        else_case = None
+        if s.else_case is not None:
+            with self.ana.constraint(E.logical_not(cond)):
+                else_case = self.mutate(s.else_case)
+        return S.IfThenElse(cond, then_case, else_case, span=s.span)
+
+    def mutate_LetStmt(self, s: S.LetStmt) -> S.Stmt:
+        value = self.root(s.value)
+        if not s.var.dtype.is_integer:
+            return S.LetStmt(s.var, value, self.mutate(s.body), span=s.span)
+        with self.ana.binding(s.var, self.ana.bound(value)):
+            body = self.mutate(s.body)
+        return S.LetStmt(s.var, value, body, span=s.span)
+
+    def mutate_KernelLaunch(self, s: S.KernelLaunch) -> S.Stmt:
+        grid = tuple(self.root(g) for g in s.grid)
+        bindings = [(v, Range(E.const(0, g.dtype), g)) for v, g in zip(s.block_vars, grid)]
+        bindings += [(v, Interval(0, t - 1)) for v, t in zip(s.thread_vars, s.threads)]
+        for var, rng in bindings:
+            self.ana.bind(var, rng)
+        body = self.mutate(s.body)
+        return S.KernelLaunch(grid, s.threads, s.block_vars, s.thread_vars, body, s.annotations, span=s.span)
+
+
+def simplify_func(func: PrimFunc) -> PrimFunc:
+    ana = Analyzer()
+    for dim in func.symbolic_dims:
+        ana.bind(dim, Interval(0, None))
+    return func.with_body(Simplifier(ana).mutate(func.body))
+
+
+@module_pass("simplify")
+def simplify_pass(mod: IRModule, ctx) -> IRModule:
+    """Index arithmetic is simplified under the loop, launch and branch facts; decided branches are gone."""
+    return mod.with_functions(simplify_func(f) for f in mod.functions)

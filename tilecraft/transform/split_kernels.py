@@ -1,0 +1,56 @@
+"""Split a function into a host function and one device function per `T.Kernel` launch.
+
+After it runs, each KernelLaunch is a device PrimFunc (role "device") whose body is that launch and
+whose params are the buffers, scalars and symbolic dims it uses; the host PrimFunc (role "host") keeps
+the original params and calls the kernels in order with `KernelCall`.
+"""
+
+from __future__ import annotations
+
+from tilecraft.backend.split import ROLE_ATTR as ROLE
+from tilecraft.ir import stmt as S
+from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.expr import Var
+from tilecraft.ir.function import IRModule, PrimFunc
+from tilecraft.ir.host import KernelCall
+from tilecraft.ir.visitor import Mutator, free_vars, walk
+
+
+def device_params(func: PrimFunc, launch: S.KernelLaunch) -> tuple[Buffer | Var, ...]:
+    """The function params and symbolic dims `launch` uses, in a stable ABI order."""
+    used_buffers = {id(n) for n in walk(launch) if isinstance(n, Buffer)}
+    buffers = [p for p in func.buffer_params if id(p) in used_buffers]
+    used_vars = {id(v) for v in free_vars(launch.body)}
+    for b in buffers:
+        used_vars |= {id(v) for v in free_vars((b.shape, b.strides))}
+    scalars = [p for p in func.params if isinstance(p, Var) and id(p) in used_vars]
+    dims = [v for v in func.symbolic_dims if id(v) in used_vars]
+    return (*buffers, *scalars, *dims)
+
+
+class _Extract(Mutator):
+    def __init__(self, func: PrimFunc) -> None:
+        super().__init__()
+        self.func = func
+        self.kernels: list[PrimFunc] = []
+
+    def mutate_Buffer(self, buf):
+        return buf
+
+    def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> KernelCall:
+        symbol = f"{self.func.name}_kernel{len(self.kernels)}"
+        params = device_params(self.func, launch)
+        attrs = ((ROLE, "device"), ("tilecraft.host_function", self.func.name))
+        self.kernels.append(PrimFunc(symbol, params, launch, attrs, span=launch.span))
+        return KernelCall(symbol, params, launch.grid, launch.threads, span=launch.span)
+
+
+def split_kernels(mod: IRModule) -> IRModule:
+    """Every function becomes a host function plus its device kernels."""
+    out: list[PrimFunc] = []
+    for func in mod.functions:
+        extract = _Extract(func)
+        body = extract.mutate(func.body)
+        out.append(func.with_body(body).with_attr(ROLE, "host"))
+        out.extend(extract.kernels)
+    return mod.with_functions(out)
