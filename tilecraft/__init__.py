@@ -13,10 +13,10 @@ from typing import Any
 
 __version__ = "0.1.0"
 
+from tilecraft.jit import compile, jit  # noqa: E402,A004 - light front doors; the compiler loads on use
+
 _LAZY = {
-    "jit": "tilecraft.jit.jit",
-    "compile": "tilecraft.jit.jit",
-    "JITFunction": "tilecraft.jit.jit",
+    "JITFunction": "tilecraft.jit.api",
     "lower": "tilecraft.jit.lower",
     "Kernel": "tilecraft.jit.kernel",
     "Target": "tilecraft.backend.target",
@@ -25,7 +25,7 @@ _LAZY = {
     "parse_script": "tilecraft.language.script",
 }
 
-__all__ = ["__version__", *_LAZY]
+__all__ = ["__version__", "compile", "jit", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:

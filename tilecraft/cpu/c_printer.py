@@ -356,7 +356,7 @@ class CPrinter:
             self._reduction_pragma(s, reduction)
         elif s.kind is S.ForKind.UNROLLED:
             self.line("TC_UNROLL")
-        elif s.kind in (S.ForKind.PARALLEL, S.ForKind.VECTORIZED) and not _has_loop(s.body):
+        elif s.kind in (S.ForKind.PARALLEL, S.ForKind.VECTORIZED) and _simd_safe(s.body):
             self.line("#pragma omp simd")
         start = self.expr(s.min)
         end = self.expr(E.add(s.min, s.extent)) if E.const_value(s.min) != 0 else self.expr(s.extent)
@@ -443,10 +443,14 @@ def _c_string(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
 
 
-def _has_loop(s: S.Stmt) -> bool:
+_NOT_SIMD = (S.For, AtomicUpdate, MatmulCall, S.Print, S.Evaluate)
+
+
+def _simd_safe(s: S.Stmt) -> bool:
+    """An innermost loop of plain loads and stores (atomics and calls must stay scalar)."""
     from tilecraft.ir.visitor import walk
 
-    return any(isinstance(n, S.For) for n in walk(s))
+    return not any(isinstance(n, _NOT_SIMD) for n in walk(s))
 
 
 def _reduction_target(body: S.Stmt) -> Buffer | None:

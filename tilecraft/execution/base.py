@@ -174,6 +174,16 @@ class ExecutionBackend(ABC):
     def launcher(self, loaded: Loaded) -> Callable[..., Any]:
         """A callable that launches the kernel with the user's arguments."""
 
+    def to_device(self, array: Any) -> Any:
+        """A copy of a host (numpy) array where this backend's kernels can read it (tests and tools)."""
+        return array
+
+    def to_host(self, array: Any) -> Any:
+        """A numpy copy of an array this backend's kernels wrote."""
+        import numpy as np
+
+        return np.asarray(array)
+
     def cache_key(self, artifact: CompiledArtifact, ctx: BackendContext) -> str:
         from tilecraft import __version__
         from tilecraft.execution.cache import cache_key

@@ -1,1 +1,23 @@
-"""Compile and JIT entry points, the Kernel object and array interop."""
+"""Compile and JIT entry points, the Kernel object and array interop.
+
+`jit` and `compile` are thin front doors so `import tilecraft` stays light; the compiler loads on the
+first call (see tilecraft/jit/api.py for the full signatures).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def jit(func=None, **options: Any):
+    """`@tilecraft.jit` / `@tilecraft.jit(out_idx=..., target=..., ...)`: see tilecraft.jit.api.jit."""
+    from tilecraft.jit.api import jit as _jit
+
+    return _jit(func, **options)
+
+
+def compile(func, *args: Any, **options: Any):  # noqa: A001 - TileLang's name
+    """`tilecraft.compile(func, out_idx=None, target="auto", ...)`: see tilecraft.jit.api.compile."""
+    from tilecraft.jit.api import compile as _compile
+
+    return _compile(func, *args, **options)

@@ -1,0 +1,252 @@
+"""Conformance cases: a kernel, fresh random inputs (outputs poisoned), and a float64 NumPy reference.
+
+Most kernels come from tests/language/kernels.py (written as TileLang users write them); the rest are
+here. Each case lists every parameter's array, so outputs can be poisoned before the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import ml_dtypes
+import numpy as np
+
+import tilecraft.language as T
+from tests.language import kernels as K
+
+F16, BF16, F32 = np.float16, ml_dtypes.bfloat16, np.float32
+TOL = {F16: 3e-3, BF16: 2e-2, F32: 1e-5}
+
+
+@dataclass
+class Case:
+    name: str
+    build: Callable
+    inputs: Callable[[np.random.Generator], list[np.ndarray]]
+    reference: Callable[[list[np.ndarray]], dict[int, np.ndarray]]
+    tol: float = 1e-5
+    marks: tuple = field(default_factory=tuple)
+
+
+def randn(rng, shape, dtype=F32, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(dtype)
+
+
+def poison(shape, dtype=F32):
+    return np.full(shape, np.nan, dtype=dtype)
+
+
+def f64(x):
+    return np.asarray(x, dtype=np.float64)
+
+
+# ---------------------------------------------------------------- elementwise and broadcasting
+
+
+def _elementwise(rng):
+    return [randn(rng, 1000), randn(rng, 1000), poison(1000)]
+
+
+def _cast_scale(n=777, block=128):
+    @T.prim_func
+    def cast_scale(X: T.Tensor((n,), "float16"), Y: T.Tensor((n,), "float32"), Z: T.Tensor((n,), "bfloat16")):
+        with T.Kernel(T.ceildiv(n, block), threads=128) as bx:
+            x = T.alloc_fragment((block,), "float32")
+            T.copy(X[bx * block], x)
+            for i in T.Parallel(block):
+                x[i] = x[i] * 2.0 + 1.0
+            T.copy(x, Y[bx * block])
+            T.copy(x, Z[bx * block])
+
+    return cast_scale
+
+
+def _bias_relu(m=200, n=96, bm=32, bn=32):
+    @T.prim_func
+    def bias_relu(X: T.Tensor((m, n), "float32"), b: T.Tensor((n,), "float32"), Y: T.Tensor((m, n), "float32")):
+        with T.Kernel(T.ceildiv(n, bn), T.ceildiv(m, bm), threads=128) as (bx, by):
+            for i, j in T.Parallel(bm, bn):
+                r, c = by * bm + i, bx * bn + j
+                if r < m and c < n:
+                    Y[r, c] = T.max(X[r, c] + b[c], 0.0)
+
+    return bias_relu
+
+
+def _row_sum(m=300, n=64, bm=32):
+    @T.prim_func
+    def row_sum(X: T.Tensor((m, n), "float32"), out: T.Tensor((m,), "float32")):
+        with T.Kernel(T.ceildiv(m, bm), threads=128) as bx:
+            tile = T.alloc_fragment((bm, n), "float32")
+            acc = T.alloc_fragment((bm,), "float32")
+            T.copy(X[bx * bm, 0], tile)
+            T.reduce_sum(tile, acc, dim=1)
+            T.copy(acc, out[bx * bm])
+
+    return row_sum
+
+
+def _abs_reductions(m=64, n=80):
+    @T.prim_func
+    def abs_reductions(X: T.Tensor((m, n), "float32"), amax: T.Tensor((m,), "float32"),
+                       asum: T.Tensor((m,), "float32"), cmin: T.Tensor((n,), "float32")):  # fmt: skip
+        with T.Kernel(1, threads=128) as _:
+            tile = T.alloc_fragment((m, n), "float32")
+            rows = T.alloc_fragment((m,), "float32")
+            cols = T.alloc_fragment((n,), "float32")
+            T.copy(X, tile)
+            T.reduce_absmax(tile, rows, dim=1)
+            T.copy(rows, amax)
+            T.reduce_abssum(tile, rows, dim=1)
+            T.copy(rows, asum)
+            T.reduce_min(tile, cols, dim=0)
+            T.copy(cols, cmin)
+
+    return abs_reductions
+
+
+# ---------------------------------------------------------------- dynamic shapes and several kernels
+
+
+def _dynamic_scale(block=128):
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def dynamic_scale(X: T.Tensor((n,), "float32"), Y: T.Tensor((n,), "float32"), alpha: T.float32):
+        with T.Kernel(T.ceildiv(n, block), threads=128) as bx:
+            for i in T.Parallel(block):
+                if bx * block + i < n:
+                    Y[bx * block + i] = X[bx * block + i] * alpha
+
+    return dynamic_scale
+
+
+def _two_kernels(n=1000, block=256):
+    @T.prim_func
+    def two_kernels(X: T.Tensor((n,), "float32"), tmp: T.Tensor((n,), "float32"), Y: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, block), threads=128) as bx:
+            for i in T.Parallel(block):
+                if bx * block + i < n:
+                    tmp[bx * block + i] = X[bx * block + i] * X[bx * block + i]
+        with T.Kernel(T.ceildiv(n, block), threads=128) as bx:
+            for i in T.Parallel(block):
+                j = n - 1 - (bx * block + i)
+                if j >= 0:
+                    Y[bx * block + i] = tmp[j] + 1.0
+
+    return two_kernels
+
+
+def _softmax_ref(x):
+    e = np.exp(f64(x) - f64(x).max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _layer_norm_ref(x, g, b, eps=1e-5):
+    x = f64(x)
+    mean = x.mean(axis=1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * f64(g) + f64(b)
+
+
+def _rms_ref(x, w, eps=1e-6):
+    x = f64(x)
+    return x / np.sqrt((x**2).mean(axis=1, keepdims=True) + eps) * f64(w)
+
+
+def _attention_ref(q, k, v, causal):
+    q, k, v = (f64(t).transpose(0, 2, 1, 3) for t in (q, k, v))
+    s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1])
+    if causal:
+        n = s.shape[-1]
+        s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return (p @ v).transpose(0, 2, 1, 3)
+
+
+def _gemm_case(name, m, n, k, ta=False, tb=False, dtype=F16, bm=64, bn=64, bk=32):
+    dname = np.dtype(dtype).name
+
+    def inputs(rng):
+        a = randn(rng, (k, m) if ta else (m, k), dtype)
+        b = randn(rng, (n, k) if tb else (k, n), dtype)
+        return [a, b, poison((m, n))]
+
+    def reference(arrs):
+        a, b = f64(arrs[0]), f64(arrs[1])
+        return {2: (a.T if ta else a) @ (b.T if tb else b)}
+
+    build = lambda: K.gemm(m, n, k, bm, bn, bk, ta, tb, dname, "float32")  # noqa: E731
+    return Case(name, build, inputs, reference, 1e-5 if dtype is F32 else 2e-3)
+
+
+def _flash_case(causal):
+    shape = (1, 128, 2, 64)
+
+    def inputs(rng):
+        return [randn(rng, shape, F16) for _ in range(3)] + [poison(shape, F16)]
+
+    return Case(
+        f"flash_attention_{'causal' if causal else 'full'}",
+        lambda: K.flash_attention(1, 2, 128, 64, causal, 64, 64),
+        inputs,
+        lambda a: {3: _attention_ref(a[0], a[1], a[2], causal)},
+        5e-3,
+    )
+
+
+def _cumsum_ref(x, reverse):
+    x = f64(x)
+    return np.flip(np.cumsum(np.flip(x, 1), 1), 1) if reverse else np.cumsum(x, 1)
+
+
+CASES = [
+    Case("elementwise_add_ragged", lambda: K.elementwise_add(1000, 256), _elementwise,
+         lambda a: {2: f64(a[0]) + f64(a[1])}),
+    Case("cast_scale_f16_to_f32_bf16", _cast_scale, lambda r: [randn(r, 777, F16), poison(777), poison(777, BF16)],
+         lambda a: {1: f64(a[0]) * 2 + 1, 2: f64(a[0]) * 2 + 1}, 8e-3),
+    Case("broadcast_bias_relu", _bias_relu, lambda r: [randn(r, (200, 96)), randn(r, 96), poison((200, 96))],
+         lambda a: {2: np.maximum(f64(a[0]) + f64(a[1]), 0)}),
+    Case("row_sum_ragged", _row_sum, lambda r: [randn(r, (300, 64)), poison(300)],
+         lambda a: {1: f64(a[0]).sum(1)}),
+    Case("column_sum", lambda: K.column_sum(512, 256, 64, 64), lambda r: [randn(r, (512, 256)), poison(256)],
+         lambda a: {1: f64(a[0]).sum(0)}),
+    Case("abs_and_min_reductions", _abs_reductions, lambda r: [randn(r, (64, 80)), poison(64), poison(64), poison(80)],
+         lambda a: {1: np.abs(f64(a[0])).max(1), 2: np.abs(f64(a[0])).sum(1), 3: f64(a[0]).min(0)}),
+    Case("softmax_f16", lambda: K.softmax(256, 128, 16, "float16"), lambda r: [randn(r, (256, 128), F16), poison((256, 128), F16)],
+         lambda a: {1: _softmax_ref(a[0])}, 3e-3),
+    Case("layer_norm", lambda: K.layer_norm(256, 128, 8), lambda r: [randn(r, (256, 128)), randn(r, 128), randn(r, 128), poison((256, 128))],
+         lambda a: {3: _layer_norm_ref(a[0], a[1], a[2])}, 1e-5),
+    Case("rms_norm_f16", lambda: K.rms_norm(256, 128, 8), lambda r: [randn(r, (256, 128), F16), randn(r, 128, F16), poison((256, 128), F16)],
+         lambda a: {2: _rms_ref(a[0], a[1])}, 3e-3),
+    _gemm_case("gemm_f32_nn", 256, 192, 128, dtype=F32),
+    _gemm_case("gemm_f16_nn", 256, 256, 128),
+    _gemm_case("gemm_f16_nt", 128, 192, 96, tb=True),
+    _gemm_case("gemm_f16_tn", 128, 128, 64, ta=True),
+    _gemm_case("gemm_f16_tt", 128, 64, 96, ta=True, tb=True),
+    _gemm_case("gemm_bf16_nn", 192, 128, 128, dtype=BF16),
+    _gemm_case("gemm_f32_ragged", 200, 136, 72, dtype=F32),
+    _gemm_case("gemm_f16_ragged_nt", 130, 70, 90, tb=True),
+    Case("batched_gemm", lambda: K.batched_gemm(3, 128, 128, 64, dtype="float32"),
+         lambda r: [randn(r, (3, 128, 64)), randn(r, (3, 64, 128)), poison((3, 128, 128))],
+         lambda a: {2: f64(a[0]) @ f64(a[1])}, 1e-5),
+    Case("gemv_f16", lambda: K.gemv(256, 512, 32, 64), lambda r: [randn(r, (256, 512), F16), randn(r, 512, F16), poison(256)],
+         lambda a: {2: f64(a[0]) @ f64(a[1])}, 1e-5),
+    Case("split_k_gemm_atomic", lambda: K.split_k_gemm(128, 128, 256, split_k=4),
+         lambda r: [randn(r, (128, 256), F16), randn(r, (256, 128), F16), randn(r, (128, 128))],
+         lambda a: {2: f64(a[2]) + f64(a[0]) @ f64(a[1])}, 1e-5),
+    Case("transpose_shared", lambda: K.transpose(256, 128, 32), lambda r: [randn(r, (256, 128)), poison((128, 256))],
+         lambda a: {1: f64(a[0]).T}),
+    _flash_case(causal=False),
+    _flash_case(causal=True),
+    Case("cumsum", lambda: K.cumsum(128, 64, 32), lambda r: [randn(r, (128, 64)), poison((128, 64))],
+         lambda a: {1: _cumsum_ref(a[0], False)}, 1e-5),
+    Case("cumsum_reverse", lambda: K.cumsum(128, 64, 32, reverse=True), lambda r: [randn(r, (128, 64)), poison((128, 64))],
+         lambda a: {1: _cumsum_ref(a[0], True)}, 1e-5),
+    Case("two_kernels_in_order", _two_kernels, lambda r: [randn(r, 1000), poison(1000), poison(1000)],
+         lambda a: {1: f64(a[0]) ** 2, 2: (f64(a[0]) ** 2)[::-1] + 1}),
+]  # fmt: skip
+
+DYNAMIC_SIZES = (1000, 4097, 5)

@@ -1,0 +1,173 @@
+"""The CPU backend end to end: rejection of thread-dependent code, bounds checks, T.print, the cache."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tilecraft
+import tilecraft.language as T
+from tilecraft import settings
+from tilecraft.errors import LoweringError, ToolchainError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def scale_kernel(n=256, block=64):
+    @T.prim_func
+    def scale(X: T.Tensor((n,), "float32"), Y: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, block), threads=32) as bx:
+            for i in T.Parallel(block):
+                Y[bx * block + i] = X[bx * block + i] * 3.0
+
+    return scale
+
+
+def test_thread_index_is_rejected_with_the_kernel_line():
+    @T.prim_func
+    def per_thread(X: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            tx = T.get_thread_binding()
+            X[tx] = 1.0  # the offending line
+
+    with pytest.raises(LoweringError) as info:
+        tilecraft.compile(per_thread, target="cpu")
+    err = info.value
+    assert err.span is not None and err.span.file == __file__
+    assert "X[tx] = 1.0" in str(err)
+    assert "T.Parallel" in str(err) and "target: c" in str(err)
+
+
+def test_bounds_check_reports_the_kernel_line():
+    @T.prim_func
+    def overrun(X: T.Tensor((100,), "float32"), Y: T.Tensor((100,), "float32")):
+        with T.Kernel(1, threads=32) as _:
+            for i in T.serial(128):
+                Y[i] = X[i] + 1.0  # reads and writes past 100
+
+    kernel = tilecraft.compile(overrun, target="cpu", pass_configs={tilecraft.PassConfigKey.BOUNDS_CHECK: True})
+    x = np.random.default_rng(0).standard_normal(100).astype(np.float32)
+    y = np.full(100, np.nan, np.float32)
+    with pytest.raises(Exception, match=r"out-of-bounds access to buffer [XY] at .*test_cpu_backend.py:\d+") as info:
+        kernel(x, y)
+    assert "Y[i] = X[i] + 1.0" in str(info.value)
+    np.testing.assert_allclose(y, x + 1.0, rtol=1e-6)
+
+
+def test_bounds_check_passes_clean_kernels():
+    kernel = tilecraft.compile(scale_kernel(), target="cpu", pass_configs={"tilecraft.bounds_check": True})
+    x = np.random.default_rng(1).standard_normal(256).astype(np.float32)
+    y = np.empty_like(x)
+    kernel(x, y)
+    np.testing.assert_allclose(y, x * 3.0, rtol=1e-6)
+
+
+def test_print_shows_values(capfd):
+    @T.prim_func
+    def show(X: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=32) as _:
+            T.print(X[2], msg="third")
+            T.print(X)
+
+    kernel = tilecraft.compile(show, target="cpu")
+    kernel(np.arange(4, dtype=np.float32) + 0.5)
+    out = capfd.readouterr().out
+    assert "third: 2.5" in out
+    assert "X[3] = 3.5" in out
+
+
+def test_threads_do_not_change_results():
+    x = np.random.default_rng(2).standard_normal(256).astype(np.float32)
+    results = []
+    for threads in (1, 128):
+        @T.prim_func
+        def scale(X: T.Tensor((256,), "float32"), Y: T.Tensor((256,), "float32")):
+            with T.Kernel(4, threads=threads) as bx:  # noqa: B023 - parsed right here
+                for i in T.Parallel(64):
+                    Y[bx * 64 + i] = X[bx * 64 + i] * 3.0
+
+        y = np.empty_like(x)
+        tilecraft.compile(scale, target="cpu")(x, y)
+        results.append(y)
+    np.testing.assert_array_equal(results[0], results[1])
+
+
+def test_missing_compiler_is_an_actionable_error(tmp_path):
+    from tilecraft.execution.cc import toolchain
+
+    with settings.override(TILECRAFT_CC=str(tmp_path / "no-such-cc")), pytest.raises(ToolchainError) as info:
+        toolchain.compiler()
+    assert "install a C compiler" in str(info.value)
+
+
+def test_compiler_failure_shows_command_and_source(tmp_path):
+    fake = tmp_path / "badcc"
+    fake.write_text("#!/bin/sh\necho 'kernel.c:1: error: planted failure' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    from tilecraft.execution.cc import toolchain
+
+    with settings.override(TILECRAFT_CC=str(fake)), pytest.raises(ToolchainError) as info:
+        toolchain.compile_shared("int f(void) { return 0; }", [], False, tmp_path / "keep")
+    text = str(info.value)
+    assert "planted failure" in text and str(fake) in text
+    assert str(tmp_path / "keep" / "kernel.c") in text and (tmp_path / "keep" / "kernel.c").exists()
+
+
+_SECOND_PROCESS = textwrap.dedent(
+    """
+    import sys, time
+    sys.path.insert(0, {root!r})
+    sys.path.insert(0, {here!r})
+    import numpy as np
+    from test_cpu_backend import scale_kernel
+    import tilecraft
+    start = time.perf_counter()
+    kernel = tilecraft.compile(scale_kernel(), target="cpu")
+    elapsed = time.perf_counter() - start
+    x = np.arange(256, dtype=np.float32); y = np.empty_like(x)
+    kernel(x, y)
+    assert np.allclose(y, x * 3)
+    print(elapsed)
+    """
+)
+
+
+def _compile_in_subprocess(cache_dir: Path) -> float:
+    env = {**os.environ, "TILECRAFT_CACHE_DIR": str(cache_dir), "TILECRAFT_VERBOSE": "0"}
+    code = _SECOND_PROCESS.format(root=str(ROOT), here=str(Path(__file__).parent))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def _libraries(cache_dir: Path) -> list[Path]:
+    return sorted(cache_dir.rglob("kernel.so"))
+
+
+def test_second_process_loads_from_the_cache(tmp_path):
+    _compile_in_subprocess(tmp_path)
+    libs = _libraries(tmp_path)
+    assert len(libs) == 1
+    stamp = libs[0].stat().st_mtime_ns
+    warm = _compile_in_subprocess(tmp_path)
+    assert _libraries(tmp_path)[0].stat().st_mtime_ns == stamp, "the library was rebuilt"
+    assert warm < 0.5, f"a cached kernel took {warm:.3f} s to load"
+
+
+@pytest.mark.parametrize("damage", ["delete", "corrupt"])
+def test_damaged_cache_entry_is_rebuilt(tmp_path, damage):
+    _compile_in_subprocess(tmp_path)
+    lib = _libraries(tmp_path)[0]
+    if damage == "delete":
+        lib.unlink()
+    else:
+        lib.write_bytes(b"not a shared library")
+    _compile_in_subprocess(tmp_path)
+    rebuilt = _libraries(tmp_path)
+    assert len(rebuilt) == 1 and rebuilt[0].read_bytes()[:4] == b"\x7fELF"
