@@ -18,7 +18,8 @@ from pathlib import Path
 
 from tilecraft.backend.artifact import KernelInfo, ParamInfo
 from tilecraft.backend.codegen import DeviceCode, HostCode
-from tilecraft.cpu.c_printer import BoundsSite, CPrinter, storage_type, value_type
+from tilecraft.codegen.c_family import storage_type, value_type
+from tilecraft.cpu.c_printer import BoundsSite, CPrinter
 from tilecraft.cpu.storage import STORAGE_ATTR, plan_storage
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer

@@ -14,6 +14,8 @@
 #include <string.h>
 
 #define TC_INLINE static inline __attribute__((always_inline))
+#define TC_INFINITY INFINITY
+#define TC_NAN NAN
 #define TC_PRAGMA(x) _Pragma(#x)
 #if defined(__clang__)
 #define TC_UNROLL TC_PRAGMA(unroll)

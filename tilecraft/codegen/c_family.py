@@ -1,0 +1,381 @@
+"""A printer of lowered tile IR as C-family source, shared by the C and CUDA code generators.
+
+Values are computed in their computation type (float16 and bfloat16 as float); buffers hold the
+storage type (those two as their uint16_t bit patterns) and convert on load and store, through helper
+functions each backend's device header defines (`tc_h2f`, `tc_f2h`, `tc_bf2f`, `tc_f2bf`,
+`tc_round_f16`, `tc_round_bf16`, `tc_floordiv`, `tc_floormod`). `local.var` buffers are scalars.
+Subclasses decide where buffers live and add their own statements and intrinsics.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from tilecraft.errors import LoweringError
+from tilecraft.ir import expr as E
+from tilecraft.ir import stmt as S
+from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.dtype import DataType
+from tilecraft.ir.expr import Expr, Var
+from tilecraft.ir.span import Span
+
+_STORAGE = {
+    "bool": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
+    "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
+    "float16": "uint16_t", "bfloat16": "uint16_t", "float32": "float", "float64": "double",
+    "float8_e4m3fn": "uint8_t", "float8_e5m2": "uint8_t",
+}  # fmt: skip
+_C_WORDS = """auto break case char const continue default do double else enum extern float for goto if
+inline int long register restrict return short signed sizeof static struct switch typedef union unsigned
+void volatile while bool main new delete class template this namespace"""
+_C_KEYWORDS = frozenset(_C_WORDS.split())
+_BINARY = {"Add": "+", "Sub": "-", "Mul": "*", "EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">",
+           "GE": ">=", "And": "&&", "Or": "||"}  # fmt: skip
+_BITWISE = {
+    "bitwise_and": "&",
+    "bitwise_or": "|",
+    "bitwise_xor": "^",
+    "shift_left": "<<",
+    "shift_right": ">>",
+}
+MATH32 = {"exp": "expf", "exp2": "exp2f", "log": "logf", "log2": "log2f", "sqrt": "sqrtf", "tanh": "tanhf",
+          "erf": "erff", "floor": "floorf", "ceil": "ceilf", "round": "nearbyintf", "sin": "sinf",
+          "cos": "cosf", "pow": "powf", "abs": "fabsf"}  # fmt: skip
+MATH64 = {
+    op: ("fabs" if op == "abs" else "nearbyint" if op == "round" else fn[:-1]) for op, fn in MATH32.items()
+}
+
+
+def storage_type(dtype: DataType) -> str:
+    return _STORAGE[dtype.name]
+
+
+def value_type(dtype: DataType) -> str:
+    """The C type a value of `dtype` is computed in."""
+    if dtype.kind == "bfloat" or dtype.name == "float16":
+        return "float"
+    if dtype.is_bool:
+        return "int"
+    return _STORAGE[dtype.name]
+
+
+class CFamilyPrinter:
+    """Writes statements and expressions of one function; subclasses add placement and intrinsics."""
+
+    target_name = "this target"
+    math32 = MATH32
+    math64 = MATH64
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.indent = 1
+        self.names: dict[int, str] = {}
+        self.used: set[str] = set()
+        self.nonneg: set[int] = set()
+        self.span: Span | None = None
+
+    # ------------------------------------------------------------------ names and lines
+
+    def name(self, obj: Var | Buffer) -> str:
+        key = id(obj)
+        if key not in self.names:
+            base = re.sub(r"\W", "_", obj.name) or "v"
+            if base[0].isdigit() or base in _C_KEYWORDS or base.startswith("tc_"):
+                base = "v_" + base
+            name, k = base, 1
+            while name in self.used:
+                name, k = f"{base}_{k}", k + 1
+            self.used.add(name)
+            self.names[key] = name
+        return self.names[key]
+
+    def reserve(self, *names: str) -> None:
+        self.used.update(names)
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.indent + text)
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+    def fail(self, message: str, hint: str | None = None):
+        raise LoweringError(message, self.span, hint)
+
+    # ------------------------------------------------------------------ expressions
+
+    def expr(self, e: Expr) -> str:
+        method = getattr(self, "_e_" + type(e).__name__, None)
+        if method is not None:
+            return method(e)
+        if isinstance(e, E.BinaryOp) and type(e).__name__ in _BINARY:
+            return f"({self.expr(e.a)} {_BINARY[type(e).__name__]} {self.expr(e.b)})"
+        self.fail(f"the code generator for {self.target_name} cannot print {type(e).__name__}")
+
+    def _e_IntImm(self, e: E.IntImm) -> str:
+        v = e.value
+        if e.dtype.name == "int64":
+            return f"INT64_C({v})" if v >= 0 else f"(INT64_C({v + 1}) - 1)"
+        if e.dtype.is_uint:
+            return f"UINT64_C({v})" if e.dtype.bits == 64 else f"{v}u"
+        if e.dtype.name == "int32" and v == -(2**31):
+            return "(-2147483647 - 1)"
+        return f"({v})" if v < 0 else str(v)
+
+    def _e_FloatImm(self, e: E.FloatImm) -> str:
+        v = e.value
+        single = value_type(e.dtype) == "float"
+        if math.isnan(v):
+            return "TC_NAN" if single else "((double)TC_NAN)"
+        if math.isinf(v):
+            text = "TC_INFINITY" if single else "((double)TC_INFINITY)"
+            return text if v > 0 else f"(-{text})"
+        text = repr(float(v))
+        if "e" not in text and "." not in text:
+            text += ".0"
+        return f"{text}f" if single else text
+
+    def _e_Var(self, e: Var) -> str:
+        return self.name(e)
+
+    def _e_Div(self, e: E.Div) -> str:
+        return f"({self.expr(e.a)} / {self.expr(e.b)})"
+
+    def _e_TruncMod(self, e: E.TruncMod) -> str:
+        return f"({self.expr(e.a)} % {self.expr(e.b)})"
+
+    def _e_FloorDiv(self, e: E.FloorDiv) -> str:
+        if e.dtype.is_float:
+            return f"floor({self.expr(e.a)} / {self.expr(e.b)})"
+        if self.is_nonneg(e.a) and self.is_nonneg(e.b):
+            return f"({self.expr(e.a)} / {self.expr(e.b)})"
+        return f"(({value_type(e.dtype)})tc_floordiv({self.expr(e.a)}, {self.expr(e.b)}))"
+
+    def _e_FloorMod(self, e: E.FloorMod) -> str:
+        if e.dtype.is_float:
+            a, b = self.expr(e.a), self.expr(e.b)
+            return f"({a} - floor({a} / {b}) * {b})"
+        if self.is_nonneg(e.a) and self.is_nonneg(e.b):
+            return f"({self.expr(e.a)} % {self.expr(e.b)})"
+        return f"(({value_type(e.dtype)})tc_floormod({self.expr(e.a)}, {self.expr(e.b)}))"
+
+    def _e_Min(self, e: E.Min) -> str:
+        a, b = self.expr(e.a), self.expr(e.b)
+        return f"(({a}) < ({b}) ? ({a}) : ({b}))"
+
+    def _e_Max(self, e: E.Max) -> str:
+        a, b = self.expr(e.a), self.expr(e.b)
+        return f"(({a}) > ({b}) ? ({a}) : ({b}))"
+
+    def _e_Not(self, e: E.Not) -> str:
+        return f"(!{self.expr(e.a)})"
+
+    def _e_Select(self, e: E.Select) -> str:
+        return f"({self.expr(e.condition)} ? {self.expr(e.true_value)} : {self.expr(e.false_value)})"
+
+    def _e_Cast(self, e: E.Cast) -> str:
+        inner = self.expr(e.value)
+        if e.dtype.is_bool:
+            return f"({inner} != 0)"
+        if e.dtype.name == "float16":
+            return f"tc_round_f16((float)({inner}))"
+        if e.dtype.kind == "bfloat":
+            return f"tc_round_bf16((float)({inner}))"
+        return f"(({value_type(e.dtype)})({inner}))"
+
+    def _e_Call(self, e: E.Call) -> str:
+        args = [self.expr(a) for a in e.args]
+        if e.op in _BITWISE:
+            return f"({args[0]} {_BITWISE[e.op]} {args[1]})"
+        if e.op == "bitwise_not":
+            return f"(~{args[0]})"
+        if e.op == "abs" and not e.dtype.is_float:
+            return f"(({args[0]}) < 0 ? -({args[0]}) : ({args[0]}))"
+        return self.math_call(e, args)
+
+    def math_call(self, e: E.Call, args: list[str]) -> str:
+        single = value_type(e.dtype) == "float"
+        if e.op == "rsqrt":
+            return f"(1.0f / sqrtf({args[0]}))" if single else f"(1.0 / sqrt({args[0]}))"
+        if e.op == "sigmoid":
+            return f"(1.0f / (1.0f + expf(-({args[0]}))))" if single else f"(1.0 / (1.0 + exp(-({args[0]}))))"
+        table = self.math32 if single else self.math64
+        if e.op in table:
+            return f"{table[e.op]}({', '.join(args)})"
+        return self.intrinsic(e, args)
+
+    def intrinsic(self, e: E.Call, args: list[str]) -> str:
+        """Target intrinsics by name; the base knows none."""
+        self.fail(f"intrinsic {e.op!r} is not supported on {self.target_name}")
+
+    def _e_BufferLoad(self, e: E.BufferLoad) -> str:
+        buf = e.buffer
+        if buf.scope == "local.var":
+            return self.name(buf)
+        return self.from_storage(self.load_raw(buf, self.offset(buf, e.indices)), buf.dtype)
+
+    def load_raw(self, buf: Buffer, offset: str) -> str:
+        return f"{self.name(buf)}[{offset}]"
+
+    def from_storage(self, raw: str, dtype: DataType) -> str:
+        if dtype.name == "float16":
+            return f"tc_h2f({raw})"
+        if dtype.kind == "bfloat":
+            return f"tc_bf2f({raw})"
+        return raw
+
+    def to_storage(self, value: str, dtype: DataType) -> str:
+        if dtype.name == "float16":
+            return f"tc_f2h({value})"
+        if dtype.kind == "bfloat":
+            return f"tc_f2bf({value})"
+        if dtype.is_bool:
+            return f"(uint8_t)(({value}) != 0)"
+        return value
+
+    # ------------------------------------------------------------------ buffer addressing
+
+    def strides(self, buf: Buffer) -> list[str]:
+        if buf.strides:
+            return [f"(int64_t)({self.expr(s)})" for s in buf.strides]
+        out, acc = [], "1"
+        for dim in reversed(buf.shape):
+            out.append(acc)
+            d = E.const_value(dim)
+            if acc.isdigit() and isinstance(d, int):
+                acc = str(int(acc) * d)
+            else:
+                acc = f"{acc} * (int64_t)({self.expr(dim)})"
+        return list(reversed(out))
+
+    def index_type(self, buf: Buffer) -> str:
+        """On-chip buffers are small: 32-bit offsets are cheaper; global ones need 64 bits."""
+        return "int64_t"
+
+    def offset(self, buf: Buffer, indices) -> str:
+        terms = []
+        cast = f"({self.index_type(buf)})"
+        for index, stride in zip(indices, self.strides(buf)):
+            if E.const_value(index) == 0:
+                continue
+            idx = self.expr(index)
+            terms.append(f"{cast}{idx}" if stride == "1" else f"{cast}{idx} * {stride}")
+        return " + ".join(terms) if terms else "0"
+
+    # ------------------------------------------------------------------ non-negativity (index math)
+
+    def is_nonneg(self, e: Expr) -> bool:
+        if isinstance(e, E.IntImm):
+            return e.value >= 0
+        if isinstance(e, Var):
+            return id(e) in self.nonneg or e.dtype.is_uint
+        if isinstance(e, (E.Add, E.Mul, E.FloorDiv, E.FloorMod, E.Min, E.Max, E.Div)):
+            return self.is_nonneg(e.a) and self.is_nonneg(e.b)
+        if isinstance(e, E.Cast):
+            return e.value.dtype.is_integer and self.is_nonneg(e.value)
+        if isinstance(e, E.Call) and e.op in ("shift_right", "bitwise_and"):
+            return self.is_nonneg(e.args[0])
+        return False
+
+    def mark_nonneg(self, *variables: Var) -> None:
+        self.nonneg.update(id(v) for v in variables)
+
+    # ------------------------------------------------------------------ statements
+
+    def stmt(self, s: S.Stmt) -> None:
+        saved = self.span
+        if s.span is not None:
+            self.span = s.span
+        method = getattr(self, "_s_" + type(s).__name__, None)
+        if method is None:
+            self.fail(f"the code generator for {self.target_name} cannot print {type(s).__name__}")
+        method(s)
+        self.span = saved
+
+    def block(self, s: S.Stmt | None) -> None:
+        self.indent += 1
+        if s is not None:
+            self.stmt(s)
+        self.indent -= 1
+
+    def scoped(self, opening: str, body: S.Stmt) -> None:
+        self.line(opening)
+        self.indent += 1
+        self.stmt(body)
+        self.indent -= 1
+        self.line("}")
+
+    def _s_SeqStmt(self, s: S.SeqStmt) -> None:
+        for x in s.stmts:
+            self.stmt(x)
+
+    def _s_Evaluate(self, s: S.Evaluate) -> None:
+        self.line(f"(void)({self.expr(s.value)});")
+
+    def _s_BufferStore(self, s: S.BufferStore) -> None:
+        buf = s.buffer
+        value = self.expr(s.value)
+        if buf.scope == "local.var":
+            self.line(f"{self.name(buf)} = {value};")
+            return
+        self.line(self.store_line(buf, self.offset(buf, s.indices), self.to_storage(value, buf.dtype)))
+
+    def store_line(self, buf: Buffer, offset: str, value: str) -> str:
+        return f"{self.name(buf)}[{offset}] = {value};"
+
+    def _s_LetStmt(self, s: S.LetStmt) -> None:
+        if self.is_nonneg(s.value):
+            self.mark_nonneg(s.var)
+        self.line("{")
+        self.indent += 1
+        self.line(f"const {value_type(s.var.dtype)} {self.name(s.var)} = {self.expr(s.value)};")
+        self.stmt(s.body)
+        self.indent -= 1
+        self.line("}")
+
+    def _s_IfThenElse(self, s: S.IfThenElse) -> None:
+        self.line(f"if ({self.expr(s.condition)}) {{")
+        self.block(s.then_case)
+        if s.else_case is not None:
+            self.line("} else {")
+            self.block(s.else_case)
+        self.line("}")
+
+    def loop_pragma(self, s: S.For) -> str | None:
+        """A pragma line for the loop, if the target wants one."""
+        return None
+
+    def _s_For(self, s: S.For) -> None:
+        var = self.name(s.loop_var)
+        if self.is_nonneg(s.min):
+            self.mark_nonneg(s.loop_var)
+        pragma = self.loop_pragma(s)
+        if pragma:
+            self.line(pragma)
+        start = self.expr(s.min)
+        end = self.expr(E.add(s.min, s.extent)) if E.const_value(s.min) != 0 else self.expr(s.extent)
+        ctype = value_type(s.loop_var.dtype)
+        self.line(f"for ({ctype} {var} = {start}; {var} < {end}; ++{var}) {{")
+        self.block(s.body)
+        self.line("}")
+
+    def declare_var_buffer(self, s: S.Allocate) -> None:
+        self.line("{")
+        self.indent += 1
+        self.line(f"{value_type(s.buffer.dtype)} {self.name(s.buffer)};")
+        self.stmt(s.body)
+        self.indent -= 1
+        self.line("}")
+
+
+def printf_format(dtype: DataType, value: str) -> tuple[str, str]:
+    """A printf conversion and the argument for a value of `dtype`."""
+    if dtype.is_float:
+        return "%.6g", f"(double)({value})"
+    if dtype.bits == 64:
+        return "%lld", f"(long long)({value})"
+    return "%d", f"(int)({value})"
+
+
+def c_string(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
