@@ -1,4 +1,4 @@
-"""A printer of lowered tile IR as C-family source, shared by the C and CUDA code generators.
+"""A printer of lowered tile IR as C-family source, shared by the backends that emit C-like code.
 
 Values are computed in their computation type (float16 and bfloat16 as float); buffers hold the
 storage type (those two as their uint16_t bit patterns) and convert on load and store, through helper

@@ -10,12 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilecraft.codegen.c_family import CFamilyPrinter, c_string, printf_format, storage_type
-from tilecraft.cpu.ir import AtomicUpdate, MatmulCall
+from tilecraft.cpu.ir import MatmulCall
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.ir.expr import Var
+from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.span import Span
 
 _ATOMIC_SUFFIX = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int32": "i32",

@@ -26,13 +26,3 @@ class MatmulCall(Stmt):
     m: int
     n: int
     k: int
-
-
-@node
-class AtomicUpdate(Stmt):
-    """An atomic read-modify-write of one element (`kind` is add, max or min)."""
-
-    kind: str
-    buffer: Buffer
-    indices: tuple[Expr, ...]
-    value: Expr

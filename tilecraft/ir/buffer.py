@@ -28,14 +28,46 @@ class Range(Node):
 
 
 def extent_between(start: Expr, stop: Expr) -> Expr:
-    """`stop - start`, exact for the `start + extent` form that the printer writes."""
-    from tilecraft.ir.structural import structural_equal
-
+    """`stop - start`, exact for the `start + extent` form that the printer writes, and a constant
+    when the two differ by one (`A[k * 32:(k + 1) * 32]` has extent 32)."""
     if E.const_value(start) == 0:
         return stop
-    if isinstance(stop, E.Add) and structural_equal(stop.a, start):
+    if isinstance(stop, E.Add) and E.same_expr(stop.a, start):
         return stop.b
+    difference = _constant_difference(stop, start)
+    if difference is not None:
+        return E.const(difference, stop.dtype)
     return E.sub(stop, start)
+
+
+def _constant_difference(a: Expr, b: Expr) -> int | None:
+    """`a - b` when both are integer expressions whose linear forms differ only in the constant."""
+    if not (a.dtype.is_integer and a.dtype == b.dtype):
+        return None
+    (terms_a, const_a), (terms_b, const_b) = _linear(a), _linear(b)
+    keys = set(terms_a) | set(terms_b)
+    if any(terms_a.get(k, 0) != terms_b.get(k, 0) for k in keys):
+        return None
+    return const_a - const_b
+
+
+def _linear(e: Expr) -> tuple[dict, int]:
+    """`e` as integer coefficients of its non-linear parts (keyed by identity of vars) plus a constant."""
+    if isinstance(e, E.IntImm):
+        return {}, e.value
+    if isinstance(e, (E.Add, E.Sub)):
+        (ta, ca), (tb, cb) = _linear(e.a), _linear(e.b)
+        sign = 1 if isinstance(e, E.Add) else -1
+        terms = dict(ta)
+        for k, v in tb.items():
+            terms[k] = terms.get(k, 0) + sign * v
+        return {k: v for k, v in terms.items() if v}, ca + sign * cb
+    if isinstance(e, E.Mul):
+        for x, y in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(y, E.IntImm):
+                terms, c = _linear(x)
+                return {k: v * y.value for k, v in terms.items() if v * y.value}, c * y.value
+    return {E.identity_key(e): 1}, 0
 
 
 @node

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tilecraft.ir import dtype as dt
@@ -388,6 +388,26 @@ def const_value(x: Expr | int | float) -> int | float | None:
     return None
 
 
+def same_expr(a: Any, b: Any) -> bool:
+    """Whether `a` and `b` are the same expression over the same Vars and buffers.
+
+    `structural_equal` matches distinct free Vars up to renaming (`k` equals `j`); this does not.
+    """
+    return identity_key(a) == identity_key(b)
+
+
+def identity_key(value: Any) -> Any:
+    """A hashable key of an expression's structure in which Vars and buffers count by identity."""
+    if isinstance(value, Var) or (isinstance(value, Node) and not isinstance(value, Expr)):
+        return id(value)
+    if isinstance(value, Expr):
+        names = (f.name for f in fields(value) if f.name != "span")
+        return (type(value).__name__, *(identity_key(getattr(value, n)) for n in names))
+    if isinstance(value, tuple):
+        return tuple(identity_key(v) for v in value)
+    return repr(value)
+
+
 def convert(value: Any, like: DataType | None = None) -> Expr:
     """Turn a Python number into a constant; the dtype follows `like` where it fits."""
     if isinstance(value, Expr):
@@ -397,7 +417,7 @@ def convert(value: Any, like: DataType | None = None) -> Expr:
     if isinstance(value, bool):
         return const(value, dt.bool_)
     if isinstance(value, int):
-        if like is not None and (like.is_integer or like.is_float):
+        if like is not None and (like.is_float or (like.is_integer and _int_fits(value, like))):
             return const(value, like.element())
         return const(value, dt.int64 if not -(2**31) <= value < 2**31 else dt.int32)
     if isinstance(value, float):
@@ -407,6 +427,12 @@ def convert(value: Any, like: DataType | None = None) -> Expr:
     if _is_numpy_scalar(value):
         return const(value.item(), dt.as_dtype(value.dtype))
     raise IRError(f"cannot use {type(value).__name__} value {value!r} in a kernel expression")
+
+
+def _int_fits(value: int, dtype: DataType) -> bool:
+    if dtype.is_uint:
+        return 0 <= value < 2**dtype.bits
+    return -(2 ** (dtype.bits - 1)) <= value < 2 ** (dtype.bits - 1)
 
 
 def _is_numpy_scalar(value: object) -> bool:

@@ -17,7 +17,6 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion, Range
 from tilecraft.ir.dtype import DataType
 from tilecraft.ir.function import IRModule, PrimFunc
-from tilecraft.ir.structural import structural_equal
 from tilecraft.ir.visitor import Visitor, _field_names
 
 _PREC = {
@@ -53,7 +52,7 @@ class Printer:
     def __init__(self, unique_names: bool = True) -> None:
         self.unique_names = unique_names
         self.names: dict[int, str] = {}
-        self.used: set[str] = {"T"}
+        self.used: set[str] = {"T", "float"}
         self.lines: list[str] = []
         self.indent = 0
 
@@ -210,9 +209,7 @@ class Printer:
 
     def region(self, r: BufferRegion) -> str:
         buf = r.buffer
-        if all(
-            _is_zero(rng.min) and structural_equal(rng.extent, dim) for rng, dim in zip(r.ranges, buf.shape)
-        ):
+        if all(_is_zero(rng.min) and E.same_expr(rng.extent, dim) for rng, dim in zip(r.ranges, buf.shape)):
             return self.name(buf)
         has_slice = any(not _is_one(rng.extent) for rng in r.ranges)
         parts = [self._range(rng, has_slice) for rng in r.ranges]
@@ -223,8 +220,7 @@ class Printer:
             return self.expr(rng.min)
         if _is_zero(rng.min) and rng.min.dtype == rng.extent.dtype:
             return f":{self.expr(rng.extent)}"
-        stop = E.add(rng.min, rng.extent)
-        return f"{self.expr(rng.min)}:{self.expr(stop)}"
+        return f"{self.expr(rng.min)}:{self.expr(_stop(rng.min, rng.extent))}"
 
     # ------------------------------------------------------------------ statements
 
@@ -279,12 +275,7 @@ class Printer:
 
     def _s_For(self, s: S.For) -> None:
         loops = [s]
-        while (
-            s.kind is S.ForKind.PARALLEL
-            and isinstance(loops[-1].body, S.For)
-            and loops[-1].body.kind is S.ForKind.PARALLEL
-            and loops[-1].body.annotations == s.annotations
-        ):
+        while s.kind is S.ForKind.PARALLEL and _merges_into(loops, loops[-1].body):
             loops.append(loops[-1].body)
         names = ", ".join(self.name(f.loop_var) for f in loops)
         self.line(f"for {names} in T.{_KIND_FN[s.kind]}({self._loop_args(loops)}):")
@@ -297,7 +288,7 @@ class Printer:
         elif _is_zero(s.min):
             args = [self.expr(s.extent)]
         else:
-            args = [self.expr(s.min), self.expr(E.add(s.min, s.extent))]
+            args = [self.expr(s.min), self.expr(_stop(s.min, s.extent))]
         extra = dict(s.annotations)
         keys = _PIPELINE_KEYS if s.kind is S.ForKind.PIPELINED else ()
         if s.kind is S.ForKind.PARALLEL:
@@ -312,7 +303,7 @@ class Printer:
     def _parallel_extent(self, f: S.For) -> str:
         if _is_zero(f.min):
             return self.expr(f.extent)
-        return f"({self.expr(f.min)}, {self.expr(E.add(f.min, f.extent))})"
+        return f"({self.expr(f.min)}, {self.expr(_stop(f.min, f.extent))})"
 
     def _s_Allocate(self, s: S.Allocate) -> None:
         b = s.buffer
@@ -458,6 +449,25 @@ def _layout_text(layout) -> str:
         f"T.Fragment({layout.shape}, forward_thread_fn=lambda {args}{rep}: {p.expr(layout.thread)}, "
         f"forward_index_fn=lambda {args}: ({index},), replicate={layout.replicate})"
     )
+
+
+def _merges_into(loops: list[S.For], inner: S.Stmt) -> bool:
+    """Whether `inner` prints as one more variable of `T.Parallel(...)`: the same annotations, and
+    bounds that do not use the outer loop variables (all extents are evaluated before the loop)."""
+    if not (isinstance(inner, S.For) and inner.kind is S.ForKind.PARALLEL):
+        return False
+    if not E.same_expr(inner.annotations, loops[0].annotations):
+        return False
+    outer = {id(f.loop_var) for f in loops}
+    return not (outer & _used_vars((inner.min, inner.extent)))
+
+
+def _stop(start: E.Expr, extent: E.Expr) -> E.Expr:
+    """The end of `[start, start + extent)`, written back as `stop` when the extent is `stop - start`
+    (what parsing `(start, stop)` makes); `extent_between` recovers the same extent from either."""
+    if isinstance(extent, E.Sub) and E.same_expr(extent.b, start):
+        return extent.a
+    return E.add(start, extent)
 
 
 def _is_zero(e: Any) -> bool:

@@ -26,6 +26,11 @@ def Kernel(*grid, threads: int | tuple = 128, prelude=None, annotations: dict | 
         raise IRError(f"T.Kernel takes one to three grid extents, got {len(grid)}")
     if kwargs:
         raise IRError(f"T.Kernel got unexpected arguments {sorted(kwargs)}; accepted: threads, annotations")
+    if prelude is not None:
+        raise IRError(
+            "T.Kernel(prelude=...) injects backend source text, which the common language cannot carry; "
+            "use the backend's own language module for device source"
+        )
     dims = tuple(convert(g) for g in grid)
     for g in dims:
         if not g.dtype.is_integer:

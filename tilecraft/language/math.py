@@ -126,7 +126,7 @@ def Cast(dtype, value) -> Expr:  # noqa: N802 - TVM's spelling, argument order
 
 
 def if_then_else(cond, then_value, else_value):
-    """`then_value` where `cond` holds, else `else_value`; only the chosen branch is evaluated."""
+    """`then_value` where `cond` holds, else `else_value` (a Select: both values may be evaluated)."""
     if isinstance(cond, _PY):
         return then_value if cond else else_value
     return E.select(cond, then_value, else_value)
@@ -167,7 +167,11 @@ def min_value(dtype) -> Expr:
 
 
 def call_intrin(dtype, op: str, *args) -> Expr:
-    """A backend intrinsic by name (printed IR uses this for calls without a T.* spelling)."""
+    """A backend intrinsic by name (printed IR uses this for calls without a T.* spelling).
+
+    String arguments (a format, a name) become `StringImm`s, typed as C strings' int8 elements.
+    """
+    args = tuple(E.StringImm(dt.int8, a) if isinstance(a, str) else a for a in args)
     return E.call(op, *args, dtype=dtype)
 
 

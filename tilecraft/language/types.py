@@ -36,16 +36,40 @@ class TensorType:
         return Buffer(name, self.shape, self.dtype, self.scope, self.strides)
 
 
+@dataclass(frozen=True)
+class InvalidTensorType:
+    """A tensor annotation that failed while Python defined the function.
+
+    Python evaluates annotations before the parser runs, where no kernel position is known; the parser
+    reports the error at the parameter's annotation.
+    """
+
+    error: Exception
+
+
+def _tensor_type(make) -> TensorType | InvalidTensorType:
+    try:
+        return make()
+    except (IRError, ValueError, TypeError) as exc:
+        if builder.active() is not None:
+            raise
+        return InvalidTensorType(exc)
+
+
 class _TensorFactory:
     """`T.Tensor((M, N), dtype)` or `T.Tensor[[M, N], dtype]`: a dense row-major tensor parameter."""
 
     def __call__(self, shape, dtype="float32") -> TensorType:
-        return TensorType(_dims(shape), dt.as_dtype(dtype))
+        return _tensor_type(lambda: TensorType(_dims(shape), dt.as_dtype(dtype)))
 
     def __getitem__(self, key) -> TensorType:
-        if not isinstance(key, tuple) or len(key) != 2:
-            raise IRError("write T.Tensor[[M, N], dtype]")
-        return self(key[0], key[1])
+        return _tensor_type(lambda: _subscripted(key))
+
+
+def _subscripted(key) -> TensorType:
+    if not isinstance(key, tuple) or len(key) != 2:
+        raise IRError("write T.Tensor[[M, N], dtype]")
+    return TensorType(_dims(key[0]), dt.as_dtype(key[1]))
 
 
 Tensor = _TensorFactory()
@@ -53,6 +77,10 @@ Tensor = _TensorFactory()
 
 def StridedTensor(shape, strides, dtype="float32") -> TensorType:  # noqa: N802
     """A tensor parameter with explicit element strides (symbolic strides are bound per call)."""
+    return _tensor_type(lambda: _strided(shape, strides, dtype))
+
+
+def _strided(shape, strides, dtype) -> TensorType:
     shape, strides = _dims(shape), _dims(strides)
     if len(shape) != len(strides):
         raise IRError(f"StridedTensor has {len(shape)} dims but {len(strides)} strides")

@@ -61,7 +61,10 @@ class _Checker(Visitor):
         if isinstance(node, S.Stmt) and node.span is not None:
             self.span = node.span
         try:
-            super().visit(node)
+            if isinstance(node, E.BinaryOp):
+                self.visit_BinaryOp(node)  # the Visitor dispatches on the concrete class (visit_Add ...)
+            else:
+                super().visit(node)
         finally:
             self.span = saved
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from tilecraft.cpu.ir import AtomicUpdate
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import BufferRegion
+from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.transform.tile_loops import (
     conjunction,
     edge_conditions,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import dataclasses
 import inspect
 from collections import ChainMap
@@ -24,7 +25,7 @@ from tilecraft.language.loops import LoopSpec, python_range
 from tilecraft.language.parser.evaluator import Evaluator, is_ir, truth
 from tilecraft.language.parser.scope import Scope
 from tilecraft.language.parser.source import Source, function_source
-from tilecraft.language.types import TensorType
+from tilecraft.language.types import InvalidTensorType, TensorType
 
 _THREAD_NAMES = ("tx", "ty", "tz")
 _BLOCK_NAMES = ("bx", "by", "bz")
@@ -50,16 +51,18 @@ class EagerParam:
     value: Any = None
 
 
-def environment(func) -> Mapping[str, Any]:
-    """The names a function body sees besides its own: closure cells, then globals."""
+def environment(func, outer_locals: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
+    """The names a function body sees besides its own: closure cells, the locals of the scope that
+    defined it (string annotations may name them without a closure cell), then globals."""
     closure = inspect.getclosurevars(func).nonlocals if func.__closure__ else {}
-    return ChainMap(dict(closure), func.__globals__)
+    return ChainMap(dict(closure), dict(outer_locals or {}), func.__globals__)
 
 
 class Parser:
-    def __init__(self, source: Source, env: Mapping[str, Any]) -> None:
+    def __init__(self, source: Source, env: Mapping[str, Any], annotations: Mapping[str, Any] | None = None):
         self.source = source
         self.env = env
+        self.annotations = dict(annotations or {})
         self.scope = Scope("function")
         self.builder = B.Builder(self)
         self.evaluator = Evaluator(self)
@@ -86,7 +89,7 @@ class Parser:
         B.push(self.builder)
         try:
             self._bind_params(eager)
-            body = self._block(self.source.tree.body, "function_body", new_scope=False)
+            body = self._function_body()
             return self._finish(body)
         finally:
             B.pop()
@@ -101,7 +104,7 @@ class Parser:
             self._bind_param(arg, None if eager is None else eager.get(arg.arg))
 
     def _bind_param(self, arg: ast.arg, eager: EagerParam | None) -> None:
-        annotation = None if arg.annotation is None else self.evaluator.eval(arg.annotation)
+        annotation = self._annotation(arg)
         name = arg.arg
         if isinstance(annotation, (TensorType, dt.DataType)) or annotation in (int, float, bool):
             if eager is not None and eager.is_tensor and not isinstance(annotation, TensorType):
@@ -124,6 +127,19 @@ class Parser:
             self.params.append(Var(dt.int32, f"__pending_{name}"))
         else:
             self.scope.names[name] = eager.value
+
+    def _annotation(self, arg: ast.arg) -> Any:
+        """The parameter's annotation: the value Python computed when it defined the function (its
+        names may live only in the defining scope), else (`from __future__ import annotations`)
+        the annotation evaluated here."""
+        if arg.annotation is None:
+            return None
+        value = self.annotations.get(arg.arg)
+        if value is None or isinstance(value, str):
+            value = self.evaluator.eval(arg.annotation)
+        if isinstance(value, InvalidTensorType):
+            raise self.error(arg.annotation, f"parameter {arg.arg!r}: {value.error}")
+        return value
 
     @staticmethod
     def _param_from_annotation(name: str, annotation: Any) -> Buffer | Var:
@@ -169,11 +185,9 @@ class Parser:
 
     # ------------------------------------------------------------------ blocks
 
-    def _block(self, stmts: list[ast.stmt], kind: str, new_scope: bool = True) -> S.Stmt:
+    def _block(self, stmts: list[ast.stmt], kind: str) -> S.Stmt:
         saved_items, saved_scope = self.items, self.scope
-        self.items = []
-        if new_scope:
-            self.scope = Scope(kind, self.scope)
+        self.items, self.scope = [], Scope(kind, self.scope)
         try:
             for node in stmts:
                 self.statement(node)
@@ -181,12 +195,25 @@ class Parser:
         finally:
             self.items, self.scope = saved_items, saved_scope
 
+    def _function_body(self) -> S.Stmt:
+        """The function's statements up to its `return` (which a parse-time `if` may take early)."""
+        try:
+            for node in self.source.tree.body:
+                self.statement(node)
+        except _Return as ret:
+            self.returned = ret.value
+        return _fold(self.items)
+
     def emit(self, value: Any, node: ast.AST) -> None:
         if isinstance(value, S.Stmt):
             if value.span is None:
                 value = dataclasses.replace(value, span=self.span(node))
             if isinstance(value, S.TileOp) and not self.builder.kernels:
-                raise self.error(node, f"T.{_op_name(value)} is only valid inside `with T.Kernel(...)`")
+                raise self.error(
+                    node,
+                    f"T.{_op_name(value)} is only valid inside `with T.Kernel(...)`",
+                    hint="tile ops run on the device: put them in a `with T.Kernel(...)` block",
+                )
             self.items.append(value)
         elif isinstance(value, (list, tuple)) and value and all(isinstance(v, S.Stmt) for v in value):
             for v in value:
@@ -195,7 +222,9 @@ class Parser:
     def statement(self, node: ast.stmt) -> None:
         method = getattr(self, "stmt_" + type(node).__name__, None)
         if method is None:
-            raise self.error(node, f"`{type(node).__name__}` statements are not supported in kernels")
+            kind = type(node).__name__
+            raise self.error(node, f"`{kind}` statements are not supported in kernels",
+                             hint=_UNSUPPORTED_HINTS.get(kind, _STATEMENTS_HINT))  # fmt: skip
         self._flush_allocations(node, None)
         method(node)
         self._flush_allocations(node, None)
@@ -432,8 +461,8 @@ class Parser:
             self.items, self.scope = saved_items, saved_scope
 
     def _python_for(self, node: ast.For, iterable: Any) -> None:
-        """`for x in (a, b):` over a Python sequence unrolls at parse time."""
-        if isinstance(iterable, Expr) or not isinstance(iterable, (list, tuple, dict, str)):
+        """`for x in (a, b):` over a Python iterable (tuple, list, enumerate, zip ...) unrolls at parse time."""
+        if isinstance(iterable, (Expr, Buffer)) or not hasattr(iterable, "__iter__"):
             raise self.error(
                 node.iter,
                 f"cannot iterate over {type(iterable).__name__} in a kernel",
@@ -477,16 +506,21 @@ class Parser:
                               span=self.span(node))  # fmt: skip
 
     def stmt_Return(self, node: ast.Return) -> None:
-        value = None if node.value is None else self.evaluator.eval(node.value)
-        if self.macro_depth:
-            raise _Return(value)
-        self.returned = value
+        if self.scope.inside_ir_body():
+            raise self.error(
+                node,
+                "`return` inside a loop, a symbolic `if` or a T.Kernel block is not supported",
+                hint="return once at the end of the kernel or macro; select values with T.if_then_else",
+            )
+        raise _Return(None if node.value is None else self.evaluator.eval(node.value))
 
     def stmt_Assert(self, node: ast.Assert) -> None:
         cond = truth(self.evaluator.eval(node.test))
         if not isinstance(cond, bool):
             raise self.error(
-                node, "assert needs a condition known while parsing; symbolic asserts are not supported"
+                node,
+                "assert needs a condition known while parsing; symbolic asserts are not supported",
+                hint="assert on Python values (tile sizes, dtypes); guard run-time values with `if`",
             )
         if not cond:
             msg = self.evaluator.eval(node.msg) if node.msg is not None else "assertion failed"
@@ -494,15 +528,14 @@ class Parser:
 
     def stmt_FunctionDef(self, node: ast.FunctionDef) -> None:
         """A helper defined inside the kernel is an ordinary Python function (or a macro)."""
-        module = ast.Module(body=[node], type_ignores=[])
+        # A copy: a macro's tree is parsed again at every call and must keep its own line numbers.
+        module = ast.Module(body=[copy.deepcopy(node)], type_ignores=[])
         ast.increment_lineno(module, self.source.line_offset)
         namespace = self.namespace().flat()
         exec(compile(module, self.source.file, "exec"), namespace)  # noqa: S102 - the user's own helper
         self.scope.names[node.name] = namespace[node.name]
 
     # ------------------------------------------------------------------ macros
-
-    macro_depth = 0
 
     def inline_macro(self, node: ast.Call, macro, args: list, kwargs: dict) -> Any:
         try:
@@ -515,7 +548,6 @@ class Parser:
         # Statements go straight into the caller's block, so values the macro binds stay in scope
         # for what it returns.
         self.scope = Scope("macro", None, dict(bound.arguments))
-        self.macro_depth += 1
         try:
             for s in self.source.tree.body:
                 self.statement(s)
@@ -523,7 +555,6 @@ class Parser:
         except _Return as ret:
             return ret.value
         finally:
-            self.macro_depth -= 1
             self.source, self.env, self.scope = saved
 
 
@@ -536,6 +567,18 @@ def _fold(items: list) -> S.Stmt:
         else:
             result.append(item)
     return S.seq(*reversed(result)) if result else S.SeqStmt(())
+
+
+_STATEMENTS_HINT = (
+    "kernels support assignments, `if`, `for` over T.serial/T.Parallel/T.Pipelined/T.unroll/"
+    "T.vectorized/range, `with T.Kernel(...)`, T.* calls, macros and a final `return`"
+)
+_UNSUPPORTED_HINTS = {
+    "While": "loops need a trip count: write `for i in T.serial(n):` and guard the body with `if`",
+    "Break": "loops always run their full trip count; guard the rest of the body with `if`",
+    "Continue": "guard the rest of the loop body with `if` instead",
+    "Try": "errors in kernels are reported while parsing; there is nothing to catch at run time",
+}
 
 
 def _target_names(target: ast.expr) -> list[str] | None:
@@ -554,11 +597,18 @@ def _op_name(op: S.TileOp) -> str:
     return type(op).__name__.lower()
 
 
-def parse_function(func, eager: Mapping[str, EagerParam] | None = None) -> PrimFunc:
-    """Parse a Python function's source into a PrimFunc."""
+def parse_function(
+    func, eager: Mapping[str, EagerParam] | None = None, outer_locals: Mapping[str, Any] | None = None
+) -> PrimFunc:
+    """Parse a Python function's source into a PrimFunc.
+
+    `outer_locals` are the locals of the scope that defined `func` (decorators pass their caller's),
+    needed when `from __future__ import annotations` leaves parameter annotations as text.
+    """
     source = function_source(func)
+    annotations = getattr(func, "__annotations__", None)
     try:
-        return Parser(source, environment(func)).parse(eager)
+        return Parser(source, environment(func, outer_locals), annotations).parse(eager)
     except KernelError as exc:
         raise exc.with_traceback(None) from None
 

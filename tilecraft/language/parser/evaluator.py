@@ -7,6 +7,7 @@ conditional expressions and chained comparisons on IR values become IR logic.
 from __future__ import annotations
 
 import ast
+import difflib
 import operator
 from typing import TYPE_CHECKING, Any
 
@@ -61,10 +62,13 @@ class Evaluator:
         return node.value
 
     def eval_Name(self, node: ast.Name) -> Any:
+        namespace = self.parser.namespace()
         try:
-            value = self.parser.namespace()[node.id]
+            value = namespace[node.id]
         except KeyError:
-            raise self.error(node, f"name {node.id!r} is not defined") from None
+            raise self.error(
+                node, f"name {node.id!r} is not defined", _did_you_mean(node.id, namespace)
+            ) from None
         if isinstance(value, Buffer) and value.scope == "local.var":
             return value[0]
         return value
@@ -75,7 +79,10 @@ class Evaluator:
             return getattr(base, node.attr)
         except AttributeError:
             owner = getattr(base, "__name__", type(base).__name__)
-            raise self.error(node, f"{owner} has no attribute {node.attr!r}") from None
+            names = [n for n in dir(base) if not n.startswith("_")]
+            raise self.error(
+                node, f"{owner} has no attribute {node.attr!r}", _did_you_mean(node.attr, names)
+            ) from None
 
     def eval_Subscript(self, node: ast.Subscript) -> Any:
         base = self.eval(node.value)
@@ -199,6 +206,11 @@ class Evaluator:
             raise ParseError(_user_message(exc), builder.span) from None
         finally:
             builder.span = saved
+
+
+def _did_you_mean(name: str, candidates) -> str | None:
+    close = difflib.get_close_matches(name, list(candidates), n=3)
+    return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else None
 
 
 def _user_message(exc: Exception) -> str:

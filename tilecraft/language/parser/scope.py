@@ -45,6 +45,15 @@ class Scope:
             scope = scope.parent
         return False
 
+    def inside_ir_body(self) -> bool:
+        """Whether an IR loop, branch or kernel lies between this scope and its function or macro."""
+        scope: Scope | None = self
+        while scope is not None and scope.kind not in ("function", "macro"):
+            if scope.kind in (*IR_BODY_KINDS, "kernel"):
+                return True
+            scope = scope.parent
+        return False
+
 
 class Namespace(Mapping):
     """The names an expression sees: kernel scopes, then the function's closure and globals, then builtins."""

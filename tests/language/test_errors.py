@@ -1,0 +1,581 @@
+"""Deliberately wrong kernels: each error names the kernel's file, line and column, shows the source
+line with a caret, says what is wrong and, where it helps, what would be valid.
+
+No `from __future__ import annotations` here: parameter annotations run when Python defines each
+kernel, before the parser, and their mistakes must still be located (future_kernels.py covers text
+annotations)."""
+
+import re
+
+import pytest
+
+import tilecraft.language as T
+from tests.language.helpers import assert_located
+from tilecraft.errors import KernelError, ParseError, SemanticError
+from tilecraft.transform.check import check_semantics
+
+CASES = []
+
+
+def case(error: type[KernelError], message: str, hint: str | None = None):
+    """Register a kernel builder whose one line marked `# <- error` must be reported."""
+
+    def register(build):
+        CASES.append(pytest.param(build, error, message, hint, id=build.__name__))
+        return build
+
+    return register
+
+
+# ---------------------------------------------------------------------------------- names and types
+
+
+@case(ParseError, r"name 'scael' is not defined", hint=r"did you mean 'scale'")
+def undefined_name():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        scale = 2.0  # noqa: F841 - the name the hint suggests
+        with T.Kernel(1, threads=32):
+            A[0] = A[0] * scael  # <- error  # noqa: F821
+
+    return k
+
+
+@case(ParseError, r"has no attribute 'exq'", hint=r"did you mean 'exp'")
+def unknown_language_function():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=32):
+            A[0] = T.exq(A[0])  # <- error
+
+    return k
+
+
+@case(ParseError, r"parameter 'A' needs a type annotation", hint=r"T.Tensor\(\(M, N\), dtype\)")
+def missing_parameter_annotation():
+    @T.prim_func
+    def k(A, n: T.int32):  # <- error
+        with T.Kernel(1, threads=32):
+            A[0] = n
+
+    return k
+
+
+@case(ParseError, r"parameter 'A': unknown dtype 'float17'; valid dtypes: bool, int8")
+def unknown_dtype_in_a_parameter():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float17")):  # <- error
+        with T.Kernel(1, threads=32):
+            A[0] = 0
+
+    return k
+
+
+BAD_TENSOR = T.Tensor((16,), "int33")  # fails quietly here; reported where a kernel uses it
+
+
+@case(ParseError, r"parameter 'A': unknown dtype 'int33'")
+def invalid_tensor_type_alias():
+    @T.prim_func
+    def k(A: BAD_TENSOR):  # <- error
+        with T.Kernel(1, threads=32):
+            A[0] = 0
+
+    return k
+
+
+@case(ParseError, r"unknown dtype 'flaot16'; valid dtypes: .*float16.*aliases: half")
+def unknown_dtype_in_an_allocation():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float16")):
+        with T.Kernel(1, threads=32):
+            tile = T.alloc_shared((16,), "flaot16")  # <- error
+            T.copy(A, tile)
+
+    return k
+
+
+@case(ParseError, r"StridedTensor has 2 dims but 1 strides")
+def strided_tensor_with_missing_strides():
+    @T.prim_func
+    def k(A: T.StridedTensor((16, 16), (16,), "float16")):  # <- error
+        with T.Kernel(1, threads=32):
+            A[0, 0] = 0
+
+    return k
+
+
+@case(ParseError, r"T.exp needs a floating-point argument, got int32; cast first")
+def exp_of_an_integer():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32"), n: T.int32):
+        with T.Kernel(1, threads=32):
+            A[0] = T.exp(n)  # <- error
+
+    return k
+
+
+@case(SemanticError, r"arithmetic on float8_e4m3fn is not supported", hint=r"cast to float32 first")
+def float8_arithmetic():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float8_e4m3fn"), B: T.Tensor((16,), "float8_e4m3fn")):
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(16):
+                B[i] = A[i] + B[i]  # <- error
+
+    return k
+
+
+# ---------------------------------------------------------------------------------- statements
+
+
+@case(ParseError, r"`While` statements are not supported", hint=r"T.serial\(n\)")
+def while_loop():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32"), n: T.int32):
+        with T.Kernel(1, threads=32):
+            i = T.alloc_var("int32", init=0)
+            while i < n:  # <- error
+                i += 1
+
+    return k
+
+
+@case(ParseError, r"`Break` statements are not supported", hint=r"guard the rest of the body")
+def break_in_a_loop():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=32):
+            for i in T.serial(16):
+                if A[i] < 0.0:
+                    break  # <- error
+
+    return k
+
+
+@case(ParseError, r"symbolic asserts are not supported", hint=r"guard run-time values with `if`")
+def symbolic_assert():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32"), n: T.int32):
+        with T.Kernel(1, threads=32):
+            assert n < 16  # <- error
+            A[n] = 0.0
+
+    return k
+
+
+@case(
+    ParseError, r"'acc' is bound outside this loop .* cannot be re-bound", hint=r"acc = T.alloc_var\(dtype\)"
+)
+def rebinding_an_outer_name_in_a_loop():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=32):
+            acc = A[0] * 0.0
+            for i in T.serial(16):
+                acc = acc + A[i]  # <- error
+            A[0] = acc
+
+    return k
+
+
+@case(ParseError, r"'best' is bound outside this loop or branch", hint=r"T.alloc_var")
+def rebinding_an_outer_name_in_a_branch():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32"), n: T.int32):
+        with T.Kernel(1, threads=32):
+            best = A[0]
+            if n > 3:
+                best = A[1]  # <- error
+            A[2] = best
+
+    return k
+
+
+@case(ParseError, r"slice assignment is not supported", hint=r"T.fill or T.copy")
+def slice_assignment():
+    @T.prim_func
+    def k(A: T.Tensor((16, 16), "float32")):
+        with T.Kernel(1, threads=32):
+            A[0:4, 0] = 1.0  # <- error
+
+    return k
+
+
+@case(ParseError, r"cannot store a Buffer into buffer A")
+def storing_a_buffer_into_an_element():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=32):
+            A[0] = B  # <- error
+
+    return k
+
+
+@case(ParseError, r"`return` inside a loop, a symbolic `if` or a T.Kernel block", hint=r"T.if_then_else")
+def return_inside_a_kernel():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=32):
+            for i in T.serial(16):
+                A[i] = 0.0
+            return A  # <- error
+
+    return k
+
+
+@case(ParseError, r"`return` inside a loop, a symbolic `if`", hint=r"select values with T.if_then_else")
+def macro_returning_from_a_symbolic_if():
+    @T.macro
+    def clamp(x, hi):
+        if x > hi:
+            return hi  # <- error
+        return x
+
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=32):
+            A[0] = clamp(A[0], 1.0)
+
+    return k
+
+
+# ---------------------------------------------------------------------------------- loops and kernels
+
+
+@case(ParseError, r"loop step 2 is not supported; iterate with step 1 and scale the index")
+def loop_with_a_step():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=32):
+            for i in range(0, 16, 2):  # <- error
+                A[i] = 0.0
+
+    return k
+
+
+@case(ParseError, r"this loop binds 2 variable\(s\); write `for i, j in ...`")
+def too_few_parallel_loop_variables():
+    @T.prim_func
+    def k(A: T.Tensor((16, 16), "float32")):
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(16, 16):  # <- error
+                A[i, 0] = 0.0
+
+    return k
+
+
+@case(ParseError, r"loop bounds must be integers, got int32 and float32")
+def float_loop_bound():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32"), x: T.float32):
+        with T.Kernel(1, threads=32):
+            for i in T.serial(x):  # <- error
+                A[i] = 0.0
+
+    return k
+
+
+@case(ParseError, r"cannot iterate over Buffer", hint=r"T.serial, T.Parallel")
+def iterating_over_a_buffer():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=32):
+            for x in A:  # <- error
+                A[0] = x
+
+    return k
+
+
+@case(ParseError, r"T.Kernel takes one to three grid extents, got 4")
+def kernel_with_four_grid_dims():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(2, 2, 2, 2, threads=32) as (bx, by, bz, bw):  # <- error
+            A[bx] = 0.0
+
+    return k
+
+
+@case(ParseError, r"T.Kernel has 2 grid dims; bind at most that many")
+def kernel_with_too_many_bindings():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(2, 2, threads=32) as (bx, by, bz):  # <- error
+            A[bx] = 0.0
+
+    return k
+
+
+@case(ParseError, r"T.Kernel cannot be nested inside another T.Kernel", hint=r"one after another")
+def nested_kernels():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(2, threads=32) as bx:  # noqa: SIM117 - nesting is the mistake under test
+            with T.Kernel(2, threads=32) as by:  # <- error
+                A[bx + by] = 0.0
+
+    return k
+
+
+@case(ParseError, r"T.copy is only valid inside `with T.Kernel\(...\)`", hint=r"put them in a `with T.Kernel")
+def tile_op_outside_a_kernel():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
+        T.copy(A, B)  # <- error
+
+    return k
+
+
+@case(ParseError, r"T.alloc_shared is only valid inside `with T.Kernel\(...\)`")
+def allocation_outside_a_kernel():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        tile = T.alloc_shared((16,), "float32")  # <- error
+        with T.Kernel(1, threads=32):
+            T.copy(A, tile)
+
+    return k
+
+
+# ---------------------------------------------------------------------------------- memory and indices
+
+
+@case(ParseError, r"T.alloc_shared needs a static positive shape, got n", hint=r"T.const or a Python int")
+def allocation_with_a_symbolic_shape():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32"), n: T.int32):
+        with T.Kernel(1, threads=32):
+            tile = T.alloc_shared((n, 16), "float32")  # <- error
+            T.clear(tile)
+
+    return k
+
+
+@case(SemanticError, r"index 16 is out of bounds for dim 1 of A \(size 16\)")
+def constant_index_out_of_bounds():
+    @T.prim_func
+    def k(A: T.Tensor((8, 16), "float32")):
+        with T.Kernel(1, threads=32):
+            A[0, 0] = A[7, 15]
+            A[1, 0] = A[0, 16] + 1.0  # <- error
+
+    return k
+
+
+@case(ParseError, r"buffer A has 2 dimensions but is indexed with 1")
+def wrong_number_of_indices():
+    @T.prim_func
+    def k(A: T.Tensor((8, 16), "float32")):
+        with T.Kernel(1, threads=32):
+            A[0, 0] = A[3] * 2.0  # <- error
+
+    return k
+
+
+@case(SemanticError, r"region \[16, 48\) is out of bounds for dim 0 of tile \(size 32\)")
+def on_chip_region_out_of_bounds():
+    @T.prim_func
+    def k(A: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=32):
+            tile = T.alloc_shared((32, 32), "float32")
+            T.copy(A[0:32, 0:32], tile[16:48, 0:32])  # <- error
+
+    return k
+
+
+# ---------------------------------------------------------------------------------- tile ops
+
+
+@case(
+    SemanticError,
+    r"T.copy extents differ: source \(16, 32\) vs destination \(32, 32\)",
+    hint=r"after dropping unit dims both sides must have the same extents",
+)
+def copy_extent_mismatch():
+    @T.prim_func
+    def k(A: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            tile = T.alloc_shared((32, 32), "float16")
+            T.copy(A[0:16, 0:32], tile)  # <- error
+
+    return k
+
+
+@case(ParseError, r"T.copy: both operands are start indices, so the extent is unknown; slice one of them")
+def copy_between_two_start_indices():
+    @T.prim_func
+    def k(A: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            tile = T.alloc_shared((32, 32), "float16")
+            T.copy(A[0, 0], tile[0, 0])  # <- error
+
+    return k
+
+
+@case(
+    SemanticError, r"T.gemm shape mismatch in K \(A's reduction dim vs B's\): 32 vs 16", hint=r"transpose_A"
+)
+def gemm_k_mismatch():
+    @T.prim_func
+    def k(A: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            a = T.alloc_shared((64, 32), "float16")
+            b = T.alloc_shared((16, 64), "float16")
+            c = T.alloc_fragment((64, 64), "float32")
+            T.gemm(a, b, c)  # <- error
+
+    return k
+
+
+@case(SemanticError, r"T.gemm shape mismatch in K .*: 32 vs 64", hint=r"check transpose_A / transpose_B")
+def gemm_forgotten_transpose():
+    @T.prim_func
+    def k(A: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            q = T.alloc_shared((64, 32), "float16")
+            kt = T.alloc_shared((64, 32), "float16")
+            s = T.alloc_fragment((64, 64), "float32")
+            T.gemm(q, kt, s)  # <- error
+
+    return k
+
+
+@case(
+    SemanticError,
+    r"T.gemm does not accept bfloat16 x bfloat16 -> bfloat16",
+    hint=r"supported: .*bfloat16 x bfloat16 -> float32",
+)
+def gemm_bfloat16_accumulator():
+    @T.prim_func
+    def k(A: T.Tensor((64, 64), "bfloat16")):
+        with T.Kernel(1, threads=128):
+            a = T.alloc_shared((64, 32), "bfloat16")
+            b = T.alloc_shared((32, 64), "bfloat16")
+            c = T.alloc_fragment((64, 64), "bfloat16")
+            T.gemm(a, b, c)  # <- error
+
+    return k
+
+
+@case(SemanticError, r"T.gemm operand A \(A\) is in global memory", hint=r"copy the tile to shared memory")
+def gemm_operand_in_global_memory():
+    @T.prim_func
+    def k(A: T.Tensor((64, 32), "float16")):
+        with T.Kernel(1, threads=128):
+            b = T.alloc_shared((32, 64), "float16")
+            c = T.alloc_fragment((64, 64), "float32")
+            T.gemm(A, b, c)  # <- error
+
+    return k
+
+
+@case(SemanticError, r"T.gemm operand A must be 2-D \(leading unit dims allowed\), got \(2, 64, 32\)")
+def gemm_operand_with_a_batch_dim():
+    @T.prim_func
+    def k(A: T.Tensor((64, 32), "float16")):
+        with T.Kernel(1, threads=128):
+            a = T.alloc_shared((2, 64, 32), "float16")
+            b = T.alloc_shared((32, 64), "float16")
+            c = T.alloc_fragment((64, 64), "float32")
+            T.gemm(a, b, c)  # <- error
+
+    return k
+
+
+@case(SemanticError, r"T.reduce_max dim 2 is out of range for a 2-D source", hint=r"valid dims: -2 .. 1")
+def reduce_dim_out_of_range():
+    @T.prim_func
+    def k(A: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((64, 64), "float32")
+            r = T.alloc_fragment((64,), "float32")
+            T.reduce_max(x, r, dim=2)  # <- error
+
+    return k
+
+
+@case(
+    SemanticError,
+    r"T.reduce_sum output \(32,\) does not match the source \(64, 32\) without dim 1",
+    hint=r"the output must have shape \(64,\)",
+)
+def reduce_output_shape_mismatch():
+    @T.prim_func
+    def k(A: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((64, 32), "float32")
+            r = T.alloc_fragment((32,), "float32")
+            T.reduce_sum(x, r, dim=1)  # <- error
+
+    return k
+
+
+@case(SemanticError, r"T.cumsum dim 2 is out of range for a 2-D source", hint=r"valid dims")
+def cumsum_dim_out_of_range():
+    @T.prim_func
+    def k(A: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_shared((64, 32), "float32")
+            T.cumsum(x, dim=2)  # <- error
+
+    return k
+
+
+@case(SemanticError, r"T.atomic_add on int8 is not supported", hint=r"supported dtypes: float16, .*int32")
+def atomic_on_int8():
+    @T.prim_func
+    def k(C: T.Tensor((16,), "int8")):
+        with T.Kernel(1, threads=32):
+            T.atomic_add(C[0], 1)  # <- error
+
+    return k
+
+
+@case(SemanticError, r"T.atomic_max needs a global or shared destination, got local.fragment")
+def atomic_into_a_fragment():
+    @T.prim_func
+    def k(C: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=32):
+            acc = T.alloc_fragment((16,), "float32")
+            T.atomic_max(acc[0], C[0])  # <- error
+
+    return k
+
+
+@case(SemanticError, r"T.use_swizzle panel_size must be positive, got 0")
+def swizzle_with_an_empty_panel():
+    @T.prim_func
+    def k(C: T.Tensor((16,), "float32")):
+        with T.Kernel(4, 4, threads=32):
+            T.use_swizzle(panel_size=0)  # <- error
+
+    return k
+
+
+def test_enough_cases():
+    assert len(CASES) >= 15
+
+
+@pytest.mark.parametrize("build, error, message, hint", CASES)
+def test_error_is_located(build, error, message, hint):
+    with pytest.raises(KernelError) as info:
+        check_semantics(build())
+    err = info.value
+    assert type(err) is error, f"{type(err).__name__}: {err}"
+    text = assert_located(err, build)
+    assert re.search(message, err.message), err.message
+    if hint is not None:
+        assert err.hint is not None and re.search(hint, err.hint), err.hint
+        assert f"\nhint: {err.hint}" in text
+
+
+def test_message_layout():
+    """The whole message: location and what is wrong, then the line and its caret, then the hint."""
+    with pytest.raises(KernelError) as info:
+        check_semantics(copy_extent_mismatch())
+    lines = str(info.value).splitlines()
+    assert re.fullmatch(r".*test_errors\.py:\d+:13: T\.copy extents differ: .*", lines[0])
+    assert lines[1] == "                T.copy(A[0:16, 0:32], tile)  # <- error"
+    assert lines[2] == "                ^^^^^^^^^^^^^^^^^^^^^^^^^^^"
+    assert lines[3].startswith("hint: after dropping unit dims")

@@ -1,0 +1,192 @@
+"""The shared semantic check: what it accepts, and the rules it enforces on IR that did not come from the
+parser (passes build nodes without spans)."""
+
+from __future__ import annotations
+
+import pytest
+
+import tilecraft.language as T
+from tests.language import kernels
+from tilecraft.errors import SemanticError
+from tilecraft.ir import Buffer, BufferRegion, IRModule, PrimFunc, Range, Var
+from tilecraft.ir import dtype as dt
+from tilecraft.ir import expr as E
+from tilecraft.ir import stmt as S
+from tilecraft.transform.check import GEMM_ACCUMULATORS, check_semantics
+
+
+def launch(body: S.Stmt, threads=(128,)) -> S.KernelLaunch:
+    return S.KernelLaunch((E.const(1),), threads, (Var(dt.int32, "bx"),), (Var(dt.int32, "tx"),), body)
+
+
+def func_of(body: S.Stmt, *params) -> PrimFunc:
+    return PrimFunc("f", params, body)
+
+
+def buf(shape, dtype="float32", scope="local.fragment", name="x") -> Buffer:
+    return Buffer(name, tuple(E.const(s) for s in shape), dt.as_dtype(dtype), scope)
+
+
+def test_every_shared_kernel_passes():
+    check_semantics(IRModule(tuple(build() for build in kernels.KERNELS.values())))
+
+
+@pytest.mark.parametrize(
+    ("operand", "accumulator"), [(a, c) for a, cs in GEMM_ACCUMULATORS.items() for c in cs]
+)
+def test_gemm_accepts_every_listed_accumulator(operand, accumulator):
+    @T.prim_func
+    def k(A: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            a = T.alloc_shared((64, 32), operand)
+            b = T.alloc_fragment((32, 64), operand)
+            c = T.alloc_fragment((64, 64), accumulator)
+            T.gemm(a, b, c)
+
+    check_semantics(k)
+
+
+def test_gemm_mixes_float8_formats_and_allows_leading_unit_dims():
+    @T.prim_func
+    def k(A: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            a = T.alloc_shared((1, 64, 32), "float8_e4m3fn")
+            b = T.alloc_shared((32, 64), "float8_e5m2")
+            c = T.alloc_fragment((64, 64), "float32")
+            T.gemm(a, b, c)
+
+    check_semantics(k)
+
+
+def test_symbolic_extents_that_may_match_pass():
+    """The check only rejects what it can prove wrong; edges of dynamic shapes are run-time matters."""
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def k(A: T.Tensor((n, 64), "float16"), B: T.Tensor((n, 64), "float16")):
+        with T.Kernel(T.ceildiv(n, 32), threads=128) as bx:
+            tile = T.alloc_shared((32, 64), "float16")
+            T.copy(A[bx * 32 : n, 0:64], tile)
+            T.copy(tile, B[bx * 32, 0])
+
+    check_semantics(k)
+
+
+def test_copy_converts_dtypes_and_drops_unit_dims():
+    @T.prim_func
+    def k(A: T.Tensor((4, 64, 64), "float16"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=128):
+            tile = T.alloc_fragment((64, 64), "float32")
+            row = T.alloc_fragment((1, 64), "float32")
+            T.copy(A[1, :, :], tile)
+            T.copy(tile[3:4, :], row)
+            T.copy(row, B)
+
+    check_semantics(k)
+
+
+def test_reduce_output_may_keep_the_reduced_dim_as_one():
+    @T.prim_func
+    def k(A: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((64, 32), "float32")
+            kept = T.alloc_fragment((64, 1), "float32")
+            T.reduce_sum(x, kept, dim=1)
+
+    check_semantics(k)
+
+
+def test_error_in_the_second_function_of_a_module():
+    good = kernels.transpose()
+
+    @T.prim_func
+    def bad(A: T.Tensor((16,), "int8")):
+        with T.Kernel(1, threads=32):
+            T.atomic_add(A[0], 1)
+
+    with pytest.raises(SemanticError, match="atomic_add on int8"):
+        check_semantics(IRModule((good, bad)))
+
+
+# ---------------------------------------------------------------------------------- IR without spans
+
+
+def test_allocation_outside_a_kernel():
+    x = buf((4,))
+    with pytest.raises(SemanticError, match="allocating x is only valid inside `with T.Kernel") as info:
+        check_semantics(func_of(S.Allocate(x, S.SeqStmt(()))))
+    assert "put the work inside a T.Kernel block" in str(info.value)
+    assert info.value.span is None
+
+
+def test_loop_outside_a_kernel_and_float_extent():
+    i = Var(dt.int32, "i")
+    loop = S.For(i, E.const(0), E.const(4), S.ForKind.SERIAL, S.SeqStmt(()))
+    with pytest.raises(SemanticError, match="a loop is only valid inside"):
+        check_semantics(func_of(loop))
+    bad = S.For(i, E.const(0), E.const(4.0), S.ForKind.SERIAL, S.SeqStmt(()))
+    with pytest.raises(SemanticError, match="loop extent must be an integer, got float32"):
+        check_semantics(func_of(launch(bad)))
+
+
+def test_nested_launch_built_by_a_pass():
+    with pytest.raises(SemanticError, match="cannot be nested"):
+        check_semantics(func_of(launch(launch(S.SeqStmt(())))))
+
+
+def test_error_falls_back_to_the_function_span():
+    from tilecraft.ir import Span
+
+    span = Span("kernel.py", 7, 4)
+    func = PrimFunc("f", (), S.Allocate(buf((4,)), S.SeqStmt(())), span=span)
+    with pytest.raises(SemanticError) as info:
+        check_semantics(func)
+    assert info.value.span is span and str(info.value).startswith("kernel.py:7:5: ")
+
+
+def test_reduce_rules():
+    x, out = buf((8, 8)), buf((8,), name="out")
+    with pytest.raises(SemanticError, match="unknown reduction 'mean'; valid: sum, max, min, abssum, absmax"):
+        check_semantics(func_of(launch(S.Reduce("mean", x.full_region(), out.full_region(), 1))))
+    flags = buf((8, 8), "bool")
+    with pytest.raises(SemanticError, match="reduce_sum of a bool buffer"):
+        check_semantics(func_of(launch(S.Reduce("sum", flags.full_region(), out.full_region(), 1))))
+
+
+def test_cumsum_shapes_must_match():
+    x, y = buf((8, 8), scope="shared"), buf((8, 4), scope="shared", name="y")
+    with pytest.raises(SemanticError, match=r"T.cumsum source \(8, 8\) and destination \(8, 4\) differ"):
+        check_semantics(func_of(launch(S.Cumsum(x.full_region(), y.full_region(), 1))))
+
+
+def test_region_atomic_extents_must_match():
+    C = buf((64, 64), scope="global", name="C")
+    f = buf((32, 32))
+    dst = BufferRegion(C, (Range(E.const(0), E.const(32)), Range(E.const(0), E.const(16))))
+    with pytest.raises(SemanticError, match=r"T.atomic_add extents differ: \(32, 16\) vs \(32, 32\)"):
+        check_semantics(func_of(launch(S.AtomicOp("add", dst, f.full_region())), C))
+
+
+def test_gemm_accumulator_in_global_memory():
+    a, b = buf((16, 16), "float16", "shared", "a"), buf((16, 16), "float16", "shared", "b")
+    C = buf((16, 16), scope="global", name="C")
+    gemm = S.Gemm(a.full_region(), b.full_region(), C.full_region())
+    with pytest.raises(SemanticError, match="accumulator C is in global memory") as info:
+        check_semantics(func_of(launch(gemm), C))
+    assert "accumulate into T.alloc_fragment" in str(info.value)
+
+
+def test_print_outside_a_kernel():
+    with pytest.raises(SemanticError, match="T.print is only valid inside"):
+        check_semantics(func_of(S.Print(E.const(1))))
+
+
+def test_errors_carry_no_checker_frames():
+    with pytest.raises(SemanticError) as info:
+        check_semantics(func_of(S.Print(E.const(1))))
+    frames = []
+    tb = info.value.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code.co_name)
+        tb = tb.tb_next
+    assert "visit" not in frames and "fail" not in frames
