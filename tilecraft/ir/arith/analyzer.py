@@ -78,7 +78,10 @@ class Analyzer:
         saved_ranges = dict(self._ranges)
         saved_known = dict(self._known)
         saved_facts = len(self._facts)
-        self._assume(self.simplify(E.convert(condition)))
+        condition = E.convert(condition)
+        self._assume(self.simplify(condition))
+        # Narrowed ranges may simplify the condition further; remember that form as true too.
+        self._remember(self.simplify(condition))
         try:
             yield
         finally:
@@ -139,7 +142,14 @@ class Analyzer:
             return Interval.of((lo, hi))
         return Interval.of(value)
 
-    def _assume(self, c: E.Expr) -> None:
+    def _remember(self, c: E.Expr) -> None:
+        """Record `c` and the parts of a conjunction as true and their negations as false."""
+        self._remember_one(c)
+        if isinstance(c, E.And):
+            self._remember(c.a)
+            self._remember(c.b)
+
+    def _remember_one(self, c: E.Expr) -> None:
         if isinstance(c, E.IntImm):
             return
         engine = self._engine
@@ -148,6 +158,10 @@ class Analyzer:
         if not isinstance(negation, E.IntImm):
             self._known[engine.key(negation)] = False
         engine.invalidate()
+
+    def _assume(self, c: E.Expr) -> None:
+        engine = self._engine
+        self._remember_one(c)
         if isinstance(c, E.And):
             self._assume(c.a)
             self._assume(c.b)
