@@ -127,7 +127,9 @@ def test_float32_arithmetic_rounds_every_operation() -> None:
     assert evaluate(E.Div(dt.float32, f32(1.0), f32(3.0))) == float(np.float32(1.0) / np.float32(3.0))
     h = np.float16
     expected16 = float(h(h(0.1) + h(1000.0)))
-    assert evaluate(E.Add(dt.float16, E.FloatImm(dt.float16, 0.1), E.FloatImm(dt.float16, 1000.0))) == expected16
+    assert (
+        evaluate(E.Add(dt.float16, E.FloatImm(dt.float16, 0.1), E.FloatImm(dt.float16, 1000.0))) == expected16
+    )
     big = E.Mul(dt.float32, f32(3e38), f32(10.0))
     assert evaluate(big) == math.inf
 

@@ -22,7 +22,7 @@ from tilecraft.ir.dtype import DataType, numpy_dtype
 
 Value = int | float | bool
 
-__all__ = ["Value", "cast_value", "evaluate"]
+__all__ = ["SUPPORTED_INTRINSICS", "Value", "cast_value", "evaluate"]
 
 
 def evaluate(expr: E.Expr, env: Mapping[Any, Any] | None = None) -> Value:

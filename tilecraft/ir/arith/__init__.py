@@ -1,9 +1,7 @@
 """Integer arithmetic analysis: interval bounds, canonical simplification and proofs.
 
-    from tilecraft.ir.arith import Analyzer, Interval, bound, simplify
-
-    simplify((i * 8 + j) // 8, {j: (0, 7)})      # -> i
-    bound(i * 4 + j, {i: (0, 31), j: (0, 3)})    # -> Interval[0, 127]
+For example `simplify((i * 8 + j) // 8, {j: (0, 7)})` gives `i`, and
+`bound(i * 4 + j, {i: (0, 31), j: (0, 3)})` gives `Interval[0, 127]`.
 """
 
 from tilecraft.ir.arith.analyzer import Analyzer, can_prove, simplify

@@ -123,16 +123,17 @@ class Analyzer:
         sa, sb = engine.simplify(a), engine.simplify(b)
         if is_signed_int(sa.dtype):
             diff = engine.to_poly(sa).sub(engine.to_poly(sb))
-            return diff.is_zero or (engine.prove_nonpositive(diff) and engine.prove_nonpositive(diff.scale(-1)))
+            return diff.is_zero or (
+                engine.prove_nonpositive(diff) and engine.prove_nonpositive(diff.scale(-1))
+            )
         return engine.key(sa) == engine.key(sb)
 
     # ------------------------------------------------------------ internals
 
     def _interval(self, value: Any) -> Interval:
         if isinstance(value, Range):
-            lo = self._engine.bound(self.simplify(value.min)).lo
-            last = self.simplify(E.sub(E.add(value.min, value.extent), 1))
-            return Interval(lo, self.bound(last).hi)
+            last = E.sub(E.add(value.min, value.extent), 1)
+            return Interval(self.bound(value.min).lo, self.bound(last).hi)
         if isinstance(value, E.Expr):
             return self.bound(value)
         if isinstance(value, tuple) and len(value) == 2:

@@ -23,14 +23,17 @@ class Interval:
 
     @staticmethod
     def point(value: int) -> Interval:
+        """The single integer `value`."""
         return Interval(value, value)
 
     @staticmethod
     def everything() -> Interval:
+        """All integers."""
         return _EVERYTHING
 
     @staticmethod
     def empty() -> Interval:
+        """No integer at all (what a contradiction leaves)."""
         return _EMPTY
 
     @staticmethod
@@ -40,7 +43,9 @@ class Interval:
             return value
         if isinstance(value, tuple) and len(value) == 2:
             lo, hi = value
-            return Interval(None if lo is None else operator.index(lo), None if hi is None else operator.index(hi))
+            return Interval(
+                None if lo is None else operator.index(lo), None if hi is None else operator.index(hi)
+            )
         try:
             return Interval.point(operator.index(value))
         except TypeError:
@@ -138,12 +143,7 @@ class Interval:
 
     def floormod(self, other: Interval) -> Interval:
         """The values of `x % y` with Python's (floor) semantics: the sign of `y`."""
-        # For y < 0, x mod y == -((-x) mod (-y)); _by_sign negates both operands, so undo one negation.
-        def part(x: Interval, y: Interval, negated: bool) -> Interval:
-            r = _mod_positive(x, y)
-            return -r if negated else r
-
-        return _by_sign(self, other, part, pass_sign=True)
+        return _by_sign(self, other, _floormod_part, pass_sign=True)
 
     def truncmod(self, other: Interval) -> Interval:
         """The values of C's `x % y`: the sign of `x`, magnitude below `|y|`."""
@@ -218,6 +218,12 @@ def _by_sign(x: Interval, y: Interval, fn: Callable, pass_sign: bool = False) ->
     if not negative.is_empty:
         parts.append(fn(-x, negative, True) if pass_sign else fn(-x, negative))
     return _union_all(parts) if parts else _EVERYTHING
+
+
+def _floormod_part(x: Interval, y: Interval, negated: bool) -> Interval:
+    # For y < 0, x mod y == -((-x) mod (-y)); _by_sign already negated both operands.
+    r = _mod_positive(x, y)
+    return -r if negated else r
 
 
 def _floor_div_ext(x: int, y: int | None) -> int:

@@ -216,7 +216,9 @@ def floormod(s: Simplifier, a: E.Expr, b: E.Expr) -> E.Expr:
             g = math.gcd(c, rest.coefficient_gcd())
             if g > 1:
                 r0 = rest.const % g
-                inner = floormod(s, s.from_poly(rest.shift(-r0).exact_div(g), dtype), int_const(c // g, dtype))
+                inner = floormod(
+                    s, s.from_poly(rest.shift(-r0).exact_div(g), dtype), int_const(c // g, dtype)
+                )
                 return s.from_poly(s.to_poly(inner).scale(g).shift(r0), dtype)
         # (x % a) % c == x % c when c divides a: both only depend on x's residue modulo c.
         nested = rest.single_atom()
@@ -417,15 +419,28 @@ def rewrite_select(s: Simplifier, e: E.Select) -> E.Expr:
 
 
 def rewrite_cast(s: Simplifier, e: E.Cast) -> E.Expr:
+    """Fold constant casts and drop casts that cannot change the value; other casts stay atoms."""
     v = s.simplify(e.value)
     if v.dtype == e.dtype:
         return v
+    if _is_round_trip(e.dtype, v):
+        return v.value
     if isinstance(v, (E.IntImm, E.FloatImm)):
         try:
             return make_const(cast_value(v.value, e.dtype), e.dtype)
         except ValueError:
             pass
     return e if v is e.value else E.Cast(e.dtype, v)
+
+
+def _is_round_trip(dtype: DataType, v: E.Expr) -> bool:
+    """Whether `Cast(dtype, v)` undoes `v = Cast(wider, x)` of an integer `x` of `dtype`.
+
+    Widening keeps the low bits of a two's complement integer and narrowing back keeps only them.
+    """
+    if type(v) is not E.Cast or v.value.dtype != dtype or not dtype.is_integer:
+        return False
+    return v.dtype.is_integer and v.dtype.lanes == dtype.lanes and v.dtype.bits >= dtype.bits
 
 
 RULES: dict[type, Rule] = {

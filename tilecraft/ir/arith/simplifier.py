@@ -6,7 +6,10 @@ from tilecraft.ir import expr as E
 from tilecraft.ir.arith import bounds as _bounds
 from tilecraft.ir.arith.canonical import Key, KeyTable, Poly, poly_to_expr
 from tilecraft.ir.arith.interval import Interval
-from tilecraft.ir.arith.rewrite import RULES, generic, is_signed_int
+from tilecraft.ir.arith.rewrite import RULES, generic
+from tilecraft.ir.dtype import DataType
+
+__all__ = ["MAX_PRODUCT_TERMS", "Simplifier"]
 
 # Expanding a product of two sums stops here; larger products stay an opaque atom.
 MAX_PRODUCT_TERMS = 64
@@ -95,7 +98,7 @@ class Simplifier:
             return a.mul(b)
         return self.atom_poly(E.Mul(e.dtype, self.from_poly(a, e.dtype), self.from_poly(b, e.dtype)))
 
-    def from_poly(self, poly: Poly, dtype) -> E.Expr:
+    def from_poly(self, poly: Poly, dtype: DataType) -> E.Expr:
         """The expression of `poly`, remembered so that converting it back is free."""
         e = poly_to_expr(poly, dtype)
         if not isinstance(e, E.IntImm):
@@ -127,6 +130,3 @@ class Simplifier:
             if hi is not None and hi <= 0:
                 return True
         return False
-
-
-__all__ = ["MAX_PRODUCT_TERMS", "Simplifier", "is_signed_int"]
