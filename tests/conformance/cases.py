@@ -64,7 +64,9 @@ def _cast_scale(n=777, block=128):
 
 def _bias_relu(m=200, n=96, bm=32, bn=32):
     @T.prim_func
-    def bias_relu(X: T.Tensor((m, n), "float32"), b: T.Tensor((n,), "float32"), Y: T.Tensor((m, n), "float32")):
+    def bias_relu(
+        X: T.Tensor((m, n), "float32"), b: T.Tensor((n,), "float32"), Y: T.Tensor((m, n), "float32")
+    ):
         with T.Kernel(T.ceildiv(n, bn), T.ceildiv(m, bm), threads=128) as (bx, by):
             for i, j in T.Parallel(bm, bn):
                 r, c = by * bm + i, bx * bn + j
@@ -124,7 +126,9 @@ def _dynamic_scale(block=128):
 
 def _two_kernels(n=1000, block=256):
     @T.prim_func
-    def two_kernels(X: T.Tensor((n,), "float32"), tmp: T.Tensor((n,), "float32"), Y: T.Tensor((n,), "float32")):
+    def two_kernels(
+        X: T.Tensor((n,), "float32"), tmp: T.Tensor((n,), "float32"), Y: T.Tensor((n,), "float32")
+    ):
         with T.Kernel(T.ceildiv(n, block), threads=128) as bx:
             for i in T.Parallel(block):
                 if bx * block + i < n:

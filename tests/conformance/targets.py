@@ -43,7 +43,9 @@ def resolve(case: TargetCase):
         pytest.skip(f"target {case.kind} not present: {exc}")
     if not isinstance(found, Target):
         pytest.skip(f"target {case.kind} not present: {found or 'not detected'}")
-    spec = next(s for m in registered_backends() for s in m.execution_backends if s.name == case.execution_backend)
+    spec = next(
+        s for m in registered_backends() for s in m.execution_backends if s.name == case.execution_backend
+    )
     status = spec.check()
     if not status.ok:
         pytest.skip(f"execution backend {case.execution_backend} unavailable: {status.reason}")

@@ -51,10 +51,14 @@ def test_bounds_check_reports_the_kernel_line():
             for i in T.serial(128):
                 Y[i] = X[i] + 1.0  # reads and writes past 100
 
-    kernel = tilecraft.compile(overrun, target="cpu", pass_configs={tilecraft.PassConfigKey.BOUNDS_CHECK: True})
+    kernel = tilecraft.compile(
+        overrun, target="cpu", pass_configs={tilecraft.PassConfigKey.BOUNDS_CHECK: True}
+    )
     x = np.random.default_rng(0).standard_normal(100).astype(np.float32)
     y = np.full(100, np.nan, np.float32)
-    with pytest.raises(Exception, match=r"out-of-bounds access to buffer [XY] at .*test_cpu_backend.py:\d+") as info:
+    with pytest.raises(
+        Exception, match=r"out-of-bounds access to buffer [XY] at .*test_cpu_backend.py:\d+"
+    ) as info:
         kernel(x, y)
     assert "Y[i] = X[i] + 1.0" in str(info.value)
     np.testing.assert_allclose(y, x + 1.0, rtol=1e-6)
@@ -86,6 +90,7 @@ def test_threads_do_not_change_results():
     x = np.random.default_rng(2).standard_normal(256).astype(np.float32)
     results = []
     for threads in (1, 128):
+
         @T.prim_func
         def scale(X: T.Tensor((256,), "float32"), Y: T.Tensor((256,), "float32")):
             with T.Kernel(4, threads=threads) as bx:  # noqa: B023 - parsed right here

@@ -99,21 +99,29 @@ def create_backend_context(
     target: Target | str | Mapping[str, Any] | None,
     target_host: Target | str | Mapping[str, Any] | None = None,
     execution_backend: str = AUTO,
+    require_available: bool = True,
 ) -> BackendContext:
-    """Resolve `target` ("auto"/None: TILECRAFT_TARGET or detection), its backend and execution backend."""
+    """Resolve `target` ("auto"/None: TILECRAFT_TARGET or detection), its backend and execution backend.
+
+    With `require_available=False` the execution backend only has to be declared (for lowering and
+    code generation on a machine that cannot run the kernel, e.g. CI without a GPU); `auto` then picks
+    the first available one, else the first declared.
+    """
     resolved = Target.parse(target)
     host = Target.parse(target_host) if target_host is not None else None
     backend = backend_for(resolved)
-    spec = select_execution_backend(backend, resolved, execution_backend)
+    spec = select_execution_backend(backend, resolved, execution_backend, require_available)
     return BackendContext(resolved, host, backend, spec)
 
 
 def select_execution_backend(
-    backend: BackendModule, target: Target, name: str = AUTO
+    backend: BackendModule, target: Target, name: str = AUTO, require_available: bool = True
 ) -> ExecutionBackendSpec:
     """The execution backend for `target`: the named one, checked, or with `auto` the first available."""
     declared = [s for s in backend.execution_backends if s.matches(target)]
     if name == AUTO:
+        if not require_available and declared and not any(s.check().ok for s in declared):
+            return declared[0]
         return _first_available(backend, target, declared)
     spec = next((s for s in declared if s.name == name), None)
     if spec is None:
@@ -123,7 +131,7 @@ def select_execution_backend(
             "use 'auto' to pick the first available"
         )
     status = spec.check()
-    if not status.ok:
+    if not status.ok and require_available:
         raise ExecutionBackendUnavailable(
             f"execution backend {name!r} is declared for target {target} but unavailable: "
             f"{status.reason or 'no reason given'}; fix: {status.fix or 'see tilecraft doctor'}"

@@ -47,6 +47,14 @@ MATH64 = {
 }
 
 
+def _minmax_suffix(dtype: DataType) -> str:
+    """The device headers' min/max helpers are functions, so operands are evaluated once."""
+    value = value_type(dtype)
+    return {"float": "f32", "double": "f64", "int64_t": "i64", "uint64_t": "u64", "uint32_t": "u32"}.get(
+        value, "i32"
+    )
+
+
 def storage_type(dtype: DataType) -> str:
     return _STORAGE[dtype.name]
 
@@ -160,12 +168,10 @@ class CFamilyPrinter:
         return f"(({value_type(e.dtype)})tc_floormod({self.expr(e.a)}, {self.expr(e.b)}))"
 
     def _e_Min(self, e: E.Min) -> str:
-        a, b = self.expr(e.a), self.expr(e.b)
-        return f"(({a}) < ({b}) ? ({a}) : ({b}))"
+        return f"tc_min_{_minmax_suffix(e.dtype)}({self.expr(e.a)}, {self.expr(e.b)})"
 
     def _e_Max(self, e: E.Max) -> str:
-        a, b = self.expr(e.a), self.expr(e.b)
-        return f"(({a}) > ({b}) ? ({a}) : ({b}))"
+        return f"tc_max_{_minmax_suffix(e.dtype)}({self.expr(e.a)}, {self.expr(e.b)})"
 
     def _e_Not(self, e: E.Not) -> str:
         return f"(!{self.expr(e.a)})"

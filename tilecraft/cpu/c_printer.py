@@ -131,6 +131,7 @@ class CPrinter(CFamilyPrinter):
             return
         fmt, value = printf_format(s.value.dtype, self.expr(s.value))
         self.line(f'printf("[block %d,%d,%d] {c_string(prefix)}{fmt}\\n", tc_bx, tc_by, tc_bz, {value});')
+        self.line("fflush(stdout);")
 
     def _print_region(self, r: BufferRegion, prefix: str) -> None:
         loops = [Var(dt.int32, f"p{k}") for k in range(len(r.ranges))]
@@ -140,9 +141,10 @@ class CPrinter(CFamilyPrinter):
             n = self.name(v)
             self.line(f"for (int32_t {n} = 0; {n} < {self.expr(rng.extent)}; ++{n})")
         where = ", ".join("%d" for _ in loops)
-        args = ", ".join(self.name(v) for v in loops)
+        args = ", ".join(f"(int)({self.expr(i)})" for i in index)
         text = f"[block %d,%d,%d] {c_string(prefix)}{r.buffer.name}[{where}] = {fmt}\\n"
         self.line(f'    printf("{text}", tc_bx, tc_by, tc_bz, {args}, {value});')
+        self.line("fflush(stdout);")
 
 
 _NOT_SIMD = (S.For, AtomicUpdate, MatmulCall, S.Print, S.Evaluate)

@@ -20,7 +20,7 @@ from tilecraft.backend.artifact import KernelInfo, ParamInfo
 from tilecraft.backend.codegen import DeviceCode, HostCode
 from tilecraft.codegen.c_family import storage_type, value_type
 from tilecraft.cpu.c_printer import BoundsSite, CPrinter
-from tilecraft.cpu.storage import STORAGE_ATTR, plan_storage
+from tilecraft.cpu.storage import STORAGE_ATTR, scratch_plan
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Var
@@ -48,7 +48,7 @@ def param_decl(printer: CPrinter, p: Buffer | Var) -> str:
 def kernel_source(func: PrimFunc, sites: list[BoundsSite]) -> str:
     """One block of the kernel as a C function."""
     launch: S.KernelLaunch = func.body
-    printer = CPrinter(func.attr(BOUNDS_CHECK_ATTR, False), sites, plan_storage(launch.body).offsets)
+    printer = CPrinter(func.attr(BOUNDS_CHECK_ATTR, False), sites, scratch_plan(launch.body).offsets)
     for name in ("tc_bx", "tc_by", "tc_bz", "tc_scratch"):
         printer.used.add(name)
     params = [param_decl(printer, p) for p in func.params]

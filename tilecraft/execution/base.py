@@ -139,6 +139,19 @@ class Loaded:
     handle: Any
 
 
+def artifact_content_hash(artifact: CompiledArtifact) -> str:
+    """A hash of everything codegen produced, so options that change the code change the build."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for fmt in sorted(artifact.device_sources):
+        digest.update(fmt.encode() + b"\0" + artifact.device_sources[fmt].encode() + b"\0")
+    for fmt in sorted(artifact.device_binaries):
+        digest.update(fmt.encode() + b"\0" + artifact.device_binaries[fmt] + b"\0")
+    digest.update((artifact.host_source or "").encode() + b"\0" + repr(artifact.extra).encode())
+    return digest.hexdigest()
+
+
 class ExecutionBackend(ABC):
     """Build -> Load -> Launch for artifacts of the formats its spec consumes."""
 
@@ -189,8 +202,8 @@ class ExecutionBackend(ABC):
         from tilecraft.execution.cache import cache_key
 
         return cache_key(
-            artifact.ir_hash, str(artifact.target), str(ctx.target_host), self.spec.name,
-            self.toolchain_version(), dict(self.build_options(artifact, ctx)), __version__,
+            artifact.ir_hash, artifact_content_hash(artifact), str(artifact.target), str(ctx.target_host),
+            self.spec.name, self.toolchain_version(), dict(self.build_options(artifact, ctx)), __version__,
         )  # fmt: skip
 
     def build(self, artifact: CompiledArtifact, ctx: BackendContext) -> Built:

@@ -438,6 +438,8 @@ def _module_level_vars(f: PrimFunc) -> list[E.Var]:
 
 
 def _layout_text(layout) -> str:
+    if not hasattr(layout, "vars"):
+        return repr(layout)
     p = Printer(unique_names=False)
     args = ", ".join(p.name(v) for v in layout.vars)
     if type(layout).__name__ == "Layout":

@@ -85,10 +85,17 @@ def _from_numpy(x: np.ndarray) -> ArrayArg:
     return ArrayArg(x, ptr, x.shape, strides, _dtype_of(x.dtype), DLPACK_HOST, 0, "numpy")
 
 
+_TORCH_DEVICES: dict[Any, tuple[int, int]] = {}
+
+
 def _from_torch(x: Any) -> ArrayArg:
     device = x.device
-    return ArrayArg(x, x.data_ptr(), tuple(x.shape), tuple(x.stride()), _torch_dtype(x.dtype), device.type,
-                    device.index or 0, "torch")  # fmt: skip
+    code = _TORCH_DEVICES.get(device)
+    if code is None:
+        kind, index = x.__dlpack_device__()
+        code = _TORCH_DEVICES[device] = (int(kind), int(index))
+    return ArrayArg(x, x.data_ptr(), tuple(x.shape), tuple(x.stride()), _torch_dtype(x.dtype), code[0], code[1],
+                    "torch")  # fmt: skip
 
 
 _TORCH_DTYPES: dict[Any, DataType] = {}
@@ -109,9 +116,14 @@ def _dtype_of(value: Any) -> DataType:
         raise ArgumentError(f"arrays of dtype {value} are not supported by tilecraft") from None
 
 
+_TYPESTRS: dict[str, Any] = {}
+
+
 def from_array_interface(x: Any, info: dict, device: int, index: int) -> ArrayArg:
     """An ArrayArg from an array-interface dict (numpy's protocol, or a device library's equivalent)."""
-    typestr = np.dtype(info["typestr"])
+    typestr = _TYPESTRS.get(info["typestr"])
+    if typestr is None:
+        typestr = _TYPESTRS[info["typestr"]] = np.dtype(info["typestr"])
     shape = tuple(info["shape"])
     if info.get("strides") is None:
         strides = _contiguous_strides(shape)

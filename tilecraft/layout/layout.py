@@ -51,6 +51,13 @@ class Layout:
         mapping = {v: convert(i) for v, i in zip(self.vars, indices)}
         return tuple(substitute(e, mapping) for e in self.index)
 
+    def to_linear(self):
+        """This layout as a `LinearLayout` ("dim0", ...) -> ("offset",); raises ValueError when the
+        shape is not a power of two or the index is not linear over GF(2) (see layout/fragment.py)."""
+        from tilecraft.layout.fragment import linear_from_layout
+
+        return linear_from_layout(self)
+
     def structural_key(self):
         return ("Layout", self.shape, self.vars, self.index)
 
@@ -95,6 +102,13 @@ class Fragment:
         nargs = len(inspect.signature(fn).parameters)
         args = (*self.vars, self.replica_var)[:nargs]
         return convert(fn(*args))
+
+    def to_linear(self):
+        """This fragment as a `LinearLayout` ("register", "lane", "warp") -> ("dim0", ...); raises
+        ValueError when the shape is not a power of two or the map is not linear over GF(2)."""
+        from tilecraft.layout.fragment import linear_from_fragment
+
+        return linear_from_fragment(self)
 
     def structural_key(self):
         return ("Fragment", self.shape, self.vars, self.replica_var, self.replicate, self.thread, self.index)

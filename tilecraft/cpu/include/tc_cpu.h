@@ -64,6 +64,18 @@ TC_INLINE uint16_t tc_f2bf(float f) {
 TC_INLINE float tc_round_f16(float f) { return tc_h2f(tc_f2h(f)); }
 TC_INLINE float tc_round_bf16(float f) { return tc_bf2f(tc_f2bf(f)); }
 
+/* ------------------------------------------------------------------ min / max (operands evaluated once) */
+
+#define TC_MINMAX(NAME, T)                                          \
+    TC_INLINE T tc_min_##NAME(T a, T b) { return a < b ? a : b; }  \
+    TC_INLINE T tc_max_##NAME(T a, T b) { return a > b ? a : b; }
+TC_MINMAX(f32, float)
+TC_MINMAX(f64, double)
+TC_MINMAX(i32, int32_t)
+TC_MINMAX(i64, int64_t)
+TC_MINMAX(u32, uint32_t)
+TC_MINMAX(u64, uint64_t)
+
 /* ------------------------------------------------------------------ integer division */
 
 TC_INLINE int64_t tc_floordiv(int64_t a, int64_t b) {

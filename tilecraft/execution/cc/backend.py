@@ -47,7 +47,13 @@ class CCExecutionBackend(ExecutionBackend):
     def build_options(self, artifact: CompiledArtifact, ctx) -> Mapping[str, Any]:
         cc = toolchain.compiler()
         openmp = toolchain.use_openmp(cc)
-        return {"compiler": cc.path, "flags": list(cc.flags(openmp)), "openmp": openmp}
+        user = list(artifact.extra_value("compile_flags", ()) or ())
+        return {
+            "compiler": cc.path,
+            "flags": list(cc.flags(openmp)) + user,
+            "openmp": openmp,
+            "user_flags": user,
+        }
 
     def compile(self, artifact: CompiledArtifact, ctx) -> tuple[Mapping[str, bytes], Mapping[str, Any]]:
         if artifact.host_format != HOST_FORMAT:
@@ -58,7 +64,7 @@ class CCExecutionBackend(ExecutionBackend):
         source = artifact.source(DEVICE_FORMAT) + "\n" + (artifact.host_source or "")
         options = self.build_options(artifact, ctx)
         keep = self.cache.root / "failed" / self.cache_key(artifact, ctx)[:16]
-        library = toolchain.compile_shared(source, [], options["openmp"], keep)
+        library = toolchain.compile_shared(source, [], options["openmp"], keep, tuple(options["user_flags"]))
         return {LIBRARY: library, SOURCE: source.encode()}, options
 
     def load(self, built: Built) -> Loaded:

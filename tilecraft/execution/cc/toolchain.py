@@ -92,7 +92,9 @@ def use_openmp(cc: Compiler) -> bool:
     return cc.openmp
 
 
-def compile_shared(source: str, include_dirs: list[Path], openmp: bool, keep_dir: Path) -> bytes:
+def compile_shared(
+    source: str, include_dirs: list[Path], openmp: bool, keep_dir: Path, extra_flags: tuple[str, ...] = ()
+) -> bytes:
     """Compile `source` to a shared library and return its bytes.
 
     On failure the source stays in `keep_dir` and the error shows the command and the compiler output.
@@ -103,7 +105,8 @@ def compile_shared(source: str, include_dirs: list[Path], openmp: bool, keep_dir
         src = Path(tmp) / "kernel.c"
         out = Path(tmp) / "kernel.so"
         src.write_text(source)
-        cmd = [cc.path, *cc.flags(openmp), *(f"-I{d}" for d in include_dirs), str(src), "-o", str(out), "-lm"]
+        cmd = [cc.path, *cc.flags(openmp), *extra_flags, *(f"-I{d}" for d in include_dirs), str(src), "-o", str(out),
+               "-lm"]  # fmt: skip
         result = subprocess.run(cmd, capture_output=True, text=True)
         if result.returncode != 0:
             kept = keep_dir / "kernel.c"

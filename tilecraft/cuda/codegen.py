@@ -1,0 +1,101 @@
+"""CUDA C++ codegen: device kernels (source-only and compiled to cubin) and their launch metadata.
+
+Formats:
+- `cuda-source`: one self-contained translation unit: the text of include/tc_cuda.h, then one
+  `extern "C" __global__` kernel per T.Kernel, taking the kernel's params in KernelInfo order
+  (buffers as device pointers, scalars by value) and its shared memory as dynamic shared memory.
+- `cubin`: the compiled entry's output for the target's arch (nvcc).
+The CUDA execution backends launch kernels from the KernelInfo records; no host source is needed.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from tilecraft.backend.artifact import KernelInfo, ParamInfo
+from tilecraft.backend.codegen import DeviceCode
+from tilecraft.codegen.c_family import storage_type, value_type
+from tilecraft.cuda.printer import CudaPrinter
+from tilecraft.ir import stmt as S
+from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.expr import Var
+from tilecraft.ir.function import IRModule, PrimFunc
+from tilecraft.ir.visitor import walk
+from tilecraft.transform.storage import STORAGE_ATTR, plan_storage
+
+SOURCE_FORMAT = "cuda-source"
+BINARY_FORMAT = "cubin"
+SHARED_SCOPES = ("shared", "shared.dyn")
+SHARED_ALIGN = 128
+INCLUDE_DIR = Path(__file__).parent / "include"
+
+
+@functools.cache
+def header_text() -> str:
+    return (INCLUDE_DIR / "tc_cuda.h").read_text()
+
+
+def _written(func: PrimFunc) -> set[int]:
+    from tilecraft.cuda.ir import AsyncCopy, VectorCopy, VectorZero
+    from tilecraft.ir.lowered import AtomicUpdate
+
+    out = set()
+    for n in walk(func.body):
+        if isinstance(n, (S.BufferStore, AtomicUpdate)):
+            out.add(id(n.buffer))
+        elif isinstance(n, (AsyncCopy, VectorCopy, VectorZero)):
+            out.add(id(n.dst))
+    return out
+
+
+def _param(printer: CudaPrinter, p: Buffer | Var, written: set[int]) -> str:
+    if isinstance(p, Buffer):
+        const = "" if id(p) in written else "const "
+        return f"{const}{storage_type(p.dtype)}* __restrict__ {printer.name(p)}"
+    return f"{value_type(p.dtype)} {printer.name(p)}"
+
+
+def kernel_source(func: PrimFunc) -> str:
+    launch: S.KernelLaunch = func.body
+    plan = plan_storage(launch.body, SHARED_SCOPES, SHARED_ALIGN)
+    printer = CudaPrinter(plan.offsets)
+    printer.reserve("tc_smem")
+    written = _written(func)
+    params = ", ".join(_param(printer, p, written) for p in func.params)
+    threads = 1
+    for t in launch.threads:
+        threads *= t
+    printer.mark_nonneg(*launch.block_vars, *launch.thread_vars, *func.symbolic_dims)
+    printer.line("extern __shared__ __align__(128) char tc_smem[];")
+    for k, var in enumerate(launch.block_vars):
+        printer.line(f"const int32_t {printer.name(var)} = (int32_t)blockIdx.{'xyz'[k]};")
+    for k, var in enumerate(launch.thread_vars):
+        printer.line(f"const int32_t {printer.name(var)} = (int32_t)threadIdx.{'xyz'[k]};")
+    printer.stmt(launch.body)
+    head = f'extern "C" __global__ void __launch_bounds__({threads}) {func.name}({params})'
+    return f"{head} {{\n{printer.text()}\n}}\n"
+
+
+def _kernel_info(func: PrimFunc) -> KernelInfo:
+    launch: S.KernelLaunch = func.body
+    return KernelInfo(func.name, tuple(ParamInfo.from_param(p) for p in func.params), launch.grid,
+                      launch.threads, dynamic_smem=func.attr(STORAGE_ATTR, 0))  # fmt: skip
+
+
+def device_source(mod: IRModule, ctx) -> DeviceCode:
+    parts = [header_text()]
+    parts += [kernel_source(f) for f in mod.functions]
+    return DeviceCode(
+        sources={SOURCE_FORMAT: "\n".join(parts)},
+        entry_symbols=tuple(f.name for f in mod.functions),
+        kernels=tuple(_kernel_info(f) for f in mod.functions),
+    )
+
+
+def compile_cubin(code: DeviceCode, ctx) -> DeviceCode:
+    """The compiled entry: the source compiled by nvcc for the target's arch."""
+    from tilecraft.execution.nvcc.toolchain import compile_cubin as nvcc_compile
+
+    arch = ctx.target.attr("arch")
+    return code.with_binaries({BINARY_FORMAT: nvcc_compile(code.sources[SOURCE_FORMAT], arch)})

@@ -1,0 +1,78 @@
+"""Statements only the CUDA pipeline produces; its code generator prints them."""
+
+from __future__ import annotations
+
+from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.expr import Expr, node
+from tilecraft.ir.stmt import Stmt
+
+
+@node
+class GemmCall(Stmt):
+    """One block tile of `C += op(A) @ op(B)` on tensor cores (`tc::gemm_ss` / `tc::gemm_rs`).
+
+    `a` and `b` are swizzled 16-bit shared tiles (`a` is a register fragment for the "rs" variant);
+    `c` is the accumulator fragment's register array in the mma layout.
+    """
+
+    variant: str
+    a: Buffer
+    b: Buffer
+    c: Buffer
+    m: int
+    n: int
+    k: int
+    warps_m: int
+    warps_n: int
+    trans_a: bool
+    trans_b: bool
+    bf16: bool
+    a_offset: Expr | int = 0
+    b_offset: Expr | int = 0
+
+
+@node
+class AsyncCopy(Stmt):
+    """`cp.async` of `bytes` bytes from `src[src_offset]` to `dst[dst_offset]` (element offsets).
+
+    When `valid` is false the destination is zero-filled and the source is not read.
+    """
+
+    dst: Buffer
+    dst_offset: Expr
+    src: Buffer
+    src_offset: Expr
+    bytes: int
+    valid: Expr
+
+
+@node
+class AsyncCommit(Stmt):
+    """Close the current group of async copies."""
+
+
+@node
+class AsyncWait(Stmt):
+    """Wait until at most `pending` groups of async copies are still in flight."""
+
+    pending: int
+
+
+@node
+class VectorCopy(Stmt):
+    """Move `bytes` contiguous bytes from `src[src_offset]` to `dst[dst_offset]` in one access."""
+
+    dst: Buffer
+    dst_offset: Expr
+    src: Buffer
+    src_offset: Expr
+    bytes: int
+
+
+@node
+class VectorZero(Stmt):
+    """Set `bytes` contiguous bytes at `dst[dst_offset]` to zero in one access."""
+
+    dst: Buffer
+    dst_offset: Expr
+    bytes: int

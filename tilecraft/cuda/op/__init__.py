@@ -1,0 +1,20 @@
+"""The CUDA op table: how each tile op lowers for a block of threads."""
+
+from __future__ import annotations
+
+from tilecraft.cuda.op.atomic import lower_atomic
+from tilecraft.cuda.op.copy import lower_copy, lower_fill
+from tilecraft.cuda.op.gemm import lower_gemm
+from tilecraft.cuda.op.reduce import lower_cumsum, lower_reduce
+from tilecraft.ir import stmt as S
+
+OP_TABLE = {
+    S.Copy: lower_copy,
+    S.Fill: lower_fill,
+    S.Gemm: lower_gemm,
+    S.Reduce: lower_reduce,
+    S.Cumsum: lower_cumsum,
+    S.AtomicOp: lower_atomic,
+}
+
+__all__ = ["OP_TABLE"]

@@ -1,0 +1,182 @@
+"""T.copy and T.fill on CUDA.
+
+A copy touching a fragment becomes a T.Parallel nest over the fragment with the fragment's layout
+(each thread moves the elements it holds). Other copies are cooperative: the block's threads split
+the region in 16-byte chunks where alignment allows (with `cp.async` from global into shared memory
+inside a pipelined loop, so the pipeline pass can overlap them), element by element otherwise, with
+edge predicates on global operands either way.
+"""
+
+from __future__ import annotations
+
+from tilecraft.cuda.ir import AsyncCopy, VectorCopy, VectorZero
+from tilecraft.cuda.layout import blocked_layout
+from tilecraft.cuda.shared_layout import SharedLayout
+from tilecraft.ir import expr as E
+from tilecraft.ir import stmt as S
+from tilecraft.ir.arith import Analyzer
+from tilecraft.ir.buffer import BufferRegion
+from tilecraft.transform.tile_loops import (
+    conjunction,
+    copy_body,
+    edge_conditions,
+    fill_as_loops,
+    loop_extents,
+    make_loop_vars,
+    parallel_nest,
+    region_index,
+)
+
+FRAGMENT = "local.fragment"
+SHARED = ("shared", "shared.dyn")
+CHUNK = 16
+
+
+def _with_layout(nest: S.Stmt, layout) -> S.Stmt:
+    return S.For(nest.loop_var, nest.min, nest.extent, nest.kind, nest.body,
+                 nest.annotations + (("layout", layout),), span=nest.span)  # fmt: skip
+
+
+def lower_copy(op: S.Copy, ctx) -> S.Stmt:
+    for side in (op.src, op.dst):
+        if side.buffer.scope == FRAGMENT:
+            return _fragment_copy(op, side, ctx)
+    vector = _vector_plan(op, ctx)
+    if vector is not None:
+        return vector
+    return _element_copy(op, ctx)
+
+
+def _fragment_copy(op: S.Copy, frag: BufferRegion, ctx) -> S.Stmt:
+    layout = ctx.layout(frag.buffer, op.span)
+    extents = loop_extents(frag)
+    if len(extents) != len(layout.shape) or any(E.const_value(e) != s for e, s in zip(extents, layout.shape)):
+        ctx.fail(f"T.copy of a part of fragment {frag.buffer.name} is not supported on the CUDA target", op.span,
+                 "copy the whole fragment, or use a shared buffer for partial tiles")  # fmt: skip
+    loop_vars = make_loop_vars(len(extents))
+    return _with_layout(parallel_nest(loop_vars, extents, copy_body(op, loop_vars, True), op.span), layout)
+
+
+def _element_copy(op: S.Copy, ctx) -> S.Stmt:
+    extents = loop_extents(op.dst if op.dst.buffer.scope != "global" else op.src)
+    static = [E.const_value(e) for e in extents]
+    if not all(isinstance(v, int) for v in static):
+        ctx.fail("a T.copy between global buffers needs static extents on the CUDA target", op.span)
+    loop_vars = make_loop_vars(len(extents))
+    body = copy_body(op, loop_vars, True)
+    layout = blocked_layout(tuple(static), ctx.threads, op.dst.dtype)
+    return _with_layout(parallel_nest(loop_vars, extents, body, op.span), layout)
+
+
+# ---------------------------------------------------------------- 16-byte chunks
+
+
+def _contiguous_inner(region: BufferRegion) -> bool:
+    """The region's innermost non-unit dim is the buffer's last dim and the buffer is row-major."""
+    if region.buffer.strides:
+        return False
+    ranges = region.ranges
+    inner = max((k for k, r in enumerate(ranges) if E.const_value(r.extent) != 1), default=None)
+    return inner == len(ranges) - 1
+
+
+def _row_strides_aligned(region: BufferRegion, elems: int, ana: Analyzer) -> bool:
+    """Every row of the region starts on a `elems`-element boundary (so each chunk is 16-byte aligned)."""
+    buf = region.buffer
+    last = region.ranges[-1]
+    if not ana.can_prove(E.compare(E.EQ, E.floormod(last.min, elems), 0)):
+        return False
+    row = buf.shape[-1]
+    return ana.can_prove(E.compare(E.EQ, E.floormod(row, elems), 0))
+
+
+def _vector_plan(op: S.Copy, ctx) -> S.Stmt | None:
+    dtype = op.src.dtype
+    if dtype != op.dst.dtype or dtype.bytes > CHUNK:
+        return None
+    elems = CHUNK // dtype.bytes
+    extents = [E.const_value(e) for e in loop_extents(op.dst if op.dst.buffer.scope != "global" else op.src)]
+    if not extents or not all(isinstance(v, int) for v in extents) or extents[-1] % elems:
+        return None
+    ana = Analyzer()
+    for r in (op.src, op.dst):
+        if not _contiguous_inner(r) or not _row_strides_aligned(r, elems, ana):
+            return None
+    total = 1
+    for v in extents:
+        total *= v
+    chunks = total // elems
+    use_async = ctx.pipelined_depth > 0 and op.src.buffer.scope == "global" and op.dst.buffer.scope in SHARED
+    return _chunk_loop(op, ctx, extents, elems, chunks, use_async)
+
+
+def _chunk_loop(op: S.Copy, ctx, extents: list[int], elems: int, chunks: int, use_async: bool) -> S.Stmt:
+    it = ctx.var("c")
+    chunk = E.add(E.mul(it, ctx.threads), ctx.tid)
+    flat = E.mul(chunk, elems)
+    coords, rest = [], flat
+    for k in range(len(extents)):
+        inner = 1
+        for e in extents[k + 1 :]:
+            inner *= e
+        coords.append(E.floordiv(rest, inner) if inner > 1 else rest)
+        rest = E.floormod(rest, inner) if inner > 1 else rest
+    src_idx = region_index(op.src, coords)
+    dst_idx = region_index(op.dst, coords)
+    valid = conjunction(_edge(op.src, src_idx) + _edge(op.dst, dst_idx))
+    if valid is None:
+        valid = E.const(True)
+    src_off = _flat_offset(op.src, src_idx)
+    dst_off = _dst_offset(op.dst, dst_idx, ctx)
+    if use_async:
+        body: S.Stmt = AsyncCopy(op.dst.buffer, dst_off, op.src.buffer, src_off, CHUNK, valid, span=op.span)
+    else:
+        body = VectorCopy(op.dst.buffer, dst_off, op.src.buffer, src_off, CHUNK, span=op.span)
+        if not isinstance(valid, E.IntImm):
+            # past a global edge: stores are skipped, loads give zeros
+            zeros = None if op.dst.buffer.scope == "global" else _zero_chunk(op, dst_off, elems)
+            body = S.IfThenElse(valid, body, zeros, span=op.span)
+    iterations = -(-chunks // ctx.threads)
+    if chunks % ctx.threads:
+        body = S.IfThenElse(E.compare(E.LT, chunk, chunks), body, span=op.span)
+    return S.For(
+        it, E.const(0), E.const(iterations), S.ForKind.SERIAL, body, (("unroll", True),), span=op.span
+    )
+
+
+def _edge(region: BufferRegion, indices) -> list:
+    return edge_conditions(region, indices)
+
+
+def _flat_offset(region: BufferRegion, indices) -> E.Expr:
+    """Row-major element offset of `indices` in the region's buffer."""
+    offset: E.Expr = E.const(0, "int64")
+    stride: E.Expr = E.const(1, "int64")
+    for idx, dim in reversed(list(zip(indices, region.buffer.shape))):
+        offset = E.add(offset, E.mul(E.cast(idx, "int64"), stride))
+        stride = E.mul(stride, E.cast(dim, "int64"))
+    return offset
+
+
+def _dst_offset(region: BufferRegion, indices, ctx) -> E.Expr:
+    layout = ctx.shared_layouts.get(id(region.buffer))
+    if region.buffer.scope in SHARED:
+        flat = _flat_offset(region, indices)
+        flat = E.cast(flat, "int32")
+        return layout.physical(flat) if isinstance(layout, SharedLayout) else flat
+    return _flat_offset(region, indices)
+
+
+def _zero_chunk(op: S.Copy, dst_off: E.Expr, elems: int) -> S.Stmt:
+    return VectorZero(op.dst.buffer, dst_off, CHUNK, span=op.span)
+
+
+def lower_fill(op: S.Fill, ctx) -> S.Stmt:
+    region = op.dst
+    nest = fill_as_loops(op)
+    if region.buffer.scope == FRAGMENT:
+        return _with_layout(nest, ctx.layout(region.buffer, op.span))
+    static = [E.const_value(e) for e in loop_extents(region)]
+    if not all(isinstance(v, int) for v in static):
+        ctx.fail("T.fill needs static extents on the CUDA target", op.span)
+    return _with_layout(nest, blocked_layout(tuple(static), ctx.threads, region.dtype))

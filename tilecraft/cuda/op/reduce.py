@@ -1,0 +1,137 @@
+"""Reductions of fragments on CUDA: within each thread's registers, then across lanes with warp
+shuffles (the lane bits that split the reduced dim), then across warps through shared memory.
+
+The register grouping and the shuffle masks come from the source's layout: a reduction is only a
+function of which input bits of the layout feed the reduced dim.
+"""
+
+from __future__ import annotations
+
+from tilecraft.cpu.op.reduce import combine, identity
+from tilecraft.cuda.layout import register_map
+from tilecraft.ir import dtype as dt
+from tilecraft.ir import expr as E
+from tilecraft.ir import stmt as S
+from tilecraft.ir.buffer import Buffer
+from tilecraft.layout.fragment import fragment_dims
+
+FRAGMENT = "local.fragment"
+
+
+def _plain(kind: str) -> str:
+    return {"abssum": "sum", "absmax": "max"}.get(kind, kind)
+
+
+def _groups(src, dst, dim: int, ctx, span) -> list[list[int]]:
+    """For each register of the result, the source registers (of the same thread) that reduce into it."""
+    dims = [d for d in range(len(src.shape)) if d != dim]
+    if len(dst.shape) == len(src.shape):
+        ctx.fail("keep-dim reductions of fragments are not supported on the CUDA target", span)
+    mapping = register_map(src, dims, dst) if dims else None
+    groups: list[list[int]] = [[] for _ in range(dst.num_registers)]
+    for rs in range(src.num_registers):
+        if mapping is None:
+            if dims:
+                ctx.fail("the reduction's result layout does not follow its source", span)
+            groups[0].append(rs)
+            continue
+        rd = mapping.apply(register=rs, lane=0, warp=0)["register"]
+        groups[rd].append(rs)
+    return groups
+
+
+def lower_reduce(op: S.Reduce, ctx) -> S.Stmt:
+    if op.src.buffer.scope != FRAGMENT or op.dst.buffer.scope != FRAGMENT:
+        ctx.fail(f"T.reduce_{op.kind} on the CUDA target reduces fragments into fragments", op.span,
+                 "T.copy the data into a T.alloc_fragment tile first")  # fmt: skip
+    src, dst = ctx.layout(op.src.buffer, op.span), ctx.layout(op.dst.buffer, op.span)
+    groups = _groups(src, dst, op.dim, ctx, op.span)
+    src_regs, dst_regs = ctx.registers_of(op.src.buffer), ctx.registers_of(op.dst.buffer)
+    acc_dtype = op.dst.dtype
+    accs = [Buffer(f"red{k}", (E.const(1),), acc_dtype, "local.var") for k in range(dst.num_registers)]
+    stmts: list[S.Stmt] = []
+    for acc, members in zip(accs, groups):
+        stmts.append(S.BufferStore(acc, identity(_plain(op.kind), acc_dtype), (E.const(0),)))
+        for rs in members:
+            x = E.cast(E.BufferLoad(src_regs.dtype, src_regs, (E.const(rs),)), acc_dtype)
+            update: S.Stmt = S.BufferStore(acc, combine(op.kind, _load(acc), x), (E.const(0),))
+            inside = src.in_bounds(src.coords(E.const(rs), ctx.lane, ctx.warp)) if src.padded else None
+            stmts.append(update if inside is None else S.IfThenElse(inside, update))
+    name = fragment_dims(len(src.shape))[op.dim]
+    lane_bits = src.linear.input_bits_feeding("lane", name) if "lane" in src.linear.in_names else ()
+    warp_bits = src.linear.input_bits_feeding("warp", name) if "warp" in src.linear.in_names else ()
+    for bit in lane_bits:
+        for acc in accs:
+            load = _load(acc)
+            shuffled = E.call("shfl_xor", load, E.const(1 << bit), dtype=acc_dtype)
+            stmts.append(S.BufferStore(acc, combine(_plain(op.kind), load, shuffled), (E.const(0),)))
+    body = S.seq(*stmts)
+    if warp_bits:
+        body = S.seq(body, *_across_warps(accs, warp_bits, op, ctx))
+    finish = []
+    for k, acc in enumerate(accs):
+        result = _load(acc)
+        if not op.clear:
+            old = E.BufferLoad(dst_regs.dtype, dst_regs, (E.const(k),))
+            result = combine(_plain(op.kind), E.cast(old, acc_dtype), result)
+        finish.append(S.BufferStore(dst_regs, result, (E.const(k),)))
+    out = S.seq(body, *finish)
+    for acc in reversed(accs):
+        out = S.Allocate(acc, out, span=op.span)
+    return out
+
+
+def _load(acc: Buffer) -> E.Expr:
+    return E.BufferLoad(acc.dtype, acc, (E.const(0),))
+
+
+def _across_warps(accs: list[Buffer], warp_bits, op: S.Reduce, ctx) -> list[S.Stmt]:
+    """Warps that split the reduced dim exchange their partials through shared memory."""
+    warps = ctx.threads // 32
+    slots = len(accs) * ctx.threads
+    scratch = Buffer(f"red_smem{ctx.fresh}", (E.const(slots),), accs[0].dtype, "shared.dyn")
+    ctx.fresh += 1
+    sync = S.Evaluate(E.Call(dt.int32, "sync_threads", ()))
+    lane, warp, tid = ctx.lane, ctx.warp, ctx.tid
+    writes = [
+        S.BufferStore(scratch, _load(acc), (E.add(E.mul(k, ctx.threads), tid),)) for k, acc in enumerate(accs)
+    ]
+    reads = []
+    partners = [p for p in range(warps) if p & ~sum(1 << b for b in warp_bits) == 0 and p]
+    for k, acc in enumerate(accs):
+        for p in partners:
+            other_warp = E.int_call("bitwise_xor", warp, p)
+            index = E.add(E.mul(k, ctx.threads), E.add(E.mul(other_warp, 32), lane))
+            other = E.BufferLoad(acc.dtype, scratch, (index,))
+            reads.append(S.BufferStore(acc, combine(_plain(op.kind), _load(acc), other), (E.const(0),)))
+    body = S.seq(sync, *writes, sync, *reads, sync)
+    return [S.Allocate(scratch, body, span=op.span)]
+
+
+def lower_cumsum(op: S.Cumsum, ctx) -> S.Stmt:
+    """Rows are split over threads; each thread scans its rows serially (shared or global tiles)."""
+    from tilecraft.cpu.op.reduce import lower_cumsum as serial_scan
+    from tilecraft.cuda.layout import blocked_layout
+
+    if op.src.buffer.scope == FRAGMENT or op.dst.buffer.scope == FRAGMENT:
+        ctx.fail("T.cumsum of a fragment is not supported on the CUDA target", op.span,
+                 "T.copy it to a shared buffer, scan there, and copy back")  # fmt: skip
+    scan = serial_scan(op, ctx)
+    kept = [E.const_value(e) for k, e in enumerate(op.src.shape) if k != op.dim]
+    loops = []
+    node = scan
+    while isinstance(node, S.For) and len(loops) < len(kept):
+        loops.append(node)
+        node = node.body
+    if not loops:
+        return S.IfThenElse(E.compare(E.EQ, ctx.tid, 0), scan, span=op.span)
+    nest = scan
+    import dataclasses
+
+    def parallelize(f: S.For, depth: int) -> S.For:
+        body = parallelize(f.body, depth + 1) if depth + 1 < len(loops) else f.body
+        return dataclasses.replace(f, kind=S.ForKind.PARALLEL, body=body)
+
+    nest = parallelize(scan, 0)
+    layout = blocked_layout(tuple(kept), ctx.threads)
+    return dataclasses.replace(nest, annotations=nest.annotations + (("layout", layout),))

@@ -1,0 +1,47 @@
+"""The CUDA target's complete pass order."""
+
+from __future__ import annotations
+
+from tilecraft.backend.pipeline import PassPipeline, module_pass
+from tilecraft.cuda.target import KIND
+from tilecraft.cuda.transform.barriers import insert_barriers
+from tilecraft.cuda.transform.check import check_cuda_support
+from tilecraft.cuda.transform.infer_layouts import infer_layouts
+from tilecraft.cuda.transform.lower_threads import lower_to_threads
+from tilecraft.cuda.transform.pipeline import inject_software_pipeline
+from tilecraft.cuda.transform.rasterize import rasterize_blocks
+from tilecraft.cuda.transform.shared_layouts import apply_shared_layouts
+from tilecraft.transform.simplify import simplify_pass
+from tilecraft.transform.split_kernels import split_kernels
+from tilecraft.transform.storage import storage_pass
+
+
+@module_pass("split-host-device")
+def split_host_device(mod, ctx):
+    """Each T.Kernel is a device kernel; the host function launches them in order."""
+    return split_kernels(mod)
+
+
+plan_shared_memory = storage_pass(
+    "plan-shared-memory",
+    ("shared", "shared.dyn"),
+    align=128,
+    doc="Shared buffers have offsets in the block's dynamic shared memory; launches carry its size.",
+)
+
+PIPELINE = PassPipeline(
+    KIND,
+    (
+        check_cuda_support,  # sm_80+, dtypes and features this backend lowers
+        rasterize_blocks,  # T.use_swizzle: blocks renumbered in L2-friendly panels
+        simplify_pass,  # index arithmetic, before layouts are chosen
+        infer_layouts,  # fragment layouts (mma accumulators, propagation, defaults); swizzled gemm tiles
+        lower_to_threads,  # tile ops and T.Parallel nests -> per-thread code; fragments -> registers
+        inject_software_pipeline,  # T.Pipelined with cp.async -> multi-stage ring buffers
+        apply_shared_layouts,  # swizzled shared tiles addressed by physical offsets
+        simplify_pass,  # fold the per-thread index arithmetic
+        insert_barriers,  # __syncthreads between shared writes and other threads' reads
+        split_host_device,  # one device kernel per T.Kernel, a host function that launches them
+        plan_shared_memory,  # dynamic shared memory offsets with reuse; launch sizes
+    ),
+)

@@ -1,0 +1,166 @@
+"""The CUDA target kind `cuda` (alias `nvidia`): an NVIDIA GPU, named by its architecture.
+
+Attributes (all canonical after normalization):
+
+* `arch`: `sm_XY` or `sm_XYa` (`sm_80`, `sm_90a`, `sm_100a`). Accepted spellings: `sm_90a`, `sm90a`,
+  `90a`, `compute_90a`, `-arch=sm_90a`, `--gpu-architecture=sm_90a`, the int `90`, and a compute
+  capability `"9.0"` (which names the portable `sm_90`).
+* `device`: the device index (default 0); kernels are loaded on that device.
+* `sm_count`: number of SMs.
+* `max_shared_memory_per_block_optin`: bytes of shared memory one block may opt into.
+
+A target without `arch` (`"cuda"`, or `"auto"` through the detector) is read from the device: its arch,
+SM count and shared-memory limit. A target that names its `arch` is never completed from hardware, so it
+means the same on every machine and parsing it never initializes CUDA (which would break processes
+forked afterwards); it gets the arch's documented shared-memory limit. The driver is reached lazily
+(never at import) and at most once per process for each device.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tilecraft.backend.errors import TargetError
+from tilecraft.backend.target import Target
+from tilecraft.backend.target_kind import TargetKind, register_target_kind
+
+KIND = "cuda"
+ALIASES = ("nvidia",)
+ATTRIBUTES = ("arch", "device", "sm_count", "max_shared_memory_per_block_optin")
+
+# Shared memory a block may opt into, by compute capability (CUDA C++ Programming Guide, "Technical
+# Specifications per Compute Capability").
+SHARED_MEMORY_OPTIN: dict[tuple[int, int], int] = {
+    (7, 0): 96 * 1024, (7, 2): 96 * 1024, (7, 5): 64 * 1024,
+    (8, 0): 163 * 1024, (8, 6): 99 * 1024, (8, 7): 163 * 1024, (8, 9): 99 * 1024,
+    (9, 0): 227 * 1024, (10, 0): 227 * 1024, (10, 3): 227 * 1024,
+    (12, 0): 99 * 1024, (12, 1): 99 * 1024,
+}  # fmt: skip
+# Compute capabilities whose arch-specific features (wgmma, TMA multicast, tcgen05) need the `a` suffix.
+ARCH_SPECIFIC = ((9, 0), (10, 0))
+
+_ARCH = re.compile(r"(?:-{0,2}(?:arch|gpu-architecture)=)?(?:sm_?|compute_?)?(\d{2,3})(a?)")
+_CAPABILITY = re.compile(r"(\d{1,2})\.(\d)")
+
+
+def parse_arch(value: Any) -> str:
+    """The canonical `sm_XY[a]` spelling of an arch; TargetError listing the accepted forms."""
+    if isinstance(value, bool):
+        raise _bad_arch(value)
+    if isinstance(value, int):
+        value = str(value)
+    if not isinstance(value, str):
+        raise _bad_arch(value)
+    text = value.strip().lower()
+    capability = _CAPABILITY.fullmatch(text)
+    if capability:
+        return f"sm_{capability.group(1)}{capability.group(2)}"
+    match = _ARCH.fullmatch(text)
+    if match is None:
+        raise _bad_arch(value)
+    return f"sm_{match.group(1)}{match.group(2)}"
+
+
+def _bad_arch(value: Any) -> TargetError:
+    return TargetError(
+        f"target {KIND}: cannot read arch {value!r}; write sm_XY or sm_XYa (e.g. sm_80, sm_90a, sm_100a); "
+        "also accepted: 90a, sm90a, compute_90a, -arch=sm_90a, 90, or a compute capability such as '9.0'"
+    )
+
+
+def capability(arch: str) -> tuple[int, int]:
+    """The compute capability of a canonical arch: sm_90a -> (9, 0), sm_120 -> (12, 0)."""
+    digits = arch[3:].rstrip("a")
+    return int(digits[:-1]), int(digits[-1])
+
+
+def arch_for_capability(major: int, minor: int) -> str:
+    """The arch to compile for on a device: `sm_90a` on 9.0 and `sm_100a` on 10.0 (their wgmma/TMA
+    and tcgen05 instructions need the arch-specific target), else the portable `sm_XY`."""
+    suffix = "a" if (major, minor) in ARCH_SPECIFIC else ""
+    return f"sm_{major}{minor}{suffix}"
+
+
+def normalize(attrs: dict[str, Any]) -> dict[str, Any]:
+    """Canonical attributes: `arch` as sm_XY[a] (read from the device when not given), `device`
+    (default 0), and the limits known for the arch; idempotent."""
+    unknown = sorted(set(attrs) - set(ATTRIBUTES))
+    if unknown:
+        raise TargetError(
+            f"target {KIND}: unknown attribute(s) {', '.join(unknown)}; allowed: {', '.join(ATTRIBUTES)}"
+        )
+    device = _non_negative(attrs.get("device", 0), "device")
+    out: dict[str, Any] = {"device": device}
+    info = None
+    if attrs.get("arch") is None:
+        info = _require_device(device)
+        out["arch"] = arch_for_capability(info.major, info.minor)
+    else:
+        out["arch"] = parse_arch(attrs["arch"])
+    for key in ("sm_count", "max_shared_memory_per_block_optin"):
+        if attrs.get(key) is not None:
+            out[key] = _positive(attrs[key], key)
+        elif info is not None:
+            out[key] = getattr(info, key)
+    if "max_shared_memory_per_block_optin" not in out:
+        known = SHARED_MEMORY_OPTIN.get(capability(out["arch"]))
+        if known is not None:
+            out["max_shared_memory_per_block_optin"] = known
+    return out
+
+
+def _non_negative(value: Any, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TargetError(f"target {KIND}: {key} must be an int >= 0, got {value!r}")
+    return value
+
+
+def _positive(value: Any, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise TargetError(f"target {KIND}: {key} must be an int > 0, got {value!r}")
+    return value
+
+
+def _device_status(index: int) -> Any:
+    """The driver's DeviceInfo for `index`, or a DriverUnavailable saying why there is none."""
+    from tilecraft.execution.nvrtc.driver import device_status
+
+    return device_status(index)
+
+
+def _require_device(index: int) -> Any:
+    status = _device_status(index)
+    if isinstance(status, Exception):
+        raise TargetError(
+            f"target {KIND} names no arch and it cannot be read from CUDA device {index}: {status.reason}; "
+            f"name the arch, e.g. '{KIND} -arch=sm_90a' (fix for the device: {status.fix})"
+        )
+    return status
+
+
+def detect() -> Target | str:
+    """Device 0 through the CUDA driver, or why there is none."""
+    status = _device_status(0)
+    if isinstance(status, Exception):
+        return status.reason
+    return Target.parse({"kind": KIND, "device": 0})
+
+
+CUDA_TARGET_KIND = register_target_kind(
+    TargetKind(
+        KIND,
+        aliases=ALIASES,
+        normalize=normalize,
+        detect=detect,
+        detect_priority=10,
+        doc="an NVIDIA GPU: blocks of threads over SMs, named by arch (sm_80, sm_90a, sm_100a)",
+        examples=(
+            "cuda -arch=sm_90a",
+            "cuda -arch=sm_80 -sm_count=108",
+            "nvidia -arch=90a",
+            {"kind": "cuda", "arch": "compute_100a", "device": 1},
+            {"kind": "cuda", "arch": 89},
+        ),
+    )
+)

@@ -1,0 +1,1 @@
+"""Passes only the CUDA pipeline runs."""

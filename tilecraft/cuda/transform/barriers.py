@@ -1,0 +1,138 @@
+"""Barrier insertion: a `__syncthreads()` wherever shared memory written by some threads is read by
+others, or read by some threads is overwritten by others, before a barrier separates them.
+
+The analysis is conservative (any two accesses of one shared buffer across a write may involve
+different threads), follows program order through straight-line code, uniform branches and loops
+(including the hazard from the end of one iteration to the start of the next), and never places a
+barrier under a condition that depends on the thread. Buffers a software pipeline already guards
+with its own wait and barrier are left to it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tilecraft.backend.pipeline import module_pass
+from tilecraft.cuda.ir import AsyncCopy, GemmCall, VectorCopy, VectorZero
+from tilecraft.cuda.transform.pipeline import PIPELINED_BUFFERS
+from tilecraft.ir import dtype as dt
+from tilecraft.ir import expr as E
+from tilecraft.ir import stmt as S
+from tilecraft.ir.function import IRModule
+from tilecraft.ir.lowered import AtomicUpdate
+from tilecraft.ir.visitor import Mutator, free_vars, walk
+
+SHARED = ("shared", "shared.dyn")
+
+
+def sync() -> S.Stmt:
+    return S.Evaluate(E.Call(dt.int32, "sync_threads", ()))
+
+
+def is_sync(s: S.Stmt) -> bool:
+    return isinstance(s, S.Evaluate) and isinstance(s.value, E.Call) and s.value.op == "sync_threads"
+
+
+@dataclasses.dataclass
+class State:
+    reads: set[int] = dataclasses.field(default_factory=set)
+    writes: set[int] = dataclasses.field(default_factory=set)
+
+    def copy(self) -> State:
+        return State(set(self.reads), set(self.writes))
+
+    def merge(self, other: State) -> State:
+        return State(self.reads | other.reads, self.writes | other.writes)
+
+
+class Accesses:
+    """Shared buffers a statement reads and writes."""
+
+    def __init__(self, skip: set[int]) -> None:
+        self.skip = skip
+
+    def __call__(self, s: S.Stmt) -> tuple[set[int], set[int]]:
+        reads, writes = set(), set()
+
+        def note(buf, into):
+            if buf.scope in SHARED and id(buf) not in self.skip:
+                into.add(id(buf))
+
+        for n in walk(s):
+            if isinstance(n, E.BufferLoad):
+                note(n.buffer, reads)
+            elif isinstance(n, (S.BufferStore, AtomicUpdate)):
+                note(n.buffer, writes)
+            elif isinstance(n, GemmCall):
+                note(n.a, reads)
+                note(n.b, reads)
+                note(n.c, writes)
+            elif isinstance(n, (AsyncCopy, VectorCopy)):
+                note(n.src, reads)
+                note(n.dst, writes)
+            elif isinstance(n, VectorZero):
+                note(n.dst, writes)
+        return reads, writes
+
+
+class Barriers:
+    def __init__(self, thread_vars) -> None:
+        self.thread_ids = {id(v) for v in thread_vars}
+        self.skip: set[int] = set()
+
+    def uniform(self, cond: E.Expr) -> bool:
+        return not any(id(v) in self.thread_ids for v in free_vars(cond))
+
+    def run(self, s: S.Stmt, state: State) -> tuple[S.Stmt, State]:
+        if isinstance(s, S.SeqStmt):
+            out = []
+            for child in s.stmts:
+                child, state = self.run(child, state)
+                out.append(child)
+            return S.seq(*out), state
+        if is_sync(s):
+            return s, State()
+        if isinstance(s, (S.LetStmt, S.Allocate)):
+            body, state = self.run(s.body, state)
+            return dataclasses.replace(s, body=body), state
+        if isinstance(s, S.For) and self.uniform(E.add(s.min, s.extent)):
+            return self._loop(s, state)
+        if isinstance(s, S.IfThenElse) and self.uniform(s.condition):
+            then_case, a = self.run(s.then_case, state.copy())
+            else_case, b = (None, state) if s.else_case is None else self.run(s.else_case, state.copy())
+            return dataclasses.replace(s, then_case=then_case, else_case=else_case), a.merge(b)
+        return self._leaf(s, state)
+
+    def _leaf(self, s: S.Stmt, state: State) -> tuple[S.Stmt, State]:
+        reads, writes = Accesses(self.skip)(s)
+        # Read-after-write and write-after-read; tile programs do not write one element from two threads.
+        if (reads & state.writes) or (writes & state.reads):
+            return S.seq(sync(), s), State(reads, writes)
+        return s, State(state.reads | reads, state.writes | writes)
+
+    def _loop(self, s: S.For, state: State) -> tuple[S.Stmt, State]:
+        staged = S.annotation(s.annotations, PIPELINED_BUFFERS) or ()
+        added = {id(b) for b in staged} - self.skip
+        self.skip |= added
+        try:
+            _, end = self.run(s.body, state.copy())
+            body, end = self.run(s.body, state.merge(end))
+        finally:
+            self.skip -= added
+        return dataclasses.replace(s, body=body), state.merge(end)
+
+
+class _PerKernel(Mutator):
+    def mutate_Buffer(self, buf):
+        return buf
+
+    def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
+        body, _ = Barriers(launch.thread_vars).run(launch.body, State())
+        return dataclasses.replace(launch, body=body)
+
+
+@module_pass("insert-barriers")
+def insert_barriers(mod: IRModule, ctx) -> IRModule:
+    """A barrier separates every shared-memory write from later reads and writes of that buffer."""
+    mutator = _PerKernel()
+    return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)

@@ -1,0 +1,346 @@
+"""Layout inference: which thread and register hold each element of every fragment, and how every
+`T.Parallel` nest is spread over the block's threads.
+
+Strict layouts come first (gemm accumulators and register operands: the mma layouts), then they
+propagate to a fixed point: a nest that indexes a known fragment by its loop variables takes that
+fragment's layout; fragments a nest indexes by its variables take the nest's layout (projected when
+indexed by a subset); a reduction's result is its source projected; fragment-to-fragment copies
+share a layout. What stays free gets the default (row-major over threads, 16-byte runs), and
+propagation resumes. Two different layouts demanded for one fragment stop with both ops' lines.
+
+The result is written into the IR: an `AnnotateLayout` after each fragment's allocation and a
+`("layout", TileLayout)` annotation on each nest's outer loop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from tilecraft.backend.pipeline import module_pass
+from tilecraft.cuda.layout import TileLayout, blocked_layout, project, subset
+from tilecraft.cuda.op.gemm_plan import plan_gemm
+from tilecraft.cuda.shared_layout import SWIZZLE16
+from tilecraft.errors import LoweringError
+from tilecraft.ir import expr as E
+from tilecraft.ir import stmt as S
+from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.function import IRModule
+from tilecraft.ir.span import Span
+from tilecraft.ir.visitor import Mutator, Visitor
+
+FRAGMENT = "local.fragment"
+
+
+@dataclass
+class Nest:
+    """A `T.Parallel` nest: its outer loop, loop variables, static extents, fragment accesses."""
+
+    outer: S.For
+    vars: list[E.Var]
+    extents: tuple[int, ...]
+    accesses: list[tuple[Buffer, tuple]] = field(default_factory=list)
+    layout: TileLayout | None = None
+
+
+@dataclass
+class Decision:
+    layout: TileLayout
+    why: str
+    span: Span | None
+
+
+def parallel_nest(s: S.For) -> tuple[list[S.For], S.Stmt]:
+    """The directly nested T.Parallel loops starting at `s`, and the innermost body."""
+    loops = [s]
+    while isinstance(loops[-1].body, S.For) and loops[-1].body.kind is S.ForKind.PARALLEL:
+        loops.append(loops[-1].body)
+    return loops, loops[-1].body
+
+
+class _Collect(Visitor):
+    def __init__(self) -> None:
+        self.fragments: dict[int, Buffer] = {}
+        self.nests: list[Nest] = []
+        self.ops: list[S.Stmt] = []
+
+    def visit_Allocate(self, s: S.Allocate) -> None:
+        if s.buffer.scope == FRAGMENT:
+            self.fragments[id(s.buffer)] = s.buffer
+        self.generic_visit(s)
+
+    def visit_For(self, s: S.For) -> None:
+        if s.kind is not S.ForKind.PARALLEL:
+            self.generic_visit(s)
+            return
+        loops, body = parallel_nest(s)
+        extents = []
+        for f in loops:
+            value = E.const_value(f.extent)
+            if not isinstance(value, int) or E.const_value(f.min) != 0:
+                raise LoweringError(
+                    "T.Parallel extents must be static and start at 0 on the CUDA target",
+                    f.span,
+                    "split the loop so the parallel part has a compile-time size",
+                )
+            extents.append(value)
+        nest = Nest(s, [f.loop_var for f in loops], tuple(extents))
+        _Accesses(nest).visit(body)
+        self.nests.append(nest)
+        self.visit(body)
+
+    def visit_Gemm(self, s: S.Gemm) -> None:
+        self.ops.append(s)
+
+    def visit_Reduce(self, s: S.Reduce) -> None:
+        self.ops.append(s)
+
+    def visit_Copy(self, s: S.Copy) -> None:
+        self.ops.append(s)
+
+    def visit_Cumsum(self, s: S.Cumsum) -> None:
+        self.ops.append(s)
+
+
+class _Accesses(Visitor):
+    def __init__(self, nest: Nest) -> None:
+        self.nest = nest
+
+    def visit_BufferLoad(self, e: E.BufferLoad) -> None:
+        self._access(e.buffer, e.indices)
+        self.generic_visit(e)
+
+    def visit_BufferStore(self, s: S.BufferStore) -> None:
+        self._access(s.buffer, s.indices)
+        self.generic_visit(s)
+
+    def _access(self, buf: Buffer, indices) -> None:
+        if buf.scope == FRAGMENT:
+            self.nest.accesses.append((buf, tuple(indices)))
+
+
+def var_positions(nest: Nest, indices) -> list[int] | None:
+    """The loop-variable positions an access indexes by, or None when it is not a plain var index."""
+    ids = [id(v) for v in nest.vars]
+    out = []
+    for idx in indices:
+        if not isinstance(idx, E.Var) or id(idx) not in ids:
+            return None
+        out.append(ids.index(id(idx)))
+    return out if len(set(out)) == len(out) else None
+
+
+def static_shape(buf: Buffer) -> tuple[int, ...]:
+    dims = tuple(E.const_value(d) for d in buf.shape)
+    if not all(isinstance(d, int) for d in dims):
+        raise LoweringError(f"fragment {buf.name} needs a static shape", buf.span)
+    return dims
+
+
+class Inference:
+    """The fixed-point layout inference of one kernel."""
+
+    def __init__(self, launch: S.KernelLaunch, threads: int, target) -> None:
+        self.launch = launch
+        self.threads = threads
+        self.target = target
+        self.found = _Collect()
+        self.found.visit(launch.body)
+        self.layouts: dict[int, Decision] = {}
+        self.shared: dict[int, object] = {}
+
+    def set(self, buf: Buffer, layout: TileLayout, why: str, span) -> bool:
+        old = self.layouts.get(id(buf))
+        if old is None:
+            if layout.shape != static_shape(buf):
+                raise LoweringError(f"layout of shape {layout.shape} does not fit fragment {buf.name} "
+                                    f"of shape {static_shape(buf)} ({why})", span, target=self.target)  # fmt: skip
+            self.layouts[id(buf)] = Decision(layout, why, span)
+            return True
+        if not old.layout.same_as(layout):
+            where = f" (line {old.span.line})" if old.span else ""
+            raise LoweringError(
+                f"fragment {buf.name} needs two different layouts: one from {old.why}{where}, another from {why}",
+                span,
+                "convert between them through shared memory: T.copy the fragment to a shared buffer and back",
+                target=self.target,
+            )
+        return False
+
+    def known(self, buf: Buffer) -> TileLayout | None:
+        d = self.layouts.get(id(buf))
+        return d.layout if d else None
+
+    def run(self) -> None:
+        for op in self.found.ops:
+            if isinstance(op, S.Gemm):
+                self._gemm(op)
+        while True:
+            self._propagate()
+            if not self._default_one():
+                break
+
+    def _gemm(self, op: S.Gemm) -> None:
+        plan = plan_gemm(op, self.threads, self.target)
+        if plan.tensor_cores:
+            for region in (op.a, op.b):
+                if region.buffer.scope in ("shared", "shared.dyn"):
+                    self.shared[id(region.buffer)] = SWIZZLE16
+        if op.c.buffer.scope == FRAGMENT and plan.c_layout is not None:
+            self.set(op.c.buffer, plan.c_layout, "the accumulator of T.gemm", op.span)
+        if op.a.buffer.scope == FRAGMENT and plan.a_layout is not None:
+            self.set(op.a.buffer, plan.a_layout, "the register operand A of T.gemm", op.span)
+
+    def _propagate(self) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for nest in self.found.nests:
+                changed |= self._nest(nest)
+            for op in self.found.ops:
+                changed |= self._op(op)
+
+    def _nest(self, nest: Nest) -> bool:
+        changed = False
+        if nest.layout is None:
+            full = list(range(len(nest.vars)))
+            for buf, indices in nest.accesses:
+                layout = self.known(buf)
+                if (
+                    layout is not None
+                    and layout.shape == nest.extents
+                    and var_positions(nest, indices) == full
+                ):
+                    nest.layout = layout
+                    changed = True
+                    break
+        if nest.layout is None:
+            return changed
+        for buf, indices in nest.accesses:
+            dims = var_positions(nest, indices)
+            if dims is None or self.known(buf) is not None:
+                continue
+            derived = nest.layout if dims == list(range(len(nest.vars))) else subset(nest.layout, dims)
+            if derived.shape == static_shape(buf):
+                changed |= self.set(buf, derived, "a T.Parallel loop over it", nest.outer.span)
+        return changed
+
+    def _op(self, op: S.Stmt) -> bool:
+        if isinstance(op, S.Reduce) and op.src.buffer.scope == FRAGMENT and op.dst.buffer.scope == FRAGMENT:
+            src = self.known(op.src.buffer)
+            if src is not None and self.known(op.dst.buffer) is None:
+                result = project(src, op.dim)
+                if result.shape != static_shape(op.dst.buffer):
+                    result = TileLayout(static_shape(op.dst.buffer), result.linear)
+                return self.set(op.dst.buffer, result, f"T.reduce_{op.kind}", op.span)
+        if isinstance(op, S.Copy) and op.src.buffer.scope == FRAGMENT and op.dst.buffer.scope == FRAGMENT:
+            a, b = self.known(op.src.buffer), self.known(op.dst.buffer)
+            if a is not None and b is None:
+                return self.set(op.dst.buffer, a, "a T.copy from a fragment", op.span)
+            if b is not None and a is None:
+                return self.set(op.src.buffer, b, "a T.copy to a fragment", op.span)
+        return False
+
+    def _default_one(self) -> bool:
+        """Give the first still-free fragment (or nest) the default layout; False when none is left."""
+        for buf in self._free_in_order():
+            self.set(
+                buf,
+                blocked_layout(static_shape(buf), self.threads, buf.dtype),
+                "the default layout",
+                buf.span,
+            )
+            return True
+        for nest in self.found.nests:
+            if nest.layout is None:
+                dtype = _widest_access_dtype(nest)
+                nest.layout = blocked_layout(nest.extents, self.threads, dtype)
+                return True
+        return False
+
+    def _free_in_order(self):
+        for op in self.found.ops:
+            if (
+                isinstance(op, S.Reduce)
+                and op.src.buffer.scope == FRAGMENT
+                and self.known(op.src.buffer) is None
+            ):
+                yield op.src.buffer
+        for buf in self.found.fragments.values():
+            if self.known(buf) is None:
+                yield buf
+
+
+def _widest_access_dtype(nest: Nest):
+    loads = [n for n in _walk(nest.outer) if isinstance(n, (E.BufferLoad, S.BufferStore))]
+    if not loads:
+        return None
+    return max((n.buffer.dtype for n in loads), key=lambda d: d.bytes)
+
+
+def _walk(node):
+    from tilecraft.ir.visitor import walk
+
+    return walk(node)
+
+
+class _Annotate(Mutator):
+    def __init__(self, inference: Inference) -> None:
+        super().__init__()
+        self.inf = inference
+        self.nests = {id(n.outer): n for n in inference.found.nests}
+
+    def mutate_Buffer(self, buf):
+        return buf
+
+    def mutate_Allocate(self, s: S.Allocate) -> S.Stmt:
+        body = self.mutate(s.body)
+        layout = self.inf.known(s.buffer) or self.inf.shared.get(id(s.buffer))
+        if layout is not None:
+            body = S.seq(S.AnnotateLayout(s.buffer, layout, span=s.span), body)
+        return S.Allocate(s.buffer, body, span=s.span)
+
+    def mutate_For(self, s: S.For) -> S.Stmt:
+        nest = self.nests.get(id(s))
+        new = self.generic_mutate(s)
+        if nest is not None:
+            annotations = tuple(kv for kv in new.annotations if kv[0] != "layout") + (
+                ("layout", nest.layout),
+            )
+            new = dataclasses.replace(new, annotations=annotations)
+        return new
+
+
+def kernel_threads(launch: S.KernelLaunch, target) -> int:
+    threads = 1
+    for t in launch.threads:
+        threads *= t
+    if len(launch.threads) != 1 or threads & (threads - 1) or not 32 <= threads <= 1024:
+        raise LoweringError(
+            f"the CUDA target needs `threads` to be one power of two between 32 and 1024, got {launch.threads}",
+            launch.span,
+            "use threads=128 (or 64, 256, ...)",
+            target=target,
+        )
+    return threads
+
+
+class _PerKernel(Mutator):
+    def __init__(self, target) -> None:
+        super().__init__()
+        self.target = target
+
+    def mutate_Buffer(self, buf):
+        return buf
+
+    def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
+        inference = Inference(launch, kernel_threads(launch, self.target), self.target)
+        inference.run()
+        return dataclasses.replace(launch, body=_Annotate(inference).mutate(launch.body))
+
+
+@module_pass("infer-layouts")
+def infer_layouts(mod: IRModule, ctx) -> IRModule:
+    """Every fragment has a layout annotation and every T.Parallel nest a thread partition."""
+    mutator = _PerKernel(ctx.target)
+    return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)

@@ -1,0 +1,249 @@
+"""From tile level to thread level: tile ops and T.Parallel nests become per-thread code, fragments
+become per-thread register arrays.
+
+Each T.Parallel nest runs as a loop over its layout's registers: register r of thread (lane, warp)
+executes the iteration the layout maps it to. A fragment access inside it reads the register the
+fragment's layout assigns to the same element in the same thread (a linear map of r that folds to a
+constant once the loop is unrolled); an access no thread-local register can serve is an error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from tilecraft.backend.pipeline import module_pass
+from tilecraft.cuda.layout import TileLayout, register_map
+from tilecraft.cuda.transform.infer_layouts import kernel_threads, parallel_nest, var_positions
+from tilecraft.errors import LoweringError
+from tilecraft.ir import dtype as dt
+from tilecraft.ir import expr as E
+from tilecraft.ir import stmt as S
+from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.function import IRModule
+from tilecraft.ir.visitor import Mutator, Visitor, substitute, walk
+
+FRAGMENT = "local.fragment"
+
+
+@dataclass
+class ThreadContext:
+    """What op lowering needs to know about the kernel being lowered."""
+
+    target: object
+    threads: int
+    tid: E.Var
+    layouts: dict[int, TileLayout] = field(default_factory=dict)
+    shared_layouts: dict[int, object] = field(default_factory=dict)
+    registers: dict[int, Buffer] = field(default_factory=dict)
+    pipelined_depth: int = 0
+    in_nest: bool = False
+    fresh: int = 0
+
+    @property
+    def lane(self) -> E.Expr:
+        return E.floormod(self.tid, 32)
+
+    @property
+    def warp(self) -> E.Expr:
+        return E.floordiv(self.tid, 32)
+
+    def layout(self, buf: Buffer, span=None) -> TileLayout:
+        layout = self.layouts.get(id(buf))
+        if layout is None:
+            raise LoweringError(f"fragment {buf.name} has no layout", span or buf.span, target=self.target)
+        return layout
+
+    def registers_of(self, buf: Buffer) -> Buffer:
+        """The register array a fragment became."""
+        return self.registers[id(buf)]
+
+    def var(self, name: str) -> E.Var:
+        self.fresh += 1
+        return E.Var(dt.int32, f"{name}{self.fresh}")
+
+    def fail(self, message: str, span, hint: str | None = None):
+        raise LoweringError(message, span, hint, target=self.target)
+
+
+class _Layouts(Visitor):
+    def __init__(self, ctx: ThreadContext) -> None:
+        self.ctx = ctx
+
+    def visit_AnnotateLayout(self, s: S.AnnotateLayout) -> None:
+        if isinstance(s.layout, TileLayout):
+            self.ctx.layouts[id(s.buffer)] = s.layout
+        else:
+            self.ctx.shared_layouts[id(s.buffer)] = s.layout
+
+
+class LowerToThreads(Mutator):
+    def __init__(self, ctx: ThreadContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.nest: tuple[TileLayout, list[E.Var], E.Var] | None = None
+
+    def mutate_Buffer(self, buf):
+        return self.ctx.registers.get(id(buf), buf)
+
+    # ------------------------------------------------------------------ structure
+
+    def mutate_AnnotateLayout(self, s: S.AnnotateLayout) -> S.Stmt:
+        if isinstance(s.layout, TileLayout):
+            return S.SeqStmt(())
+        return s
+
+    def mutate_Allocate(self, s: S.Allocate) -> S.Stmt:
+        buf = s.buffer
+        if buf.scope != FRAGMENT:
+            return S.Allocate(buf, self.mutate(s.body), span=s.span)
+        layout = self.ctx.layout(buf, s.span)
+        regs = Buffer(buf.name, (E.const(layout.num_registers),), buf.dtype, "local", span=buf.span)
+        self.ctx.registers[id(buf)] = regs
+        return S.Allocate(regs, self.mutate(s.body), span=s.span)
+
+    def mutate_For(self, s: S.For) -> S.Stmt:
+        if s.kind is S.ForKind.PARALLEL:
+            return self._partition(s)
+        if s.kind is S.ForKind.PIPELINED and (S.annotation(s.annotations, "num_stages") or 0) >= 2:
+            self.ctx.pipelined_depth += 1
+            try:
+                return self.generic_mutate(s)
+            finally:
+                self.ctx.pipelined_depth -= 1
+        return self.generic_mutate(s)
+
+    def mutate(self, node):
+        if isinstance(node, S.TileOp):
+            from tilecraft.cuda.op import OP_TABLE
+
+            lower = OP_TABLE.get(type(node))
+            if lower is None:
+                self.ctx.fail(f"tile op {type(node).__name__} is not supported on the CUDA target", node.span)
+            return self.mutate(lower(node, self.ctx))
+        return super().mutate(node)
+
+    # ------------------------------------------------------------------ T.Parallel nests
+
+    def _partition(self, s: S.For) -> S.Stmt:
+        loops, body = parallel_nest(s)
+        layout = S.annotation(s.annotations, "layout")
+        if layout is None:
+            self.ctx.fail("T.Parallel nest without a layout (infer-layouts must run first)", s.span)
+        reg = self.ctx.var("r")
+        coords = layout.coords(reg, self.ctx.lane, self.ctx.warp)
+        loop_vars = [f.loop_var for f in loops]
+        saved = self.nest
+        self.nest = (layout, loop_vars, reg)
+        self.ctx.in_nest = True
+        try:
+            inner = self.mutate(body)
+        finally:
+            self.nest = saved
+            self.ctx.in_nest = saved is not None
+        inner = substitute(inner, dict(zip(loop_vars, coords)))
+        guard = layout.in_bounds(coords)
+        replica = self._replica_guard(layout, inner)
+        for cond in (replica, guard):
+            if cond is not None:
+                inner = S.IfThenElse(cond, inner, span=s.span)
+        return S.For(reg, E.const(0), E.const(layout.num_registers), S.ForKind.SERIAL, inner,
+                     (("unroll", True),), span=s.span)  # fmt: skip
+
+    def _replica_guard(self, layout: TileLayout, body: S.Stmt) -> E.Expr | None:
+        """Threads that replicate an iteration run it once: writes outside registers are done by one."""
+        lanes, warps = layout.replica_mask()
+        if not (lanes or warps) or not _writes_memory(body):
+            return None
+        cond = None
+        for value, mask in ((self.ctx.lane, lanes), (self.ctx.warp, warps)):
+            if mask:
+                term = E.compare(E.EQ, E.int_call("bitwise_and", value, mask), 0)
+                cond = term if cond is None else E.logical_and(cond, term)
+        return cond
+
+    # ------------------------------------------------------------------ fragment accesses
+
+    def _register_index(self, buf: Buffer, indices, span) -> E.Expr:
+        layout = self.ctx.layout(buf, span)
+        if self.nest is not None:
+            nest_layout, loop_vars, reg = self.nest
+            dims = _positions(loop_vars, indices)
+            if dims is not None:
+                mapping = register_map(nest_layout, dims, layout)
+                if mapping is not None:
+                    out = mapping.apply_expr(register=reg, lane=self.ctx.lane, warp=self.ctx.warp)
+                    return out["register"]
+        return self._owned_register(buf, layout, indices, span)
+
+    def _owned_register(self, buf: Buffer, layout: TileLayout, indices, span) -> E.Expr:
+        """An element every thread holds (the layout does not depend on the thread)."""
+        linear = layout.linear
+        if any(linear.basis(name, b)[k] for name in ("lane", "warp") if name in linear.in_names
+               for b in range(linear.in_bits(name)) for k in linear.basis(name, b)):  # fmt: skip
+            self.ctx.fail(
+                f"fragment {buf.name} is read with indices that do not follow its layout, so the element may "
+                "live in another thread's registers",
+                span,
+                "index fragments by the variables of a T.Parallel loop over them, or stage the data through "
+                "a shared buffer with T.copy",
+            )
+        inverse = linear.pseudo_invert()
+        names = inverse.in_names
+        values = {name: idx for name, idx in zip(names, indices)}
+        return inverse.apply_expr(**values)["register"]
+
+    def mutate_BufferLoad(self, e: E.BufferLoad) -> E.Expr:
+        indices = tuple(self.mutate(i) for i in e.indices)
+        if e.buffer.scope != FRAGMENT:
+            return E.BufferLoad(e.dtype, self.mutate_Buffer(e.buffer), indices)
+        index = self._register_index(e.buffer, e.indices, None)
+        return E.BufferLoad(e.dtype, self.ctx.registers[id(e.buffer)], (index,))
+
+    def mutate_BufferStore(self, s: S.BufferStore) -> S.Stmt:
+        value = self.mutate(s.value)
+        indices = tuple(self.mutate(i) for i in s.indices)
+        if s.buffer.scope != FRAGMENT:
+            return S.BufferStore(self.mutate_Buffer(s.buffer), value, indices, span=s.span)
+        index = self._register_index(s.buffer, s.indices, s.span)
+        return S.BufferStore(self.ctx.registers[id(s.buffer)], value, (index,), span=s.span)
+
+
+def _positions(loop_vars: list[E.Var], indices) -> list[int] | None:
+    class _Nest:
+        vars = loop_vars
+
+    return var_positions(_Nest, indices)
+
+
+def _writes_memory(body: S.Stmt) -> bool:
+    from tilecraft.ir.lowered import AtomicUpdate
+
+    for n in walk(body):
+        if isinstance(n, S.BufferStore) and n.buffer.scope not in (FRAGMENT, "local", "local.var"):
+            return True
+        if isinstance(n, (AtomicUpdate, S.Print)):
+            return True
+    return False
+
+
+class _PerKernel(Mutator):
+    def __init__(self, target) -> None:
+        super().__init__()
+        self.target = target
+
+    def mutate_Buffer(self, buf):
+        return buf
+
+    def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
+        ctx = ThreadContext(self.target, kernel_threads(launch, self.target), launch.thread_vars[0])
+        _Layouts(ctx).visit(launch.body)
+        body = LowerToThreads(ctx).mutate(launch.body)
+        return dataclasses.replace(launch, body=body)
+
+
+@module_pass("lower-to-threads")
+def lower_to_threads(mod: IRModule, ctx) -> IRModule:
+    """Tile ops and T.Parallel nests are per-thread code; fragments are per-thread register arrays."""
+    mutator = _PerKernel(ctx.target)
+    return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)

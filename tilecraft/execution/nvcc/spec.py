@@ -1,0 +1,40 @@
+"""The `nvcc` execution backend's spec: cheap to import; probes nvcc and the driver only when asked."""
+
+from __future__ import annotations
+
+from tilecraft.execution.base import Availability, ExecutionBackendSpec
+
+DLPACK_CUDA = 2  # kDLCUDA: the DLPack device code of the arrays its launcher accepts
+
+
+def _availability() -> Availability:
+    """nvcc (TILECRAFT_NVCC, $CUDA_HOME/bin, $CUDA_PATH/bin, PATH, /usr/local/cuda/bin), then the driver
+    and a device."""
+    from tilecraft import settings
+    from tilecraft.execution.nvcc import toolchain
+    from tilecraft.execution.nvrtc.probe import device_availability
+
+    path = toolchain.find_nvcc()
+    if path is None:
+        configured = settings.get("TILECRAFT_NVCC")
+        what = f"TILECRAFT_NVCC={configured} is not an executable nvcc" if configured else "nvcc not found"
+        return Availability(
+            False, f"{what} (looked in {toolchain.describe_search()})", toolchain.INSTALL_HINT
+        )
+    devices = device_availability()
+    if not devices.ok:
+        return devices
+    return Availability(True, f"nvcc {path}; {devices.reason}")
+
+
+NVCC = ExecutionBackendSpec(
+    name="nvcc",
+    availability=_availability,
+    implementation="tilecraft.execution.nvcc.backend:NvccExecutionBackend",
+    consumes=("cuda-source", "cubin"),
+    needs_host_codegen=False,
+    eager_device_compile=True,
+    device_types=(DLPACK_CUDA,),
+    doc="nvcc compiles the CUDA source to a cubin ahead of time (eagerly, in codegen); loaded and launched "
+    "through the CUDA driver",
+)

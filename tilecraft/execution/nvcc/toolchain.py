@@ -1,0 +1,127 @@
+"""The CUDA toolkit's `nvcc`: discovery, version, and compiling one translation unit to a cubin.
+
+`compile_cubin` is what the CUDA target's compile step calls when the selected execution backend
+compiles eagerly; it needs no GPU and no driver.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from tilecraft import settings
+from tilecraft.errors import ToolchainError
+from tilecraft.execution.nvrtc.compiler import SOURCE_NAME, keep_source
+
+BASE_FLAGS = ("-cubin", "-O3", "-std=c++17", "-lineinfo")
+INSTALL_HINT = (
+    "install the CUDA toolkit (https://developer.nvidia.com/cuda-downloads, or `apt install "
+    "nvidia-cuda-toolkit`) and put its bin directory on PATH, or point TILECRAFT_NVCC at nvcc"
+)
+_RELEASE = re.compile(r"release (\d+\.\d+), V([\d.]+)")
+
+
+def _candidates() -> list[tuple[str, Path | None]]:
+    """(where, path) in lookup order; a None path means "not set"."""
+    configured = settings.get("TILECRAFT_NVCC")
+    found = [("TILECRAFT_NVCC", Path(configured) if configured else None)]
+    for variable in ("CUDA_HOME", "CUDA_PATH"):
+        root = os.environ.get(variable)
+        found.append((f"${variable}/bin", Path(root) / "bin" / "nvcc" if root else None))
+    on_path = shutil.which("nvcc")
+    found.append(("PATH", Path(on_path) if on_path else None))
+    found.append(("/usr/local/cuda/bin", Path("/usr/local/cuda/bin/nvcc")))
+    return found
+
+
+def find_nvcc() -> str | None:
+    """nvcc from TILECRAFT_NVCC, else $CUDA_HOME/bin, $CUDA_PATH/bin, PATH, /usr/local/cuda/bin."""
+    configured = settings.get("TILECRAFT_NVCC")
+    if configured:
+        path = Path(configured)
+        path = path / "nvcc" if path.is_dir() else path
+        return str(path) if _executable(path) else None
+    for _, path in _candidates()[1:]:
+        if path is not None and _executable(path):
+            return str(path)
+    return None
+
+
+def _executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def nvcc_path() -> str:
+    """The nvcc to use; ToolchainError saying where it looked and how to install one."""
+    path = find_nvcc()
+    if path is None:
+        configured = settings.get("TILECRAFT_NVCC")
+        what = f"TILECRAFT_NVCC={configured} is not an executable nvcc" if configured else "nvcc not found"
+        raise ToolchainError(f"{what} (looked in {describe_search()}); {INSTALL_HINT}")
+    return path
+
+
+def describe_search() -> str:
+    return ", ".join(where for where, _ in _candidates())
+
+
+@functools.lru_cache(maxsize=8)
+def nvcc_version(path: str | None = None) -> str:
+    """nvcc's full version, e.g. "13.0.88" (part of cache keys)."""
+    nvcc = path or nvcc_path()
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise ToolchainError(f"nvcc at {nvcc} does not run: {err}; {INSTALL_HINT}") from None
+    match = _RELEASE.search(out.stdout)
+    return match.group(2) if match else (out.stdout.strip().splitlines() or ["unknown"])[-1]
+
+
+def nvcc_command(nvcc: str, arch: str, options: Sequence[str], source: Path, output: Path) -> list[str]:
+    """`nvcc -cubin -arch=<arch> -O3 -std=c++17 -lineinfo <options> -o <output> <source>`."""
+    return [nvcc, *BASE_FLAGS[:1], f"-arch={arch}", *BASE_FLAGS[1:], *options, "-o", str(output), str(source)]
+
+
+def compile_cubin(
+    source: str, arch: str, options: Sequence[str] = (), *, keep_dir: Path | None = None
+) -> bytes:
+    """Compile one CUDA C++ translation unit to a cubin for `arch` (`sm_XY` or `sm_XYa`).
+
+    `options` are extra nvcc flags (e.g. `--use_fast_math`). On failure the source is written to
+    `keep_dir` (a new temporary directory when None) and the ToolchainError shows the command line,
+    that path and nvcc's output.
+    """
+    nvcc = nvcc_path()
+    with tempfile.TemporaryDirectory(prefix="tilecraft-nvcc-") as tmp:
+        src = Path(tmp) / SOURCE_NAME
+        out = Path(tmp) / "kernel.cubin"
+        src.write_text(source)
+        cmd = nvcc_command(nvcc, arch, options, src, out)
+        try:
+            result = subprocess.run(cmd, capture_output=True, text=True)
+        except OSError as err:
+            raise ToolchainError(f"nvcc at {nvcc} does not run: {err}; {INSTALL_HINT}") from None
+        if result.returncode != 0:
+            raise _failure(source, cmd, src, result, keep_dir)
+        return out.read_bytes()
+
+
+def _failure(source: str, cmd: list[str], src: Path, result: subprocess.CompletedProcess, keep_dir: Path | None
+             ) -> ToolchainError:  # fmt: skip
+    kept = keep_source(source, keep_dir, "tilecraft-nvcc-")
+    # Show the command and messages as if nvcc had run in the directory that is kept.
+    shown = " ".join(cmd).replace(str(src.parent), str(kept.parent))
+    output = (
+        (result.stderr.strip() + "\n" + result.stdout.strip())
+        .strip()
+        .replace(str(src.parent), str(kept.parent))
+    )
+    return ToolchainError(
+        f"nvcc failed (exit {result.returncode})\n  command: {shown}\n  generated source: {kept}\n{output}"
+    )

@@ -1,0 +1,232 @@
+"""Load and Launch of a cubin, shared by the `nvrtc` and `nvcc` execution backends (they differ only in
+how Build produces the cubin).
+
+Load: the driver is initialized once; the primary context of the target's device is retained (the
+context torch uses, so kernels and torch tensors share memory and streams) and made current; the cubin
+is loaded with `cuModuleLoadData`; each kernel's function is looked up and, when it needs more than
+48 KiB of dynamic shared memory, its `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` is raised once.
+Launch: the generated launcher of launch.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tilecraft.backend.artifact import CompiledArtifact, KernelInfo
+from tilecraft.errors import TilecraftError
+from tilecraft.execution.base import Built, ExecutionBackend, Loaded
+from tilecraft.execution.nvrtc import driver as cuda_driver
+from tilecraft.execution.nvrtc import interop
+from tilecraft.execution.nvrtc.launch import (
+    LaunchHooks,
+    build_launcher,
+    check_kernel,
+    check_parameters,
+    make_stream_resolver,
+)
+from tilecraft.ir.dtype import DataType
+from tilecraft.jit.arrays import ArrayArg
+
+SOURCE_FORMAT = "cuda-source"
+BINARY_FORMAT = "cubin"
+CUBIN_FILE = "kernel.cubin"
+SOURCE_FILE = "kernel.cu"
+DEFAULT_DYNAMIC_SMEM = 48 * 1024
+_RETRY_IN_CONTEXT = (cuda_driver.CUDA_ERROR_INVALID_CONTEXT, cuda_driver.CUDA_ERROR_INVALID_HANDLE)
+_IMAGE_ERRORS = (
+    cuda_driver.CUDA_ERROR_NO_BINARY_FOR_GPU, cuda_driver.CUDA_ERROR_INVALID_IMAGE,
+    cuda_driver.CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
+)  # fmt: skip
+
+
+@dataclass(eq=False)
+class CudaModule:
+    """A cubin loaded on one device: the module, one function per kernel, and the context it lives in.
+
+    The module is unloaded when this object is collected (every launcher keeps a reference to it).
+    """
+
+    driver: Any
+    device: int
+    context: int
+    module: int
+    functions: tuple[int, ...]
+    _finalizer: Any = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self._finalizer = weakref.finalize(self, _unload, self.driver, self.context, self.module)
+        self._finalizer.atexit = False  # the driver may already be shutting down at exit
+
+
+def _unload(driver: Any, context: int, module: int) -> None:
+    try:
+        with driver.using_context(context):
+            driver.unload_module(module)
+    except TilecraftError:
+        pass  # unloading is best effort: a failing driver at this point has nothing left to free
+
+
+def artifact_arch(artifact: CompiledArtifact) -> str:
+    """The `sm_XY[a]` to compile for, from the artifact's target."""
+    arch = artifact.target.attr("arch")
+    if not isinstance(arch, str) or not arch.startswith("sm_"):
+        raise TilecraftError(
+            f"target {artifact.target} has no arch such as sm_90a; name one (e.g. '{artifact.target.kind} "
+            "-arch=sm_90a') so the kernel can be compiled"
+        )
+    return arch
+
+
+def artifact_device(artifact: CompiledArtifact) -> int:
+    return int(artifact.target.attr("device", 0))
+
+
+def compile_flags(artifact: CompiledArtifact) -> tuple[str, ...]:
+    """The user's `compile_flags`, passed to the device compiler as they are."""
+    return tuple(str(f) for f in artifact.extra_value("compile_flags", ()) or ())
+
+
+def check_artifact(artifact: CompiledArtifact) -> None:
+    """Launch metadata every kernel must satisfy; checked at build time, before any GPU is touched."""
+    if not artifact.kernels:
+        raise TilecraftError(f"artifact of {artifact.function_name} has no kernels to launch")
+    for info in artifact.kernels:
+        check_kernel(info, artifact.function_name)
+    check_parameters(artifact)
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class CudaRuntimeBackend(ExecutionBackend):
+    """Load and Launch of `kernel.cubin` through the CUDA driver; subclasses implement Build."""
+
+    array_readers = (interop.read_cuda_array_interface,)
+
+    def build_files(self, artifact: CompiledArtifact, cubin: bytes, meta: Mapping[str, Any]
+                    ) -> tuple[dict[str, bytes], dict[str, Any]]:  # fmt: skip
+        """The cache entry of a build: the cubin, the source it came from, and metadata."""
+        files = {CUBIN_FILE: cubin}
+        if SOURCE_FORMAT in artifact.device_sources:
+            files[SOURCE_FILE] = artifact.source(SOURCE_FORMAT).encode()
+        kernels = [info.symbol for info in artifact.kernels]
+        return files, {**meta, "kernels": kernels, "cubin_sha256": sha256(cubin)}
+
+    def load(self, built: Built) -> Loaded:
+        artifact = built.artifact
+        check_artifact(artifact)
+        driver = cuda_driver.get_driver()
+        device = artifact_device(artifact)
+        context = driver.primary_context(device)
+        with driver.using_context(context):
+            module = _load_image(driver, built.read(CUBIN_FILE), artifact, device)
+            try:
+                functions = tuple(driver.function(module, k.symbol) for k in artifact.kernels)
+                for info, function in zip(artifact.kernels, functions):
+                    _allow_dynamic_smem(driver, device, info, function)
+            except BaseException:
+                driver.unload_module(module)
+                raise
+        return Loaded(built, CudaModule(driver, device, context, module, functions))
+
+    def launcher(self, loaded: Loaded) -> Callable[..., None]:
+        handle: CudaModule = loaded.handle
+        artifact = loaded.built.artifact
+        entry = handle.driver.launch_entry()
+        hooks = LaunchHooks(
+            launch_kernel=entry.call,
+            returns_tuple=entry.returns_tuple,
+            resolve_stream=make_stream_resolver(
+                [i for i, p in enumerate(artifact.params) if p.kind == "buffer"]
+            ),
+            failed=_failure_handler(handle, entry, artifact.kernels),
+            wrong_device=_wrong_device_handler(handle.device, [p.name for p in artifact.params]),
+        )
+        functions = tuple(entry.function(f) for f in handle.functions)
+        return build_launcher(artifact, functions, handle.device, hooks, keep_alive=handle)
+
+    def check_device(self, arg: ArrayArg, name: str) -> None:
+        """Arrays must be in GPU memory (the device index is checked by the launcher, which knows it)."""
+        interop.check_cuda_array(arg, name)
+
+    def empty(self, reference: ArrayArg | None, shape: tuple[int, ...], dtype: DataType) -> Any:
+        """An output on `reference`'s GPU, from its library (torch or CuPy); never host memory."""
+        return interop.empty_like_library(reference, shape, dtype)
+
+    def to_device(self, array: Any, device: int | None = None) -> Any:
+        return interop.to_device(array, device)
+
+    def to_host(self, array: Any) -> Any:
+        return interop.to_host(array)
+
+
+def _load_image(driver: Any, image: bytes, artifact: CompiledArtifact, device: int) -> int:
+    try:
+        return driver.load_module(image)
+    except cuda_driver.DriverError as err:
+        if err.code not in _IMAGE_ERRORS:
+            raise
+        info = driver.device_info(device)
+        version = driver.version()
+        raise TilecraftError(
+            f"CUDA device {device} ({info.name}, compute capability {info.major}.{info.minor}, driver CUDA "
+            f"{version // 1000}.{version % 1000 // 10}) cannot load the cubin of {artifact.function_name}, "
+            f"built for {artifact.target.attr('arch')}: {err}; compile for the device's arch (a target "
+            "without -arch reads it from the device) with a compiler whose CUDA major version the driver "
+            "supports"
+        ) from err
+
+
+def _allow_dynamic_smem(driver: Any, device: int, info: KernelInfo, function: int) -> None:
+    if info.dynamic_smem <= DEFAULT_DYNAMIC_SMEM:
+        return
+    limit = driver.device_info(device).max_shared_memory_per_block_optin
+    static = driver.function_attribute(function, cuda_driver.FUNC_ATTR_SHARED_SIZE_BYTES)
+    if info.dynamic_smem + static > limit:
+        raise TilecraftError(
+            f"kernel {info.symbol} needs {info.dynamic_smem} bytes of dynamic shared memory (+{static} static); "
+            f"CUDA device {device} allows {limit} bytes per block"
+        )
+    driver.set_function_attribute(
+        function, cuda_driver.FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES, info.dynamic_smem,
+        detail=f"raising the dynamic shared memory of kernel {info.symbol} to {info.dynamic_smem} bytes",
+    )  # fmt: skip
+
+
+def _failure_handler(
+    handle: CudaModule, entry: cuda_driver.LaunchEntry, kernels: Sequence[KernelInfo]
+) -> Callable[[int, int, tuple], None]:
+    driver = handle.driver
+
+    def failed(k: int, rc: int, call: tuple[Any, ...]) -> None:
+        """A launch failed. With a foreign (or no) context current on this thread, retry once in ours;
+        otherwise raise naming the kernel and its launch configuration."""
+        if rc in _RETRY_IN_CONTEXT:
+            with driver.using_context(handle.context):
+                rc = entry.result(entry.call(*call))
+            if rc == cuda_driver.CUDA_SUCCESS:
+                return
+        _, gx, gy, gz, bx, by, bz, smem, stream = call[:9]
+        raise driver.error(
+            "cuLaunchKernel", int(rc),
+            f"kernel {kernels[k].symbol}, grid ({gx}, {gy}, {gz}), block ({bx}, {by}, {bz}), dynamic shared "
+            f"memory {smem} bytes, stream {_hex(stream)}, device {handle.device}",
+        )  # fmt: skip
+
+    return failed
+
+
+def _hex(stream: Any) -> str:
+    return hex(stream) if isinstance(stream, int) else repr(stream)
+
+
+def _wrong_device_handler(device: int, names: list[str]) -> Callable[[Sequence[Any]], None]:
+    def wrong_device(args: Sequence[Any]) -> None:
+        raise interop.wrong_device_error(args, device, names)
+
+    return wrong_device
