@@ -13,6 +13,7 @@ timeout 240 python3 -m pytest tests/cuda -q -rs -p no:cacheprovider > "$OUT/cuda
 tail -5 "$OUT/cuda-tests.txt"
 timeout 400 python3 -m pytest tests/conformance -q -rs -p no:cacheprovider -k "cuda" > "$OUT/conformance.txt" 2>&1
 grep -E "passed|failed|FAILED|Error" "$OUT/conformance.txt" | tail -40
+timeout 120 python3 benchmarks/profile_launch.py > "$OUT/profile.txt" 2>&1; head -40 "$OUT/profile.txt"
 if [ "${1:-}" != "--no-bench" ]; then
   timeout 600 python3 benchmarks/cuda.py ${1:-} --json "$OUT/bench.json" > "$OUT/bench.txt" 2>&1
   tail -25 "$OUT/bench.txt"

@@ -195,6 +195,8 @@ class Kernel:
         return outputs
 
     def _eval_dim(self, e: E.Expr, env: dict, name: str) -> int:
+        if isinstance(e, int):
+            return e
         try:
             return int(evaluate(e, env))
         except (KeyError, ValueError) as exc:

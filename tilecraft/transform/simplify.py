@@ -67,6 +67,9 @@ class Simplifier(Mutator):
         lo, extent = self.root(s.min), self.root(s.extent)
         if isinstance(extent, E.IntImm) and extent.value <= 0:
             return S.SeqStmt(())
+        if s.kind is S.ForKind.PARALLEL and E.const_value(extent) == 1:
+            # Keep the variable: backends match T.Parallel variables against tile indices.
+            return S.For(s.loop_var, lo, extent, s.kind, self.mutate(s.body), s.annotations, span=s.span)
         with self.ana.binding(s.loop_var, Range(lo, extent)):
             body = self.mutate(s.body)
         return S.For(s.loop_var, lo, extent, s.kind, body, s.annotations, span=s.span)

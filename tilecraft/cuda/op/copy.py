@@ -48,13 +48,34 @@ def lower_copy(op: S.Copy, ctx) -> S.Stmt:
 
 
 def _fragment_copy(op: S.Copy, frag: BufferRegion, ctx) -> S.Stmt:
+    """A nest over the whole fragment (its unit dims included), partitioned by the fragment's layout."""
     layout = ctx.layout(frag.buffer, op.span)
-    extents = loop_extents(frag)
-    if len(extents) != len(layout.shape) or any(E.const_value(e) != s for e, s in zip(extents, layout.shape)):
+    whole = [
+        E.const_value(r.min) == 0 and E.const_value(r.extent) == s for r, s in zip(frag.ranges, layout.shape)
+    ]
+    if not all(whole):
         ctx.fail(f"T.copy of a part of fragment {frag.buffer.name} is not supported on the CUDA target", op.span,
                  "copy the whole fragment, or use a shared buffer for partial tiles")  # fmt: skip
-    loop_vars = make_loop_vars(len(extents))
-    return _with_layout(parallel_nest(loop_vars, extents, copy_body(op, loop_vars, True), op.span), layout)
+    loop_vars = make_loop_vars(len(layout.shape))
+    other = op.dst if frag is op.src else op.src
+    kept = [v for v, s in zip(loop_vars, layout.shape) if s != 1] or loop_vars[-1:]
+    other_idx = region_index(other, kept) if len(loop_extents(other)) == len(kept) else None
+    if other_idx is None:
+        ctx.fail(
+            f"T.copy between fragment {frag.buffer.name} and {other.buffer.name}: extents differ", op.span
+        )
+    frag_idx = tuple(loop_vars)
+    src_idx, dst_idx = (frag_idx, other_idx) if frag is op.src else (other_idx, frag_idx)
+    value: E.Expr = E.cast(E.BufferLoad(op.src.dtype, op.src.buffer, src_idx), op.dst.dtype)
+    load_guard = conjunction(edge_conditions(op.src, src_idx)) if frag is not op.src else None
+    if load_guard is not None:
+        value = E.select(load_guard, value, E.const(0, op.dst.dtype))
+    body: S.Stmt = S.BufferStore(op.dst.buffer, value, dst_idx, span=op.span)
+    store_guard = conjunction(edge_conditions(op.dst, dst_idx)) if frag is not op.dst else None
+    if store_guard is not None:
+        body = S.IfThenElse(store_guard, body, span=op.span)
+    extents = [E.const(s) for s in layout.shape]
+    return _with_layout(parallel_nest(loop_vars, extents, body, op.span), layout)
 
 
 def _element_copy(op: S.Copy, ctx) -> S.Stmt:
