@@ -68,6 +68,11 @@ def kernel_source(func: PrimFunc) -> str:
         threads *= t
     printer.mark_nonneg(*launch.block_vars, *launch.thread_vars, *func.symbolic_dims)
     printer.line("extern __shared__ __align__(128) char tc_smem[];")
+    for p in func.params:
+        if isinstance(p, Buffer):
+            # The launchers check 16-byte alignment, so the compiler may use vector accesses.
+            ctype = ("" if id(p) in written else "const ") + storage_type(p.dtype)
+            printer.line(f"{printer.name(p)} = ({ctype}*)__builtin_assume_aligned({printer.name(p)}, 16);")
     for k, var in enumerate(launch.block_vars):
         printer.line(f"const int32_t {printer.name(var)} = (int32_t)blockIdx.{'xyz'[k]};")
     for k, var in enumerate(launch.thread_vars):

@@ -49,8 +49,11 @@ def compile(  # noqa: A001 - TileLang's name
     artifact = lower_artifact(func, ctx, pass_configs, compile_flags)
     backend = ctx.execution_backend()
     built = backend.build(artifact, ctx)
-    launch = backend.launcher(backend.load(built))
-    return Kernel(artifact, ctx, launch, _normalize_out_idx(out_idx, func), built)
+    loaded = backend.load(built)
+    launch = backend.launcher(loaded)
+    kernel = Kernel(artifact, ctx, launch, _normalize_out_idx(out_idx, func), built)
+    kernel.loaded = loaded
+    return kernel
 
 
 def _is_eager(func) -> bool:

@@ -17,6 +17,7 @@ from tilecraft.errors import ArgumentError
 from tilecraft.ir import expr as E
 from tilecraft.ir.eval import evaluate
 from tilecraft.jit.arrays import ArrayArg, as_array_arg
+from tilecraft.jit.fastpath import MISS
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,20 @@ class Kernel:
         self.out_idx = tuple(sorted({i % n if -n <= i < n else _bad_out_idx(i, n) for i in out_idx}))
         self._checks = [_ParamCheck(p) if p.kind == "buffer" else None for p in artifact.params]
         self._inputs = [i for i in range(n) if i not in self.out_idx]
+        self._fast: Any = None
+
+    def _fast_path(self):
+        """The generated fast path for torch tensors, built on first use (None: not available)."""
+        from tilecraft.jit.fastpath import build_fast_path
+
+        support = getattr(self._backend, "fast_path", None)
+        loaded = getattr(self, "loaded", None)
+        if support is None or loaded is None:
+            return None
+        try:
+            return build_fast_path(self.artifact, self.out_idx, support(loaded))
+        except Exception:  # noqa: BLE001 - the full path still works; the fast one is an optimization
+            return None
 
     @property
     def params(self) -> tuple[ParamInfo, ...]:
@@ -132,6 +147,13 @@ class Kernel:
         return self._backend.export(self.built, path)
 
     def __call__(self, *args: Any, stream: Any = None) -> Any:
+        fast = self._fast
+        if fast is None and stream is None and args and _is_torch_tensor(args[0]):
+            fast = self._fast = self._fast_path() or False
+        if fast and stream is None:
+            result = fast(*args)
+            if result is not MISS:
+                return result
         values = self._arrange(args)
         env: dict = {}
         deferred: list = []
@@ -219,6 +241,10 @@ class Kernel:
                 raise ArgumentError(f"symbolic dim {v.name} is not bound by any input's shape")
             dims.append(env[v])
         return dims
+
+
+def _is_torch_tensor(x: Any) -> bool:
+    return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
 
 
 def _bad_out_idx(i: int, n: int) -> int:

@@ -25,6 +25,7 @@ typedef unsigned long long uintptr_t;
 #define UINT64_C(c) c##ULL
 #endif
 
+#pragma nv_diag_suppress 177  // helpers a kernel does not use
 #define TC_DEVICE static __device__ __forceinline__
 #define TC_INFINITY __int_as_float(0x7f800000)
 #define TC_NAN __int_as_float(0x7fffffff)

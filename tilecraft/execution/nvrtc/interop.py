@@ -60,9 +60,18 @@ def is_cuda_array(arg: ArrayArg) -> bool:
     return arg.device_type in DEVICE_CODES
 
 
+ALIGNMENT = 16  # generated kernels assume 16-byte aligned buffers (vector loads and cp.async)
+
+
 def check_cuda_array(arg: ArrayArg, name: str) -> None:
-    """Arrays must live in GPU memory; the error says how to move them there."""
+    """Arrays must live in GPU memory, 16-byte aligned; the error says how to fix them."""
     if is_cuda_array(arg):
+        if arg.ptr % ALIGNMENT:
+            raise ArgumentError(
+                f"parameter {name!r} starts at an address that is not {ALIGNMENT}-byte aligned (a view with an "
+                "offset, such as x[1:]); kernels read buffers in 16-byte vectors: pass a fresh tensor "
+                "(x.clone()) or an aligned slice"
+            )
         return
     raise ArgumentError(
         f"parameter {name!r} is a {arg.library} array in {_where(arg)}, but this kernel runs on a CUDA "

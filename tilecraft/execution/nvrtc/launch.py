@@ -158,7 +158,7 @@ def scope_for(artifact: CompiledArtifact) -> GridScope:
     return scope
 
 
-def _value_source(param: ParamInfo, artifact: CompiledArtifact, symbol: str) -> str:
+def _value_source(param: ParamInfo, artifact: CompiledArtifact, symbol: str, raw: bool = False) -> str:
     """Where a kernel parameter's value comes from: a function parameter or a symbolic dim, by name."""
     for i, p in enumerate(artifact.params):
         if p.name == param.name:
@@ -167,7 +167,7 @@ def _value_source(param: ParamInfo, artifact: CompiledArtifact, symbol: str) -> 
                     f"kernel {symbol}: parameter {param.name!r} is a {param.kind} but the function's "
                     f"parameter of that name is a {p.kind}"
                 )
-            return f"a{i}.ptr" if p.kind == "buffer" else f"a{i}"
+            return f"a{i}.ptr" if p.kind == "buffer" and not raw else f"a{i}"
     for j, var in enumerate(artifact.symbolic_dims):
         if var.name == param.name and param.kind == "scalar":
             return f"d{j}"
@@ -185,12 +185,13 @@ def check_parameters(artifact: CompiledArtifact) -> None:
             _value_source(param, artifact, info.symbol)
 
 
-def plan_kernels(artifact: CompiledArtifact, functions: Sequence[Any], scope: GridScope) -> list[KernelPlan]:
+def plan_kernels(artifact: CompiledArtifact, functions: Sequence[Any], scope: GridScope,
+                 raw: bool = False) -> list[KernelPlan]:  # fmt: skip
     """A KernelPlan per kernel, in launch order; raises for metadata a launch cannot honour."""
     plans = []
     for k, (info, function) in enumerate(zip(artifact.kernels, functions)):
         check_kernel(info, artifact.function_name)
-        values = tuple(_value_source(p, artifact, info.symbol) for p in info.params)
+        values = tuple(_value_source(p, artifact, info.symbol, raw) for p in info.params)
         where = f"the grid of kernel {info.symbol}"
         grid = tuple(python_source(e, scope, where) for e in info.grid)
         grid += ("1",) * (3 - len(grid))
@@ -211,21 +212,23 @@ class LaunchHooks:
 
 
 def build_launcher(artifact: CompiledArtifact, functions: Sequence[Any], device: int, hooks: LaunchHooks,
-                   keep_alive: Any = None) -> Callable[..., None]:  # fmt: skip
+                   keep_alive: Any = None, raw: bool = False) -> Callable[..., None]:  # fmt: skip
     """The launch function `launch(args, dims, stream=None)` of an artifact (see the module docstring).
 
     `args` follow `artifact.params` (an ArrayArg per buffer, a number per scalar), `dims` the symbolic
     dims. `keep_alive` (the loaded module) is referenced by the function so it outlives every launcher.
+    With `raw`, buffers are plain device pointers, the caller has checked their device, and the stream
+    is a raw handle (`launch(args, dims, stream)`): the fast path of a caller that validated everything.
     """
     scope = scope_for(artifact)
-    plans = plan_kernels(artifact, functions, scope)
+    plans = plan_kernels(artifact, functions, scope, raw)
     namespace: dict[str, Any] = {
         **GRID_HELPERS, "_launch": hooks.launch_kernel, "_stream": hooks.resolve_stream,
         "_failed": hooks.failed, "_wrong_device": hooks.wrong_device, "_PACK_ERRORS": PACK_ERRORS,
         "_keep_alive": keep_alive, "_lock": threading.Lock(),
     }  # fmt: skip
     assign = "rc, =" if hooks.returns_tuple else "rc ="
-    lines = _prologue(artifact, device)
+    lines = _raw_prologue(artifact) if raw else _prologue(artifact, device)
     # The slots are shared by every call of this launcher and the driver reads them during the launch,
     # with the GIL released: a lock keeps another thread from repacking them in between.
     lines.append("    with _lock:")
@@ -250,6 +253,13 @@ def _prologue(artifact: CompiledArtifact, device: int) -> list[str]:
         lines.append(f"    if {wrong}: _wrong_device(args)")
     lines.append("    s = _stream(stream, args)")
     return lines
+
+
+def _raw_prologue(artifact: CompiledArtifact) -> list[str]:
+    lines = ["def launch(args, dims, s):"]
+    return (
+        lines + _unpack("a", len(artifact.params), "args") + _unpack("d", len(artifact.symbolic_dims), "dims")
+    )
 
 
 def _unpack(prefix: str, count: int, name: str) -> list[str]:

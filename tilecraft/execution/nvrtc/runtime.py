@@ -62,6 +62,16 @@ class CudaModule:
         self._finalizer.atexit = False  # the driver may already be shutting down at exit
 
 
+@dataclass(frozen=True)
+class FastPath:
+    """A launcher over raw pointers (`launch(values, dims, stream)`), the tensors' device index, and
+    `stream(device) -> handle` for torch's current stream."""
+
+    launch: Callable[..., None]
+    device: int
+    stream: Callable[[int], int]
+
+
 def _unload(driver: Any, context: int, module: int) -> None:
     try:
         with driver.using_context(context):
@@ -149,6 +159,23 @@ class CudaRuntimeBackend(ExecutionBackend):
         )
         functions = tuple(entry.function(f) for f in handle.functions)
         return build_launcher(artifact, functions, handle.device, hooks, keep_alive=handle)
+
+    def fast_path(self, loaded: Loaded) -> FastPath:
+        """What tilecraft.jit's generated fast path for torch tensors needs: a launcher taking raw device
+        pointers and a raw stream, the device the tensors must be on, and torch's stream getter."""
+        handle: CudaModule = loaded.handle
+        artifact = loaded.built.artifact
+        entry = handle.driver.launch_entry()
+        hooks = LaunchHooks(
+            launch_kernel=entry.call,
+            returns_tuple=entry.returns_tuple,
+            resolve_stream=lambda stream, args: stream,
+            failed=_failure_handler(handle, entry, artifact.kernels),
+            wrong_device=_wrong_device_handler(handle.device, [p.name for p in artifact.params]),
+        )
+        functions = tuple(entry.function(f) for f in handle.functions)
+        raw = build_launcher(artifact, functions, handle.device, hooks, keep_alive=handle, raw=True)
+        return FastPath(raw, handle.device, interop.torch_current_stream)
 
     def check_device(self, arg: ArrayArg, name: str) -> None:
         """Arrays must be in GPU memory (the device index is checked by the launcher, which knows it)."""

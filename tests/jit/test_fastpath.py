@@ -1,0 +1,98 @@
+"""The generated fast path checks what the full validation checks, against a stand-in torch module."""
+
+from __future__ import annotations
+
+import sys
+import types
+from dataclasses import dataclass
+
+import pytest
+
+import tilecraft.language as T
+from tilecraft.backend.artifact import CompiledArtifact, ParamInfo
+from tilecraft.backend.target import Target
+from tilecraft.jit.fastpath import MISS, build_fast_path
+
+
+class FakeTensor:
+    def __init__(self, shape, dtype, device=0, contiguous=True, ptr=1024):
+        self.shape, self.dtype, self._device, self._contiguous, self._ptr = (
+            tuple(shape),
+            dtype,
+            device,
+            contiguous,
+            ptr,
+        )
+        self.device = ("dev", device)
+
+    def get_device(self):
+        return self._device
+
+    def is_contiguous(self):
+        return self._contiguous
+
+    def data_ptr(self):
+        return self._ptr
+
+
+@pytest.fixture
+def fake_torch(monkeypatch):
+    torch = types.ModuleType("torch")
+    torch.Tensor = FakeTensor
+    torch.float32, torch.float16 = object(), object()
+    torch.empty = lambda shape, dtype, device: FakeTensor(shape, dtype, device[1], ptr=2048)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    return torch
+
+
+@dataclass
+class FakeFast:
+    device: int = 0
+
+    def __post_init__(self):
+        self.calls = []
+        self.launch = lambda values, dims, stream: self.calls.append((values, dims, stream))
+        self.stream = lambda device: 77
+
+
+def artifact():
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def scale(X: T.Tensor((n, 4), "float32"), alpha: T.float32, Y: T.Tensor((n, 4), "float32")):
+        with T.Kernel(n, threads=32) as bx:
+            for j in T.Parallel(4):
+                Y[bx, j] = X[bx, j] * alpha
+
+    params = tuple(ParamInfo.from_param(p) for p in scale.params)
+    return CompiledArtifact("scale", Target("c", ()), params, scale.symbolic_dims, ())
+
+
+def test_fast_path_launches_with_bound_dims_and_allocates_outputs(fake_torch):
+    fast = FakeFast()
+    fn = build_fast_path(artifact(), (2,), fast)
+    out = fn(FakeTensor((5, 4), fake_torch.float32), 2.0)
+    assert out.shape == (5, 4) and out.dtype is fake_torch.float32
+    assert fast.calls == [((1024, 2.0, 2048), (5,), 77)]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (FakeTensor((5, 4), "wrong-dtype"), 2.0),
+        (FakeTensor((5, 3), None), 2.0),
+        (FakeTensor((5, 4, 1), None), 2.0),
+        (FakeTensor((5, 4), None, device=1), 2.0),
+        (FakeTensor((5, 4), None, contiguous=False), 2.0),
+        (FakeTensor((5, 4), None), "2.0"),
+        (object(), 2.0),
+        (FakeTensor((5, 4), None),),
+    ],
+)
+def test_anything_unusual_misses(fake_torch, args):
+    args = tuple(FakeTensor(a.shape, fake_torch.float32 if a.dtype is None else a.dtype, a._device, a._contiguous)
+                 if isinstance(a, FakeTensor) else a for a in args)  # fmt: skip
+    fast = FakeFast()
+    fn = build_fast_path(artifact(), (2,), fast)
+    assert fn(*args) is MISS
+    assert fast.calls == []

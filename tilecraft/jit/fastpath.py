@@ -1,0 +1,124 @@
+"""A generated fast path for calls whose arrays are torch tensors.
+
+The backend's fast-path support fixes the device; buffers must also be 16-byte aligned (what the
+generated kernels assume), else the call takes the full path and its error.
+
+For the common case (torch tensors of the right dtype, rank, contiguity and device; Python scalars),
+a function generated for one kernel checks exactly what the full validation checks, binds the
+symbolic dims from the shapes, allocates outputs with torch.empty and launches through the execution
+backend's raw launcher: no per-call objects beyond the outputs. Anything unusual returns MISS and the
+call takes the full path, which also writes the error messages.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from tilecraft.backend.artifact import CompiledArtifact
+from tilecraft.ir import expr as E
+
+MISS = object()
+
+
+def _dim_source(e: Any, names: dict[int, str]) -> str | None:
+    value = E.const_value(e) if isinstance(e, E.Expr) else e
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(e, E.Var) and id(e) in names:
+        return names[id(e)]
+    return None
+
+
+class _Writer:
+    def __init__(self, artifact: CompiledArtifact, out_idx: tuple[int, ...], device: int, torch: Any) -> None:
+        self.art = artifact
+        self.out_idx = out_idx
+        self.device = device
+        self.torch = torch
+        self.names = {id(v): f"v{j}" for j, v in enumerate(artifact.symbolic_dims)}
+        self.bound: set[str] = set()
+        self.lines: list[str] = []
+        self.namespace: dict[str, Any] = {"_MISS": MISS, "_Tensor": torch.Tensor, "_empty": torch.empty}
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " + text)
+
+    def tensor(self, i: int) -> bool:
+        p = self.art.params[i]
+        if p.strides:
+            return False
+        self.namespace[f"_dt{i}"] = getattr(self.torch, p.dtype.name)
+        self.line(f"if a{i}.__class__ is not _Tensor or a{i}.dtype is not _dt{i}: return _MISS")
+        self.line(f"if a{i}.get_device() != {self.device} or not a{i}.is_contiguous(): return _MISS")
+        self.line(f"p{i} = a{i}.data_ptr()")
+        self.line(f"if p{i} & 15: return _MISS")
+        self.line(f"s{i} = a{i}.shape")
+        self.line(f"if len(s{i}) != {len(p.shape)}: return _MISS")
+        for axis, dim in enumerate(p.shape):
+            source = _dim_source(dim, self.names)
+            if source is None:
+                return False
+            if source in self.bound or source.isdigit():
+                self.line(f"if s{i}[{axis}] != {source}: return _MISS")
+            else:
+                self.line(f"{source} = s{i}[{axis}]")
+                self.bound.add(source)
+        return True
+
+    def scalar(self, i: int) -> None:
+        p = self.art.params[i]
+        kinds = "int" if p.dtype.is_integer else "bool" if p.dtype.is_bool else "(int, float)"
+        check = (
+            f"a{i}.__class__ is not {kinds}" if kinds != "(int, float)" else f"a{i}.__class__ not in {kinds}"
+        )
+        self.line(f"if {check}: return _MISS")
+
+    def output(self, i: int, reference: int) -> bool:
+        p = self.art.params[i]
+        dims = [_dim_source(d, self.names) for d in p.shape]
+        if any(d is None or (not d.isdigit() and d not in self.bound) for d in dims):
+            return False
+        self.namespace[f"_dt{i}"] = getattr(self.torch, p.dtype.name)
+        shape = "(" + "".join(f"{d}, " for d in dims) + ")"
+        self.line(f"a{i} = _empty({shape}, dtype=_dt{i}, device=a{reference}.device)")
+        return True
+
+
+def build_fast_path(artifact: CompiledArtifact, out_idx: tuple[int, ...], fast) -> Callable | None:
+    """`fast(*args)` returning the outputs (or None), or MISS; None when this kernel has no fast path."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    n = len(artifact.params)
+    inputs = [i for i in range(n) if i not in out_idx]
+    buffers = [i for i in inputs if artifact.params[i].kind == "buffer"]
+    if not buffers:
+        return None
+    w = _Writer(artifact, out_idx, fast.device, torch)
+    w.lines.append("def fast(*args):")
+    w.line(f"if len(args) != {len(inputs)}: return _MISS")
+    w.line("".join(f"a{i}, " for i in inputs) + "= args")
+    for i in inputs:
+        ok = w.tensor(i) if artifact.params[i].kind == "buffer" else (w.scalar(i) or True)
+        if not ok:
+            return None
+    if any(w.names[id(v)] not in w.bound for v in artifact.symbolic_dims):
+        return None
+    for i in out_idx:
+        if not w.output(i, buffers[0]):
+            return None
+    values = ", ".join(
+        f"a{i}.data_ptr()" if p.kind == "buffer" else f"a{i}" for i, p in enumerate(artifact.params)
+    )
+    dims = "".join(f"{w.names[id(v)]}, " for v in artifact.symbolic_dims)
+    w.namespace.update({"_launch": fast.launch, "_stream": fast.stream})
+    w.line(f"_launch(({values},), ({dims}), _stream({fast.device}))")
+    outs = [f"a{i}" for i in out_idx]
+    w.line(f"return {outs[0] if len(outs) == 1 else '[' + ', '.join(outs) + ']'}" if outs else "return None")
+    source = "\n".join(w.lines) + "\n"
+    exec(compile(source, f"<tilecraft fast path {artifact.function_name}>", "exec"), w.namespace)  # noqa: S102
+    function = w.namespace["fast"]
+    function.__source__ = source
+    return function
