@@ -194,9 +194,9 @@ class Kernel:
             _check_scalar(info, value)
             return
         arg = as_array_arg(value, info.name, self._readers)
-        self._backend.check_device(arg, info.name)
         check = self._checks[i]
         check.bind(arg, env, deferred)
+        self._backend.check_device(arg, info.name)
         if check.strides is None and not check.contiguous(arg):
             raise ArgumentError(
                 f"parameter {info.name!r} must be contiguous (row-major), got strides {arg.strides} for shape "
