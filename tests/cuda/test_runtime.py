@@ -241,3 +241,48 @@ def test_launch_through_cuda_python_uses_the_same_abi(fake_library_path, tmp_pat
         "cuda-python",
         "(160, 176, 192, 2.5, 1000) [8, 1, 1, 128, 1, 1, 0] 85\n",
     ]
+
+
+def test_fast_path_support_builds_a_raw_launcher(cache, fake_driver):
+    """The torch fast path gets a launcher over raw pointers and launches through it."""
+    backend, built, loaded = _loaded(cache)
+    fast = backend.fast_path(loaded)
+    fake_driver.set("fake_param_count", 5)
+    args = [backend.array_readers[0](x).ptr for x in _args()] + [1.0]
+    fast.launch(args, [1000], 0x42)
+    assert fake_driver.stream() == 0x42 and fast.device == 0
+
+
+def test_kernel_calls_with_torch_tensors_take_the_fast_path(cache, fake_driver, monkeypatch):
+    """A stand-in torch (tensors whose class lives in a `torch` module) drives the generated fast path."""
+    import sys
+    import types
+
+    torch = types.ModuleType("torch")
+
+    class Tensor:
+        __module__ = "torch"
+
+        def __init__(self, ptr, shape):
+            self.ptr, self.shape, self.dtype, self.device = ptr, shape, torch.float32, "device0"
+
+        def get_device(self):
+            return 0
+
+        def is_contiguous(self):
+            return True
+
+        def data_ptr(self):
+            return self.ptr
+
+    torch.Tensor, torch.float32 = Tensor, object()
+    torch.empty = lambda shape, dtype, device: Tensor(0xC000, shape)
+    torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: 0x77)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    backend, built, loaded = _loaded(cache)
+    kernel = Kernel(built.artifact, FakeContext(backend), backend.launcher(loaded), (2,), built)
+    kernel.loaded = loaded
+    fake_driver.set("fake_param_count", 5)
+    out = kernel(Tensor(0xA000, (1000,)), Tensor(0xB000, (1000,)), 1.5)
+    assert callable(kernel._fast) and out.shape == (1000,)
+    assert fake_driver.stream() == 0x77 and fake_driver.dims()[0] == 8

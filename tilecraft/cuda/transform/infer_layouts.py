@@ -258,14 +258,6 @@ class Inference:
                 return True
         return False
 
-    def _narrowest_partner(self, buf: Buffer):
-        """Vector width follows the narrowest dtype a fragment is copied from or to (16-byte accesses)."""
-        dtypes = [buf.dtype]
-        for op in self.found.ops:
-            if isinstance(op, S.Copy) and buf in (op.src.buffer, op.dst.buffer):
-                dtypes += [op.src.dtype, op.dst.dtype]
-        return min(dtypes, key=lambda d: d.bytes)
-
     def _free_in_order(self):
         for op in self.found.ops:
             if (

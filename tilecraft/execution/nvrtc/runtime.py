@@ -27,6 +27,7 @@ from tilecraft.execution.nvrtc.launch import (
     check_kernel,
     check_parameters,
     make_stream_resolver,
+    torch_current_stream,
 )
 from tilecraft.ir.dtype import DataType
 from tilecraft.jit.arrays import ArrayArg
@@ -175,7 +176,7 @@ class CudaRuntimeBackend(ExecutionBackend):
         )
         functions = tuple(entry.function(f) for f in handle.functions)
         raw = build_launcher(artifact, functions, handle.device, hooks, keep_alive=handle, raw=True)
-        return FastPath(raw, handle.device, interop.torch_current_stream)
+        return FastPath(raw, handle.device, torch_current_stream)
 
     def check_device(self, arg: ArrayArg, name: str) -> None:
         """Arrays must be in GPU memory (the device index is checked by the launcher, which knows it)."""
