@@ -279,6 +279,9 @@ def test_kernel_calls_with_torch_tensors_take_the_fast_path(cache, fake_driver, 
     torch.empty = lambda shape, dtype, device: Tensor(0xC000, shape)
     torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: 0x77)
     monkeypatch.setitem(sys.modules, "torch", torch)
+    from tilecraft.execution.nvrtc import launch as launch_module
+
+    monkeypatch.setattr(launch_module, "_torch_stream", [])
     backend, built, loaded = _loaded(cache)
     kernel = Kernel(built.artifact, FakeContext(backend), backend.launcher(loaded), (2,), built)
     kernel.loaded = loaded

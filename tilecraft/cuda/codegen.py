@@ -29,6 +29,7 @@ BINARY_FORMAT = "cubin"
 SHARED_SCOPES = ("shared", "shared.dyn")
 SHARED_ALIGN = 128
 INCLUDE_DIR = Path(__file__).parent / "include"
+ASSUME_ALIGNED = True  # module switch for ablation runs (benchmarks/ablate_alignment.py)
 
 
 @functools.cache
@@ -49,10 +50,13 @@ def _written(func: PrimFunc) -> set[int]:
     return out
 
 
+def _pointer_type(p: Buffer, written: set[int]) -> str:
+    return ("" if id(p) in written else "const ") + storage_type(p.dtype) + "*"
+
+
 def _param(printer: CudaPrinter, p: Buffer | Var, written: set[int]) -> str:
     if isinstance(p, Buffer):
-        const = "" if id(p) in written else "const "
-        return f"{const}{storage_type(p.dtype)}* __restrict__ {printer.name(p)}"
+        return f"{_pointer_type(p, written)} __restrict__ {printer.name(p)}_arg"
     return f"{value_type(p.dtype)} {printer.name(p)}"
 
 
@@ -69,10 +73,14 @@ def kernel_source(func: PrimFunc) -> str:
     printer.mark_nonneg(*launch.block_vars, *launch.thread_vars, *func.symbolic_dims)
     printer.line("extern __shared__ __align__(128) char tc_smem[];")
     for p in func.params:
-        if isinstance(p, Buffer):
-            # The launchers check 16-byte alignment, so the compiler may use vector accesses.
-            ctype = ("" if id(p) in written else "const ") + storage_type(p.dtype)
-            printer.line(f"{printer.name(p)} = ({ctype}*)__builtin_assume_aligned({printer.name(p)}, 16);")
+        if isinstance(p, Buffer) and not ASSUME_ALIGNED:
+            ptr, name = _pointer_type(p, written), printer.name(p)
+            printer.line(f"{ptr} __restrict__ {name} = {name}_arg;")
+        elif isinstance(p, Buffer):
+            # The launchers check 16-byte alignment, so the compiler may use vector accesses; a new
+            # restrict-qualified pointer keeps read-only loads on the non-coherent path.
+            ptr, name = _pointer_type(p, written), printer.name(p)
+            printer.line(f"{ptr} __restrict__ {name} = ({ptr})__builtin_assume_aligned({name}_arg, 16);")
     for k, var in enumerate(launch.block_vars):
         printer.line(f"const int32_t {printer.name(var)} = (int32_t)blockIdx.{'xyz'[k]};")
     for k, var in enumerate(launch.thread_vars):

@@ -123,7 +123,7 @@ class Kernel:
         from tilecraft.jit.fastpath import build_fast_path
 
         support = getattr(self._backend, "fast_path", None)
-        loaded = getattr(self, "loaded", None)
+        loaded = getattr(self, "loaded", None) or getattr(self._launch, "loaded", None)
         if support is None or loaded is None:
             return None
         try:

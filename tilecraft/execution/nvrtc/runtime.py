@@ -159,7 +159,9 @@ class CudaRuntimeBackend(ExecutionBackend):
             wrong_device=_wrong_device_handler(handle.device, [p.name for p in artifact.params]),
         )
         functions = tuple(entry.function(f) for f in handle.functions)
-        return build_launcher(artifact, functions, handle.device, hooks, keep_alive=handle)
+        launch = build_launcher(artifact, functions, handle.device, hooks, keep_alive=handle)
+        launch.loaded = loaded  # what a Kernel's fast path is built from
+        return launch
 
     def fast_path(self, loaded: Loaded) -> FastPath:
         """What tilecraft.jit's generated fast path for torch tensors needs: a launcher taking raw device
