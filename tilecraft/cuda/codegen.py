@@ -30,6 +30,10 @@ SHARED_SCOPES = ("shared", "shared.dyn")
 SHARED_ALIGN = 128
 INCLUDE_DIR = Path(__file__).parent / "include"
 ASSUME_ALIGNED = True  # module switch for ablation runs (benchmarks/ablate_alignment.py)
+# Measured on an H200 (benchmarks/NOTES-cuda.md): the assumption turns float32 accesses into 16-byte
+# vectors (add: 0.88x -> 0.99x torch) but makes nvcc drop the read-only path for 16-bit loads
+# (rms norm in bfloat16: 0.79x -> 0.54x), so only buffers of 4-byte and wider elements get it.
+ALIGNED_MIN_BYTES = 4
 
 
 @functools.cache
@@ -73,7 +77,7 @@ def kernel_source(func: PrimFunc) -> str:
     printer.mark_nonneg(*launch.block_vars, *launch.thread_vars, *func.symbolic_dims)
     printer.line("extern __shared__ __align__(128) char tc_smem[];")
     for p in func.params:
-        if isinstance(p, Buffer) and not ASSUME_ALIGNED:
+        if isinstance(p, Buffer) and (not ASSUME_ALIGNED or p.dtype.bytes < ALIGNED_MIN_BYTES):
             ptr, name = _pointer_type(p, written), printer.name(p)
             printer.line(f"{ptr} __restrict__ {name} = {name}_arg;")
         elif isinstance(p, Buffer):
