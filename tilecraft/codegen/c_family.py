@@ -18,6 +18,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.dtype import DataType
 from tilecraft.ir.expr import Expr, Var
+from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.span import Span
 
 _STORAGE = {
@@ -42,6 +43,11 @@ _BITWISE = {
 MATH32 = {"exp": "expf", "exp2": "exp2f", "log": "logf", "log2": "log2f", "sqrt": "sqrtf", "tanh": "tanhf",
           "erf": "erff", "floor": "floorf", "ceil": "ceilf", "round": "nearbyintf", "sin": "sinf",
           "cos": "cosf", "pow": "powf", "abs": "fabsf"}  # fmt: skip
+# The device headers' atomic helpers: tc_atomic_<kind>_<suffix> for integers, tc_atomic_rmw_<suffix>
+# (op: 0 add, 1 max, 2 min) for floating-point types.
+_ATOMIC_SUFFIX = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int32": "i32",
+                  "int64": "i64", "uint32": "u32", "uint64": "u64"}  # fmt: skip
+_ATOMIC_OP = {"add": 0, "max": 1, "min": 2}
 MATH64 = {
     op: ("fabs" if op == "abs" else "nearbyint" if op == "round" else fn[:-1]) for op, fn in MATH32.items()
 }
@@ -364,6 +370,17 @@ class CFamilyPrinter:
         self.line(f"for ({ctype} {var} = {start}; {var} < {end}; ++{var}) {{")
         self.block(s.body)
         self.line("}")
+
+    def _s_AtomicUpdate(self, s: AtomicUpdate) -> None:
+        suffix = _ATOMIC_SUFFIX.get(s.buffer.dtype.name)
+        if suffix is None:
+            self.fail(f"atomic {s.kind} on {s.buffer.dtype} is not supported on {self.target_name}")
+        ptr = f"&{self.name(s.buffer)}[{self.offset(s.buffer, s.indices)}]"
+        value = self.expr(s.value)
+        if s.buffer.dtype.is_float:
+            self.line(f"tc_atomic_rmw_{suffix}({ptr}, {value}, {_ATOMIC_OP[s.kind]});")
+        else:
+            self.line(f"tc_atomic_{s.kind}_{suffix}({ptr}, {value});")
 
     def declare_var_buffer(self, s: S.Allocate) -> None:
         self.line("{")

@@ -13,11 +13,11 @@ Formats:
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 from tilecraft.backend.artifact import KernelInfo, ParamInfo
 from tilecraft.backend.codegen import DeviceCode, HostCode
+from tilecraft.codegen import headers
 from tilecraft.codegen.c_family import storage_type, value_type
 from tilecraft.cpu.c_printer import BoundsSite, CPrinter
 from tilecraft.cpu.storage import STORAGE_ATTR, scratch_plan
@@ -34,9 +34,8 @@ BOUNDS_CHECK_ATTR = "tilecraft.bounds_check"
 INCLUDE_DIR = Path(__file__).parent / "include"
 
 
-@functools.cache
 def header_text() -> str:
-    return (INCLUDE_DIR / "tc_cpu.h").read_text()
+    return headers.header_text(INCLUDE_DIR / "tc_cpu.h")
 
 
 def param_decl(printer: CPrinter, p: Buffer | Var) -> str:

@@ -10,11 +10,11 @@ The CUDA execution backends launch kernels from the KernelInfo records; no host 
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 from tilecraft.backend.artifact import KernelInfo, ParamInfo
 from tilecraft.backend.codegen import DeviceCode
+from tilecraft.codegen import headers
 from tilecraft.codegen.c_family import storage_type, value_type
 from tilecraft.cuda.printer import CudaPrinter
 from tilecraft.ir import stmt as S
@@ -36,9 +36,8 @@ ASSUME_ALIGNED = True  # module switch for ablation runs (benchmarks/ablate_alig
 ALIGNED_MIN_BYTES = 4
 
 
-@functools.cache
 def header_text() -> str:
-    return (INCLUDE_DIR / "tc_cuda.h").read_text()
+    return headers.header_text(INCLUDE_DIR / "tc_cuda.h")
 
 
 def _written(func: PrimFunc) -> set[int]:

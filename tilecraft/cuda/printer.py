@@ -15,11 +15,7 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.ir.expr import Var
-from tilecraft.ir.lowered import AtomicUpdate
 
-_ATOMIC_SUFFIX = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int32": "i32",
-                  "int64": "i64", "uint32": "u32", "uint64": "u64"}  # fmt: skip
-_ATOMIC_OP = {"add": 0, "max": 1, "min": 2}
 _VECTOR = {4: "uint32_t", 8: "uint2", 16: "uint4"}
 ON_CHIP_32BIT = ("shared", "shared.dyn", "local", "local.fragment")
 
@@ -75,17 +71,6 @@ class CudaPrinter(CFamilyPrinter):
         self.stmt(s.body)
         self.indent -= 1
         self.line("}")
-
-    def _s_AtomicUpdate(self, s: AtomicUpdate) -> None:
-        suffix = _ATOMIC_SUFFIX.get(s.buffer.dtype.name)
-        if suffix is None:
-            self.fail(f"atomic {s.kind} on {s.buffer.dtype} is not supported on the CUDA target")
-        ptr = f"&{self.name(s.buffer)}[{self.offset(s.buffer, s.indices)}]"
-        value = self.expr(s.value)
-        if s.buffer.dtype.is_float:
-            self.line(f"tc_atomic_rmw_{suffix}({ptr}, {value}, {_ATOMIC_OP[s.kind]});")
-        else:
-            self.line(f"tc_atomic_{s.kind}_{suffix}({ptr}, {value});")
 
     def _s_GemmCall(self, s: GemmCall) -> None:
         flags = f"{str(s.trans_b).lower()}, {str(s.bf16).lower()}"

@@ -64,28 +64,8 @@ TC_INLINE uint16_t tc_f2bf(float f) {
 TC_INLINE float tc_round_f16(float f) { return tc_h2f(tc_f2h(f)); }
 TC_INLINE float tc_round_bf16(float f) { return tc_bf2f(tc_f2bf(f)); }
 
-/* ------------------------------------------------------------------ min / max (operands evaluated once) */
-
-#define TC_MINMAX(NAME, T)                                          \
-    TC_INLINE T tc_min_##NAME(T a, T b) { return a < b ? a : b; }  \
-    TC_INLINE T tc_max_##NAME(T a, T b) { return a > b ? a : b; }
-TC_MINMAX(f32, float)
-TC_MINMAX(f64, double)
-TC_MINMAX(i32, int32_t)
-TC_MINMAX(i64, int64_t)
-TC_MINMAX(u32, uint32_t)
-TC_MINMAX(u64, uint64_t)
-
-/* ------------------------------------------------------------------ integer division */
-
-TC_INLINE int64_t tc_floordiv(int64_t a, int64_t b) {
-    int64_t q = a / b;
-    return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-TC_INLINE int64_t tc_floormod(int64_t a, int64_t b) {
-    int64_t r = a % b;
-    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
+#define TC_FN TC_INLINE
+/* @tilecraft-common: tilecraft/codegen/include/tc_common.h is inserted here */
 
 /* ------------------------------------------------------------------ atomics */
 

@@ -51,28 +51,8 @@ TC_DEVICE uint16_t tc_f2bf(float f) {
 TC_DEVICE float tc_round_f16(float f) { return tc_h2f(tc_f2h(f)); }
 TC_DEVICE float tc_round_bf16(float f) { return tc_bf2f(tc_f2bf(f)); }
 
-// ------------------------------------------------------------------ min / max (operands evaluated once)
-
-#define TC_MINMAX(NAME, T)                                          \
-    TC_DEVICE T tc_min_##NAME(T a, T b) { return a < b ? a : b; }  \
-    TC_DEVICE T tc_max_##NAME(T a, T b) { return a > b ? a : b; }
-TC_MINMAX(f32, float)
-TC_MINMAX(f64, double)
-TC_MINMAX(i32, int32_t)
-TC_MINMAX(i64, int64_t)
-TC_MINMAX(u32, uint32_t)
-TC_MINMAX(u64, uint64_t)
-
-// ------------------------------------------------------------------ integer division
-
-TC_DEVICE int64_t tc_floordiv(int64_t a, int64_t b) {
-    int64_t q = a / b;
-    return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-TC_DEVICE int64_t tc_floormod(int64_t a, int64_t b) {
-    int64_t r = a % b;
-    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
+#define TC_FN TC_DEVICE
+// @tilecraft-common: tilecraft/codegen/include/tc_common.h is inserted here
 
 // ------------------------------------------------------------------ atomics
 
@@ -193,6 +173,30 @@ TC_DEVICE int tc_swizzle16(int off) { return off ^ (((off >> 6) & 7) << 3); }
 
 namespace tc {
 
+// The B fragments of one k16 step for a warp whose columns start at n_base: b[ni] holds, for n-tile ni,
+// the two registers mma.m16n8k16 expects (k rows (lane%4)*2 + {0,1} and +8, column lane/4).
+template <int N, int K, int NT, bool TRANS_B>
+TC_DEVICE void load_b(const uint16_t* B, int kk, int n_base, int lane, uint32_t (*b)[2]) {
+    const int lr = (lane % 8) + ((lane / 8) % 2) * 8, lc = (lane / 16) * 8;
+#pragma unroll
+    for (int nj = 0; nj < NT; nj += 2) {
+        const int n0 = n_base + nj * 8;
+        uint32_t r[4];
+        if (!TRANS_B) {
+            // stored (K, N): matrices (k0-7,n0-7), (k8-15,n0-7), (k0-7,n8-15), (k8-15,n8-15), transposed
+            tc_ldmatrix_x4_trans(r, B + tc_swizzle16((kk + lr) * N + n0 + lc));
+        } else {
+            // stored (N, K): matrices (n0-7,k0-7), (n0-7,k8-15), (n8-15,k0-7), (n8-15,k8-15)
+            const int nr = (lane % 8) + (lane / 16) * 8, kc = ((lane / 8) % 2) * 8;
+            tc_ldmatrix_x4(r, B + tc_swizzle16((n0 + nr) * K + kk + kc));
+        }
+        b[nj][0] = r[0];
+        b[nj][1] = r[1];
+        b[nj + 1][0] = r[2];
+        b[nj + 1][1] = r[3];
+    }
+}
+
 // C += op(A) * op(B) for one block tile; A and B are 16-bit tiles in shared memory (swizzled, row-major
 // as stored: A is (M, K), or (K, M) when TRANS_A; B is (K, N), or (N, K) when TRANS_B); C is this
 // thread's accumulator fragment in the mma layout: warp w = wm * WARPS_N + wn owns rows
@@ -221,23 +225,7 @@ TC_DEVICE void gemm_ss(const uint16_t* A, const uint16_t* B, float* C) {
                 tc_ldmatrix_x4_trans(a[mi], A + tc_swizzle16((kk + kr) * M + m0 + mc));
             }
         }
-#pragma unroll
-        for (int nj = 0; nj < NT; nj += 2) {
-            const int n0 = wn * WN + nj * 8;
-            uint32_t r[4];
-            if (!TRANS_B) {
-                // stored (K, N): matrices (k0-7,n0-7), (k8-15,n0-7), (k0-7,n8-15), (k8-15,n8-15), transposed
-                tc_ldmatrix_x4_trans(r, B + tc_swizzle16((kk + lr) * N + n0 + lc));
-            } else {
-                // stored (N, K): matrices (n0-7,k0-7), (n0-7,k8-15), (n8-15,k0-7), (n8-15,k8-15)
-                const int nr = (lane % 8) + (lane / 16) * 8, kc = ((lane / 8) % 2) * 8;
-                tc_ldmatrix_x4(r, B + tc_swizzle16((n0 + nr) * K + kk + kc));
-            }
-            b[nj][0] = r[0];
-            b[nj][1] = r[1];
-            b[nj + 1][0] = r[2];
-            b[nj + 1][1] = r[3];
-        }
+        load_b<N, K, NT, TRANS_B>(B, kk, wn * WN, lane, b);
 #pragma unroll
         for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
@@ -253,25 +241,10 @@ TC_DEVICE void gemm_rs(const uint32_t* A, const uint16_t* B, float* C) {
     static_assert(WM % 16 == 0 && WN % 16 == 0 && K % 16 == 0, "gemm tile does not fit m16n8k16");
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int wn = warp % WARPS_N;
-    const int lr = (lane % 8) + ((lane / 8) % 2) * 8, lc = (lane / 16) * 8;
 #pragma unroll
     for (int kk = 0; kk < K; kk += 16) {
         uint32_t b[NT][2];
-#pragma unroll
-        for (int nj = 0; nj < NT; nj += 2) {
-            const int n0 = wn * WN + nj * 8;
-            uint32_t r[4];
-            if (!TRANS_B) {
-                tc_ldmatrix_x4_trans(r, B + tc_swizzle16((kk + lr) * N + n0 + lc));
-            } else {
-                const int nr = (lane % 8) + (lane / 16) * 8, kc = ((lane / 8) % 2) * 8;
-                tc_ldmatrix_x4(r, B + tc_swizzle16((n0 + nr) * K + kk + kc));
-            }
-            b[nj][0] = r[0];
-            b[nj][1] = r[1];
-            b[nj + 1][0] = r[2];
-            b[nj + 1][1] = r[3];
-        }
+        load_b<N, K, NT, TRANS_B>(B, kk, wn * WN, lane, b);
 #pragma unroll
         for (int mi = 0; mi < MT; ++mi)
 #pragma unroll

@@ -7,8 +7,11 @@ function of which input bits of the layout feed the reduced dim.
 
 from __future__ import annotations
 
+import dataclasses
+
 from tilecraft.cpu.op.reduce import combine, identity
-from tilecraft.cuda.layout import register_map
+from tilecraft.cpu.op.reduce import lower_cumsum as serial_scan
+from tilecraft.cuda.layout import blocked_layout, register_map
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
@@ -110,28 +113,20 @@ def _across_warps(accs: list[Buffer], warp_bits, op: S.Reduce, ctx) -> list[S.St
 
 def lower_cumsum(op: S.Cumsum, ctx) -> S.Stmt:
     """Rows are split over threads; each thread scans its rows serially (shared or global tiles)."""
-    from tilecraft.cpu.op.reduce import lower_cumsum as serial_scan
-    from tilecraft.cuda.layout import blocked_layout
-
     if op.src.buffer.scope == FRAGMENT or op.dst.buffer.scope == FRAGMENT:
         ctx.fail("T.cumsum of a fragment is not supported on the CUDA target", op.span,
                  "T.copy it to a shared buffer, scan there, and copy back")  # fmt: skip
     scan = serial_scan(op, ctx)
-    kept = [E.const_value(e) for k, e in enumerate(op.src.shape) if k != op.dim]
-    loops = []
-    node = scan
-    while isinstance(node, S.For) and len(loops) < len(kept):
-        loops.append(node)
-        node = node.body
-    if not loops:
+    kept = tuple(E.const_value(e) for k, e in enumerate(op.src.shape) if k != op.dim)
+    if not kept:
         return S.IfThenElse(E.compare(E.EQ, ctx.tid, 0), scan, span=op.span)
-    nest = scan
-    import dataclasses
+    nest = _parallelize(scan, len(kept))
+    return dataclasses.replace(
+        nest, annotations=nest.annotations + (("layout", blocked_layout(kept, ctx.threads)),)
+    )
 
-    def parallelize(f: S.For, depth: int) -> S.For:
-        body = parallelize(f.body, depth + 1) if depth + 1 < len(loops) else f.body
-        return dataclasses.replace(f, kind=S.ForKind.PARALLEL, body=body)
 
-    nest = parallelize(scan, 0)
-    layout = blocked_layout(tuple(kept), ctx.threads)
-    return dataclasses.replace(nest, annotations=nest.annotations + (("layout", layout),))
+def _parallelize(loop: S.For, depth: int) -> S.For:
+    """The outer `depth` loops of the serial scan become a T.Parallel nest over the kept dims."""
+    body = _parallelize(loop.body, depth - 1) if depth > 1 else loop.body
+    return dataclasses.replace(loop, kind=S.ForKind.PARALLEL, body=body)
