@@ -57,11 +57,14 @@ def rel_error(out, ref) -> float:
     return float(np.linalg.norm(np.asarray(out, np.float64) - ref) / np.linalg.norm(ref))
 
 
-def timed(fn, *args, repeat: int = 10) -> float:
+def timed(kernel, fn, *args, repeat: int = 10) -> float:
+    """Seconds per call; launches may be asynchronous (GPUs), so wait for them before reading the clock."""
     fn(*args)
+    kernel.synchronize()
     start = time.perf_counter()
     for _ in range(repeat):
         fn(*args)
+    kernel.synchronize()
     return (time.perf_counter() - start) / repeat
 
 
@@ -74,16 +77,19 @@ def main() -> None:
     kernel = matmul(m, n, k)
     print(f"target: {kernel.context.target} (execution backend: {kernel.context.execution.name})")
     print(f"gemm {m}x{n}x{k}: compiled in {time.perf_counter() - start:.2f} s")
-    c = kernel(a, b)
-    seconds = timed(kernel, a, b)
+    # Inputs go where the kernel runs (a copy to the GPU on a GPU target; the same arrays on the CPU).
+    a_dev, b_dev = kernel.to_device(a), kernel.to_device(b)
+    c = kernel.to_host(kernel(a_dev, b_dev))
+    seconds = timed(kernel, kernel, a_dev, b_dev)
     print(f"  rel. error vs NumPy float64: {rel_error(c, a.astype(np.float64) @ b):.2e}")
     print(f"  time: {seconds * 1e3:.2f} ms ({2 * m * n * k / seconds / 1e9:.1f} GFLOP/s)")
 
     x = rng.standard_normal((4096, 512), dtype=np.float32)
-    y = softmax(x)
+    x_dev = kernel.to_device(x)
+    y = kernel.to_host(softmax(x_dev))
     ref = np.exp(x - x.max(axis=1, keepdims=True))
     ref = ref / ref.sum(axis=1, keepdims=True)
-    seconds = timed(softmax, x)
+    seconds = timed(kernel, softmax, x_dev)
     print("softmax 4096x512:")
     print(f"  rel. error vs NumPy float64: {rel_error(y, ref):.2e}")
     print(f"  time: {seconds * 1e3:.2f} ms")

@@ -187,6 +187,9 @@ class ExecutionBackend(ABC):
     def launcher(self, loaded: Loaded) -> Callable[..., Any]:
         """A callable that launches the kernel with the user's arguments."""
 
+    def synchronize(self, loaded: Loaded) -> None:  # noqa: B027 - a no-op is right for synchronous launches
+        """Wait for the kernels launched through `loaded` (launches that return only when done need nothing)."""
+
     def to_device(self, array: Any) -> Any:
         """A copy of a host (numpy) array where this backend's kernels can read it (tests and tools)."""
         return array

@@ -142,6 +142,20 @@ class Kernel:
     def get_host_source(self) -> str | None:
         return self.artifact.host_source
 
+    def to_device(self, array: Any) -> Any:
+        """A copy of a numpy array where this kernel can read it (on the GPU for a GPU target)."""
+        return self._backend.to_device(array)
+
+    def to_host(self, array: Any) -> Any:
+        """A numpy copy of an array this kernel wrote."""
+        return self._backend.to_host(array)
+
+    def synchronize(self) -> None:
+        """Wait until this kernel's launches have finished (launches are asynchronous on GPUs)."""
+        loaded = getattr(self, "loaded", None) or getattr(self._launch, "loaded", None)
+        if loaded is not None:
+            self._backend.synchronize(loaded)
+
     def export(self, path) -> Any:
         """A self-contained copy of the built kernel, loadable without a compiler."""
         return self._backend.export(self.built, path)

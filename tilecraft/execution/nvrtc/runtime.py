@@ -180,6 +180,12 @@ class CudaRuntimeBackend(ExecutionBackend):
         raw = build_launcher(artifact, functions, handle.device, hooks, keep_alive=handle, raw=True)
         return FastPath(raw, handle.device, torch_current_stream)
 
+    def synchronize(self, loaded: Loaded) -> None:
+        """Wait until every kernel launched so far on the module's device has finished."""
+        handle: CudaModule = loaded.handle
+        with handle.driver.using_context(handle.context):
+            handle.driver.synchronize()
+
     def check_device(self, arg: ArrayArg, name: str) -> None:
         """Arrays must be in GPU memory (the device index is checked by the launcher, which knows it)."""
         interop.check_cuda_array(arg, name)
