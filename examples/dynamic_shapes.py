@@ -78,13 +78,17 @@ def main() -> int:
     rng = np.random.default_rng()
     w = rng.standard_normal((N, K)).astype(np.float32)
     bias = rng.standard_normal(N).astype(np.float32)
+    w_dev, bias_dev = kernel.to_device(w), kernel.to_device(bias)  # where the kernel runs (GPU or host)
     alpha = 0.5
     ok = True
     for m in rows:
         x = rng.standard_normal((m, K)).astype(np.float32)
+        x_dev = kernel.to_device(x)
         start = time.perf_counter()
-        y = kernel(x, w, bias, alpha)  # inputs in parameter order; Y comes back with shape (m, N)
+        y = kernel(x_dev, w_dev, bias_dev, alpha)  # inputs in parameter order; Y comes back (m, N)
+        kernel.synchronize()
         seconds = time.perf_counter() - start  # no compile here: the same binary for every m
+        y = kernel.to_host(y)
         ref = alpha * (x.astype(np.float64) @ w.T.astype(np.float64)) + bias
         err = rel_error(y, ref)
         print(f"  M={m:5d}: Y{y.shape}, rel. error {err:.2e}, first call {seconds * 1e3:.2f} ms")
@@ -93,7 +97,7 @@ def main() -> int:
     # Shapes are still checked on every call: static dims must match, and a symbolic dim must agree
     # across the parameters that use it.
     try:
-        kernel(rng.standard_normal((4, K + 1)).astype(np.float32), w, bias, alpha)
+        kernel(kernel.to_device(rng.standard_normal((4, K + 1)).astype(np.float32)), w_dev, bias_dev, alpha)
     except ArgumentError as err:
         print(f"  a wrong K is rejected before launch: {err}")
     else:

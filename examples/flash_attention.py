@@ -16,6 +16,7 @@ import sys
 import time
 
 import numpy as np
+from _util import rel_error, timed, to_device
 
 import tilecraft
 import tilecraft.language as T
@@ -121,21 +122,6 @@ def reference(q, k, v, is_causal: bool) -> np.ndarray:
     return (p @ v).transpose(0, 2, 1, 3)
 
 
-def rel_error(out, ref) -> float:
-    return float(np.linalg.norm(np.asarray(out, np.float64) - ref) / np.linalg.norm(ref))
-
-
-def timed(fn, *args, repeat: int = 5) -> float:
-    """Median seconds per call after one warm-up call (which also starts the worker threads)."""
-    fn(*args)
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="auto", help="target kind or alias (auto, cpu, ...)")
@@ -152,9 +138,10 @@ def main() -> int:
         func = flash_attention(batch, heads, seq_len, dim, is_causal)
         kernel = tilecraft.compile(func, out_idx=[3], target=args.target)
         compile_s = time.perf_counter() - start
-        out = kernel(q, k, v)
+        inputs = to_device(kernel, q, k, v)
+        out = kernel.to_host(kernel(*inputs))
         err = rel_error(out, reference(q, k, v, is_causal))
-        seconds = timed(kernel, q, k, v)
+        seconds = timed(kernel, kernel, *inputs)
         # Two gemms of (seq x seq x dim) per head; a causal kernel skips about half of the work.
         flops = 4 * batch * heads * seq_len * seq_len * dim * (0.5 if is_causal else 1.0)
         name = "causal" if is_causal else "non-causal"

@@ -19,6 +19,7 @@ import time
 
 import ml_dtypes
 import numpy as np
+from _util import rel_error, timed, to_device
 
 import tilecraft
 import tilecraft.language as T
@@ -57,21 +58,6 @@ def gemm(M, N, K, trans_A, trans_B, dtype, block_M=64, block_N=64, block_K=32, a
     return main
 
 
-def rel_error(out, ref) -> float:
-    return float(np.linalg.norm(np.asarray(out, np.float64) - ref) / np.linalg.norm(ref))
-
-
-def timed(fn, *args, repeat: int = 5) -> float:
-    """Median seconds per call after one warm-up call (which also starts the worker threads)."""
-    fn(*args)
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="auto", help="target kind or alias (auto, cpu, ...)")
@@ -93,9 +79,10 @@ def main() -> int:
         start = time.perf_counter()
         kernel = tilecraft.compile(gemm(M, N, K, trans_A, trans_B, dtype), out_idx=[-1], target=args.target)
         compile_s = time.perf_counter() - start
-        c = kernel(a, b)
+        inputs = to_device(kernel, a, b)
+        c = kernel.to_host(kernel(*inputs))
         err = rel_error(c, ref)
-        seconds = timed(kernel, a, b)
+        seconds = timed(kernel, kernel, *inputs)
         ops = f"{'A^T' if trans_A else 'A  '} @ {'B^T' if trans_B else 'B  '}"
         print(
             f"  {dtype:>8} {ops}: rel. error {err:.2e}, {seconds * 1e3:7.2f} ms "

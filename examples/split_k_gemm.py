@@ -18,6 +18,7 @@ import sys
 import time
 
 import numpy as np
+from _util import rel_error, timed, to_device
 
 import tilecraft
 import tilecraft.language as T
@@ -47,21 +48,6 @@ def split_k_gemm(M, N, K, split_k, block_M=64, block_N=64, block_K=32, dtype="fl
     return main
 
 
-def rel_error(out, ref) -> float:
-    return float(np.linalg.norm(np.asarray(out, np.float64) - ref) / np.linalg.norm(ref))
-
-
-def timed(fn, *args, repeat: int = 5) -> float:
-    """Median seconds per call after one warm-up call (which also starts the worker threads)."""
-    fn(*args)
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="auto", help="target kind or alias (auto, cpu, ...)")
@@ -80,11 +66,11 @@ def main() -> int:
         start = time.perf_counter()
         kernel = tilecraft.compile(split_k_gemm(M, N, K, split_k), target=args.target)
         compile_s = time.perf_counter() - start
-        c = c0.copy()
-        kernel(a, b, c)  # no out_idx: C is an input and an output, updated in place
-        err = rel_error(c, ref)
+        a_dev, b_dev, c_dev = to_device(kernel, a, b, c0.copy())
+        kernel(a_dev, b_dev, c_dev)  # no out_idx: C is an input and an output, updated in place
+        err = rel_error(kernel.to_host(c_dev), ref)
         # Each timed call adds A @ B into C once more; only the time matters here.
-        seconds = timed(kernel, a, b, c)
+        seconds = timed(kernel, kernel, a_dev, b_dev, c_dev)
         blocks = -(-M // 64) * -(-N // 64) * split_k
         print(
             f"  split_k={split_k} ({blocks:3d} blocks): rel. error {err:.2e}, {seconds * 1e3:.2f} ms "

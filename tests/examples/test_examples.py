@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
 ARGS = ("--target", "cpu", "--small")
 TIMEOUT_S = 300
 DOCS = ("quickstart.md", "cpu.md", "targets.md")
