@@ -5,7 +5,9 @@ Shared code knows no kind by name. A backend package registers its `TargetKind` 
 
 Detection convention: `"auto"` runs detectors in ascending `detect_priority`. Accelerators take low
 numbers (tried first, 0-49), host processors the highest ones (tried last, 90-99), so a machine with a
-GPU picks the GPU and every machine still finds a target.
+GPU picks the GPU and every machine still finds a target. A kind registered with `auto=False` is never
+chosen by `"auto"`: it is used only when named, though its detector still answers whether it is present
+(for `tilecraft doctor` and tests that run on every kind present).
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ class TargetKind:
 
     `normalize` receives a mutable copy of the parsed attributes and returns the canonical ones; it must
     be idempotent (`check_idempotent` in tilecraft.backend.target verifies it on `examples`). `detect`
-    runs only when a target is `"auto"`, never at import.
+    runs only when asked (a target of `"auto"`, a detection report), never at import. `auto=False` keeps
+    the kind out of `"auto"`: for a kind that can run here but should be chosen only by name.
     """
 
     name: str
@@ -46,10 +49,13 @@ class TargetKind:
     detect_priority: int = 50
     doc: str = ""
     examples: tuple[str | Mapping[str, Any], ...] = ()
+    auto: bool = True
 
     def __post_init__(self) -> None:
         for name in (self.name, *self.aliases):
             _check_kind_name(name)
+        if not isinstance(self.auto, bool):
+            raise TargetError(f"target kind {self.name!r}: auto must be True or False, got {self.auto!r}")
         if len(set(self.aliases)) != len(self.aliases) or self.name in self.aliases:
             raise TargetError(f"target kind {self.name!r}: aliases must be unique and differ from the name")
         for label, fn in (("normalize", self.normalize), ("detect", self.detect)):

@@ -76,3 +76,14 @@ class VectorZero(Stmt):
     dst: Buffer
     dst_offset: Expr
     bytes: int
+
+
+def shared_accesses(node) -> tuple[tuple[Buffer, ...], tuple[Buffer, ...]] | None:
+    """The buffers a CUDA statement reads and writes, for barrier insertion (None: not ours)."""
+    if isinstance(node, GemmCall):
+        return (node.a, node.b), (node.c,)
+    if isinstance(node, (AsyncCopy, VectorCopy)):
+        return (node.src,), (node.dst,)
+    if isinstance(node, VectorZero):
+        return (), (node.dst,)
+    return None

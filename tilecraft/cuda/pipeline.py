@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from tilecraft.backend.pipeline import PassPipeline, module_pass
+from tilecraft.cuda.ir import shared_accesses
+from tilecraft.cuda.op import OP_TABLE
 from tilecraft.cuda.target import KIND
-from tilecraft.cuda.transform.barriers import insert_barriers
 from tilecraft.cuda.transform.check import check_cuda_support
-from tilecraft.cuda.transform.infer_layouts import infer_layouts
-from tilecraft.cuda.transform.lower_threads import lower_to_threads
 from tilecraft.cuda.transform.pipeline import inject_software_pipeline
 from tilecraft.cuda.transform.rasterize import rasterize_blocks
 from tilecraft.cuda.transform.shared_layouts import apply_shared_layouts
+from tilecraft.cuda.transform.strict_layouts import cuda_strict_layouts
+from tilecraft.layout.inference import infer_layouts
 from tilecraft.transform.simplify import simplify_pass
+from tilecraft.transform.simt.barriers import insert_barriers
+from tilecraft.transform.simt.lower_threads import lower_to_threads
 from tilecraft.transform.split_kernels import split_kernels
 from tilecraft.transform.storage import storage_pass
 
@@ -35,12 +38,16 @@ PIPELINE = PassPipeline(
         check_cuda_support,  # sm_80+, dtypes and features this backend lowers
         rasterize_blocks,  # T.use_swizzle: blocks renumbered in L2-friendly panels
         simplify_pass,  # index arithmetic, before layouts are chosen
-        infer_layouts,  # fragment layouts (mma accumulators, propagation, defaults); swizzled gemm tiles
-        lower_to_threads,  # tile ops and T.Parallel nests -> per-thread code; fragments -> registers
+        infer_layouts(
+            cuda_strict_layouts
+        ),  # fragment layouts (mma accumulators, propagation, defaults); swizzled gemm tiles
+        lower_to_threads(
+            OP_TABLE
+        ),  # tile ops and T.Parallel nests -> per-thread code; fragments -> registers
         inject_software_pipeline,  # T.Pipelined with cp.async -> multi-stage ring buffers
         apply_shared_layouts,  # swizzled shared tiles addressed by physical offsets
         simplify_pass,  # fold the per-thread index arithmetic
-        insert_barriers,  # __syncthreads between shared writes and other threads' reads
+        insert_barriers(shared_accesses),  # __syncthreads between shared writes and other threads' reads
         split_host_device,  # one device kernel per T.Kernel, a host function that launches them
         plan_shared_memory,  # dynamic shared memory offsets with reuse; launch sizes
     ),

@@ -139,3 +139,22 @@ def fill_as_loops(fill: S.Fill, prefix: str = "i") -> S.Stmt:
     if guard is not None:
         store = S.IfThenElse(guard, store, span=fill.span)
     return parallel_nest(loop_vars, extents, store, fill.span)
+
+
+def atomic_as_loops(op: S.AtomicOp) -> S.Stmt:
+    """One AtomicUpdate for a scalar value; a T.Parallel nest of them for a region (edges skipped)."""
+    from tilecraft.ir.lowered import AtomicUpdate
+
+    if not isinstance(op.value, BufferRegion):
+        index = tuple(r.min for r in op.dst.ranges)
+        return AtomicUpdate(op.kind, op.dst.buffer, index, E.cast(op.value, op.dst.dtype), span=op.span)
+    extents = loop_extents(op.value)
+    loop_vars = make_loop_vars(len(extents), "a")
+    dst_index = region_index(op.dst, loop_vars)
+    src_index = region_index(op.value, loop_vars)
+    value = E.cast(E.BufferLoad(op.value.dtype, op.value.buffer, src_index), op.dst.dtype)
+    body: S.Stmt = AtomicUpdate(op.kind, op.dst.buffer, dst_index, value, span=op.span)
+    guard = conjunction(edge_conditions(op.dst, dst_index))
+    if guard is not None:
+        body = S.IfThenElse(guard, body, span=op.span)
+    return parallel_nest(loop_vars, extents, body, op.span)

@@ -1,99 +1,14 @@
-"""Reductions and cumsum as serial loops with a scalar accumulator per output element."""
+"""Reductions and cumsum on the CPU: the shared serial loops (a block is one thread)."""
 
 from __future__ import annotations
 
-from tilecraft.ir import dtype as dt
-from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
-from tilecraft.ir.buffer import Buffer, BufferRegion
-from tilecraft.ir.expr import Expr, Var
-
-
-def identity(kind: str, dtype: dt.DataType) -> Expr:
-    """The value a reduction starts from."""
-    if kind in ("sum", "abssum", "absmax"):
-        return E.const(0, dtype)
-    big = float("inf") if dtype.is_float else _int_limit(dtype, kind == "min")
-    return E.const(big if kind == "min" else -big, dtype)
-
-
-def _int_limit(dtype: dt.DataType, high: bool) -> int:
-    import numpy as np
-
-    info = np.iinfo(dt.numpy_dtype(dtype))
-    return int(info.max) if high else -int(info.min)
-
-
-def combine(kind: str, acc: Expr, x: Expr) -> Expr:
-    if kind in ("abssum", "absmax"):
-        x = E.call("abs", x)
-    if kind in ("sum", "abssum"):
-        return E.add(acc, x)
-    if kind in ("max", "absmax"):
-        return E.max_(acc, x)
-    return E.min_(acc, x)
-
-
-def _element(region: BufferRegion, index: list[Expr]) -> tuple[Expr, ...]:
-    return tuple(E.add(r.min, i) if E.const_value(r.min) != 0 else E.cast(i, r.min.dtype)
-                 for r, i in zip(region.ranges, index))  # fmt: skip
-
-
-def _dst_index(op_dst: BufferRegion, kept: list[Expr], dim: int, src_rank: int) -> tuple[Expr, ...]:
-    index = list(kept)
-    if len(op_dst.ranges) == src_rank:
-        index.insert(dim, E.const(0))
-    return _element(op_dst, index)
-
-
-def _serial_nest(loop_vars: list[Var], extents: list[Expr], body: S.Stmt, span) -> S.Stmt:
-    for var, extent in reversed(list(zip(loop_vars, extents))):
-        body = S.For(var, E.const(0), extent, S.ForKind.SERIAL, body, span=span)
-    return body
+from tilecraft.transform.reductions import cumsum_loops, reduce_loops
 
 
 def lower_reduce(op: S.Reduce, ctx) -> S.Stmt:
-    """dst[kept] = combine over src[..., r, ...] (starting from dst's value when clear=False)."""
-    src, dst, rank = op.src, op.dst, len(op.src.ranges)
-    extents = list(src.shape)
-    red_extent = extents.pop(op.dim)
-    kept_vars = [Var(dt.int32, f"r{k}") for k in range(rank - 1)]
-    red_var = Var(dt.int32, "rk")
-    acc = Buffer("acc", (E.const(1),), dst.dtype, "local.var")
-    acc_load = E.BufferLoad(acc.dtype, acc, (E.const(0),))
-    src_index = list(kept_vars)
-    src_index.insert(op.dim, red_var)
-    x = E.cast(E.BufferLoad(src.dtype, src.buffer, _element(src, src_index)), acc.dtype)
-    dst_index = _dst_index(dst, kept_vars, op.dim, rank)
-    start = identity(op.kind, acc.dtype) if op.clear else E.BufferLoad(dst.dtype, dst.buffer, dst_index)
-    update = S.BufferStore(acc, combine(op.kind, acc_load, x), (E.const(0),), span=op.span)
-    hint = (("reduction", op.kind),)
-    loop = S.For(red_var, E.const(0), red_extent, S.ForKind.SERIAL, update, hint, span=op.span)
-    body = S.seq(
-        S.BufferStore(acc, start, (E.const(0),), span=op.span),
-        loop,
-        S.BufferStore(dst.buffer, acc_load, dst_index, span=op.span),
-    )
-    return _serial_nest(kept_vars, extents, S.Allocate(acc, body, span=op.span), op.span)
+    return reduce_loops(op)
 
 
 def lower_cumsum(op: S.Cumsum, ctx) -> S.Stmt:
-    """A running sum along dim (from the end when reverse); in place is safe: each element is read first."""
-    src, dst, rank = op.src, op.dst, len(op.src.ranges)
-    extents = list(src.shape)
-    scan_extent = extents.pop(op.dim)
-    kept_vars = [Var(dt.int32, f"c{k}") for k in range(rank - 1)]
-    step = Var(dt.int32, "ck")
-    pos = E.sub(E.sub(scan_extent, 1), step) if op.reverse else step
-    index = list(kept_vars)
-    index.insert(op.dim, pos)
-    acc = Buffer("run", (E.const(1),), dst.dtype, "local.var")
-    acc_load = E.BufferLoad(acc.dtype, acc, (E.const(0),))
-    x = E.cast(E.BufferLoad(src.dtype, src.buffer, _element(src, index)), acc.dtype)
-    body = S.seq(
-        S.BufferStore(acc, E.add(acc_load, x), (E.const(0),), span=op.span),
-        S.BufferStore(dst.buffer, acc_load, _element(dst, index), span=op.span),
-    )
-    scan = S.For(step, E.const(0), scan_extent, S.ForKind.SERIAL, body, span=op.span)
-    init = S.BufferStore(acc, E.const(0, acc.dtype), (E.const(0),), span=op.span)
-    return _serial_nest(kept_vars, extents, S.Allocate(acc, S.seq(init, scan), span=op.span), op.span)
+    return cumsum_loops(op)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from tilecraft.cuda.op.atomic import lower_atomic
 from tilecraft.cuda.op.copy import lower_copy, lower_fill
 from tilecraft.cuda.op.gemm import lower_gemm
-from tilecraft.cuda.op.reduce import lower_cumsum, lower_reduce
 from tilecraft.ir import stmt as S
+from tilecraft.transform.simt.atomic import lower_atomic
+from tilecraft.transform.simt.reduce import lower_cumsum, lower_reduce
 
 OP_TABLE = {
     S.Copy: lower_copy,

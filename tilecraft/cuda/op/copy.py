@@ -10,12 +10,12 @@ edge predicates on global operands either way.
 from __future__ import annotations
 
 from tilecraft.cuda.ir import AsyncCopy, VectorCopy, VectorZero
-from tilecraft.cuda.layout import blocked_layout
 from tilecraft.cuda.shared_layout import SharedLayout
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.arith import Analyzer
 from tilecraft.ir.buffer import BufferRegion
+from tilecraft.layout.tile import blocked_layout
 from tilecraft.transform.tile_loops import (
     conjunction,
     copy_body,

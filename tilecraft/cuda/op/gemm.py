@@ -67,7 +67,7 @@ def _fma(op: S.Gemm, plan, ctx) -> S.Stmt:
     if op.c.buffer.scope == "local.fragment":
         layout = ctx.layout(op.c.buffer, op.span)
     else:
-        from tilecraft.cuda.layout import blocked_layout
+        from tilecraft.layout.tile import blocked_layout
 
         layout = blocked_layout((plan.m, plan.n), ctx.threads, acc_dtype)
     return S.For(

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilecraft.cuda.layout import TileLayout
 from tilecraft.errors import LoweringError
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.layout.fragment import mma_accumulator
 from tilecraft.layout.linear import is_power_of_two
+from tilecraft.layout.tile import TileLayout
 
 MMA_INPUTS = ("float16", "bfloat16")
 SHARED = ("shared", "shared.dyn")

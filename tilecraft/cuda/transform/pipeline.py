@@ -20,8 +20,8 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import Mutator, substitute, walk
+from tilecraft.transform.simt.barriers import PIPELINED_BUFFERS
 
-PIPELINED_BUFFERS = "pipelined_buffers"
 SYNC = S.Evaluate(E.Call(dt.int32, "sync_threads", ()))
 
 

@@ -13,8 +13,6 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from tilecraft.backend.pipeline import module_pass
-from tilecraft.cuda.layout import TileLayout, register_map
-from tilecraft.cuda.transform.infer_layouts import kernel_threads, parallel_nest, var_positions
 from tilecraft.errors import LoweringError
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
@@ -22,6 +20,8 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import Mutator, Visitor, substitute, walk
+from tilecraft.layout.inference import kernel_threads, parallel_nest, var_positions
+from tilecraft.layout.tile import TileLayout, register_map
 
 FRAGMENT = "local.fragment"
 
@@ -38,6 +38,7 @@ class ThreadContext:
     registers: dict[int, Buffer] = field(default_factory=dict)
     pipelined_depth: int = 0
     in_nest: bool = False
+    shuffles: bool = True
     fresh: int = 0
 
     @property
@@ -78,9 +79,10 @@ class _Layouts(Visitor):
 
 
 class LowerToThreads(Mutator):
-    def __init__(self, ctx: ThreadContext) -> None:
+    def __init__(self, ctx: ThreadContext, op_table) -> None:
         super().__init__()
         self.ctx = ctx
+        self.op_table = op_table
         self.nest: tuple[TileLayout, list[E.Var], E.Var] | None = None
 
     def mutate_Buffer(self, buf):
@@ -115,11 +117,11 @@ class LowerToThreads(Mutator):
 
     def mutate(self, node):
         if isinstance(node, S.TileOp):
-            from tilecraft.cuda.op import OP_TABLE
-
-            lower = OP_TABLE.get(type(node))
+            lower = self.op_table.get(type(node))
             if lower is None:
-                self.ctx.fail(f"tile op {type(node).__name__} is not supported on the CUDA target", node.span)
+                supported = ", ".join(sorted(t.__name__ for t in self.op_table))
+                self.ctx.fail(f"tile op {type(node).__name__} is not supported on this target", node.span,
+                              f"supported tile ops: {supported}")  # fmt: skip
             return self.mutate(lower(node, self.ctx))
         return super().mutate(node)
 
@@ -228,22 +230,31 @@ def _writes_memory(body: S.Stmt) -> bool:
 
 
 class _PerKernel(Mutator):
-    def __init__(self, target) -> None:
+    def __init__(self, target, op_table, shuffles: bool) -> None:
         super().__init__()
         self.target = target
+        self.op_table = op_table
+        self.shuffles = shuffles
 
     def mutate_Buffer(self, buf):
         return buf
 
     def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
         ctx = ThreadContext(self.target, kernel_threads(launch, self.target), launch.thread_vars[0])
+        ctx.shuffles = self.shuffles
         _Layouts(ctx).visit(launch.body)
-        body = LowerToThreads(ctx).mutate(launch.body)
+        body = LowerToThreads(ctx, self.op_table).mutate(launch.body)
         return dataclasses.replace(launch, body=body)
 
 
-@module_pass("lower-to-threads")
-def lower_to_threads(mod: IRModule, ctx) -> IRModule:
-    """Tile ops and T.Parallel nests are per-thread code; fragments are per-thread register arrays."""
-    mutator = _PerKernel(ctx.target)
-    return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)
+def lower_to_threads(op_table, shuffles: bool = True):
+    """The `lower-to-threads` pass with the backend's op table; `shuffles` says whether cross-thread
+    reductions may use warp shuffles (`shfl_xor` calls the backend prints)."""
+
+    @module_pass("lower-to-threads")
+    def run(mod: IRModule, ctx) -> IRModule:
+        """Tile ops and T.Parallel nests are per-thread code; fragments are per-thread register arrays."""
+        mutator = _PerKernel(ctx.target, op_table, shuffles)
+        return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)
+
+    return run

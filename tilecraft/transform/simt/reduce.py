@@ -1,5 +1,6 @@
-"""Reductions of fragments on CUDA: within each thread's registers, then across lanes with warp
-shuffles (the lane bits that split the reduced dim), then across warps through shared memory.
+"""Reductions of fragments for SIMT targets: within each thread's registers, then across the threads
+that split the reduced dim: with warp shuffles over those lane bits where the target has them
+(`ctx.shuffles`), and through shared memory for the rest (warp bits, or every bit without shuffles).
 
 The register grouping and the shuffle masks come from the source's layout: a reduction is only a
 function of which input bits of the layout feed the reduced dim.
@@ -9,14 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from tilecraft.cpu.op.reduce import combine, identity
-from tilecraft.cpu.op.reduce import lower_cumsum as serial_scan
-from tilecraft.cuda.layout import blocked_layout, register_map
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.layout.fragment import fragment_dims
+from tilecraft.layout.tile import blocked_layout, register_map
+from tilecraft.transform.reductions import combine, cumsum_loops, identity
 
 FRAGMENT = "local.fragment"
 
@@ -29,7 +29,7 @@ def _groups(src, dst, dim: int, ctx, span) -> list[list[int]]:
     """For each register of the result, the source registers (of the same thread) that reduce into it."""
     dims = [d for d in range(len(src.shape)) if d != dim]
     if len(dst.shape) == len(src.shape):
-        ctx.fail("keep-dim reductions of fragments are not supported on the CUDA target", span)
+        ctx.fail("keep-dim reductions of fragments are not supported on this target", span)
     mapping = register_map(src, dims, dst) if dims else None
     groups: list[list[int]] = [[] for _ in range(dst.num_registers)]
     for rs in range(src.num_registers):
@@ -45,7 +45,7 @@ def _groups(src, dst, dim: int, ctx, span) -> list[list[int]]:
 
 def lower_reduce(op: S.Reduce, ctx) -> S.Stmt:
     if op.src.buffer.scope != FRAGMENT or op.dst.buffer.scope != FRAGMENT:
-        ctx.fail(f"T.reduce_{op.kind} on the CUDA target reduces fragments into fragments", op.span,
+        ctx.fail(f"T.reduce_{op.kind} on this target reduces fragments into fragments", op.span,
                  "T.copy the data into a T.alloc_fragment tile first")  # fmt: skip
     src, dst = ctx.layout(op.src.buffer, op.span), ctx.layout(op.dst.buffer, op.span)
     groups = _groups(src, dst, op.dim, ctx, op.span)
@@ -63,14 +63,16 @@ def lower_reduce(op: S.Reduce, ctx) -> S.Stmt:
     name = fragment_dims(len(src.shape))[op.dim]
     lane_bits = src.linear.input_bits_feeding("lane", name) if "lane" in src.linear.in_names else ()
     warp_bits = src.linear.input_bits_feeding("warp", name) if "warp" in src.linear.in_names else ()
-    for bit in lane_bits:
+    shuffled_bits = lane_bits if ctx.shuffles else ()
+    for bit in shuffled_bits:
         for acc in accs:
             load = _load(acc)
             shuffled = E.call("shfl_xor", load, E.const(1 << bit), dtype=acc_dtype)
             stmts.append(S.BufferStore(acc, combine(_plain(op.kind), load, shuffled), (E.const(0),)))
     body = S.seq(*stmts)
-    if warp_bits:
-        body = S.seq(body, *_across_warps(accs, warp_bits, op, ctx))
+    thread_bits = [b for b in lane_bits if b not in shuffled_bits] + [b + 5 for b in warp_bits]
+    if thread_bits:
+        body = S.seq(body, *_through_shared_memory(accs, thread_bits, op, ctx))
     finish = []
     for k, acc in enumerate(accs):
         result = _load(acc)
@@ -88,23 +90,23 @@ def _load(acc: Buffer) -> E.Expr:
     return E.BufferLoad(acc.dtype, acc, (E.const(0),))
 
 
-def _across_warps(accs: list[Buffer], warp_bits, op: S.Reduce, ctx) -> list[S.Stmt]:
-    """Warps that split the reduced dim exchange their partials through shared memory."""
-    warps = ctx.threads // 32
+def _through_shared_memory(accs: list[Buffer], thread_bits, op: S.Reduce, ctx) -> list[S.Stmt]:
+    """Threads that differ in `thread_bits` (bits of the thread index) combine their partials: each
+    thread writes its partials, then reads those of the threads it pairs with, in one round."""
     slots = len(accs) * ctx.threads
     scratch = Buffer(f"red_smem{ctx.fresh}", (E.const(slots),), accs[0].dtype, "shared.dyn")
     ctx.fresh += 1
     sync = S.Evaluate(E.Call(dt.int32, "sync_threads", ()))
-    lane, warp, tid = ctx.lane, ctx.warp, ctx.tid
+    tid = ctx.tid
     writes = [
         S.BufferStore(scratch, _load(acc), (E.add(E.mul(k, ctx.threads), tid),)) for k, acc in enumerate(accs)
     ]
+    mask = sum(1 << b for b in thread_bits)
+    partners = [p for p in range(1, mask + 1) if p & ~mask == 0]
     reads = []
-    partners = [p for p in range(warps) if p & ~sum(1 << b for b in warp_bits) == 0 and p]
     for k, acc in enumerate(accs):
         for p in partners:
-            other_warp = E.int_call("bitwise_xor", warp, p)
-            index = E.add(E.mul(k, ctx.threads), E.add(E.mul(other_warp, 32), lane))
+            index = E.add(E.mul(k, ctx.threads), E.int_call("bitwise_xor", tid, p))
             other = E.BufferLoad(acc.dtype, scratch, (index,))
             reads.append(S.BufferStore(acc, combine(_plain(op.kind), _load(acc), other), (E.const(0),)))
     body = S.seq(sync, *writes, sync, *reads, sync)
@@ -114,9 +116,9 @@ def _across_warps(accs: list[Buffer], warp_bits, op: S.Reduce, ctx) -> list[S.St
 def lower_cumsum(op: S.Cumsum, ctx) -> S.Stmt:
     """Rows are split over threads; each thread scans its rows serially (shared or global tiles)."""
     if op.src.buffer.scope == FRAGMENT or op.dst.buffer.scope == FRAGMENT:
-        ctx.fail("T.cumsum of a fragment is not supported on the CUDA target", op.span,
+        ctx.fail("T.cumsum of a fragment is not supported on this target", op.span,
                  "T.copy it to a shared buffer, scan there, and copy back")  # fmt: skip
-    scan = serial_scan(op, ctx)
+    scan = cumsum_loops(op)
     kept = tuple(E.const_value(e) for k, e in enumerate(op.src.shape) if k != op.dim)
     if not kept:
         return S.IfThenElse(E.compare(E.EQ, ctx.tid, 0), scan, span=op.span)

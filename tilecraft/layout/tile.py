@@ -1,4 +1,4 @@
-"""Tile layouts as the CUDA pipeline uses them: a linear layout plus the logical shape it covers.
+"""Tile layouts as the SIMT pipelines use them: a linear layout plus the logical shape it covers.
 
 A `TileLayout` says, for a fragment or a `T.Parallel` nest over a tile, which thread (lane, warp) and
 which register index holds each element. Shapes are padded to powers of two; padded positions are

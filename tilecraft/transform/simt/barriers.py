@@ -13,8 +13,6 @@ from __future__ import annotations
 import dataclasses
 
 from tilecraft.backend.pipeline import module_pass
-from tilecraft.cuda.ir import AsyncCopy, GemmCall, VectorCopy, VectorZero
-from tilecraft.cuda.transform.pipeline import PIPELINED_BUFFERS
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
@@ -23,6 +21,8 @@ from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.visitor import Mutator, free_vars, walk
 
 SHARED = ("shared", "shared.dyn")
+# A loop annotation listing shared buffers a software pipeline guards with its own waits and barriers.
+PIPELINED_BUFFERS = "pipelined_buffers"
 
 
 def sync() -> S.Stmt:
@@ -46,10 +46,12 @@ class State:
 
 
 class Accesses:
-    """Shared buffers a statement reads and writes."""
+    """Shared buffers a statement reads and writes; `extra(node)` gives (read buffers, written buffers)
+    for the backend's own statements (copies, gemm calls), or None for nodes it does not know."""
 
-    def __init__(self, skip: set[int]) -> None:
+    def __init__(self, skip: set[int], extra=None) -> None:
         self.skip = skip
+        self.extra = extra
 
     def __call__(self, s: S.Stmt) -> tuple[set[int], set[int]]:
         reads, writes = set(), set()
@@ -63,22 +65,19 @@ class Accesses:
                 note(n.buffer, reads)
             elif isinstance(n, (S.BufferStore, AtomicUpdate)):
                 note(n.buffer, writes)
-            elif isinstance(n, GemmCall):
-                note(n.a, reads)
-                note(n.b, reads)
-                note(n.c, writes)
-            elif isinstance(n, (AsyncCopy, VectorCopy)):
-                note(n.src, reads)
-                note(n.dst, writes)
-            elif isinstance(n, VectorZero):
-                note(n.dst, writes)
+            elif self.extra is not None and (found := self.extra(n)) is not None:
+                for buf in found[0]:
+                    note(buf, reads)
+                for buf in found[1]:
+                    note(buf, writes)
         return reads, writes
 
 
 class Barriers:
-    def __init__(self, thread_vars) -> None:
+    def __init__(self, thread_vars, extra=None) -> None:
         self.thread_ids = {id(v) for v in thread_vars}
         self.skip: set[int] = set()
+        self.extra = extra
 
     def uniform(self, cond: E.Expr) -> bool:
         return not any(id(v) in self.thread_ids for v in free_vars(cond))
@@ -104,7 +103,7 @@ class Barriers:
         return self._leaf(s, state)
 
     def _leaf(self, s: S.Stmt, state: State) -> tuple[S.Stmt, State]:
-        reads, writes = Accesses(self.skip)(s)
+        reads, writes = Accesses(self.skip, self.extra)(s)
         # Read-after-write and write-after-read; tile programs do not write one element from two threads.
         if (reads & state.writes) or (writes & state.reads):
             return S.seq(sync(), s), State(reads, writes)
@@ -123,16 +122,25 @@ class Barriers:
 
 
 class _PerKernel(Mutator):
+    def __init__(self, extra) -> None:
+        super().__init__()
+        self.extra = extra
+
     def mutate_Buffer(self, buf):
         return buf
 
     def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
-        body, _ = Barriers(launch.thread_vars).run(launch.body, State())
+        body, _ = Barriers(launch.thread_vars, self.extra).run(launch.body, State())
         return dataclasses.replace(launch, body=body)
 
 
-@module_pass("insert-barriers")
-def insert_barriers(mod: IRModule, ctx) -> IRModule:
-    """A barrier separates every shared-memory write from later reads and writes of that buffer."""
-    mutator = _PerKernel()
-    return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)
+def insert_barriers(extra=None):
+    """The `insert-barriers` pass; `extra` describes the shared accesses of the backend's statements."""
+
+    @module_pass("insert-barriers")
+    def run(mod: IRModule, ctx) -> IRModule:
+        """A barrier separates shared-memory writes from other threads' later reads (and reads from writes)."""
+        mutator = _PerKernel(extra)
+        return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)
+
+    return run

@@ -8,19 +8,21 @@ indexed by a subset); a reduction's result is its source projected; fragment-to-
 share a layout. What stays free gets the default (row-major over threads, 16-byte runs), and
 propagation resumes. Two different layouts demanded for one fragment stop with both ops' lines.
 
-The result is written into the IR: an `AnnotateLayout` after each fragment's allocation and a
-`("layout", TileLayout)` annotation on each nest's outer loop.
+The mechanism is shared; the strict layouts come from the backend (`strict(op, threads, target)`
+yields `(buffer, layout, why)` for the tile ops whose instructions impose one, e.g. an mma accumulator
+or a swizzled shared operand tile).
+
+The result is written into the IR: an `AnnotateLayout` after each fragment's (and strictly laid out
+shared buffer's) allocation and a `("layout", TileLayout)` annotation on each nest's outer loop.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from tilecraft.backend.pipeline import module_pass
-from tilecraft.cuda.layout import TileLayout, blocked_layout, project, subset
-from tilecraft.cuda.op.gemm_plan import plan_gemm
-from tilecraft.cuda.shared_layout import SWIZZLE16
 from tilecraft.errors import LoweringError
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
@@ -28,6 +30,7 @@ from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.span import Span
 from tilecraft.ir.visitor import Mutator, Visitor
+from tilecraft.layout.tile import TileLayout, blocked_layout, project, subset
 
 FRAGMENT = "local.fragment"
 
@@ -79,7 +82,7 @@ class _Collect(Visitor):
             value = E.const_value(f.extent)
             if not isinstance(value, int) or E.const_value(f.min) != 0:
                 raise LoweringError(
-                    "T.Parallel extents must be static and start at 0 on the CUDA target",
+                    "T.Parallel extents must be static and start at 0 on this target",
                     f.span,
                     "split the loop so the parallel part has a compile-time size",
                 )
@@ -137,13 +140,19 @@ def static_shape(buf: Buffer) -> tuple[int, ...]:
     return dims
 
 
+StrictLayouts = Callable[[S.TileOp, int, object], Iterable[tuple[Buffer, object, str]]]
+
+
 class Inference:
     """The fixed-point layout inference of one kernel."""
 
-    def __init__(self, launch: S.KernelLaunch, threads: int, target) -> None:
+    def __init__(
+        self, launch: S.KernelLaunch, threads: int, target, strict: StrictLayouts | None = None
+    ) -> None:
         self.launch = launch
         self.threads = threads
         self.target = target
+        self.strict = strict
         self.found = _Collect()
         self.found.visit(launch.body)
         self.layouts: dict[int, Decision] = {}
@@ -173,23 +182,15 @@ class Inference:
 
     def run(self) -> None:
         for op in self.found.ops:
-            if isinstance(op, S.Gemm):
-                self._gemm(op)
+            for buf, layout, why in self.strict(op, self.threads, self.target) if self.strict else ():
+                if isinstance(layout, TileLayout):
+                    self.set(buf, layout, why, op.span)
+                else:
+                    self.shared[id(buf)] = layout
         while True:
             self._propagate()
             if not self._default_one():
                 break
-
-    def _gemm(self, op: S.Gemm) -> None:
-        plan = plan_gemm(op, self.threads, self.target)
-        if plan.tensor_cores:
-            for region in (op.a, op.b):
-                if region.buffer.scope in ("shared", "shared.dyn"):
-                    self.shared[id(region.buffer)] = SWIZZLE16
-        if op.c.buffer.scope == FRAGMENT and plan.c_layout is not None:
-            self.set(op.c.buffer, plan.c_layout, "the accumulator of T.gemm", op.span)
-        if op.a.buffer.scope == FRAGMENT and plan.a_layout is not None:
-            self.set(op.a.buffer, plan.a_layout, "the register operand A of T.gemm", op.span)
 
     def _propagate(self) -> None:
         changed = True
@@ -317,7 +318,7 @@ def kernel_threads(launch: S.KernelLaunch, target) -> int:
         threads *= t
     if len(launch.threads) != 1 or threads & (threads - 1) or not 32 <= threads <= 1024:
         raise LoweringError(
-            f"the CUDA target needs `threads` to be one power of two between 32 and 1024, got {launch.threads}",
+            f"this target needs `threads` to be one power of two between 32 and 1024, got {launch.threads}",
             launch.span,
             "use threads=128 (or 64, 256, ...)",
             target=target,
@@ -326,21 +327,27 @@ def kernel_threads(launch: S.KernelLaunch, target) -> int:
 
 
 class _PerKernel(Mutator):
-    def __init__(self, target) -> None:
+    def __init__(self, target, strict: StrictLayouts | None) -> None:
         super().__init__()
         self.target = target
+        self.strict = strict
 
     def mutate_Buffer(self, buf):
         return buf
 
     def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
-        inference = Inference(launch, kernel_threads(launch, self.target), self.target)
+        inference = Inference(launch, kernel_threads(launch, self.target), self.target, self.strict)
         inference.run()
         return dataclasses.replace(launch, body=_Annotate(inference).mutate(launch.body))
 
 
-@module_pass("infer-layouts")
-def infer_layouts(mod: IRModule, ctx) -> IRModule:
-    """Every fragment has a layout annotation and every T.Parallel nest a thread partition."""
-    mutator = _PerKernel(ctx.target)
-    return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)
+def infer_layouts(strict: StrictLayouts | None = None):
+    """The `infer-layouts` pass, with the backend's strict layouts."""
+
+    @module_pass("infer-layouts")
+    def run(mod: IRModule, ctx) -> IRModule:
+        """Every fragment has a layout annotation and every T.Parallel nest a thread partition."""
+        mutator = _PerKernel(ctx.target, strict)
+        return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)
+
+    return run

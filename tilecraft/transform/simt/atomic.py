@@ -1,16 +1,16 @@
-"""Atomics on CUDA: native atomicAdd/Max/Min where the hardware has them, compare-and-swap otherwise."""
+"""Atomics for SIMT targets: each element updated once, by the thread that holds it."""
 
 from __future__ import annotations
 
-from tilecraft.cpu.op.atomic import lower_atomic as element_loops
-from tilecraft.cuda.layout import blocked_layout
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import BufferRegion
+from tilecraft.layout.tile import blocked_layout
+from tilecraft.transform.tile_loops import atomic_as_loops
 
 
 def lower_atomic(op: S.AtomicOp, ctx) -> S.Stmt:
-    lowered = element_loops(op, ctx)
+    lowered = atomic_as_loops(op)
     if not isinstance(op.value, BufferRegion):
         if ctx.in_nest:
             return lowered

@@ -1,0 +1,27 @@
+"""The layouts CUDA instructions impose: mma accumulators and register operands, swizzled shared
+operand tiles for tensor-core gemms. The shared `infer-layouts` pass starts from these."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tilecraft.cuda.op.gemm_plan import plan_gemm
+from tilecraft.cuda.shared_layout import SWIZZLE16
+from tilecraft.ir import stmt as S
+from tilecraft.ir.buffer import Buffer
+
+FRAGMENT = "local.fragment"
+
+
+def cuda_strict_layouts(op: S.TileOp, threads: int, target) -> Iterator[tuple[Buffer, object, str]]:
+    if not isinstance(op, S.Gemm):
+        return
+    plan = plan_gemm(op, threads, target)
+    if plan.tensor_cores:
+        for region in (op.a, op.b):
+            if region.buffer.scope in ("shared", "shared.dyn"):
+                yield region.buffer, SWIZZLE16, "a tensor-core operand of T.gemm"
+    if op.c.buffer.scope == FRAGMENT and plan.c_layout is not None:
+        yield op.c.buffer, plan.c_layout, "the accumulator of T.gemm"
+    if op.a.buffer.scope == FRAGMENT and plan.a_layout is not None:
+        yield op.a.buffer, plan.a_layout, "the register operand A of T.gemm"
