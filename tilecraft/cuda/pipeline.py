@@ -8,10 +8,10 @@ from tilecraft.cuda.op import OP_TABLE
 from tilecraft.cuda.target import KIND
 from tilecraft.cuda.transform.check import check_cuda_support
 from tilecraft.cuda.transform.pipeline import inject_software_pipeline
-from tilecraft.cuda.transform.rasterize import rasterize_blocks
 from tilecraft.cuda.transform.shared_layouts import apply_shared_layouts
 from tilecraft.cuda.transform.strict_layouts import cuda_strict_layouts
 from tilecraft.layout.inference import infer_layouts
+from tilecraft.transform.rasterize import rasterize_blocks
 from tilecraft.transform.simplify import simplify_pass
 from tilecraft.transform.simt.barriers import insert_barriers
 from tilecraft.transform.simt.lower_threads import lower_to_threads

@@ -1,10 +1,9 @@
-"""T.copy and T.fill on CUDA.
+"""T.copy on CUDA: the shared SIMT copies, plus 16-byte chunks.
 
-A copy touching a fragment becomes a T.Parallel nest over the fragment with the fragment's layout
-(each thread moves the elements it holds). Other copies are cooperative: the block's threads split
-the region in 16-byte chunks where alignment allows (with `cp.async` from global into shared memory
-inside a pipelined loop, so the pipeline pass can overlap them), element by element otherwise, with
-edge predicates on global operands either way.
+Copies not touching a fragment are cooperative: the block's threads split the region in 16-byte
+chunks where alignment allows (with `cp.async` from global into shared memory inside a pipelined
+loop, so the pipeline pass can overlap them), element by element otherwise (the shared SIMT copy),
+with edge predicates on global operands either way. T.fill is the shared SIMT fill.
 """
 
 from __future__ import annotations
@@ -15,78 +14,23 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.arith import Analyzer
 from tilecraft.ir.buffer import BufferRegion
-from tilecraft.layout.tile import blocked_layout
-from tilecraft.transform.tile_loops import (
-    conjunction,
-    copy_body,
-    edge_conditions,
-    fill_as_loops,
-    loop_extents,
-    make_loop_vars,
-    parallel_nest,
-    region_index,
-)
+from tilecraft.transform.simt.copy import element_copy, fragment_copy, fragment_side, lower_fill
+from tilecraft.transform.tile_loops import conjunction, edge_conditions, loop_extents, region_index
 
-FRAGMENT = "local.fragment"
+__all__ = ["lower_copy", "lower_fill"]
+
 SHARED = ("shared", "shared.dyn")
 CHUNK = 16
 
 
-def _with_layout(nest: S.Stmt, layout) -> S.Stmt:
-    return S.For(nest.loop_var, nest.min, nest.extent, nest.kind, nest.body,
-                 nest.annotations + (("layout", layout),), span=nest.span)  # fmt: skip
-
-
 def lower_copy(op: S.Copy, ctx) -> S.Stmt:
-    for side in (op.src, op.dst):
-        if side.buffer.scope == FRAGMENT:
-            return _fragment_copy(op, side, ctx)
+    frag = fragment_side(op)
+    if frag is not None:
+        return fragment_copy(op, frag, ctx)
     vector = _vector_plan(op, ctx)
     if vector is not None:
         return vector
-    return _element_copy(op, ctx)
-
-
-def _fragment_copy(op: S.Copy, frag: BufferRegion, ctx) -> S.Stmt:
-    """A nest over the whole fragment (its unit dims included), partitioned by the fragment's layout."""
-    layout = ctx.layout(frag.buffer, op.span)
-    whole = [
-        E.const_value(r.min) == 0 and E.const_value(r.extent) == s for r, s in zip(frag.ranges, layout.shape)
-    ]
-    if not all(whole):
-        ctx.fail(f"T.copy of a part of fragment {frag.buffer.name} is not supported on the CUDA target", op.span,
-                 "copy the whole fragment, or use a shared buffer for partial tiles")  # fmt: skip
-    loop_vars = make_loop_vars(len(layout.shape))
-    other = op.dst if frag is op.src else op.src
-    kept = [v for v, s in zip(loop_vars, layout.shape) if s != 1] or loop_vars[-1:]
-    other_idx = region_index(other, kept) if len(loop_extents(other)) == len(kept) else None
-    if other_idx is None:
-        ctx.fail(
-            f"T.copy between fragment {frag.buffer.name} and {other.buffer.name}: extents differ", op.span
-        )
-    frag_idx = tuple(loop_vars)
-    src_idx, dst_idx = (frag_idx, other_idx) if frag is op.src else (other_idx, frag_idx)
-    value: E.Expr = E.cast(E.BufferLoad(op.src.dtype, op.src.buffer, src_idx), op.dst.dtype)
-    load_guard = conjunction(edge_conditions(op.src, src_idx)) if frag is not op.src else None
-    if load_guard is not None:
-        value = E.select(load_guard, value, E.const(0, op.dst.dtype))
-    body: S.Stmt = S.BufferStore(op.dst.buffer, value, dst_idx, span=op.span)
-    store_guard = conjunction(edge_conditions(op.dst, dst_idx)) if frag is not op.dst else None
-    if store_guard is not None:
-        body = S.IfThenElse(store_guard, body, span=op.span)
-    extents = [E.const(s) for s in layout.shape]
-    return _with_layout(parallel_nest(loop_vars, extents, body, op.span), layout)
-
-
-def _element_copy(op: S.Copy, ctx) -> S.Stmt:
-    extents = loop_extents(op.dst if op.dst.buffer.scope != "global" else op.src)
-    static = [E.const_value(e) for e in extents]
-    if not all(isinstance(v, int) for v in static):
-        ctx.fail("a T.copy between global buffers needs static extents on the CUDA target", op.span)
-    loop_vars = make_loop_vars(len(extents))
-    body = copy_body(op, loop_vars, True)
-    layout = blocked_layout(tuple(static), ctx.threads, op.dst.dtype)
-    return _with_layout(parallel_nest(loop_vars, extents, body, op.span), layout)
+    return element_copy(op, ctx)
 
 
 # ---------------------------------------------------------------- 16-byte chunks
@@ -190,14 +134,3 @@ def _dst_offset(region: BufferRegion, indices, ctx) -> E.Expr:
 
 def _zero_chunk(op: S.Copy, dst_off: E.Expr, elems: int) -> S.Stmt:
     return VectorZero(op.dst.buffer, dst_off, CHUNK, span=op.span)
-
-
-def lower_fill(op: S.Fill, ctx) -> S.Stmt:
-    region = op.dst
-    nest = fill_as_loops(op)
-    if region.buffer.scope == FRAGMENT:
-        return _with_layout(nest, ctx.layout(region.buffer, op.span))
-    static = [E.const_value(e) for e in loop_extents(region)]
-    if not all(isinstance(v, int) for v in static):
-        ctx.fail("T.fill needs static extents on the CUDA target", op.span)
-    return _with_layout(nest, blocked_layout(tuple(static), ctx.threads, region.dtype))

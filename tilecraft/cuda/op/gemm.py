@@ -9,7 +9,8 @@ from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import BufferRegion
-from tilecraft.transform.tile_loops import make_loop_vars, parallel_nest
+from tilecraft.transform.simt.copy import lower_fill
+from tilecraft.transform.simt.gemm import fma_gemm
 
 
 def _whole(region: BufferRegion) -> bool:
@@ -34,42 +35,8 @@ def lower_gemm(op: S.Gemm, ctx) -> S.Stmt:
 
 
 def _clear(op: S.Gemm, ctx) -> S.Stmt:
-    from tilecraft.cuda.op.copy import lower_fill
-
     return lower_fill(S.Fill(op.c, E.const(0, op.c.dtype), span=op.span), ctx)
 
 
-def _offset(start, index):
-    return index if E.const_value(start) == 0 else E.add(start, index)
-
-
-def _element(region: BufferRegion, row, col):
-    lead = [r.min for r in region.ranges[:-2]]
-    r0, r1 = region.ranges[-2:]
-    return E.BufferLoad(region.dtype, region.buffer, (*lead, _offset(r0.min, row), _offset(r1.min, col)))
-
-
 def _fma(op: S.Gemm, plan, ctx) -> S.Stmt:
-    """Each thread owns elements of C (its layout) and runs the k loop for them."""
-    i, j = make_loop_vars(2, "g")
-    k = ctx.var("k")
-    a = _element(op.a, k, i) if op.transpose_a else _element(op.a, i, k)
-    b = _element(op.b, j, k) if op.transpose_b else _element(op.b, k, j)
-    c = _element(op.c, i, j)
-    acc_dtype = op.c.dtype
-    update = S.BufferStore(
-        op.c.buffer, E.add(c, E.mul(E.cast(a, acc_dtype), E.cast(b, acc_dtype))), c.indices
-    )
-    body = S.For(k, E.const(0), E.const(plan.k), S.ForKind.SERIAL, update, span=op.span)
-    if op.clear_accum:
-        body = S.seq(S.BufferStore(op.c.buffer, E.const(0, acc_dtype), c.indices), body)
-    nest = parallel_nest([i, j], [E.const(plan.m), E.const(plan.n)], body, op.span)
-    if op.c.buffer.scope == "local.fragment":
-        layout = ctx.layout(op.c.buffer, op.span)
-    else:
-        from tilecraft.layout.tile import blocked_layout
-
-        layout = blocked_layout((plan.m, plan.n), ctx.threads, acc_dtype)
-    return S.For(
-        nest.loop_var, nest.min, nest.extent, nest.kind, nest.body, (("layout", layout),), span=op.span
-    )
+    return fma_gemm(op, plan.m, plan.n, plan.k, ctx)

@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilecraft.errors import LoweringError
-from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.layout.fragment import mma_accumulator
 from tilecraft.layout.linear import is_power_of_two
 from tilecraft.layout.tile import TileLayout
+from tilecraft.transform.simt.gemm import gemm_shape
 
 MMA_INPUTS = ("float16", "bfloat16")
 SHARED = ("shared", "shared.dyn")
@@ -27,21 +27,6 @@ class GemmPlan:
     variant: str
     c_layout: TileLayout | None
     a_layout: TileLayout | None
-
-
-def _static(op: S.Gemm, e, what: str, target) -> int:
-    value = E.const_value(e)
-    if not isinstance(value, int):
-        raise LoweringError(f"T.gemm {what} must be static on this target, got {e}", op.span, target=target)
-    return value
-
-
-def gemm_shape(op: S.Gemm, target) -> tuple[int, int, int]:
-    a = [r.extent for r in op.a.ranges][-2:]
-    c = [r.extent for r in op.c.ranges][-2:]
-    m, n = _static(op, c[0], "M", target), _static(op, c[1], "N", target)
-    k = _static(op, a[0] if op.transpose_a else a[1], "K", target)
-    return m, n, k
 
 
 def warp_grid(policy: S.GemmWarpPolicy, warps: int, m: int, n: int) -> tuple[int, int] | None:
