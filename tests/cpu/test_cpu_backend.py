@@ -176,3 +176,16 @@ def test_damaged_cache_entry_is_rebuilt(tmp_path, damage):
     _compile_in_subprocess(tmp_path)
     rebuilt = _libraries(tmp_path)
     assert len(rebuilt) == 1 and rebuilt[0].read_bytes()[:4] == b"\x7fELF"
+
+
+def test_a_changed_compiler_does_not_reuse_old_lowerings(tmp_path, monkeypatch):
+    """The artifact key covers the compiler's own code, not only the version number."""
+    from tilecraft.execution import cache as cache_module
+    from tilecraft.jit.lower import artifact_key
+
+    ctx = tilecraft.create_backend_context("cpu")
+    func = scale_kernel()
+    before = artifact_key(func, ctx, None, None)
+    assert artifact_key(func, ctx, None, None) == before
+    monkeypatch.setattr(cache_module, "package_fingerprint", lambda: "an edited pass")
+    assert artifact_key(func, ctx, None, None) != before

@@ -16,6 +16,7 @@ callers need the files on disk (to load a shared library, say).
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
 import json
 import os
@@ -36,6 +37,20 @@ INDEX = "index.json"
 FORMAT_VERSION = 1
 _KEY = re.compile(r"[0-9a-f]{16,128}")
 _FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+
+
+@functools.cache
+def package_fingerprint() -> str:
+    """A digest of the compiler's own code (every .py, .h and .c file of the package): part of the
+    artifact key, so a changed pass or header never serves a lowering made by the old one, even when
+    the version number did not change (a development checkout, a patched install)."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.suffix in (".py", ".h", ".c") and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def cache_key(*parts: Any) -> str:

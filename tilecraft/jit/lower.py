@@ -29,12 +29,12 @@ def resolve_context(
 def artifact_key(func: PrimFunc, ctx: BackendContext, pass_configs: Mapping | None, compile_flags) -> str:
     """What determines the artifact: the kernel's structure, the target and every option."""
     from tilecraft import __version__
-    from tilecraft.execution.cache import cache_key
+    from tilecraft.execution.cache import cache_key, package_fingerprint
 
     configs = {str(k): repr(v) for k, v in (pass_configs or {}).items()}
     return cache_key(
         "artifact", structural_hash(func), str(ctx.target), str(ctx.target_host), ctx.backend.name,
-        ctx.execution.name, configs, repr(compile_flags), __version__,
+        ctx.execution.name, configs, repr(compile_flags), __version__, package_fingerprint(),
     )  # fmt: skip
 
 

@@ -5,7 +5,8 @@ The analysis is conservative (any two accesses of one shared buffer across a wri
 different threads), follows program order through straight-line code, uniform branches and loops
 (including the hazard from the end of one iteration to the start of the next), and never places a
 barrier under a condition that depends on the thread. Buffers a software pipeline already guards
-with its own wait and barrier are left to it.
+with its own wait and barrier are left to it. Shared buffers whose scopes do not overlap may share
+bytes (storage planning reuses them), so a new scope is separated from the accesses of ended ones.
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ class Barriers:
     def __init__(self, thread_vars, extra=None) -> None:
         self.thread_ids = {id(v) for v in thread_vars}
         self.skip: set[int] = set()
+        self.live: set[int] = set()
         self.extra = extra
 
     def uniform(self, cond: E.Expr) -> bool:
@@ -91,6 +93,8 @@ class Barriers:
             return S.seq(*out), state
         if is_sync(s):
             return s, State()
+        if isinstance(s, S.Allocate) and s.buffer.scope in SHARED:
+            return self._shared_scope(s, state)
         if isinstance(s, (S.LetStmt, S.Allocate)):
             body, state = self.run(s.body, state)
             return dataclasses.replace(s, body=body), state
@@ -101,6 +105,20 @@ class Barriers:
             else_case, b = (None, state) if s.else_case is None else self.run(s.else_case, state.copy())
             return dataclasses.replace(s, then_case=then_case, else_case=else_case), a.merge(b)
         return self._leaf(s, state)
+
+    def _shared_scope(self, s: S.Allocate, state: State) -> tuple[S.Stmt, State]:
+        """Storage planning gives a new shared buffer the bytes of buffers whose scope has ended, so
+        their pending accesses conflict with it: one barrier before the scope separates them."""
+        dead = (state.reads | state.writes) - self.live
+        if dead:
+            state = State()
+        self.live.add(id(s.buffer))
+        try:
+            body, state = self.run(s.body, state)
+        finally:
+            self.live.discard(id(s.buffer))
+        scope = dataclasses.replace(s, body=body)
+        return (S.seq(sync(), scope) if dead else scope), state
 
     def _leaf(self, s: S.Stmt, state: State) -> tuple[S.Stmt, State]:
         reads, writes = Accesses(self.skip, self.extra)(s)
@@ -114,11 +132,18 @@ class Barriers:
         added = {id(b) for b in staged} - self.skip
         self.skip |= added
         try:
+            # A hazard with what came before the loop is resolved once, before it, rather than by a
+            # barrier inside the body that every iteration would pay for.
+            reads, writes = Accesses(self.skip, self.extra)(s)
+            before = (reads & state.writes) or (writes & state.reads)
+            if before:
+                state = State()
             _, end = self.run(s.body, state.copy())
             body, end = self.run(s.body, state.merge(end))
         finally:
             self.skip -= added
-        return dataclasses.replace(s, body=body), state.merge(end)
+        loop = dataclasses.replace(s, body=body)
+        return (S.seq(sync(), loop) if before else loop), state.merge(end)
 
 
 class _PerKernel(Mutator):

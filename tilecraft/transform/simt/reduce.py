@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
@@ -91,26 +90,22 @@ def _load(acc: Buffer) -> E.Expr:
 
 
 def _through_shared_memory(accs: list[Buffer], thread_bits, op: S.Reduce, ctx) -> list[S.Stmt]:
-    """Threads that differ in `thread_bits` (bits of the thread index) combine their partials: each
-    thread writes its partials, then reads those of the threads it pairs with, in one round."""
+    """Threads that differ in `thread_bits` (bits of the thread index) combine their partials in a
+    butterfly: one round per bit, each thread writing its partials and reading its partner's. The
+    barriers between rounds come from `insert-barriers`, which sees the scratch buffer's accesses."""
     slots = len(accs) * ctx.threads
     scratch = Buffer(f"red_smem{ctx.fresh}", (E.const(slots),), accs[0].dtype, "shared.dyn")
     ctx.fresh += 1
-    sync = S.Evaluate(E.Call(dt.int32, "sync_threads", ()))
     tid = ctx.tid
-    writes = [
-        S.BufferStore(scratch, _load(acc), (E.add(E.mul(k, ctx.threads), tid),)) for k, acc in enumerate(accs)
-    ]
-    mask = sum(1 << b for b in thread_bits)
-    partners = [p for p in range(1, mask + 1) if p & ~mask == 0]
-    reads = []
-    for k, acc in enumerate(accs):
-        for p in partners:
-            index = E.add(E.mul(k, ctx.threads), E.int_call("bitwise_xor", tid, p))
-            other = E.BufferLoad(acc.dtype, scratch, (index,))
-            reads.append(S.BufferStore(acc, combine(_plain(op.kind), _load(acc), other), (E.const(0),)))
-    body = S.seq(sync, *writes, sync, *reads, sync)
-    return [S.Allocate(scratch, body, span=op.span)]
+    rounds: list[S.Stmt] = []
+    for bit in thread_bits:
+        for k, acc in enumerate(accs):
+            rounds.append(S.BufferStore(scratch, _load(acc), (E.add(E.mul(k, ctx.threads), tid),)))
+        for k, acc in enumerate(accs):
+            partner = E.add(E.mul(k, ctx.threads), E.int_call("bitwise_xor", tid, 1 << bit))
+            other = E.BufferLoad(acc.dtype, scratch, (partner,))
+            rounds.append(S.BufferStore(acc, combine(_plain(op.kind), _load(acc), other), (E.const(0),)))
+    return [S.Allocate(scratch, S.seq(*rounds), span=op.span)]
 
 
 def lower_cumsum(op: S.Cumsum, ctx) -> S.Stmt:

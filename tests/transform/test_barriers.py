@@ -1,0 +1,94 @@
+"""Barrier insertion (the shared SIMT pass), read off the OpenCL C it produces: where barriers go
+matters for correctness (a missing one is a race) and for speed (one inside an unrolled loop runs
+once per iteration)."""
+
+from __future__ import annotations
+
+import re
+
+import tilecraft
+import tilecraft.language as T
+from tests.language import kernels as K
+
+# Every capability given, so nothing asks a device.
+TARGET = "opencl -fp16=false -fp64=true -int64_atomics=true -local_mem=65536 -max_work_group_size=1024"
+BARRIER = "barrier("
+
+
+def kernel_lines(func) -> list[str]:
+    source = tilecraft.lower(func, target=TARGET, execution_backend="opencl").device_sources["opencl-source"]
+    return source[source.index("__kernel") :].splitlines()
+
+
+def loop_bodies(lines: list[str]) -> list[list[str]]:
+    """The lines inside each `for` loop (by indentation)."""
+    bodies = []
+    for k, line in enumerate(lines):
+        if line.lstrip().startswith("for ("):
+            indent = len(line) - len(line.lstrip())
+            body = []
+            for inner in lines[k + 1 :]:
+                if len(inner) - len(inner.lstrip()) <= indent:
+                    break
+                body.append(inner)
+            bodies.append(body)
+    return bodies
+
+
+def barrier_count(lines) -> int:
+    return sum(BARRIER in line for line in lines)
+
+
+def test_a_hazard_before_a_loop_is_resolved_before_it_not_in_every_iteration():
+    lines = kernel_lines(K.transpose(256, 128, 32))
+    # tile is written, then read by other threads; tile_t is written, then read: two barriers
+    assert barrier_count(lines) == 2
+    for body in loop_bodies(lines):
+        assert barrier_count(body) == 0, "\n".join(body)
+
+
+def test_a_loop_that_refills_shared_memory_it_reads_has_barriers_in_its_body():
+    lines = kernel_lines(K.gemm(128, 128, 128, 64, 64, 32, dtype="float32", accum_dtype="float32"))
+    k_loop = next(body for body in loop_bodies(lines) if any("_shared[" in line and "= (" in line for line in body)
+                  and barrier_count(body))  # fmt: skip
+    # before the refill (the previous iteration's readers) and before the multiply-adds
+    assert barrier_count(k_loop) == 2
+    nested = [body for body in loop_bodies(k_loop) if barrier_count(body)]
+    assert not nested, "a barrier inside an inner loop runs once per iteration"
+
+
+def test_sibling_shared_scopes_that_may_share_bytes_are_separated():
+    @T.prim_func
+    def two_reductions(X: T.Tensor((64, 128), "float32"), Y: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((64, 128), "float32")
+            a = T.alloc_fragment((64,), "float32")
+            b = T.alloc_fragment((64,), "float32")
+            T.copy(X, x)
+            T.reduce_max(x, a, dim=1)
+            T.reduce_sum(x, b, dim=1)
+            for i in T.Parallel(64):
+                Y[i] = a[i] + b[i]
+
+    lines = kernel_lines(two_reductions)
+    scratch = [k for k, line in enumerate(lines) if re.search(r"__local float\* restrict red_smem", line)]
+    assert len(scratch) == 2
+    between = lines[scratch[0] : scratch[1]]
+    last_read = max(k for k, line in enumerate(between) if "red_smem" in line and "^" in line)
+    assert barrier_count(between[last_read:]) >= 1, "the second scratch may overwrite bytes still being read"
+
+
+def test_no_barrier_under_a_condition_that_depends_on_the_thread():
+    @T.prim_func
+    def guarded(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            s = T.alloc_shared((128,), "float32")
+            tx = T.get_thread_binding(0)
+            T.copy(A, s)
+            if tx < 64:
+                B[tx] = s[127 - tx]
+
+    lines = kernel_lines(guarded)
+    branch = next(k for k, line in enumerate(lines) if line.lstrip().startswith("if ((tx < 64))"))
+    assert barrier_count(lines[:branch]) == 1
+    assert barrier_count(lines[branch:]) == 0
