@@ -4,4 +4,4 @@ This is the only module of shared code allowed to name built-in backends (the bo
 tests/backend/test_boundaries.py exempts it). A package listed here that does not exist yet is skipped.
 """
 
-BUILTIN_BACKEND_PACKAGES: tuple[str, ...] = ("tilecraft.cuda", "tilecraft.cpu")
+BUILTIN_BACKEND_PACKAGES: tuple[str, ...] = ("tilecraft.cuda", "tilecraft.opencl", "tilecraft.cpu")

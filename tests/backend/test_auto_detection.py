@@ -18,7 +18,9 @@ def no_configured_target():
 def test_auto_skips_a_named_only_kind_even_when_it_is_present(toy):
     """The named-only kind has the best priority and finds its device; auto still picks the host."""
     calls = []
-    toy.kind("toyacc", detect=lambda: calls.append("toyacc") or Target("toyacc"), detect_priority=5, auto=False)
+    toy.kind(
+        "toyacc", detect=lambda: calls.append("toyacc") or Target("toyacc"), detect_priority=5, auto=False
+    )
     toy.kind("toyhost", detect=lambda: Target("toyhost"), detect_priority=95)
     assert detect_target() == Target("toyhost")
     assert calls == []  # not even probed

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from tilecraft.errors import TilecraftError
-from tilecraft.execution.nvrtc.grid import grid_function, trunc_div, trunc_mod
+from tilecraft.execution.grid import grid_function, trunc_div, trunc_mod
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir.eval import evaluate

@@ -7,7 +7,9 @@
     TC_FN T tc_min_##NAME(T a, T b) { return a < b ? a : b; } \
     TC_FN T tc_max_##NAME(T a, T b) { return a > b ? a : b; }
 TC_MINMAX(f32, float)
+#ifndef TC_NO_FP64 /* defined by device headers for devices without double support */
 TC_MINMAX(f64, double)
+#endif
 TC_MINMAX(i32, int32_t)
 TC_MINMAX(i64, int64_t)
 TC_MINMAX(u32, uint32_t)

@@ -35,7 +35,7 @@ from typing import Any
 
 from tilecraft.backend.artifact import CompiledArtifact, KernelInfo, ParamInfo
 from tilecraft.errors import ArgumentError, TilecraftError
-from tilecraft.execution.nvrtc.grid import GRID_HELPERS, GridScope, python_source
+from tilecraft.execution.grid import GRID_HELPERS, GridScope, python_source
 
 SLOT_BYTES = 8
 POINTER_CODE = "Q"

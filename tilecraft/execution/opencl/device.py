@@ -46,8 +46,12 @@ def import_pyopencl() -> ModuleType:
     """The pyopencl module, or OpenCLUnavailable saying how to install it."""
     try:
         return importlib.import_module("pyopencl")
-    except ImportError as err:
-        raise OpenCLUnavailable(f"pyopencl cannot be imported ({err})", PYOPENCL_FIX) from None
+    except ModuleNotFoundError as err:
+        if err.name != "pyopencl":  # installed, but something it needs is missing
+            raise OpenCLUnavailable(f"pyopencl cannot be imported: {err}", PYOPENCL_FIX) from None
+        raise OpenCLUnavailable("pyopencl is not installed", PYOPENCL_FIX) from None
+    except ImportError as err:  # e.g. the OpenCL ICD loader library cannot be loaded
+        raise OpenCLUnavailable(f"pyopencl cannot be imported: {err}", PYOPENCL_FIX) from None
 
 
 def list_platforms(cl: ModuleType) -> list[Any]:
@@ -138,7 +142,7 @@ def _find(platform_index: int, device_index: int) -> DeviceInfo:
         )
         raise OpenCLUnavailable(
             f"OpenCL platform {platform_index} does not exist; platforms: {listing}",
-            "name one of them, e.g. 'opencl -platform=0'",
+            "name an existing platform with the target attribute -platform=N",
         )
     platform = platforms[platform_index]
     devices = list_devices(cl, platform)
@@ -149,7 +153,7 @@ def _find(platform_index: int, device_index: int) -> DeviceInfo:
         raise OpenCLUnavailable(
             f"OpenCL platform {platform_index} ({platform.name.strip()!r}) has no device {device_index}; "
             f"devices: {listing}",
-            f"name one of them, e.g. 'opencl -platform={platform_index} -device=0'",
+            "name an existing device with the target attribute -device=N",
         )
     return _device_info(platform_index, device_index, platform, devices[device_index])
 
@@ -203,12 +207,15 @@ def availability() -> Availability:
 
 @dataclass(eq=False)
 class DeviceRuntime:
-    """What launches on one device share: its context, the in-order queue and a pool of device buffers."""
+    """What launches on one device share: its context, the in-order queue, a pool of device buffers,
+    and the lock a call holds from its first copy in to its last copy back (the queue runs one call's
+    commands after another's anyway, and kernel arguments are state of the shared kernel objects)."""
 
     info: DeviceInfo
     context: Any
     queue: Any
     pool: Any
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 def runtime(platform_index: int, device_index: int) -> DeviceRuntime:

@@ -1,0 +1,261 @@
+"""Launch: the kernels of an artifact, in order, on the device's in-order queue, between copying the
+buffer arguments in and copying them back (memory.py); a call returns when everything has finished.
+
+The ABI of one kernel (its `KernelInfo`): the arguments in `params` order, each taken by name from the
+function's parameters or its symbolic dims. A buffer is its device buffer (`__global T*`); a scalar is
+passed by value as the OpenCL C type of its dtype (`int8`..`int64` and `uint8`..`uint64` as `char`..`long`
+and `uchar`..`ulong`, `float32` as `float`, `float64` as `double`, `bool` as `int`, `float16` and
+`bfloat16` as `float`). When `dynamic_smem` is n > 0 the kernel takes one more, last argument,
+`__local char* tc_smem`, of n bytes. The NDRange has `len(block)` or `len(grid)` dims (the larger):
+local size `block`, global size `grid * block` per dim, where `grid` (the number of work-groups) is
+evaluated from its expressions over the scalar parameters and symbolic dims.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tilecraft.backend.artifact import CompiledArtifact, KernelInfo, ParamInfo
+from tilecraft.errors import ArgumentError, TilecraftError
+from tilecraft.execution.grid import grid_function
+from tilecraft.execution.opencl.device import DeviceInfo, DeviceRuntime, import_pyopencl
+from tilecraft.execution.opencl.memory import Staging
+
+# The struct code of the OpenCL C type each scalar dtype is passed as.
+SCALAR_CODES = {
+    "bool": "i", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
+    "uint8": "B", "uint16": "H", "uint32": "I", "uint64": "Q",
+    "float16": "f", "bfloat16": "f", "float32": "f", "float64": "d",
+}  # fmt: skip
+PACK_ERRORS = (struct.error, TypeError, OverflowError, ValueError)
+
+
+@dataclass(frozen=True)
+class ArgSource:
+    """Where one kernel argument comes from: function parameter `index` (a buffer or a scalar), or
+    symbolic dim `index`."""
+
+    kind: str  # "buffer", "scalar" or "dim"
+    index: int
+
+
+def arg_source(param: ParamInfo, artifact: CompiledArtifact, symbol: str) -> ArgSource:
+    """The function parameter or symbolic dim a kernel parameter names, of the same kind."""
+    for i, p in enumerate(artifact.params):
+        if p.name == param.name:
+            if p.kind != param.kind:
+                raise TilecraftError(
+                    f"kernel {symbol}: parameter {param.name!r} is a {param.kind} but the function's "
+                    f"parameter of that name is a {p.kind}"
+                )
+            return ArgSource(p.kind, i)
+    for j, var in enumerate(artifact.symbolic_dims):
+        if var.name == param.name and param.kind == "scalar":
+            return ArgSource("dim", j)
+    known = [p.name for p in artifact.params] + [v.name for v in artifact.symbolic_dims]
+    raise TilecraftError(
+        f"kernel {symbol}: parameter {param.name!r} is neither a parameter nor a symbolic dim of "
+        f"{artifact.function_name} (known: {', '.join(known) or 'none'})"
+    )
+
+
+def scalar_code(param: ParamInfo, symbol: str) -> str:
+    code = SCALAR_CODES.get(param.dtype.name)
+    if code is None or param.dtype.lanes != 1:
+        raise TilecraftError(
+            f"kernel {symbol}: scalar parameter {param.name!r} has dtype {param.dtype}, which an OpenCL "
+            f"kernel cannot take by value; supported: {', '.join(SCALAR_CODES)}"
+        )
+    return code
+
+
+def scalar_names(artifact: CompiledArtifact) -> list[str]:
+    """The function's scalar parameters, in order: what grid expressions may name besides the dims."""
+    return [p.name for p in artifact.params if p.kind == "scalar"]
+
+
+def check_artifact(artifact: CompiledArtifact) -> None:
+    """Launch metadata every kernel must satisfy, checked before anything is built or loaded."""
+    if not artifact.kernels:
+        raise TilecraftError(f"artifact of {artifact.function_name} has no kernels to launch")
+    for info in artifact.kernels:
+        if any(c != 1 for c in info.cluster):
+            raise TilecraftError(
+                f"kernel {info.symbol} of {artifact.function_name} asks for clusters {info.cluster}; "
+                "OpenCL has no clusters of work-groups (use cluster dims 1)"
+            )
+        if not 1 <= len(info.grid) <= 3:
+            raise TilecraftError(f"kernel {info.symbol}: grid {info.grid} must have 1 to 3 dims")
+        for param in info.params:
+            arg_source(param, artifact, info.symbol)
+            if param.kind == "scalar":
+                scalar_code(param, info.symbol)
+        grid_function(info.grid, scalar_names(artifact), artifact.symbolic_dims)
+
+
+def check_limits(info: KernelInfo, kernel: Any, device: DeviceInfo) -> None:
+    """The work-group size and local memory fit the device and the compiled kernel."""
+    cl = import_pyopencl()
+    threads = math.prod(info.block)
+    kernel_max = int(kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device.handle))
+    limit = min(device.max_work_group_size, kernel_max)
+    if threads > limit or any(b > m for b, m in zip(info.block, device.max_work_item_sizes)):
+        raise TilecraftError(
+            f"kernel {info.symbol}: work-group {info.block} ({threads} work-items) exceeds what "
+            f"{device.describe()} runs: at most {limit} work-items for this kernel (device maximum "
+            f"{device.max_work_group_size}), at most {device.max_work_item_sizes} per dim"
+        )
+    static = int(kernel.get_work_group_info(cl.kernel_work_group_info.LOCAL_MEM_SIZE, device.handle))
+    if info.dynamic_smem and info.dynamic_smem + static > device.local_mem:
+        raise TilecraftError(
+            f"kernel {info.symbol} needs {info.dynamic_smem} bytes of local memory (+{static} static); "
+            f"{device.describe()} has {device.local_mem} bytes per work-group"
+        )
+
+
+def make_kernel(program: Any, info: KernelInfo, names: Sequence[str]) -> Any:
+    """The program's kernel `info.symbol`, checked to take the arguments `info` describes."""
+    cl = import_pyopencl()
+    try:
+        kernel = cl.Kernel(program, info.symbol)
+    except cl.Error:
+        raise TilecraftError(
+            f"the OpenCL program defines no __kernel {info.symbol!r}; it defines: {', '.join(names) or 'none'}"
+        ) from None
+    expected = len(info.params) + (1 if info.dynamic_smem else 0)
+    if kernel.num_args != expected:
+        local = " plus the __local char* tc_smem argument" if info.dynamic_smem else ""
+        raise TilecraftError(
+            f"__kernel {info.symbol} takes {kernel.num_args} arguments, but its KernelInfo describes "
+            f"{expected}: {len(info.params)} parameters{local}"
+        )
+    return kernel
+
+
+@dataclass
+class KernelPlan:
+    """One kernel's launch, prepared at load: the kernel object, where each argument comes from, the
+    grid function, the work-group size and the local-memory argument."""
+
+    info: KernelInfo
+    kernel: Any
+    sources: tuple[ArgSource, ...]
+    grid: Callable[[Sequence[Any], Sequence[int]], tuple[int, ...]]
+    block: tuple[int, ...]
+    local_memory: Any
+    scalars: struct.Struct
+    enqueue_range: Callable[..., Any]  # pyopencl.enqueue_nd_range_kernel
+
+    def enqueue(self, queue: Any, args: Sequence[Any], dims: Sequence[int], scalars: Sequence[Any],
+                buffers: dict[int, Any]) -> None:  # fmt: skip
+        """Set the arguments and enqueue the NDRange; an empty grid enqueues nothing."""
+        groups = self.work_groups(scalars, dims)
+        if 0 in groups:
+            return
+        values = [self._value(s, args, dims, buffers) for s in self.sources]
+        self._check_scalars(values)
+        if self.local_memory is not None:
+            values.append(self.local_memory)
+        global_size = tuple(g * b for g, b in zip(groups, self.block))
+        self.kernel.set_args(*values)
+        self.enqueue_range(queue, self.kernel, global_size, self.block)
+
+    def work_groups(self, scalars: Sequence[Any], dims: Sequence[int]) -> tuple[int, ...]:
+        """The number of work-groups per dim, padded to the NDRange's dims; ArgumentError if negative."""
+        groups = tuple(int(g) for g in self.grid(scalars, dims))
+        groups += (1,) * (len(self.block) - len(groups))
+        if any(g < 0 for g in groups):
+            raise ArgumentError(
+                f"kernel {self.info.symbol}: grid {groups} has a negative dim; check the sizes of the arguments"
+            )
+        return groups
+
+    @staticmethod
+    def _value(source: ArgSource, args: Sequence[Any], dims: Sequence[int], buffers: dict[int, Any]) -> Any:
+        if source.kind == "buffer":
+            return buffers[source.index]
+        return _plain(args[source.index] if source.kind == "scalar" else dims[source.index])
+
+    def _check_scalars(self, values: Sequence[Any]) -> None:
+        scalars = [v for s, v in zip(self.sources, values) if s.kind != "buffer"]
+        try:
+            self.scalars.pack(*scalars)
+        except PACK_ERRORS:
+            self._name_bad_scalar(scalars)
+
+    def _name_bad_scalar(self, scalars: Sequence[Any]) -> None:
+        params = [p for p, s in zip(self.info.params, self.sources) if s.kind != "buffer"]
+        for param, value in zip(params, scalars):
+            try:
+                struct.pack("<" + scalar_code(param, self.info.symbol), value)
+            except PACK_ERRORS as err:
+                raise ArgumentError(
+                    f"kernel {self.info.symbol}: parameter {param.name!r} ({param.dtype}) cannot take "
+                    f"{value!r}: {err}"
+                ) from None
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars (and 0-d arrays) as Python numbers; bools as ints."""
+    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
+        value = value.item()
+    return int(value) if isinstance(value, bool) else value
+
+
+def plan_kernel(artifact: CompiledArtifact, info: KernelInfo, program: Any, names: Sequence[str],
+                device: DeviceInfo) -> KernelPlan:  # fmt: skip
+    """The KernelPlan of one kernel of a loaded program; raises for metadata the device cannot honour."""
+    cl = import_pyopencl()
+    kernel = make_kernel(program, info, names)
+    check_limits(info, kernel, device)
+    sources = tuple(arg_source(p, artifact, info.symbol) for p in info.params)
+    codes = [scalar_code(p, info.symbol) if p.kind == "scalar" else None for p in info.params]
+    local = [None] if info.dynamic_smem else []
+    kernel.set_scalar_arg_dtypes([np.dtype("<" + c) if c else None for c in codes] + local)
+    work_dims = max(len(info.grid), len(info.block))
+    return KernelPlan(
+        info=info,
+        kernel=kernel,
+        sources=sources,
+        grid=grid_function(info.grid, scalar_names(artifact), artifact.symbolic_dims),
+        block=tuple(info.block) + (1,) * (work_dims - len(info.block)),
+        local_memory=cl.LocalMemory(info.dynamic_smem) if info.dynamic_smem else None,
+        scalars=struct.Struct("<" + "".join(c for c in codes if c)),
+        enqueue_range=cl.enqueue_nd_range_kernel,
+    )
+
+
+def build_launcher(artifact: CompiledArtifact, plans: Sequence[KernelPlan], runtime: DeviceRuntime
+                   ) -> Callable[..., None]:  # fmt: skip
+    """`launch(args, dims, stream=None)`: `args` follow `artifact.params` (an ArrayArg per buffer, a
+    number per scalar), `dims` the symbolic dims. Copies in, runs every kernel in order, copies back and
+    waits; `stream` must be None (each call runs on the device's own queue and is synchronous)."""
+    buffers = [(i, p.name) for i, p in enumerate(artifact.params) if p.kind == "buffer"]
+    scalar_indices = [i for i, p in enumerate(artifact.params) if p.kind == "scalar"]
+    queue = runtime.queue
+
+    def launch(args: Sequence[Any], dims: Sequence[int], stream: Any = None) -> None:
+        if stream is not None:
+            raise ArgumentError(
+                "stream= is not supported by the opencl execution backend: each call copies its arrays in, "
+                "runs on the device's own queue and returns when the results are back in the arrays"
+            )
+        scalars = [args[i] for i in scalar_indices]
+        with runtime.lock:
+            staging = Staging(runtime.pool, queue, args, buffers)
+            try:
+                for plan in plans:
+                    plan.enqueue(queue, args, dims, scalars, staging.by_param)
+                staging.copy_back()
+            finally:
+                queue.finish()  # also after an error: pending copies still read and write the caller's arrays
+                staging.release()
+
+    launch.plans = plans
+    return launch

@@ -1,0 +1,25 @@
+"""The `opencl` execution backend's spec: cheap to import; pyopencl is imported only when it is probed."""
+
+from __future__ import annotations
+
+from tilecraft.execution.base import Availability, ExecutionBackendSpec
+
+SOURCE_FORMAT = "opencl-source"
+
+
+def _availability() -> Availability:
+    from tilecraft.execution.opencl.device import availability
+
+    return availability()
+
+
+OPENCL = ExecutionBackendSpec(
+    name="opencl",
+    availability=_availability,
+    implementation="tilecraft.execution.opencl.backend:OpenCLExecutionBackend",
+    consumes=(SOURCE_FORMAT,),
+    needs_host_codegen=False,
+    eager_device_compile=False,
+    device_types=("cpu",),  # host memory, as the cc backend declares it: arrays are copied in and out
+    doc="pyopencl builds the OpenCL C program for one device; host arrays are copied in and out per call",
+)

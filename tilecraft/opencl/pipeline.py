@@ -1,0 +1,44 @@
+"""The OpenCL target's complete pass order: the shared SIMT lowering, with barriers for work-groups."""
+
+from __future__ import annotations
+
+from tilecraft.backend.pipeline import PassPipeline, module_pass
+from tilecraft.layout.inference import infer_layouts
+from tilecraft.opencl.op import OP_TABLE
+from tilecraft.opencl.target import KIND
+from tilecraft.opencl.transform.check import check_opencl_support
+from tilecraft.transform.rasterize import rasterize_blocks
+from tilecraft.transform.simplify import simplify_pass
+from tilecraft.transform.simt.barriers import insert_barriers
+from tilecraft.transform.simt.lower_threads import lower_to_threads
+from tilecraft.transform.split_kernels import split_kernels
+from tilecraft.transform.storage import storage_pass
+
+
+@module_pass("split-host-device")
+def split_host_device(mod, ctx):
+    """Each T.Kernel is a device kernel; the host function launches them in order."""
+    return split_kernels(mod)
+
+
+plan_local_memory = storage_pass(
+    "plan-local-memory",
+    ("shared", "shared.dyn"),
+    align=128,
+    doc="Shared buffers have offsets in the work-group's local memory; launches carry its size.",
+)
+
+PIPELINE = PassPipeline(
+    KIND,
+    (
+        check_opencl_support,  # dtypes, atomics and work-group size the device supports
+        rasterize_blocks,  # T.use_swizzle: work-groups renumbered in cache-friendly panels
+        simplify_pass,  # index arithmetic, before layouts are chosen
+        infer_layouts(),  # fragment layouts by propagation and defaults (no instruction imposes one)
+        lower_to_threads(OP_TABLE, shuffles=False),  # per-work-item code; reductions through local memory
+        simplify_pass,  # fold the per-thread index arithmetic
+        insert_barriers(),  # barrier() between local-memory writes and other work-items' reads
+        split_host_device,  # one __kernel per T.Kernel, a host function that launches them
+        plan_local_memory,  # local memory offsets with reuse; launch sizes
+    ),
+)

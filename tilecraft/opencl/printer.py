@@ -1,0 +1,153 @@
+"""Prints lowered tile IR as OpenCL C 1.2.
+
+Global buffers are `__global` kernel parameters; shared buffers are `__local` pointers into the
+work-group's local memory (one `__local char*` argument, at offsets the plan chose); per-thread
+buffers are private arrays; `local.var` buffers are scalars. Math uses OpenCL's overloaded builtins.
+"""
+
+from __future__ import annotations
+
+from tilecraft.codegen.c_family import CFamilyPrinter, c_string, storage_type
+from tilecraft.ir import dtype as dt
+from tilecraft.ir import expr as E
+from tilecraft.ir import stmt as S
+from tilecraft.ir.buffer import Buffer, BufferRegion
+from tilecraft.ir.expr import Var
+from tilecraft.ir.lowered import AtomicUpdate
+
+MATH = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "tanh": "tanh",
+        "erf": "erf", "floor": "floor", "ceil": "ceil", "round": "rint", "sin": "sin", "cos": "cos",
+        "pow": "pow", "abs": "fabs"}  # fmt: skip
+SHARED = ("shared", "shared.dyn")
+ON_CHIP_32BIT = (*SHARED, "local", "local.fragment")
+SMEM = "tc_smem"
+_ATOMIC_SUFFIX = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int32": "i32",
+                  "int64": "i64", "uint32": "u32", "uint64": "u64"}  # fmt: skip
+_ATOMIC_OP = {"add": 0, "max": 1, "min": 2}
+# OpenCL C reserves these words beyond C's.
+RESERVED = ("kernel", "global", "local", "constant", "private", "half", "uchar", "ushort", "uint", "ulong",
+            "read_only", "write_only", "image2d_t", "sampler_t", "event_t", "vec_type_hint", "complex")  # fmt: skip
+
+
+def address_space(buf: Buffer) -> str:
+    return "__local" if buf.scope in SHARED else "__global" if buf.scope == "global" else ""
+
+
+class OpenCLPrinter(CFamilyPrinter):
+    """Writes the body of one OpenCL kernel."""
+
+    target_name = "the OpenCL target"
+    math32 = MATH
+    math64 = MATH
+
+    def __init__(self, shared_offsets: dict[int, int] | None = None) -> None:
+        super().__init__()
+        self.shared_offsets = shared_offsets or {}
+        self.reserve(*RESERVED)
+
+    def index_type(self, buf: Buffer) -> str:
+        return "int32_t" if buf.scope in ON_CHIP_32BIT else "int64_t"
+
+    # ------------------------------------------------------------------ expressions
+
+    def math_call(self, e: E.Call, args: list[str]) -> str:
+        if e.op == "rsqrt":
+            return f"rsqrt({args[0]})"
+        if e.op == "sigmoid":
+            one = "1.0f" if e.dtype.bits != 64 else "1.0"
+            return f"({one} / ({one} + exp(-({args[0]}))))"
+        return super().math_call(e, args)
+
+    def intrinsic(self, e: E.Call, args: list[str]) -> str:
+        if e.op == "thread_index":
+            return "(int32_t)get_local_id(0)"
+        return super().intrinsic(e, args)
+
+    # ------------------------------------------------------------------ statements
+
+    def loop_pragma(self, s: S.For) -> str | None:
+        if s.kind is S.ForKind.UNROLLED or S.annotation(s.annotations, "unroll"):
+            return "#pragma unroll"
+        return None
+
+    def _s_Evaluate(self, s: S.Evaluate) -> None:
+        if isinstance(s.value, E.Call) and s.value.op == "sync_threads":
+            # like __syncthreads: local memory and the work-group's view of global memory
+            self.line("barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);")
+            return
+        super()._s_Evaluate(s)
+
+    def _s_Allocate(self, s: S.Allocate) -> None:
+        buf = s.buffer
+        if buf.scope == "local.var":
+            self.declare_var_buffer(s)
+            return
+        ctype = storage_type(buf.dtype)
+        self.line("{")
+        self.indent += 1
+        if buf.scope in SHARED:
+            offset = self.shared_offsets[id(buf)]
+            self.line(f"__local {ctype}* restrict {self.name(buf)} = (__local {ctype}*)({SMEM} + {offset});")
+        else:
+            self.line(f"{ctype} {self.name(buf)}[{static_size(buf)}];")
+        self.stmt(s.body)
+        self.indent -= 1
+        self.line("}")
+
+    def _s_AtomicUpdate(self, s: AtomicUpdate) -> None:
+        buf = s.buffer
+        suffix = _ATOMIC_SUFFIX.get(buf.dtype.name)
+        space = {"__global": "g", "__local": "l"}.get(address_space(buf))
+        if suffix is None or space is None:
+            self.fail(f"atomic {s.kind} on a {buf.scope} buffer of {buf.dtype} is not supported on "
+                      f"{self.target_name}", "use a float32 or int32 buffer in global or shared memory")  # fmt: skip
+        where = f"{self.name(buf)}, (long)({self.offset(buf, s.indices)})"
+        value = self.expr(s.value)
+        if buf.dtype.is_float:
+            self.line(f"tc_atomic_rmw_{suffix}_{space}({where}, {value}, {_ATOMIC_OP[s.kind]});")
+        else:
+            self.line(f"tc_atomic_{s.kind}_{suffix}_{space}({where}, {value});")
+
+    def _s_Print(self, s: S.Print) -> None:
+        prefix = f"{s.msg}: " if s.msg else ""
+        where = "[block %d,%d,%d thread %d] "
+        ids = "(int)get_group_id(0), (int)get_group_id(1), (int)get_group_id(2), (int)get_local_id(0)"
+        if isinstance(s.value, BufferRegion):
+            self._print_region(s.value, where + c_string(prefix), ids)
+            return
+        fmt, value = print_format(s.value.dtype, self.expr(s.value))
+        self.line(f'printf("{where}{c_string(prefix)}{fmt}\\n", {ids}, {value});')
+
+    def _print_region(self, r: BufferRegion, prefix: str, ids: str) -> None:
+        loops = [Var(dt.int32, f"p{k}") for k in range(len(r.ranges))]
+        index = tuple(E.add(rng.min, v) for rng, v in zip(r.ranges, loops))
+        fmt, value = print_format(r.dtype, self.expr(E.BufferLoad(r.dtype, r.buffer, index)))
+        for v, rng in zip(loops, r.ranges):
+            n = self.name(v)
+            self.line(f"for (int32_t {n} = 0; {n} < {self.expr(rng.extent)}; ++{n})")
+        where = ", ".join("%d" for _ in loops)
+        args = ", ".join(self.name(v) for v in loops)
+        text = f"{prefix}{r.buffer.name}[{where}] = {fmt}\\n"
+        self.line(f'    printf("{text}", {ids}, {args}, {value});')
+
+
+def print_format(dtype, value: str) -> tuple[str, str]:
+    """An OpenCL printf conversion: 64-bit integers are `long` (%ld); floats print as float (a
+    device without doubles has no double arguments)."""
+    if dtype.is_float:
+        return "%.6g", f"(float)({value})"
+    if dtype.bits == 64:
+        return "%ld", f"(long)({value})"
+    return "%d", f"(int)({value})"
+
+
+def static_size(buf: Buffer) -> int:
+    from tilecraft.errors import LoweringError
+
+    size = 1
+    for d in buf.shape:
+        v = E.const_value(d)
+        if not isinstance(v, int):
+            raise LoweringError(f"per-thread buffer {buf.name} needs a static shape, got {d}", buf.span)
+        size *= v
+    return size

@@ -1,0 +1,1 @@
+"""Passes only the OpenCL pipeline runs."""

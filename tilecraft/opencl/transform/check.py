@@ -1,0 +1,74 @@
+"""What the OpenCL target accepts on the device it names, checked before lowering.
+
+Capabilities come from the target's attributes (read from the device, or given). An attribute that
+is unknown (no device to ask, and not given) does not block code generation: the program build on the
+device reports what is missing then.
+"""
+
+from __future__ import annotations
+
+from tilecraft.backend.pipeline import module_pass
+from tilecraft.errors import LoweringError
+from tilecraft.ir import stmt as S
+from tilecraft.ir.function import IRModule
+from tilecraft.ir.lowered import AtomicUpdate
+from tilecraft.ir.visitor import Visitor
+
+WIDE_ATOMIC_TYPES = ("int64", "uint64", "float64")
+
+
+class _Check(Visitor):
+    def __init__(self, target, func_span=None) -> None:
+        self.target = target
+        self.func_span = func_span  # where a parameter without a span of its own is reported
+
+    def _fail(self, message: str, span, hint: str) -> None:
+        raise LoweringError(message, span or self.func_span, hint, target=self.target)
+
+    def visit_KernelLaunch(self, s: S.KernelLaunch) -> None:
+        limit = self.target.attr("max_work_group_size")
+        threads = 1
+        for t in s.threads:
+            threads *= t
+        if limit is not None and threads > limit:
+            self._fail(f"the kernel asks for {threads} threads per block; this OpenCL device runs at most "
+                       f"{limit} work-items per work-group", s.span, f"use threads={limit} or fewer")  # fmt: skip
+        self.generic_visit(s)
+
+    def visit_AnnotateLayout(self, s: S.AnnotateLayout) -> None:
+        self._fail("T.annotate_layout is not supported on the OpenCL target; layouts are inferred", s.span,
+                   "remove the annotation")  # fmt: skip
+
+    def visit_Buffer(self, buf) -> None:
+        if buf.dtype.kind == "float8":
+            self._fail(f"buffer {buf.name} has dtype {buf.dtype}, which the OpenCL target does not support",
+                       buf.span, "use float16 or bfloat16")  # fmt: skip
+        if buf.dtype.name == "float64" and self.target.attr("fp64") is False:
+            self._fail(f"buffer {buf.name} is float64, but this OpenCL device has no cl_khr_fp64", buf.span,
+                       "use float32, or a device with double precision")  # fmt: skip
+        self.generic_visit(buf)
+
+    def visit_AtomicOp(self, s: S.AtomicOp) -> None:
+        self._atomic(s.dst.buffer, s.span)
+        self.generic_visit(s)
+
+    def visit_AtomicUpdate(self, s: AtomicUpdate) -> None:
+        self._atomic(s.buffer, s.span)
+        self.generic_visit(s)
+
+    def _atomic(self, buf, span) -> None:
+        if buf.dtype.name in WIDE_ATOMIC_TYPES and self.target.attr("int64_atomics") is False:
+            self._fail(f"an atomic update of {buf.dtype} buffer {buf.name} needs the device's "
+                       "cl_khr_int64_base_atomics (and extended atomics for max/min), which it lacks", span,
+                       "accumulate in a float32 or int32 buffer")  # fmt: skip
+
+
+@module_pass("check-opencl-support")
+def check_opencl_support(mod: IRModule, ctx) -> IRModule:
+    """The kernel uses only what this backend lowers and the target device supports."""
+    for func in mod.functions:
+        checker = _Check(ctx.target, func.span)
+        for p in func.params:
+            checker.visit(p)
+        checker.visit(func.body)
+    return mod
