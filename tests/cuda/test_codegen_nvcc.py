@@ -39,3 +39,22 @@ def test_generated_cuda_compiles(nvcc, case, arch, tmp_path):
     except ToolchainError as err:
         pytest.fail(f"nvcc rejected the generated source of {case.name} for {arch}:\n{err}")
     assert cubin[:4] == b"\x7fELF"
+
+
+def test_print_of_a_value_and_a_region_compiles(nvcc, tmp_path):
+    import tilecraft.language as T
+    from tilecraft.execution.nvcc.toolchain import compile_cubin
+
+    @T.prim_func
+    def printing(A: T.Tensor((64, 64), "float16"), N: T.Tensor((4,), "int64")):
+        with T.Kernel(2, threads=128) as bx:
+            tile = T.alloc_shared((8, 8), "float16")
+            T.copy(A[bx * 8, 0], tile)
+            T.print(N[1], msg="n")
+            T.print(tile, msg="tile")
+
+    source = tilecraft.lower(printing, target="cuda -arch=sm_90a", execution_backend="nvrtc").source(
+        "cuda-source"
+    )
+    assert "printf(" in source
+    assert compile_cubin(source, "sm_90a", keep_dir=tmp_path)[:4] == b"\x7fELF"

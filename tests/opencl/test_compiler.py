@@ -151,3 +151,17 @@ def test_print_reaches_stdout(device_target, capfd):
     tilecraft.compile(printing, target=device_target)(a)
     out = capfd.readouterr().out
     assert "second: 2.5" in out and "[block 0,0,0 thread 0]" in out
+
+
+def test_print_of_a_region_names_each_element(device_target, capfd):
+    @T.prim_func
+    def printing(A: T.Tensor((4, 4), "float32")):
+        with T.Kernel(1, threads=32):
+            tile = T.alloc_shared((2, 2), "float32")
+            T.copy(A[2, 2], tile)
+            T.print(A[2:4, 2:4], msg="corner")
+
+    a = np.arange(16, dtype=np.float32).reshape(4, 4)
+    tilecraft.compile(printing, target=device_target)(a)
+    out = capfd.readouterr().out
+    assert "corner: A[3, 2] = 14" in out, out

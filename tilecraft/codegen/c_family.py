@@ -15,8 +15,8 @@ import re
 from tilecraft.errors import LoweringError
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
-from tilecraft.ir.buffer import Buffer
-from tilecraft.ir.dtype import DataType
+from tilecraft.ir.buffer import Buffer, BufferRegion
+from tilecraft.ir.dtype import DataType, int32
 from tilecraft.ir.expr import Expr, Var
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.span import Span
@@ -217,7 +217,9 @@ class CFamilyPrinter:
         return self.intrinsic(e, args)
 
     def intrinsic(self, e: E.Call, args: list[str]) -> str:
-        """Target intrinsics by name; the base knows none."""
+        """Target intrinsics by name; the base knows only the thread index, where a target has one."""
+        if e.op == "thread_index" and self.thread_index:
+            return self.thread_index
         self.fail(f"intrinsic {e.op!r} is not supported on {self.target_name}")
 
     def _e_BufferLoad(self, e: E.BufferLoad) -> str:
@@ -321,7 +323,15 @@ class CFamilyPrinter:
         for x in s.stmts:
             self.stmt(x)
 
+    # Targets that run a block as a group of threads: the statement of a block-wide barrier, and
+    # the thread index (T.get_thread_binding after lowering).
+    barrier_statement: str | None = None
+    thread_index: str | None = None
+
     def _s_Evaluate(self, s: S.Evaluate) -> None:
+        if isinstance(s.value, E.Call) and s.value.op == "sync_threads" and self.barrier_statement:
+            self.line(self.barrier_statement)
+            return
         self.line(f"(void)({self.expr(s.value)});")
 
     def _s_BufferStore(self, s: S.BufferStore) -> None:
@@ -354,7 +364,10 @@ class CFamilyPrinter:
         self.line("}")
 
     def loop_pragma(self, s: S.For) -> str | None:
-        """A pragma line for the loop, if the target wants one."""
+        """A pragma line for the loop, if the target wants one: by default `#pragma unroll` for loops
+        marked to be unrolled (per-thread register loops), which keeps their arrays in registers."""
+        if s.kind is S.ForKind.UNROLLED or S.annotation(s.annotations, "unroll"):
+            return "#pragma unroll"
         return None
 
     def _s_For(self, s: S.For) -> None:
@@ -382,6 +395,55 @@ class CFamilyPrinter:
         else:
             self.line(f"tc_atomic_{s.kind}_{suffix}({ptr}, {value});")
 
+    def _s_Allocate(self, s: S.Allocate) -> None:
+        if s.buffer.scope == "local.var":
+            self.declare_var_buffer(s)
+            return
+        self.line("{")
+        self.indent += 1
+        self.line(self.declare_buffer(s.buffer))
+        self.stmt(s.body)
+        self.indent -= 1
+        self.line("}")
+
+    def declare_buffer(self, buf: Buffer) -> str:
+        """The declaration of an allocated buffer: where the target places it."""
+        self.fail(f"the code generator for {self.target_name} cannot place {buf.scope} buffer {buf.name}")
+
+    # ------------------------------------------------------------------ T.print
+
+    # A printed line starts with where it comes from: `print_where` (printf conversions), filled by
+    # `print_ids`.
+    print_where = "[block %d,%d,%d] "
+    print_ids = "tc_bx, tc_by, tc_bz"
+    print_flush = False
+
+    def print_format(self, dtype: DataType, value: str) -> tuple[str, str]:
+        return printf_format(dtype, value)
+
+    def _s_Print(self, s: S.Print) -> None:
+        prefix = c_string(f"{s.msg}: " if s.msg else "")
+        if isinstance(s.value, BufferRegion):
+            self._print_region(s.value, prefix)
+        else:
+            fmt, value = self.print_format(s.value.dtype, self.expr(s.value))
+            self.line(f'printf("{self.print_where}{prefix}{fmt}\\n", {self.print_ids}, {value});')
+        if self.print_flush:
+            self.line("fflush(stdout);")
+
+    def _print_region(self, r: BufferRegion, prefix: str) -> None:
+        """One line per element, with its indices in the buffer."""
+        loops = [Var(int32, f"p{k}") for k in range(len(r.ranges))]
+        index = tuple(E.add(rng.min, v) for rng, v in zip(r.ranges, loops))
+        fmt, value = self.print_format(r.dtype, self.expr(E.BufferLoad(r.dtype, r.buffer, index)))
+        for v, rng in zip(loops, r.ranges):
+            n = self.name(v)
+            self.line(f"for (int32_t {n} = 0; {n} < {self.expr(rng.extent)}; ++{n})")
+        where = ", ".join("%d" for _ in loops)
+        args = ", ".join(f"(int)({self.expr(i)})" for i in index)
+        text = f"{self.print_where}{prefix}{r.buffer.name}[{where}] = {fmt}\\n"
+        self.line(f'    printf("{text}", {self.print_ids}, {args}, {value});')
+
     def declare_var_buffer(self, s: S.Allocate) -> None:
         self.line("{")
         self.indent += 1
@@ -389,6 +451,17 @@ class CFamilyPrinter:
         self.stmt(s.body)
         self.indent -= 1
         self.line("}")
+
+
+def static_size(buf: Buffer) -> int:
+    """Elements of a per-thread array, whose shape must be static."""
+    size = 1
+    for d in buf.shape:
+        v = E.const_value(d)
+        if not isinstance(v, int):
+            raise LoweringError(f"per-thread buffer {buf.name} needs a static shape, got {d}", buf.span)
+        size *= v
+    return size
 
 
 def printf_format(dtype: DataType, value: str) -> tuple[str, str]:

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilecraft.codegen.c_family import CFamilyPrinter, c_string, printf_format, storage_type
+from tilecraft.codegen.c_family import CFamilyPrinter, storage_type
 from tilecraft.cpu.ir import MatmulCall
 from tilecraft.ir import dtype as dt
-from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
-from tilecraft.ir.buffer import Buffer, BufferRegion
-from tilecraft.ir.expr import Var
+from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.span import Span
 
@@ -32,6 +30,7 @@ class CPrinter(CFamilyPrinter):
     """Writes C statements and expressions for one CPU function."""
 
     target_name = "the CPU target"
+    print_flush = True  # blocks run on worker threads; a crash must not swallow what was printed
 
     def __init__(
         self, bounds_check: bool = False, sites: list[BoundsSite] | None = None, offsets: dict | None = None
@@ -85,18 +84,9 @@ class CPrinter(CFamilyPrinter):
             return "#pragma omp simd"
         return None
 
-    def _s_Allocate(self, s: S.Allocate) -> None:
-        buf = s.buffer
-        if buf.scope == "local.var":
-            self.declare_var_buffer(s)
-            return
+    def declare_buffer(self, buf: Buffer) -> str:
         ctype = storage_type(buf.dtype)
-        self.line("{")
-        self.indent += 1
-        self.line(f"{ctype}* const {self.name(buf)} = ({ctype}*)(tc_scratch + {self.offsets[id(buf)]});")
-        self.stmt(s.body)
-        self.indent -= 1
-        self.line("}")
+        return f"{ctype}* const {self.name(buf)} = ({ctype}*)(tc_scratch + {self.offsets[id(buf)]});"
 
     def _s_MatmulCall(self, s: MatmulCall) -> None:
         suffix = "f64" if s.c.dtype == dt.float64 else "f32"
@@ -108,28 +98,6 @@ class CPrinter(CFamilyPrinter):
         self.line(
             f"tc_matmul_{suffix}({shape}, {a}, {am}, {ak}, {b}, {s.b_row_stride}, {c}, {s.c_row_stride});"
         )
-
-    def _s_Print(self, s: S.Print) -> None:
-        prefix = f"{s.msg}: " if s.msg else ""
-        if isinstance(s.value, BufferRegion):
-            self._print_region(s.value, prefix)
-            return
-        fmt, value = printf_format(s.value.dtype, self.expr(s.value))
-        self.line(f'printf("[block %d,%d,%d] {c_string(prefix)}{fmt}\\n", tc_bx, tc_by, tc_bz, {value});')
-        self.line("fflush(stdout);")
-
-    def _print_region(self, r: BufferRegion, prefix: str) -> None:
-        loops = [Var(dt.int32, f"p{k}") for k in range(len(r.ranges))]
-        index = tuple(E.add(rng.min, v) for rng, v in zip(r.ranges, loops))
-        fmt, value = printf_format(r.dtype, self.expr(E.BufferLoad(r.dtype, r.buffer, index)))
-        for v, rng in zip(loops, r.ranges):
-            n = self.name(v)
-            self.line(f"for (int32_t {n} = 0; {n} < {self.expr(rng.extent)}; ++{n})")
-        where = ", ".join("%d" for _ in loops)
-        args = ", ".join(f"(int)({self.expr(i)})" for i in index)
-        text = f"[block %d,%d,%d] {c_string(prefix)}{r.buffer.name}[{where}] = {fmt}\\n"
-        self.line(f'    printf("{text}", tc_bx, tc_by, tc_bz, {args}, {value});')
-        self.line("fflush(stdout);")
 
 
 _NOT_SIMD = (S.For, AtomicUpdate, MatmulCall, S.Print, S.Evaluate)

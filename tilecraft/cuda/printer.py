@@ -8,13 +8,10 @@ threadIdx/blockIdx once at the top of the kernel.
 
 from __future__ import annotations
 
-from tilecraft.codegen.c_family import CFamilyPrinter, c_string, printf_format, storage_type, value_type
+from tilecraft.codegen.c_family import CFamilyPrinter, static_size, storage_type, value_type
 from tilecraft.cuda.ir import AsyncCommit, AsyncCopy, AsyncWait, GemmCall, VectorCopy, VectorZero
-from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
-from tilecraft.ir import stmt as S
-from tilecraft.ir.buffer import Buffer, BufferRegion
-from tilecraft.ir.expr import Var
+from tilecraft.ir.buffer import Buffer
 
 _VECTOR = {4: "uint32_t", 8: "uint2", 16: "uint4"}
 ON_CHIP_32BIT = ("shared", "shared.dyn", "local", "local.fragment")
@@ -24,6 +21,10 @@ class CudaPrinter(CFamilyPrinter):
     """Writes the body of one CUDA kernel."""
 
     target_name = "the CUDA target"
+    barrier_statement = "__syncthreads();"
+    thread_index = "(int32_t)threadIdx.x"
+    print_where = "[block %d,%d,%d thread %d] "
+    print_ids = "(int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z, (int)threadIdx.x"
 
     def __init__(self, shared_offsets: dict[int, int] | None = None) -> None:
         super().__init__()
@@ -37,40 +38,16 @@ class CudaPrinter(CFamilyPrinter):
     def intrinsic(self, e: E.Call, args: list[str]) -> str:
         if e.op == "shfl_xor":
             return f"__shfl_xor_sync(0xffffffffu, {args[0]}, {args[1]})"
-        if e.op == "thread_index":
-            return "(int32_t)threadIdx.x"
         return super().intrinsic(e, args)
 
     # ------------------------------------------------------------------ statements
 
-    def loop_pragma(self, s: S.For) -> str | None:
-        if s.kind is S.ForKind.UNROLLED or S.annotation(s.annotations, "unroll"):
-            return "#pragma unroll"
-        return None
-
-    def _s_Evaluate(self, s: S.Evaluate) -> None:
-        if isinstance(s.value, E.Call) and s.value.op == "sync_threads":
-            self.line("__syncthreads();")
-            return
-        super()._s_Evaluate(s)
-
-    def _s_Allocate(self, s: S.Allocate) -> None:
-        buf = s.buffer
-        if buf.scope == "local.var":
-            self.declare_var_buffer(s)
-            return
+    def declare_buffer(self, buf: Buffer) -> str:
         ctype = storage_type(buf.dtype)
-        self.line("{")
-        self.indent += 1
         if buf.scope in ("shared", "shared.dyn"):
             offset = self.shared_offsets[id(buf)]
-            self.line(f"{ctype}* __restrict__ {self.name(buf)} = ({ctype}*)(tc_smem + {offset});")
-        else:
-            size = _static_size(buf)
-            self.line(f"{ctype} {self.name(buf)}[{size}] __attribute__((aligned(16)));")
-        self.stmt(s.body)
-        self.indent -= 1
-        self.line("}")
+            return f"{ctype}* __restrict__ {self.name(buf)} = ({ctype}*)(tc_smem + {offset});"
+        return f"{ctype} {self.name(buf)}[{static_size(buf)}] __attribute__((aligned(16)));"
 
     def _s_GemmCall(self, s: GemmCall) -> None:
         flags = f"{str(s.trans_b).lower()}, {str(s.bf16).lower()}"
@@ -108,43 +85,9 @@ class CudaPrinter(CFamilyPrinter):
         zero = {4: "0u", 8: "make_uint2(0u, 0u)", 16: "make_uint4(0u, 0u, 0u, 0u)"}[s.bytes]
         self.line(f"*({vt}*)({self.name(s.dst)} + {self.expr(s.dst_offset)}) = {zero};")
 
-    def _s_Print(self, s: S.Print) -> None:
-        prefix = f"{s.msg}: " if s.msg else ""
-        where = "[block %d,%d,%d thread %d] "
-        ids = "(int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z, (int)threadIdx.x"
-        if isinstance(s.value, BufferRegion):
-            self._print_region(s.value, where + c_string(prefix), ids)
-            return
-        fmt, value = printf_format(s.value.dtype, self.expr(s.value))
-        self.line(f'printf("{where}{c_string(prefix)}{fmt}\\n", {ids}, {value});')
-
-    def _print_region(self, r: BufferRegion, prefix: str, ids: str) -> None:
-        loops = [Var(dt.int32, f"p{k}") for k in range(len(r.ranges))]
-        index = tuple(E.add(rng.min, v) for rng, v in zip(r.ranges, loops))
-        fmt, value = printf_format(r.dtype, self.expr(E.BufferLoad(r.dtype, r.buffer, index)))
-        for v, rng in zip(loops, r.ranges):
-            n = self.name(v)
-            self.line(f"for (int32_t {n} = 0; {n} < {self.expr(rng.extent)}; ++{n})")
-        where = ", ".join("%d" for _ in loops)
-        args = ", ".join(self.name(v) for v in loops)
-        text = f"{prefix}{r.buffer.name}[{where}] = {fmt}\\n"
-        self.line(f'    printf("{text}", {ids}, {args}, {value});')
-
 
 def _is_zero(value) -> bool:
     return E.const_value(value) == 0 if isinstance(value, (E.Expr, int)) else False
-
-
-def _static_size(buf: Buffer) -> int:
-    size = 1
-    for d in buf.shape:
-        v = E.const_value(d)
-        if not isinstance(v, int):
-            from tilecraft.errors import LoweringError
-
-            raise LoweringError(f"per-thread buffer {buf.name} needs a static shape, got {d}", buf.span)
-        size *= v
-    return size
 
 
 __all__ = ["CudaPrinter", "value_type"]

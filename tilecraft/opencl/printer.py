@@ -7,12 +7,9 @@ buffers are private arrays; `local.var` buffers are scalars. Math uses OpenCL's 
 
 from __future__ import annotations
 
-from tilecraft.codegen.c_family import CFamilyPrinter, c_string, storage_type
-from tilecraft.ir import dtype as dt
+from tilecraft.codegen.c_family import CFamilyPrinter, static_size, storage_type
 from tilecraft.ir import expr as E
-from tilecraft.ir import stmt as S
-from tilecraft.ir.buffer import Buffer, BufferRegion
-from tilecraft.ir.expr import Var
+from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.lowered import AtomicUpdate
 
 MATH = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "tanh": "tanh",
@@ -37,6 +34,11 @@ class OpenCLPrinter(CFamilyPrinter):
     """Writes the body of one OpenCL kernel."""
 
     target_name = "the OpenCL target"
+    # like __syncthreads: local memory and the work-group's view of global memory
+    barrier_statement = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"
+    thread_index = "(int32_t)get_local_id(0)"
+    print_where = "[block %d,%d,%d thread %d] "
+    print_ids = "(int)get_group_id(0), (int)get_group_id(1), (int)get_group_id(2), (int)get_local_id(0)"
     math32 = MATH
     math64 = MATH
 
@@ -58,41 +60,12 @@ class OpenCLPrinter(CFamilyPrinter):
             return f"({one} / ({one} + exp(-({args[0]}))))"
         return super().math_call(e, args)
 
-    def intrinsic(self, e: E.Call, args: list[str]) -> str:
-        if e.op == "thread_index":
-            return "(int32_t)get_local_id(0)"
-        return super().intrinsic(e, args)
-
-    # ------------------------------------------------------------------ statements
-
-    def loop_pragma(self, s: S.For) -> str | None:
-        if s.kind is S.ForKind.UNROLLED or S.annotation(s.annotations, "unroll"):
-            return "#pragma unroll"
-        return None
-
-    def _s_Evaluate(self, s: S.Evaluate) -> None:
-        if isinstance(s.value, E.Call) and s.value.op == "sync_threads":
-            # like __syncthreads: local memory and the work-group's view of global memory
-            self.line("barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);")
-            return
-        super()._s_Evaluate(s)
-
-    def _s_Allocate(self, s: S.Allocate) -> None:
-        buf = s.buffer
-        if buf.scope == "local.var":
-            self.declare_var_buffer(s)
-            return
+    def declare_buffer(self, buf: Buffer) -> str:
         ctype = storage_type(buf.dtype)
-        self.line("{")
-        self.indent += 1
         if buf.scope in SHARED:
             offset = self.shared_offsets[id(buf)]
-            self.line(f"__local {ctype}* restrict {self.name(buf)} = (__local {ctype}*)({SMEM} + {offset});")
-        else:
-            self.line(f"{ctype} {self.name(buf)}[{static_size(buf)}];")
-        self.stmt(s.body)
-        self.indent -= 1
-        self.line("}")
+            return f"__local {ctype}* restrict {self.name(buf)} = (__local {ctype}*)({SMEM} + {offset});"
+        return f"{ctype} {self.name(buf)}[{static_size(buf)}];"
 
     def _s_AtomicUpdate(self, s: AtomicUpdate) -> None:
         buf = s.buffer
@@ -108,46 +81,15 @@ class OpenCLPrinter(CFamilyPrinter):
         else:
             self.line(f"tc_atomic_{s.kind}_{suffix}_{space}({where}, {value});")
 
-    def _s_Print(self, s: S.Print) -> None:
-        prefix = f"{s.msg}: " if s.msg else ""
-        where = "[block %d,%d,%d thread %d] "
-        ids = "(int)get_group_id(0), (int)get_group_id(1), (int)get_group_id(2), (int)get_local_id(0)"
-        if isinstance(s.value, BufferRegion):
-            self._print_region(s.value, where + c_string(prefix), ids)
-            return
-        fmt, value = print_format(s.value.dtype, self.expr(s.value))
-        self.line(f'printf("{where}{c_string(prefix)}{fmt}\\n", {ids}, {value});')
-
-    def _print_region(self, r: BufferRegion, prefix: str, ids: str) -> None:
-        loops = [Var(dt.int32, f"p{k}") for k in range(len(r.ranges))]
-        index = tuple(E.add(rng.min, v) for rng, v in zip(r.ranges, loops))
-        fmt, value = print_format(r.dtype, self.expr(E.BufferLoad(r.dtype, r.buffer, index)))
-        for v, rng in zip(loops, r.ranges):
-            n = self.name(v)
-            self.line(f"for (int32_t {n} = 0; {n} < {self.expr(rng.extent)}; ++{n})")
-        where = ", ".join("%d" for _ in loops)
-        args = ", ".join(self.name(v) for v in loops)
-        text = f"{prefix}{r.buffer.name}[{where}] = {fmt}\\n"
-        self.line(f'    printf("{text}", {ids}, {args}, {value});')
+    def print_format(self, dtype, value: str) -> tuple[str, str]:
+        """OpenCL printf: 64-bit integers are `long` (%ld); floats print as float (a device without
+        doubles has no double arguments)."""
+        return opencl_print_format(dtype, value)
 
 
-def print_format(dtype, value: str) -> tuple[str, str]:
-    """An OpenCL printf conversion: 64-bit integers are `long` (%ld); floats print as float (a
-    device without doubles has no double arguments)."""
+def opencl_print_format(dtype, value: str) -> tuple[str, str]:
     if dtype.is_float:
         return "%.6g", f"(float)({value})"
     if dtype.bits == 64:
         return "%ld", f"(long)({value})"
     return "%d", f"(int)({value})"
-
-
-def static_size(buf: Buffer) -> int:
-    from tilecraft.errors import LoweringError
-
-    size = 1
-    for d in buf.shape:
-        v = E.const_value(d)
-        if not isinstance(v, int):
-            raise LoweringError(f"per-thread buffer {buf.name} needs a static shape, got {d}", buf.span)
-        size *= v
-    return size
