@@ -165,3 +165,28 @@ def test_print_of_a_region_names_each_element(device_target, capfd):
     tilecraft.compile(printing, target=device_target)(a)
     out = capfd.readouterr().out
     assert "corner: A[3, 2] = 14" in out, out
+
+
+@pytest.mark.parametrize("rows, cols", [(64, 8), (32, 16), (16, 32), (4, 128)])
+def test_row_reductions_across_1_to_5_thread_bits(device_target, rows, cols):
+    """Without shuffles, partials meet in local memory: in one round for 1-2 thread bits, in a
+    butterfly beyond; the tile shapes put 1, 2, 3 and 5 thread bits on each row."""
+
+    @T.prim_func
+    def row_stats(X: T.Tensor((rows, cols), "float32"), S: T.Tensor((rows,), "float32"),
+                  M: T.Tensor((rows,), "float32")):  # fmt: skip
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((rows, cols), "float32")
+            s = T.alloc_fragment((rows,), "float32")
+            m = T.alloc_fragment((rows,), "float32")
+            T.copy(X, x)
+            T.reduce_sum(x, s, dim=1)
+            T.reduce_max(x, m, dim=1)
+            T.copy(s, S)
+            T.copy(m, M)
+
+    x = np.random.default_rng().standard_normal((rows, cols)).astype(np.float32)
+    s, m = np.full(rows, np.nan, np.float32), np.full(rows, np.nan, np.float32)
+    tilecraft.compile(row_stats, target=device_target)(x, s, m)
+    np.testing.assert_allclose(s, x.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(m, x.max(axis=1))

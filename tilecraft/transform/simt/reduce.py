@@ -89,23 +89,34 @@ def _load(acc: Buffer) -> E.Expr:
     return E.BufferLoad(acc.dtype, acc, (E.const(0),))
 
 
+# Up to this many thread bits, one round (each thread reads all 2^bits - 1 partners) beats a
+# butterfly (a round per bit, two barriers each); the measured CUDA norms and softmax use one or two.
+ONE_ROUND_MAX_BITS = 2
+
+
 def _through_shared_memory(accs: list[Buffer], thread_bits, op: S.Reduce, ctx) -> list[S.Stmt]:
-    """Threads that differ in `thread_bits` (bits of the thread index) combine their partials in a
-    butterfly: one round per bit, each thread writing its partials and reading its partner's. The
-    barriers between rounds come from `insert-barriers`, which sees the scratch buffer's accesses."""
+    """Threads that differ in `thread_bits` (bits of the thread index) combine their partials through
+    a scratch buffer: in one round for few bits, else in a butterfly (one round per bit, each thread
+    reading its partner's partials). The barriers between writes and reads come from
+    `insert-barriers`, which sees the scratch buffer's accesses."""
     slots = len(accs) * ctx.threads
     scratch = Buffer(f"red_smem{ctx.fresh}", (E.const(slots),), accs[0].dtype, "shared.dyn")
     ctx.fresh += 1
-    tid = ctx.tid
-    rounds: list[S.Stmt] = []
-    for bit in thread_bits:
+    mask = sum(1 << b for b in thread_bits)
+    if len(thread_bits) <= ONE_ROUND_MAX_BITS:
+        rounds = [[p for p in range(1, mask + 1) if p & ~mask == 0]]
+    else:
+        rounds = [[1 << b] for b in thread_bits]
+    stmts: list[S.Stmt] = []
+    for partners in rounds:
         for k, acc in enumerate(accs):
-            rounds.append(S.BufferStore(scratch, _load(acc), (E.add(E.mul(k, ctx.threads), tid),)))
+            stmts.append(S.BufferStore(scratch, _load(acc), (E.add(E.mul(k, ctx.threads), ctx.tid),)))
         for k, acc in enumerate(accs):
-            partner = E.add(E.mul(k, ctx.threads), E.int_call("bitwise_xor", tid, 1 << bit))
-            other = E.BufferLoad(acc.dtype, scratch, (partner,))
-            rounds.append(S.BufferStore(acc, combine(_plain(op.kind), _load(acc), other), (E.const(0),)))
-    return [S.Allocate(scratch, S.seq(*rounds), span=op.span)]
+            for p in partners:
+                index = E.add(E.mul(k, ctx.threads), E.int_call("bitwise_xor", ctx.tid, p))
+                other = E.BufferLoad(acc.dtype, scratch, (index,))
+                stmts.append(S.BufferStore(acc, combine(_plain(op.kind), _load(acc), other), (E.const(0),)))
+    return [S.Allocate(scratch, S.seq(*stmts), span=op.span)]
 
 
 def lower_cumsum(op: S.Cumsum, ctx) -> S.Stmt:
