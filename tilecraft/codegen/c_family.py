@@ -455,13 +455,9 @@ class CFamilyPrinter:
 
 def static_size(buf: Buffer) -> int:
     """Elements of a per-thread array, whose shape must be static."""
-    size = 1
-    for d in buf.shape:
-        v = E.const_value(d)
-        if not isinstance(v, int):
-            raise LoweringError(f"per-thread buffer {buf.name} needs a static shape, got {d}", buf.span)
-        size *= v
-    return size
+    from tilecraft.transform.storage import static_elements
+
+    return static_elements(buf, "per-thread buffer")
 
 
 def printf_format(dtype: DataType, value: str) -> tuple[str, str]:

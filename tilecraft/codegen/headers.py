@@ -1,19 +1,27 @@
-"""Device headers: a backend's header text with the shared helpers (include/tc_common.h) inserted."""
+"""Device headers: a backend's header text with the shared helper files inserted where it names them.
+
+A line of a backend's header holding `@tilecraft-common` is replaced by include/tc_common.h (min/max,
+integer division), one holding `@tilecraft-soft-half` by include/tc_soft_half.h (float16/bfloat16
+conversions in integer arithmetic). The generated source stays one self-contained text.
+"""
 
 from __future__ import annotations
 
 import functools
 from pathlib import Path
 
-COMMON = Path(__file__).parent / "include" / "tc_common.h"
-MARKER = "@tilecraft-common"
+INCLUDE = Path(__file__).parent / "include"
+SHARED_TEXTS = {
+    "@tilecraft-common": INCLUDE / "tc_common.h",
+    "@tilecraft-soft-half": INCLUDE / "tc_soft_half.h",
+}
 
 
 @functools.cache
 def header_text(path: Path) -> str:
-    """`path`'s text with the line holding the marker replaced by the shared helpers."""
-    common = COMMON.read_text()
+    """`path`'s text with each line naming a shared file replaced by that file's text."""
     lines = []
     for line in path.read_text().splitlines(keepends=True):
-        lines.append(common if MARKER in line else line)
+        shared = next((file for marker, file in SHARED_TEXTS.items() if marker in line), None)
+        lines.append(shared.read_text() if shared is not None else line)
     return "".join(lines)

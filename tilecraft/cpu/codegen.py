@@ -15,17 +15,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tilecraft.backend.artifact import KernelInfo, ParamInfo
 from tilecraft.backend.codegen import DeviceCode, HostCode
 from tilecraft.codegen import headers
 from tilecraft.codegen.c_family import storage_type, value_type
 from tilecraft.cpu.c_printer import BoundsSite, CPrinter
-from tilecraft.cpu.storage import STORAGE_ATTR, scratch_plan
+from tilecraft.cpu.storage import scratch_plan
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Var
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.host import KernelCall
+from tilecraft.transform.storage import launch_info
 
 DEVICE_FORMAT = "c-source"
 HOST_FORMAT = "c-host-source"
@@ -68,22 +68,11 @@ def device_source(mod: IRModule, ctx) -> DeviceCode:
     kernels = []
     for func in mod.functions:
         parts.append(kernel_source(func, sites))
-        kernels.append(_kernel_info(func))
+        kernels.append(launch_info(func))
     parts.append(_site_table(sites))
     symbols = tuple(f.name for f in mod.functions)
     return DeviceCode(
         sources={DEVICE_FORMAT: "\n".join(parts)}, entry_symbols=symbols, kernels=tuple(kernels)
-    )
-
-
-def _kernel_info(func: PrimFunc) -> KernelInfo:
-    launch: S.KernelLaunch = func.body
-    return KernelInfo(
-        func.name,
-        tuple(ParamInfo.from_param(p) for p in func.params),
-        launch.grid,
-        launch.threads,
-        dynamic_smem=func.attr(STORAGE_ATTR, 0),
     )
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tilecraft.backend.artifact import KernelInfo, ParamInfo
 from tilecraft.backend.codegen import DeviceCode
 from tilecraft.codegen import headers
 from tilecraft.codegen.c_family import storage_type, value_type
@@ -22,7 +21,7 @@ from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Var
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import walk
-from tilecraft.transform.storage import STORAGE_ATTR, plan_storage
+from tilecraft.transform.storage import launch_info, plan_storage
 
 SOURCE_FORMAT = "cuda-source"
 BINARY_FORMAT = "cubin"
@@ -93,19 +92,13 @@ def kernel_source(func: PrimFunc) -> str:
     return f"{head} {{\n{printer.text()}\n}}\n"
 
 
-def _kernel_info(func: PrimFunc) -> KernelInfo:
-    launch: S.KernelLaunch = func.body
-    return KernelInfo(func.name, tuple(ParamInfo.from_param(p) for p in func.params), launch.grid,
-                      launch.threads, dynamic_smem=func.attr(STORAGE_ATTR, 0))  # fmt: skip
-
-
 def device_source(mod: IRModule, ctx) -> DeviceCode:
     parts = [header_text()]
     parts += [kernel_source(f) for f in mod.functions]
     return DeviceCode(
         sources={SOURCE_FORMAT: "\n".join(parts)},
         entry_symbols=tuple(f.name for f in mod.functions),
-        kernels=tuple(_kernel_info(f) for f in mod.functions),
+        kernels=tuple(launch_info(f) for f in mod.functions),
     )
 
 

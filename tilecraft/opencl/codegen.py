@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tilecraft.backend.artifact import KernelInfo, ParamInfo
 from tilecraft.backend.codegen import DeviceCode
 from tilecraft.codegen import headers
 from tilecraft.codegen.c_family import storage_type, value_type
@@ -23,7 +22,7 @@ from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.visitor import walk
 from tilecraft.opencl.printer import SMEM, OpenCLPrinter
-from tilecraft.transform.storage import STORAGE_ATTR, plan_storage
+from tilecraft.transform.storage import STORAGE_ATTR, launch_info, plan_storage
 
 SOURCE_FORMAT = "opencl-source"
 SHARED_SCOPES = ("shared", "shared.dyn")
@@ -69,12 +68,6 @@ def kernel_source(func: PrimFunc) -> str:
     return f"{head} {{\n{printer.text()}\n}}\n"
 
 
-def _kernel_info(func: PrimFunc) -> KernelInfo:
-    launch: S.KernelLaunch = func.body
-    return KernelInfo(func.name, tuple(ParamInfo.from_param(p) for p in func.params), launch.grid,
-                      launch.threads, dynamic_smem=func.attr(STORAGE_ATTR, 0))  # fmt: skip
-
-
 def _check_local_memory(func: PrimFunc, target) -> None:
     limit = target.attr("local_mem") if target is not None else None
     used = func.attr(STORAGE_ATTR, 0)
@@ -96,5 +89,5 @@ def device_source(mod: IRModule, ctx) -> DeviceCode:
     return DeviceCode(
         sources={SOURCE_FORMAT: "\n".join(parts)},
         entry_symbols=tuple(f.name for f in mod.functions),
-        kernels=tuple(_kernel_info(f) for f in mod.functions),
+        kernels=tuple(launch_info(f) for f in mod.functions),
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from tilecraft.backend.artifact import KernelInfo, ParamInfo
 from tilecraft.backend.pipeline import module_pass
 from tilecraft.backend.split import ROLE_ATTR
 from tilecraft.errors import LoweringError
@@ -23,14 +24,19 @@ from tilecraft.ir.visitor import Mutator, Visitor
 STORAGE_ATTR = "tilecraft.arena_bytes"
 
 
-def buffer_bytes(buf: Buffer, align: int) -> int:
+def static_elements(buf: Buffer, what: str = "on-chip buffer") -> int:
+    """The element count of a buffer whose shape must be static."""
     size = 1
     for d in buf.shape:
         v = E.const_value(d)
         if not isinstance(v, int):
-            raise LoweringError(f"on-chip buffer {buf.name} needs a static shape, got {d}", buf.span)
+            raise LoweringError(f"{what} {buf.name} needs a static shape, got {d}", buf.span)
         size *= v
-    return (size * buf.dtype.bytes + align - 1) // align * align
+    return size
+
+
+def buffer_bytes(buf: Buffer, align: int) -> int:
+    return (static_elements(buf) * buf.dtype.bytes + align - 1) // align * align
 
 
 class StoragePlan(Visitor):
@@ -91,3 +97,11 @@ def storage_pass(name: str, scopes: Sequence[str], align: int = 64, doc: str = "
 
     run.__doc__ = doc or "Each kernel's on-chip buffers have arena offsets; launches carry the arena size."
     return module_pass(name)(run)
+
+
+def launch_info(func) -> KernelInfo:
+    """The launch record of a device function: its params in order, its grid and block, and the
+    arena the storage plan gave it (shared memory on accelerators, a block's scratch on host processors)."""
+    launch: S.KernelLaunch = func.body
+    params = tuple(ParamInfo.from_param(p) for p in func.params)
+    return KernelInfo(func.name, params, launch.grid, launch.threads, dynamic_smem=func.attr(STORAGE_ATTR, 0))

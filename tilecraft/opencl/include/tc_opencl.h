@@ -37,41 +37,10 @@ typedef ulong uint64_t;
 
 /* ------------------------------------------------------------------ float16 / bfloat16 */
 
-TC_FN float tc_h2f(uint16_t h) {
-    uint sign = (uint)(h & 0x8000u) << 16;
-    uint e = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    if (e == 0x1fu) return as_float(sign | 0x7f800000u | (man << 13));
-    if (e == 0u) {
-        float sub = (float)man * 5.9604644775390625e-8f; /* 2^-24 */
-        return sign ? -sub : sub;
-    }
-    return as_float(sign | ((e + 112u) << 23) | (man << 13));
-}
-
-TC_FN uint16_t tc_f2h(float f) {
-    uint x = as_uint(f);
-    uint sign = (x >> 16) & 0x8000u;
-    uint ax = x & 0x7fffffffu;
-    if (ax >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0u));
-    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds past the largest half */
-    if (ax < 0x38800000u) { /* subnormal or zero: round to a multiple of 2^-24 */
-        float a = as_float(ax) * 16777216.0f;
-        return (uint16_t)(sign | (uint)rint(a));
-    }
-    uint r = ax + 0xfffu + ((ax >> 13) & 1u); /* round to nearest even */
-    return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
-}
-
-TC_FN float tc_bf2f(uint16_t b) { return as_float((uint)b << 16); }
-
-TC_FN uint16_t tc_f2bf(float f) {
-    uint x = as_uint(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
-    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-
-TC_FN float tc_round_f16(float f) { return tc_h2f(tc_f2h(f)); }
-TC_FN float tc_round_bf16(float f) { return tc_bf2f(tc_f2bf(f)); }
+TC_FN float tc_bits_to_f32(uint u) { return as_float(u); }
+TC_FN uint tc_f32_to_bits(float f) { return as_uint(f); }
+#define tc_rint rint
+/* @tilecraft-soft-half: tilecraft/codegen/include/tc_soft_half.h is inserted here */
 
 /* @tilecraft-common: tilecraft/codegen/include/tc_common.h is inserted here */
 
