@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tilecraft import settings
-from tilecraft.backend.artifact import CompiledArtifact, ParamInfo
+from tilecraft.backend.artifact import CompiledArtifact
 from tilecraft.backend.context import BackendContext, create_backend_context
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.structural import structural_hash
@@ -48,18 +48,13 @@ def lower_uncached(
     host_mod, device_mod = ctx.split(lowered)
     device = ctx.codegen_device(device_mod)
     host = ctx.codegen_host(ctx.preprocess_host(host_mod))
-    return CompiledArtifact(
-        function_name=func.name,
-        target=ctx.target,
-        params=tuple(ParamInfo.from_param(p) for p in func.params),
-        symbolic_dims=func.symbolic_dims,
-        kernels=device.kernels,
-        device_sources=device.sources,
-        device_binaries=device.binaries,
-        host_source=host.source if host else None,
-        host_format=host.format if host else None,
-        ir_hash=structural_hash(func),
-        extra=(("compile_flags", tuple(compile_flags or ())),),
+    return CompiledArtifact.assemble(
+        func,
+        ctx.target,
+        device,
+        host,
+        structural_hash(func),
+        (("compile_flags", tuple(compile_flags or ())),),
     )
 
 
