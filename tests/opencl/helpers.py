@@ -30,7 +30,7 @@ __kernel void scalars_kernel(__global const float* X, __global double* Y, char a
 
 # Each work-group reverses its block of 128 elements through local memory.
 REVERSE_SOURCE = """
-__kernel void reverse_kernel(__global const float* A, __global float* B, int n, __local char* tc_smem) {
+__kernel void reverse_kernel(__global const float* A, __global float* B, int n, __local uint4* tc_smem) {
     __local float* tile = (__local float*)tc_smem;
     int t = get_local_id(0);
     int base = get_group_id(0) * 128;

@@ -38,7 +38,7 @@ def test_source_is_opencl_c_with_work_group_builtins():
     kernel = source[source.index("__kernel") :]
     assert "__attribute__((reqd_work_group_size(128, 1, 1)))" in kernel
     assert "get_group_id(0)" in kernel and "get_local_id(0)" in kernel
-    assert "__local char* tc_smem" in kernel and "barrier(CLK_LOCAL_MEM_FENCE" in kernel
+    assert "__local uint4* tc_smem" in kernel and "barrier(CLK_LOCAL_MEM_FENCE" in kernel
     assert "__global const float* restrict A" in kernel and "__global float* restrict B" in kernel
 
 

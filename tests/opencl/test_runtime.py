@@ -335,7 +335,7 @@ def test_the_cache_key_holds_the_device_identity(backend, opencl_device):
     [
         ({"symbol": "missing_kernel"}, "the OpenCL program defines no __kernel 'missing_kernel'; it defines: add_kernel"),
         ({"dynamic_smem": 64}, "__kernel add_kernel takes 5 arguments, but its KernelInfo describes 6: 5 parameters "
-                               "plus the __local char\\* tc_smem argument"),
+                               "plus the __local uint4\\* tc_smem argument"),
         ({"block": (8192,)}, r"kernel add_kernel: work-group \(8192,\) \(8192 work-items\) exceeds"),
     ],
 )  # fmt: skip

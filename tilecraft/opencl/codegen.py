@@ -2,8 +2,9 @@
 
 Format `opencl-source`: the text of include/tc_opencl.h (with the shared C helpers), then one
 `__kernel` per T.Kernel taking the kernel's params in KernelInfo order (buffers as `__global`
-pointers, scalars by value) and, when it uses shared memory, a last `__local char* tc_smem` argument
-of `dynamic_smem` bytes. Grids count work-groups; blocks are work-group sizes. The program is built
+pointers, scalars by value) and, when it uses shared memory, a last `__local uint4* tc_smem` argument
+of `dynamic_smem` bytes (16-byte elements: NVIDIA's OpenCL aligns a `__local` argument only to its
+element type, and a `char*` one lands on an odd address there). Grids count work-groups; blocks are work-group sizes. The program is built
 for its device by the `opencl` execution backend, so there is no compile step here.
 """
 
@@ -53,7 +54,7 @@ def kernel_source(func: PrimFunc) -> str:
     written = _written(func)
     params = [_param(printer, p, written) for p in func.params]
     if func.attr(STORAGE_ATTR, 0):
-        params.append(f"__local char* {SMEM}")
+        params.append(f"__local uint4* {SMEM}")
     threads = 1
     for t in launch.threads:
         threads *= t

@@ -1,7 +1,7 @@
 """Prints lowered tile IR as OpenCL C 1.2.
 
 Global buffers are `__global` kernel parameters; shared buffers are `__local` pointers into the
-work-group's local memory (one `__local char*` argument, at offsets the plan chose); per-thread
+work-group's local memory (one `__local uint4*` argument, at offsets the plan chose); per-thread
 buffers are private arrays; `local.var` buffers are scalars. Math uses OpenCL's overloaded builtins.
 """
 
@@ -64,7 +64,7 @@ class OpenCLPrinter(CFamilyPrinter):
         ctype = storage_type(buf.dtype)
         if buf.scope in SHARED:
             offset = self.shared_offsets[id(buf)]
-            return f"__local {ctype}* restrict {self.name(buf)} = (__local {ctype}*)({SMEM} + {offset});"
+            return f"__local {ctype}* restrict {self.name(buf)} = (__local {ctype}*)((__local char*){SMEM} + {offset});"
         return f"{ctype} {self.name(buf)}[{static_size(buf)}];"
 
     def _s_AtomicUpdate(self, s: AtomicUpdate) -> None:

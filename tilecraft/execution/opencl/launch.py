@@ -6,7 +6,7 @@ function's parameters or its symbolic dims. A buffer is its device buffer (`__gl
 passed by value as the OpenCL C type of its dtype (`int8`..`int64` and `uint8`..`uint64` as `char`..`long`
 and `uchar`..`ulong`, `float32` as `float`, `float64` as `double`, `bool` as `int`, `float16` and
 `bfloat16` as `float`). When `dynamic_smem` is n > 0 the kernel takes one more, last argument,
-`__local char* tc_smem`, of n bytes. The NDRange has `len(block)` or `len(grid)` dims (the larger):
+`__local uint4* tc_smem`, of n bytes. The NDRange has `len(block)` or `len(grid)` dims (the larger):
 local size `block`, global size `grid * block` per dim, where `grid` (the number of work-groups) is
 evaluated from its expressions over the scalar parameters and symbolic dims.
 """
@@ -130,7 +130,7 @@ def make_kernel(program: Any, info: KernelInfo, names: Sequence[str]) -> Any:
         ) from None
     expected = len(info.params) + (1 if info.dynamic_smem else 0)
     if kernel.num_args != expected:
-        local = " plus the __local char* tc_smem argument" if info.dynamic_smem else ""
+        local = " plus the __local uint4* tc_smem argument" if info.dynamic_smem else ""
         raise TilecraftError(
             f"__kernel {info.symbol} takes {kernel.num_args} arguments, but its KernelInfo describes "
             f"{expected}: {len(info.params)} parameters{local}"
