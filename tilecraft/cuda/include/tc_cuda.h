@@ -166,10 +166,19 @@ TC_DEVICE void tc_mma_16816(float* c, const uint32_t* a, const uint32_t* b) {
     }
 }
 
-// The shared-memory layout of 16-bit gemm operand tiles: row-major with the 16-byte chunks of each
-// 128-byte line XOR-permuted by the line index (offsets in elements), so the 8 rows an ldmatrix phase
-// reads and the 16-byte chunks a cp.async phase writes fall in distinct banks.
-TC_DEVICE int tc_swizzle16(int off) { return off ^ (((off >> 6) & 7) << 3); }
+// The shared-memory layout of 16-bit gemm operand tiles with rows of W elements: row-major with the
+// 16-byte chunk index within each 64-element segment XOR-ed with the row index mod 8 (W a power of two
+// >= 64) or with the 128-byte line index (other W), offsets in elements; so the 8 rows an ldmatrix
+// phase reads and the 16-byte chunks a cp.async phase writes fall in distinct banks. The compiler
+// writes the same function (tilecraft/cuda/shared_layout.py, swizzle16_line_shift).
+__host__ __device__ constexpr int tc_swizzle16_shift(int w) {
+    return (w >= 64 && (w & (w - 1)) == 0) ? (w == 64 ? 6 : 1 + tc_swizzle16_shift(w / 2)) : 6;
+}
+template <int W>
+TC_DEVICE int tc_swizzle16(int off) {
+    constexpr int shift = tc_swizzle16_shift(W);
+    return off ^ (((off >> shift) & 7) << 3);
+}
 
 namespace tc {
 
@@ -184,11 +193,11 @@ TC_DEVICE void load_b(const uint16_t* B, int kk, int n_base, int lane, uint32_t 
         uint32_t r[4];
         if (!TRANS_B) {
             // stored (K, N): matrices (k0-7,n0-7), (k8-15,n0-7), (k0-7,n8-15), (k8-15,n8-15), transposed
-            tc_ldmatrix_x4_trans(r, B + tc_swizzle16((kk + lr) * N + n0 + lc));
+            tc_ldmatrix_x4_trans(r, B + tc_swizzle16<N>((kk + lr) * N + n0 + lc));
         } else {
             // stored (N, K): matrices (n0-7,k0-7), (n0-7,k8-15), (n8-15,k0-7), (n8-15,k8-15)
             const int nr = (lane % 8) + (lane / 16) * 8, kc = ((lane / 8) % 2) * 8;
-            tc_ldmatrix_x4(r, B + tc_swizzle16((n0 + nr) * K + kk + kc));
+            tc_ldmatrix_x4(r, B + tc_swizzle16<K>((n0 + nr) * K + kk + kc));
         }
         b[nj][0] = r[0];
         b[nj][1] = r[1];
@@ -217,12 +226,12 @@ TC_DEVICE void gemm_ss(const uint16_t* A, const uint16_t* B, float* C) {
         for (int mi = 0; mi < MT; ++mi) {
             const int m0 = wm * WM + mi * 16;
             if (!TRANS_A) {
-                tc_ldmatrix_x4(a[mi], A + tc_swizzle16((m0 + lr) * K + kk + lc));
+                tc_ldmatrix_x4(a[mi], A + tc_swizzle16<K>((m0 + lr) * K + kk + lc));
             } else {
                 // stored (K, M): rows are k; the x4 matrices must come out as (m0-7,k0-7), (m8-15,k0-7),
                 // (m0-7,k8-15), (m8-15,k8-15)
                 const int kr = (lane % 8) + (lane / 16) * 8, mc = ((lane / 8) % 2) * 8;
-                tc_ldmatrix_x4_trans(a[mi], A + tc_swizzle16((kk + kr) * M + m0 + mc));
+                tc_ldmatrix_x4_trans(a[mi], A + tc_swizzle16<M>((kk + kr) * M + m0 + mc));
             }
         }
         load_b<N, K, NT, TRANS_B>(B, kk, wn * WN, lane, b);

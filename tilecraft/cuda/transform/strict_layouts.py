@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tilecraft.cuda.op.gemm_plan import plan_gemm
-from tilecraft.cuda.shared_layout import SWIZZLE16
+from tilecraft.cuda.shared_layout import swizzle16
+from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 
@@ -20,7 +21,8 @@ def cuda_strict_layouts(op: S.TileOp, threads: int, target) -> Iterator[tuple[Bu
     if plan.tensor_cores:
         for region in (op.a, op.b):
             if region.buffer.scope in ("shared", "shared.dyn"):
-                yield region.buffer, SWIZZLE16, "a tensor-core operand of T.gemm"
+                row_length = E.const_value(region.buffer.shape[-1])
+                yield region.buffer, swizzle16(row_length), "a tensor-core operand of T.gemm"
     if op.c.buffer.scope == FRAGMENT and plan.c_layout is not None:
         yield op.c.buffer, plan.c_layout, "the accumulator of T.gemm"
     if op.a.buffer.scope == FRAGMENT and plan.a_layout is not None:
