@@ -89,6 +89,32 @@ def _row_sum(m=300, n=64, bm=32):
     return row_sum
 
 
+def _gemm_16bit_out(m, n, k, dtype, bm=64, bn=64, bk=32):
+    # A 16-bit C: on CUDA the accumulator's column pairs are stored as one 32-bit access where the
+    # row length allows (even n), element by element otherwise (odd n).
+    @T.prim_func
+    def gemm_out16(A: T.Tensor((m, k), dtype), B: T.Tensor((k, n), dtype), C: T.Tensor((m, n), dtype)):
+        with T.Kernel(T.ceildiv(n, bn), T.ceildiv(m, bm), threads=128) as (bx, by):
+            A_s = T.alloc_shared((bm, bk), dtype)
+            B_s = T.alloc_shared((bk, bn), dtype)
+            C_l = T.alloc_fragment((bm, bn), "float32")
+            T.clear(C_l)
+            for ko in T.Pipelined(T.ceildiv(k, bk), num_stages=2):
+                T.copy(A[by * bm, ko * bk], A_s)
+                T.copy(B[ko * bk, bx * bn], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C[by * bm, bx * bn])
+
+    return gemm_out16
+
+
+def _gemm_16bit_case(name, m, n, k, dtype):
+    dname = np.dtype(dtype).name
+    return Case(name, lambda: _gemm_16bit_out(m, n, k, dname),
+                lambda r: [randn(r, (m, k), dtype), randn(r, (k, n), dtype), poison((m, n), dtype)],
+                lambda a: {2: f64(a[0]) @ f64(a[1])}, TOL[dtype])  # fmt: skip
+
+
 def _abs_reductions(m=64, n=80):
     @T.prim_func
     def abs_reductions(X: T.Tensor((m, n), "float32"), amax: T.Tensor((m,), "float32"),
@@ -233,6 +259,8 @@ CASES = [
     _gemm_case("gemm_bf16_nn", 192, 128, 128, dtype=BF16),
     _gemm_case("gemm_f32_ragged", 200, 136, 72, dtype=F32),
     _gemm_case("gemm_f16_ragged_nt", 130, 70, 90, tb=True),
+    _gemm_16bit_case("gemm_bf16_out_ragged", 100, 136, 64, BF16),
+    _gemm_16bit_case("gemm_f16_out_odd_n", 96, 77, 64, F16),
     Case("batched_gemm", lambda: K.batched_gemm(3, 128, 128, 64, dtype="float32"),
          lambda r: [randn(r, (3, 128, 64)), randn(r, (3, 64, 128)), poison((3, 128, 128))],
          lambda a: {2: f64(a[0]) @ f64(a[1])}, 1e-5),

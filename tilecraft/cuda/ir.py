@@ -78,12 +78,22 @@ class VectorZero(Stmt):
     bytes: int
 
 
+@node
+class VectorStore(Stmt):
+    """Store `values` (of `dst`'s dtype, 16 or 32 bits each, 4 to 16 bytes together) to the contiguous
+    elements `dst[dst_offset]`, ... in one access; `dst_offset` is a multiple of `len(values)`."""
+
+    dst: Buffer
+    dst_offset: Expr
+    values: tuple[Expr, ...]
+
+
 def shared_accesses(node) -> tuple[tuple[Buffer, ...], tuple[Buffer, ...]] | None:
     """The buffers a CUDA statement reads and writes, for barrier insertion (None: not ours)."""
     if isinstance(node, GemmCall):
         return (node.a, node.b), (node.c,)
     if isinstance(node, (AsyncCopy, VectorCopy)):
         return (node.src,), (node.dst,)
-    if isinstance(node, VectorZero):
+    if isinstance(node, (VectorZero, VectorStore)):
         return (), (node.dst,)
     return None

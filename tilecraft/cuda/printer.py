@@ -9,7 +9,7 @@ threadIdx/blockIdx once at the top of the kernel.
 from __future__ import annotations
 
 from tilecraft.codegen.c_family import CFamilyPrinter, static_size, storage_type, value_type
-from tilecraft.cuda.ir import AsyncCommit, AsyncCopy, AsyncWait, GemmCall, VectorCopy, VectorZero
+from tilecraft.cuda.ir import AsyncCommit, AsyncCopy, AsyncWait, GemmCall, VectorCopy, VectorStore, VectorZero
 from tilecraft.ir import expr as E
 from tilecraft.ir.buffer import Buffer
 
@@ -84,6 +84,19 @@ class CudaPrinter(CFamilyPrinter):
         vt = _VECTOR[s.bytes]
         zero = {4: "0u", 8: "make_uint2(0u, 0u)", 16: "make_uint4(0u, 0u, 0u, 0u)"}[s.bytes]
         self.line(f"*({vt}*)({self.name(s.dst)} + {self.expr(s.dst_offset)}) = {zero};")
+
+    def _s_VectorStore(self, s: VectorStore) -> None:
+        dtype = s.dst.dtype
+        bits = [self.to_storage(self.expr(v), dtype) for v in s.values]
+        if dtype.bits == 16:
+            words = [f"((uint32_t){lo} | ((uint32_t){hi} << 16))" for lo, hi in zip(bits[::2], bits[1::2])]
+        elif dtype.is_float:
+            words = [f"__float_as_uint({b})" for b in bits]
+        else:
+            words = [f"(uint32_t)({b})" for b in bits]
+        vt = _VECTOR[4 * len(words)]
+        packed = words[0] if len(words) == 1 else f"make_{vt}({', '.join(words)})"
+        self.line(f"*({vt}*)({self.name(s.dst)} + {self.expr(s.dst_offset)}) = {packed};")
 
 
 def _is_zero(value) -> bool:

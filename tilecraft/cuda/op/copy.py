@@ -1,5 +1,7 @@
-"""T.copy on CUDA: the shared SIMT copies, plus 16-byte chunks.
+"""T.copy on CUDA: the shared SIMT copies, plus 16-byte chunks and vector stores of fragments.
 
+A copy from a fragment to global memory whose layout gives each thread runs of consecutive elements
+along the innermost dim (the mma accumulator holds pairs) stores each run in one 4- to 16-byte access.
 Copies not touching a fragment are cooperative: the block's threads split the region in 16-byte
 chunks where alignment allows (with `cp.async` from global into shared memory inside a pipelined
 loop, so the pipeline pass can overlap them), element by element otherwise (the shared SIMT copy),
@@ -8,12 +10,14 @@ with edge predicates on global operands either way. T.fill is the shared SIMT fi
 
 from __future__ import annotations
 
-from tilecraft.cuda.ir import AsyncCopy, VectorCopy, VectorZero
+from tilecraft.cuda.ir import AsyncCopy, VectorCopy, VectorStore, VectorZero
 from tilecraft.cuda.shared_layout import SharedLayout
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.arith import Analyzer
 from tilecraft.ir.buffer import BufferRegion
+from tilecraft.layout.fragment import fragment_dims
+from tilecraft.layout.tile import TileLayout
 from tilecraft.transform.simt.copy import element_copy, fragment_copy, fragment_side, lower_fill
 from tilecraft.transform.tile_loops import conjunction, edge_conditions, loop_extents, region_index
 
@@ -26,11 +30,81 @@ CHUNK = 16
 def lower_copy(op: S.Copy, ctx) -> S.Stmt:
     frag = fragment_side(op)
     if frag is not None:
-        return fragment_copy(op, frag, ctx)
+        stores = _vector_fragment_store(op, frag, ctx)
+        return stores if stores is not None else fragment_copy(op, frag, ctx)
     vector = _vector_plan(op, ctx)
     if vector is not None:
         return vector
     return element_copy(op, ctx)
+
+
+# ---------------------------------------------------------------- fragment runs to global memory
+
+
+def _vector_fragment_store(op: S.Copy, frag: BufferRegion, ctx) -> S.Stmt | None:
+    """The fragment's registers stored run by run, or None where the shared element copy must do."""
+    dst = op.dst
+    dtype = dst.dtype
+    if frag is not op.src or dst.buffer.scope != "global" or dtype.bits not in (16, 32) or dtype.is_bool:
+        return None
+    layout = ctx.layout(frag.buffer, op.span)
+    if layout.padded or any(layout.replica_mask()) or not _whole(frag, layout):
+        return None
+    kept = [k for k, s in enumerate(layout.shape) if s != 1] or [len(layout.shape) - 1]
+    extents = [E.const_value(e) for e in loop_extents(dst)]
+    if extents != [layout.shape[k] for k in kept] or not _contiguous_inner(dst):
+        return None
+    run = _register_run(layout, kept[-1], CHUNK // dtype.bytes)
+    if run < 2 or not _row_strides_aligned(dst, run, Analyzer()):
+        return None
+    regs = ctx.registers_of(frag.buffer)
+    it = ctx.var("v")
+    first = E.mul(it, run)
+    coords = layout.coords(first, ctx.lane, ctx.warp)
+    indices = [region_index(dst, [coords[k] for k in kept])]
+    for j in range(1, run):
+        indices.append(indices[0][:-1] + (E.add(indices[0][-1], j),))
+    values = tuple(
+        E.cast(E.BufferLoad(frag.buffer.dtype, regs, (E.add(first, j),)), dtype) for j in range(run)
+    )
+    body: S.Stmt = VectorStore(dst.buffer, _flat_offset(dst, indices[0]), values, span=op.span)
+    guard = conjunction(edge_conditions(dst, indices[0]) + edge_conditions(dst, indices[-1]))
+    if guard is not None:
+        # A run crossing the edge stores its elements one by one.
+        singles = [_guarded_store(dst, idx, value, op.span) for idx, value in zip(indices, values)]
+        body = S.IfThenElse(guard, body, S.SeqStmt(tuple(singles)), span=op.span)
+    count = layout.num_registers // run
+    return S.For(it, E.const(0), E.const(count), S.ForKind.SERIAL, body, (("unroll", True),), span=op.span)
+
+
+def _whole(frag: BufferRegion, layout: TileLayout) -> bool:
+    return all(
+        E.const_value(r.min) == 0 and E.const_value(r.extent) == s for r, s in zip(frag.ranges, layout.shape)
+    )
+
+
+def _register_run(layout: TileLayout, dim: int, limit: int) -> int:
+    """How many consecutive registers (from every multiple of the result) hold consecutive elements
+    of `dim`, at most `limit`; 1 when no other bit of the layout may break such a run's alignment."""
+    linear = layout.linear
+    name = fragment_dims(len(layout.shape))[dim]
+    run, bits = 1, 0
+    while run * 2 <= limit and bits < linear.in_bits("register"):
+        expected = {out: (1 << bits if out == name else 0) for out in linear.out_names}
+        if linear.basis("register", bits) != expected:
+            break
+        run, bits = run * 2, bits + 1
+    for in_name in linear.in_names:
+        for b in range(linear.in_bits(in_name)):
+            if (in_name != "register" or b >= bits) and linear.basis(in_name, b)[name] & (run - 1):
+                return 1
+    return run
+
+
+def _guarded_store(dst: BufferRegion, indices, value: E.Expr, span) -> S.Stmt:
+    store: S.Stmt = S.BufferStore(dst.buffer, value, indices, span=span)
+    cond = conjunction(edge_conditions(dst, indices))
+    return store if cond is None else S.IfThenElse(cond, store, span=span)
 
 
 # ---------------------------------------------------------------- 16-byte chunks

@@ -1,0 +1,34 @@
+"""Fragment -> global copies store runs of consecutive elements in one access where alignment allows.
+
+The results are checked on a GPU by the conformance cases gemm_* (f32 C), gemm_bf16_out_ragged and
+gemm_f16_out_odd_n; these tests pin down which stores the generated CUDA uses."""
+
+from __future__ import annotations
+
+import tilecraft
+from tests.conformance.cases import _gemm_16bit_out
+from tests.language import kernels as K
+
+
+def _source(func) -> str:
+    artifact = tilecraft.lower(func, target="cuda -arch=sm_90a", execution_backend="nvrtc")
+    return artifact.source("cuda-source")
+
+
+def test_a_16_bit_accumulator_copy_stores_column_pairs_as_32_bits():
+    source = _source(_gemm_16bit_out(100, 136, 64, "bfloat16"))
+    assert "*(uint32_t*)(C + " in source
+    # the run past the edge of a ragged tile falls back to guarded single stores
+    assert "} else {" in source.split("*(uint32_t*)(C + ")[1]
+
+
+def test_a_float32_accumulator_copy_stores_pairs_as_64_bits():
+    source = _source(K.gemm(128, 128, 64, 64, 64, 32))
+    assert "*(uint2*)(C + " in source
+
+
+def test_an_odd_row_length_keeps_element_stores():
+    # Rows of 77 elements: a pair may start at an odd address, so no 32-bit access is allowed.
+    source = _source(_gemm_16bit_out(96, 77, 64, "float16"))
+    assert "*(uint32_t*)(C + " not in source
+    assert "C[(int64_t)" in source
