@@ -4,8 +4,9 @@
 
 GEMM (float16, bfloat16) at 4096^3 and 8192^3; elementwise add (float32, bandwidth); row softmax and
 RMS norm against torch; host launch overhead; cold compile and warm (cached) load of the GEMM.
-Times are CUDA-event medians (triton.testing.do_bench) after warm-up, on random data larger than L2;
-every result is checked against torch before it is timed.
+Times are CUDA-event medians (triton.testing.do_bench) after warm-up, on random data larger than L2,
+taken in alternating rounds (the median of three rounds per contender); every result is checked
+against torch before it is timed.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -31,15 +33,25 @@ import tilecraft.language as T  # noqa: E402
 GEMM_CONFIGS = [  # block_M, block_N, block_K, threads, stages
     (128, 128, 32, 128, 4),
     (128, 128, 32, 128, 3),
-    (128, 128, 32, 128, 5),
-    (128, 128, 32, 256, 4),
-    (256, 128, 64, 256, 3),
-    (128, 64, 32, 128, 4),
+    (128, 256, 32, 256, 3),
+    (256, 128, 32, 256, 3),
+    (128, 256, 32, 256, 4),
+    (128, 128, 64, 128, 3),
 ]
 
 
 def median_ms(fn) -> float:
     return do_bench(fn, warmup=50, rep=300, return_mode="median")
+
+
+def side_by_side_ms(*fns, rounds: int = 3) -> list[float]:
+    """Median times of each function, measured in alternating rounds so that clock or power drift
+    over the run does not favour whichever happens to be timed first; the median of the rounds."""
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(rounds):
+        for fn, samples in zip(fns, times):
+            samples.append(median_ms(fn))
+    return [statistics.median(samples) for samples in times]
 
 
 def rel_error(out, ref) -> float:
@@ -203,8 +215,8 @@ def bench_gemm(dtype: str, size: int, cfg) -> dict:
     check("tilecraft gemm", kernel(a, b), ref, 2e-2)
     check("triton gemm", triton_matmul(a, b), ref, 2e-2)
     flops = 2 * size**3
-    t_torch, t_triton, t_tc = (
-        median_ms(f) for f in (lambda: a @ b, lambda: triton_matmul(a, b), lambda: kernel(a, b))
+    t_torch, t_triton, t_tc = side_by_side_ms(
+        lambda: a @ b, lambda: triton_matmul(a, b), lambda: kernel(a, b)
     )
     return {"torch_tflops": flops / t_torch / 1e9, "triton_tflops": flops / t_triton / 1e9,
             "tilecraft_tflops": flops / t_tc / 1e9, "ratio_vs_cublas": t_torch / t_tc, "config": cfg}  # fmt: skip
@@ -215,7 +227,7 @@ def bench_add(n: int = 1 << 28) -> dict:
     kernel = tc_add(n)
     check("add", kernel(a, b), a + b, 1e-7)
     moved = 3 * 4 * n
-    t_torch, t_tc = median_ms(lambda: a + b), median_ms(lambda: kernel(a, b))
+    t_torch, t_tc = side_by_side_ms(lambda: a + b, lambda: kernel(a, b))
     return {"torch_tbs": moved / t_torch / 1e9, "tilecraft_tbs": moved / t_tc / 1e9, "ratio": t_torch / t_tc}
 
 
@@ -223,7 +235,7 @@ def bench_softmax(m: int = 16384, n: int = 4096) -> dict:
     x = torch.randn(m, n, device="cuda")
     kernel = tc_softmax(m, n)
     check("softmax", kernel(x), torch.softmax(x.double(), dim=1), 1e-5)
-    t_torch, t_tc = median_ms(lambda: torch.softmax(x, dim=1)), median_ms(lambda: kernel(x))
+    t_torch, t_tc = side_by_side_ms(lambda: torch.softmax(x, dim=1), lambda: kernel(x))
     moved = 2 * 4 * m * n
     return {"torch_tbs": moved / t_torch / 1e9, "tilecraft_tbs": moved / t_tc / 1e9, "ratio": t_torch / t_tc}
 
@@ -234,8 +246,9 @@ def bench_rms_norm(m: int = 16384, n: int = 4096) -> dict:
     kernel = tc_rms_norm(m, n)
     ref = torch.nn.functional.rms_norm(x.float(), (n,), w.float(), 1e-6)
     check("rms norm", kernel(x, w), ref, 1e-2)
-    t_torch = median_ms(lambda: torch.nn.functional.rms_norm(x, (n,), w, 1e-6))
-    t_tc = median_ms(lambda: kernel(x, w))
+    t_torch, t_tc = side_by_side_ms(
+        lambda: torch.nn.functional.rms_norm(x, (n,), w, 1e-6), lambda: kernel(x, w)
+    )
     moved = 2 * 2 * m * n
     return {"torch_tbs": moved / t_torch / 1e9, "tilecraft_tbs": moved / t_tc / 1e9, "ratio": t_torch / t_tc}
 

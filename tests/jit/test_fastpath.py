@@ -40,7 +40,8 @@ def fake_torch(monkeypatch):
     torch = types.ModuleType("torch")
     torch.Tensor = FakeTensor
     torch.float32, torch.float16 = object(), object()
-    torch.empty = lambda shape, dtype, device: FakeTensor(shape, dtype, device[1], ptr=2048)
+    torch.empty = lambda *shape, dtype, device: FakeTensor(shape, dtype, device[1], ptr=2048)
+    torch.empty_like = lambda t: FakeTensor(t.shape, t.dtype, t.get_device(), ptr=4096)
     monkeypatch.setitem(sys.modules, "torch", torch)
     return torch
 
@@ -73,7 +74,29 @@ def test_fast_path_launches_with_bound_dims_and_allocates_outputs(fake_torch):
     fn = build_fast_path(artifact(), (2,), fast)
     out = fn(FakeTensor((5, 4), fake_torch.float32), 2.0)
     assert out.shape == (5, 4) and out.dtype is fake_torch.float32
-    assert fast.calls == [((1024, 2.0, 2048), (5,), 77)]
+    assert fast.calls == [((1024, 2.0, 4096), (5,), 77)]  # allocated like X: same shape and dtype
+    assert "_empty_like(a0)" in fn.__source__
+
+
+def row_sum_artifact():
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def row_sum(X: T.Tensor((n, 4), "float32"), Y: T.Tensor((n,), "float16")):
+        with T.Kernel(n, threads=32) as bx:
+            Y[bx] = X[bx, 0]
+
+    params = tuple(ParamInfo.from_param(p) for p in row_sum.params)
+    return CompiledArtifact("row_sum", Target("c", ()), params, row_sum.symbolic_dims, ())
+
+
+def test_an_output_unlike_every_input_is_allocated_from_its_dims(fake_torch):
+    fast = FakeFast()
+    fn = build_fast_path(row_sum_artifact(), (1,), fast)
+    out = fn(FakeTensor((6, 4), fake_torch.float32))
+    assert out.shape == (6,) and out.dtype is fake_torch.float16 and out.get_device() == 0
+    assert fast.calls == [((1024, 2048), (6,), 77)]
+    assert "_empty(v0, dtype=_dt1" in fn.__source__
 
 
 @pytest.mark.parametrize(

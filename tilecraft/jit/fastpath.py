@@ -40,7 +40,10 @@ class _Writer:
         self.names = {id(v): f"v{j}" for j, v in enumerate(artifact.symbolic_dims)}
         self.bound: set[str] = set()
         self.lines: list[str] = []
-        self.namespace: dict[str, Any] = {"_MISS": MISS, "_Tensor": torch.Tensor, "_empty": torch.empty}
+        self.namespace: dict[str, Any] = {
+            "_MISS": MISS, "_Tensor": torch.Tensor, "_empty": torch.empty, "_empty_like": torch.empty_like,
+        }  # fmt: skip
+        self.shapes: dict[int, tuple[str, ...]] = {}  # checked inputs: their dims, as sources
 
     def line(self, text: str) -> None:
         self.lines.append("    " + text)
@@ -56,6 +59,7 @@ class _Writer:
         self.line(f"if p{i} & 15: return _MISS")
         self.line(f"s{i} = a{i}.shape")
         self.line(f"if len(s{i}) != {len(p.shape)}: return _MISS")
+        dims = []
         for axis, dim in enumerate(p.shape):
             source = _dim_source(dim, self.names)
             if source is None:
@@ -65,6 +69,8 @@ class _Writer:
             else:
                 self.line(f"{source} = s{i}[{axis}]")
                 self.bound.add(source)
+            dims.append(source)
+        self.shapes[i] = tuple(dims)
         return True
 
     def scalar(self, i: int) -> None:
@@ -80,9 +86,16 @@ class _Writer:
         dims = [_dim_source(d, self.names) for d in p.shape]
         if any(d is None or (not d.isdigit() and d not in self.bound) for d in dims):
             return False
+        # empty_like of a checked (contiguous) input of the same shape and dtype, else empty with the
+        # dims as separate ints: both allocate faster than empty with a shape tuple (~1.7 and ~2.1 us
+        # against ~3 us per call on an H200 host).
+        twin = next((j for j, d in self.shapes.items() if d == tuple(dims)
+                     and self.art.params[j].dtype == p.dtype), None)  # fmt: skip
+        if twin is not None:
+            self.line(f"a{i} = _empty_like(a{twin})")
+            return True
         self.namespace[f"_dt{i}"] = getattr(self.torch, p.dtype.name)
-        shape = "(" + "".join(f"{d}, " for d in dims) + ")"
-        self.line(f"a{i} = _empty({shape}, dtype=_dt{i}, device=a{reference}.device)")
+        self.line(f"a{i} = _empty({''.join(f'{d}, ' for d in dims)}dtype=_dt{i}, device=a{reference}.device)")
         return True
 
 
@@ -110,7 +123,8 @@ def build_fast_path(artifact: CompiledArtifact, out_idx: tuple[int, ...], fast) 
         if not w.output(i, buffers[0]):
             return None
     values = ", ".join(
-        f"a{i}.data_ptr()" if p.kind == "buffer" else f"a{i}" for i, p in enumerate(artifact.params)
+        f"p{i}" if i in w.shapes else f"a{i}.data_ptr()" if p.kind == "buffer" else f"a{i}"
+        for i, p in enumerate(artifact.params)
     )
     dims = "".join(f"{w.names[id(v)]}, " for v in artifact.symbolic_dims)
     w.namespace.update({"_launch": fast.launch, "_stream": fast.stream})
