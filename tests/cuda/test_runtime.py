@@ -276,7 +276,8 @@ def test_kernel_calls_with_torch_tensors_take_the_fast_path(cache, fake_driver, 
             return self.ptr
 
     torch.Tensor, torch.float32 = Tensor, object()
-    torch.empty = lambda shape, dtype, device: Tensor(0xC000, shape)
+    torch.empty = lambda *shape, dtype, device: Tensor(0xC000, shape)
+    torch.empty_like = lambda like: Tensor(0xC000, like.shape)
     torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: 0x77)
     monkeypatch.setitem(sys.modules, "torch", torch)
     from tilecraft.execution.nvrtc import launch as launch_module
