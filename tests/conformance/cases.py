@@ -62,6 +62,25 @@ def _cast_scale(n=777, block=128):
     return cast_scale
 
 
+def _int16_fragment(m=80, n=64, bm=32):
+    # 16-bit integers through a fragment: on CUDA the runs of a thread's registers are stored as one
+    # vector, so a negative value must not spill its sign into the neighbouring element.
+    @T.prim_func
+    def int16_fragment(X: T.Tensor((m, n), "int16"), Y: T.Tensor((m, n), "int16")):
+        with T.Kernel(T.ceildiv(m, bm), threads=128) as bx:
+            f = T.alloc_fragment((bm, n), "int16")
+            T.copy(X[bx * bm, 0], f)
+            for i, j in T.Parallel(bm, n):
+                f[i, j] = -f[i, j] - 1
+            T.copy(f, Y[bx * bm, 0])
+
+    return int16_fragment
+
+
+def _random_int16(rng, shape):
+    return rng.integers(-30000, 30000, size=shape, dtype=np.int16)
+
+
 def _bias_relu(m=200, n=96, bm=32, bn=32):
     @T.prim_func
     def bias_relu(
@@ -237,6 +256,8 @@ CASES = [
          lambda a: {2: f64(a[0]) + f64(a[1])}),
     Case("cast_scale_f16_to_f32_bf16", _cast_scale, lambda r: [randn(r, 777, F16), poison(777), poison(777, BF16)],
          lambda a: {1: f64(a[0]) * 2 + 1, 2: f64(a[0]) * 2 + 1}, 8e-3),
+    Case("int16_through_a_fragment", _int16_fragment, lambda r: [_random_int16(r, (80, 64)), np.full((80, 64), 7, np.int16)],
+         lambda a: {1: -f64(a[0]) - 1}, 0.0),
     Case("broadcast_bias_relu", _bias_relu, lambda r: [randn(r, (200, 96)), randn(r, 96), poison((200, 96))],
          lambda a: {2: np.maximum(f64(a[0]) + f64(a[1]), 0)}),
     Case("row_sum_ragged", _row_sum, lambda r: [randn(r, (300, 64)), poison(300)],

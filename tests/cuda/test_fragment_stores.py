@@ -1,7 +1,8 @@
 """Fragment -> global copies store runs of consecutive elements in one access where alignment allows.
 
-The results are checked on a GPU by the conformance cases gemm_* (f32 C), gemm_bf16_out_ragged and
-gemm_f16_out_odd_n; these tests pin down which stores the generated CUDA uses."""
+The results are checked on a GPU by the conformance cases gemm_* (f32 C), gemm_bf16_out_ragged,
+gemm_f16_out_odd_n and int16_through_a_fragment; these tests pin down which stores the generated CUDA
+uses."""
 
 from __future__ import annotations
 
@@ -32,3 +33,11 @@ def test_an_odd_row_length_keeps_element_stores():
     source = _source(_gemm_16bit_out(96, 77, 64, "float16"))
     assert "*(uint32_t*)(C + " not in source
     assert "C[(int64_t)" in source
+
+
+def test_16_bit_integers_are_packed_without_sign_extension():
+    from tests.conformance.cases import _int16_fragment
+
+    source = _source(_int16_fragment())
+    assert "*(uint4*)(Y + " in source  # 8 int16 per thread: one 16-byte store
+    assert "(uint32_t)(uint16_t)(" in source

@@ -89,7 +89,9 @@ class CudaPrinter(CFamilyPrinter):
         dtype = s.dst.dtype
         bits = [self.to_storage(self.expr(v), dtype) for v in s.values]
         if dtype.bits == 16:
-            words = [f"((uint32_t){lo} | ((uint32_t){hi} << 16))" for lo, hi in zip(bits[::2], bits[1::2])]
+            # through uint16_t: a negative int16 must not sign-extend into its neighbour's half
+            words = [f"((uint32_t)(uint16_t)({lo}) | ((uint32_t)(uint16_t)({hi}) << 16))"
+                     for lo, hi in zip(bits[::2], bits[1::2])]  # fmt: skip
         elif dtype.is_float:
             words = [f"__float_as_uint({b})" for b in bits]
         else:
