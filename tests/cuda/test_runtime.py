@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gc
 import struct
+import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -290,3 +292,19 @@ def test_kernel_calls_with_torch_tensors_take_the_fast_path(cache, fake_driver, 
     out = kernel(Tensor(0xA000, (1000,)), Tensor(0xB000, (1000,)), 1.5)
     assert callable(kernel._fast) and out.shape == (1000,)
     assert fake_driver.stream() == 0x77 and fake_driver.dims()[0] == 8
+
+
+def test_a_fast_path_that_cannot_be_built_is_reported(cache, fake_driver, monkeypatch):
+    """The fast path is an optimization, but losing it costs several microseconds per call: say so."""
+    from tilecraft.jit import fastpath
+
+    def broken(*args):
+        raise AttributeError("module 'torch' has no attribute 'empty_like'")
+
+    monkeypatch.setattr(fastpath, "build_fast_path", broken)
+    monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))
+    backend, built, loaded = _loaded(cache)
+    kernel = Kernel(built.artifact, FakeContext(backend), backend.launcher(loaded), (2,), built)
+    kernel.loaded = loaded
+    with pytest.warns(RuntimeWarning, match="no fast launch path for .*empty_like.*full validation path"):
+        assert kernel._fast_path() is None

@@ -7,6 +7,7 @@ recompiling; outputs named by `out_idx` are allocated with the inputs' array lib
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -128,7 +129,14 @@ class Kernel:
             return None
         try:
             return build_fast_path(self.artifact, self.out_idx, support(loaded))
-        except Exception:  # noqa: BLE001 - the full path still works; the fast one is an optimization
+        except Exception as err:  # noqa: BLE001 - the full path still works; the fast one is an optimization
+            # Said once per kernel, so a broken fast path costs speed visibly instead of silently.
+            warnings.warn(
+                f"tilecraft: no fast launch path for {self.artifact.function_name} ({type(err).__name__}: "
+                f"{err}); its calls take the full validation path, which is slower",
+                RuntimeWarning,
+                stacklevel=3,
+            )
             return None
 
     @property
