@@ -40,7 +40,12 @@ def fake_torch(monkeypatch):
     torch = types.ModuleType("torch")
     torch.Tensor = FakeTensor
     torch.float32, torch.float16 = object(), object()
-    torch.empty = lambda *shape, dtype, device: FakeTensor(shape, dtype, device[1], ptr=2048)
+
+    def empty(*size, dtype, device):  # torch.empty takes the dims as ints, or one tuple of them
+        shape = size[0] if len(size) == 1 and isinstance(size[0], tuple) else size
+        return FakeTensor(shape, dtype, device[1], ptr=2048)
+
+    torch.empty = empty
     torch.empty_like = lambda t: FakeTensor(t.shape, t.dtype, t.get_device(), ptr=4096)
     monkeypatch.setitem(sys.modules, "torch", torch)
     return torch
@@ -119,3 +124,18 @@ def test_anything_unusual_misses(fake_torch, args):
     fn = build_fast_path(artifact(), (2,), fast)
     assert fn(*args) is MISS
     assert fast.calls == []
+
+
+def test_a_0_d_output_is_allocated_with_an_empty_shape(fake_torch):
+    @T.prim_func
+    def total(X: T.Tensor((8,), "float32"), Y: T.Tensor((), "float16")):
+        with T.Kernel(1, threads=32) as _:
+            Y[()] = X[0]
+
+    params = tuple(ParamInfo.from_param(p) for p in total.params)
+    art = CompiledArtifact("total", Target("c", ()), params, (), ())
+    fast = FakeFast()
+    fn = build_fast_path(art, (1,), fast)
+    assert "_empty((), dtype=_dt1" in fn.__source__
+    out = fn(FakeTensor((8,), fake_torch.float32))
+    assert out.shape == () and out.dtype is fake_torch.float16

@@ -95,7 +95,8 @@ class _Writer:
             self.line(f"a{i} = _empty_like(a{twin})")
             return True
         self.namespace[f"_dt{i}"] = getattr(self.torch, p.dtype.name)
-        self.line(f"a{i} = _empty({''.join(f'{d}, ' for d in dims)}dtype=_dt{i}, device=a{reference}.device)")
+        size = "".join(f"{d}, " for d in dims) or "(), "  # a 0-d output needs the empty tuple
+        self.line(f"a{i} = _empty({size}dtype=_dt{i}, device=a{reference}.device)")
         return True
 
 

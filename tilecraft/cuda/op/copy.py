@@ -85,7 +85,8 @@ def _whole(frag: BufferRegion, layout: TileLayout) -> bool:
 
 def _register_run(layout: TileLayout, dim: int, limit: int) -> int:
     """How many consecutive registers (from every multiple of the result) hold consecutive elements
-    of `dim`, at most `limit`; 1 when no other bit of the layout may break such a run's alignment."""
+    of `dim`, at most `limit`; 1 when another input bit of the layout moves `dim` by less than a run,
+    so that runs would not start on a multiple of their length."""
     linear = layout.linear
     name = fragment_dims(len(layout.shape))[dim]
     run, bits = 1, 0
