@@ -108,23 +108,10 @@ def _row_sum(m=300, n=64, bm=32):
     return row_sum
 
 
-def _gemm_16bit_out(m, n, k, dtype, bm=64, bn=64, bk=32):
+def _gemm_16bit_out(m, n, k, dtype):
     # A 16-bit C: on CUDA the accumulator's column pairs are stored as one 32-bit access where the
     # row length allows (even n), element by element otherwise (odd n).
-    @T.prim_func
-    def gemm_out16(A: T.Tensor((m, k), dtype), B: T.Tensor((k, n), dtype), C: T.Tensor((m, n), dtype)):
-        with T.Kernel(T.ceildiv(n, bn), T.ceildiv(m, bm), threads=128) as (bx, by):
-            A_s = T.alloc_shared((bm, bk), dtype)
-            B_s = T.alloc_shared((bk, bn), dtype)
-            C_l = T.alloc_fragment((bm, bn), "float32")
-            T.clear(C_l)
-            for ko in T.Pipelined(T.ceildiv(k, bk), num_stages=2):
-                T.copy(A[by * bm, ko * bk], A_s)
-                T.copy(B[ko * bk, bx * bn], B_s)
-                T.gemm(A_s, B_s, C_l)
-            T.copy(C_l, C[by * bm, bx * bn])
-
-    return gemm_out16
+    return K.gemm(m, n, k, 64, 64, 32, dtype=dtype, accum_dtype="float32", out_dtype=dtype)
 
 
 def _gemm_16bit_case(name, m, n, k, dtype):

@@ -8,6 +8,7 @@ compiler) loaded through tilecraft's real ctypes binding, or against no driver a
 from __future__ import annotations
 
 import ctypes
+import shutil
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,17 @@ def cuda_kind():
     """The kind is registered when tilecraft.cuda is imported; re-register in case a test isolated the
     registry in between (registering the same kind again is harmless)."""
     register_target_kind(CUDA_TARGET_KIND)
+
+
+@pytest.fixture(scope="module")
+def nvcc():
+    """The nvcc executable; tests that compile generated CUDA skip with the reason without it."""
+    from tilecraft.execution.nvcc.toolchain import find_nvcc
+
+    path = find_nvcc() or shutil.which("nvcc")
+    if path is None:
+        pytest.skip("nvcc is not installed (set TILECRAFT_NVCC or CUDA_HOME to run this test)")
+    return path
 
 
 @pytest.fixture(autouse=True)

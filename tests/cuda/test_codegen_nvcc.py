@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 import tilecraft
@@ -11,16 +9,6 @@ from tests.conformance.cases import CASES
 from tilecraft.errors import LoweringError, ToolchainError
 
 ARCHS = ("sm_80", "sm_90a")
-
-
-@pytest.fixture(scope="module")
-def nvcc():
-    from tilecraft.execution.nvcc.toolchain import find_nvcc
-
-    path = find_nvcc() or shutil.which("nvcc")
-    if path is None:
-        pytest.skip("nvcc is not installed (set TILECRAFT_NVCC or CUDA_HOME to run this test)")
-    return path
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -4,7 +4,6 @@ chunk; a cp.async phase writes 8 consecutive 16-byte chunks of the row-major til
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -55,16 +54,6 @@ def test_the_row_major_line_swizzle_was_conflicted_for_256_byte_rows():
     line_only = swizzle16(64)  # line_shift 6: the line index
     groups = {bank_group(line_only.offset(r * 128)) for r in range(8)}
     assert len(groups) == 4
-
-
-@pytest.fixture(scope="module")
-def nvcc():
-    from tilecraft.execution.nvcc.toolchain import find_nvcc
-
-    path = find_nvcc() or shutil.which("nvcc")
-    if path is None:
-        pytest.skip("nvcc is not installed (set TILECRAFT_NVCC or CUDA_HOME to run this test)")
-    return path
 
 
 def test_header_and_compiler_agree_on_the_shift(nvcc, tmp_path):

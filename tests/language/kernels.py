@@ -105,15 +105,18 @@ def gemm(
     dtype: str = "float16",
     accum_dtype: str = "float32",
     num_stages: int = 2,
+    out_dtype: str | None = None,
 ):
-    """C = op(A) @ op(B); op transposes where asked (A is stored (K, M), B is stored (N, K))."""
+    """C = op(A) @ op(B); op transposes where asked (A is stored (K, M), B is stored (N, K)). C has
+    `out_dtype` (default: the accumulator's)."""
+    out_dtype = out_dtype or accum_dtype
     a_shape = (k, m) if transpose_a else (m, k)
     b_shape = (n, k) if transpose_b else (k, n)
     a_tile = (block_k, block_m) if transpose_a else (block_m, block_k)
     b_tile = (block_n, block_k) if transpose_b else (block_k, block_n)
 
     @T.prim_func
-    def gemm(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((m, n), accum_dtype)):
+    def gemm(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((m, n), out_dtype)):
         with T.Kernel(T.ceildiv(n, block_n), T.ceildiv(m, block_m), threads=128) as (bx, by):
             A_shared = T.alloc_shared(a_tile, dtype)
             B_shared = T.alloc_shared(b_tile, dtype)
