@@ -31,7 +31,7 @@ class SharedLayout:
         return E.int_call("bitwise_xor", flat, E.int_call("shift_left", line, 3))
 
     def offset(self, flat: int) -> int:
-        """`physical` on a Python int (tests and planning)."""
+        """`physical` on a Python int."""
         return flat ^ (((flat >> self.line_shift) & 7) << 3)
 
     def __repr__(self) -> str:
