@@ -11,7 +11,7 @@ from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir.arith import Analyzer, Interval, bound, dtype_interval
 from tilecraft.ir.arith.interval import decide
-from tilecraft.ir.buffer import Range
+from tilecraft.ir.buffer import Buffer, Range
 
 INT32 = Interval(-(2**31), 2**31 - 1)
 
@@ -142,7 +142,7 @@ def c(v: int) -> E.IntImm:
         (E.select(k < 0, c(-1), i), Interval(-1, 31)),
         (E.select(i < 100, c(-1), i), Interval.point(-1)),
         (n - 1, Interval(0, 2**31 - 2)),
-        (n * 2, INT32),  # n * 2 may wrap around when n is unbounded
+        (n * 2, Interval(2, 2**32 - 2)),  # index arithmetic is exact: widened where it needs it
         (i // n, Interval(0, 31)),
         (j % n, Interval(0, 3)),
     ],
@@ -159,12 +159,23 @@ def test_variables_without_range_span_their_dtype() -> None:
     assert bound(u) == Interval(0, 255)
 
 
-def test_possible_overflow_gives_the_whole_dtype_range() -> None:
+def test_index_arithmetic_is_exact_beyond_its_dtype() -> None:
     ranges = {i: (0, 2**20), j: (0, 2**20)}
-    assert bound(i * j, ranges) == INT32
+    assert bound(i * j, ranges) == Interval(0, 2**40)
     assert bound((i * j) % 8, ranges) == Interval(0, 7)
     wide = E.Mul(dt.int64, E.Cast(dt.int64, i), E.Cast(dt.int64, j))
     assert bound(wide, ranges) == Interval(0, 2**40)
+    # The guard of issue 10: `bx * 1024 + i < 2**31 + 8` is not provable when bx reaches 2**21.
+    guard = E.Cast(dt.int64, i * 1024 + j) < E.const(2**31 + 8, dt.int64)
+    assert bound(guard, {i: (0, 2**21), j: (0, 1023)}) == Interval(0, 1)
+
+
+def test_data_arithmetic_that_may_overflow_wraps_to_the_dtype_range() -> None:
+    buf = Buffer("A", (16,), dt.int32)
+    x = E.BufferLoad(dt.int32, buf, (c(0),))
+    assert bound(x + 1) == INT32
+    assert bound(x % 8) == Interval(0, 7)
+    assert bound(E.Cast(dt.int8, i), {i: (0, 300)}) == Interval(-128, 127)
 
 
 def test_casts() -> None:
@@ -191,8 +202,17 @@ def test_comparisons_and_logic_are_bool_intervals() -> None:
 
 
 def test_unknown_nodes_are_unbounded_within_dtype() -> None:
-    call = E.Call(dt.int32, "bitwise_and", (i, c(7)))
+    call = E.Call(dt.int32, "popcount", (i,))
     assert bound(call) == INT32
+
+
+def test_bitwise_index_arithmetic_is_bounded() -> None:
+    ranges = {i: (0, 127), j: (0, 7)}
+    assert bound(E.Call(dt.int32, "bitwise_and", (i, c(7)))) == Interval(0, 7)
+    assert bound(E.int_call("bitwise_xor", i, j), ranges) == Interval(0, 127)
+    assert bound(E.int_call("bitwise_or", j, c(8)), ranges) == Interval(0, 15)
+    assert bound(E.int_call("shift_left", i, c(3)), ranges) == Interval(0, 1016)
+    assert bound(E.int_call("shift_right", i, c(3)), ranges) == Interval(0, 15)
 
 
 def test_cache_is_used_and_filled() -> None:

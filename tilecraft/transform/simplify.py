@@ -3,22 +3,24 @@
 Loop variables range over their loops, block and thread indices over the launch, symbolic dims are
 non-negative, and `if` conditions hold inside their branches. Index expressions, loop bounds, `if`
 conditions and integer lets are simplified under those facts; branches decided by them are removed.
-Floating-point arithmetic is never reassociated.
+Only index arithmetic is rewritten (`tilecraft/ir/arith/exact.py`): integer arithmetic on data wraps
+around, so the rules of the integers do not hold for it; floating-point arithmetic is never
+reassociated either.
 """
 
 from __future__ import annotations
+
+import contextlib
+import functools
 
 from tilecraft.backend.pipeline import module_pass
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.arith import Analyzer, Interval
+from tilecraft.ir.arith.exact import ExactTable
 from tilecraft.ir.buffer import Range
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import Mutator
-
-
-def _is_index(e: E.Expr) -> bool:
-    return e.dtype.is_integer or e.dtype.is_bool
 
 
 class Simplifier(Mutator):
@@ -27,13 +29,32 @@ class Simplifier(Mutator):
     def __init__(self, analyzer: Analyzer | None = None) -> None:
         super().__init__()
         self.ana = analyzer or Analyzer()
+        self.exact = ExactTable()
 
     def mutate_Buffer(self, buf):
         return buf
 
     def root(self, e: E.Expr) -> E.Expr:
-        e = self.mutate(e)
-        return self.ana.simplify(e) if _is_index(e) else e
+        return self._simplified(self.mutate(e))
+
+    def _simplified(self, e: E.Expr) -> E.Expr:
+        if self.exact.is_index(e):
+            return self.ana.simplify(e)
+        if isinstance(e, E.And):
+            return E.logical_and(self._simplified(e.a), self._simplified(e.b))
+        if isinstance(e, E.Or):
+            return E.logical_or(self._simplified(e.a), self._simplified(e.b))
+        return e
+
+    @contextlib.contextmanager
+    def assuming(self, condition: E.Expr):
+        """`condition` holds inside the block; only its index conjuncts become facts (data may wrap)."""
+        facts = [c for c in _conjuncts(condition) if self.exact.is_index(c)]
+        if not facts:
+            yield
+            return
+        with self.ana.constraint(functools.reduce(E.logical_and, facts)):
+            yield
 
     # ------------------------------------------------------------------ expressions
 
@@ -47,9 +68,9 @@ class Simplifier(Mutator):
         cond = self.root(e.condition)
         if isinstance(cond, E.IntImm):
             return self.mutate(e.true_value if cond.value else e.false_value)
-        with self.ana.constraint(cond):
+        with self.assuming(cond):
             t = self.mutate(e.true_value)
-        with self.ana.constraint(E.logical_not(cond)):
+        with self.assuming(E.logical_not(cond)):
             f = self.mutate(e.false_value)
         return E.Select(e.dtype, cond, t, f)
 
@@ -79,17 +100,20 @@ class Simplifier(Mutator):
         if isinstance(cond, E.IntImm):
             chosen = s.then_case if cond.value else s.else_case
             return self.mutate(chosen) if chosen is not None else S.SeqStmt(())
-        with self.ana.constraint(cond):
+        with self.assuming(cond):
             then_case = self.mutate(s.then_case)
         else_case = None
         if s.else_case is not None:
-            with self.ana.constraint(E.logical_not(cond)):
+            with self.assuming(E.logical_not(cond)):
                 else_case = self.mutate(s.else_case)
         return S.IfThenElse(cond, then_case, else_case, span=s.span)
 
     def mutate_LetStmt(self, s: S.LetStmt) -> S.Stmt:
         value = self.root(s.value)
         if not s.var.dtype.is_integer:
+            return S.LetStmt(s.var, value, self.mutate(s.body), span=s.span)
+        if not self.exact.is_index(value):
+            self.exact.data_vars.add(s.var)
             return S.LetStmt(s.var, value, self.mutate(s.body), span=s.span)
         with self.ana.binding(s.var, self.ana.bound(value)):
             body = self.mutate(s.body)
@@ -103,6 +127,12 @@ class Simplifier(Mutator):
             self.ana.bind(var, rng)
         body = self.mutate(s.body)
         return S.KernelLaunch(grid, s.threads, s.block_vars, s.thread_vars, body, s.annotations, span=s.span)
+
+
+def _conjuncts(e: E.Expr) -> list[E.Expr]:
+    if isinstance(e, E.And):
+        return _conjuncts(e.a) + _conjuncts(e.b)
+    return [e]
 
 
 def simplify_func(func: PrimFunc) -> PrimFunc:

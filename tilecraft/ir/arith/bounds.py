@@ -1,7 +1,9 @@
 """Interval bounds of integer expressions.
 
-The bounds are sound even where the generated code wraps around: an integer result whose interval
-does not fit its dtype gets the dtype's whole range. Float expressions are unbounded.
+Index arithmetic is exact (`tilecraft/ir/arith/exact.py`): its interval is the mathematical one, even
+where it does not fit the dtype, because the compiler widens such arithmetic before it prints it. Data
+arithmetic wraps around: a result whose interval does not fit its dtype gets the dtype's whole range.
+Float expressions are unbounded.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tilecraft.ir import expr as E
+from tilecraft.ir.arith.exact import ExactTable
 from tilecraft.ir.arith.interval import Interval, decide
 from tilecraft.ir.dtype import DataType
 
@@ -38,21 +41,25 @@ def bound(
     expr: E.Expr,
     ranges: Mapping[E.Var, Any] | None = None,
     cache: dict[E.Expr, Interval] | None = None,
+    exact: ExactTable | None = None,
 ) -> Interval:
     """An interval holding every value of the integer (or bool) expression `expr`.
 
     `ranges` gives the known interval of each variable (an Interval or an inclusive `(lo, hi)`);
     other variables range over their whole dtype. `cache`, when given, memoizes intervals by node and
-    must be discarded when `ranges` change.
+    must be discarded when `ranges` change. `exact` tells index arithmetic from data (and which names
+    hold data); it never goes stale.
     """
     ranges = {} if ranges is None else ranges
-    return _Bounder(ranges, {} if cache is None else cache).bound(expr)
+    exact = ExactTable() if exact is None else exact
+    return _Bounder(ranges, {} if cache is None else cache, exact).bound(expr)
 
 
 class _Bounder:
-    def __init__(self, ranges: Mapping[E.Var, Any], cache: dict[E.Expr, Interval]) -> None:
+    def __init__(self, ranges: Mapping[E.Var, Any], cache: dict[E.Expr, Interval], exact: ExactTable) -> None:
         self.ranges = ranges
         self.cache = cache
+        self.exact = exact
 
     def bound(self, e: E.Expr) -> Interval:
         iv = self.cache.get(e)
@@ -63,7 +70,8 @@ class _Bounder:
             else:
                 rule = _RULES.get(type(e))
                 iv = rule(self, e) if rule is not None else dtype_interval(dtype)
-                iv = _fit(iv, dtype)
+                if not self.exact.is_index(e):
+                    iv = _fit(iv, dtype)
             self.cache[e] = iv
         return iv
 
@@ -78,6 +86,61 @@ def _var(b: _Bounder, e: E.Var) -> Interval:
     known = b.ranges.get(e)
     full = dtype_interval(e.dtype.element())
     return full if known is None else Interval.of(known).intersect(full)
+
+
+def _call(b: _Bounder, e: E.Call) -> Interval:
+    rule = _CALL_RULES.get(e.op)
+    if rule is None or len(e.args) != 2:
+        return dtype_interval(e.dtype)
+    return rule(b.bound(e.args[0]), b.bound(e.args[1]))
+
+
+def _low_bits(hi: int) -> Interval:
+    """Every value of `hi.bit_length()` bits: what `|` and `^` of values in [0, hi] can give."""
+    return Interval(0, (1 << hi.bit_length()) - 1)
+
+
+def _bitwise_and(x: Interval, y: Interval) -> Interval:
+    if _nonneg(x) and _nonneg(y):
+        return Interval(0, _min_hi(x, y))
+    if _nonneg(x) or _nonneg(y):
+        return Interval(0, x.hi if _nonneg(x) else y.hi)
+    return Interval.everything()
+
+
+def _bitwise_or_xor(x: Interval, y: Interval) -> Interval:
+    if _nonneg(x) and _nonneg(y) and x.hi is not None and y.hi is not None:
+        return _low_bits(max(x.hi, y.hi))
+    return Interval.everything()
+
+
+def _shift_left(x: Interval, y: Interval) -> Interval:
+    if y.is_point and 0 <= y.lo < 64:
+        return x * Interval.point(1 << y.lo)
+    return Interval.everything()
+
+
+def _shift_right(x: Interval, y: Interval) -> Interval:
+    if y.is_point and 0 <= y.lo < 64:
+        return x.floordiv(Interval.point(1 << y.lo))
+    return Interval.everything()
+
+
+def _nonneg(iv: Interval) -> bool:
+    return iv.lo is not None and iv.lo >= 0 and iv.hi is not None
+
+
+def _min_hi(x: Interval, y: Interval) -> int:
+    return min(x.hi, y.hi)
+
+
+_CALL_RULES: dict[str, Callable[[Interval, Interval], Interval]] = {
+    "bitwise_and": _bitwise_and,
+    "bitwise_or": _bitwise_or_xor,
+    "bitwise_xor": _bitwise_or_xor,
+    "shift_left": _shift_left,
+    "shift_right": _shift_right,
+}
 
 
 def _int_imm(b: _Bounder, e: E.IntImm) -> Interval:
@@ -140,7 +203,8 @@ def _cast(b: _Bounder, e: E.Cast) -> Interval:
     if e.dtype.is_bool:
         return _bool_interval(_truth(b.bound(e.value))) if src.is_integer or src.is_bool else Interval(0, 1)
     if src.is_integer or src.is_bool:
-        return b.bound(e.value)  # _fit widens it to the whole target range when it does not fit
+        # A cast that cannot hold the value truncates it, for index arithmetic too.
+        return _fit(b.bound(e.value), e.dtype)
     return dtype_interval(e.dtype)
 
 
@@ -177,4 +241,5 @@ _RULES: dict[type, Callable[[_Bounder, Any], Interval]] = {
     E.Cast: _cast,
     E.Ramp: _ramp,
     E.Broadcast: _broadcast,
+    E.Call: _call,
 }

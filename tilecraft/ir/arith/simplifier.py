@@ -5,6 +5,7 @@ from __future__ import annotations
 from tilecraft.ir import expr as E
 from tilecraft.ir.arith import bounds as _bounds
 from tilecraft.ir.arith.canonical import Key, KeyTable, Poly, poly_to_expr
+from tilecraft.ir.arith.exact import ExactTable
 from tilecraft.ir.arith.interval import Interval
 from tilecraft.ir.arith.rewrite import RULES, generic
 from tilecraft.ir.dtype import DataType
@@ -31,6 +32,7 @@ class Simplifier:
         self._memo: dict[E.Expr, E.Expr] = {}
         self._bounds: dict[E.Expr, Interval] = {}
         self._polys: dict[E.Expr, Poly] = {}
+        self._exact = ExactTable()  # structural, so it survives invalidate()
 
     def invalidate(self) -> None:
         self._memo.clear()
@@ -62,7 +64,7 @@ class Simplifier:
 
     def bound(self, e: E.Expr) -> Interval:
         """The interval of `e` as written (no simplification), memoized."""
-        return _bounds.bound(e, self.ranges, self._bounds)
+        return _bounds.bound(e, self.ranges, self._bounds, self._exact)
 
     # ------------------------------------------------------------ polynomials
 
