@@ -10,6 +10,7 @@ from tilecraft.cpu.transform.block_model import apply_block_model, check_block_m
 from tilecraft.transform.lower_tile_ops import lower_tile_ops
 from tilecraft.transform.simplify import simplify_pass
 from tilecraft.transform.split_kernels import split_kernels
+from tilecraft.transform.widen import widen_index_arithmetic
 
 BOUNDS_CHECK = "tilecraft.bounds_check"
 
@@ -37,6 +38,7 @@ PIPELINE = PassPipeline(
         apply_block_model,  # drop layout/swizzle hints, serialize T.Pipelined, barriers are no-ops
         lower_tile_ops(OP_TABLE),  # copy/fill/gemm/reduce/cumsum/atomics -> loops and kernel calls
         simplify_pass,  # fold the index arithmetic the lowering produced
+        widen_index_arithmetic,  # int64 where an index value may not fit its dtype
         split_host_device,  # one device function per T.Kernel, a host function that launches them
         plan_block_storage,  # per-block scratch offsets, with reuse; launches carry the size
         mark_bounds_checks,  # opt-in debug checks on every buffer access

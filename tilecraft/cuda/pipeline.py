@@ -17,6 +17,7 @@ from tilecraft.transform.simt.barriers import insert_barriers
 from tilecraft.transform.simt.lower_threads import lower_to_threads
 from tilecraft.transform.split_kernels import split_kernels
 from tilecraft.transform.storage import storage_pass
+from tilecraft.transform.widen import widen_index_arithmetic
 
 
 @module_pass("split-host-device")
@@ -47,6 +48,7 @@ PIPELINE = PassPipeline(
         inject_software_pipeline,  # T.Pipelined with cp.async -> multi-stage ring buffers
         apply_shared_layouts,  # swizzled shared tiles addressed by physical offsets
         simplify_pass,  # fold the per-thread index arithmetic
+        widen_index_arithmetic,  # int64 where an index value may not fit its dtype
         insert_barriers(shared_accesses),  # __syncthreads between shared writes and other threads' reads
         split_host_device,  # one device kernel per T.Kernel, a host function that launches them
         plan_shared_memory,  # dynamic shared memory offsets with reuse; launch sizes

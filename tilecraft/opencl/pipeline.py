@@ -13,6 +13,7 @@ from tilecraft.transform.simt.barriers import insert_barriers
 from tilecraft.transform.simt.lower_threads import lower_to_threads
 from tilecraft.transform.split_kernels import split_kernels
 from tilecraft.transform.storage import storage_pass
+from tilecraft.transform.widen import widen_index_arithmetic
 
 
 @module_pass("split-host-device")
@@ -37,6 +38,7 @@ PIPELINE = PassPipeline(
         infer_layouts(),  # fragment layouts by propagation and defaults (no instruction imposes one)
         lower_to_threads(OP_TABLE, shuffles=False),  # per-work-item code; reductions through local memory
         simplify_pass,  # fold the per-thread index arithmetic
+        widen_index_arithmetic,  # int64 where an index value may not fit its dtype
         insert_barriers(),  # barrier() between local-memory writes and other work-items' reads
         split_host_device,  # one __kernel per T.Kernel, a host function that launches them
         plan_local_memory,  # local memory offsets with reuse; launch sizes
