@@ -4,6 +4,11 @@ Values are computed in their computation type (float16 and bfloat16 as float); b
 storage type (those two as their uint16_t bit patterns) and convert on load and store, through helper
 functions each backend's device header defines (`tc_h2f`, `tc_f2h`, `tc_bf2f`, `tc_f2bf`,
 `tc_round_f16`, `tc_round_bf16`, `tc_floordiv`, `tc_floormod`). `local.var` buffers are scalars.
+
+Integer arithmetic on data wraps around at its declared width, as in NumPy (docs/language.md): C
+computes 8- and 16-bit operands as `int` and leaves signed overflow undefined, so data results narrower
+than 32 bits are cast back to their type and signed 32/64-bit data arithmetic goes through the unsigned
+type. Index arithmetic is printed as written: `widen-index-arithmetic` made it overflow-free.
 Subclasses decide where buffers live and add their own statements and intrinsics.
 """
 
@@ -15,6 +20,7 @@ import re
 from tilecraft.errors import LoweringError
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
+from tilecraft.ir.arith.exact import ExactTable
 from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.ir.dtype import DataType, int32
 from tilecraft.ir.expr import Expr, Var
@@ -61,6 +67,10 @@ def _minmax_suffix(dtype: DataType) -> str:
     )
 
 
+_UNSIGNED = {"int32": "uint32_t", "int64": "uint64_t", "uint16": "uint32_t", "int16": "uint32_t",
+             "int8": "uint32_t", "uint8": "uint32_t"}  # fmt: skip
+
+
 def storage_type(dtype: DataType) -> str:
     return _STORAGE[dtype.name]
 
@@ -87,6 +97,7 @@ class CFamilyPrinter:
         self.names: dict[int, str] = {}
         self.used: set[str] = set()
         self.nonneg: set[int] = set()
+        self.exact = ExactTable()
         self.span: Span | None = None
 
     # ------------------------------------------------------------------ names and lines
@@ -152,8 +163,38 @@ class CFamilyPrinter:
     def _e_Var(self, e: Var) -> str:
         return self.name(e)
 
+    def _e_Add(self, e: E.Add) -> str:
+        return self.arithmetic(e, "+")
+
+    def _e_Sub(self, e: E.Sub) -> str:
+        return self.arithmetic(e, "-")
+
+    def _e_Mul(self, e: E.Mul) -> str:
+        return self.arithmetic(e, "*")
+
+    def arithmetic(self, e: E.BinaryOp, op: str) -> str:
+        a, b = self.expr(e.a), self.expr(e.b)
+        if not self.wraps(e):
+            return f"({a} {op} {b})"
+        ctype = value_type(e.dtype)
+        # Through an unsigned type: its overflow is defined (and the same bits as two's complement).
+        wide = _UNSIGNED.get(e.dtype.name)
+        if wide is None:
+            return f"(({ctype})({a} {op} {b}))"
+        return f"(({ctype})(({wide})({a}) {op} ({wide})({b})))"
+
+    def wraps(self, e: E.Expr) -> bool:
+        """Integer arithmetic on data, which must wrap around at its width (index arithmetic does not)."""
+        return e.dtype.is_integer and e.dtype.lanes == 1 and not self.exact.is_index(e)
+
+    def narrowed(self, e: E.Expr, text: str) -> str:
+        """`text` cast back to the type of `e` where C computed it wider (8- and 16-bit data)."""
+        if self.wraps(e) and e.dtype.bits < 32:
+            return f"(({value_type(e.dtype)})({text}))"
+        return text
+
     def _e_Div(self, e: E.Div) -> str:
-        return f"({self.expr(e.a)} / {self.expr(e.b)})"
+        return self.narrowed(e, f"({self.expr(e.a)} / {self.expr(e.b)})")
 
     def _e_TruncMod(self, e: E.TruncMod) -> str:
         return f"({self.expr(e.a)} % {self.expr(e.b)})"
@@ -162,7 +203,7 @@ class CFamilyPrinter:
         if e.dtype.is_float:
             return f"floor({self.expr(e.a)} / {self.expr(e.b)})"
         if self.is_nonneg(e.a) and self.is_nonneg(e.b):
-            return f"({self.expr(e.a)} / {self.expr(e.b)})"
+            return self.narrowed(e, f"({self.expr(e.a)} / {self.expr(e.b)})")
         return f"(({value_type(e.dtype)})tc_floordiv({self.expr(e.a)}, {self.expr(e.b)}))"
 
     def _e_FloorMod(self, e: E.FloorMod) -> str:
@@ -197,12 +238,16 @@ class CFamilyPrinter:
 
     def _e_Call(self, e: E.Call) -> str:
         args = [self.expr(a) for a in e.args]
+        if e.op == "shift_left" and self.wraps(e) and e.dtype.is_int:
+            # A negative value shifted left is undefined in C; its unsigned twin is not.
+            wide = _UNSIGNED[e.dtype.name]
+            return f"(({value_type(e.dtype)})(({wide})({args[0]}) << {args[1]}))"
         if e.op in _BITWISE:
-            return f"({args[0]} {_BITWISE[e.op]} {args[1]})"
+            return self.narrowed(e, f"({args[0]} {_BITWISE[e.op]} {args[1]})")
         if e.op == "bitwise_not":
-            return f"(~{args[0]})"
+            return self.narrowed(e, f"(~{args[0]})")
         if e.op == "abs" and not e.dtype.is_float:
-            return f"(({args[0]}) < 0 ? -({args[0]}) : ({args[0]}))"
+            return self.narrowed(e, f"(({args[0]}) < 0 ? -({args[0]}) : ({args[0]}))")
         return self.math_call(e, args)
 
     def math_call(self, e: E.Call, args: list[str]) -> str:
@@ -279,6 +324,8 @@ class CFamilyPrinter:
     # ------------------------------------------------------------------ non-negativity (index math)
 
     def is_nonneg(self, e: Expr) -> bool:
+        if e.dtype.is_uint:
+            return True
         if isinstance(e, E.IntImm):
             return e.value >= 0
         if isinstance(e, Var):
@@ -348,6 +395,8 @@ class CFamilyPrinter:
     def _s_LetStmt(self, s: S.LetStmt) -> None:
         if self.is_nonneg(s.value):
             self.mark_nonneg(s.var)
+        if not self.exact.is_index(s.value):
+            self.exact.data_vars.add(s.var)
         self.line("{")
         self.indent += 1
         self.line(f"const {value_type(s.var.dtype)} {self.name(s.var)} = {self.expr(s.value)};")

@@ -23,13 +23,38 @@ def _float_arg(name: str, x) -> Expr:
     return x
 
 
+def _sigmoid(x: np.float64) -> np.float64:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+# Math on Python numbers is done now, in double precision, and gives a Python float: like any Python
+# number in a kernel it then takes the dtype of what it meets, so `A[i] * T.exp(1.0)` is as precise as A.
+_ON_NUMBERS = {
+    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x), "tanh": np.tanh, "sigmoid": _sigmoid,
+    "erf": lambda x: pymath.erf(x), "floor": np.floor, "ceil": np.ceil, "round": np.rint, "sin": np.sin,
+    "cos": np.cos,
+}  # fmt: skip
+
+
+def _on_number(name: str, *xs: float) -> float:
+    with np.errstate(all="ignore"):  # NaN and infinities, as the device functions give them
+        return float(_ON_NUMBERS[name](*(np.float64(x) for x in xs)))
+
+
 def _unary(name: str):
-    def fn(x) -> Expr:
+    def fn(x) -> Expr | float:
+        if _is_number(x):
+            return _on_number(name, x)
         return E.call(name, _float_arg(name, x))
 
     fn.__name__ = name
-    fn.__doc__ = f"Elementwise {name} of a floating-point scalar."
+    fn.__doc__ = f"Elementwise {name} of a floating-point scalar (a Python float for a Python number)."
     return fn
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 exp = _unary("exp")
@@ -48,8 +73,13 @@ sin = _unary("sin")
 cos = _unary("cos")
 
 
-def pow(x, y) -> Expr:  # noqa: A001
-    """`x ** y` for floating-point values."""
+_ON_NUMBERS["pow"] = np.power
+
+
+def pow(x, y) -> Expr | float:  # noqa: A001
+    """`x ** y` for floating-point values (a Python float for Python numbers)."""
+    if _is_number(x) and _is_number(y):
+        return _on_number("pow", x, y)
     x, y = E.match_types(x, y)
     return E.call("pow", _float_arg("pow", x), y)
 
