@@ -1,10 +1,10 @@
 """The values a call may pass for a scalar parameter or bind to a symbolic dim.
 
-A scalar parameter takes a Python number of its kind (an int for an integer dtype, a bool for bool, an
-int, a float or a bool for a float dtype) or a numpy/torch scalar or 0-d array of that kind; an integer must fit
-its dtype, since a launcher that packed it into fewer bits would wrap it silently. Floats are passed as
-given: NaN and infinities are legitimate arguments. A symbolic dim must fit its variable's dtype too, or
-the kernel would compute with a wrapped size.
+A scalar parameter takes a Python number of its kind (an int for an integer dtype, a bool for bool; an
+int, a float or a bool for a float dtype), or a numpy/torch scalar or 0-d array of that kind. An integer
+must fit its dtype, since a launcher that packed it into fewer bits would wrap it silently. Floats are
+passed as given: NaN and infinities are legitimate arguments. A symbolic dim must fit its variable's
+dtype too, or the kernel would compute with a wrapped size.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Launch: the kernels of an artifact, in order, on the device's in-order queue, between copying the
-buffer arguments in and copying back those the kernels write (memory.py); a call returns when everything has finished.
+buffer arguments in and copying back those the kernels write (memory.py); a call returns when
+everything has finished.
 
 The ABI of one kernel (its `KernelInfo`): the arguments in `params` order, each taken by name from the
 function's parameters or its symbolic dims. A buffer is its device buffer (`__global T*`); a scalar is
