@@ -139,3 +139,48 @@ def test_a_0_d_output_is_allocated_with_an_empty_shape(fake_torch):
     assert "_empty((), dtype=_dt1" in fn.__source__
     out = fn(FakeTensor((8,), fake_torch.float32))
     assert out.shape == () and out.dtype is fake_torch.float16
+
+
+def ranged_artifact(dim_dtype="int32"):
+    n = T.dynamic("n", dim_dtype)
+
+    @T.prim_func
+    def ranged(X: T.Tensor((n,), "float32"), k: T.int32, u: T.uint8, Y: T.Tensor((n,), "float32")):
+        with T.Kernel(n, threads=32) as bx:
+            Y[bx] = X[bx] + k + u
+
+    params = tuple(ParamInfo.from_param(p) for p in ranged.params)
+    return CompiledArtifact("ranged", Target("c", ()), params, ranged.symbolic_dims, ())
+
+
+@pytest.mark.parametrize("k, u", [(2**31, 0), (-(2**31) - 1, 0), (2**32 + 5, 0), (0, 256), (0, -1)])
+def test_an_integer_scalar_out_of_range_misses(fake_torch, k, u):
+    """The full path names the parameter and its range; the fast path must not pack a wrapped value."""
+    fast = FakeFast()
+    fn = build_fast_path(ranged_artifact(), (3,), fast)
+    assert fn(FakeTensor((5,), fake_torch.float32), k, u) is MISS
+    assert fast.calls == []
+
+
+def test_integer_scalars_at_their_limits_launch(fake_torch):
+    fast = FakeFast()
+    fn = build_fast_path(ranged_artifact(), (3,), fast)
+    for k, u in [(2**31 - 1, 255), (-(2**31), 0)]:
+        fn(FakeTensor((5,), fake_torch.float32), k, u)
+    assert [call[0][1:3] for call in fast.calls] == [(2**31 - 1, 255), (-(2**31), 0)]
+
+
+def test_a_dim_beyond_its_dtype_misses(fake_torch):
+    fast = FakeFast()
+    fn = build_fast_path(ranged_artifact(), (3,), fast)
+    assert fn(FakeTensor((2**31 + 8,), fake_torch.float32), 1, 1) is MISS
+    fn(FakeTensor((2**31 - 1,), fake_torch.float32), 1, 1)
+    assert fast.calls[0][1] == (2**31 - 1,)
+
+
+def test_an_int64_dim_needs_no_range_check(fake_torch):
+    fast = FakeFast()
+    fn = build_fast_path(ranged_artifact("int64"), (3,), fast)
+    fn(FakeTensor((2**31 + 8,), fake_torch.float32), 1, 1)
+    assert fast.calls[0][1] == (2**31 + 8,)
+    assert "> 9223372036854775807" not in fn.__source__

@@ -79,9 +79,9 @@ def ceil_div(n, by: int):
 def add_artifact(
     source: str = ADD_SOURCE, compile_flags=(), block: int = 128, **kernel_kw
 ) -> CompiledArtifact:
-    """`C = A + alpha * B` over a symbolic length n, grid `(n + 127) // 128`."""
+    """`C = A + alpha * B` over a symbolic length n, grid `(n + 127) // 128`; only C is written."""
     n = E.Var(dt.int32, "n")
-    a, b, c = (ParamInfo(name, "buffer", dt.float32, (n,)) for name in "ABC")
+    a, b, c = (ParamInfo(name, "buffer", dt.float32, (n,), written=name == "C") for name in "ABC")
     alpha = ParamInfo("alpha", "scalar", dt.float32)
     kernel = KernelInfo("add_kernel", (a, b, c, alpha, ParamInfo("n", "scalar", dt.int32)),
                         (ceil_div(n, block),), (block,), **kernel_kw)  # fmt: skip

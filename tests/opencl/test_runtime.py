@@ -106,9 +106,15 @@ def test_scalars_of_many_dtypes_reach_the_kernel_by_name(backend, opencl_device)
 def test_a_scalar_out_of_range_names_the_parameter(backend, opencl_device):
     if not opencl_device.fp64:
         pytest.skip(f"{opencl_device.describe()} has no cl_khr_fp64")
-    kernel, _ = kernel_of(backend, scalars_artifact(), out_idx=(8,))
-    with pytest.raises(ArgumentError, match=r"kernel scalars_kernel: parameter 'a' \(int8\) cannot take 300"):
+    kernel, loaded = kernel_of(backend, scalars_artifact(), out_idx=(8,))
+    with pytest.raises(
+        ArgumentError, match=r"parameter 'a' \(int8 scalar\) must be from -128 to 127; got 300"
+    ):
         kernel(randn(10), 1, 1.0, True, 1, 1.0, 1, 300)
+    # The launcher checks too, for callers that bypass Kernel's validation.
+    x, y = as_array_arg(randn(10), "X"), as_array_arg(np.zeros(10), "Y")
+    with pytest.raises(ArgumentError, match=r"kernel scalars_kernel: parameter 'a' \(int8\) cannot take 300"):
+        backend.launcher(loaded)([x, 1, 1.0, True, 1, 1.0, 1, 300, y], [10])
 
 
 def test_local_memory_is_the_last_argument(backend):

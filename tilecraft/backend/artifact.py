@@ -10,7 +10,7 @@ The records hold IR expressions, whose `==` builds IR, so they compare by identi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +27,12 @@ PARAM_KINDS = ("buffer", "scalar")
 
 @dataclass(frozen=True, eq=False)
 class ParamInfo:
-    """One parameter: a buffer (shape and stride expressions, memory scope) or a scalar (empty shape)."""
+    """One parameter: a buffer (shape and stride expressions, memory scope) or a scalar (empty shape).
+
+    `written`: whether the kernel may store into the buffer, so a call must pass writable memory (and a
+    launcher that copies buffers must copy it back). Lowering computes it from the kernel; the default
+    True is the safe assumption when nobody did. A scalar is passed by value: never written.
+    """
 
     name: str
     kind: str
@@ -35,6 +40,7 @@ class ParamInfo:
     shape: tuple[Expr, ...] = ()
     strides: tuple[Expr, ...] = ()
     scope: str = ""
+    written: bool = True
 
     def __post_init__(self) -> None:
         from tilecraft.ir.dtype import DataType
@@ -47,14 +53,18 @@ class ParamInfo:
             raise ArtifactError(f"scalar parameter {self.name!r} cannot have a shape or strides")
         object.__setattr__(self, "shape", tuple(self.shape))
         object.__setattr__(self, "strides", tuple(self.strides))
+        object.__setattr__(self, "written", bool(self.written) and self.kind == "buffer")
 
     @staticmethod
-    def from_param(param: Any) -> ParamInfo:
-        """From a PrimFunc parameter: a Buffer or a scalar Var."""
+    def from_param(param: Any, written: bool = True) -> ParamInfo:
+        """From a PrimFunc parameter: a Buffer (`written`: whether the kernel may store into it) or a
+        scalar Var."""
         from tilecraft.ir import Buffer, Var
 
         if isinstance(param, Buffer):
-            return ParamInfo(param.name, "buffer", param.dtype, param.shape, param.strides, param.scope)
+            return ParamInfo(
+                param.name, "buffer", param.dtype, param.shape, param.strides, param.scope, written
+            )
         if isinstance(param, Var):
             return ParamInfo(param.name, "scalar", param.dtype)
         raise ArtifactError(f"a kernel parameter must be a Buffer or a Var, got {type(param).__name__}")
@@ -163,12 +173,19 @@ class CompiledArtifact:
         host: HostCode | None,
         ir_hash: str,
         extra: tuple[tuple[str, Any], ...] = (),
+        written: Sequence[bool] | None = None,
     ) -> CompiledArtifact:
-        """The artifact of `func` from the outputs of device and host codegen."""
+        """The artifact of `func` from the outputs of device and host codegen; `written` says, per
+        parameter of `func`, whether the kernel may store into it (None: assume every buffer is)."""
+        flags = (True,) * len(func.params) if written is None else tuple(written)
+        if len(flags) != len(func.params):
+            raise ArtifactError(
+                f"{func.name}: `written` has {len(flags)} entries for {len(func.params)} parameters"
+            )
         return CompiledArtifact(
             function_name=func.name,
             target=target,
-            params=tuple(ParamInfo.from_param(p) for p in func.params),
+            params=tuple(ParamInfo.from_param(p, w) for p, w in zip(func.params, flags)),
             symbolic_dims=func.symbolic_dims,
             kernels=device.kernels,
             device_sources=device.sources,

@@ -1,9 +1,12 @@
 """Array interop: numpy arrays, torch tensors and any DLPack / array-interface object.
 
-`as_array_arg` reads what a launcher needs (data pointer, shape, element strides, dtype, device)
-without copying. Devices are DLPack device codes; which codes an execution backend accepts, and how it
-allocates outputs, is the execution backend's business. Fast paths for numpy and torch keep the
-per-call cost low.
+`as_array_arg` reads what a launcher needs (data pointer, shape, element strides, dtype, device,
+whether the memory may be written) without copying. Devices are DLPack device codes; which codes an
+execution backend accepts, and how it allocates outputs, is the execution backend's business. Fast paths
+for numpy and torch keep the per-call cost low.
+
+Arrays whose elements are stored in non-native byte order are refused: kernels read memory as native
+numbers, so such an array would be read as garbage.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ class ArrayArg:
     device_type: int
     device_id: int
     library: str
+    writable: bool = True  # False for read-only memory (numpy `writeable=False`, a read-only interface)
 
     @property
     def device(self) -> str:
@@ -61,6 +65,18 @@ def as_array_arg(x: Any, name: str, readers: Sequence[Callable[[Any], ArrayArg |
 
     `readers` are an execution backend's extra ways to read its device's arrays (tried first).
     """
+    try:
+        return _read(x, name, readers)
+    except UnusableArray as err:
+        raise ArgumentError(f"parameter {name!r}: {err}") from None
+
+
+class UnusableArray(Exception):
+    """Why an array cannot be passed, said without the parameter's name (readers do not know it);
+    `as_array_arg` turns it into an ArgumentError that names the parameter."""
+
+
+def _read(x: Any, name: str, readers: Sequence[Callable[[Any], ArrayArg | None]]) -> ArrayArg:
     for read in readers:
         arg = read(x)
         if arg is not None:
@@ -82,7 +98,24 @@ def _from_numpy(x: np.ndarray) -> ArrayArg:
     itemsize = x.itemsize
     strides = tuple(s // itemsize for s in x.strides)
     ptr = x.__array_interface__["data"][0]
-    return ArrayArg(x, ptr, x.shape, strides, _dtype_of(x.dtype), DLPACK_HOST, 0, "numpy")
+    return ArrayArg(x, ptr, x.shape, strides, _numpy_dtype(x.dtype), DLPACK_HOST, 0, "numpy",
+                    x.flags.writeable)  # fmt: skip
+
+
+_NUMPY_DTYPES: dict[np.dtype, DataType] = {}
+
+
+def _numpy_dtype(dtype: np.dtype) -> DataType:
+    """The DataType of a numpy dtype (cached: one dict lookup per call); UnusableArray if byte-swapped."""
+    found = _NUMPY_DTYPES.get(dtype)
+    if found is None:
+        if not dtype.isnative:
+            raise UnusableArray(
+                f"its dtype {dtype.str!r} stores bytes in non-native order, which kernels would read as "
+                "garbage; pass x.astype(x.dtype.newbyteorder('='))"
+            )
+        found = _NUMPY_DTYPES[dtype] = _dtype_of(dtype)
+    return found
 
 
 _TORCH_DEVICES: dict[Any, tuple[int, int]] = {}
@@ -113,7 +146,7 @@ def _dtype_of(value: Any) -> DataType:
     try:
         return dt.as_dtype(value)
     except (TypeError, ValueError):
-        raise ArgumentError(f"arrays of dtype {value} are not supported by tilecraft") from None
+        raise UnusableArray(f"arrays of dtype {value} are not supported by tilecraft") from None
 
 
 _TYPESTRS: dict[str, Any] = {}
@@ -129,7 +162,9 @@ def from_array_interface(x: Any, info: dict, device: int, index: int) -> ArrayAr
         strides = _contiguous_strides(shape)
     else:
         strides = tuple(s // typestr.itemsize for s in info["strides"])
-    return ArrayArg(x, info["data"][0], shape, strides, _dtype_of(typestr), device, index, "interface")
+    address, read_only = info["data"]
+    return ArrayArg(x, address, shape, strides, _numpy_dtype(typestr), device, index, "interface",
+                    not read_only)  # fmt: skip
 
 
 def _from_dlpack(x: Any, name: str) -> ArrayArg:
@@ -139,8 +174,9 @@ def _from_dlpack(x: Any, name: str) -> ArrayArg:
             f"parameter {name!r}: this {type(x).__name__} lives on {describe_device(int(code), int(index))}, "
             "which the selected execution backend cannot read; pass a torch tensor"
         )
-    arg = _from_numpy(np.from_dlpack(x))
-    return ArrayArg(x, arg.ptr, arg.shape, arg.strides, arg.dtype, DLPACK_HOST, int(index), "dlpack")
+    arg = _from_numpy(np.from_dlpack(x))  # numpy keeps DLPack's read-only flag
+    return ArrayArg(x, arg.ptr, arg.shape, arg.strides, arg.dtype, DLPACK_HOST, int(index), "dlpack",
+                    arg.writable)  # fmt: skip
 
 
 def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

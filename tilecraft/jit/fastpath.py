@@ -3,11 +3,13 @@
 The backend's fast-path support fixes the device; buffers must also be 16-byte aligned (what the
 generated kernels assume), else the call takes the full path and its error.
 
-For the common case (torch tensors of the right dtype, rank, contiguity and device; Python scalars),
-a function generated for one kernel checks exactly what the full validation checks, binds the
-symbolic dims from the shapes, allocates outputs with torch.empty and launches through the execution
-backend's raw launcher: no per-call objects beyond the outputs. Anything unusual returns MISS and the
-call takes the full path, which also writes the error messages.
+For the common case (torch tensors of the right dtype, rank, contiguity and device; Python scalars
+within their dtype's range), a function generated for one kernel checks exactly what the full
+validation checks, binds the symbolic dims from the shapes (each within its dtype's range), allocates
+outputs with torch.empty and launches through the execution backend's raw launcher: no per-call
+objects beyond the outputs. Anything unusual returns MISS and the call takes the full path, which also
+writes the error messages. (Torch tensors are writable and in native byte order, so those checks of the
+full path cannot fail here.)
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from typing import Any
 
 from tilecraft.backend.artifact import CompiledArtifact
 from tilecraft.ir import expr as E
+from tilecraft.jit.scalars import integer_range
 
 MISS = object()
+_TORCH_MAX_SIZE = 2**63 - 1  # torch sizes are int64: an int64 dim needs no range check
 
 
 def _dim_source(e: Any, names: dict[int, str]) -> str | None:
@@ -38,6 +42,7 @@ class _Writer:
         self.device = device
         self.torch = torch
         self.names = {id(v): f"v{j}" for j, v in enumerate(artifact.symbolic_dims)}
+        self.limits = {f"v{j}": integer_range(v.dtype)[1] for j, v in enumerate(artifact.symbolic_dims)}
         self.bound: set[str] = set()
         self.lines: list[str] = []
         self.namespace: dict[str, Any] = {
@@ -68,6 +73,9 @@ class _Writer:
                 self.line(f"if s{i}[{axis}] != {source}: return _MISS")
             else:
                 self.line(f"{source} = s{i}[{axis}]")
+                # A size beyond the dim's dtype would wrap in the kernel: the full path says so.
+                if self.limits[source] < _TORCH_MAX_SIZE:
+                    self.line(f"if {source} > {self.limits[source]}: return _MISS")
                 self.bound.add(source)
             dims.append(source)
         self.shapes[i] = tuple(dims)
@@ -75,11 +83,14 @@ class _Writer:
 
     def scalar(self, i: int) -> None:
         p = self.art.params[i]
-        kinds = "int" if p.dtype.is_integer else "bool" if p.dtype.is_bool else "(int, float)"
-        check = (
-            f"a{i}.__class__ is not {kinds}" if kinds != "(int, float)" else f"a{i}.__class__ not in {kinds}"
-        )
-        self.line(f"if {check}: return _MISS")
+        if p.dtype.is_integer:
+            low, high = integer_range(p.dtype)
+            # Out of range would wrap when packed: the full path names the parameter and its range.
+            self.line(f"if a{i}.__class__ is not int or not {low} <= a{i} <= {high}: return _MISS")
+        elif p.dtype.is_bool:
+            self.line(f"if a{i}.__class__ is not bool: return _MISS")
+        else:
+            self.line(f"if a{i}.__class__ not in (int, float): return _MISS")
 
     def output(self, i: int, reference: int) -> bool:
         p = self.art.params[i]

@@ -1,8 +1,10 @@
 """`Kernel`: a built kernel you call with arrays.
 
-Every call is validated against the parameters: dtype, rank, static and symbolic dims (consistent
-across parameters), strides, device. Symbolic dims are bound from the arrays' shapes without
-recompiling; outputs named by `out_idx` are allocated with the inputs' array library and device.
+Every call is validated against the parameters: dtype (native byte order), rank, static and symbolic
+dims (consistent across parameters, and within their dtype's range), strides, device, writable memory
+for every buffer the kernel writes, and scalars of the right kind within their dtype's range. Symbolic
+dims are bound from the arrays' shapes without recompiling; outputs named by `out_idx` are allocated
+with the inputs' array library and device.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from tilecraft.ir import expr as E
 from tilecraft.ir.eval import evaluate
 from tilecraft.jit.arrays import ArrayArg, as_array_arg
 from tilecraft.jit.fastpath import MISS
+from tilecraft.jit.scalars import check_dim, check_scalar
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,7 @@ class _ParamCheck:
             elif rule.var is not None:
                 bound = env.get(rule.var)
                 if bound is None:
+                    check_dim(rule.var.name, rule.var.dtype, got, f"parameter {name!r}: {what}[{rule.axis}]")
                     env[rule.var] = got
                 elif bound != got:
                     raise ArgumentError(
@@ -180,14 +184,14 @@ class Kernel:
         env: dict = {}
         deferred: list = []
         arrays: dict[int, ArrayArg] = {}
+        launch_args = list(values)
         for i in self._inputs:
-            self._bind_param(i, values[i], env, deferred, arrays)
+            launch_args[i] = self._bind_param(i, values[i], env, deferred, arrays)
         outputs = self._allocate_outputs(values, env, arrays)
         for i in self.out_idx:
-            self._bind_param(i, values[i], env, deferred, arrays)
+            launch_args[i] = self._bind_param(i, values[i], env, deferred, arrays)
         self._check_deferred(env, deferred)
         dims = self._dims(env)
-        launch_args = [arrays.get(i, values[i]) for i in range(len(values))]
         self._launch(launch_args, dims, stream)
         if not outputs:
             return None
@@ -210,11 +214,11 @@ class Kernel:
             + f", got {len(args)}"
         )
 
-    def _bind_param(self, i: int, value: Any, env: dict, deferred: list, arrays: dict) -> None:
+    def _bind_param(self, i: int, value: Any, env: dict, deferred: list, arrays: dict) -> Any:
+        """Check parameter i's value and bind the dims it carries; returns what the launcher takes."""
         info = self.artifact.params[i]
         if info.kind == "scalar":
-            _check_scalar(info, value)
-            return
+            return check_scalar(info, value)
         arg = as_array_arg(value, info.name, self._readers)
         check = self._checks[i]
         check.bind(arg, env, deferred)
@@ -224,7 +228,13 @@ class Kernel:
                 f"parameter {info.name!r} must be contiguous (row-major), got strides {arg.strides} for shape "
                 f"{arg.shape}; pass a contiguous copy or declare the parameter with T.StridedTensor"
             )
+        if info.written and not arg.writable:
+            raise ArgumentError(
+                f"parameter {info.name!r} is read-only memory, but the kernel writes it; pass a writable "
+                "array (numpy: a copy, np.array(x), or a memmap opened with mode='r+')"
+            )
         arrays[i] = arg
+        return arg
 
     def _allocate_outputs(self, values: list, env: dict, arrays: dict) -> dict[int, Any]:
         if all(values[i] is not None for i in self.out_idx):
@@ -271,21 +281,3 @@ def _is_torch_tensor(x: Any) -> bool:
 
 def _bad_out_idx(i: int, n: int) -> int:
     raise ArgumentError(f"out_idx {i} is out of range for a kernel with {n} parameters")
-
-
-def _check_scalar(info: ParamInfo, value: Any) -> None:
-    ok = (
-        isinstance(value, bool)
-        if info.dtype.is_bool
-        else (
-            isinstance(value, int) and not isinstance(value, bool)
-            if info.dtype.is_integer
-            else isinstance(value, (int, float))
-        )
-    )
-    if not ok and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
-        ok = True
-    if not ok:
-        raise ArgumentError(
-            f"parameter {info.name!r} is a {info.dtype} scalar; got {type(value).__name__} {value!r}"
-        )

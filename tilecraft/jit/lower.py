@@ -13,6 +13,7 @@ from tilecraft.backend.context import BackendContext, create_backend_context
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.structural import structural_hash
 from tilecraft.transform.check import check_semantics
+from tilecraft.transform.written import written_params
 
 ARTIFACT_FILE = "artifact.pickle"
 
@@ -44,6 +45,8 @@ def lower_uncached(
     """Run the check, the pipeline and both codegens."""
     mod = IRModule.from_func(func)
     check_semantics(mod)
+    # Read from the kernel as written, where every construct's role is known (see transform/written.py).
+    written = written_params(func)
     lowered = ctx.lower(mod, pass_configs)
     host_mod, device_mod = ctx.split(lowered)
     device = ctx.codegen_device(device_mod)
@@ -55,6 +58,7 @@ def lower_uncached(
         host,
         structural_hash(func),
         (("compile_flags", tuple(compile_flags or ())),),
+        written,
     )
 
 

@@ -1,5 +1,6 @@
 """Launch: the kernels of an artifact, in order, on the device's in-order queue, between copying the
-buffer arguments in and copying them back (memory.py); a call returns when everything has finished.
+buffer arguments in and copying back those the kernels write (memory.py); a call returns when
+everything has finished.
 
 The ABI of one kernel (its `KernelInfo`): the arguments in `params` order, each taken by name from the
 function's parameters or its symbolic dims. A buffer is its device buffer (`__global T*`); a scalar is
@@ -236,7 +237,7 @@ def build_launcher(artifact: CompiledArtifact, plans: Sequence[KernelPlan], runt
     """`launch(args, dims, stream=None)`: `args` follow `artifact.params` (an ArrayArg per buffer, a
     number per scalar), `dims` the symbolic dims. Copies in, runs every kernel in order, copies back and
     waits; `stream` must be None (each call runs on the device's own queue and is synchronous)."""
-    buffers = [(i, p.name) for i, p in enumerate(artifact.params) if p.kind == "buffer"]
+    buffers = [(i, p.name, p.written) for i, p in enumerate(artifact.params) if p.kind == "buffer"]
     scalar_indices = [i for i, p in enumerate(artifact.params) if p.kind == "scalar"]
     queue = runtime.queue
 

@@ -2,9 +2,10 @@
 buffer before the kernels run, then copied back after them.
 
 A buffer argument covers the bytes from its first element to its last (strided views included); the
-same region passed twice shares one device buffer, partially overlapping regions are refused. Read-only
-host arrays (numpy arrays with `writeable=False`) are not written back. Device buffers come from the
-device's pool and return to it when the call ends.
+same region passed twice shares one device buffer, partially overlapping regions are refused. Only the
+buffers of parameters the kernel writes (`ParamInfo.written`) are copied back, and those must be
+writable host memory: a read-only array there is an error, never a result silently dropped. Device
+buffers come from the device's pool and return to it when the call ends.
 """
 
 from __future__ import annotations
@@ -40,15 +41,16 @@ class HostRegion:
 
     address: int
     nbytes: int
-    writable: bool
+    written: bool  # the kernel writes it: copy it back
 
     def view(self) -> np.ndarray:
         """The bytes as a uint8 array, for copies (no copy is made here)."""
         return np.asarray(_RawMemory(self.address, self.nbytes))
 
 
-def host_region(arg: ArrayArg, name: str) -> HostRegion:
-    """The region of `arg`: from its first element to its last, in bytes."""
+def host_region(arg: ArrayArg, name: str, written: bool = True) -> HostRegion:
+    """The region of `arg`: from its first element to its last, in bytes; `written` when the kernel
+    writes parameter `name`, which then must be writable memory."""
     if any(s < 0 for s in arg.strides):
         raise ArgumentError(
             f"parameter {name!r} has negative strides {arg.strides}; the opencl execution backend copies "
@@ -56,27 +58,21 @@ def host_region(arg: ArrayArg, name: str) -> HostRegion:
         )
     if 0 in arg.shape:
         return HostRegion(arg.ptr, 0, False)
+    if written and not arg.writable:
+        raise ArgumentError(
+            f"parameter {name!r} is read-only memory, but the kernel writes it; pass a writable array"
+        )
     extent = 1 + sum((n - 1) * s for n, s in zip(arg.shape, arg.strides))
-    return HostRegion(arg.ptr, extent * arg.dtype.bytes, _writable(arg))
-
-
-def _writable(arg: ArrayArg) -> bool:
-    obj = arg.obj
-    if isinstance(obj, np.ndarray):
-        return bool(obj.flags.writeable)
-    interface = getattr(obj, "__array_interface__", None)
-    if isinstance(interface, dict) and interface.get("data"):
-        return not interface["data"][1]
-    return True
+    return HostRegion(arg.ptr, extent * arg.dtype.bytes, written)
 
 
 class Staging:
     """The device buffers of one call: copied in when made, `copy_back()` after the kernels, then
-    `release()` (after the queue has finished) returns them to the pool. `by_param` maps each buffer
-    parameter's index to its device buffer."""
+    `release()` (after the queue has finished) returns them to the pool. `buffers` lists each buffer
+    parameter's (index, name, written); `by_param` maps each index to its device buffer."""
 
     def __init__(
-        self, pool: Any, queue: Any, args: Sequence[Any], buffers: Sequence[tuple[int, str]]
+        self, pool: Any, queue: Any, args: Sequence[Any], buffers: Sequence[tuple[int, str, bool]]
     ) -> None:
         self._cl = import_pyopencl()
         self._queue = queue
@@ -89,9 +85,9 @@ class Staging:
             self._cl.enqueue_copy(queue, self.device[key], view, is_blocking=False)
 
     def copy_back(self) -> None:
-        """Enqueue the copies of every writable region back into host memory."""
+        """Enqueue the copies of every region the kernels write back into host memory."""
         for key, view in self.views.items():
-            if self.regions[key].writable:
+            if self.regions[key].written:
                 self._cl.enqueue_copy(self._queue, view, self.device[key], is_blocking=False)
 
     def release(self) -> None:
@@ -101,15 +97,15 @@ class Staging:
 
 
 def _regions(
-    args: Sequence[Any], buffers: Sequence[tuple[int, str]]
+    args: Sequence[Any], buffers: Sequence[tuple[int, str, bool]]
 ) -> tuple[dict[Key, HostRegion], dict[int, Key]]:
     """The distinct host regions of the buffer arguments, and each parameter's region; refuses partial
     overlaps."""
     regions: dict[Key, HostRegion] = {}
     owners: dict[Key, str] = {}
     keys: dict[int, Key] = {}
-    for index, name in buffers:
-        region = host_region(args[index], name)
+    for index, name, written in buffers:
+        region = host_region(args[index], name, written)
         key = (region.address, region.nbytes)
         regions[key] = _merge(regions[key], region) if key in regions else region
         owners.setdefault(key, name)
@@ -119,8 +115,8 @@ def _regions(
 
 
 def _merge(a: HostRegion, b: HostRegion) -> HostRegion:
-    """One region passed as two arguments: written back unless every argument is read-only."""
-    return HostRegion(a.address, a.nbytes, a.writable or b.writable)
+    """One region passed as two arguments: copied back if the kernel writes either parameter."""
+    return HostRegion(a.address, a.nbytes, a.written or b.written)
 
 
 def _check_overlaps(regions: dict[Key, HostRegion], owners: dict[Key, str]) -> None:
