@@ -45,20 +45,21 @@ class TargetKind:
 
     `normalize` receives a mutable copy of the parsed attributes and returns the canonical ones; it must
     reject impossible values with the choices, and be idempotent (`check_idempotent` in
-    tilecraft.backend.target verifies it on `examples`). `detect`
-    runs only when asked (a target of `"auto"`, a detection report), never at import. `auto=False` keeps
-    the kind out of `"auto"`: for a kind that can run here but should be chosen only by name.
+    tilecraft.backend.target verifies it on `examples`). `detect` runs only when asked (a target of
+    `"auto"`, a detection report), never at import. `auto=False` keeps the kind out of `"auto"`: for a
+    kind that can run here but should be chosen only by name.
     """
 
     name: str
     aliases: tuple[str, ...] = ()
-    attributes: tuple[str, ...] | None = None
     normalize: Normalizer | None = None
     detect: Detector | None = None
     detect_priority: int = 50
     doc: str = ""
     examples: tuple[str | Mapping[str, Any], ...] = ()
     auto: bool = True
+    # Last, so that kinds written with positional fields before it was added keep their meaning.
+    attributes: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         for name in (self.name, *self.aliases):
