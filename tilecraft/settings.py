@@ -137,7 +137,8 @@ class Setting:
 
     `default` may be a zero-argument callable, evaluated on each read (the cache directory depends on
     `XDG_CACHE_HOME`), or None for "unset". `check`, when given, receives each value that is set (not
-    the default) when it is read and raises ValueError saying what is wrong and what to do.
+    the default) when it is read and raises ValueError saying what is wrong and what to do (an OSError
+    from looking at a path counts the same).
     """
 
     name: str
@@ -173,7 +174,7 @@ class Setting:
         if self.check is not None:
             try:
                 self.check(value)
-            except ValueError as err:
+            except (ValueError, OSError) as err:  # OSError: a path that cannot even be looked at
                 raise SettingError(f"{self.name}={shown!r} cannot be used: {err}") from None
         return value
 

@@ -193,3 +193,17 @@ def test_a_path_under_an_unknown_users_home_is_a_setting_error(monkeypatch):
     monkeypatch.setenv("TILECRAFT_CACHE_DIR", "~no-such-user-xyz/cache")
     with pytest.raises(SettingError, match="TILECRAFT_CACHE_DIR=.*~no-such-user-xyz names no home directory"):
         settings.get("TILECRAFT_CACHE_DIR")
+
+
+def test_a_check_that_cannot_look_at_the_path_is_a_setting_error(monkeypatch):
+    def unreadable(path):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    registry = settings.SettingsRegistry()
+    registry.declare(Setting("TILECRAFT_TEST_DIR", Path, None, "a directory", check=unreadable))
+    monkeypatch.setenv("TILECRAFT_TEST_DIR", "/secret/dir")
+    with pytest.raises(
+        SettingError, match="TILECRAFT_TEST_DIR='/secret/dir' cannot be used: .*Permission denied"
+    ):
+        registry.get("TILECRAFT_TEST_DIR")
+    assert "TILECRAFT_TEST_DIR" in registry.problems({})

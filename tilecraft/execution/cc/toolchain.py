@@ -120,7 +120,7 @@ def compiler_command(variable: str, text: str) -> CompilerCommand:
     try:
         words = settings.split_command(text)
         path = settings.find_program(words[0])
-    except ValueError as err:
+    except (ValueError, OSError) as err:
         raise CompilerNotFound(f"{variable}={text!r} cannot be used: {err}", _fix(variable)) from None
     first_option = next((i for i, word in enumerate(words) if word.startswith("-")), len(words))
     return CompilerCommand((path, *words[1:first_option]), tuple(words[first_option:]), variable)
