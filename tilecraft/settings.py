@@ -377,6 +377,7 @@ def __getattr__(name: str) -> Any:
     if name.startswith("_"):
         raise AttributeError(name)
     try:
-        return REGISTRY.get(name)
+        REGISTRY.setting(name)
     except SettingError as err:
         raise AttributeError(str(err)) from None
+    return REGISTRY.get(name)  # a bad value stays a SettingError naming the variable

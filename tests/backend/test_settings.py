@@ -207,3 +207,9 @@ def test_a_check_that_cannot_look_at_the_path_is_a_setting_error(monkeypatch):
     ):
         registry.get("TILECRAFT_TEST_DIR")
     assert "TILECRAFT_TEST_DIR" in registry.problems({})
+
+
+def test_attribute_style_read_of_a_bad_value_is_a_setting_error(monkeypatch):
+    monkeypatch.setenv("TILECRAFT_VERBOSE", "maybe")
+    with pytest.raises(SettingError, match="TILECRAFT_VERBOSE='maybe'"):
+        settings.verbose  # noqa: B018
