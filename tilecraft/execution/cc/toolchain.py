@@ -168,7 +168,10 @@ def _describe(program: tuple[str, ...], options: tuple[str, ...], origin: str) -
     lines = (out.stdout or out.stderr).splitlines()
     # A compiler without --version may still compile; a launcher that cannot find its compiler fails
     # the compile, whose error shows the launcher's message.
-    version = lines[0] if lines and out.returncode == 0 else f"unknown (--version exited {out.returncode})"
+    if out.returncode != 0:
+        version = f"unknown (--version exited {out.returncode})"
+    else:
+        version = lines[0] if lines else "unknown (--version printed nothing)"
     return Compiler(program, options, version, _probe_openmp(command), origin)
 
 
