@@ -12,15 +12,20 @@ through this module, either by name or in attribute style::
 
 Values are read from the environment on every access (so `monkeypatch.setenv` works) and parsed by
 type: bools accept 1/0/true/false/yes/no/on/off (any case), ints are decimal, paths expand `~`. An
-empty variable counts as unset. A bad value raises `SettingError` naming the variable and what is valid.
-Overrides are process-wide (threads started inside the block see them) and never touch `os.environ`.
+empty variable counts as unset. A bad value raises `SettingError` naming the variable and what is valid;
+a setting may also declare a `check` of the parsed value, run at each read (TILECRAFT_DUMP_IR must name
+a directory that exists or can be created, TILECRAFT_CC a command line whose program exists). Overrides
+are process-wide (threads started inside the block see them) and never touch `os.environ`.
+
+`problems()` lists every invalid value and every `TILECRAFT_*` variable that is set but declared nowhere
+(with the closest declared name), without raising: `tilecraft doctor` prints it.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,7 +65,67 @@ def _parse_int(text: str) -> int:
 
 
 def _parse_path(text: str) -> Path:
-    return Path(text).expanduser()
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:  # `~user` for a user that does not exist, or no home directory
+        raise ValueError(f"{text.split('/')[0]} names no home directory here; write the full path") from None
+
+
+def split_command(text: str) -> list[str]:
+    """A command-line setting's words, split as a shell splits them; ValueError saying what is wrong."""
+    import shlex  # here and below: importing the settings stays light
+
+    try:
+        words = shlex.split(text)
+    except ValueError as err:
+        raise ValueError(
+            f"it cannot be read as a command line ({err}); write it as in a shell, e.g. 'ccache gcc' or "
+            "'gcc -O0'"
+        ) from None
+    if not words or words[0].startswith("-"):
+        raise ValueError("it names no program before its options; write the program first, e.g. 'gcc -O0'")
+    return words
+
+
+def find_program(word: str) -> str:
+    """The executable that `word` names: a path, or a name looked up on PATH; ValueError naming both."""
+    import shutil
+
+    if os.sep in word or (os.altsep and os.altsep in word):
+        path = Path(os.path.expanduser(word))  # unlike Path.expanduser, never raises for `~nouser`
+        if path.is_file() and os.access(path, os.X_OK):
+            return str(path)
+        what = (
+            "is not executable" if path.is_file() else "is a directory" if path.is_dir() else "does not exist"
+        )
+        raise ValueError(f"program {word!r} {what}")
+    found = shutil.which(word)
+    if found is None:
+        raise ValueError(f"program {word!r} was not found on PATH ({os.environ.get('PATH', '')})")
+    return found
+
+
+def _check_command(text: str) -> None:
+    find_program(split_command(text)[0])
+
+
+def _check_program_or_directory(path: Path) -> None:
+    """An executable file, or a directory (where the setting's owner looks for its program)."""
+    if path.is_dir() or (path.is_file() and os.access(path, os.X_OK)):
+        return
+    raise ValueError(f"{path} {'is not executable' if path.is_file() else 'does not exist'}")
+
+
+def _check_directory(path: Path) -> None:
+    """A directory that exists, or can be created: nothing on the way to it is a file."""
+    for candidate in (path, *path.parents):
+        if candidate.is_dir():
+            return
+        if candidate.exists():
+            what = "it" if candidate == path else str(candidate)
+            raise ValueError(
+                f"{what} is an existing file, not a directory; name a directory (it is created when missing)"
+            )
 
 
 _PARSERS: dict[type, Callable[[str], Any]] = {bool: _parse_bool, int: _parse_int, Path: _parse_path, str: str}
@@ -71,13 +136,16 @@ class Setting:
     """One environment variable: its name, value type (bool, int, Path or str), default and doc.
 
     `default` may be a zero-argument callable, evaluated on each read (the cache directory depends on
-    `XDG_CACHE_HOME`), or None for "unset".
+    `XDG_CACHE_HOME`), or None for "unset". `check`, when given, receives each value that is set (not
+    the default) when it is read and raises ValueError saying what is wrong and what to do (an OSError
+    from looking at a path counts the same).
     """
 
     name: str
     type: type
     default: Any
     doc: str
+    check: Callable[[Any], None] | None = None
 
     def __post_init__(self) -> None:
         if not self.name.startswith(PREFIX) or not self.name.replace("_", "").isalnum():
@@ -100,6 +168,15 @@ class Setting:
             return _PARSERS[self.type](text)
         except ValueError as err:
             raise SettingError(f"{self.name}={text!r} is not a valid {self.type.__name__}: {err}") from None
+
+    def checked(self, value: Any, shown: Any) -> Any:
+        """`value` once the setting's `check` accepts it; SettingError naming the variable otherwise."""
+        if self.check is not None:
+            try:
+                self.check(value)
+            except (ValueError, OSError) as err:  # OSError: a path that cannot even be looked at
+                raise SettingError(f"{self.name}={shown!r} cannot be used: {err}") from None
+        return value
 
     def coerce(self, value: Any) -> Any:
         """Accept an override given as a string (parsed) or as a value of the declared type."""
@@ -146,14 +223,18 @@ class SettingsRegistry:
     def all(self) -> tuple[Setting, ...]:
         return tuple(self._settings.values())
 
-    def get(self, name: str) -> Any:
-        """The current value: a scoped override, else the environment (parsed), else the default."""
+    def get(self, name: str, check: bool = True) -> Any:
+        """The current value: a scoped override, else the environment (parsed), else the default.
+
+        `check=False` skips the setting's `check`, for an owner that diagnoses the value itself.
+        """
         setting = self.setting(name)
         value = self._overrides.get(setting.name, _UNSET)
-        if value is not _UNSET:
-            return setting.default_value() if value is None else value
-        text = os.environ.get(setting.name, "")
-        return setting.parse(text) if text else setting.default_value()
+        if value is None or (value is _UNSET and not os.environ.get(setting.name)):
+            return setting.default_value()
+        text = str(value) if value is not _UNSET else os.environ[setting.name]
+        value = setting.parse(text) if value is _UNSET else value
+        return setting.checked(value, text) if check else value
 
     def source(self, name: str) -> str:
         """Where the current value comes from: 'override', 'environment' or 'default'."""
@@ -184,22 +265,54 @@ class SettingsRegistry:
                     else:
                         self._overrides[name] = old
 
-    def describe(self) -> str:
-        """A plain-text table of every setting: name, type, current value, where it comes from, doc."""
+    def problems(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """Variable name -> what is wrong, for every invalid value and every `TILECRAFT_*` variable that is
+        set but not declared (with the closest declared name); never raises."""
+        import difflib
+
+        found: dict[str, str] = {}
+        for setting in self._settings.values():
+            try:
+                self.get(setting.name)
+            except SettingError as err:
+                found[setting.name] = str(err)
+        environ = os.environ if environ is None else environ
+        # Names are compared without the common prefix, which would make every name look close.
+        suffixes = {n[len(PREFIX) :]: n for n in self._settings}
+        for name in sorted(n for n in environ if n.startswith(PREFIX) and n not in self._settings):
+            close = difflib.get_close_matches(name[len(PREFIX) :], suffixes, n=1)
+            hint = (
+                f"; did you mean {suffixes[close[0]]}?"
+                if close
+                else f"; declared: {', '.join(self._settings)}"
+            )
+            found[name] = f"{name} is set but is not a tilecraft setting, so it does nothing{hint}"
+        return found
+
+    def describe(self, invalid: Mapping[str, str] | None = None) -> str:
+        """A plain-text table of every setting: name, type, current value, where it comes from, doc.
+
+        A value that does not parse or check is shown as invalid, as is one that `invalid` names (a caller
+        that knows more, such as `tilecraft doctor` parsing TILECRAFT_TARGET, passes those).
+        """
         rows = [("name", "type", "value", "from", "doc")]
         for s in self._settings.values():
-            rows.append((s.name, s.type.__name__, self._shown_value(s), self.source(s.name), s.doc))
+            shown = self._shown_value(s, bool(invalid and s.name in invalid))
+            rows.append((s.name, s.type.__name__, shown, self.source(s.name), s.doc))
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         return "\n".join(
             "  ".join(cell.ljust(w) for cell, w in zip(r[:4], widths)) + "  " + r[4] for r in rows
         )
 
-    def _shown_value(self, setting: Setting) -> str:
+    def _shown_value(self, setting: Setting, invalid: bool) -> str:
         # The table is for diagnosing settings, so a bad value is shown, not raised.
         try:
             value = self.get(setting.name)
         except SettingError:
-            return f"invalid: {os.environ.get(setting.name)!r}"
+            invalid = True
+        if invalid:
+            raw = self._overrides.get(setting.name, os.environ.get(setting.name))
+            return f"invalid: {str(raw)!r}"
         return "(unset)" if value is None else str(value)
 
 
@@ -211,15 +324,18 @@ for _setting in (
     Setting("TILECRAFT_DISABLE_CACHE", bool, False,
             "compile every kernel afresh; nothing is read from or written to the cache"),
     Setting("TILECRAFT_DUMP_IR", Path, None,
-            "directory; each pipeline writes NN-<pass-name>.py there with the IR after every pass"),
+            "directory; each pipeline writes NN-<pass-name>.py there with the IR after every pass",
+            check=_check_directory),
     Setting("TILECRAFT_PASS_TIMING", bool, False, "print a per-pass timing table after each pipeline run"),
     Setting("TILECRAFT_VERBOSE", bool, False, "print progress on long work (compiling, autotuning)"),
     Setting("TILECRAFT_CC", str, None,
-            "C compiler command for generated C sources; takes precedence over $CC, which is honoured too"),
+            "C compiler command line for generated C sources (e.g. 'ccache gcc', 'gcc -O0'); takes precedence "
+            "over $CC, which is honoured too", check=_check_command),
     Setting("TILECRAFT_OPENMP", bool, None,
             "run blocks of host-compiled kernels on OpenMP threads; unset: whenever the compiler supports it"),
     Setting("TILECRAFT_NVCC", Path, None,
-            "path of the NVIDIA GPU compiler driver for ahead-of-time device builds; default: found on PATH"),
+            "path of the NVIDIA GPU compiler driver (or its directory) for ahead-of-time device builds; "
+            "default: found on PATH", check=_check_program_or_directory),
     Setting("TILECRAFT_TARGET", str, None,
             "target used when a kernel asks for 'auto' or gives none; default: detect the hardware"),
 ):  # fmt: skip
@@ -231,9 +347,9 @@ def declare(setting: Setting) -> Setting:
     return REGISTRY.declare(setting)
 
 
-def get(name: str) -> Any:
-    """The current value of a setting, by full or attribute-style name."""
-    return REGISTRY.get(name)
+def get(name: str, check: bool = True) -> Any:
+    """The current value of a setting, by full or attribute-style name (`check=False`: without its check)."""
+    return REGISTRY.get(name, check)
 
 
 def override(**values: Any) -> AbstractContextManager[None]:
@@ -246,9 +362,14 @@ def all_settings() -> tuple[Setting, ...]:
     return REGISTRY.all()
 
 
-def describe() -> str:
+def describe(invalid: Mapping[str, str] | None = None) -> str:
     """A plain-text table of every setting with its current value, for docs and the CLI."""
-    return REGISTRY.describe()
+    return REGISTRY.describe(invalid)
+
+
+def problems() -> dict[str, str]:
+    """Variable name -> what is wrong: invalid values and unknown `TILECRAFT_*` variables; never raises."""
+    return REGISTRY.problems()
 
 
 def __getattr__(name: str) -> Any:
@@ -256,6 +377,7 @@ def __getattr__(name: str) -> Any:
     if name.startswith("_"):
         raise AttributeError(name)
     try:
-        return REGISTRY.get(name)
+        REGISTRY.setting(name)
     except SettingError as err:
         raise AttributeError(str(err)) from None
+    return REGISTRY.get(name)  # a bad value stays a SettingError naming the variable

@@ -211,3 +211,97 @@ def test_targets_are_frozen_and_hashable(kinds):
     with pytest.raises(AttributeError):
         t.kind = "other"
     assert t.with_attrs(count=9).attr("count") == 9
+
+
+# Attribute names are checked generically, against the kind's declared list, before its normalizer.
+
+
+@pytest.fixture
+def declared(toy):
+    seen = []
+
+    def record(attrs):
+        seen.append(dict(attrs))
+        return attrs
+
+    toy.kind("toyd", attributes=("arch", "count"), normalize=record)
+    return seen
+
+
+@pytest.mark.parametrize("spelling", ["toyd -arhc=x", {"kind": "toyd", "arhc": "x"}, "toyd -arhc"])
+def test_unknown_attribute_names_the_close_match_and_the_allowed_ones(declared, spelling):
+    with pytest.raises(TargetError) as info:
+        Target.parse(spelling)
+    assert "target toyd: unknown attribute(s) arhc; allowed: arch, count" in str(info.value)
+    assert "did you mean -arch for -arhc?" in str(info.value)
+    assert declared == [], "the normalizer ran on an unknown attribute"
+
+
+def test_an_unknown_attribute_without_a_close_match_lists_the_allowed_ones(declared):
+    with pytest.raises(TargetError, match=r"unknown attribute\(s\) zzz; allowed: arch, count$"):
+        Target.parse("toyd -count=2 -zzz=1")
+    assert Target.parse("toyd -arch=x -count=2").attrs_dict == {"arch": "x", "count": 2}
+
+
+def test_a_normalizer_returning_an_undeclared_attribute_is_reported_as_a_backend_bug(toy):
+    toy.kind("toyleaky", attributes=("arch",), normalize=lambda attrs: {**attrs, "extra": 1})
+    with pytest.raises(TargetError, match=r"normalizer of target kind 'toyleaky' returned undeclared.*extra"):
+        Target.parse("toyleaky -arch=x")
+
+
+def test_kinds_without_declared_attributes_leave_names_to_the_normalizer(kinds):
+    assert Target.parse("toyplain -anything=1").attr("anything") == 1
+
+
+@pytest.mark.parametrize("attributes", ["arch", ("arch", "arch"), ("bad name",), (3,), 3])
+def test_declared_attribute_lists_are_validated(attributes):
+    with pytest.raises(TargetError, match="target kind 'toyv': attributes"):
+        TargetKind("toyv", attributes=attributes)
+
+
+# The built-in kinds: unknown attributes and values this host or the hardware cannot have.
+
+
+def test_cpu_target_rejects_a_misspelt_attribute():
+    with pytest.raises(TargetError, match=r"unknown attribute\(s\) iza; allowed: isa \(did you mean -isa"):
+        Target.parse("c -iza=sse")
+
+
+def test_cpu_target_rejects_an_isa_this_host_lacks():
+    from tilecraft.cpu.target import FAMILIES, host_isa, host_isas
+
+    assert Target.parse("cpu").attr("isa") == host_isa()
+    assert host_isas()[0] == host_isa() and host_isas()[-1] == "generic"
+    for isa in host_isas():
+        assert Target.parse(f"c -isa={isa}").attr("isa") == isa
+    foreign = next(f[0] for f in FAMILIES if host_isa() not in f)  # e.g. neon on an x86 host
+    with pytest.raises(TargetError) as info:
+        Target.parse(f"c -isa={foreign}")
+    assert f"isa {foreign!r} is not available on this host" in str(info.value)
+    assert f"valid here: {', '.join(host_isas())}" in str(info.value)
+    with pytest.raises(TargetError, match=r"unknown isa 'sse5'; valid here: "):
+        Target.parse("c -isa=sse5")
+
+
+def test_cuda_arch_specific_suffix_exists_only_from_sm_90a():
+    assert Target.parse("cuda -arch=sm_100a").attr("arch") == "sm_100a"
+    with pytest.raises(TargetError, match="arch sm_80a does not exist.*write sm_80"):
+        Target.parse("cuda -arch=sm_80a")
+
+
+def test_cuda_and_opencl_reject_misspelt_attributes_generically():
+    with pytest.raises(
+        TargetError, match=r"unknown attribute\(s\) archh; allowed: arch, device.*-arch for -archh"
+    ):
+        Target.parse("cuda -archh=sm_90a")
+    with pytest.raises(
+        TargetError, match=r"unknown attribute\(s\) devise; allowed: platform, device.*-device"
+    ):
+        Target.parse("opencl -devise=0")
+
+
+def test_a_bad_tilecraft_target_names_the_variable():
+    with settings.override(TILECRAFT_TARGET="c -iza=sse"), pytest.raises(TargetError) as info:
+        Target.parse("auto")
+    assert str(info.value).startswith("TILECRAFT_TARGET='c -iza=sse' is not a valid target: ")
+    assert "did you mean -isa" in str(info.value)

@@ -42,7 +42,7 @@ def test_known_limits_fill_shared_memory_and_explicit_values_win(no_driver):
     given = Target.parse("cuda -arch=sm_80 -max_shared_memory_per_block_optin=1000 -sm_count=7 -device=2")
     assert given.attrs_dict == {"arch": "sm_80", "device": 2, "max_shared_memory_per_block_optin": 1000,
                                 "sm_count": 7}  # fmt: skip
-    assert Target.parse("cuda -arch=sm_75a").attr("max_shared_memory_per_block_optin") == 64 * 1024
+    assert Target.parse("cuda -arch=sm_75").attr("max_shared_memory_per_block_optin") == 64 * 1024
 
 
 def test_normalizer_is_idempotent(no_driver):

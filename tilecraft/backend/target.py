@@ -21,7 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from tilecraft.backend.errors import TargetError
-from tilecraft.backend.target_kind import lookup_target_kind
+from tilecraft.backend.target_kind import check_attributes, lookup_target_kind
 from tilecraft.errors import TilecraftError
 
 AttrValue = str | int | bool
@@ -164,15 +164,17 @@ def normalize(kind_name: str, attrs: Mapping[str, Any]) -> Target:
     """Resolve `kind_name` (or an alias) and apply its normalizer to `attrs`."""
     kind = lookup_target_kind(kind_name)
     raw = Target(kind.name, tuple(attrs.items()))  # validates what was written before the normalizer sees it
+    check_attributes(kind, attrs)
     if kind.normalize is None:
         return raw
     try:
-        canonical = kind.normalize(dict(attrs))
+        canonical = dict(kind.normalize(dict(attrs)))
     except TilecraftError:
         raise
     except Exception as err:
         raise TargetError(f"target kind {kind.name!r} rejects attributes {dict(attrs)}: {err}") from err
-    return Target(kind.name, tuple(dict(canonical).items()))
+    check_attributes(kind, canonical, written=False)
+    return Target(kind.name, tuple(canonical.items()))
 
 
 def _default_target() -> Target:
@@ -181,7 +183,11 @@ def _default_target() -> Target:
 
     configured = settings.get("TILECRAFT_TARGET")
     if configured and configured.strip() != AUTO:
-        return Target.parse(configured)
+        try:
+            return Target.parse(configured)
+        except TargetError as err:
+            # The user did not write this target in the call; say where it came from.
+            raise TargetError(f"TILECRAFT_TARGET={configured!r} is not a valid target: {err}") from None
     return detect_target()
 
 

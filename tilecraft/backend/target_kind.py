@@ -16,6 +16,7 @@ import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from difflib import get_close_matches
 from typing import TYPE_CHECKING, Any
 
 from tilecraft.backend.errors import TargetError
@@ -29,6 +30,7 @@ Normalizer = Callable[[Attrs], Mapping[str, Any]]
 Detector = Callable[[], "Target | str | None"]
 
 _KIND_NAME = re.compile(r"[a-z][a-z0-9_]*")
+_ATTRIBUTE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 RESERVED_NAMES = ("auto",)
 
 
@@ -36,10 +38,16 @@ RESERVED_NAMES = ("auto",)
 class TargetKind:
     """How one target kind is spelled, normalized and detected.
 
+    `attributes` declares every attribute the kind knows, in the order messages list them: target parsing
+    rejects any other (naming the close match and the allowed ones) before the normalizer runs, and a
+    normalizer that returns an undeclared one is a backend bug reported as such. None leaves the
+    attribute names to the normalizer.
+
     `normalize` receives a mutable copy of the parsed attributes and returns the canonical ones; it must
-    be idempotent (`check_idempotent` in tilecraft.backend.target verifies it on `examples`). `detect`
-    runs only when asked (a target of `"auto"`, a detection report), never at import. `auto=False` keeps
-    the kind out of `"auto"`: for a kind that can run here but should be chosen only by name.
+    reject impossible values with the choices, and be idempotent (`check_idempotent` in
+    tilecraft.backend.target verifies it on `examples`). `detect` runs only when asked (a target of
+    `"auto"`, a detection report), never at import. `auto=False` keeps the kind out of `"auto"`: for a
+    kind that can run here but should be chosen only by name.
     """
 
     name: str
@@ -50,6 +58,8 @@ class TargetKind:
     doc: str = ""
     examples: tuple[str | Mapping[str, Any], ...] = ()
     auto: bool = True
+    # Last, so that kinds written with positional fields before it was added keep their meaning.
+    attributes: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         for name in (self.name, *self.aliases):
@@ -58,9 +68,48 @@ class TargetKind:
             raise TargetError(f"target kind {self.name!r}: auto must be True or False, got {self.auto!r}")
         if len(set(self.aliases)) != len(self.aliases) or self.name in self.aliases:
             raise TargetError(f"target kind {self.name!r}: aliases must be unique and differ from the name")
+        if self.attributes is not None:
+            object.__setattr__(self, "attributes", _check_attribute_names(self.name, self.attributes))
         for label, fn in (("normalize", self.normalize), ("detect", self.detect)):
             if fn is not None and not callable(fn):
                 raise TargetError(f"target kind {self.name!r}: {label} must be callable or None")
+
+
+def _check_attribute_names(kind: str, attributes: Any) -> tuple[str, ...]:
+    if not isinstance(attributes, (tuple, list)) or not all(
+        isinstance(a, str) and _ATTRIBUTE.fullmatch(a) for a in attributes
+    ):
+        raise TargetError(
+            f"target kind {kind!r}: attributes must be a tuple of names matching {_ATTRIBUTE.pattern}, "
+            f"got {attributes!r}"
+        )
+    names = tuple(attributes)
+    if len(set(names)) != len(names):
+        raise TargetError(f"target kind {kind!r}: attributes {names} name one attribute twice")
+    return names
+
+
+def check_attributes(kind: TargetKind, attrs: Mapping[str, Any], written: bool = True) -> None:
+    """Reject attributes `kind` does not declare: as written by the user (with the close match and the
+    allowed list), or, with `written=False`, as returned by its normalizer (a backend bug)."""
+    if kind.attributes is None:
+        return
+    unknown = sorted(key for key in attrs if key not in kind.attributes)
+    if not unknown:
+        return
+    allowed = ", ".join(kind.attributes) or "(none)"
+    if not written:
+        raise TargetError(
+            f"the normalizer of target kind {kind.name!r} returned undeclared attribute(s) "
+            f"{', '.join(unknown)}; declared: {allowed} (a bug in the backend: declare them or drop them)"
+        )
+    hints = [
+        f"-{close[0]} for -{key}" for key in unknown if (close := get_close_matches(key, kind.attributes, 1))
+    ]
+    raise TargetError(
+        f"target {kind.name}: unknown attribute(s) {', '.join(unknown)}; allowed: {allowed}"
+        + (f" (did you mean {', '.join(hints)}?)" if hints else "")
+    )
 
 
 def _check_kind_name(name: str) -> None:

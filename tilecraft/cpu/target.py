@@ -5,11 +5,14 @@ from __future__ import annotations
 import platform
 from functools import cache
 
+from tilecraft.backend.errors import TargetError
 from tilecraft.backend.target import Target
 from tilecraft.backend.target_kind import TargetKind, register_target_kind
 
 KIND = "c"
 ISAS = ("avx512", "avx2", "sse", "neon", "generic")
+# Each processor family's ISAs, widest first: a host runs its own ISA and every narrower one.
+FAMILIES = (("avx512", "avx2", "sse", "generic"), ("neon", "generic"), ("generic",))
 
 
 @cache
@@ -29,13 +32,24 @@ def host_isa() -> str:
     return "sse" if machine in ("x86_64", "amd64") else "generic"
 
 
+def host_isas() -> tuple[str, ...]:
+    """The ISAs a target for this host may name: the host's widest and the narrower ones of its family."""
+    widest = host_isa()
+    family = next(f for f in FAMILIES if widest in f)
+    return family[family.index(widest) :]
+
+
 def normalize(attrs: dict) -> dict:
-    """Fill `isa` from the host and check it; idempotent."""
+    """Fill `isa` from the host and check that this host has it; idempotent."""
     isa = attrs.get("isa") or host_isa()
     if isa not in ISAS:
-        from tilecraft.backend.errors import TargetError
-
-        raise TargetError(f"target {KIND}: unknown isa {isa!r}; valid: {', '.join(ISAS)}")
+        raise TargetError(f"target {KIND}: unknown isa {isa!r}; valid here: {', '.join(host_isas())}")
+    if isa not in host_isas():
+        # The library is built for this machine (-march=native); a target naming an ISA it lacks would lie.
+        raise TargetError(
+            f"target {KIND}: isa {isa!r} is not available on this host ({platform.machine()}, widest: "
+            f"{host_isa()}); valid here: {', '.join(host_isas())}"
+        )
     return {**attrs, "isa": isa}
 
 
@@ -48,10 +62,11 @@ CPU_TARGET_KIND = register_target_kind(
     TargetKind(
         KIND,
         aliases=("cpu",),
+        attributes=("isa",),
         normalize=normalize,
         detect=detect,
         detect_priority=99,
         doc="the host processor: a block runs as one thread, blocks run in parallel (OpenMP)",
-        examples=("c", "cpu", "c -isa=avx2", {"kind": "cpu"}),
+        examples=("c", "cpu", "c -isa=generic", {"kind": "cpu"}),
     )
 )

@@ -53,13 +53,19 @@ def parse_arch(value: Any) -> str:
     if not isinstance(value, str):
         raise _bad_arch(value)
     text = value.strip().lower()
-    capability = _CAPABILITY.fullmatch(text)
-    if capability:
-        return f"sm_{capability.group(1)}{capability.group(2)}"
+    dotted = _CAPABILITY.fullmatch(text)
+    if dotted:
+        return f"sm_{dotted.group(1)}{dotted.group(2)}"
     match = _ARCH.fullmatch(text)
     if match is None:
         raise _bad_arch(value)
-    return f"sm_{match.group(1)}{match.group(2)}"
+    arch = f"sm_{match.group(1)}{match.group(2)}"
+    if match.group(2) and capability(arch) < ARCH_SPECIFIC[0]:
+        raise TargetError(
+            f"target {KIND}: arch {arch} does not exist: the arch-specific 'a' suffix starts at sm_90a "
+            f"(sm_90a, sm_100a, ...); write sm_{match.group(1)} for this GPU"
+        )
+    return arch
 
 
 def _bad_arch(value: Any) -> TargetError:
@@ -84,12 +90,8 @@ def arch_for_capability(major: int, minor: int) -> str:
 
 def normalize(attrs: dict[str, Any]) -> dict[str, Any]:
     """Canonical attributes: `arch` as sm_XY[a] (read from the device when not given), `device`
-    (default 0), and the limits known for the arch; idempotent."""
-    unknown = sorted(set(attrs) - set(ATTRIBUTES))
-    if unknown:
-        raise TargetError(
-            f"target {KIND}: unknown attribute(s) {', '.join(unknown)}; allowed: {', '.join(ATTRIBUTES)}"
-        )
+    (default 0), and the limits known for the arch; idempotent. Unknown attribute names never get here:
+    target parsing rejects them against ATTRIBUTES."""
     device = _non_negative(attrs.get("device", 0), "device")
     out: dict[str, Any] = {"device": device}
     info = None
@@ -151,6 +153,7 @@ CUDA_TARGET_KIND = register_target_kind(
     TargetKind(
         KIND,
         aliases=ALIASES,
+        attributes=ATTRIBUTES,
         normalize=normalize,
         detect=detect,
         detect_priority=10,

@@ -6,12 +6,14 @@ Everything printed comes from the registries; the command line knows no backend 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from tilecraft import __version__, settings
-from tilecraft.backend import BackendModule, detection_report, registered_backends
+from tilecraft.backend import BackendModule, Target, detection_report, registered_backends
 from tilecraft.errors import TilecraftError
 from tilecraft.execution import KernelCache, registered_execution_backends
 
@@ -69,15 +71,19 @@ def describe_backend(backend: BackendModule) -> list[str]:
 
 
 def cmd_doctor() -> int:
-    """Print what tilecraft sees on this machine, for bug reports."""
+    """Print what tilecraft sees on this machine, for bug reports. Every problem found is a line of the
+    `problems` section; nothing in a broken environment makes it raise."""
     print(f"tilecraft {__version__}")
     print(f"python    {platform.python_version()} ({sys.executable})")
     print(f"numpy     {_numpy_version()}")
     print(f"platform  {platform.platform()}")
     _section("target detection (in `auto` order)", _detection_lines())
     _section("execution backends", _execution_lines())
-    _section("cache", [_cache_line()])
-    _section("settings", settings.describe().splitlines())
+    cache_line, cache_problems = _cache_report()
+    _section("cache", [cache_line])
+    setting_problems = _setting_problems()
+    _section("settings", _guarded(lambda: settings.describe(setting_problems).splitlines(), "settings table"))
+    _section("problems", [*setting_problems.values(), *cache_problems])
     return 0
 
 
@@ -95,29 +101,83 @@ def _numpy_version() -> str:
     return numpy.__version__
 
 
-def _detection_lines() -> list[str]:
+def _guarded(lines: Callable[[], list[str]], what: str) -> list[str]:
+    # doctor reports problems; it must not crash on them
     try:
-        return [result.describe() for result in detection_report()]
-    except Exception as err:  # doctor reports problems; it must not crash on them
-        return [f"detection failed: {type(err).__name__}: {err}"]
+        return lines()
+    except Exception as err:
+        return [f"{what} failed: {type(err).__name__}: {err}"]
+
+
+def _detection_lines() -> list[str]:
+    return _guarded(lambda: [result.describe() for result in detection_report()], "detection")
 
 
 def _execution_lines() -> list[str]:
-    try:
+    def lines() -> list[str]:
         registered_backends()  # imports the built-in backends, which register their execution backends
         return [f"{spec.name}: {spec.check().describe()}" for spec in registered_execution_backends()]
-    except Exception as err:
-        return [f"listing failed: {type(err).__name__}: {err}"]
+
+    return _guarded(lines, "listing")
 
 
-def _cache_line() -> str:
+def _cache_report() -> tuple[str, list[str]]:
+    """The cache line, and its problems (an invalid setting is reported with the other settings)."""
     cache = KernelCache()
+    try:
+        root = cache.root
+        enabled = cache.enabled
+    except TilecraftError as err:
+        return f"unknown: {err}", []
+    state = "enabled" if enabled else "disabled (TILECRAFT_DISABLE_CACHE)"
     try:
         entries, size = cache.size()
     except OSError as err:
-        return f"{cache.root} (unreadable: {err})"
-    state = "enabled" if cache.enabled else "disabled (TILECRAFT_DISABLE_CACHE)"
-    return f"{cache.root}: {entries} entries, {size / 2**20:.1f} MiB, {state}"
+        return f"{root} (unreadable: {err})", [f"cache directory {root} cannot be read: {err}"]
+    problem = _unwritable(root) if enabled else ""
+    if problem:
+        problem = (f"cache directory {root} {problem}; kernels are compiled afresh in every process "
+                   "(set TILECRAFT_CACHE_DIR to a writable directory)")  # fmt: skip
+    return f"{root}: {entries} entries, {size / 2**20:.1f} MiB, {state}", [problem] if problem else []
+
+
+def _unwritable(directory: Path) -> str:
+    """Why `directory` cannot be created or written, or "" when it can."""
+    existing = next((p for p in (directory, *directory.parents) if p.exists()), None)
+    if existing is None:
+        return ""
+    if not existing.is_dir():
+        return f"cannot be created: {existing} is a file"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return (
+            "is not writable" if existing == directory else f"cannot be created in {existing} (not writable)"
+        )
+    return ""
+
+
+def _setting_problems() -> dict[str, str]:
+    """Invalid settings, unknown TILECRAFT_* variables, and a TILECRAFT_TARGET that does not parse. The
+    sections before loaded the backends, so the settings they declare are known by now."""
+    try:
+        found = settings.problems()
+        problem = "" if "TILECRAFT_TARGET" in found else _target_problem()
+    except Exception as err:  # doctor reports problems; it must not crash on them
+        return {"(settings)": f"checking the settings failed: {type(err).__name__}: {err}"}
+    if problem:
+        found["TILECRAFT_TARGET"] = problem
+    return found
+
+
+def _target_problem() -> str:
+    """Why TILECRAFT_TARGET cannot be used, or "" when it is unset or parses."""
+    configured = settings.get("TILECRAFT_TARGET")
+    if not configured or configured.strip() == "auto":
+        return ""
+    try:
+        Target.parse("auto")  # reads TILECRAFT_TARGET, and says so when it fails
+    except Exception as err:
+        return str(err)
+    return ""
 
 
 def cmd_settings() -> int:

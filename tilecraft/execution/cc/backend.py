@@ -48,8 +48,10 @@ class CCExecutionBackend(ExecutionBackend):
         cc = toolchain.compiler()
         openmp = toolchain.use_openmp(cc)
         user = list(artifact.extra_value("compile_flags", ()) or ())
+        # The whole command: launcher, compiler and the setting's options (in `flags`), so `gcc -O0` and
+        # `gcc` never share a build.
         return {
-            "compiler": cc.path,
+            "compiler": list(cc.program),
             "flags": list(cc.flags(openmp)) + user,
             "openmp": openmp,
             "user_flags": user,
@@ -63,6 +65,7 @@ class CCExecutionBackend(ExecutionBackend):
             )
         source = artifact.source(DEVICE_FORMAT) + "\n" + (artifact.host_source or "")
         options = self.build_options(artifact, ctx)
+        # Only used when the compile fails; an unwritable cache makes the toolchain keep it elsewhere.
         keep = self.cache.root / "failed" / self.cache_key(artifact, ctx)[:16]
         library = toolchain.compile_shared(source, [], options["openmp"], keep, tuple(options["user_flags"]))
         return {LIBRARY: library, SOURCE: source.encode()}, options

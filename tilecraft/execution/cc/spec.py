@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import shlex
+
 from tilecraft.execution.base import Availability, ExecutionBackendSpec
 
 
 def _availability() -> Availability:
-    from tilecraft.execution.cc.toolchain import INSTALL_HINT, find_compiler_path
+    from tilecraft.execution.cc.toolchain import CompilerNotFound, locate
 
-    path = find_compiler_path()
-    if path is None:
-        return Availability(False, "no C compiler found (looked for $TILECRAFT_CC, $CC, gcc, clang, cc)",
-                            INSTALL_HINT)  # fmt: skip
-    return Availability(True, f"C compiler {path}")
+    try:
+        found = locate()
+    except CompilerNotFound as err:
+        return Availability(False, err.reason, err.fix)
+    return Availability(True, f"C compiler {shlex.join(found.program + found.options)} (from {found.origin})")
 
 
 CC = ExecutionBackendSpec(

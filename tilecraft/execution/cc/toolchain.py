@@ -1,17 +1,36 @@
-"""The system C compiler: discovery, version, OpenMP support, and compiling to a shared library."""
+"""The system C compiler: discovery, version, OpenMP support, and compiling to a shared library.
+
+The compiler is a command line: TILECRAFT_CC, else CC, else the first of gcc, clang, cc on PATH. A
+setting is split as a shell would split it, so `ccache gcc` and `gcc -O0` work. The words before the
+first option are the program (a launcher such as ccache, then the compiler); the options after them
+are passed after tilecraft's own flags, so they win (`gcc -O0` really builds with -O0).
+
+Each compile works in a private directory `<tmp>/tilecraft-cc-<pid>-*` that holds a lock while it is in
+use; a directory whose owner died (a process killed mid-compile) is swept at the next compile.
+"""
 
 from __future__ import annotations
 
 import functools
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from tilecraft import settings
 from tilecraft.errors import ToolchainError
+
+try:
+    import fcntl
+except ImportError:  # not on Windows: stale directories are then told by their owner's pid alone
+    fcntl = None  # type: ignore[assignment]
 
 CANDIDATES = ("gcc", "clang", "cc")
 BASE_FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=gnu11", "-fno-math-errno", "-fopenmp-simd")
@@ -19,64 +38,156 @@ INSTALL_HINT = (
     "install a C compiler (Debian/Ubuntu: `apt install gcc`; Fedora: `dnf install gcc`; macOS: "
     "`xcode-select --install`) or point TILECRAFT_CC or CC at one"
 )
+BUILD_PREFIXES = ("tilecraft-cc-", "tilecraft-omp-")
+LOCK_NAME = "owner.lock"
+# A free lock whose pid is alive again (pid reuse) is stale once this old; no live compile is unlocked
+# for more than a moment (between creating its directory and locking it).
+STALE_AFTER_S = 60.0
+# Directories without a lock (written by older versions) are swept once this old.
+UNLOCKED_STALE_AFTER_S = 24 * 3600.0
+# `<prefix><pid>-<random>`; `<prefix><random>` is how versions before the pid was added named them.
+_BUILD_DIR = re.compile(r"(?:" + "|".join(map(re.escape, BUILD_PREFIXES)) + r")(?:(\d+)-)?[a-z0-9_]{8}")
 
 
 @dataclass(frozen=True)
 class Compiler:
-    path: str
+    """A resolved compiler command: `program` (launcher words and compiler; the first word is a path) and
+    the setting's own `options`, its version, OpenMP support, and the setting it came from."""
+
+    program: tuple[str, ...]
+    options: tuple[str, ...]
     version: str
     openmp: bool
+    origin: str = "PATH"
+
+    @property
+    def path(self) -> str:
+        """The executable that runs (the launcher when there is one)."""
+        return self.program[0]
+
+    @property
+    def command(self) -> tuple[str, ...]:
+        """The whole command as configured, for messages and the cache key."""
+        return self.program + self.options
+
+    def describe(self) -> str:
+        return shlex.join(self.command)
 
     def flags(self, openmp: bool) -> tuple[str, ...]:
-        return BASE_FLAGS + (("-fopenmp",) if openmp else ())
+        """tilecraft's flags, then the setting's own options (later options win)."""
+        return BASE_FLAGS + (("-fopenmp",) if openmp else ()) + self.options
 
 
-def _requested() -> str | None:
-    return settings.get("TILECRAFT_CC") or os.environ.get("CC") or None
+@dataclass(frozen=True)
+class CompilerCommand:
+    """A compiler command located on this machine, before it has been run."""
+
+    program: tuple[str, ...]
+    options: tuple[str, ...]
+    origin: str
 
 
-def find_compiler_path() -> str | None:
-    """The compiler from TILECRAFT_CC or CC, else the first of gcc, clang, cc on PATH."""
+def _requested() -> tuple[str, str] | None:
+    """(variable, text) of the compiler setting in force, or None when neither is set."""
+    try:
+        configured = settings.get("TILECRAFT_CC")
+    except settings.SettingError as err:
+        raise CompilerNotFound(str(err), _fix("TILECRAFT_CC")) from None
+    if configured:
+        return "TILECRAFT_CC", configured
+    cc = os.environ.get("CC")
+    return ("CC", cc) if cc else None
+
+
+def _fix(variable: str) -> str:
+    return (
+        f"correct or unset {variable} (unset, {', '.join(CANDIDATES)} are looked for on PATH); {INSTALL_HINT}"
+    )
+
+
+class CompilerNotFound(ToolchainError):
+    """No usable compiler command: `reason` says what is wrong and where it looked, `fix` what to do."""
+
+    def __init__(self, reason: str, fix: str = INSTALL_HINT) -> None:
+        self.reason = reason
+        self.fix = fix
+        super().__init__(f"{reason}; {fix}")
+
+
+def compiler_command(variable: str, text: str) -> CompilerCommand:
+    """The compiler a setting names: its program words, resolved, and its options; CompilerNotFound
+    naming `variable` and what is wrong."""
+    try:
+        words = settings.split_command(text)
+        path = settings.find_program(words[0])
+    except (ValueError, OSError) as err:
+        raise CompilerNotFound(f"{variable}={text!r} cannot be used: {err}", _fix(variable)) from None
+    first_option = next((i for i, word in enumerate(words) if word.startswith("-")), len(words))
+    return CompilerCommand((path, *words[1:first_option]), tuple(words[first_option:]), variable)
+
+
+def locate() -> CompilerCommand:
+    """The compiler command to use, resolved but not run; CompilerNotFound saying what is missing and
+    where it looked."""
     requested = _requested()
-    if requested:
-        return shutil.which(requested) or (requested if os.access(requested, os.X_OK) else None)
+    if requested is not None:
+        return compiler_command(*requested)
     for name in CANDIDATES:
         path = shutil.which(name)
         if path:
-            return path
-    return None
+            return CompilerCommand((path,), (), "PATH")
+    raise CompilerNotFound(
+        f"no C compiler found (TILECRAFT_CC and CC are unset; looked for {', '.join(CANDIDATES)} on PATH "
+        f"{os.environ.get('PATH', '')})"
+    )
 
 
-@functools.lru_cache(maxsize=8)
-def _describe(path: str) -> Compiler:
+def find_compiler_path() -> str | None:
+    """The executable of the compiler command in force, or None when there is none."""
     try:
-        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ToolchainError(f"C compiler {path} does not run: {exc}; {INSTALL_HINT}") from None
-    version = (out.stdout or out.stderr).splitlines()[0] if (out.stdout or out.stderr) else "unknown"
-    return Compiler(path, version, _probe_openmp(path))
-
-
-def _probe_openmp(path: str) -> bool:
-    source = "#include <omp.h>\nint f(void) { return omp_get_max_threads(); }\n"
-    with tempfile.TemporaryDirectory(prefix="tilecraft-omp-") as tmp:
-        src = Path(tmp) / "probe.c"
-        src.write_text(source)
-        cmd = [path, "-fopenmp", "-fPIC", "-shared", str(src), "-o", str(Path(tmp) / "probe.so")]
-        try:
-            return subprocess.run(cmd, capture_output=True, timeout=60).returncode == 0
-        except (OSError, subprocess.TimeoutExpired):
-            return False
+        return locate().program[0]
+    except CompilerNotFound:
+        return None
 
 
 def compiler() -> Compiler:
-    """The compiler to use; a clear error when there is none."""
-    path = find_compiler_path()
-    if path is None:
-        requested = _requested()
-        what = f"the requested C compiler {requested!r} was not found" if requested else "no C compiler found"
-        raise ToolchainError(f"{what} (looked for {', '.join(CANDIDATES)} on PATH); {INSTALL_HINT}")
-    return _describe(path)
+    """The compiler to use, described (version, OpenMP); a clear error when there is none."""
+    found = locate()
+    return _describe(found.program, found.options, found.origin)
+
+
+@functools.lru_cache(maxsize=8)
+def _describe(program: tuple[str, ...], options: tuple[str, ...], origin: str) -> Compiler:
+    command = [*program, *options]
+    try:
+        out = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ToolchainError(
+            f"the C compiler {shlex.join(command)} does not run: {exc}; {INSTALL_HINT}"
+        ) from None
+    lines = (out.stdout or out.stderr).splitlines()
+    # A compiler without --version may still compile; a launcher that cannot find its compiler fails
+    # the compile, whose error shows the launcher's message.
+    if out.returncode != 0:
+        version = f"unknown (--version exited {out.returncode})"
+    else:
+        version = lines[0] if lines else "unknown (--version printed nothing)"
+    return Compiler(program, options, version, _probe_openmp(command), origin)
+
+
+def _probe_openmp(command: list[str]) -> bool:
+    source = "#include <omp.h>\nint f(void) { return omp_get_max_threads(); }\n"
+    with build_dir("tilecraft-omp-") as tmp:
+        src = tmp / "probe.c"
+        out = tmp / "probe.so"
+        src.write_text(source)
+        try:
+            result = subprocess.run([*command, "-fopenmp", "-fPIC", "-shared", str(src), "-o", str(out)],
+                                    capture_output=True, timeout=60)  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        # A "compiler" that exits 0 without writing anything (/bin/true) supports nothing.
+        return result.returncode == 0 and out.is_file()
 
 
 def use_openmp(cc: Compiler) -> bool:
@@ -86,8 +197,8 @@ def use_openmp(cc: Compiler) -> bool:
         return False
     if wanted is True and not cc.openmp:
         raise ToolchainError(
-            f"TILECRAFT_OPENMP=1 but {cc.path} cannot build OpenMP code; install libgomp (gcc) or libomp "
-            "(clang), or unset TILECRAFT_OPENMP"
+            f"TILECRAFT_OPENMP=1 but {cc.describe()} cannot build OpenMP code; install libgomp (gcc) or "
+            "libomp (clang), or unset TILECRAFT_OPENMP"
         )
     return cc.openmp
 
@@ -97,40 +208,151 @@ def compile_shared(
 ) -> bytes:
     """Compile `source` to a shared library and return its bytes.
 
-    On failure the source stays in `keep_dir` and the error shows the command and the compiler output.
+    On failure the source is kept in `keep_dir` (created only then; a new temporary directory when
+    `keep_dir` cannot be written) and the error shows the command and the compiler output.
     """
     cc = compiler()
-    keep_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="tilecraft-cc-") as tmp:
-        src = Path(tmp) / "kernel.c"
-        out = Path(tmp) / "kernel.so"
+    with build_dir("tilecraft-cc-") as tmp:
+        src = tmp / "kernel.c"
+        out = tmp / "kernel.so"
         src.write_text(source)
-        cmd = [cc.path, *cc.flags(openmp), *extra_flags, *(f"-I{d}" for d in include_dirs), str(src), "-o", str(out),
-               "-lm"]  # fmt: skip
-        result = subprocess.run(cmd, capture_output=True, text=True)
-        if result.returncode != 0:
-            kept = keep_dir / "kernel.c"
-            kept.write_text(source)
-            shown = " ".join(cmd).replace(str(src), str(kept))
-            raise ToolchainError(
-                f"the C compiler failed (exit {result.returncode})\n  command: {shown}\n"
-                f"  generated source: {kept}\n{result.stderr.strip()}"
-            )
-        return out.read_bytes()
+        cmd = [*cc.program, *cc.flags(openmp), *extra_flags, *(f"-I{d}" for d in include_dirs), str(src), "-o",
+               str(out), "-lm"]  # fmt: skip
+        return _run(cmd, source, src, out, keep_dir)
 
 
 def compile_object(source: str) -> bytes:
     """Compile `source` to an object file (no linking) and return its bytes."""
     cc = compiler()
-    with tempfile.TemporaryDirectory(prefix="tilecraft-cc-") as tmp:
-        src = Path(tmp) / "kernel.c"
-        out = Path(tmp) / "kernel.o"
+    with build_dir("tilecraft-cc-") as tmp:
+        src = tmp / "kernel.c"
+        out = tmp / "kernel.o"
         src.write_text(source)
         flags = [f for f in cc.flags(False) if f != "-shared"]
-        cmd = [cc.path, *flags, "-c", str(src), "-o", str(out)]
+        return _run([*cc.program, *flags, "-c", str(src), "-o", str(out)], source, src, out, None)
+
+
+def _run(cmd: list[str], source: str, src: Path, out: Path, keep_dir: Path | None) -> bytes:
+    """Run one compile; the output file's bytes, or a ToolchainError with the command and its output."""
+    try:
         result = subprocess.run(cmd, capture_output=True, text=True)
-        if result.returncode != 0:
-            shown = " ".join(cmd)
-            raise ToolchainError(f"the C compiler failed (exit {result.returncode})\n  command: {shown}\n"
-                                 f"{result.stderr.strip()}")  # fmt: skip
-        return out.read_bytes()
+    except OSError as err:
+        raise ToolchainError(f"the C compiler does not run: {err}\n  command: {shlex.join(cmd)}") from None
+    output = "\n".join(text.strip() for text in (result.stderr, result.stdout) if text.strip())
+    if result.returncode != 0:
+        raise _failure(
+            f"the C compiler failed (exit {result.returncode})", cmd, source, src, keep_dir, output
+        )
+    if not out.is_file():
+        raise _failure(f"the C compiler exited 0 but wrote no {out.name}", cmd, source, src, keep_dir, output)
+    return out.read_bytes()
+
+
+def _failure(what: str, cmd: list[str], source: str, src: Path, keep_dir: Path | None, output: str
+             ) -> ToolchainError:  # fmt: skip
+    shown = shlex.join(cmd)
+    if keep_dir is None:
+        return ToolchainError(f"{what}\n  command: {shown}\n{output}".rstrip())
+    kept, note = keep_source(source, keep_dir)
+    if kept is not None:
+        shown = shown.replace(str(src), str(kept))
+    where = str(kept) if kept is not None else "not kept"
+    return ToolchainError(f"{what}\n  command: {shown}\n  generated source: {where}{note}\n{output}".rstrip())
+
+
+def keep_source(source: str, keep_dir: Path) -> tuple[Path | None, str]:
+    """Write a failed compile's source where the user can open it: `keep_dir`, else a new temporary
+    directory. Returns the file (None when neither can be written) and a note saying what went wrong."""
+    problems = []
+    for make_dir in (lambda: _made(keep_dir), lambda: Path(tempfile.mkdtemp(prefix="tilecraft-failed-"))):
+        try:
+            path = make_dir() / "kernel.c"
+            path.write_text(source)
+        except OSError as err:
+            problems.append(str(err))
+            continue
+        note = f" (could not write {keep_dir}: {problems[0]})" if problems else ""
+        return path, note
+    return None, f" (could not write {keep_dir} nor a temporary directory: {'; '.join(problems)})"
+
+
+def _made(directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+@contextmanager
+def build_dir(prefix: str) -> Iterator[Path]:
+    """A private directory `<tmp>/<prefix><pid>-*`, locked while in use and removed afterwards; stale
+    ones left by dead processes are swept first."""
+    sweep_stale_build_dirs()
+    directory = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))
+    lock = _hold_lock(directory)
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+        if lock is not None:
+            os.close(lock)
+
+
+def _hold_lock(directory: Path) -> int | None:
+    """An exclusive lock on `directory`'s lock file, released when the descriptor is closed or the process
+    dies; None where locks are not available."""
+    if fcntl is None:
+        return None
+    fd = os.open(directory / LOCK_NAME, os.O_CREAT | os.O_WRONLY, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+def sweep_stale_build_dirs(root: Path | None = None) -> list[Path]:
+    """Remove build directories whose owner is gone (killed mid-compile); returns those removed."""
+    root = Path(root) if root is not None else Path(tempfile.gettempdir())
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return []
+    removed = []
+    for entry in entries:
+        match = _BUILD_DIR.fullmatch(entry.name)
+        pid = int(match.group(1)) if match is not None and match.group(1) else None
+        if match is None or pid == os.getpid() or not entry.is_dir(follow_symlinks=False):
+            continue
+        if _is_stale(Path(entry.path), pid):
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(Path(entry.path))
+    return removed
+
+
+def _is_stale(directory: Path, pid: int | None) -> bool:
+    try:
+        age = time.time() - directory.stat().st_mtime
+    except OSError:
+        return False
+    lock = directory / LOCK_NAME
+    if pid is None or fcntl is None or not lock.exists():
+        return (pid is not None and not _alive(pid) and age > STALE_AFTER_S) or age > UNLOCKED_STALE_AFTER_S
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except OSError:
+        return False  # another user's: not ours to judge
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False  # the owner holds it: a compile is running
+    finally:
+        os.close(fd)
+    return not _alive(pid) or age > STALE_AFTER_S
+
+
+def _alive(pid: int) -> bool:
+    if os.name == "nt":
+        return True  # os.kill there terminates the process instead of probing it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True

@@ -10,17 +10,12 @@ DLPACK_CUDA = 2  # kDLCUDA: the DLPack device code of the arrays its launcher ac
 def _availability() -> Availability:
     """nvcc (TILECRAFT_NVCC, $CUDA_HOME/bin, $CUDA_PATH/bin, PATH, /usr/local/cuda/bin), then the driver
     and a device."""
-    from tilecraft import settings
     from tilecraft.execution.nvcc import toolchain
     from tilecraft.execution.nvrtc.probe import device_availability
 
     path = toolchain.find_nvcc()
     if path is None:
-        configured = settings.get("TILECRAFT_NVCC")
-        what = f"TILECRAFT_NVCC={configured} is not an executable nvcc" if configured else "nvcc not found"
-        return Availability(
-            False, f"{what} (looked in {toolchain.describe_search()})", toolchain.INSTALL_HINT
-        )
+        return Availability(False, toolchain.missing_reason(), toolchain.INSTALL_HINT)
     devices = device_availability()
     if not devices.ok:
         return devices

@@ -27,10 +27,15 @@ INSTALL_HINT = (
 _RELEASE = re.compile(r"release (\d+\.\d+), V([\d.]+)")
 
 
+def _configured() -> Path | None:
+    # Unchecked: an unusable TILECRAFT_NVCC is diagnosed here, with where else nvcc was looked for.
+    configured = settings.get("TILECRAFT_NVCC", check=False)
+    return Path(configured) if configured else None
+
+
 def _candidates() -> list[tuple[str, Path | None]]:
     """(where, path) in lookup order; a None path means "not set"."""
-    configured = settings.get("TILECRAFT_NVCC")
-    found = [("TILECRAFT_NVCC", Path(configured) if configured else None)]
+    found = [("TILECRAFT_NVCC", _configured())]
     for variable in ("CUDA_HOME", "CUDA_PATH"):
         root = os.environ.get(variable)
         found.append((f"${variable}/bin", Path(root) / "bin" / "nvcc" if root else None))
@@ -41,11 +46,11 @@ def _candidates() -> list[tuple[str, Path | None]]:
 
 
 def find_nvcc() -> str | None:
-    """nvcc from TILECRAFT_NVCC, else $CUDA_HOME/bin, $CUDA_PATH/bin, PATH, /usr/local/cuda/bin."""
-    configured = settings.get("TILECRAFT_NVCC")
-    if configured:
-        path = Path(configured)
-        path = path / "nvcc" if path.is_dir() else path
+    """nvcc from TILECRAFT_NVCC, else $CUDA_HOME/bin, $CUDA_PATH/bin, PATH, /usr/local/cuda/bin; None when
+    TILECRAFT_NVCC is set but unusable (it is never silently replaced by another nvcc)."""
+    configured = _configured()
+    if configured is not None:
+        path = configured / "nvcc" if configured.is_dir() else configured
         return str(path) if _executable(path) else None
     for _, path in _candidates()[1:]:
         if path is not None and _executable(path):
@@ -57,13 +62,18 @@ def _executable(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
 
 
+def missing_reason() -> str:
+    """Why there is no nvcc: what is wrong with TILECRAFT_NVCC, or that none was found, and where it looked."""
+    configured = _configured()
+    what = f"TILECRAFT_NVCC={configured} is not an executable nvcc" if configured else "nvcc not found"
+    return f"{what} (looked in {describe_search()})"
+
+
 def nvcc_path() -> str:
     """The nvcc to use; ToolchainError saying where it looked and how to install one."""
     path = find_nvcc()
     if path is None:
-        configured = settings.get("TILECRAFT_NVCC")
-        what = f"TILECRAFT_NVCC={configured} is not an executable nvcc" if configured else "nvcc not found"
-        raise ToolchainError(f"{what} (looked in {describe_search()}); {INSTALL_HINT}")
+        raise ToolchainError(f"{missing_reason()}; {INSTALL_HINT}")
     return path
 
 
@@ -108,20 +118,32 @@ def compile_cubin(
         except OSError as err:
             raise ToolchainError(f"nvcc at {nvcc} does not run: {err}; {INSTALL_HINT}") from None
         if result.returncode != 0:
-            raise _failure(source, cmd, src, result, keep_dir)
+            raise _failure(f"nvcc failed (exit {result.returncode})", source, cmd, src, result, keep_dir)
+        if not out.is_file():
+            raise _failure(f"nvcc exited 0 but wrote no {out.name}", source, cmd, src, result, keep_dir)
         return out.read_bytes()
 
 
-def _failure(source: str, cmd: list[str], src: Path, result: subprocess.CompletedProcess, keep_dir: Path | None
-             ) -> ToolchainError:  # fmt: skip
-    kept = keep_source(source, keep_dir, "tilecraft-nvcc-")
+def _failure(what: str, source: str, cmd: list[str], src: Path, result: subprocess.CompletedProcess,
+             keep_dir: Path | None) -> ToolchainError:  # fmt: skip
+    kept, note = _keep(source, keep_dir)
     # Show the command and messages as if nvcc had run in the directory that is kept.
-    shown = " ".join(cmd).replace(str(src.parent), str(kept.parent))
-    output = (
-        (result.stderr.strip() + "\n" + result.stdout.strip())
-        .strip()
-        .replace(str(src.parent), str(kept.parent))
-    )
-    return ToolchainError(
-        f"nvcc failed (exit {result.returncode})\n  command: {shown}\n  generated source: {kept}\n{output}"
-    )
+    moved = str(kept.parent) if kept is not None else str(src.parent)
+    shown = " ".join(cmd).replace(str(src.parent), moved)
+    output = (result.stderr.strip() + "\n" + result.stdout.strip()).strip().replace(str(src.parent), moved)
+    where = f"{kept}{note}" if kept is not None else f"not kept{note}"
+    return ToolchainError(f"{what}\n  command: {shown}\n  generated source: {where}\n{output}".rstrip())
+
+
+def _keep(source: str, keep_dir: Path | None) -> tuple[Path | None, str]:
+    """The kept source (in `keep_dir`, else a new temporary directory) and a note on what could not be
+    written: an unwritable cache must not hide nvcc's messages."""
+    problems: list[str] = []
+    for directory in dict.fromkeys((keep_dir, None)):
+        try:
+            kept = keep_source(source, directory, "tilecraft-nvcc-")
+        except OSError as err:
+            problems.append(str(err))
+            continue
+        return kept, (f" (could not write {keep_dir}: {problems[0]})" if problems else "")
+    return None, f" (could not be written: {'; '.join(problems)})"
