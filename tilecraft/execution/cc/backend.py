@@ -63,7 +63,7 @@ class CCExecutionBackend(ExecutionBackend):
             )
         source = artifact.source(DEVICE_FORMAT) + "\n" + (artifact.host_source or "")
         options = self.build_options(artifact, ctx)
-        keep = self.cache.root / "failed" / self.cache_key(artifact, ctx)[:16]
+        keep = self.cache.failure_dir(self.cache_key(artifact, ctx))
         library = toolchain.compile_shared(source, [], options["openmp"], keep, tuple(options["user_flags"]))
         return {LIBRARY: library, SOURCE: source.encode()}, options
 
