@@ -411,12 +411,16 @@ class KernelCache:
         return self._commit(staged, final)
 
     def failure_dir(self, key: str) -> Path:
-        """Where a build that fails keeps its source for the user to read; nothing is created here.
+        """Where a build that fails keeps its source for the user to read (the directory is not created):
         `<root>/failed/<key[:16]>` when the cache is in use and writable, else a fresh, unguessable name
         under the system temporary directory (so a disabled cache stays untouched)."""
         self.entry_dir(key)  # validates the key, which becomes a path component
-        if self.enabled and (root := self.open()) is not None and os.access(root, os.W_OK):
-            return root / "failed" / key[:16]
+        if self.enabled and (root := self.open()) is not None:
+            try:  # trying is the only test of writability that holds for root and read-only mounts
+                (root / "failed").mkdir(mode=0o700, exist_ok=True)
+                return root / "failed" / key[:16]
+            except OSError:
+                pass
         return Path(tempfile.gettempdir()) / f"tilecraft-failed-{os.urandom(8).hex()}" / key[:16]
 
     def _commit(self, staged: CacheEntry, final: Path) -> CacheEntry:
