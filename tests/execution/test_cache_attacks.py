@@ -64,7 +64,7 @@ def junk(root: Path) -> list[str]:
     return sorted(p.name for p in root.rglob("*") if p.name.startswith((".tmp-", ".trash-")))
 
 
-def forge(directory: Path, files: dict[str, bytes]) -> None:
+def forge(directory: Path, files: dict[str, bytes], version: int = cache_module.FORMAT_VERSION) -> None:
     """Replace an entry's content the way an attacker with write access would: index recomputed."""
     key = json.loads((directory / INDEX).read_text())["key"]
     for old in directory.iterdir():
@@ -72,7 +72,7 @@ def forge(directory: Path, files: dict[str, bytes]) -> None:
     for name, data in files.items():
         (directory / name).write_bytes(data)
     digests = {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
-    index = {"version": cache_module.FORMAT_VERSION, "key": key, "meta": {}, "files": digests}
+    index = {"version": version, "key": key, "meta": {}, "files": digests}
     (directory / INDEX).write_text(json.dumps(index))
 
 
@@ -176,6 +176,19 @@ def test_a_forged_pickle_in_an_export_is_never_loaded(root, tmp_path):
     forge(exported, {**files, "artifact.pickle": pickle.dumps(Payload(marker))})
     with pytest.raises(
         BackendError, match="older tilecraft that pickled the artifact.*export the kernel again"
+    ):
+        kernel._backend.import_built(exported)
+    assert not marker.exists()
+
+
+def test_an_export_of_the_pickle_era_is_refused_with_what_to_do(root, tmp_path):
+    marker = tmp_path / "pwned"
+    kernel = compile_and_run(root)
+    exported = kernel.export(tmp_path / "export")
+    files = {p.name: p.read_bytes() for p in exported.iterdir() if not p.name.startswith(("artifact", INDEX))}
+    forge(exported, {**files, "artifact.pickle": pickle.dumps(Payload(marker))}, version=1)
+    with pytest.raises(
+        BackendError, match="export format 1; this one reads format 2; export the kernel again"
     ):
         kernel._backend.import_built(exported)
     assert not marker.exists()

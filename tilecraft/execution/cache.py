@@ -484,8 +484,23 @@ def read_export(path: Path) -> CacheEntry:
     """The export at `path`, verified; the error says what is wrong with it."""
     entry = read_entry(path)
     if entry is None:
+        version = _index_version(path)
+        if version is not None and version != FORMAT_VERSION:
+            raise BackendError(
+                f"{path} was exported by a tilecraft with export format {version}; this one reads format "
+                f"{FORMAT_VERSION}; export the kernel again with this version"
+            )
         raise BackendError(
             f"{path} is not a valid tilecraft export (missing or corrupt {INDEX} or files); "
             "export the kernel again"
         )
     return entry
+
+
+def _index_version(directory: Path) -> int | None:
+    """The format version an index claims, if it can be read at all."""
+    try:
+        version = json.loads(_read_regular(directory / INDEX)).get("version")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return None
+    return version if type(version) is int else None
