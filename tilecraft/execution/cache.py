@@ -291,7 +291,7 @@ def _writer_dead(name: str) -> bool:
     """Whether the staging directory `name` (`.tmp-<key>-<host>-<pid>-<random>`) was made by a process
     of this host that no longer runs."""
     parts = name.split("-")
-    if len(parts) != 5 or parts[2] != _host_tag() or not parts[3].isdigit():
+    if len(parts) != 5 or parts[2] != _host_tag() or not re.fullmatch(r"[0-9]{1,10}", parts[3]):
         return False
     pid = int(parts[3])
     return 0 < pid < 2**31 and not _pid_alive(pid)  # pid 0 would mean "my process group" to kill()
