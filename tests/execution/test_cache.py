@@ -1,9 +1,13 @@
 """The content-addressed kernel cache: hits, misses, corruption, atomic commits and concurrent writers."""
 
 import json
+import os
+import stat
 import subprocess
 import sys
+import tempfile
 import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -12,7 +16,7 @@ import pytest
 from tilecraft import settings
 from tilecraft.errors import BackendError
 from tilecraft.execution import cache as cache_module
-from tilecraft.execution.cache import INDEX, KernelCache, cache_key
+from tilecraft.execution.cache import INDEX, CacheSecurityError, KernelCache, cache_key
 
 KEY = cache_key("ir-hash", "toyk -arch=x", "echo", "1.0", {"opt": 2}, "0.1.0")
 FILES = {"kernel.bin": b"\x7fELF binary", "kernel.src": b"source text"}
@@ -170,7 +174,9 @@ def test_unwritable_cache_dir_warns_once_and_runs_uncached(tmp_path, monkeypatch
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the cache directory should be")
     cache = KernelCache(blocker / "cache", enabled=True)
-    with pytest.warns(RuntimeWarning, match="not writable.*running uncached.*TILECRAFT_CACHE_DIR"):
+    with pytest.warns(
+        RuntimeWarning, match="not a writable directory.*running uncached.*TILECRAFT_CACHE_DIR"
+    ):
         entry = cache.put(KEY, FILES, {})
     assert entry.read("kernel.bin") == FILES["kernel.bin"]
     with warnings.catch_warnings():
@@ -199,3 +205,174 @@ def test_size_counts_entries(cache):
     cache.put(KEY, FILES, {})
     entries, size = cache.size()
     assert entries == 1 and size >= sum(len(d) for d in FILES.values())
+
+
+def rewrite_index(directory, edit):
+    """Change an entry's index the way a forger would: valid JSON, checksums recomputed where kept."""
+    index = json.loads((directory / INDEX).read_text())
+    edit(index)
+    (directory / INDEX).write_text(json.dumps(index))
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda i: i.update(files={}),
+        lambda i: i.update(files=[[n, d] for n, d in i["files"].items()]),
+        lambda i: i.update(meta=[]),
+        lambda i: i.update(files={"../../x": "0" * 64}),
+        lambda i: i.update(files={n: d.upper() for n, d in i["files"].items()}),
+        lambda i: i.update(extra="key"),
+    ],
+    ids=[
+        "no-files",
+        "files-as-pairs",
+        "meta-as-list",
+        "escaping-name",
+        "digest-not-lowercase-hex",
+        "extra-key",
+    ],
+)
+def test_index_of_the_wrong_shape_is_a_miss_and_rebuilt(cache, edit):
+    entry = cache.put(KEY, FILES, {})
+    rewrite_index(entry.directory, edit)
+    assert cache.get(KEY) is None
+    assert cache.put(KEY, FILES, {}).read("kernel.bin") == FILES["kernel.bin"]
+    assert cache.get(KEY) is not None
+
+
+def test_a_linked_file_is_a_miss_even_with_the_right_content(cache, tmp_path):
+    entry = cache.put(KEY, FILES, {})
+    outside = tmp_path / "outside"
+    outside.write_bytes(FILES["kernel.bin"])
+    entry.path("kernel.bin").unlink()
+    entry.path("kernel.bin").symlink_to(outside)
+    assert cache.get(KEY) is None
+
+
+def test_a_fifo_in_an_entry_is_a_miss_not_a_hang(cache):
+    entry = cache.put(KEY, FILES, {})
+    fifo = entry.path("kernel.bin")
+    fifo.unlink()
+    os.mkfifo(fifo)
+    results = []
+    reader = threading.Thread(target=lambda: results.append(cache.get(KEY)), daemon=True)
+    reader.start()
+    reader.join(5)
+    hung = reader.is_alive()
+    if hung:  # unblock the reader before failing
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(5)
+    assert not hung and results == [None]
+
+
+def test_bad_files_fail_before_anything_is_staged(cache):
+    with pytest.raises(BackendError, match="cache file name"):
+        cache.put(KEY, {"../x": b""}, {})
+    with pytest.raises(BackendError, match="at least one file"):
+        cache.put(KEY, {}, {})
+    assert not cache.root.exists() or not any(cache.root.rglob(".tmp-*"))
+
+
+def test_evict_deletes_an_entry(cache):
+    entry = cache.put(KEY, FILES, {})
+    cache.evict(KEY)
+    assert not entry.directory.exists() and cache.get(KEY) is None
+
+
+def test_directories_and_files_are_private_whatever_the_umask(cache):
+    old = os.umask(0o002)  # a usergroups umask: new files and directories are group-writable by default
+    try:
+        entry = cache.put(KEY, FILES, {})
+    finally:
+        os.umask(old)
+    for path in (cache.root, entry.directory.parent):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o700, path
+    for path in entry.directory.iterdir():
+        assert not path.stat().st_mode & 0o022, path
+
+
+def staging_name(pid, host=None, key=KEY):
+    return f".tmp-{key[:16]}-{host or cache_module._host_tag()}-{pid}-abc_12"
+
+
+def dead_pid():
+    proc = subprocess.Popen([sys.executable, "-c", ""])
+    proc.wait()
+    return proc.pid
+
+
+def test_opening_sweeps_trash_and_abandoned_staging_but_not_live_writers(tmp_path):
+    root = tmp_path / "cache"
+    shard = root / KEY[:2]
+    shard.mkdir(parents=True, mode=0o700)
+    root.chmod(0o700)
+    leftovers = [shard / ".trash-0123456789abcdef", shard / staging_name(dead_pid()),
+                 shard / staging_name(os.getpid(), host="ffffffff")]  # fmt: skip
+    live = [shard / staging_name(os.getpid()), shard / staging_name(os.getpid(), host="eeeeeeee")]
+    for path in leftovers + live:
+        path.mkdir()
+        (path / "kernel.bin").write_bytes(b"half written")
+    old = time.time() - cache_module.STALE_AFTER_S - 60
+    os.utime(leftovers[2], (old, old))  # another host's writer, silent for over an hour
+    with settings.override(TILECRAFT_DISABLE_CACHE=False):
+        assert KernelCache(root).get(KEY) is None
+    assert sorted(p.name for p in shard.iterdir()) == sorted(p.name for p in live)
+
+
+def test_a_cache_directory_others_can_write_is_refused(tmp_path):
+    root = tmp_path / "cache"
+    root.mkdir(mode=0o777)
+    root.chmod(0o777)
+    cache = KernelCache(root, enabled=True)
+    for call in (lambda: cache.get(KEY), lambda: cache.put(KEY, FILES, {})):
+        with pytest.raises(
+            CacheSecurityError, match=rf"{root} is writable by other users.*chmod go-w {root}"
+        ):
+            call()
+    root.chmod(0o1777)  # sticky, as /tmp: others may add but not replace what is ours
+    assert cache.put(KEY, FILES, {}).read("kernel.bin") == FILES["kernel.bin"]
+
+
+def test_an_entry_parent_others_can_write_is_refused(cache):
+    entry = cache.put(KEY, FILES, {})
+    entry.directory.parent.chmod(0o775)
+    with pytest.raises(CacheSecurityError, match=f"{entry.directory.parent} is writable by other users"):
+        cache.get(KEY)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a directory to another user")
+def test_a_cache_directory_of_another_user_is_refused(tmp_path):
+    root = tmp_path / "cache"
+    root.mkdir(mode=0o700)
+    os.chown(root, 12345, 12345)
+    with pytest.raises(CacheSecurityError, match=rf"{root} belongs to another user \(uid 12345\).*chown"):
+        KernelCache(root, enabled=True).get(KEY)
+
+
+def test_a_disabled_cache_touches_nothing_not_even_a_bad_directory(tmp_path):
+    insecure = tmp_path / "insecure"
+    insecure.mkdir(mode=0o777)
+    insecure.chmod(0o777)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    for root in (insecure, blocker, blocker / "cache"):
+        cache = KernelCache(root, enabled=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert cache.get(KEY) is None
+            assert cache.put(KEY, FILES, {}).read("kernel.bin") == FILES["kernel.bin"]
+            assert not cache.failure_dir(KEY).is_relative_to(root)
+    assert list(insecure.iterdir()) == [] and blocker.read_text() == "x"
+
+
+def test_failure_dir_is_in_the_cache_only_when_the_cache_is_usable(cache, tmp_path, monkeypatch):
+    assert cache.failure_dir(KEY) == cache.root / "failed" / KEY[:16]
+    monkeypatch.setattr(cache_module, "_warned_roots", set())
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.warns(RuntimeWarning, match="not a writable directory"):
+        away = KernelCache(blocker, enabled=True).failure_dir(KEY)
+    assert away.parent.parent == Path(tempfile.gettempdir()) and not away.parent.exists()
+    with pytest.raises(BackendError, match="must be a hex digest"):
+        cache.failure_dir("../../etc")

@@ -6,16 +6,28 @@ parameter list, grid and block dims, dynamic shared memory and cluster dims. The
 unknown keys; backend-specific facts that no launcher reads go in `extra`, a tuple of pairs.
 
 The records hold IR expressions, whose `==` builds IR, so they compare by identity (`eq=False`).
+
+On disk (the kernel cache, exports) an artifact is plain data that cannot run code when read back:
+`artifact_files` writes `artifact.json` plus one file per source and binary, and `artifact_from_files`
+reads them back into an equivalent artifact, validating every value against the record's type hints.
+The codec walks the dataclass fields, so a field added to a record is stored without codec changes as
+long as its type is one the codec knows (str, int, float, bool, None, DataType, Expr, Var, Target,
+tuples of those, or the records themselves).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+import functools
+import json
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import TYPE_CHECKING, Any
 
 from tilecraft.backend.errors import ArtifactError
 from tilecraft.backend.formats import check_format, frozen_mapping
+from tilecraft.errors import BackendError
 
 if TYPE_CHECKING:
     from tilecraft.backend.codegen import DeviceCode, HostCode
@@ -199,3 +211,230 @@ class CompiledArtifact:
 
 def _rebuild_artifact(values: dict[str, Any]) -> CompiledArtifact:
     return CompiledArtifact(**values)
+
+
+# ---------------------------------------------------------------- the on-disk form (JSON + code files)
+
+ARTIFACT_JSON = "artifact.json"
+_DOC_FORMAT = "tilecraft-artifact"
+_DOC_VERSION = 1
+_SOURCE_PREFIX = "artifact.source."
+_BINARY_PREFIX = "artifact.binary."
+_HOST_FILE = "artifact.host-source"
+_CODE_FIELDS = ("device_sources", "device_binaries", "host_source")
+
+
+class ArtifactDecodeError(ArtifactError):
+    """Stored artifact data is not a valid artifact (truncated, garbage, or values of the wrong type)."""
+
+
+def artifact_files(artifact: CompiledArtifact) -> dict[str, bytes]:
+    """`artifact` as files: `artifact.json` (everything but the code) and one file per source/binary."""
+    from tilecraft.ir.serialize import ExprEncodeError, ExprEncoder
+
+    encoder = ExprEncoder()
+    try:
+        values = {
+            f.name: _encode(getattr(artifact, f.name), hint, encoder, f.name)
+            for f in fields(artifact) if f.name not in _CODE_FIELDS
+            for hint in (_hints(CompiledArtifact)[f.name],)
+        }  # fmt: skip
+    except ExprEncodeError as err:
+        raise ArtifactError(f"artifact of {artifact.function_name!r} cannot be stored: {err}") from None
+    doc = {
+        "format": _DOC_FORMAT, "version": _DOC_VERSION, "vars": encoder.var_table(), "fields": values,
+        "device_sources": sorted(artifact.device_sources), "device_binaries": sorted(artifact.device_binaries),
+        "host_source": artifact.host_source is not None,
+    }  # fmt: skip
+    files = {ARTIFACT_JSON: json.dumps(doc, sort_keys=True).encode()}
+    files.update({_SOURCE_PREFIX + fmt: text.encode() for fmt, text in artifact.device_sources.items()})
+    files.update({_BINARY_PREFIX + fmt: bytes(data) for fmt, data in artifact.device_binaries.items()})
+    if artifact.host_source is not None:
+        files[_HOST_FILE] = artifact.host_source.encode()
+    return files
+
+
+def artifact_from_files(read: Callable[[str], bytes]) -> CompiledArtifact:
+    """The artifact stored by `artifact_files`; `read(name)` returns a file's bytes.
+
+    Raises ArtifactDecodeError (saying what is wrong) for anything that is not a valid artifact: a
+    missing file, invalid JSON or UTF-8, an unknown format version, a value of the wrong type.
+    """
+    from tilecraft.ir.serialize import ExprDecodeError, ExprDecoder
+
+    try:
+        doc = json.loads(_read(read, ARTIFACT_JSON))
+        _check_doc(doc)
+        decoder = ExprDecoder(doc["vars"])
+        values = {name: _decode(value, _hints(CompiledArtifact)[name], decoder, name)
+                  for name, value in _exact_keys(doc["fields"], _record_fields(CompiledArtifact, _CODE_FIELDS),
+                                                 "artifact").items()}  # fmt: skip
+        values["device_sources"] = {fmt: _text(read, _SOURCE_PREFIX + fmt) for fmt in doc["device_sources"]}
+        values["device_binaries"] = {fmt: _read(read, _BINARY_PREFIX + fmt) for fmt in doc["device_binaries"]}
+        values["host_source"] = _text(read, _HOST_FILE) if doc["host_source"] else None
+        return CompiledArtifact(**values)
+    except ArtifactDecodeError as err:
+        raise ArtifactDecodeError(f"stored artifact is invalid: {err}") from None
+    except (ValueError, TypeError, ExprDecodeError, RecursionError, BackendError) as err:
+        # json and UTF-8 errors are ValueErrors; the records' own checks raise ArtifactError (a BackendError).
+        raise ArtifactDecodeError(f"stored artifact is invalid: {type(err).__name__}: {err}") from None
+
+
+def _read(read: Callable[[str], bytes], name: str) -> bytes:
+    try:
+        data = read(name)
+    except (OSError, BackendError) as err:
+        raise ArtifactDecodeError(f"stored artifact lacks {name}: {err}") from None
+    if not isinstance(data, bytes):
+        raise ArtifactDecodeError(f"stored artifact file {name} is not bytes")
+    return data
+
+
+def _text(read: Callable[[str], bytes], name: str) -> str:
+    return _read(read, name).decode("utf-8")
+
+
+def _check_doc(doc: Any) -> None:
+    if not isinstance(doc, dict) or doc.get("format") != _DOC_FORMAT:
+        raise ArtifactDecodeError(f"{ARTIFACT_JSON} is not a tilecraft artifact")
+    if doc.get("version") != _DOC_VERSION:
+        raise ArtifactDecodeError(
+            f"{ARTIFACT_JSON} has format version {doc.get('version')!r}, not {_DOC_VERSION}"
+        )
+    _exact_keys(doc, {"format", "version", "vars", "fields", "device_sources", "device_binaries",
+                      "host_source"}, ARTIFACT_JSON)  # fmt: skip
+    for key in ("device_sources", "device_binaries"):
+        formats = doc[key]
+        if not isinstance(formats, list) or not all(isinstance(f, str) for f in formats):
+            raise ArtifactDecodeError(f"{ARTIFACT_JSON}: {key} must be a list of format names")
+        for fmt in formats:
+            check_format(ARTIFACT_JSON, fmt)
+    if not isinstance(doc["host_source"], bool):
+        raise ArtifactDecodeError(f"{ARTIFACT_JSON}: host_source must be true or false")
+
+
+def _record_fields(cls: type, skip: tuple[str, ...] = ()) -> set[str]:
+    return {f.name for f in fields(cls) if f.init and f.name not in skip}
+
+
+def _exact_keys(data: Any, expected: set[str], where: str) -> dict[str, Any]:
+    if not isinstance(data, dict) or set(data) != expected:
+        got = sorted(data) if isinstance(data, dict) else type(data).__name__
+        raise ArtifactDecodeError(f"{where} must have exactly the keys {sorted(expected)}, got {got}")
+    return data
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    from tilecraft.backend.target import Target
+    from tilecraft.ir import DataType, Expr, Var
+
+    names = {"DataType": DataType, "Expr": Expr, "Var": Var, "Target": Target, "ParamInfo": ParamInfo,
+             "KernelInfo": KernelInfo}  # fmt: skip
+    return typing.get_type_hints(cls, localns=names)
+
+
+_SCALARS = (str, int, float, bool)
+
+
+def _encode(value: Any, hint: Any, encoder: Any, where: str) -> Any:
+    """The JSON form of `value`, which must have type `hint`."""
+    from tilecraft.backend.target import Target
+    from tilecraft.ir import DataType, Expr
+
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return _encode_any(value, where)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        return _encode(value, next(a for a in args if a is not type(None)), encoder, where)
+    if origin is tuple:
+        items = args[:1] * len(value) if args[-1:] == (Ellipsis,) else args
+        if not isinstance(value, tuple) or len(items) != len(value):
+            raise ArtifactError(f"artifact field {where} must be a {hint}, got {value!r:.80}")
+        return [_encode(v, h, encoder, f"{where}[{i}]") for i, (v, h) in enumerate(zip(value, items))]
+    if hint in _SCALARS and type(value) is hint:
+        return value
+    if hint is DataType and isinstance(value, DataType):
+        return str(value)
+    if isinstance(hint, type) and issubclass(hint, Expr) and isinstance(value, hint):
+        return encoder.encode(value)
+    if hint is Target and isinstance(value, Target):
+        return {"kind": value.kind, "attrs": [list(pair) for pair in value.attrs]}
+    if is_dataclass(hint) and isinstance(value, hint):
+        return {f.name: _encode(getattr(value, f.name), _hints(hint)[f.name], encoder, f"{where}.{f.name}")
+                for f in fields(hint) if f.init}  # fmt: skip
+    raise ArtifactError(f"artifact field {where} must be a {hint}, got {type(value).__name__} {value!r:.80}")
+
+
+def _encode_any(value: Any, where: str) -> Any:
+    """Free-form `extra` values: None, bool, int, float, str, and tuples and lists of them."""
+    if value is None or type(value) in _SCALARS:
+        return value
+    if isinstance(value, tuple):
+        return [_encode_any(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, list):  # tagged, so a list comes back as a list (the content hash reprs `extra`)
+        return {"list": [_encode_any(v, f"{where}[{i}]") for i, v in enumerate(value)]}
+    raise ArtifactError(
+        f"artifact field {where} holds a {type(value).__name__}; extra values must be None, bool, int, float, "
+        "str, or tuples and lists of them, so that they can be stored as JSON"
+    )
+
+
+def _decode(data: Any, hint: Any, decoder: Any, where: str) -> Any:
+    """The value of type `hint` that `data` encodes; ArtifactDecodeError naming `where` otherwise."""
+    from tilecraft.backend.target import Target
+    from tilecraft.ir import DataType, Expr, Var
+    from tilecraft.ir.serialize import decode_dtype
+
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return _decode_any(data, where)
+    if origin in (typing.Union, types.UnionType):
+        if data is None and type(None) in args:
+            return None
+        return _decode(data, next(a for a in args if a is not type(None)), decoder, where)
+    if origin is tuple:
+        if not isinstance(data, list) or (args[-1:] != (Ellipsis,) and len(args) != len(data)):
+            raise ArtifactDecodeError(f"{where} must be a list for {hint}, got {type(data).__name__}")
+        items = args[:1] * len(data) if args[-1:] == (Ellipsis,) else args
+        return tuple(_decode(d, h, decoder, f"{where}[{i}]") for i, (d, h) in enumerate(zip(data, items)))
+    if hint in _SCALARS:
+        if type(data) is not hint:
+            raise ArtifactDecodeError(f"{where} must be {hint.__name__}, got {type(data).__name__}")
+        return data
+    if hint is DataType:
+        return decode_dtype(data)
+    if hint is Var:
+        return decoder.var(data)
+    if hint is Expr:
+        return decoder.decode(data)
+    if hint is Target:
+        return _decode_target(data, where)
+    if is_dataclass(hint):
+        values = _exact_keys(data, _record_fields(hint), where)
+        return hint(**{k: _decode(v, _hints(hint)[k], decoder, f"{where}.{k}") for k, v in values.items()})
+    raise ArtifactDecodeError(f"{where}: no JSON decoding for {hint}")
+
+
+def _decode_any(data: Any, where: str) -> Any:
+    if data is None or type(data) in _SCALARS:
+        return data
+    if isinstance(data, list):
+        return tuple(_decode_any(d, f"{where}[{i}]") for i, d in enumerate(data))
+    if isinstance(data, dict) and set(data) == {"list"} and isinstance(data["list"], list):
+        return [_decode_any(d, f"{where}[{i}]") for i, d in enumerate(data["list"])]
+    raise ArtifactDecodeError(f"{where} must be null, a bool, number, string or list, got {data!r:.80}")
+
+
+def _decode_target(data: Any, where: str) -> Target:
+    from tilecraft.backend.target import Target
+
+    values = _exact_keys(data, {"kind", "attrs"}, where)
+    kind, attrs = values["kind"], values["attrs"]
+    if not isinstance(kind, str) or not kind or not isinstance(attrs, list):
+        raise ArtifactDecodeError(f"{where} must be {{'kind': str, 'attrs': [[key, value], ...]}}")
+    if not all(isinstance(pair, list) and len(pair) == 2 for pair in attrs):
+        raise ArtifactDecodeError(f"{where}.attrs must be a list of [key, value] pairs")
+    return Target(kind, tuple((k, v) for k, v in attrs))  # Target checks each key and value itself

@@ -7,6 +7,8 @@ implementation class is named as "module.path:ClassName" and imported only when 
 
 An implementation subclasses `ExecutionBackend` and provides `compile` (artifact -> files), `load` and
 `launcher`; `build` (through the shared cache), `export` and `import_built` come from the base class.
+An export holds the built files, the artifact as JSON plus source/binary files (`artifact_files`), and
+`export.json`; nothing in it is unpickled.
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ if TYPE_CHECKING:
 
 _NAME = re.compile(r"[a-z][a-z0-9_-]*")
 _IMPLEMENTATION = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
-ARTIFACT_FILE = "artifact.pickle"
 EXPORT_FILE = "export.json"
+LEGACY_ARTIFACT_FILE = "artifact.pickle"  # exports before JSON; refused, never loaded
 
 
 @dataclass(frozen=True)
@@ -224,32 +226,64 @@ class ExecutionBackend(ABC):
     def export(self, built: Built, path: str | Path) -> Path:
         """Write a self-contained copy of `built` (its files, the artifact, metadata) to directory `path`."""
         import json
-        import pickle
         from pathlib import Path
 
+        from tilecraft.backend.artifact import artifact_files
         from tilecraft.execution.cache import write_export
 
         files = {name: built.read(name) for name in built.entry.files}
-        files[ARTIFACT_FILE] = pickle.dumps(built.artifact)
+        stored = artifact_files(built.artifact)
+        clash = sorted(set(files) & {*stored, EXPORT_FILE})
+        if clash:
+            raise BackendError(
+                f"execution backend {self.spec.name!r} keeps files named {clash}, which exports reserve for the "
+                "artifact; rename them in its compile()"
+            )
+        files.update(stored)
         files[EXPORT_FILE] = json.dumps({"execution_backend": self.spec.name, "key": built.key}).encode()
         return write_export(Path(path), built.key, files, built.entry.meta)
 
     def import_built(self, path: str | Path) -> Built:
         """Load an export written by `export`, without compiling anything.
 
-        The artifact is unpickled: open exports only from sources you trust, as with a shared library.
+        The artifact is plain data (JSON), checked as it is read. The built files are loaded as they are:
+        open exports only from sources you trust, as with any shared library.
         """
-        import json
-        import pickle
         from pathlib import Path
 
+        from tilecraft.backend.artifact import ArtifactDecodeError, artifact_from_files
         from tilecraft.execution.cache import read_export
 
         entry = read_export(Path(path))
-        info = json.loads(entry.read(EXPORT_FILE))
-        if info.get("execution_backend") != self.spec.name:
+        info = _export_info(entry, path)
+        if info["execution_backend"] != self.spec.name:
             raise BackendError(
-                f"export at {path} was built by execution backend {info.get('execution_backend')!r}, "
+                f"export at {path} was built by execution backend {info['execution_backend']!r}, "
                 f"not {self.spec.name!r}; import it with that execution backend"
             )
-        return Built(self.spec.name, info["key"], pickle.loads(entry.read(ARTIFACT_FILE)), entry)
+        try:
+            artifact = artifact_from_files(entry.read)
+        except ArtifactDecodeError as err:
+            if LEGACY_ARTIFACT_FILE in entry.files:
+                raise BackendError(
+                    f"export at {path} was written by an older tilecraft that pickled the artifact; pickles are "
+                    "no longer loaded (unpickling can run any code); export the kernel again"
+                ) from None
+            raise BackendError(f"export at {path} is not valid ({err}); export the kernel again") from None
+        return Built(self.spec.name, info["key"], artifact, entry)
+
+
+def _export_info(entry: CacheEntry, path: Any) -> dict[str, str]:
+    """The checked content of an export's `export.json`."""
+    import json
+
+    from tilecraft.execution.cache import is_cache_key
+
+    try:
+        info = json.loads(entry.read(EXPORT_FILE))
+    except (BackendError, OSError, ValueError):
+        info = None
+    if not (isinstance(info, dict) and set(info) == {"execution_backend", "key"}
+            and isinstance(info["execution_backend"], str) and is_cache_key(info["key"])):  # fmt: skip
+        raise BackendError(f"export at {path} has no valid {EXPORT_FILE}; export the kernel again")
+    return info

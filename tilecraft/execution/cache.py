@@ -1,15 +1,25 @@
 """The shared, content-addressed kernel cache.
 
 Layout: `<root>/<key[:2]>/<key>/` holds the entry's files and `index.json`, which lists every file with
-its SHA-256 plus the entry's metadata. A writer builds the whole entry in a private temporary directory
-(each file written to a temporary name and `os.replace`d, `index.json` last), then renames that
-directory into place in one atomic step; so an entry is either absent or complete, and the presence of
-its index defines a hit. When two writers race for one key, the first rename wins and the other writer
-uses the winner's entry. `get` verifies every checksum; a missing, corrupt or unparseable entry is a
-miss and is deleted, never a crash.
+its SHA-256 plus the entry's metadata. A writer builds the whole entry in a private staging directory
+`.tmp-<key>-<host>-<pid>-*` (each file written to a temporary name and `os.replace`d, `index.json` last),
+then renames that directory into place in one atomic step; so an entry is either absent or complete, and
+the presence of its index defines a hit. When two writers race for one key, the first rename wins and
+the other writer uses the winner's entry. `get` validates the index (exact keys and types, at least one
+file) and verifies every checksum; anything else is a miss and the entry is deleted, never a crash.
 
-`TILECRAFT_DISABLE_CACHE` turns lookups off; an unwritable cache directory warns once and the process
-runs uncached. Either way `put` still returns an entry, kept in a private temporary directory, because
+Opening the cache (the first `get` or `put` of a process) sweeps what killed processes left behind:
+`.trash-*` directories (entries half deleted) and `.tmp-*` staging directories whose writer is gone
+(its pid is dead on this host, or it is older than an hour).
+
+Trust: whoever can write into the cache can make this process load their code (a cached shared library
+is loaded as it is). So the cache directory and each `<key[:2]>` directory must belong to this user (or
+root) and must not be writable by others unless sticky; otherwise `CacheSecurityError` names the path and
+the fix. Entries hold only data (JSON, sources, binaries); nothing in the cache is unpickled.
+
+`TILECRAFT_DISABLE_CACHE=1` reads and writes nothing in the cache directory. A cache directory that
+cannot be used (missing and not creatable, read-only, a regular file) warns once and the process runs
+uncached. Either way `put` still returns an entry, kept in a private temporary directory, because
 callers need the files on disk (to load a shared library, say).
 """
 
@@ -22,8 +32,11 @@ import json
 import os
 import re
 import shutil
+import socket
+import stat
 import tempfile
 import threading
+import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -34,9 +47,17 @@ from typing import Any
 from tilecraft.errors import BackendError
 
 INDEX = "index.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: artifacts are stored as JSON, never pickled; version-1 entries are misses
+STALE_AFTER_S = 3600.0  # a staging directory this old is abandoned even if its pid looks alive
 _KEY = re.compile(r"[0-9a-f]{16,128}")
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+_SHARD = re.compile(r"[0-9a-f]{2}")
 _FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+_INDEX_KEYS = {"version", "key", "meta", "files"}
+
+
+class CacheSecurityError(BackendError):
+    """The cache directory could be written by another user, who could then run code in this process."""
 
 
 @functools.cache
@@ -57,6 +78,11 @@ def cache_key(*parts: Any) -> str:
     """SHA-256 over a canonical rendering of `parts` (IR hash, target string, execution backend,
     toolchain version, options, package version...). Mappings are order-independent."""
     return hashlib.sha256(_canonical(parts).encode()).hexdigest()
+
+
+def is_cache_key(key: Any) -> bool:
+    """Whether `key` has the form `cache_key` produces (safe to use as a path component)."""
+    return isinstance(key, str) and _KEY.fullmatch(key) is not None
 
 
 def _canonical(value: Any) -> str:
@@ -104,48 +130,90 @@ def _sha256(data: bytes) -> str:
 
 def _check_files(files: Mapping[str, bytes]) -> None:
     for name, data in files.items():
-        if not _FILE_NAME.fullmatch(name) or name == INDEX:
+        if not isinstance(name, str) or not _FILE_NAME.fullmatch(name) or name == INDEX:
             raise BackendError(
                 f"cache file name {name!r} must match {_FILE_NAME.pattern} and not be {INDEX!r}"
             )
         if not isinstance(data, bytes):
             raise BackendError(f"cache file {name!r} must be bytes, got {type(data).__name__}")
+    if not files:
+        raise BackendError("a cache entry needs at least one file")
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.{os.urandom(8).hex()}.tmp")
-    tmp.write_bytes(data)
+    # O_EXCL never follows a planted link; 0o644 keeps the file unwritable by others whatever the umask.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
     os.replace(tmp, path)
 
 
-def write_entry(directory: Path, key: str, files: Mapping[str, bytes], meta: Mapping[str, Any]) -> CacheEntry:
-    """Write `files` and then the index into `directory` (which must exist); returns the entry."""
+def _index_bytes(key: str, files: Mapping[str, bytes], meta: Mapping[str, Any]) -> bytes:
     _check_files(files)
     try:
         index = json.dumps({"version": FORMAT_VERSION, "key": key, "meta": dict(meta),
                             "files": {n: _sha256(d) for n, d in files.items()}}, sort_keys=True)  # fmt: skip
-    except TypeError as err:
+    except (TypeError, ValueError) as err:
         raise BackendError(f"cache metadata must be JSON-serializable: {err}") from None
+    return index.encode()
+
+
+def write_entry(directory: Path, key: str, files: Mapping[str, bytes], meta: Mapping[str, Any]) -> CacheEntry:
+    """Write `files` and then the index into `directory` (which must exist); returns the entry."""
+    index = _index_bytes(key, files, meta)  # checked before anything is written
     for name, data in files.items():
         _atomic_write(directory / name, data)
-    _atomic_write(directory / INDEX, index.encode())  # last: its presence defines a complete entry
-    return read_entry(directory, key)
+    _atomic_write(directory / INDEX, index)  # last: its presence defines a complete entry
+    entry = read_entry(directory, key)
+    if entry is None:
+        raise OSError(f"the entry written to {directory} does not read back")
+    return entry
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of a regular file; a link, FIFO or device raises OSError instead of being read (a FIFO
+    would block forever)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return file.read()
+
+
+def _valid_index(index: Any, key: str | None) -> bool:
+    """Whether `index` has exactly the expected keys and types (and the expected key, when given)."""
+    if not isinstance(index, dict) or set(index) != _INDEX_KEYS:
+        return False
+    files, entry_key = index["files"], index["key"]
+    if type(index["version"]) is not int or index["version"] != FORMAT_VERSION:
+        return False
+    if (
+        not isinstance(entry_key, str)
+        or not _KEY.fullmatch(entry_key)
+        or (key is not None and entry_key != key)
+    ):
+        return False
+    if not isinstance(index["meta"], dict) or not isinstance(files, dict) or not files:
+        return False
+    return all(
+        isinstance(d, str) and _DIGEST.fullmatch(d) and _FILE_NAME.fullmatch(n) and n != INDEX
+        for n, d in files.items()
+    )
 
 
 def read_entry(directory: Path, key: str | None = None) -> CacheEntry | None:
-    """The entry in `directory` if its index parses and every checksum matches, else None."""
+    """The entry in `directory` if its index is valid and every checksum matches, else None."""
     try:
-        index = json.loads((directory / INDEX).read_bytes())
-        if index["version"] != FORMAT_VERSION or (key is not None and index["key"] != key):
+        index = json.loads(_read_regular(directory / INDEX))
+        if not _valid_index(index, key):
             return None
         files = dict(index["files"])
         for name, digest in files.items():
-            if _sha256((directory / name).read_bytes()) != digest:
+            if _sha256(_read_regular(directory / name)) != digest:
                 return None
-        return CacheEntry(
-            index["key"], directory, MappingProxyType(files), MappingProxyType(dict(index["meta"]))
-        )
-    except (OSError, ValueError, KeyError, TypeError):
+        return CacheEntry(index["key"], directory, MappingProxyType(files), MappingProxyType(index["meta"]))
+    except (OSError, ValueError, RecursionError):  # RecursionError: absurdly nested JSON
         return None
 
 
@@ -176,6 +244,84 @@ class _Scratch:
 
 _SCRATCH = _Scratch()
 _warned_roots: set[Path] = set()
+_swept_roots: set[Path] = set()
+
+
+def check_private(path: Path) -> None:
+    """Raise CacheSecurityError unless directory `path` belongs to this user (or root) and no other
+    user can write into it (no group/other write bit, or the sticky bit as on /tmp)."""
+    if not hasattr(os, "geteuid"):  # no POSIX owners and modes to check (Windows)
+        return
+    info = os.stat(path)
+    me = os.geteuid()
+    if info.st_uid not in (me, 0):
+        raise CacheSecurityError(
+            f"kernel cache directory {path} belongs to another user (uid {info.st_uid}), who could make this "
+            f"process run their code; `chown {me} {path}`, or set TILECRAFT_CACHE_DIR to a directory of "
+            "your own (TILECRAFT_DISABLE_CACHE=1 runs uncached)"
+        )
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not info.st_mode & stat.S_ISVTX:
+        raise CacheSecurityError(
+            f"kernel cache directory {path} is writable by other users (mode {stat.filemode(info.st_mode)}), "
+            f"who could make this process run their code; `chmod go-w {path}`, or set TILECRAFT_CACHE_DIR "
+            "to a private directory (TILECRAFT_DISABLE_CACHE=1 runs uncached)"
+        )
+
+
+@functools.cache
+def _host_tag() -> str:
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def _staging_prefix(key: str) -> str:
+    return f".tmp-{key[:16]}-{_host_tag()}-{os.getpid()}-"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: alive, owned by someone else
+        return True
+    return True
+
+
+def _writer_dead(name: str) -> bool:
+    """Whether the staging directory `name` (`.tmp-<key>-<host>-<pid>-<random>`) was made by a process
+    of this host that no longer runs."""
+    parts = name.split("-")
+    if len(parts) != 5 or parts[2] != _host_tag() or not re.fullmatch(r"[0-9]{1,10}", parts[3]):
+        return False
+    pid = int(parts[3])
+    return 0 < pid < 2**31 and not _pid_alive(pid)  # pid 0 would mean "my process group" to kill()
+
+
+def _is_stale(staging: Path) -> bool:
+    """Whether a `.tmp-*` staging directory was abandoned: its writer's pid is dead on this host, or it
+    is older than STALE_AFTER_S (a writer on another host, or a name of another form)."""
+    if _writer_dead(staging.name):
+        return True
+    try:
+        return time.time() - staging.lstat().st_mtime > STALE_AFTER_S
+    except OSError:
+        return False
+
+
+def sweep(root: Path) -> None:
+    """Remove what killed processes left in `root`: `.trash-*` and abandoned `.tmp-*` directories."""
+    try:
+        shards = [p for p in root.iterdir() if _SHARD.fullmatch(p.name) and not p.is_symlink() and p.is_dir()]
+    except OSError:
+        return
+    for shard in shards:
+        try:
+            children = list(shard.iterdir())
+        except OSError:
+            continue
+        for child in children:
+            if child.name.startswith(".trash-") or (child.name.startswith(".tmp-") and _is_stale(child)):
+                shutil.rmtree(child, ignore_errors=True)
 
 
 class KernelCache:
@@ -198,37 +344,84 @@ class KernelCache:
         return self._enabled if self._enabled is not None else not settings.get("TILECRAFT_DISABLE_CACHE")
 
     def entry_dir(self, key: str) -> Path:
-        if not isinstance(key, str) or not _KEY.fullmatch(key):
+        if not is_cache_key(key):
             raise BackendError(f"cache key {key!r} must be a hex digest from cache_key()")
         return self.root / key[:2] / key
+
+    def open(self) -> Path | None:
+        """The root, created (private to this user) if missing, checked and swept once per process;
+        None, after a one-time warning, when it cannot be used. CacheSecurityError if others could write it."""
+        root = self.root
+        try:
+            root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            check_private(root)
+        except OSError as err:
+            self._warn_unusable(root, err)
+            return None
+        if root not in _swept_roots:
+            _swept_roots.add(root)
+            sweep(root)
+        return root
 
     def get(self, key: str) -> CacheEntry | None:
         """The entry for `key`, or None on a miss (a broken entry counts as a miss and is deleted)."""
         directory = self.entry_dir(key)
-        if not self.enabled or not directory.exists():
+        if not self.enabled or self.open() is None:
+            return None
+        try:
+            if not directory.parent.is_dir():
+                return None
+            check_private(directory.parent)
+        except OSError as err:  # a root we may not look into (mode 000, say)
+            self._warn_unusable(self.root, err)
             return None
         entry = read_entry(directory, key)
         if entry is None:
             _remove(directory)
         return entry
 
+    def evict(self, key: str) -> None:
+        """Delete the entry for `key` (a reader found its content unusable), so that it is rebuilt."""
+        directory = self.entry_dir(key)
+        if self.enabled and self.open() is not None:
+            _remove(directory)
+
     def put(self, key: str, files: Mapping[str, bytes], meta: Mapping[str, Any]) -> CacheEntry:
         """Store an entry atomically and return it; uncached (a private temporary entry) when disabled
         or when the cache directory is not writable."""
         final = self.entry_dir(key)
-        if not self.enabled:
+        _index_bytes(key, files, meta)  # bad names or metadata fail before anything touches the disk
+        if not self.enabled or self.open() is None:
             return write_entry(_SCRATCH.new_dir(), key, files, meta)
-        staging = None
         try:
-            final.parent.mkdir(parents=True, exist_ok=True)
-            staging = Path(tempfile.mkdtemp(prefix=f".tmp-{key[:16]}-", dir=final.parent))
-            staged = write_entry(staging, key, files, meta)
+            final.parent.mkdir(mode=0o700, exist_ok=True)
+            check_private(final.parent)
+            staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(key), dir=final.parent))
         except OSError as err:
-            if staging is not None:
-                shutil.rmtree(staging, ignore_errors=True)
-            self._warn_unwritable(err)
+            self._warn_unusable(self.root, err)
+            return write_entry(_SCRATCH.new_dir(), key, files, meta)
+        try:
+            staged = write_entry(staging, key, files, meta)
+        except BaseException as err:
+            shutil.rmtree(staging, ignore_errors=True)
+            if not isinstance(err, OSError):
+                raise
+            self._warn_unusable(self.root, err)
             return write_entry(_SCRATCH.new_dir(), key, files, meta)
         return self._commit(staged, final)
+
+    def failure_dir(self, key: str) -> Path:
+        """Where a build that fails keeps its source for the user to read (the directory is not created):
+        `<root>/failed/<key[:16]>` when the cache is in use and writable, else a fresh, unguessable name
+        under the system temporary directory (so a disabled cache stays untouched)."""
+        self.entry_dir(key)  # validates the key, which becomes a path component
+        if self.enabled and (root := self.open()) is not None:
+            try:  # trying is the only test of writability that holds for root and read-only mounts
+                (root / "failed").mkdir(mode=0o700, exist_ok=True)
+                return root / "failed" / key[:16]
+            except OSError:
+                pass
+        return Path(tempfile.gettempdir()) / f"tilecraft-failed-{os.urandom(8).hex()}" / key[:16]
 
     def _commit(self, staged: CacheEntry, final: Path) -> CacheEntry:
         for _ in range(3):
@@ -245,12 +438,12 @@ class KernelCache:
         # A persistent conflict: the staged entry is complete, so use it where it is.
         return staged
 
-    def _warn_unwritable(self, err: OSError) -> None:
-        if self.root in _warned_roots:
+    def _warn_unusable(self, root: Path, err: OSError) -> None:
+        if root in _warned_roots:
             return
-        _warned_roots.add(self.root)
+        _warned_roots.add(root)
         warnings.warn(
-            f"kernel cache directory {self.root} is not writable ({err}); running uncached. "
+            f"kernel cache directory {root} is not a writable directory ({err}); running uncached. "
             "Set TILECRAFT_CACHE_DIR to a writable directory, or TILECRAFT_DISABLE_CACHE=1 to silence this.",
             RuntimeWarning,
             stacklevel=3,
@@ -274,8 +467,13 @@ def write_export(path: Path, key: str, files: Mapping[str, bytes], meta: Mapping
             f"cannot export to {path}: it exists and is not a tilecraft export; choose a new path"
         )
     path.parent.mkdir(parents=True, exist_ok=True)
+    _index_bytes(key, files, meta)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
-    write_entry(staging, key, files, meta)
+    try:
+        write_entry(staging, key, files, meta)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     if path.exists():
         _remove(path)
     os.rename(staging, path)
@@ -286,8 +484,23 @@ def read_export(path: Path) -> CacheEntry:
     """The export at `path`, verified; the error says what is wrong with it."""
     entry = read_entry(path)
     if entry is None:
+        version = _index_version(path)
+        if version is not None and version != FORMAT_VERSION:
+            raise BackendError(
+                f"{path} was exported by a tilecraft with export format {version}; this one reads format "
+                f"{FORMAT_VERSION}; export the kernel again with this version"
+            )
         raise BackendError(
             f"{path} is not a valid tilecraft export (missing or corrupt {INDEX} or files); "
             "export the kernel again"
         )
     return entry
+
+
+def _index_version(directory: Path) -> int | None:
+    """The format version an index claims, if it can be read at all."""
+    try:
+        version = json.loads(_read_regular(directory / INDEX)).get("version")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return None
+    return version if type(version) is int else None

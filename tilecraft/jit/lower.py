@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-import pickle
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from tilecraft import settings
-from tilecraft.backend.artifact import CompiledArtifact
+from tilecraft.backend.artifact import (
+    ArtifactDecodeError,
+    CompiledArtifact,
+    artifact_files,
+    artifact_from_files,
+)
 from tilecraft.backend.context import BackendContext, create_backend_context
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.structural import structural_hash
 from tilecraft.transform.check import check_semantics
 from tilecraft.transform.written import written_params
-
-ARTIFACT_FILE = "artifact.pickle"
 
 
 def resolve_context(
@@ -57,7 +59,8 @@ def lower_uncached(
         device,
         host,
         structural_hash(func),
-        (("compile_flags", tuple(compile_flags or ())),),
+        # Strings, as the compilers take them (a Path is one); stored artifacts hold only plain data.
+        (("compile_flags", tuple(str(flag) for flag in compile_flags or ())),),
         written,
     )
 
@@ -75,14 +78,14 @@ def lower_artifact(
     entry = None if observed else cache.get(key)
     if entry is not None:
         try:
-            return pickle.loads(entry.read(ARTIFACT_FILE))
-        except Exception:  # noqa: BLE001 - a stale or foreign pickle is a cache miss, never a failure
-            pass
+            return artifact_from_files(entry.read)
+        except ArtifactDecodeError:
+            cache.evict(key)  # valid checksums but not an artifact: rebuild it rather than fail each time
     start = time.perf_counter()
     artifact = lower_uncached(func, ctx, pass_configs, compile_flags)
     if settings.get("TILECRAFT_VERBOSE"):
         print(f"[tilecraft] lowered {func.name} for {ctx.target} in {time.perf_counter() - start:.2f} s")
-    cache.put(key, {ARTIFACT_FILE: pickle.dumps(artifact)}, {"function": func.name})
+    cache.put(key, artifact_files(artifact), {"function": func.name})
     return artifact
 
 

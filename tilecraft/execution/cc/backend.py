@@ -65,8 +65,8 @@ class CCExecutionBackend(ExecutionBackend):
             )
         source = artifact.source(DEVICE_FORMAT) + "\n" + (artifact.host_source or "")
         options = self.build_options(artifact, ctx)
-        # Only used when the compile fails; an unwritable cache makes the toolchain keep it elsewhere.
-        keep = self.cache.root / "failed" / self.cache_key(artifact, ctx)[:16]
+        # Only used when the compile fails (the cache says where a failed build keeps its source).
+        keep = self.cache.failure_dir(self.cache_key(artifact, ctx))
         library = toolchain.compile_shared(source, [], options["openmp"], keep, tuple(options["user_flags"]))
         return {LIBRARY: library, SOURCE: source.encode()}, options
 

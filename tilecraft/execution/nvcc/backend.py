@@ -36,7 +36,7 @@ class NvccExecutionBackend(CudaRuntimeBackend):
         options = dict(self.build_options(artifact, ctx))
         if BINARY_FORMAT in artifact.device_binaries:
             return self.build_files(artifact, artifact.binary(BINARY_FORMAT), {"compiled_by": "codegen"})
-        keep = self.cache.root / "failed" / self.cache_key(artifact, ctx)[:16]
+        keep = self.cache.failure_dir(self.cache_key(artifact, ctx))
         cubin = toolchain.compile_cubin(
             artifact.source(SOURCE_FORMAT), options["arch"], options["flags"], keep_dir=keep
         )

@@ -31,7 +31,7 @@ class NvrtcExecutionBackend(CudaRuntimeBackend):
     def compile(self, artifact: CompiledArtifact, ctx: Any) -> tuple[Mapping[str, bytes], Mapping[str, Any]]:
         check_artifact(artifact)
         arch = artifact_arch(artifact)
-        keep = self.cache.root / "failed" / self.cache_key(artifact, ctx)[:16]
+        keep = self.cache.failure_dir(self.cache_key(artifact, ctx))
         cubin = compiler.nvrtc_compile(
             artifact.source(SOURCE_FORMAT), arch, compile_flags(artifact), keep_dir=keep
         )

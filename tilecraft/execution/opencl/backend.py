@@ -67,7 +67,7 @@ class OpenCLExecutionBackend(ExecutionBackend):
         check_artifact(artifact)
         source = artifact.source(SOURCE_FORMAT)
         options = self.build_options(artifact, ctx)
-        keep = self.cache.root / "failed" / self.cache_key(artifact, ctx)[:16]
+        keep = self.cache.failure_dir(self.cache_key(artifact, ctx))
         program = cl_program.build_from_source(artifact_runtime(artifact), source, options["options"], keep)
         files = {SOURCE_FILE: source.encode()}
         binary = cl_program.program_binary(program)
@@ -94,7 +94,7 @@ class OpenCLExecutionBackend(ExecutionBackend):
             if program is not None:
                 return program, ""
         options = built.entry.meta.get("options") or cl_program.program_options(built.artifact)
-        keep = self.cache.root / "failed" / built.key[:16]
+        keep = self.cache.failure_dir(built.key)
         return cl_program.build_from_source(runtime, built.read(SOURCE_FILE).decode(), options, keep), error
 
     def launcher(self, loaded: Loaded) -> Callable[..., None]:
