@@ -160,9 +160,9 @@ def test_second_process_loads_from_the_cache(tmp_path):
     libs = _libraries(tmp_path)
     assert len(libs) == 1
     stamp = libs[0].stat().st_mtime_ns
-    warm = _compile_in_subprocess(tmp_path)
+    _compile_in_subprocess(tmp_path)
+    # How fast the warm load is belongs to benchmarks/ (a time limit here fails on a loaded CI machine).
     assert _libraries(tmp_path)[0].stat().st_mtime_ns == stamp, "the library was rebuilt"
-    assert warm < 0.5, f"a cached kernel took {warm:.3f} s to load"
 
 
 @pytest.mark.parametrize("damage", ["delete", "corrupt"])
