@@ -174,6 +174,5 @@ def test_importing_the_backend_package_is_light():
     )
     root = str(__import__("pathlib").Path(__file__).resolve().parents[2])
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True)
-    seconds, rest = out.stdout.split(" ", 1)
+    _seconds, rest = out.stdout.split(" ", 1)  # the time is printed, not asserted: CI machines are loaded
     assert rest.strip() == "[] []", rest  # no toolchain, array library or backend package imported
-    assert float(seconds) > 0  # the time itself is not asserted: CI machines are loaded (~0.03 s idle)
