@@ -368,7 +368,17 @@ class Parser:
             raise self.error(
                 target, f"buffer {base.name} has {base.ndim} dims but is indexed with {len(index)}"
             )
-        return base, [E.convert(i) for i in index]
+        return base, [self._store_index(target, base, i) for i in index]
+
+    def _store_index(self, target: ast.Subscript, buf: Buffer, value: Any) -> Expr:
+        index = self.evaluator.apply(target, E.convert, value)
+        if not index.dtype.is_integer:
+            raise self.error(
+                target,
+                f"index {index} of {buf.name} has dtype {index.dtype}; indices must be integers",
+                hint="convert explicitly: T.cast(x, 'int32') truncates, T.cast(T.floor(x), 'int32') floors",
+            )
+        return index
 
     def _store(self, node: ast.stmt, buf: Buffer, indices: list, value: Any) -> None:
         if isinstance(value, (Buffer, S.Stmt)) or not isinstance(value, (Expr, int, float, bool)):
