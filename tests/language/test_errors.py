@@ -10,7 +10,7 @@ import re
 import pytest
 
 import tilecraft.language as T
-from tests.language.helpers import assert_located
+from tests.language.helpers import assert_located, marker_line
 from tilecraft.errors import KernelError, ParseError, SemanticError
 from tilecraft.transform.check import check_semantics
 
@@ -236,6 +236,39 @@ def macro_returning_from_a_symbolic_if():
     def k(A: T.Tensor((16,), "float32")):
         with T.Kernel(1, threads=32):
             A[0] = clamp(A[0], 1.0)
+
+    return k
+
+
+@case(ParseError, r"macro walk calls itself without end \(walk -> walk -> \.\.\.\): still expanding after 32",
+      hint=r"recursion must stop on a Python value")  # fmt: skip
+def recursive_macro():
+    @T.macro
+    def walk(x):
+        return walk(x + 1.0)  # <- error
+
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=32):
+            A[0] = walk(A[0])
+
+    return k
+
+
+@case(ParseError, r"macro pong calls itself without end \(pong -> ping -> pong -> \.\.\.\)")
+def mutually_recursive_macros():
+    @T.macro
+    def ping(x):
+        return pong(x) * 2.0  # <- error
+
+    @T.macro
+    def pong(x):
+        return ping(x)
+
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=32):
+            A[0] = pong(A[0])
 
     return k
 
@@ -775,6 +808,20 @@ def test_error_is_located(build, error, message, hint):
     if hint is not None:
         assert err.hint is not None and re.search(hint, err.hint), err.hint
         assert f"\nhint: {err.hint}" in text
+
+
+def test_macro_recursion_beyond_pythons_limit_is_located(monkeypatch):
+    """Deep caller stacks can reach Python's recursion limit before the parser's depth limit."""
+    from tilecraft.language.parser import core
+
+    monkeypatch.setattr(core, "MAX_MACRO_DEPTH", 10**6)
+    with pytest.raises(ParseError) as info:
+        recursive_macro()
+    err = info.value
+    assert "macro walk calls itself without end" in err.message
+    assert "exceeded Python's recursion limit" in err.message
+    assert err.span.line == marker_line(recursive_macro, "A[0] = walk(A[0])")
+    assert len(str(err).splitlines()) < 6
 
 
 def test_message_layout():
