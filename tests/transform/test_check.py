@@ -253,13 +253,27 @@ def test_constant_folding_leaves_a_division_by_zero_unfolded():
     assert isinstance(E.truncmod(E.const(5), 0), E.TruncMod)
 
 
-def test_grid_extents_must_be_at_least_one_after_specialization():
+def test_grid_extents_must_be_at_least_one():
     n = Var(dt.int32, "n")
-    kernel = S.KernelLaunch((E.floordiv(n, 128),), (128,), (Var(dt.int32, "bx"),), (Var(dt.int32, "tx"),),
-                            S.SeqStmt(()))  # fmt: skip
-    check_semantics(func_of(kernel))
-    with pytest.raises(SemanticError, match=r"grid extent 64 // 128 \(= 0\) is less than 1"):
-        check_semantics(substitute(func_of(kernel), {n: E.const(64)}))
+
+    def grid(extent) -> PrimFunc:
+        bx, tx = Var(dt.int32, "bx"), Var(dt.int32, "tx")
+        return func_of(S.KernelLaunch((extent,), (128,), (bx,), (tx,), S.SeqStmt(())))
+
+    check_semantics(grid(E.floordiv(n, 128)))
+    with pytest.raises(SemanticError, match=r"grid extent 0 is less than 1"):
+        check_semantics(grid(E.const(0)))
+    with pytest.raises(SemanticError, match=r"grid extent 64 - 128 \(= -64\) is less than 1"):
+        check_semantics(substitute(grid(n - 128), {n: E.const(64)}))
+
+
+def test_a_grid_empty_only_after_specialization_launches_nothing():
+    """`T.const` symbols take the shapes of the call's arrays; an empty array gives an empty grid, which
+    launches nothing, as a dynamic dim that is 0 at run time does."""
+    n = Var(dt.int32, "n")
+    bx, tx = Var(dt.int32, "bx"), Var(dt.int32, "tx")
+    func = func_of(S.KernelLaunch((E.floordiv(n + 127, 128),), (128,), (bx,), (tx,), S.SeqStmt(())))
+    check_semantics(substitute(func, {n: E.const(0)}))
 
 
 def test_thread_counts_must_be_positive():
@@ -284,3 +298,26 @@ def test_tensors_may_be_empty_but_on_chip_buffers_may_not():
         check_semantics(func_of(launch(S.SeqStmt(())), negative))
     with pytest.raises(SemanticError, match="dim 1 of x is 0; it must be at least 1"):
         check_semantics(func_of(launch(S.Allocate(buf((4, 0)), S.SeqStmt(())))))
+
+
+def guarded_division(how: str) -> PrimFunc:
+    """`A[0] = A[1] // (K % 32)`, guarded by `if K % 32 != 0` (how="if"), by a select, or not at all."""
+    A = buf((16,), "int32", scope="global", name="A")
+    K = Var(dt.int32, "K")
+    divide = E.floordiv(E.BufferLoad(dt.int32, A, (E.const(1),)), K % 32)
+    nonzero = E.NE(dt.bool_, K % 32, E.const(0))
+    if how == "if":
+        body = S.IfThenElse(nonzero, S.BufferStore(A, divide, (E.const(0),)))
+    elif how == "select":
+        body = S.BufferStore(A, E.Select(dt.int32, nonzero, divide, E.const(0)), (E.const(0),))
+    else:
+        body = S.BufferStore(A, divide, (E.const(0),))
+    return substitute(func_of(launch(body), A), {K: E.const(64)})
+
+
+@pytest.mark.parametrize("how", ["if", "select"])
+def test_code_a_specialized_guard_skips_is_not_judged(how):
+    """With K = 64 the guard `K % 32 != 0` is false, so the division never runs."""
+    check_semantics(guarded_division(how))
+    with pytest.raises(SemanticError, match="integer division by zero"):
+        check_semantics(guarded_division("unguarded"))

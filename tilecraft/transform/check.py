@@ -84,9 +84,7 @@ class _Checker(Visitor):
             )
         for g in s.grid:
             self._int_expr(g, "grid extent")
-            if (n := constant(g)) is not None and n < 1:
-                self.fail(f"T.Kernel grid extent {_value(g, n)} is less than 1; a launch needs at least one "
-                          "block in every dim", "skip the launch with a Python `if` when there is no work")  # fmt: skip
+            self._grid_extent(g)
         if any(t < 1 for t in s.threads):
             self.fail(f"T.Kernel threads must be positive, got {s.threads}")
         self.in_kernel = True
@@ -94,6 +92,15 @@ class _Checker(Visitor):
             self.generic_visit(s)
         finally:
             self.in_kernel = False
+
+    def _grid_extent(self, g: E.Expr) -> None:
+        """A written extent must be at least 1. One that is 0 only once `T.const` symbols take the shapes
+        of empty arrays launches nothing, as a dynamic extent that is 0 at run time does."""
+        n = constant(g)
+        if n is None or n >= 1 or (n == 0 and not E.is_const(g)):
+            return
+        self.fail(f"T.Kernel grid extent {_value(g, n)} is less than 1; a launch needs at least one block in "
+                  "every dim", "skip the launch with a Python `if` when there is no work")  # fmt: skip
 
     def _require_kernel(self, what: str) -> None:
         if not self.in_kernel:
@@ -121,6 +128,24 @@ class _Checker(Visitor):
             self.fail(f"loop extent {_value(s.extent, n)} is negative; a loop runs zero or more times",
                       "give the bounds as (start, stop) with start <= stop")  # fmt: skip
         self.generic_visit(s)
+
+    def visit_IfThenElse(self, s: S.IfThenElse) -> None:
+        """Only a branch that can run is judged: after `T.const` specialization a guard such as
+        `if K % 32 != 0:` may be constant, and the code it skips (`x // (K % 32)`) never runs."""
+        self.visit(s.condition)
+        taken = constant(s.condition)
+        if taken is None or taken:
+            self.visit(s.then_case)
+        if s.else_case is not None and not taken:
+            self.visit(s.else_case)
+
+    def visit_Select(self, e: E.Select) -> None:
+        self.visit(e.condition)
+        taken = constant(e.condition)
+        if taken is None or taken:
+            self.visit(e.true_value)
+        if taken is None or not taken:
+            self.visit(e.false_value)
 
     def visit_BufferStore(self, s: S.BufferStore) -> None:
         self._require_kernel(f"storing into {s.buffer.name}")
