@@ -10,7 +10,7 @@ import re
 import pytest
 
 import tilecraft.language as T
-from tests.language.helpers import assert_located
+from tests.language.helpers import assert_located, marker_line
 from tilecraft.errors import KernelError, ParseError, SemanticError
 from tilecraft.transform.check import check_semantics
 
@@ -240,6 +240,39 @@ def macro_returning_from_a_symbolic_if():
     return k
 
 
+@case(ParseError, r"macro walk calls itself without end \(walk -> walk -> \.\.\.\): still expanding after 32",
+      hint=r"recursion must stop on a Python value")  # fmt: skip
+def recursive_macro():
+    @T.macro
+    def walk(x):
+        return walk(x + 1.0)  # <- error
+
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=32):
+            A[0] = walk(A[0])
+
+    return k
+
+
+@case(ParseError, r"macro pong calls itself without end \(pong -> ping -> pong -> \.\.\.\)")
+def mutually_recursive_macros():
+    @T.macro
+    def ping(x):
+        return pong(x) * 2.0  # <- error
+
+    @T.macro
+    def pong(x):
+        return ping(x)
+
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=32):
+            A[0] = pong(A[0])
+
+    return k
+
+
 # ---------------------------------------------------------------------------------- loops and kernels
 
 
@@ -380,6 +413,213 @@ def on_chip_region_out_of_bounds():
         with T.Kernel(1, threads=32):
             tile = T.alloc_shared((32, 32), "float32")
             T.copy(A[0:32, 0:32], tile[16:48, 0:32])  # <- error
+
+    return k
+
+
+@case(ParseError, r"index 1.5 of A has dtype float32; indices must be integers", hint=r"T.cast\(x, 'int32'\)")
+def float_constant_index_in_a_store():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=32):
+            A[1.5] = 0.0  # <- error
+
+    return k
+
+
+@case(ParseError, r"index x of A has dtype float32; indices must be integers", hint=r"T.floor")
+def float_scalar_index_in_an_updating_store():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32"), x: T.float32):
+        with T.Kernel(1, threads=32):
+            A[x] += 1.0  # <- error
+
+    return k
+
+
+@case(ParseError, r"buffer index .* \+ 2.7 has dtype float32; indices must be integers")
+def float_index_in_a_load():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(4, threads=32) as bx:
+            A[0] = A[bx + 2.7]  # <- error
+
+    return k
+
+
+@case(ParseError, r"buffer index .* has dtype float32; indices must be integers")
+def float_slice_bound_in_a_copy():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(4, threads=32) as bx:
+            tile = T.alloc_shared((4,), "float32")
+            T.copy(A[bx * 4.0 : bx * 4 + 4], tile)  # <- error
+
+    return k
+
+
+@case(ParseError, r"tensor dimension -4 is negative; dims must be >= 0 \(0 is an empty tensor\)")
+def negative_tensor_dim():
+    @T.prim_func
+    def k(
+        A: T.Tensor((-4,), "float32"),  # <- error
+    ):
+        with T.Kernel(1, threads=32):
+            A[0] = 1.0
+
+    return k
+
+
+@case(ParseError, r"tensor dimension 2.5 has dtype float32; dims must be integers")
+def float_tensor_dim():
+    @T.prim_func
+    def k(A: T.Tensor((2.5, 4), "float32")):  # <- error
+        with T.Kernel(1, threads=32):
+            A[0, 0] = 1.0
+
+    return k
+
+
+@case(ParseError, r"tensor dimension -2 is negative")
+def negative_output_dim():
+    @T.prim_func
+    def k(A: T.Tensor((4,), "float32")):
+        B = T.empty((-2,), "float32")  # <- error
+        with T.Kernel(1, threads=32):
+            A[0] = 1.0
+        return B
+
+    return k
+
+
+@case(ParseError, r"T.alloc_fragment needs a static positive shape, got -8")
+def negative_allocation_dim():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=32):
+            acc = T.alloc_fragment((16, -8), "float32")  # <- error
+            T.clear(acc)
+
+    return k
+
+
+# ---------------------------------------------------------------------------------- division by zero
+
+
+@case(SemanticError, r"integer division by zero: the divisor of A\[bx\] // 0 is 0", hint=r"SIGFPE")
+def integer_floordiv_by_zero():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "int32")):
+        with T.Kernel(4, threads=32) as bx:
+            A[bx] = A[bx] // 0  # <- error
+
+    return k
+
+
+@case(SemanticError, r"integer division by zero: the divisor of A\[bx\] // 0")
+def integer_division_by_a_folded_zero():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "int32")):
+        with T.Kernel(4, threads=32) as bx:
+            A[bx] = A[bx] // (2 - 2)  # <- error
+
+    return k
+
+
+@case(SemanticError, r"integer division by zero: the divisor of 5 // 0 is 0")
+def folding_a_constant_division_by_zero():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "int32")):
+        with T.Kernel(4, threads=32) as bx:
+            five = T.int32(5)
+            A[bx] = A[bx] + five // 0  # <- error
+
+    return k
+
+
+@case(SemanticError, r"integer division by zero: the divisor of \(bx \+ -1\) // 0")
+def ceildiv_grid_by_zero():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "int32")):
+        with T.Kernel(4, threads=32) as bx:
+            for i in T.serial(T.ceildiv(bx, 0)):  # <- error
+                A[i] = 0
+
+    return k
+
+
+@case(ParseError, r"T.truncmod: division by zero \(the divisor is the Python value 0\)")
+def python_truncmod_by_zero():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "int32")):
+        with T.Kernel(4, threads=32) as bx:
+            A[bx] = T.truncmod(7, 0)  # <- error
+
+    return k
+
+
+# ---------------------------------------------------------------------------------- launch and loop extents
+
+
+@case(ParseError, r"T.Kernel grid extent 0 is less than 1", hint=r"skip the launch with a Python `if`")
+def empty_grid():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(0, threads=32) as bx:  # <- error
+            A[bx] = 0.0
+
+    return k
+
+
+@case(ParseError, r"T.Kernel grid extent -3 is less than 1; a launch needs at least one block")
+def negative_grid():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(4, -3, threads=32) as (bx, by):  # <- error
+            A[bx] = 0.0
+
+    return k
+
+
+@case(ParseError, r"T.Kernel threads must be a positive int or a tuple of up to three, got \(-32,\)")
+def negative_threads():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=-32):  # <- error
+            A[0] = 0.0
+
+    return k
+
+
+@case(ParseError, r"loop over \[0, -5\) has a negative extent \(-5\)", hint=r"start <= stop")
+def negative_parallel_extent():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(-5):  # <- error
+                A[i] = 0.0
+
+    return k
+
+
+@case(ParseError, r"loop over \[5, 2\) has a negative extent \(-3\)")
+def serial_loop_with_reversed_bounds():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=32):
+            for i in T.serial(5, 2):  # <- error
+                A[i] = 0.0
+
+    return k
+
+
+@case(ParseError, r"loop over \[0, -1\) has a negative extent")
+def negative_pipelined_extent():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=32):
+            for i in T.Pipelined(-1, num_stages=2):  # <- error
+                A[i] = 0.0
 
     return k
 
@@ -568,6 +808,20 @@ def test_error_is_located(build, error, message, hint):
     if hint is not None:
         assert err.hint is not None and re.search(hint, err.hint), err.hint
         assert f"\nhint: {err.hint}" in text
+
+
+def test_macro_recursion_beyond_pythons_limit_is_located(monkeypatch):
+    """Deep caller stacks can reach Python's recursion limit before the parser's depth limit."""
+    from tilecraft.language.parser import core
+
+    monkeypatch.setattr(core, "MAX_MACRO_DEPTH", 10**6)
+    with pytest.raises(ParseError) as info:
+        recursive_macro()
+    err = info.value
+    assert "macro walk calls itself without end" in err.message
+    assert "exceeded Python's recursion limit" in err.message
+    assert err.span.line == marker_line(recursive_macro, "A[0] = walk(A[0])")
+    assert len(str(err).splitlines()) < 6
 
 
 def test_message_layout():

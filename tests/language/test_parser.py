@@ -375,6 +375,24 @@ def test_macro_with_wrong_arguments_is_located():
                 A[0] = scaled(A)
 
 
+@T.macro
+def tree_sum(tile, lo, n):
+    """Recursion that stops on a Python value: the halving ends at one element."""
+    if n == 1:
+        return tile[lo]
+    return tree_sum(tile, lo, n // 2) + tree_sum(tile, lo + n // 2, n // 2)
+
+
+def test_macro_recursion_that_ends_while_parsing_is_allowed():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=16):
+            A[0] = tree_sum(A, 0, 16)
+
+    loads = [n for n in walk(k.body) if isinstance(n, E.BufferLoad)]
+    assert sorted(E.const_value(n.indices[0]) for n in loads) == list(range(16))
+
+
 # ---------------------------------------------------------------------------------- dtypes and constants
 
 

@@ -12,6 +12,7 @@ from tilecraft.ir import Buffer, BufferRegion, IRModule, PrimFunc, Range, Var
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
+from tilecraft.ir.visitor import substitute
 from tilecraft.transform.check import GEMM_ACCUMULATORS, check_semantics
 
 
@@ -190,3 +191,133 @@ def test_errors_carry_no_checker_frames():
         frames.append(tb.tb_frame.f_code.co_name)
         tb = tb.tb_next
     assert "visit" not in frames and "fail" not in frames
+
+
+# ---------------------------------------------------------------------------------- values without meaning
+
+
+def store(buffer: Buffer, index: E.Expr, value=0.0) -> S.BufferStore:
+    return S.BufferStore(buffer, E.const(value, buffer.dtype), (index,))
+
+
+@pytest.mark.parametrize(
+    "index, dtype",
+    [(E.const(1.5), "float32"), (Var(dt.float16, "h"), "float16"), (E.const(True), "bool")],
+)
+def test_indices_must_be_integers(index, dtype):
+    A = buf((16,), scope="global", name="A")
+    with pytest.raises(SemanticError, match=f"index .* of A has dtype {dtype}; indices must be integers"):
+        check_semantics(func_of(launch(store(A, index)), A))
+    load = S.BufferStore(A, E.BufferLoad(dt.float32, A, (index,)), (E.const(0),))
+    with pytest.raises(SemanticError, match=f"has dtype {dtype}; indices must be integers"):
+        check_semantics(func_of(launch(load), A))
+
+
+def test_region_bounds_must_be_integers():
+    A, tile = buf((16,), scope="global", name="A"), buf((4,), scope="shared", name="tile")
+    region = BufferRegion(A, (Range(E.const(2.0), E.const(4)),))
+    with pytest.raises(SemanticError, match="region start 2.0 of A has dtype float32") as info:
+        check_semantics(func_of(launch(S.Copy(region, tile.full_region())), A))
+    assert "T.cast" in info.value.hint
+
+
+def test_a_zero_divisor_left_by_specialization_is_found():
+    """`T.const` values are substituted without re-folding, so `x // (K - 64)` reaches the check unfolded."""
+    A = buf((16,), "int32", scope="global", name="A")
+    K = Var(dt.int32, "K")
+    body = S.BufferStore(A, E.floordiv(E.BufferLoad(dt.int32, A, (E.const(1),)), K - 64), (E.const(0),))
+    check_semantics(func_of(launch(body), A))
+    specialized = substitute(func_of(launch(body), A), {K: E.const(64)})
+    with pytest.raises(
+        SemanticError, match=r"division by zero: the divisor of A\[1\] // \(64 - 64\) is .*= 0"
+    ):
+        check_semantics(specialized)
+
+
+@pytest.mark.parametrize("make", [E.truncdiv, E.truncmod, E.floormod, E.div])
+def test_every_integer_division_by_zero(make):
+    A = buf((16,), "int64", scope="global", name="A")
+    body = S.BufferStore(A, make(E.BufferLoad(dt.int64, A, (E.const(1),)), 0), (E.const(0),))
+    with pytest.raises(SemanticError, match="integer division by zero"):
+        check_semantics(func_of(launch(body), A))
+
+
+def test_float_division_by_zero_is_ieee_and_allowed():
+    A = buf((16,), scope="global", name="A")
+    body = S.BufferStore(A, E.div(E.BufferLoad(dt.float32, A, (E.const(1),)), 0.0), (E.const(0),))
+    check_semantics(func_of(launch(body), A))
+
+
+def test_constant_folding_leaves_a_division_by_zero_unfolded():
+    assert isinstance(E.floordiv(E.const(5), 0), E.FloorDiv)
+    assert isinstance(E.truncmod(E.const(5), 0), E.TruncMod)
+
+
+def test_grid_extents_must_be_at_least_one():
+    n = Var(dt.int32, "n")
+
+    def grid(extent) -> PrimFunc:
+        bx, tx = Var(dt.int32, "bx"), Var(dt.int32, "tx")
+        return func_of(S.KernelLaunch((extent,), (128,), (bx,), (tx,), S.SeqStmt(())))
+
+    check_semantics(grid(E.floordiv(n, 128)))
+    with pytest.raises(SemanticError, match=r"grid extent 0 is less than 1"):
+        check_semantics(grid(E.const(0)))
+    with pytest.raises(SemanticError, match=r"grid extent 64 - 128 \(= -64\) is less than 1"):
+        check_semantics(substitute(grid(n - 128), {n: E.const(64)}))
+
+
+def test_a_grid_empty_only_after_specialization_launches_nothing():
+    """`T.const` symbols take the shapes of the call's arrays; an empty array gives an empty grid, which
+    launches nothing, as a dynamic dim that is 0 at run time does."""
+    n = Var(dt.int32, "n")
+    bx, tx = Var(dt.int32, "bx"), Var(dt.int32, "tx")
+    func = func_of(S.KernelLaunch((E.floordiv(n + 127, 128),), (128,), (bx,), (tx,), S.SeqStmt(())))
+    check_semantics(substitute(func, {n: E.const(0)}))
+
+
+def test_thread_counts_must_be_positive():
+    with pytest.raises(SemanticError, match=r"threads must be positive, got \(0,\)"):
+        check_semantics(func_of(launch(S.SeqStmt(()), threads=(0,))))
+
+
+def test_loop_extents_may_be_zero_but_not_negative():
+    i = Var(dt.int32, "i")
+    empty = S.For(i, E.const(0), E.const(0), S.ForKind.PARALLEL, S.SeqStmt(()))
+    check_semantics(func_of(launch(empty)))
+    negative = S.For(i, E.const(0), E.const(-2), S.ForKind.SERIAL, S.SeqStmt(()))
+    with pytest.raises(SemanticError, match="loop extent -2 is negative"):
+        check_semantics(func_of(launch(negative)))
+
+
+def test_tensors_may_be_empty_but_on_chip_buffers_may_not():
+    empty = buf((0, 4), scope="global", name="E")
+    check_semantics(func_of(launch(S.SeqStmt(())), empty))
+    negative = buf((-1,), scope="global", name="N")
+    with pytest.raises(SemanticError, match="dim 0 of N is -1; it must be at least 0"):
+        check_semantics(func_of(launch(S.SeqStmt(())), negative))
+    with pytest.raises(SemanticError, match="dim 1 of x is 0; it must be at least 1"):
+        check_semantics(func_of(launch(S.Allocate(buf((4, 0)), S.SeqStmt(())))))
+
+
+def guarded_division(how: str) -> PrimFunc:
+    """`A[0] = A[1] // (K % 32)`, guarded by `if K % 32 != 0` (how="if"), by a select, or not at all."""
+    A = buf((16,), "int32", scope="global", name="A")
+    K = Var(dt.int32, "K")
+    divide = E.floordiv(E.BufferLoad(dt.int32, A, (E.const(1),)), K % 32)
+    nonzero = E.NE(dt.bool_, K % 32, E.const(0))
+    if how == "if":
+        body = S.IfThenElse(nonzero, S.BufferStore(A, divide, (E.const(0),)))
+    elif how == "select":
+        body = S.BufferStore(A, E.Select(dt.int32, nonzero, divide, E.const(0)), (E.const(0),))
+    else:
+        body = S.BufferStore(A, divide, (E.const(0),))
+    return substitute(func_of(launch(body), A), {K: E.const(64)})
+
+
+@pytest.mark.parametrize("how", ["if", "select"])
+def test_code_a_specialized_guard_skips_is_not_judged(how):
+    """With K = 64 the guard `K % 32 != 0` is false, so the division never runs."""
+    check_semantics(guarded_division(how))
+    with pytest.raises(SemanticError, match="integer division by zero"):
+        check_semantics(guarded_division("unguarded"))

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from tilecraft.errors import ParseError
 from tilecraft.ir.buffer import Buffer
-from tilecraft.ir.expr import Expr, Var
+from tilecraft.ir.expr import Expr, IRError, Var
 from tilecraft.ir.span import Span
 
 if TYPE_CHECKING:
@@ -69,3 +69,10 @@ def pop() -> None:
 
 def current_span() -> Span | None:
     return _STACK[-1].span if _STACK else None
+
+
+def error(message: str, hint: str | None = None) -> Exception:
+    """A mistake a T.* function found: located at the call being parsed; a plain IRError outside a parse."""
+    if not _STACK:
+        return IRError(message if hint is None else f"{message}; {hint}")
+    return _STACK[-1].error(message, hint)

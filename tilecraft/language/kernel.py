@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from tilecraft.ir import dtype as dt
 from tilecraft.ir.buffer import Buffer, BufferRegion
-from tilecraft.ir.expr import Call, Expr, IRError, Var, convert
+from tilecraft.ir.expr import Call, Expr, IntImm, IRError, Var, convert
 from tilecraft.ir.stmt import AnnotateLayout, Evaluate, Print, UseSwizzle, seq
 from tilecraft.language import builder
 
@@ -35,6 +35,11 @@ def Kernel(*grid, threads: int | tuple = 128, prelude=None, annotations: dict | 
     for g in dims:
         if not g.dtype.is_integer:
             raise IRError(f"T.Kernel grid extents must be integers, got {g.dtype}")
+        if isinstance(g, IntImm) and g.value < 1:
+            raise builder.error(
+                f"T.Kernel grid extent {g.value} is less than 1; a launch needs at least one block in every dim",
+                hint="skip the launch with a Python `if` when there is no work",
+            )
     threads = (threads,) if isinstance(threads, int) else tuple(threads)
     if not 1 <= len(threads) <= 3 or any(not isinstance(t, int) or t <= 0 for t in threads):
         raise IRError(f"T.Kernel threads must be a positive int or a tuple of up to three, got {threads}")

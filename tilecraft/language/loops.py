@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tilecraft.ir.buffer import Range
-from tilecraft.ir.expr import IRError, convert
+from tilecraft.ir.expr import IntImm, IRError, convert
 from tilecraft.ir.stmt import ForKind
+from tilecraft.language import builder
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,15 @@ def _range(start, stop) -> Range:
         from tilecraft.ir.expr import match_types
 
         start, stop = match_types(start, stop)
-    return Range.from_bounds(start, stop)
+    rng = Range.from_bounds(start, stop)
+    if isinstance(rng.extent, IntImm) and rng.extent.value < 0:
+        # A zero-trip loop is an empty loop; a negative trip count is a mistake in the bounds.
+        raise builder.error(
+            f"loop over [{start}, {stop}) has a negative extent ({rng.extent.value}); a loop runs zero or "
+            "more times",
+            hint="give the bounds as (start, stop) with start <= stop",
+        )
+    return rng
 
 
 def _check_step(step) -> None:

@@ -119,29 +119,44 @@ def min(*xs):  # noqa: A001
     return result
 
 
+def _py_divisor(name: str, b) -> None:
+    """Python's own error for `5 // 0` names no T.* function; this one does."""
+    if b == 0:
+        raise IRError(f"T.{name}: division by zero (the divisor is the Python value {b!r})")
+
+
 def ceildiv(a, b):
     """`(a + b - 1) // b` for integers."""
     if _all_py(a, b):
+        _py_divisor("ceildiv", b)
         return -(-a // b)
     return E.floordiv(E.add(a, E.sub(b, 1)), b)
 
 
 def floordiv(a, b):
-    return a // b if _all_py(a, b) else E.floordiv(a, b)
+    if _all_py(a, b):
+        _py_divisor("floordiv", b)
+        return a // b
+    return E.floordiv(a, b)
 
 
 def floormod(a, b):
-    return a % b if _all_py(a, b) else E.floormod(a, b)
+    if _all_py(a, b):
+        _py_divisor("floormod", b)
+        return a % b
+    return E.floormod(a, b)
 
 
 def truncdiv(a, b):
     if _all_py(a, b):
+        _py_divisor("truncdiv", b)
         return int(a / b)
     return E.truncdiv(a, b)
 
 
 def truncmod(a, b):
     if _all_py(a, b):
+        _py_divisor("truncmod", b)
         return int(pymath.fmod(a, b))
     return E.truncmod(a, b)
 

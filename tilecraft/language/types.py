@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from tilecraft.ir import dtype as dt
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.dtype import DataType
-from tilecraft.ir.expr import Expr, IRError, Var, convert
+from tilecraft.ir.expr import Expr, IntImm, IRError, Var, convert
 from tilecraft.language import builder
 
 
@@ -19,7 +19,14 @@ def _dims(shape) -> tuple[Expr, ...]:
     for s in shape:
         if isinstance(s, (Buffer, str)) or s is None:
             raise IRError(f"tensor dimension {s!r} must be an integer or a symbolic dim (T.dynamic)")
-        dims.append(convert(s))
+        dim = convert(s)
+        if not dim.dtype.is_integer:
+            raise IRError(f"tensor dimension {s} has dtype {dim.dtype}; dims must be integers")
+        if isinstance(dim, IntImm) and dim.value < 0:
+            raise IRError(
+                f"tensor dimension {dim.value} is negative; dims must be >= 0 (0 is an empty tensor)"
+            )
+        dims.append(dim)
     return tuple(dims)
 
 

@@ -2,7 +2,8 @@
 
 It rejects what no backend could lower: tile ops or allocations outside a kernel, nested kernels,
 rank and extent mismatches in tile ops, reduce dims out of range, constant indices out of bounds,
-and dtype combinations no rule accepts. Errors point at the kernel's source line.
+indices that are not integers, integer divisions by a constant zero, empty or negative grids, negative
+loop extents and shapes, and dtype combinations no rule accepts. Errors point at the kernel's source line.
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.ir.dtype import DataType
+from tilecraft.ir.eval import evaluate
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import Visitor
 
 ON_CHIP = ("shared", "shared.dyn", "local", "local.fragment", "local.var")
+# Integer forms of these trap (SIGFPE) or give an unspecified value when the divisor is zero.
+INT_DIVISIONS = (E.Div, E.FloorDiv, E.FloorMod, E.TruncMod)
 ATOMIC_DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64", "uint32", "uint64")
 
 # Accumulator dtypes a gemm accepts for each operand dtype.
@@ -51,6 +55,9 @@ class _Checker(Visitor):
         self.span = func.span
 
     def run(self) -> None:
+        for p in self.func.params:
+            if isinstance(p, Buffer):
+                self._shape(p, minimum=0)
         self.visit(self.func.body)
 
     def fail(self, message: str, hint: str | None = None, span=None):
@@ -77,11 +84,23 @@ class _Checker(Visitor):
             )
         for g in s.grid:
             self._int_expr(g, "grid extent")
+            self._grid_extent(g)
+        if any(t < 1 for t in s.threads):
+            self.fail(f"T.Kernel threads must be positive, got {s.threads}")
         self.in_kernel = True
         try:
             self.generic_visit(s)
         finally:
             self.in_kernel = False
+
+    def _grid_extent(self, g: E.Expr) -> None:
+        """A written extent must be at least 1. One that is 0 only once `T.const` symbols take the shapes
+        of empty arrays launches nothing, as a dynamic extent that is 0 at run time does."""
+        n = constant(g)
+        if n is None or n >= 1 or (n == 0 and not E.is_const(g)):
+            return
+        self.fail(f"T.Kernel grid extent {_value(g, n)} is less than 1; a launch needs at least one block in "
+                  "every dim", "skip the launch with a Python `if` when there is no work")  # fmt: skip
 
     def _require_kernel(self, what: str) -> None:
         if not self.in_kernel:
@@ -90,12 +109,43 @@ class _Checker(Visitor):
 
     def visit_Allocate(self, s: S.Allocate) -> None:
         self._require_kernel(f"allocating {s.buffer.name}")
+        self._shape(s.buffer, minimum=1)
         self.generic_visit(s)
+
+    def _shape(self, buf: Buffer, minimum: int) -> None:
+        """Tensors may be empty (a dim of 0); on-chip buffers need at least one element per dim."""
+        for axis, dim in enumerate(buf.shape):
+            if not dim.dtype.is_integer:
+                self.fail(f"dim {axis} of {buf.name} is {dim}, of dtype {dim.dtype}; shapes must be integers")
+            n = constant(dim)
+            if n is not None and n < minimum:
+                self.fail(f"dim {axis} of {buf.name} is {_value(dim, n)}; it must be at least {minimum}")
 
     def visit_For(self, s: S.For) -> None:
         self._require_kernel("a loop")
         self._int_expr(s.extent, "loop extent")
+        if (n := constant(s.extent)) is not None and n < 0:
+            self.fail(f"loop extent {_value(s.extent, n)} is negative; a loop runs zero or more times",
+                      "give the bounds as (start, stop) with start <= stop")  # fmt: skip
         self.generic_visit(s)
+
+    def visit_IfThenElse(self, s: S.IfThenElse) -> None:
+        """Only a branch that can run is judged: after `T.const` specialization a guard such as
+        `if K % 32 != 0:` may be constant, and the code it skips (`x // (K % 32)`) never runs."""
+        self.visit(s.condition)
+        taken = constant(s.condition)
+        if taken is None or taken:
+            self.visit(s.then_case)
+        if s.else_case is not None and not taken:
+            self.visit(s.else_case)
+
+    def visit_Select(self, e: E.Select) -> None:
+        self.visit(e.condition)
+        taken = constant(e.condition)
+        if taken is None or taken:
+            self.visit(e.true_value)
+        if taken is None or not taken:
+            self.visit(e.false_value)
 
     def visit_BufferStore(self, s: S.BufferStore) -> None:
         self._require_kernel(f"storing into {s.buffer.name}")
@@ -111,15 +161,28 @@ class _Checker(Visitor):
             self.fail(
                 f"arithmetic on {e.a.dtype} is not supported", "cast to float32 first: T.cast(x, 'float32')"
             )
+        if isinstance(e, INT_DIVISIONS) and not e.a.dtype.is_float and constant(e.b) == 0:
+            self.fail(
+                f"integer division by zero: the divisor of {e} is {_value(e.b, 0)}",
+                "an integer division by zero has no value (a host processor traps: SIGFPE kills the process); "
+                "fix the divisor, or guard the division with `if`",
+            )
         self.generic_visit(e)
 
     def _int_expr(self, e: E.Expr, what: str) -> None:
         if not e.dtype.is_integer:
             self.fail(f"{what} must be an integer, got {e.dtype}")
 
+    def _index_dtype(self, buf: Buffer, index: E.Expr, what: str = "index") -> None:
+        if not index.dtype.is_integer:
+            self.fail(f"{what} {index} of {buf.name} has dtype {index.dtype}; indices must be integers",
+                      "convert explicitly: T.cast(x, 'int32') truncates, T.cast(T.floor(x), 'int32') floors")  # fmt: skip
+
     def _check_indices(self, buf: Buffer, indices) -> None:
         if len(indices) != buf.ndim:
             self.fail(f"{buf.name} has {buf.ndim} dims but is indexed with {len(indices)}")
+        for index in indices:
+            self._index_dtype(buf, index)
         for axis, (index, dim) in enumerate(zip(indices, buf.shape)):
             i, n = E.const_value(index), E.const_value(dim)
             if isinstance(i, int) and isinstance(n, int) and not 0 <= i < n:
@@ -137,6 +200,9 @@ class _Checker(Visitor):
     def _check_region(self, r: BufferRegion) -> None:
         if len(r.ranges) != r.buffer.ndim:
             self.fail(f"region of {r.buffer.name} has {len(r.ranges)} dims, the buffer {r.buffer.ndim}")
+        for rng in r.ranges:
+            self._index_dtype(r.buffer, rng.min, "region start")
+            self._index_dtype(r.buffer, rng.extent, "region extent")
         if r.buffer.scope not in ON_CHIP:
             return
         for axis, (rng, dim) in enumerate(zip(r.ranges, r.buffer.shape)):
@@ -253,6 +319,23 @@ class _Checker(Visitor):
     def visit_Print(self, s: S.Print) -> None:
         self._require_kernel("T.print")
         self.generic_visit(s)
+
+
+def constant(e: E.Expr) -> int | float | None:
+    """The value of an expression without free variables, folded here because passes such as the
+    specialization of `T.const` symbols substitute values without re-folding; None when it has any."""
+    value = E.const_value(e)
+    if value is not None:
+        return value
+    try:
+        return evaluate(e)
+    except (ValueError, ArithmeticError, TypeError):
+        return None  # a Var, a load, an intrinsic: not a compile-time constant
+
+
+def _value(e: E.Expr, value) -> str:
+    """`e` as the user wrote it, with its value when that took folding to see."""
+    return str(value) if E.is_const(e) else f"{e} (= {value})"
 
 
 def _squeeze(shape) -> tuple:

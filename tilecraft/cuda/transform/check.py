@@ -8,8 +8,12 @@ from tilecraft.errors import LoweringError
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import Visitor
+from tilecraft.transform.storage_budget import StorageBudget, check_storage_budgets
 
 MIN_CAPABILITY = (8, 0)
+# "Maximum amount of local memory per thread: 512 KB" for every compute capability (CUDA C++ Programming
+# Guide, Technical Specifications). Fragments live in registers and spill there; past it a launch fails.
+LOCAL_MEMORY_PER_THREAD = 512 * 1024
 
 
 class _Check(Visitor):
@@ -43,4 +47,31 @@ def check_cuda_support(mod: IRModule, ctx) -> IRModule:
         for p in func.params:
             checker.visit(p)
         checker.visit(func.body)
+    check_storage_budgets(mod, storage_budgets(ctx.target), ctx.target)
     return mod
+
+
+def storage_budgets(target) -> tuple[StorageBudget, ...]:
+    """A thread's registers and local memory, and a block's shared memory where the target knows it."""
+    budgets = [
+        StorageBudget(
+            "registers and local memory",
+            ("local.fragment", "local", "local.var"),
+            LOCAL_MEMORY_PER_THREAD,
+            per_thread=True,
+            hint="use smaller tiles or more threads; a CUDA thread has at most 512 KiB of local memory, "
+            "and anything past its 255 registers spills there",
+        )
+    ]
+    shared = target.attr("max_shared_memory_per_block_optin")
+    if shared is not None:
+        budgets.append(
+            StorageBudget(
+                "shared memory",
+                ("shared", "shared.dyn"),
+                shared,
+                align=128,
+                hint="use smaller shared tiles (block sizes) or fewer shared buffers",
+            )
+        )
+    return tuple(budgets)

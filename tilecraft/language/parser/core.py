@@ -28,6 +28,9 @@ from tilecraft.language.parser.source import Source, function_source
 from tilecraft.language.types import InvalidTensorType, TensorType
 
 _THREAD_NAMES = ("tx", "ty", "tz")
+# Macros inline while parsing, so a recursive macro must stop on a Python value; deeper than this it
+# does not (a tree of halving tile sizes needs log2 levels), and Python's own limit is not far off.
+MAX_MACRO_DEPTH = 32
 _BLOCK_NAMES = ("bx", "by", "bz")
 
 
@@ -71,6 +74,7 @@ class Parser:
         self.params: list[Buffer | Var] = []
         self.pending_tensors: dict[str, int] = {}
         self.returned: Any = None
+        self.macro_calls: list[str] = []  # the macros being expanded, outermost first
 
     # ------------------------------------------------------------------ entry points
 
@@ -368,7 +372,17 @@ class Parser:
             raise self.error(
                 target, f"buffer {base.name} has {base.ndim} dims but is indexed with {len(index)}"
             )
-        return base, [E.convert(i) for i in index]
+        return base, [self._store_index(target, base, i) for i in index]
+
+    def _store_index(self, target: ast.Subscript, buf: Buffer, value: Any) -> Expr:
+        index = self.evaluator.apply(target, E.convert, value)
+        if not index.dtype.is_integer:
+            raise self.error(
+                target,
+                f"index {index} of {buf.name} has dtype {index.dtype}; indices must be integers",
+                hint="convert explicitly: T.cast(x, 'int32') truncates, T.cast(T.floor(x), 'int32') floors",
+            )
+        return index
 
     def _store(self, node: ast.stmt, buf: Buffer, indices: list, value: Any) -> None:
         if isinstance(value, (Buffer, S.Stmt)) or not isinstance(value, (Expr, int, float, bool)):
@@ -538,6 +552,23 @@ class Parser:
     # ------------------------------------------------------------------ macros
 
     def inline_macro(self, node: ast.Call, macro, args: list, kwargs: dict) -> Any:
+        name = macro.func.__name__
+        if len(self.macro_calls) >= MAX_MACRO_DEPTH:
+            raise self._endless_macro(
+                node, name, f"still expanding after {MAX_MACRO_DEPTH} nested macro calls"
+            )
+        if self.macro_calls:
+            return self._expand_macro(node, macro, args, kwargs)
+        try:
+            return self._expand_macro(node, macro, args, kwargs)
+        except RecursionError:
+            # A deep caller stack can exhaust Python's limit before MAX_MACRO_DEPTH; the stack has
+            # unwound to the outermost call by now, so reporting is safe.
+            raise self._endless_macro(
+                node, name, "exceeded Python's recursion limit while expanding"
+            ) from None
+
+    def _expand_macro(self, node: ast.Call, macro, args: list, kwargs: dict) -> Any:
         try:
             bound = macro.signature.bind(*args, **kwargs)
         except TypeError as exc:
@@ -548,6 +579,7 @@ class Parser:
         # Statements go straight into the caller's block, so values the macro binds stay in scope
         # for what it returns.
         self.scope = Scope("macro", None, dict(bound.arguments))
+        self.macro_calls.append(macro.func.__name__)
         try:
             for s in self.source.tree.body:
                 self.statement(s)
@@ -555,7 +587,19 @@ class Parser:
         except _Return as ret:
             return ret.value
         finally:
+            self.macro_calls.pop()
             self.source, self.env, self.scope = saved
+
+    def _endless_macro(self, node: ast.Call, name: str, what: str) -> ParseError:
+        chain = [*self.macro_calls, name]
+        start = max((k for k, n in enumerate(chain[:-1]) if n == name), default=0)
+        cycle = " -> ".join(chain[start:])
+        return self.error(
+            node,
+            f"macro {name} calls itself without end ({cycle} -> ...): {what}",
+            hint="macros are inlined while parsing, so recursion must stop on a Python value "
+            "(`if n == 1: return x` with n a Python int); repeat work with a loop instead",
+        )
 
 
 def _fold(items: list) -> S.Stmt:

@@ -13,8 +13,12 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.visitor import Visitor
+from tilecraft.transform.storage_budget import StorageBudget, check_storage_budgets
 
 WIDE_ATOMIC_TYPES = ("int64", "uint64", "float64")
+# OpenCL has no query for a work-item's private memory. This is the largest any tested device offers
+# (NVIDIA: 512 KiB of local memory per thread); past it no device runs the kernel.
+PRIVATE_MEMORY_PER_WORK_ITEM = 512 * 1024
 
 
 class _Check(Visitor):
@@ -71,4 +75,30 @@ def check_opencl_support(mod: IRModule, ctx) -> IRModule:
         for p in func.params:
             checker.visit(p)
         checker.visit(func.body)
+    check_storage_budgets(mod, storage_budgets(ctx.target), ctx.target)
     return mod
+
+
+def storage_budgets(target) -> tuple[StorageBudget, ...]:
+    """A work-item's private memory, and a work-group's local memory where the target knows it."""
+    budgets = [
+        StorageBudget(
+            "private memory",
+            ("local.fragment", "local", "local.var"),
+            PRIVATE_MEMORY_PER_WORK_ITEM,
+            per_thread=True,
+            hint="use smaller tiles or more threads (work-items per work-group)",
+        )
+    ]
+    local_mem = target.attr("local_mem")
+    if local_mem is not None:
+        budgets.append(
+            StorageBudget(
+                "shared (local) memory",
+                ("shared", "shared.dyn"),
+                local_mem,
+                align=128,
+                hint="use smaller shared tiles (block sizes) or fewer shared buffers",
+            )
+        )
+    return tuple(budgets)
