@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from tilecraft.backend.context import BackendContext
     from tilecraft.backend.target import Target
     from tilecraft.execution.cache import CacheEntry, KernelCache
+    from tilecraft.execution.timing import DeviceTimer
 
 _NAME = re.compile(r"[a-z][a-z0-9_-]*")
 _IMPLEMENTATION = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
@@ -191,6 +192,15 @@ class ExecutionBackend(ABC):
 
     def synchronize(self, loaded: Loaded) -> None:  # noqa: B027 - a no-op is right for synchronous launches
         """Wait for the kernels launched through `loaded` (launches that return only when done need nothing)."""
+
+    def timer(self, target: Target, flush_bytes: int) -> DeviceTimer:
+        """How the profiler times launches on `target`'s device, and makes its caches cold between
+        repetitions (writing `flush_bytes`). The default, the host's wall clock without a flush, is right
+        for launches that return when their work is done; a backend whose launches are asynchronous must
+        return a timer that waits for them (or reads device-side clocks)."""
+        from tilecraft.execution.timing import DeviceTimer
+
+        return DeviceTimer()
 
     def to_device(self, array: Any) -> Any:
         """A copy of a host (numpy) array where this backend's kernels can read it (tests and tools)."""
