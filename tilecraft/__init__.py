@@ -23,12 +23,16 @@ _LAZY = {
     "create_backend_context": "tilecraft.backend.context",
     "PassConfigKey": "tilecraft.jit.options",
     "parse_script": "tilecraft.language.script",
+    "TensorSupplyType": "tilecraft.profiler",
 }
+_SUBMODULES = ("profiler",)  # TileLang's `tilelang.profiler.X` works without an import
 
-__all__ = ["__version__", "compile", "jit", *_LAZY]
+__all__ = ["__version__", "compile", "jit", *_LAZY, *_SUBMODULES]
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"tilecraft.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'tilecraft' has no attribute {name!r}")

@@ -168,6 +168,14 @@ class Kernel:
         if loaded is not None:
             self._backend.synchronize(loaded)
 
+    def get_profiler(self, tensor_supply_type: Any = None, library: str | None = None) -> Any:
+        """A `tilecraft.profiler.Profiler` for this kernel: inputs filled as `tensor_supply_type` says
+        (default `TensorSupplyType.Auto`), from `library` ("torch" or "numpy"; None: torch when the
+        program imported it, else numpy)."""
+        from tilecraft.profiler import Profiler, TensorSupplyType
+
+        return Profiler(self, TensorSupplyType.Auto if tensor_supply_type is None else tensor_supply_type, library)
+
     def export(self, path) -> Any:
         """A self-contained copy of the built kernel, loadable without a compiler."""
         return self._backend.export(self.built, path)
