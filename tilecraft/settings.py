@@ -328,6 +328,9 @@ for _setting in (
             check=_check_directory),
     Setting("TILECRAFT_PASS_TIMING", bool, False, "print a per-pass timing table after each pipeline run"),
     Setting("TILECRAFT_VERBOSE", bool, False, "print progress on long work (compiling, autotuning)"),
+    Setting("TILECRAFT_TUNE_WORKERS", int, None,
+            "processes that compile autotuning candidates; 0: compile in the tuning process; default: one per core"),
+    Setting("TILECRAFT_RETUNE", bool, False, "autotune again instead of reusing a tuning kept in the cache"),
     Setting("TILECRAFT_CC", str, None,
             "C compiler command line for generated C sources (e.g. 'ccache gcc', 'gcc -O0'); takes precedence "
             "over $CC, which is honoured too", check=_check_command),
