@@ -23,9 +23,10 @@ _LAZY = {
     "create_backend_context": "tilecraft.backend.context",
     "PassConfigKey": "tilecraft.jit.options",
     "parse_script": "tilecraft.language.script",
+    "autotune": "tilecraft.autotuner",
     "TensorSupplyType": "tilecraft.profiler",
 }
-_SUBMODULES = ("profiler",)  # TileLang's `tilelang.profiler.X` works without an import
+_SUBMODULES = ("autotuner", "profiler")  # TileLang's `tilelang.autotuner.X` works without an import
 
 __all__ = ["__version__", "compile", "jit", *_LAZY, *_SUBMODULES]
 

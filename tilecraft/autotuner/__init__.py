@@ -1,0 +1,31 @@
+"""Autotuning (TileLang's `tilelang.autotuner`): pick the fastest configuration of a kernel.
+
+    @tilecraft.autotune(configs=[dict(block_M=32), dict(block_M=64)])
+    @tilecraft.jit(out_idx=[-1])
+    def matmul(M, N, K, block_M=64): ...
+
+    AutoTuner.from_kernel(kernel=factory, configs=configs).set_compile_args(...).run(warmup=3, rep=20)
+
+See docs/autotuning.md.
+"""
+
+from __future__ import annotations
+
+from tilecraft.autotuner.args import CompileArgs, ProfileArgs
+from tilecraft.autotuner.capture import get_autotune_inputs, set_autotune_inputs
+from tilecraft.autotuner.decorator import AutoTuneImpl, autotune
+from tilecraft.autotuner.executor import Executor, InProcessExecutor, LocalProcessExecutor
+from tilecraft.autotuner.result import (
+    AutotuneError,
+    AutotuneResult,
+    CandidateResult,
+    ConfigError,
+    TunedKernel,
+)
+from tilecraft.autotuner.tuner import AutoTuner
+
+__all__ = [
+    "AutoTuneImpl", "AutoTuner", "AutotuneError", "AutotuneResult", "CandidateResult", "CompileArgs", "ConfigError",
+    "Executor", "InProcessExecutor", "LocalProcessExecutor", "ProfileArgs", "TunedKernel", "autotune",
+    "get_autotune_inputs", "set_autotune_inputs",
+]  # fmt: skip

@@ -1,0 +1,297 @@
+"""One tuning: make every candidate, compile them (an executor), check and measure each, keep the best.
+
+    configs -> elaborate (this process) -> compile (executor: worker processes) -> check and measure
+    (one at a time, on the device) -> best -> tuning cache
+
+A candidate that fails anywhere (its factory raises, it does not compile, its worker crashes, it runs
+past the timeout, its outputs differ from `ref_prog`'s) is recorded with its status and skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tilecraft import settings
+from tilecraft.autotuner import record as rec
+from tilecraft.autotuner.args import CompileArgs, ProfileArgs
+from tilecraft.autotuner.configs import (
+    check_config_keys,
+    kernel_arguments,
+    merged_pass_configs,
+    resolve_configs,
+)
+from tilecraft.autotuner.executor import CompileOutcome, Executor, compile_here, default_executor
+from tilecraft.autotuner.measure import Measured, Measurement
+from tilecraft.autotuner.progress import Progress, say
+from tilecraft.autotuner.result import (
+    ELABORATION_FAILED,
+    OK,
+    AutotuneError,
+    AutotuneResult,
+    CandidateResult,
+    TunedKernel,
+)
+from tilecraft.autotuner.worker import CompileJob, describe_error
+from tilecraft.errors import TilecraftError
+from tilecraft.ir.function import PrimFunc
+
+if TYPE_CHECKING:
+    from tilecraft.backend.context import BackendContext
+    from tilecraft.jit.kernel import Kernel
+
+
+@dataclass
+class Factory:
+    """How candidates are made: `elaborate(config) -> PrimFunc`; `signature` takes the config keys;
+    `identity` (plain data) names the factory and its fixed arguments for the tuning cache."""
+
+    elaborate: Callable[[dict[str, Any]], PrimFunc]
+    signature: Callable[..., Any]
+    name: str
+    identity: Callable[[], Any]
+    config_args: tuple[tuple[Any, ...], Mapping[str, Any]] = ((), {})
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The options of one `run`: measurement counts, per-candidate timeout (s), early stop, re-tuning,
+    compile workers and the executor."""
+
+    warmup: int = 25
+    rep: int = 100
+    timeout: float | None = 180
+    early_stop_factor: float | None = None
+    retune: bool | None = None
+    workers: int | None = None
+    executor: Executor | None = None
+
+
+class Session:
+    """State of one tuning run."""
+
+    def __init__(self, factory: Factory, compile_args: CompileArgs, profile: ProfileArgs, options: RunOptions,
+                 configs: Any, inputs: list[Any] | None) -> None:  # fmt: skip
+        self.factory = factory
+        self.compile_args = compile_args
+        self.profile = profile
+        self.options = options
+        self.raw_configs = configs
+        self.inputs = inputs
+        self.verbose = bool(compile_args.verbose or settings.get("TILECRAFT_VERBOSE"))
+        self.funcs: dict[int, PrimFunc | BaseException] = {}
+
+    # ------------------------------------------------------------------ driver
+
+    def run(self) -> AutotuneResult:
+        configs = resolve_configs(self.raw_configs, *self.factory.config_args)
+        check_config_keys(configs, self.factory.signature, self.factory.name)
+        self.configs = configs
+        self.ctx = self._context()
+        key = self._key()
+        retune = self.options.retune if self.options.retune is not None else settings.get("TILECRAFT_RETUNE")
+        if key is not None and not retune:
+            reused = self._reuse(key)
+            if reused is not None:
+                return reused
+        result = self._tune()
+        result.key = key
+        if key is not None:
+            self._store(key, result)
+        return result
+
+    def _context(self) -> BackendContext:
+        from tilecraft.jit.lower import resolve_context
+
+        args = self.compile_args
+        return resolve_context(args.target, args.target_host, args.execution_backend)
+
+    def _note(self, text: str) -> None:
+        if self.verbose:
+            say(f"autotune {self.factory.name}: {text}")
+
+    # ------------------------------------------------------------------ candidates
+
+    def _elaborate(self, index: int) -> PrimFunc | BaseException:
+        """Candidate `index`'s PrimFunc, or the error its factory raised (kept: asked for once)."""
+        if index not in self.funcs:
+            try:
+                func = self.factory.elaborate(kernel_arguments(self.configs[index]))
+                if not isinstance(func, PrimFunc):
+                    raise TilecraftError(
+                        f"the kernel factory {self.factory.name} returned {type(func).__name__}; it must return a "
+                        "@T.prim_func (lazy style) or open `with T.Kernel(...)` (eager style)"
+                    )
+                self.funcs[index] = func
+            except Exception as err:  # noqa: BLE001 - a config the factory rejects is one failed candidate
+                self.funcs[index] = err
+        return self.funcs[index]
+
+    def _job(self, index: int, func: PrimFunc) -> CompileJob:
+        flags = self.compile_args.compile_flags
+        return CompileJob(
+            index, func, self.compile_args.normalized_out_idx(),
+            merged_pass_configs(self.compile_args.pass_configs, self.configs[index]),
+            None if flags is None else tuple(str(f) for f in flags),
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ tuning
+
+    def _tune(self) -> AutotuneResult:
+        candidates = [CandidateResult(i, c, OK) for i, c in enumerate(self.configs)]
+        jobs = self._jobs(candidates)
+        executor = self.options.executor or default_executor(self.options.workers, self.verbose)
+        try:
+            compiled = self._compile(executor, jobs, candidates)
+            best = self._measure_all(executor, compiled, candidates)
+        finally:
+            if self.options.executor is None:
+                executor.close()
+        return self._result(best, candidates)
+
+    def _jobs(self, candidates: list[CandidateResult]) -> list[CompileJob]:
+        jobs = []
+        for candidate in candidates:
+            func = self._elaborate(candidate.index)
+            if isinstance(func, BaseException):
+                candidate.status, candidate.error = ELABORATION_FAILED, describe_error(func)
+                self._note(f"#{candidate.index} {candidate.config}: {candidate.status}: {candidate.error}")
+            else:
+                jobs.append(self._job(candidate.index, func))
+        return jobs
+
+    def _compile(self, executor: Executor, jobs: Sequence[CompileJob],
+                 candidates: list[CandidateResult]) -> list[CompileJob]:  # fmt: skip
+        """The jobs that compiled, in index order; the others' candidates get their failure."""
+        by_index = {job.index: job for job in jobs}
+        done: list[CompileJob] = []
+        self._note(f"compiling {len(jobs)} candidates ({executor.name})")
+        with Progress(len(jobs), f"autotune {self.factory.name}: compile") as bar:
+            for outcome in executor.compile(jobs, self.ctx, self.options.timeout):
+                self._compiled(outcome, candidates[outcome.index])
+                if outcome.status == OK:
+                    done.append(by_index[outcome.index])
+                bar.update(outcome.status)
+        return sorted(done, key=lambda job: job.index)
+
+    def _compiled(self, outcome: CompileOutcome, candidate: CandidateResult) -> None:
+        candidate.compile_seconds = outcome.seconds
+        candidate.status, candidate.error = outcome.status, outcome.error
+        detail = f": {outcome.error}" if outcome.error else ""
+        self._note(
+            f"#{candidate.index} {candidate.config}: {outcome.status} in {outcome.seconds:.2f} s{detail}"
+        )
+
+    def _measure_all(self, executor: Executor, jobs: Sequence[CompileJob],
+                     candidates: list[CandidateResult]) -> tuple[CandidateResult, Measured] | None:  # fmt: skip
+        measurement = self._measurement()
+        best: tuple[CandidateResult, Measured] | None = None
+        with Progress(len(jobs), f"autotune {self.factory.name}: bench") as bar:
+            for job in jobs:
+                candidate = candidates[job.index]
+                measured = executor.benchmark(job, self.ctx, measurement.measure)
+                candidate.status, candidate.latency, candidate.error = (
+                    measured.status,
+                    measured.latency,
+                    measured.error,
+                )
+                self._note(candidate.describe())
+                if candidate.ok and (best is None or measured.latency < best[1].latency):
+                    best = (candidate, measured)
+                    measurement.best = measured.latency
+                bar.update(f"best {best[1].latency:.4g} ms" if best else "")
+        self.ref_latency = measurement.ref_latency
+        return best
+
+    def _measurement(self) -> Measurement:
+        return Measurement(self.profile, self.options.warmup, self.options.rep, self.options.timeout,
+                           self.options.early_stop_factor, self.inputs)  # fmt: skip
+
+    def _result(self, best: tuple[CandidateResult, Measured] | None,
+                candidates: list[CandidateResult]) -> AutotuneResult:  # fmt: skip
+        if best is None:
+            lines = "\n  ".join(c.describe() for c in candidates)
+            raise AutotuneError(
+                f"autotune {self.factory.name}: no candidate compiled, passed the check and ran; each one:\n  "
+                f"{lines}\nrun with TILECRAFT_VERBOSE=1 for every error in full"
+            )
+        candidate, measured = best
+        self.best_index = candidate.index
+        result = AutotuneResult(candidate.latency, candidate.config, self.ref_latency, candidates=candidates)
+        self._finish(result, candidate.index, measured.kernel)
+        self._note(f"best #{candidate.index} {candidate.config}: {candidate.latency:.4g} ms")
+        return result
+
+    def _finish(self, result: AutotuneResult, index: int, kernel: Kernel) -> None:
+        func = self.funcs[index]
+        result.func = func if isinstance(func, PrimFunc) else None
+        result.libcode = kernel.get_kernel_source()
+        result.kernel = TunedKernel(kernel, result)
+
+    # ------------------------------------------------------------------ the tuning cache
+
+    def _key(self) -> str | None:
+        from tilecraft.autotuner.keys import tuning_key
+
+        try:
+            return tuning_key(self)
+        except rec.NotKeyable as err:
+            self._note(f"not kept in the tuning cache: {err} has no identity that lasts across processes")
+            return None
+
+    def _reuse(self, key: str) -> AutotuneResult | None:
+        """The stored tuning for `key`, with its best kernel loaded, or None (then it is tuned)."""
+        from tilecraft.execution.cache import KernelCache
+
+        found = _read_record(KernelCache(), key, self.configs)
+        if found is None:
+            return None
+        kernel = self._stored_kernel(found)
+        if kernel is None:
+            return None
+        result = AutotuneResult(found.latency, self.configs[found.best], found.ref_latency,
+                                candidates=found.candidates, key=key, from_cache=True)  # fmt: skip
+        self._finish(result, found.best, kernel)
+        self._note(f"best config from the tuning cache: {result.config} ({result.latency:.4g} ms)")
+        return result
+
+    def _stored_kernel(self, found: rec.Record) -> Kernel | None:
+        """The stored best candidate compiled and, with a reference program, checked; None when it no
+        longer compiles or passes (the code it depends on changed)."""
+        func = self._elaborate(found.best)
+        try:
+            if isinstance(func, BaseException):
+                raise func
+            kernel = compile_here(self._job(found.best, func), self.ctx)
+            if self.profile.checks:
+                self._measurement().check(kernel)
+        except (Exception, AssertionError) as err:  # noqa: BLE001 - any failure means: tune again
+            self._note(
+                f"the stored best config {self.configs[found.best]} fails now ({describe_error(err)}); re-tuning"
+            )
+            return None
+        return kernel
+
+    def _store(self, key: str, result: AutotuneResult) -> None:
+        from tilecraft.execution.cache import KernelCache
+
+        cache = KernelCache()
+        files = rec.record_files(
+            self.best_index, result.latency, result.ref_latency, self.factory.name, result.candidates
+        )
+        cache.evict(key)  # a re-tuning replaces the stored one (put keeps an existing entry)
+        cache.put(key, files, {"function": self.factory.name})
+
+
+def _read_record(cache: Any, key: str, configs: Sequence[dict[str, Any]]) -> rec.Record | None:
+    entry = cache.get(key)
+    if entry is None:
+        return None
+    try:
+        found = rec.parse_record(entry.read(rec.RECORD_FILE), configs)
+    except (OSError, TilecraftError):
+        found = None
+    if found is None:
+        cache.evict(key)  # written by another version, or not a tuning record: tune and replace it
+    return found

@@ -1,0 +1,76 @@
+"""What a compile worker process runs: lower and build one candidate into the shared disk cache.
+
+The worker hands nothing back but a status: the tuning process then loads the candidate through the
+ordinary compile path, which finds the lowering and the build in the cache. Kept free of anything but
+tilecraft imports, so a worker process starts quickly.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tilecraft.ir.function import PrimFunc
+
+OK = "ok"
+FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class CompileJob:
+    """One candidate to compile: its index among the configurations, its PrimFunc and compile options."""
+
+    index: int
+    func: PrimFunc
+    out_idx: tuple[int, ...] | None = None
+    pass_configs: Mapping[str, Any] | None = None
+    compile_flags: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class WorkerContext:
+    """What a worker needs to rebuild the tuning process's backend context and settings."""
+
+    target: str
+    target_host: str | None
+    execution_backend: str
+    settings: Mapping[str, Any]
+
+
+def describe_error(err: BaseException) -> str:
+    """`Type: message`, and the innermost frame when the error is not one tilecraft raises on purpose."""
+    from tilecraft.errors import TilecraftError
+
+    text = f"{type(err).__name__}: {err}"
+    if not isinstance(err, TilecraftError):
+        frames = traceback.extract_tb(err.__traceback__)
+        if frames:
+            last = frames[-1]
+            text += f" (at {last.filename}:{last.lineno})"
+    return text
+
+
+def ready() -> int:
+    """Started and imported: the worker's process id."""
+    return os.getpid()
+
+
+def build(job: CompileJob, where: WorkerContext) -> tuple[str, float, str]:
+    """(status, seconds, error): lower and build `job` for the context `where` describes."""
+    from tilecraft import settings
+    from tilecraft.backend.context import create_backend_context
+    from tilecraft.jit.lower import lower_artifact
+
+    start = time.perf_counter()
+    try:
+        with settings.override(**where.settings):
+            ctx = create_backend_context(where.target, where.target_host, where.execution_backend)
+            artifact = lower_artifact(job.func, ctx, job.pass_configs, job.compile_flags)
+            ctx.execution_backend().build(artifact, ctx)
+    except Exception as err:  # noqa: BLE001 - a failing candidate is reported, never fatal to the worker
+        return FAILED, time.perf_counter() - start, describe_error(err)
+    return OK, time.perf_counter() - start, ""
