@@ -125,6 +125,10 @@ CUresult cuStreamDestroy_v2(void *stream) { (void)stream; return 0; }
 CUresult cuStreamSynchronize(void *stream) { (void)stream; return 0; }
 CUresult cuMemAlloc_v2(uint64_t *ptr, size_t n) { *ptr = (uint64_t)(uintptr_t)malloc(n); return 0; }
 CUresult cuMemFree_v2(uint64_t ptr) { free((void *)(uintptr_t)ptr); return 0; }
+CUresult cuMemsetD32_v2(uint64_t dst, unsigned int value, size_t n) {
+    for (size_t i = 0; i < n; i++) ((uint32_t *)(uintptr_t)dst)[i] = value;
+    return 0;
+}
 CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n) { memcpy((void *)(uintptr_t)dst, src, n); return 0; }
 CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) { memcpy(dst, (void *)(uintptr_t)src, n); return 0; }
 CUresult cuPointerGetAttribute(void *data, int attribute, uint64_t ptr) {

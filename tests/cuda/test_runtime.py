@@ -168,8 +168,11 @@ def test_driver_memory_and_streams(fake_driver):
     driver.copy_to_device(ptr, data.ctypes.data, data.nbytes)
     back = np.empty_like(data)
     driver.copy_to_host(back.ctypes.data, ptr, data.nbytes)
-    driver.mem_free(ptr)
     assert np.array_equal(back, data)
+    driver.memset_d32(ptr, 0, 8)  # the profiler's L2 flush
+    driver.copy_to_host(back.ctypes.data, ptr, data.nbytes)
+    driver.mem_free(ptr)
+    assert np.array_equal(back, np.where(np.arange(16) < 8, 0.0, data))
     stream = driver.stream_create()
     driver.stream_synchronize(stream)
     driver.stream_destroy(stream)

@@ -84,6 +84,7 @@ _SIGNATURES: dict[str, tuple[Any, ...]] = {
     "cuStreamSynchronize": (_P,),
     "cuMemAlloc_v2": (_U64_P, ctypes.c_size_t),
     "cuMemFree_v2": (ctypes.c_uint64,),
+    "cuMemsetD32_v2": (ctypes.c_uint64, _U, ctypes.c_size_t),
     "cuMemcpyHtoD_v2": (ctypes.c_uint64, _P, ctypes.c_size_t),
     "cuMemcpyDtoH_v2": (_P, ctypes.c_uint64, ctypes.c_size_t),
     "cuPointerGetAttribute": (_P, ctypes.c_int, ctypes.c_uint64),
@@ -352,6 +353,10 @@ class Driver:
 
     def mem_free(self, ptr: int) -> None:
         self.call("cuMemFree_v2", ptr)
+
+    def memset_d32(self, ptr: int, value: int, count: int) -> None:
+        """Set `count` 32-bit words at device pointer `ptr` to `value`."""
+        self.call("cuMemsetD32_v2", ptr, value, count)
 
     def copy_to_device(self, ptr: int, host_ptr: int, nbytes: int) -> None:
         self.call("cuMemcpyHtoD_v2", ptr, host_ptr, nbytes)

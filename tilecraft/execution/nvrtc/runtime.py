@@ -29,6 +29,7 @@ from tilecraft.execution.nvrtc.launch import (
     make_stream_resolver,
     torch_current_stream,
 )
+from tilecraft.execution.timing import DeviceTimer
 from tilecraft.ir.dtype import DataType
 from tilecraft.jit.arrays import ArrayArg
 
@@ -185,6 +186,13 @@ class CudaRuntimeBackend(ExecutionBackend):
         handle: CudaModule = loaded.handle
         with handle.driver.using_context(handle.context):
             handle.driver.synchronize()
+
+    def timer(self, target: Any, flush_bytes: int) -> DeviceTimer:
+        """CUDA events through torch when torch's CUDA is in use, else the wall clock with the device
+        synchronized; both flush the L2 with a `flush_bytes` write (see timing.py)."""
+        from tilecraft.execution.nvrtc.timing import cuda_timer
+
+        return cuda_timer(int(target.attr("device", 0)), flush_bytes)
 
     def check_device(self, arg: ArrayArg, name: str) -> None:
         """Arrays must be in GPU memory (the device index is checked by the launcher, which knows it)."""
