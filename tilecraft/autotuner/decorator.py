@@ -118,9 +118,12 @@ class AutoTuneImpl:
     def _has_arrays(args: tuple, kwargs: dict) -> bool:
         return any(is_array(v) for v in (*args, *kwargs.values()))
 
+    def _specialized_on(self, args: tuple, kwargs: dict) -> dict[str, Any]:
+        """The arguments a tuning is for: all but those in `do_not_specialize` (TileLang's rule)."""
+        return {k: v for k, v in self._bind(args, kwargs).items() if k not in self.do_not_specialize}
+
     def _key(self, args: tuple, kwargs: dict) -> Any:
-        bound = {k: v for k, v in self._bind(args, kwargs).items() if k not in self.do_not_specialize}
-        return _memo_key(sorted(bound.items()))
+        return _memo_key(sorted(self._specialized_on(args, kwargs).items()))
 
     # ------------------------------------------------------------------ the tuning
 
@@ -130,9 +133,12 @@ class AutoTuneImpl:
                                    options.get("execution_backend", "auto"), options.get("target_host"),
                                    False, options.get("pass_configs"), options.get("compile_flags"))  # fmt: skip
         factory = Factory(self._elaborator(args, kwargs), self.jit_impl.func, self.__name__,
-                          lambda: [function_identity(self.jit_impl.func), canonical(self._bind(args, kwargs))],
-                          (args, kwargs))  # fmt: skip
+                          lambda: self._identity(args, kwargs), (args, kwargs))  # fmt: skip
         return Session(factory, compile_args, self.profile, self.options, self.configs, get_autotune_inputs())
+
+    def _identity(self, args: tuple, kwargs: dict) -> list[Any]:
+        """The factory and the arguments the tuning is for, as plain data (the tuning cache's key)."""
+        return [function_identity(self.jit_impl.func), canonical(self._specialized_on(args, kwargs))]
 
     def _elaborator(self, args: tuple, kwargs: dict) -> Callable[[dict[str, Any]], PrimFunc]:
         jit = self.jit_impl
