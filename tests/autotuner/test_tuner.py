@@ -31,7 +31,7 @@ def tuner(configs, **profile):
     return (
         AutoTuner.from_kernel(add_factory(N), configs)
         .set_compile_args(out_idx=[-1], target="c")
-        .set_profile_args(ref_prog=reference, **profile)
+        .set_profile_args(**{"ref_prog": reference, **profile})
     )
 
 
@@ -157,15 +157,32 @@ def test_the_cache_key_covers_the_arguments_and_the_configs():
     assert other_profile.key not in (base.key, other_configs.key)
 
 
-def test_a_stored_best_config_that_fails_now_is_retuned():
-    configs = [dict(block=64), dict(block=16)]
-    first = tuner(configs).run(warmup=1, rep=2, workers=0)
-    stored = first.config
-    # the same key (source, configs, options) but the reference changed its mind about the answer
-    flipped = AutoTuner.from_kernel(add_factory(N), configs).set_compile_args(out_idx=[-1], target="c")
-    flipped.set_profile_args(ref_prog=reference)
-    flipped.profile_args = type(flipped.profile_args)(ref_prog=reference, atol=1e-2)
-    assert flipped.run(warmup=1, rep=2, workers=0).config == stored
+FAULTY_BLOCKS: set[int] = set()
+
+
+def switchable(block=64, fault=None):
+    """add_factory's kernel, computing a wrong result for the blocks in FAULTY_BLOCKS: a global, which the
+    tuning cache's key does not see (as with a helper module edited between two runs)."""
+    return add_factory(N)(block, "wrong" if block in FAULTY_BLOCKS else fault)
+
+
+def test_a_stored_best_config_that_fails_its_check_now_is_tuned_again():
+    # config 0 fails to elaborate, so the key's IR structure cannot see the change either
+    configs = [dict(block=32, fault="elaborate"), dict(block=64), dict(block=16)]
+
+    def tune():
+        tuner = AutoTuner.from_kernel(switchable, configs).set_compile_args(out_idx=[-1], target="c")
+        return tuner.set_profile_args(ref_prog=reference).run(warmup=1, rep=2, workers=0)
+
+    first = tune()
+    FAULTY_BLOCKS.add(first.config["block"])
+    try:
+        second = tune()
+    finally:
+        FAULTY_BLOCKS.clear()
+    assert not second.from_cache and second.key == first.key
+    assert second.config != first.config
+    assert [c.status for c in second.candidates if c.config == first.config] == [WRONG_RESULT]
 
 
 # ---------------------------------------------------------------------- the decorator
@@ -228,3 +245,32 @@ def test_tilelangs_names_exist():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                           env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
     assert done.returncode == 0, done.stderr
+
+
+def test_a_reference_without_a_lasting_identity_makes_the_tuning_uncacheable(capfd):
+    class Reference:  # an object: its repr shows an address, which differs in every process
+        def __call__(self, a, b):
+            return reference(a, b)
+
+    with tilecraft.settings.override(TILECRAFT_VERBOSE=True):
+        first = tuner([dict(block=64)], ref_prog=Reference()).run(warmup=1, rep=2, workers=0)
+        second = tuner([dict(block=64)], ref_prog=Reference()).run(warmup=1, rep=2, workers=0)
+    assert first.key is None and not second.from_cache
+    assert "not kept in the tuning cache: Reference value" in capfd.readouterr().err
+
+
+def test_a_candidate_that_fails_to_load_is_skipped(monkeypatch):
+    import tilecraft.autotuner.executor as executor
+
+    real = executor.compile_here
+
+    def flaky(job, ctx):
+        if job.index == 1:
+            raise OSError("cannot open shared object file")
+        return real(job, ctx)
+
+    monkeypatch.setattr(executor, "compile_here", flaky)
+    result = tuner([dict(block=64), dict(block=16)]).run(warmup=1, rep=2, workers=1, retune=True)
+    assert result.candidates[1].status == "run failed"
+    assert "loading the compiled kernel failed: OSError: cannot open" in result.candidates[1].error
+    assert result.config == dict(block=64)

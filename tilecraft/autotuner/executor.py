@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tilecraft import settings
+from tilecraft.autotuner.progress import say
 from tilecraft.autotuner.result import COMPILE_FAILED, CRASHED, OK, TIMEOUT, AutotuneError
 from tilecraft.autotuner.worker import FAILED, CompileJob, WorkerContext, build, describe_error, ready
 
@@ -291,7 +292,7 @@ def default_executor(workers: int | None, verbose: bool) -> Executor:
         return InProcessExecutor()
     if settings.get("TILECRAFT_DISABLE_CACHE"):
         if verbose:
-            print("[tilecraft] autotune: the kernel cache is disabled, so candidates compile in this process "
-                  "(workers hand their builds over through the cache)", flush=True)  # fmt: skip
+            say("autotune: the kernel cache is disabled, so candidates compile in this process (workers "
+                "hand their builds over through the cache)")  # fmt: skip
         return InProcessExecutor()
     return LocalProcessExecutor(workers)

@@ -45,6 +45,8 @@ def canonical(value: Any) -> Any:
         return ["array", str(value.dtype), [int(s) for s in value.shape]]
     if inspect.isfunction(value) or inspect.ismethod(value):
         return function_identity(value)
+    if inspect.isbuiltin(value):  # np.matmul's C function, torch.add: their names are their identity
+        return ["builtin", getattr(value, "__module__", None) or "", value.__qualname__]
     if isinstance(value, (DataType, enum.Enum)):
         return [type(value).__name__, str(value)]
     text = repr(value)
@@ -56,6 +58,8 @@ def canonical(value: Any) -> Any:
 def function_identity(fn: Any) -> list[Any]:
     """A function by its module, name, source and closure values (its globals are not followed)."""
     fn = getattr(fn, "__func__", fn)
+    if not (inspect.isfunction(fn) or inspect.ismethod(fn)):
+        return canonical(fn)  # a builtin, a ufunc or a callable object
     try:
         source = inspect.getsource(fn)
     except (OSError, TypeError):  # defined interactively: the bytecode stands in for the source

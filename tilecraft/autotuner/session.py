@@ -28,6 +28,7 @@ from tilecraft.autotuner.progress import Progress, say
 from tilecraft.autotuner.result import (
     ELABORATION_FAILED,
     OK,
+    RUN_FAILED,
     AutotuneError,
     AutotuneResult,
     CandidateResult,
@@ -190,7 +191,7 @@ class Session:
         with Progress(len(jobs), f"autotune {self.factory.name}: bench") as bar:
             for job in jobs:
                 candidate = candidates[job.index]
-                measured = executor.benchmark(job, self.ctx, measurement.measure)
+                measured = self._benchmark(executor, job, measurement)
                 candidate.status, candidate.latency, candidate.error = (
                     measured.status,
                     measured.latency,
@@ -203,6 +204,12 @@ class Session:
                 bar.update(f"best {best[1].latency:.4g} ms" if best else "")
         self.ref_latency = measurement.ref_latency
         return best
+
+    def _benchmark(self, executor: Executor, job: CompileJob, measurement: Measurement) -> Measured:
+        try:
+            return executor.benchmark(job, self.ctx, measurement.measure)
+        except Exception as err:  # noqa: BLE001 - loading the built candidate failed: skip it, say why
+            return Measured(RUN_FAILED, error=f"loading the compiled kernel failed: {describe_error(err)}")
 
     def _measurement(self) -> Measurement:
         return Measurement(self.profile, self.options.warmup, self.options.rep, self.options.timeout,
