@@ -106,6 +106,22 @@ def test_the_default_executor():
         assert isinstance(default_executor(2, False), InProcessExecutor)
 
 
+def test_a_bad_worker_count_names_where_it_came_from():
+    with pytest.raises(tilecraft.autotuner.ConfigError, match=r"workers must be .* got -1"):
+        default_executor(-1, False)
+    bad_setting = pytest.raises(
+        tilecraft.autotuner.ConfigError, match="TILECRAFT_TUNE_WORKERS must be .* got -2"
+    )
+    with tilecraft.settings.override(TILECRAFT_TUNE_WORKERS=-2), bad_setting:
+        default_executor(None, False)
+
+
+def test_a_timeout_of_zero_means_none_as_in_tilelang():
+    from tilecraft.autotuner.session import RunOptions
+
+    assert RunOptions(timeout=0).timeout is None and RunOptions(timeout=5).timeout == 5
+
+
 REUSE_SCRIPT = textwrap.dedent(
     """
     import json

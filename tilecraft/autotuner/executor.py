@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from tilecraft import settings
 from tilecraft.autotuner.progress import say
-from tilecraft.autotuner.result import COMPILE_FAILED, CRASHED, OK, TIMEOUT, AutotuneError
+from tilecraft.autotuner.result import COMPILE_FAILED, CRASHED, OK, TIMEOUT, AutotuneError, ConfigError
 from tilecraft.autotuner.worker import FAILED, CompileJob, WorkerContext, build, describe_error, ready
 
 if TYPE_CHECKING:
@@ -280,19 +280,29 @@ def available_cores() -> int:
     return len(affinity(0)) if affinity is not None else 2
 
 
+def worker_count(workers: int | None) -> int:
+    """`workers`, else TILECRAFT_TUNE_WORKERS, else one per core; a ConfigError naming where a bad
+    value came from."""
+    where = "workers"
+    if workers is None:
+        workers, where = settings.get("TILECRAFT_TUNE_WORKERS"), "TILECRAFT_TUNE_WORKERS"
+    if workers is None:
+        return available_cores()
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+        raise ConfigError(
+            f"{where} must be a number of processes >= 0 (0: compile in this process), got {workers!r}"
+        )
+    return workers
+
+
 def default_executor(workers: int | None, verbose: bool) -> Executor:
     """The executor for `workers` compile processes (None: TILECRAFT_TUNE_WORKERS, else one per core)."""
-    if workers is None:
-        workers = settings.get("TILECRAFT_TUNE_WORKERS")
-    if workers is None:
-        workers = available_cores()
-    if workers < 0:
-        raise ValueError(f"workers must be >= 0 (0: compile in this process), got {workers}")
-    if workers == 0:
+    count = worker_count(workers)
+    if count == 0:
         return InProcessExecutor()
     if settings.get("TILECRAFT_DISABLE_CACHE"):
         if verbose:
             say("autotune: the kernel cache is disabled, so candidates compile in this process (workers "
                 "hand their builds over through the cache)")  # fmt: skip
         return InProcessExecutor()
-    return LocalProcessExecutor(workers)
+    return LocalProcessExecutor(count)

@@ -57,8 +57,8 @@ class Factory:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """The options of one `run`: measurement counts, per-candidate timeout (s), early stop, re-tuning,
-    compile workers and the executor."""
+    """The options of one `run`: measurement counts, per-candidate timeout (s; None or <= 0: none, as in
+    TileLang), early stop, re-tuning, compile workers and the executor."""
 
     warmup: int = 25
     rep: int = 100
@@ -67,6 +67,10 @@ class RunOptions:
     retune: bool | None = None
     workers: int | None = None
     executor: Executor | None = None
+
+    def __post_init__(self) -> None:
+        if self.timeout is not None and self.timeout <= 0:
+            object.__setattr__(self, "timeout", None)
 
 
 class Session:
