@@ -95,3 +95,27 @@ def test_without_tqdm_a_small_bar_of_our_own(monkeypatch):
     monkeypatch.setattr(progress, "_tqdm", lambda *args: None)
     drawn = draw(Terminal())
     assert drawn.startswith("\rautotune k: compile [######") and "] 4/4 " in drawn and drawn.endswith("\n")
+
+
+def test_inputs_the_tuner_cannot_make_stop_the_tuning_with_the_fix():
+    import tilecraft.language as T
+
+    def scale(block=8):
+        @T.prim_func
+        def main(X: T.Tensor((64,), "float32"), alpha: T.float32, Y: T.Tensor((64,), "float32")):
+            with T.Kernel(T.ceildiv(64, block), threads=8) as bx:
+                for i in T.Parallel(block):
+                    Y[bx * block + i] = X[bx * block + i] * alpha
+
+        return main
+
+    tuner = AutoTuner.from_kernel(scale, [dict(block=8), dict(block=16)]).set_compile_args(
+        out_idx=[-1], target="c"
+    )
+    with pytest.raises(
+        tilecraft.autotuner.AutotuneError, match="scalar parameter 'alpha'.*supply_prog=.*set_autotune_inputs"
+    ):
+        tuner.run(warmup=1, rep=1, workers=0, retune=True)
+    x = np.ones(64, np.float32)
+    with set_autotune_inputs(x, 2.0):
+        assert tuner.run(warmup=1, rep=1, workers=0, retune=True).config in (dict(block=8), dict(block=16))

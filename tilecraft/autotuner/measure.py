@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tilecraft.autotuner.args import ProfileArgs
-from tilecraft.autotuner.result import OK, RUN_FAILED, TIMEOUT, WRONG_RESULT
+from tilecraft.autotuner.result import OK, RUN_FAILED, TIMEOUT, WRONG_RESULT, AutotuneError
 from tilecraft.autotuner.worker import describe_error
+from tilecraft.errors import ArgumentError
 from tilecraft.profiler.bench import BenchTimeout
 
 if TYPE_CHECKING:
@@ -51,10 +52,20 @@ class Measurement:
         if self.profile.supply_prog is not None:
             inputs = list(self.profile.supply_prog(profiler._get_params()))
         else:
-            inputs = profiler._get_inputs()
+            inputs = self._supplied(profiler)
         if self.profile.cache_input_tensors:
             self._cached = inputs
         return inputs
+
+    @staticmethod
+    def _supplied(profiler: Profiler) -> list[Any]:
+        try:
+            return profiler._get_inputs()
+        except ArgumentError as err:  # the same for every candidate: the tuning itself cannot go on
+            raise AutotuneError(
+                f"{err}; a tuning cannot make these inputs itself: give them with supply_prog=(params) -> "
+                "inputs, or tune inside `with set_autotune_inputs(*inputs):`"
+            ) from None
 
     def check(self, kernel: Kernel, inputs: list[Any] | None = None) -> None:
         """Raise AssertionError when the kernel's outputs differ from the reference program's."""
@@ -71,6 +82,8 @@ class Measurement:
         """Check (with a reference program) and time `kernel`; never raises for the candidate's faults."""
         try:
             return self._measure(kernel)
+        except AutotuneError:
+            raise
         except AssertionError as err:
             return Measured(WRONG_RESULT, error=str(err) or "outputs differ from the reference program's")
         except BenchTimeout as err:

@@ -212,6 +212,8 @@ class Session:
     def _benchmark(self, executor: Executor, job: CompileJob, measurement: Measurement) -> Measured:
         try:
             return executor.benchmark(job, self.ctx, measurement.measure)
+        except AutotuneError:
+            raise  # the tuning cannot go on (no inputs for any candidate)
         except Exception as err:  # noqa: BLE001 - loading the built candidate failed: skip it, say why
             return Measured(RUN_FAILED, error=f"loading the compiled kernel failed: {describe_error(err)}")
 
