@@ -1,0 +1,180 @@
+"""Thread safety of everything a compile or a kernel call reaches, on every available target.
+
+The built-in backends load lazily on the first lookup, so the race that matters most happens only in a
+fresh process: `test_first_compiles_in_a_fresh_process` runs this file as a script in a new interpreter
+(with an empty kernel cache), where 8 threads compile at once and check their results against NumPy.
+Targets come from the registry (tests/conformance/targets.py): `c` always, `opencl` with PoCL or a
+driver, `cuda` on a GPU machine; the others skip with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+THREADS = 8
+# Five different kernels; the first three are compiled by two threads at once.
+FIRST_COMPILES = ("elementwise_add_ragged", "row_sum_ragged", "softmax_f16", "transpose_shared",
+                  "gemm_f32_ragged", "elementwise_add_ragged", "row_sum_ragged", "softmax_f16")  # fmt: skip
+
+
+def run_in_threads(work: Callable[[int], Any], count: int = THREADS) -> list[Any]:
+    """`work(i)` for i in range(count), each in its own thread, all released at once by a barrier.
+
+    Returns the results in order; the first exception of any thread is raised here, with its thread.
+    """
+    barrier = threading.Barrier(count)
+    results: list[Any] = [None] * count
+    errors: list[tuple[int, BaseException]] = []
+
+    def body(i: int) -> None:
+        barrier.wait()
+        try:
+            results[i] = work(i)
+        except BaseException as err:  # noqa: BLE001 - reported below, with the thread it came from
+            errors.append((i, err))
+
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    if any(t.is_alive() for t in threads):
+        raise AssertionError("a thread did not finish within 600 s (deadlock?)")
+    if errors:
+        i, err = errors[0]
+        raise AssertionError(f"thread {i} of {count} failed: {type(err).__name__}: {err}") from err
+    return results
+
+
+def rel_error(out: Any, ref: np.ndarray) -> float:
+    out = np.asarray(out, dtype=np.float64)
+    if np.isnan(out).any():
+        return float("inf")
+    return float(np.linalg.norm(out - ref) / max(np.linalg.norm(ref), 1e-30))
+
+
+# ---------------------------------------------------------------- the fresh-process script
+
+
+def compile_and_check(case_name: str, target: str, execution_backend: str, seed: int) -> None:
+    """Compile one conformance case, run it on fresh inputs, compare with its float64 reference."""
+    import tilecraft
+    from tests.conformance.cases import CASES
+
+    case = next(c for c in CASES if c.name == case_name)
+    kernel = tilecraft.compile(case.build(), target=target, execution_backend=execution_backend)
+    arrays = case.inputs(np.random.default_rng(seed))
+    expected = case.reference([a.copy() for a in arrays])
+    device = [kernel.to_device(a) for a in arrays]
+    kernel(*device)
+    kernel.synchronize()
+    for index, ref in expected.items():
+        err = rel_error(kernel.to_host(device[index]), ref)
+        assert err <= case.tol, f"{case_name}: output {index} relative error {err:.3e} > {case.tol:.1e}"
+
+
+def fresh_process_main(target: str, execution_backend: str) -> None:
+    """In a new interpreter: 8 threads make the process's first compiles at the same moment."""
+    import tilecraft  # noqa: F401 - what a user imports; must not load the backends yet
+    from tilecraft._builtin import BUILTIN_BACKEND_PACKAGES
+
+    loaded = [p for p in BUILTIN_BACKEND_PACKAGES if p in sys.modules]
+    assert not loaded, f"backend packages {loaded} loaded before the first compile; the race is not exercised"
+    run_in_threads(lambda i: compile_and_check(FIRST_COMPILES[i], target, execution_backend, seed=i))
+    print("ok")
+
+
+def imports_main() -> None:
+    """In a new interpreter: threads import the built-in backend packages themselves while others look
+    targets up; nobody deadlocks, and everybody sees every package registered."""
+    import importlib
+
+    from tilecraft._builtin import BUILTIN_BACKEND_PACKAGES
+    from tilecraft.backend import registered_backends
+
+    def work(i: int) -> int:
+        if i < len(BUILTIN_BACKEND_PACKAGES):
+            importlib.import_module(BUILTIN_BACKEND_PACKAGES[i])
+        return len(registered_backends())
+
+    counts = run_in_threads(work)
+    assert len(set(counts)) == 1 and counts[0] >= 1, f"threads saw different registries: {counts}"
+    print("ok")
+
+
+def run_fresh(args: list[str], tmp_path: Path) -> None:
+    """Run this file as a script in a new interpreter, with an empty kernel cache."""
+    env = dict(os.environ, TILECRAFT_CACHE_DIR=str(tmp_path / "cache"))
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    command = [sys.executable, __file__, *args]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), (
+        f"{' '.join(command)} exited {done.returncode}\n{done.stdout}\n{done.stderr}"
+    )
+
+
+# ---------------------------------------------------------------- tests
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # At collection, not at import: run as a script, this module must not load the backends early.
+    if "target_case" in metafunc.fixturenames:
+        from tests.conformance.targets import declared_cases
+
+        cases = declared_cases()
+        metafunc.parametrize("target_case", cases, ids=[c.id for c in cases])
+
+
+@pytest.fixture
+def backend_ctx(target_case):
+    """The context of one declared (target, execution backend) pair, or a skip saying why not here."""
+    from tests.conformance.targets import resolve
+
+    return resolve(target_case)
+
+
+def test_first_compiles_in_a_fresh_process(backend_ctx, tmp_path):
+    """8 threads compiling at once as the first thing a process does all get correct kernels."""
+    run_fresh([str(backend_ctx.target), backend_ctx.execution.name], tmp_path)
+
+
+def test_importing_backend_packages_from_threads_in_a_fresh_process(tmp_path):
+    """Threads importing backend packages while others look targets up: no deadlock, one registry."""
+    run_fresh(["--imports"], tmp_path)
+
+
+def test_concurrent_calls_of_one_kernel(backend_ctx):
+    """One compiled kernel called from 8 threads at once: each call gets its own inputs' result."""
+    import tilecraft
+    from tests.conformance.cases import _dynamic_scale
+
+    kernel = tilecraft.compile(_dynamic_scale(), ctx=backend_ctx)
+
+    def calls(i: int) -> None:
+        rng = np.random.default_rng(i)
+        for step in range(20):
+            n = 100 + 37 * i + step  # a different size (symbolic dim) in every thread and call
+            x = rng.standard_normal(n).astype(np.float32)
+            y = kernel.to_device(np.full(n, np.nan, np.float32))
+            kernel(kernel.to_device(x), y, float(i + 1))
+            kernel.synchronize()
+            assert rel_error(kernel.to_host(y), x.astype(np.float64) * (i + 1)) <= 1e-6, (i, step)
+
+    run_in_threads(calls)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--imports"]:
+        imports_main()
+    else:
+        fresh_process_main(sys.argv[1], sys.argv[2])
