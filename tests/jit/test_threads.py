@@ -173,6 +173,34 @@ def test_concurrent_calls_of_one_kernel(backend_ctx):
     run_in_threads(calls)
 
 
+@pytest.fixture
+def frequent_thread_switches():
+    """Threads switch every microsecond instead of every 5 ms, so interleavings that are rare in
+    practice happen within a few parses."""
+    saved = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(saved)
+
+
+def test_parsing_in_threads_builds_the_same_ir(frequent_thread_switches):
+    """Kernels parsed by 8 threads at once are the kernels parsed one at a time (the parser's state is
+    per thread)."""
+    from tests.language import kernels as K
+    from tilecraft.ir.structural import structural_hash
+
+    factories = [lambda: K.softmax(256, 128, 16), lambda: K.layer_norm(256, 128, 8), lambda: K.gemm(128, 128, 64),
+                 lambda: K.transpose(256, 128, 32), lambda: K.cumsum(128, 64, 32), lambda: K.rms_norm(256, 128, 8),
+                 lambda: K.column_sum(512, 256, 64, 64), lambda: K.elementwise_add(1000, 256)]  # fmt: skip
+    expected = [structural_hash(make()) for make in factories]
+
+    def parse(i: int) -> None:
+        for _ in range(10):
+            assert structural_hash(factories[i]()) == expected[i], f"thread {i} parsed a different IR"
+
+    run_in_threads(parse)
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--imports"]:
         imports_main()
