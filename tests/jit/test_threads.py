@@ -201,6 +201,65 @@ def test_parsing_in_threads_builds_the_same_ir(frequent_thread_switches):
     run_in_threads(parse)
 
 
+@pytest.fixture
+def counted_compiles(monkeypatch) -> list[str]:
+    """The names of the kernels `@tilecraft.jit` functions compile, one entry per compile."""
+    from tilecraft.jit import api
+
+    compiled: list[str] = []
+    real = api.compile
+
+    def counting(func, **options):
+        compiled.append(func.name)
+        return real(func, **options)
+
+    monkeypatch.setattr(api, "compile", counting)
+    return compiled
+
+
+def test_a_jit_function_compiles_each_key_once_across_threads(counted_compiles, frequent_thread_switches):
+    """8 threads call one lazy @tilecraft.jit function, 4 with each of two sizes: two compiles, and
+    the threads asking for the same size get the same Kernel."""
+    import tilecraft
+    from tests.language import kernels as K
+
+    @tilecraft.jit(target="c", out_idx=2)
+    def add(n: int):
+        return K.elementwise_add(n, 256)
+
+    sizes = [300 + 100 * (i % 2) for i in range(THREADS)]
+    kernels = run_in_threads(lambda i: add(sizes[i]))
+    assert sorted(counted_compiles) == ["elementwise_add"] * 2
+    for i in range(THREADS):
+        assert kernels[i] is kernels[i % 2], f"thread {i} got its own Kernel for n={sizes[i]}"
+        a, b = np.arange(sizes[i], dtype=np.float32), np.ones(sizes[i], np.float32)
+        np.testing.assert_array_equal(kernels[i](a, b), a + b)
+
+
+def test_an_eager_jit_function_compiles_once_across_threads(counted_compiles, frequent_thread_switches):
+    """8 threads call one eager-style @tilecraft.jit function with arrays of one shape: one parse and
+    one compile, and every thread gets its correct result."""
+    import tilecraft
+    import tilecraft.language as T
+
+    @tilecraft.jit(target="c")
+    def scaled(A, block: int = 64):
+        n = T.const("n")
+        A: T.Tensor((n,), "float32")
+        B = T.empty((n,), "float32")
+        with T.Kernel(T.ceildiv(n, block), threads=128) as bx:
+            for i in T.Parallel(block):
+                if bx * block + i < n:
+                    B[bx * block + i] = A[bx * block + i] * 3.0
+        return B
+
+    inputs = [np.random.default_rng(i).standard_normal(500).astype(np.float32) for i in range(THREADS)]
+    outputs = run_in_threads(lambda i: scaled(inputs[i]))
+    assert counted_compiles == ["scaled"]
+    for x, y in zip(inputs, outputs):
+        np.testing.assert_allclose(y, x * 3.0, rtol=1e-6)
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--imports"]:
         imports_main()
