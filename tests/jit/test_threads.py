@@ -260,6 +260,26 @@ def test_an_eager_jit_function_compiles_once_across_threads(counted_compiles, fr
         np.testing.assert_allclose(y, x * 3.0, rtol=1e-6)
 
 
+def test_an_availability_probe_runs_once_across_threads():
+    """8 threads asking whether an execution backend is available run its probe once, not 8 times."""
+    import time
+
+    from tilecraft.execution.base import Availability, ExecutionBackendSpec
+
+    runs: list[int] = []
+
+    def slow_probe() -> Availability:
+        runs.append(1)
+        time.sleep(0.05)  # a toolchain or driver probe takes a while; the others arrive meanwhile
+        return Availability(True)
+
+    spec = ExecutionBackendSpec(
+        "threadprobe", slow_probe, "tilecraft.execution.base:ExecutionBackend", ("c-source",)
+    )
+    assert all(status.ok for status in run_in_threads(lambda i: spec.check()))
+    assert len(runs) == 1, f"the probe ran {len(runs)} times"
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--imports"]:
         imports_main()
