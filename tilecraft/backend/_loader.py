@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
 
+import tilecraft._origin  # noqa: F401 - says so when a folder named tilecraft hides this package
+
 _lock = threading.RLock()
 _loaded = False
 _this_thread = threading.local()  # `.loading`: this thread is inside ensure_builtin_backends
