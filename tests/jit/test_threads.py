@@ -143,6 +143,33 @@ def backend_ctx(target_case):
     return resolve(target_case)
 
 
+def test_a_lookup_during_a_backend_package_import_leaves_loading_unfinished(tmp_path, monkeypatch):
+    """A lookup made while a built-in package is still importing cannot mark the backends loaded:
+    another thread would then trust a registry that package has not filled yet."""
+    import importlib
+
+    import tilecraft._builtin
+    from tilecraft.backend import _loader, isolated_registry, registered_backends
+
+    package = tmp_path / "tctest_lookup_on_import"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "from tilecraft.backend import _loader, registered_backends\n"
+        "registered_backends()\n"
+        "LOADED_DURING_IMPORT = _loader._loaded\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(tilecraft._builtin, "BUILTIN_BACKEND_PACKAGES", (package.name,))
+    monkeypatch.delitem(sys.modules, package.name, raising=False)
+    with isolated_registry():
+        _loader._loaded = False  # re-armed; isolated_registry restores it on exit
+        imported = importlib.import_module(package.name)
+        assert imported.LOADED_DURING_IMPORT is False
+        registered_backends()
+        assert _loader._loaded, "a lookup after the import finished must mark the backends loaded"
+    del sys.modules[package.name]
+
+
 def test_first_compiles_in_a_fresh_process(backend_ctx, tmp_path):
     """8 threads compiling at once as the first thing a process does all get correct kernels."""
     run_fresh([str(backend_ctx.target), backend_ctx.execution.name], tmp_path)
