@@ -229,6 +229,37 @@ def test_parsing_in_threads_builds_the_same_ir(frequent_thread_switches):
     run_in_threads(parse)
 
 
+class _CyclicGarbage:
+    """Garbage only the cycle collector frees; its finalizer runs Python code, wherever a collection
+    happens (inside the AST constructor too), which lets another thread run there."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+    def __del__(self) -> None:
+        sum(range(50))
+
+
+def test_parsing_in_threads_with_garbage_collection_during_parses():
+    """CPython's AST constructor keeps its recursion count per interpreter, not per thread: two threads
+    converting at once fail with "SystemError: AST constructor recursion depth mismatch" when a garbage
+    collection inside one lets the other run. tilecraft's parses take turns, so kernels parsed (and
+    jit functions defined) in threads of a busy program still work."""
+    import tilecraft
+    from tests.language import kernels as K
+
+    def parse(i: int) -> None:
+        for _ in range(50):
+            for _ in range(200):
+                _CyclicGarbage()
+            if i % 2:
+                K.layer_norm(256, 128, 8)  # @T.prim_func parses the kernel's source
+            else:
+                tilecraft.jit(K.softmax)  # @tilecraft.jit parses it to tell the eager style from the lazy
+
+    run_in_threads(parse)
+
+
 @pytest.fixture
 def counted_compiles(monkeypatch) -> list[str]:
     """The names of the kernels `@tilecraft.jit` functions compile, one entry per compile."""

@@ -18,6 +18,7 @@ from tilecraft.ir.visitor import substitute
 from tilecraft.jit.arrays import as_array_arg, is_array
 from tilecraft.jit.kernel import Kernel
 from tilecraft.jit.lower import lower_artifact, resolve_context
+from tilecraft.language.parser.source import parse_python
 
 
 def _normalize_out_idx(out_idx: int | Sequence[int] | None, func: PrimFunc) -> tuple[int, ...]:
@@ -60,7 +61,7 @@ def compile(  # noqa: A001 - TileLang's name
 def _is_eager(func) -> bool:
     """Eager style: the function body itself opens `with T.Kernel(...)` (outside nested functions)."""
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+        tree = parse_python(textwrap.dedent(inspect.getsource(func)))
     except (OSError, TypeError, SyntaxError):
         return False
     fn = tree.body[0]
