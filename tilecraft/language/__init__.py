@@ -5,6 +5,7 @@ here is lowered by every backend or rejected with a clear error at lowering; bac
 in `tilecraft.<backend>.language`.
 """
 
+import tilecraft._origin  # noqa: F401 - first: says so when a folder named tilecraft hides this package
 from tilecraft.ir.dtype import (
     bfloat16,
     float8_e4m3fn,
