@@ -75,5 +75,5 @@ def random_values(rng: np.random.Generator, shape: tuple[int, ...], name: str, s
     flat = values.reshape(-1)
     if flat.size >= 8:
         picks = rng.choice(flat.size, size=2, replace=False)
-        flat[picks[0]], flat[picks[1]] = lo, hi
+        flat[picks[0]], flat[picks[1]] = lo or 1, hi
     return values
