@@ -493,12 +493,14 @@ class Gemm:
 def gemm_case(choose: Chooser) -> Case:
     dtype, acc, outs = choose.choice(GEMM_DTYPES)
     dynamic = choose.chance(30)
+    # A in registers is the flash-attention pattern: 16-bit operands into float32, FullRow warps.
+    registers_ok = acc == "float32" and dtype in ("float16", "bfloat16")
     spec = Gemm(
         dtype=dtype, acc_dtype=acc, out_dtype=choose.choice(outs), trans_a=choose.chance(40),
         trans_b=choose.chance(40),
         block=(choose.choice((32, 64, 16)), choose.choice((32, 64, 16)), choose.choice((32, 16, 64))),
         threads=choose.choice((128, 64, 256)), stages=choose.integer(0, 3),
-        a_scope=choose.choice(("shared", "fragment")), dynamic=dynamic,
+        a_scope=choose.choice(("shared", "fragment") if registers_ok else ("shared",)), dynamic=dynamic,
         run_sizes=[{"M": choose.integer(1, 150), "N": choose.integer(1, 150), "K": choose.integer(1, 150)}
                    for _ in range(2 if dynamic else 1)],
     )  # fmt: skip
@@ -515,6 +517,7 @@ def _gemm_source(spec: Gemm) -> str:
     b_shape, b_tile, b_start = ((N, K), (bn, bk), f"[bx * {bn}, k * {bk}]") if spec.trans_b else \
         ((K, N), (bk, bn), f"[k * {bk}, bx * {bn}]")  # fmt: skip
     d = spec.dtype
+    policy = ", policy=T.GemmWarpPolicy.FullRow" if spec.a_scope == "fragment" else ""
     lines = [
         "@T.prim_func",
         f'def fuzz_gemm(A: T.Tensor({_tuple_text(a_shape)}, "{d}"), B: T.Tensor({_tuple_text(b_shape)}, "{d}"),',
@@ -527,7 +530,7 @@ def _gemm_source(spec: Gemm) -> str:
         f"        for k in T.Pipelined(T.ceildiv({K}, {bk}), num_stages={spec.stages}):",
         f"            T.copy(A{a_start}, A_tile)",
         f"            T.copy(B{b_start}, B_tile)",
-        f"            T.gemm(A_tile, B_tile, C_local, transpose_A={spec.trans_a}, transpose_B={spec.trans_b})",
+        f"            T.gemm(A_tile, B_tile, C_local, transpose_A={spec.trans_a}, transpose_B={spec.trans_b}{policy})",
         f"        T.copy(C_local, C[by * {bm}, bx * {bn}])",
     ]  # fmt: skip
     return module("\n".join(lines), ("M", "N", "K") if spec.dynamic else ())
