@@ -16,7 +16,7 @@ import sys
 import time
 import traceback
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from tests.conformance.targets import declared_cases, resolve
 from tests.fuzz.cases import FAMILIES, Case, Elementwise, elementwise_from
@@ -112,15 +112,15 @@ def _without(items: list, k: int) -> list:
     return items[:k] + items[k + 1 :]
 
 
-def minimize(spec: Elementwise, ctx, seed: int, status: str, budget: int = 150) -> Elementwise:
-    """The smallest variant found (within `budget` compiles) that still ends with `status`."""
+def minimize(spec: Elementwise, still_fails: Callable[[Elementwise], bool], budget: int = 150) -> Elementwise:
+    """The smallest variant found (within `budget` tries, each a compile) for which `still_fails`."""
     tries = 0
     improved = True
     while improved and tries < budget:
         improved = False
         for candidate in simpler_specs(spec):
             tries += 1
-            if outcome(elementwise_from(candidate), ctx, seed)[0] == status:
+            if still_fails(candidate):
                 spec, improved = candidate, True
                 break
             if tries >= budget:
@@ -153,7 +153,8 @@ def hunt(args: argparse.Namespace) -> list[dict]:
                 record = {"target": kind, "family": family, "seed": seed, "status": status,
                           "details": details[:8], "source": case.source}  # fmt: skip
                 if args.minimize and status in ("fail", "compile", "error") and family == "elementwise":
-                    small = elementwise_from(minimize(case.spec, ctx, seed, status))
+                    same = lambda spec: outcome(elementwise_from(spec), ctx, seed)[0] == status  # noqa: B023, E731
+                    small = elementwise_from(minimize(case.spec, same))
                     record["minimized"] = small.source
                     record["minimized_details"] = outcome(small, ctx, seed)[1][:8]
                 print(f"{kind} {family} {seed}: {status} ({time.time() - began:.1f} s)", flush=True)

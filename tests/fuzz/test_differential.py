@@ -25,7 +25,7 @@ from tests.fuzz.choices import HypothesisChooser
 from tests.fuzz.runner import FuzzTarget, Unsupported, problems, report
 
 EXAMPLES_VARIABLE = "TILECRAFT_FUZZ_EXAMPLES"  # a test-only knob, so not in tilecraft's settings registry
-CI_EXAMPLES = {"elementwise": 12, "reduction": 6, "gemm": 6}
+CI_EXAMPLES = {"elementwise": 8, "reduction": 4, "gemm": 4}
 
 
 def requested_examples() -> int | None:
