@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,11 +24,12 @@ DOCUMENTED_LIMITS = (
 )
 
 
-@dataclass(frozen=True)
 class FuzzTarget:
-    """A resolved backend context, with a short repr for Hypothesis' falsifying-example report."""
+    """A resolved backend context, with a short repr for Hypothesis' falsifying-example report (a plain
+    class: Hypothesis prints a dataclass field by field, the whole context included)."""
 
-    ctx: object
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
 
     def __repr__(self) -> str:
         return f"FuzzTarget({self.ctx.target}, {self.ctx.execution.name})"

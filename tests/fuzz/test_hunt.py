@@ -1,10 +1,13 @@
-"""The hunt's minimizer, without a target: it shrinks a case while a predicate keeps holding."""
+"""The fuzz tooling without a target: the hunt's minimizer and the example-count knob."""
 
 from __future__ import annotations
+
+import pytest
 
 from tests.fuzz.cases import elementwise_case
 from tests.fuzz.choices import RandomChooser
 from tests.fuzz.hunt import minimize, subtrees
+from tests.fuzz.test_differential import EXAMPLES_VARIABLE, requested_examples
 
 
 def ops(spec) -> list[str]:
@@ -27,3 +30,13 @@ def test_minimize_keeps_the_failing_operation_and_drops_the_rest():
 
 def elementwise_text(spec) -> str:
     return spec.exprs[0].text([f"X{k}" for k in range(len(spec.input_dtypes))])
+
+
+def test_the_example_count_comes_from_the_environment(monkeypatch):
+    monkeypatch.delenv(EXAMPLES_VARIABLE, raising=False)
+    assert requested_examples() is None
+    monkeypatch.setenv(EXAMPLES_VARIABLE, "300")
+    assert requested_examples() == 300
+    monkeypatch.setenv(EXAMPLES_VARIABLE, "many")
+    with pytest.raises(pytest.UsageError, match="TILECRAFT_FUZZ_EXAMPLES='many'.*positive number"):
+        requested_examples()
