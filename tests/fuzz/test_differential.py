@@ -47,7 +47,13 @@ def fuzz_settings(family: str):
     count = requested_examples()
     if count is None:  # reproducible and bounded: no shrinking, every compile costs a second or more
         return settings(max_examples=CI_EXAMPLES[family], derandomize=True, phases=[Phase.generate], **common)
-    return settings(max_examples=count, derandomize=False, phases=[Phase.generate, Phase.shrink], **common)
+    return settings(
+        max_examples=count,
+        derandomize=False,
+        phases=[Phase.generate, Phase.shrink],
+        print_blob=True,
+        **common,
+    )
 
 
 def check(family: str, target: FuzzTarget, data) -> None:
