@@ -6,7 +6,8 @@ from tilecraft.backend.codegen import DeviceCode, DeviceCodegen, HostCodegen
 from tilecraft.backend.module import BackendModule
 from tilecraft.backend.registry import register_backend
 from tilecraft.cpu.codegen import DEVICE_FORMAT, HOST_FORMAT, OBJECT_FORMAT, device_source, host_source
-from tilecraft.cpu.pipeline import PIPELINE
+from tilecraft.cpu.pipeline import BOUNDS_CHECK, PIPELINE
+from tilecraft.cpu.storage import MAX_BLOCK_SCRATCH
 from tilecraft.cpu.target import KIND
 from tilecraft.execution.cc.spec import CC
 
@@ -29,6 +30,10 @@ CPU_BACKEND = register_backend(
         host_codegens={HOST_FORMAT: HostCodegen(HOST_FORMAT, host_source)},
         execution_backends=(CC,),
         dialect="tilecraft.cpu.language",
+        pass_configs={
+            BOUNDS_CHECK: "check every buffer access; an out-of-bounds one raises naming the kernel line",
+            MAX_BLOCK_SCRATCH: "bytes of per-block scratch a kernel may use (default 1 GiB)",
+        },
         doc="the host processor through C: a block runs as one thread, blocks spread over OpenMP threads",
     )
 )
