@@ -116,3 +116,8 @@ __all__ = [
 from tilecraft.language.script import parse_script  # noqa: E402
 
 __all__ += ["parse_script"]
+
+# TileLang's names that need no backend support (docs/compat.md, "API surface").
+from tilecraft.ir.dtype import DataType as dtype  # noqa: E402
+
+__all__ += ["dtype"]

@@ -216,7 +216,10 @@ def call_intrin(dtype, op: str, *args) -> Expr:
 
     String arguments (a format, a name) become `StringImm`s, typed as C strings' int8 elements.
     """
-    args = tuple(E.StringImm(dt.int8, a) if isinstance(a, str) else a for a in args)
+    # A dtype is a str too (as in TileLang), but it is not a string argument.
+    args = tuple(
+        E.StringImm(dt.int8, a) if isinstance(a, str) and not isinstance(a, dt.DataType) else a for a in args
+    )
     return E.call(op, *args, dtype=dtype)
 
 
