@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 class KernelContext:
     block_vars: tuple[Var, ...]
     thread_vars: tuple[Var, ...]
+    thread_extents: tuple[int, ...] = ()
 
 
 @dataclass
