@@ -19,6 +19,13 @@ def compile_object(code: DeviceCode, ctx) -> DeviceCode:
     return code.with_binaries({OBJECT_FORMAT: cc_compile_object(code.sources[DEVICE_FORMAT])})
 
 
+def processor_count(ctx) -> int:
+    """The cores this process may run on: the blocks that run at once (one per OpenMP thread)."""
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 CPU_BACKEND = register_backend(
     BackendModule(
         name="cpu",
@@ -29,6 +36,7 @@ CPU_BACKEND = register_backend(
         },
         host_codegens={HOST_FORMAT: HostCodegen(HOST_FORMAT, host_source)},
         execution_backends=(CC,),
+        callbacks={"processor_count": processor_count},
         dialect="tilecraft.cpu.language",
         pass_configs={
             BOUNDS_CHECK: "check every buffer access; an out-of-bounds one raises naming the kernel line",
