@@ -23,12 +23,20 @@ _LAZY = {
     "create_backend_context": "tilecraft.backend.context",
     "PassConfigKey": "tilecraft.jit.options",
     "parse_script": "tilecraft.language.script",
+    # TileLang's top-level names (docs/compat.md).
+    "cdiv": "tilecraft.math",
+    "next_power_of_2": "tilecraft.math",
+    "DataType": "tilecraft.ir.dtype",
 }
+# Subpackages TileLang programs reach as attributes after `import tilelang` (`tilelang.layout.X`).
+_SUBMODULES = ("carver", "language", "layout", "math", "transform")
 
 __all__ = ["__version__", "compile", "jit", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"tilecraft.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'tilecraft' has no attribute {name!r}")

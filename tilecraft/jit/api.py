@@ -189,6 +189,37 @@ class JITFunction:
         inputs = [tensors[p.name] for p in func.params if p.name in tensors]
         return kernel(*inputs)
 
+    def get_tir(self, *args: Any, **kwargs: Any) -> PrimFunc:
+        """TileLang's `JITImpl.get_tir`: the PrimFunc for these arguments, not compiled.
+
+        Lazy style: what the factory returns. Eager style: the kernel parsed with the given Python
+        parameters (keyword arguments); compile-time symbols (`T.const`) stay symbolic.
+        """
+        if not self.eager:
+            func = self.func(*args, **kwargs)
+            if not isinstance(func, PrimFunc):
+                raise TilecraftError(
+                    f"@tilecraft.jit function {self.func.__name__} returned {type(func).__name__}; "
+                    "get_tir needs a @T.prim_func"
+                )
+            return func
+        if args:
+            raise ArgumentError(f"{self.func.__name__}.get_tir: give the Python parameters by keyword")
+        unknown = sorted(set(kwargs) - set(self.signature.parameters))
+        if unknown:
+            raise ArgumentError(f"{self.func.__name__}.get_tir: no parameter(s) {', '.join(unknown)}")
+        values = dict(kwargs)
+        for name, p in self.signature.parameters.items():
+            if name not in values and p.default is not inspect.Parameter.empty:
+                values[name] = p.default
+        return self._parse_eager(values, [n for n in self.signature.parameters if n not in values])
+
+    def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
+        """TileLang's `JITImpl.get_kernel_source`: the device source of the Kernel these arguments make
+        (lazy: the factory's arguments; eager: as `compile`)."""
+        kernel = self.compile(**kwargs) if self.eager else self(*args, **kwargs)
+        return kernel.get_kernel_source()
+
     def compile(self, **kwargs: Any) -> Kernel:
         """Eager style: the Kernel for the given Python parameters and compile-time symbol values."""
         if not self.eager:

@@ -117,3 +117,10 @@ __all__ = [
 from tilecraft.language.script import parse_script  # noqa: E402
 
 __all__ += ["parse_script"]
+
+# TileLang's names that need no backend support (docs/compat.md, "API surface").
+from tilecraft.ir.dtype import DataType as dtype  # noqa: E402
+from tilecraft.language.kernel import thread_binding  # noqa: E402
+from tilecraft.language.math import clamp  # noqa: E402
+
+__all__ += ["clamp", "dtype", "thread_binding"]

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 class KernelContext:
     block_vars: tuple[Var, ...]
     thread_vars: tuple[Var, ...]
+    thread_extents: tuple[int, ...] = ()
 
 
 @dataclass
