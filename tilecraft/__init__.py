@@ -23,12 +23,17 @@ _LAZY = {
     "create_backend_context": "tilecraft.backend.context",
     "PassConfigKey": "tilecraft.jit.options",
     "parse_script": "tilecraft.language.script",
+    # TileLang's top-level names (docs/compat.md).
+    "cdiv": "tilecraft.math",
+    "next_power_of_2": "tilecraft.math",
+    "DataType": "tilecraft.ir.dtype",
     "autotune": "tilecraft.autotuner",
     "TensorSupplyType": "tilecraft.profiler",
 }
-_SUBMODULES = ("autotuner", "profiler")  # TileLang's `tilelang.autotuner.X` works without an import
+# Subpackages TileLang programs reach as attributes after `import tilelang` (`tilelang.layout.X`).
+_SUBMODULES = ("autotuner", "carver", "language", "layout", "math", "profiler", "transform")
 
-__all__ = ["__version__", "compile", "jit", *_LAZY, *_SUBMODULES]
+__all__ = ["__version__", "compile", "jit", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:

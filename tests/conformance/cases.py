@@ -186,6 +186,48 @@ def _layer_norm_ref(x, g, b, eps=1e-5):
     return (x - mean) / np.sqrt(var + eps) * f64(g) + f64(b)
 
 
+def _layer_norm_stats(n=48, d=512, eps=1e-5):
+    # One row per block (TileLang's examples/norm/layernorm.py): the row statistics are a fragment
+    # that every thread holds, written by a T.Parallel loop that also stores them to global memory.
+    # Only one thread may store to Mean/Rstd, but every thread must hold mean_row/rstd_row.
+    @T.prim_func
+    def layer_norm_stats(
+        X: T.Tensor((n, d), "bfloat16"), G: T.Tensor((d,), "bfloat16"), Y: T.Tensor((n, d), "bfloat16"),
+        Mean: T.Tensor((n,), "float32"), Rstd: T.Tensor((n,), "float32"),
+    ):
+        with T.Kernel(n, threads=256) as bx:
+            x_smem = T.alloc_shared((1, d), "bfloat16")
+            x = T.alloc_fragment((1, d), "float32")
+            sq = T.alloc_fragment((1, d), "float32")
+            total = T.alloc_fragment((1,), "float32")
+            total_sq = T.alloc_fragment((1,), "float32")
+            mean_row = T.alloc_fragment((1,), "float32")
+            rstd_row = T.alloc_fragment((1,), "float32")
+            T.copy(X[bx, 0], x_smem)
+            for i, j in T.Parallel(1, d):
+                x[i, j] = T.Cast("float32", x_smem[i, j])
+                sq[i, j] = x[i, j] * x[i, j]
+            T.reduce_sum(x, total, dim=1)
+            T.reduce_sum(sq, total_sq, dim=1)
+            for i in T.Parallel(1):
+                mean_row[i] = total[i] / d
+                rstd_row[i] = T.rsqrt(total_sq[i] / d - mean_row[i] * mean_row[i] + eps)
+                Mean[bx + i] = mean_row[i]
+                Rstd[bx + i] = rstd_row[i]
+            for i, j in T.Parallel(1, d):
+                x_smem[i, j] = (x[i, j] - mean_row[i]) * rstd_row[i] * T.Cast("float32", G[j])
+            T.copy(x_smem, Y[bx, 0])
+
+    return layer_norm_stats
+
+
+def _layer_norm_stats_ref(a):
+    x, g = f64(a[0]), f64(a[1])
+    mean = x.mean(axis=1)
+    rstd = 1 / np.sqrt(x.var(axis=1) + 1e-5)
+    return {2: (x - mean[:, None]) * rstd[:, None] * g, 3: mean, 4: rstd}
+
+
 def _rms_ref(x, w, eps=1e-6):
     x = f64(x)
     return x / np.sqrt((x**2).mean(axis=1, keepdims=True) + eps) * f64(w)
@@ -257,6 +299,9 @@ CASES = [
          lambda a: {1: _softmax_ref(a[0])}, 3e-3),
     Case("layer_norm", lambda: K.layer_norm(256, 128, 8), lambda r: [randn(r, (256, 128)), randn(r, 128), randn(r, 128), poison((256, 128))],
          lambda a: {3: _layer_norm_ref(a[0], a[1], a[2])}, 1e-5),
+    Case("layer_norm_row_stats_bf16", _layer_norm_stats,
+         lambda r: [randn(r, (48, 512), BF16), randn(r, 512, BF16), poison((48, 512), BF16), poison(48), poison(48)],
+         _layer_norm_stats_ref, 1e-2),
     Case("rms_norm_f16", lambda: K.rms_norm(256, 128, 8), lambda r: [randn(r, (256, 128), F16), randn(r, 128, F16), poison((256, 128), F16)],
          lambda a: {2: _rms_ref(a[0], a[1])}, 3e-3),
     _gemm_case("gemm_f32_nn", 256, 192, 128, dtype=F32),

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import inspect
 import traceback
+from pathlib import Path
 
+import tilecraft
 from tilecraft.errors import KernelError
 from tilecraft.ir import IRModule, PrimFunc, structural_equal, walk
 from tilecraft.ir.printer import print_ir
@@ -14,6 +16,9 @@ ERROR_MARKER = "# <- error"
 
 # tilecraft frames a located error may still pass through: the entry points the user called.
 ENTRY_FRAMES = {"prim_func", "parse_function", "check_semantics", "<lambda>"}
+# The package's own directory, resolved: a frame is tilecraft's when its file lies under it. Not a
+# substring of the path, which also matches the tests of a checkout whose folder is named tilecraft.
+PACKAGE_DIR = Path(tilecraft.__file__).resolve().parent
 
 
 def assert_roundtrip(node: PrimFunc | IRModule) -> str:
@@ -31,6 +36,11 @@ def node_types(node) -> set[str]:
     """Class names of every node under `node` (PrimFunc or IRModule), buffers' shapes excluded."""
     funcs = node.functions if isinstance(node, IRModule) else (node,)
     return {type(n).__name__ for f in funcs for n in walk(f.body)}
+
+
+def in_package(filename: str) -> bool:
+    """Whether a traceback frame's file is part of the tilecraft package (not a test, not a script)."""
+    return Path(filename).resolve().is_relative_to(PACKAGE_DIR)
 
 
 def marker_line(fn, marker: str = ERROR_MARKER) -> int:
@@ -53,7 +63,7 @@ def assert_located(err: KernelError, fn, marker: str = ERROR_MARKER) -> str:
     assert source_line in text, text
     caret_line = text.splitlines()[text.splitlines().index("    " + source_line) + 1]
     assert caret_line.strip().startswith("^") and caret_line.index("^") == 4 + err.span.col, text
-    frames = {f.name for f in traceback.extract_tb(err.__traceback__) if "/tilecraft/" in f.filename}
+    frames = {f.name for f in traceback.extract_tb(err.__traceback__) if in_package(f.filename)}
     assert frames <= ENTRY_FRAMES, f"internal frames in the traceback: {frames - ENTRY_FRAMES}"
     assert err.__cause__ is None
     return text

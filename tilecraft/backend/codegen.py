@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tilecraft.backend.errors import ArtifactError
 from tilecraft.backend.formats import KEBAB_NAME, check_format, check_formats, frozen_mapping
@@ -29,8 +29,12 @@ class DeviceCode:
     binaries: Mapping[str, bytes] = field(default_factory=dict)
     entry_symbols: tuple[str, ...] = ()
     kernels: tuple[KernelInfo, ...] = ()
+    # What the user asks of the device compiler, for a compile step to apply: `fast_math` (bool) and
+    # `flags` (extra compiler flags, a tuple of str). Set by `DeviceCodegen.generate`.
+    compile_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "compile_options", frozen_mapping(self.compile_options))
         object.__setattr__(self, "sources", frozen_mapping(self.sources))
         object.__setattr__(self, "binaries", frozen_mapping(self.binaries))
         object.__setattr__(self, "entry_symbols", tuple(self.entry_symbols))
@@ -88,12 +92,19 @@ class DeviceCodegen:
     def formats(self) -> tuple[str, ...]:
         return (*self.source_formats, *self.binary_formats)
 
-    def generate(self, mod: IRModule, ctx: BackendContext, compile: bool) -> DeviceCode:
-        """Sources, plus binaries when `compile` is true; the result is checked against the formats."""
+    def generate(
+        self, mod: IRModule, ctx: BackendContext, compile: bool, options: Mapping[str, Any] | None = None
+    ) -> DeviceCode:
+        """Sources, plus binaries when `compile` is true; the result is checked against the formats.
+
+        `options` (fast math, extra flags) reach the compile step as `code.compile_options`.
+        """
         code = self.source(mod, ctx)
         _check_output(code, "sources", code.sources, self.source_formats)
         if not compile:
             return code
+        if options:
+            code = replace(code, compile_options=options)
         if self.compile is None:
             raise BackendError(
                 f"device codegen for target {ctx.target} has no compile step (source formats: "

@@ -57,10 +57,15 @@ class BackendContext:
         """(host module, device module), by each function's `tilecraft.role` attribute."""
         return split_host_device(lowered)
 
-    def codegen_device(self, device_mod: IRModule, compile: bool | None = None) -> DeviceCode:
-        """Device sources, plus binaries when `compile` (default: what the execution backend wants)."""
+    def codegen_device(
+        self, device_mod: IRModule, compile: bool | None = None, options: Mapping[str, Any] | None = None
+    ) -> DeviceCode:
+        """Device sources, plus binaries when `compile` (default: what the execution backend wants).
+
+        `options` is what the user asks of the device compiler (see `DeviceCode.compile_options`).
+        """
         eager = self.execution.eager_device_compile if compile is None else compile
-        return self.backend.device_codegens[self.target.kind].generate(device_mod, self, eager)
+        return self.backend.device_codegens[self.target.kind].generate(device_mod, self, eager, options)
 
     def preprocess_host(self, host_mod: IRModule) -> IRModule:
         """Apply the manifest's host-codegen hooks, in order."""

@@ -2,7 +2,8 @@
 
 It names the target kinds the backend owns, its variant predicate, one pipeline and one device codegen
 per owned kind, host codegens by format, host-codegen hooks, the execution backends that can consume
-its output (in `auto` order), and callbacks (toolchain helpers the backend exposes). Every rule is
+its output (in `auto` order), callbacks (toolchain helpers the backend exposes), and the pass configs its
+pipeline reads (key -> one-line doc), so `pass_configs` can be checked against them. Every rule is
 checked when the manifest is built; each message lists what was allowed.
 """
 
@@ -43,13 +44,14 @@ class BackendModule:
     )
     dialect: str = ""
     doc: str = ""
+    pass_configs: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "target_kinds", tuple(self.target_kinds))
         object.__setattr__(self, "execution_backends", tuple(self.execution_backends))
         object.__setattr__(self, "host_codegen_hooks", tuple(self.host_codegen_hooks))
         object.__setattr__(self, "callbacks", frozen_mapping(_unique_callbacks(self.name, self.callbacks)))
-        for name in ("pipelines", "device_codegens", "host_codegens"):
+        for name in ("pipelines", "device_codegens", "host_codegens", "pass_configs"):
             object.__setattr__(self, name, frozen_mapping(getattr(self, name)))
         for check in _CHECKS:
             check(self)
@@ -176,6 +178,16 @@ def _check_compatibility(m: BackendModule) -> None:
             )
 
 
+def _check_pass_configs(m: BackendModule) -> None:
+    for key, doc in m.pass_configs.items():
+        if not isinstance(key, str) or not _DOTTED.fullmatch(key):
+            raise m.fail(
+                f"pass config keys must be dotted names such as 'tilecraft.mybackend.option', got {key!r}"
+            )
+        if not isinstance(doc, str) or not doc:
+            raise m.fail(f"pass config {key!r} needs a one-line doc string saying what it does")
+
+
 def _check_callbacks(m: BackendModule) -> None:
     for name, fn in m.callbacks.items():
         if not isinstance(name, str) or not name:
@@ -192,4 +204,5 @@ _CHECKS = (
     _check_execution_backends,
     _check_compatibility,
     _check_callbacks,
+    _check_pass_configs,
 )

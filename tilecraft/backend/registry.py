@@ -34,7 +34,13 @@ def register_backend(module: BackendModule) -> BackendModule:
     """
     if not isinstance(module, BackendModule):
         raise ManifestError(f"register_backend expects a BackendModule, got {type(module).__name__}")
-    ensure_builtin_backends()  # a variant of a built-in kind must see the built-in manifest and kind
+    if any(kind not in KINDS.kinds for kind in module.target_kinds):
+        # A variant of a built-in kind needs that kind, and the built-in manifest to be checked against.
+        # A package that registered its own kind first (every built-in one does) loads nothing here:
+        # importing the other built-in packages from inside its import could deadlock two threads that
+        # import two of them at once, on Python's import locks. Exclusivity is still checked: by
+        # whichever of two manifests sharing a kind registers second.
+        ensure_builtin_backends()
     with _lock:
         existing = _manifests.get(module.name)
         if existing is not None:

@@ -333,7 +333,10 @@ class CFamilyPrinter:
         if isinstance(e, (E.Add, E.Mul, E.FloorDiv, E.FloorMod, E.Min, E.Max, E.Div)):
             return self.is_nonneg(e.a) and self.is_nonneg(e.b)
         if isinstance(e, E.Cast):
-            return e.value.dtype.is_integer and self.is_nonneg(e.value)
+            # A nonnegative value stays so only where the new type holds it (int8 of 200 is negative).
+            src = e.value.dtype
+            widening = e.dtype.bits > src.bits or (e.dtype.bits == src.bits and src.kind == e.dtype.kind)
+            return src.is_integer and widening and self.is_nonneg(e.value)
         if isinstance(e, E.Call) and e.op in ("shift_right", "bitwise_and"):
             return self.is_nonneg(e.args[0])
         return False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tilecraft.backend.codegen import DeviceCodegen
+from tilecraft.backend.errors import TargetError
 from tilecraft.backend.module import BackendModule
 from tilecraft.backend.registry import register_backend
 from tilecraft.cuda.codegen import BINARY_FORMAT, SOURCE_FORMAT, compile_cubin, device_source
@@ -10,6 +11,18 @@ from tilecraft.cuda.pipeline import PIPELINE
 from tilecraft.cuda.target import KIND
 from tilecraft.execution.nvcc.spec import NVCC
 from tilecraft.execution.nvrtc.spec import NVRTC
+
+
+def processor_count(ctx) -> int:
+    """The target's SM count (`sm_count`: read from the device, or given in the target string)."""
+    count = ctx.target.attr("sm_count")
+    if count is None:
+        raise TargetError(
+            f"target {ctx.target} does not know its SM count: add -sm_count=N to the target string, or name "
+            "no arch so that it is read from the device"
+        )
+    return count
+
 
 CUDA_BACKEND = register_backend(
     BackendModule(
@@ -20,6 +33,7 @@ CUDA_BACKEND = register_backend(
             KIND: DeviceCodegen(device_source, compile_cubin, (SOURCE_FORMAT,), (BINARY_FORMAT,))
         },
         execution_backends=(NVRTC, NVCC),
+        callbacks={"processor_count": processor_count},
         dialect="tilecraft.cuda.language",
         doc="NVIDIA GPUs (sm_80+) through CUDA C++: mma.sync tensor cores, cp.async pipelines",
     )

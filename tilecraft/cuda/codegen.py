@@ -103,8 +103,12 @@ def device_source(mod: IRModule, ctx) -> DeviceCode:
 
 
 def compile_cubin(code: DeviceCode, ctx) -> DeviceCode:
-    """The compiled entry: the source compiled by nvcc for the target's arch."""
+    """The compiled entry: the source compiled by nvcc for the target's arch, with the fast math and
+    flags the user asked for (`code.compile_options`)."""
     from tilecraft.execution.nvcc.toolchain import compile_cubin as nvcc_compile
+    from tilecraft.execution.nvcc.toolchain import requested_flags
 
     arch = ctx.target.attr("arch")
-    return code.with_binaries({BINARY_FORMAT: nvcc_compile(code.sources[SOURCE_FORMAT], arch)})
+    options = code.compile_options
+    flags = requested_flags(bool(options.get("fast_math", False)), tuple(options.get("flags", ())))
+    return code.with_binaries({BINARY_FORMAT: nvcc_compile(code.sources[SOURCE_FORMAT], arch, flags)})

@@ -35,6 +35,9 @@ _NAME = re.compile(r"[a-z][a-z0-9_-]*")
 _IMPLEMENTATION = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 EXPORT_FILE = "export.json"
 LEGACY_ARTIFACT_FILE = "artifact.pickle"  # exports before JSON; refused, never loaded
+# Guards every spec's cached probe result: a probe runs once even when threads ask at the same time.
+# Reentrant, for a probe that asks another spec.
+_PROBE_LOCK = threading.RLock()
 
 
 @dataclass(frozen=True)
@@ -105,13 +108,15 @@ class ExecutionBackendSpec:
 
     def check(self) -> Availability:
         """The availability probe's result, computed on first call and cached."""
-        if not self._cache:
-            self._cache.append(_probe(self.availability, self.name))
-        return self._cache[0]
+        with _PROBE_LOCK:
+            if not self._cache:
+                self._cache.append(_probe(self.availability, self.name))
+            return self._cache[0]
 
     def reset_availability(self) -> None:
         """Forget the cached probe result (tests, or after installing a toolchain)."""
-        self._cache.clear()
+        with _PROBE_LOCK:
+            self._cache.clear()
 
     def matches(self, target: Target) -> bool:
         """Whether this backend is declared for `target` (no predicate: every target of the manifest)."""

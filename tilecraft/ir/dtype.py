@@ -2,23 +2,49 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 
 _KINDS = ("bool", "int", "uint", "float", "bfloat", "float8")
 
 
-@dataclass(frozen=True, slots=True)
-class DataType:
-    """A scalar type, optionally a short vector (`lanes` > 1) once a backend vectorizes."""
+class DataType(str):
+    """A scalar type, optionally a short vector (`lanes` > 1) once a backend vectorizes.
+
+    As in TileLang, a dtype is a `str` whose value is its name (`"float16"`, `"float32x4"` for a vector):
+    `T.float16 == "float16"`, `getattr(torch, T.bfloat16)`, `f"{T.int8}"`, dict keys and `"float" in dt`
+    all work, and a string and the dtype it names are equal and hash alike. `DataType(x)` (TileLang's
+    `T.dtype(x)`) accepts what `as_dtype` accepts: a name, a numpy or torch dtype, or a dtype.
+    """
 
     name: str
     kind: str
     bits: int
-    lanes: int = 1
+    lanes: int
 
-    def __str__(self) -> str:
-        return self.name if self.lanes == 1 else f"{self.name}x{self.lanes}"
+    def __new__(cls, value: object, kind: str | None = None, bits: int | None = None, lanes: int = 1):
+        if kind is None or bits is None:
+            return as_dtype(value)
+        name = str(value)
+        self = super().__new__(cls, name if lanes == 1 else f"{name}x{lanes}")
+        for field, item in (("name", name), ("kind", kind), ("bits", bits), ("lanes", lanes)):
+            object.__setattr__(self, field, item)
+        return self
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"DataType is immutable: cannot set {name!r} on {self}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"DataType is immutable: cannot delete {name!r} from {self}")
+
+    def __reduce__(self):
+        # Unpickled and copied through the parser, so the name is the whole state.
+        return (as_dtype, (str(self),))
+
+    def __copy__(self) -> DataType:
+        return self
+
+    def __deepcopy__(self, memo: dict) -> DataType:
+        return self
 
     def __repr__(self) -> str:
         return f"DataType({self})"
@@ -50,10 +76,25 @@ class DataType:
         return max(1, self.bits // 8) * self.lanes
 
     def with_lanes(self, lanes: int) -> DataType:
+        if lanes == 1 and self.name in _BY_NAME:
+            return _BY_NAME[self.name]  # the module's own scalar object, as `T.float32` is
         return DataType(self.name, self.kind, self.bits, lanes)
 
     def element(self) -> DataType:
         return self.with_lanes(1)
+
+    def as_torch(self):
+        """The torch dtype of the same name (TileLang's `dtype.as_torch()`); needs torch installed."""
+        import torch
+
+        found = getattr(torch, self.name, None) if self.lanes == 1 else None
+        if not isinstance(found, torch.dtype):
+            raise TypeError(f"dtype {self} has no torch equivalent")
+        return found
+
+    def as_numpy(self):
+        """The numpy dtype that stores this type (ml_dtypes for bfloat16 and float8)."""
+        return numpy_dtype(self)
 
     def __call__(self, value):
         """`T.float32(x)`: a constant or a cast to this type."""

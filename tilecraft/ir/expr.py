@@ -445,7 +445,7 @@ def cast(value: ExprLike, dtype) -> Expr:
     if value.dtype == dtype:
         return value
     if isinstance(value, IntImm) and (dtype.is_integer or dtype.is_bool or dtype.is_float):
-        return const(value.value, dtype)
+        return const(wrap_int(value.value, dtype), dtype)
     if isinstance(value, FloatImm) and dtype.is_float:
         return FloatImm(dtype, value.value)
     return Cast(dtype, value)
@@ -488,15 +488,27 @@ def _fold_int_div(cls, x: int, y: int) -> int | None:
     return None
 
 
+def wrap_int(value, dtype: DataType):
+    """`value` as an integer dtype holds it: wrapped around at its width, as the generated code computes
+    (constants fold the way data arithmetic runs; docs/language.md "Integer arithmetic")."""
+    if not dtype.is_integer or isinstance(value, float):
+        return value
+    bits = dtype.bits
+    value &= (1 << bits) - 1
+    if dtype.kind == "int" and value >= 1 << (bits - 1):
+        value -= 1 << bits
+    return value
+
+
 def _fold(cls, a: Expr, b: Expr) -> Expr | None:
     if not (is_const(a) and is_const(b)):
         return None
     x, y = a.value, b.value
     if cls.__name__ in _FOLD:
-        return const(_FOLD[cls.__name__](x, y), a.dtype)
+        return const(wrap_int(_FOLD[cls.__name__](x, y), a.dtype), a.dtype)
     if a.dtype.is_integer or a.dtype.is_bool:
         r = _fold_int_div(cls, int(x), int(y))
-        return None if r is None else const(r, a.dtype)
+        return None if r is None else const(wrap_int(r, a.dtype), a.dtype)
     if cls is Div and y != 0:
         return const(x / y, a.dtype)
     return None

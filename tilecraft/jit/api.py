@@ -6,7 +6,8 @@ import ast
 import functools
 import inspect
 import textwrap
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tilecraft.backend.context import BackendContext
@@ -17,6 +18,7 @@ from tilecraft.ir.visitor import substitute
 from tilecraft.jit.arrays import as_array_arg, is_array
 from tilecraft.jit.kernel import Kernel
 from tilecraft.jit.lower import lower_artifact, resolve_context
+from tilecraft.language.parser.source import parse_python
 
 
 def _normalize_out_idx(out_idx: int | Sequence[int] | None, func: PrimFunc) -> tuple[int, ...]:
@@ -59,7 +61,7 @@ def compile(  # noqa: A001 - TileLang's name
 def _is_eager(func) -> bool:
     """Eager style: the function body itself opens `with T.Kernel(...)` (outside nested functions)."""
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+        tree = parse_python(textwrap.dedent(inspect.getsource(func)))
     except (OSError, TypeError, SyntaxError):
         return False
     fn = tree.body[0]
@@ -91,47 +93,68 @@ def _freeze(value: Any) -> Any:
         return repr(value)
 
 
+class _Memo:
+    """A dict of values made on first use, safe to share between threads: each key is made once (a
+    lock per key), while different keys are made at the same time."""
+
+    def __init__(self) -> None:
+        self._values: dict[Any, Any] = {}
+        self._locks: dict[Any, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def get(self, key: Any, make: Callable[[], Any]) -> Any:
+        value = self._values.get(key)
+        if value is not None:
+            return value
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            value = self._values.get(key)
+            if value is None:  # not made by the thread that held the lock before us
+                value = self._values[key] = make()
+        return value
+
+
 class JITFunction:
-    """What `@tilecraft.jit` returns; see `jit`."""
+    """What `@tilecraft.jit` returns; see `jit`. Safe to call from several threads: each specialization
+    is compiled once, by the first thread that needs it; the others wait for it."""
 
     def __init__(self, func, options: dict[str, Any]) -> None:
         self.func = func
         self.options = options
         self.eager = _is_eager(func)
         self.signature = inspect.signature(func)
-        self._kernels: dict[Any, Kernel] = {}
-        self._parsed: dict[Any, PrimFunc] = {}
+        self._kernels = _Memo()
+        self._parsed = _Memo()
         functools.update_wrapper(self, func)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.eager:
             return self._call_eager(args, kwargs)
         key = (_freeze(args), _freeze(kwargs))
-        kernel = self._kernels.get(key)
-        if kernel is None:
-            func = self.func(*args, **kwargs)
-            if not isinstance(func, PrimFunc):
-                raise TilecraftError(
-                    f"@tilecraft.jit function {self.func.__name__} returned {type(func).__name__}; in the lazy "
-                    "style it must return a @T.prim_func, in the eager style its body opens `with T.Kernel(...)`"
-                )
-            kernel = compile(func, **self.options)
-            self._kernels[key] = kernel
-        return kernel
+        return self._kernels.get(key, lambda: self._compile_lazy(args, kwargs))
+
+    def _compile_lazy(self, args: tuple, kwargs: dict[str, Any]) -> Kernel:
+        func = self.func(*args, **kwargs)
+        if not isinstance(func, PrimFunc):
+            raise TilecraftError(
+                f"@tilecraft.jit function {self.func.__name__} returned {type(func).__name__}; in the lazy "
+                "style it must return a @T.prim_func, in the eager style its body opens `with T.Kernel(...)`"
+            )
+        return compile(func, **self.options)
 
     # ------------------------------------------------------------------ eager style
 
     def _parse_eager(self, values: Mapping[str, Any], tensors: Sequence[str]) -> PrimFunc:
+        key = (_freeze(dict(values)), tuple(tensors))
+        return self._parsed.get(key, lambda: self._parse(values, tensors))
+
+    def _parse(self, values: Mapping[str, Any], tensors: Sequence[str]) -> PrimFunc:
         from tilecraft.language.parser.core import EagerParam, parse_function
 
-        key = (_freeze(dict(values)), tuple(tensors))
-        func = self._parsed.get(key)
-        if func is None:
-            eager = {name: EagerParam(True) for name in tensors}
-            eager.update({name: EagerParam(False, v) for name, v in values.items()})
-            func = parse_function(self.func, eager)
-            self._parsed[key] = func
-        return func
+        eager = {name: EagerParam(True) for name in tensors}
+        eager.update({name: EagerParam(False, v) for name, v in values.items()})
+        return parse_function(self.func, eager)
 
     def _specialize(self, func: PrimFunc, consts: Mapping[str, int]) -> Kernel:
         symbols = func.attr("tilecraft.consts", ()) or ()
@@ -140,14 +163,13 @@ class JITFunction:
             raise ArgumentError(
                 f"{self.func.__name__}: no value for compile-time symbol(s) {', '.join(missing)}"
             )
+        # id(func) is stable: every parsed func stays referenced by self._parsed.
         key = (id(func), tuple((v.name, int(consts[v.name])) for v in symbols))
-        kernel = self._kernels.get(key)
-        if kernel is None:
-            mapping = {v: E.const(int(consts[v.name]), v.dtype) for v in symbols}
-            specialized = substitute(func, mapping).with_attr("tilecraft.consts", ())
-            kernel = compile(specialized, **self.options)
-            self._kernels[key] = kernel
-        return kernel
+        return self._kernels.get(key, lambda: self._compile_specialized(func, symbols, consts))
+
+    def _compile_specialized(self, func: PrimFunc, symbols, consts: Mapping[str, int]) -> Kernel:
+        mapping = {v: E.const(int(consts[v.name]), v.dtype) for v in symbols}
+        return compile(substitute(func, mapping).with_attr("tilecraft.consts", ()), **self.options)
 
     def _split_args(self, args, kwargs) -> tuple[dict[str, Any], dict[str, Any]]:
         try:
@@ -166,6 +188,37 @@ class JITFunction:
         kernel = self._specialize(func, consts)
         inputs = [tensors[p.name] for p in func.params if p.name in tensors]
         return kernel(*inputs)
+
+    def get_tir(self, *args: Any, **kwargs: Any) -> PrimFunc:
+        """TileLang's `JITImpl.get_tir`: the PrimFunc for these arguments, not compiled.
+
+        Lazy style: what the factory returns. Eager style: the kernel parsed with the given Python
+        parameters (keyword arguments); compile-time symbols (`T.const`) stay symbolic.
+        """
+        if not self.eager:
+            func = self.func(*args, **kwargs)
+            if not isinstance(func, PrimFunc):
+                raise TilecraftError(
+                    f"@tilecraft.jit function {self.func.__name__} returned {type(func).__name__}; "
+                    "get_tir needs a @T.prim_func"
+                )
+            return func
+        if args:
+            raise ArgumentError(f"{self.func.__name__}.get_tir: give the Python parameters by keyword")
+        unknown = sorted(set(kwargs) - set(self.signature.parameters))
+        if unknown:
+            raise ArgumentError(f"{self.func.__name__}.get_tir: no parameter(s) {', '.join(unknown)}")
+        values = dict(kwargs)
+        for name, p in self.signature.parameters.items():
+            if name not in values and p.default is not inspect.Parameter.empty:
+                values[name] = p.default
+        return self._parse_eager(values, [n for n in self.signature.parameters if n not in values])
+
+    def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
+        """TileLang's `JITImpl.get_kernel_source`: the device source of the Kernel these arguments make
+        (lazy: the factory's arguments; eager: as `compile`)."""
+        kernel = self.compile(**kwargs) if self.eager else self(*args, **kwargs)
+        return kernel.get_kernel_source()
 
     def compile(self, **kwargs: Any) -> Kernel:
         """Eager style: the Kernel for the given Python parameters and compile-time symbol values."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -14,8 +15,10 @@ from tilecraft.backend.artifact import (
     artifact_from_files,
 )
 from tilecraft.backend.context import BackendContext, create_backend_context
+from tilecraft.backend.instrument import CompositeInstrument, IRDumper, PassInstrument, PassTiming
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.structural import structural_hash
+from tilecraft.jit.options import PassConfigs, resolve_pass_configs
 from tilecraft.transform.check import check_semantics
 from tilecraft.transform.written import written_params
 
@@ -34,24 +37,45 @@ def artifact_key(func: PrimFunc, ctx: BackendContext, pass_configs: Mapping | No
     from tilecraft import __version__
     from tilecraft.execution.cache import cache_key, package_fingerprint
 
-    configs = {str(k): repr(v) for k, v in (pass_configs or {}).items()}
+    # Checked and canonical, so `PassConfigKey.X` and its string share an entry.
+    configs = checked_pass_configs(pass_configs, ctx).canonical()
     return cache_key(
         "artifact", structural_hash(func), str(ctx.target), str(ctx.target_host), ctx.backend.name,
         ctx.execution.name, configs, repr(compile_flags), __version__, package_fingerprint(),
     )  # fmt: skip
 
 
+def checked_pass_configs(pass_configs: Mapping | None, ctx: BackendContext) -> PassConfigs:
+    """`pass_configs` checked against tilecraft's keys and those the selected backend declares."""
+    return resolve_pass_configs(pass_configs, ctx.backend.pass_configs, ctx.backend.name)
+
+
+def _instruments(configs: PassConfigs) -> PassInstrument | None:
+    """IR dumps and pass timing that the pass configs ask for (the settings can ask for them too)."""
+    found: list[PassInstrument] = []
+    if configs.dump_dir is not None:
+        found.append(IRDumper(configs.dump_dir))
+    if configs.profile:
+        found.append(PassTiming(stream=sys.stderr))
+    return CompositeInstrument(*found) if found else None
+
+
 def lower_uncached(
     func: PrimFunc, ctx: BackendContext, pass_configs=None, compile_flags=None
 ) -> CompiledArtifact:
     """Run the check, the pipeline and both codegens."""
+    configs = checked_pass_configs(pass_configs, ctx)
+    # Strings, as the compilers take them (a Path is one); stored artifacts hold only plain data.
+    flags = tuple(str(flag) for flag in compile_flags or ()) + configs.device_flags
     mod = IRModule.from_func(func)
     check_semantics(mod)
     # Read from the kernel as written, where every construct's role is known (see transform/written.py).
     written = written_params(func)
-    lowered = ctx.lower(mod, pass_configs)
+    lowered = ctx.lower(mod, configs.values, _instruments(configs))
     host_mod, device_mod = ctx.split(lowered)
-    device = ctx.codegen_device(device_mod)
+    # What the device compiler is asked for; a compile step in codegen applies it as a build would.
+    compile_options = {"fast_math": configs.fast_math, "flags": flags}
+    device = ctx.codegen_device(device_mod, options=compile_options)
     host = ctx.codegen_host(ctx.preprocess_host(host_mod))
     return CompiledArtifact.assemble(
         func,
@@ -59,8 +83,7 @@ def lower_uncached(
         device,
         host,
         structural_hash(func),
-        # Strings, as the compilers take them (a Path is one); stored artifacts hold only plain data.
-        (("compile_flags", tuple(str(flag) for flag in compile_flags or ())),),
+        (("compile_flags", flags), ("fast_math", configs.fast_math)),
         written,
     )
 
@@ -74,7 +97,12 @@ def lower_artifact(
     cache = KernelCache()
     key = artifact_key(func, ctx, pass_configs, compile_flags)
     # A user who asks for IR dumps or pass timings wants the pipeline to run.
-    observed = settings.get("TILECRAFT_DUMP_IR") is not None or settings.get("TILECRAFT_PASS_TIMING")
+    configs = checked_pass_configs(pass_configs, ctx)
+    observed = (
+        settings.get("TILECRAFT_DUMP_IR") is not None
+        or settings.get("TILECRAFT_PASS_TIMING")
+        or _instruments(configs) is not None
+    )
     entry = None if observed else cache.get(key)
     if entry is not None:
         try:

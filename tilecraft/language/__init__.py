@@ -5,6 +5,7 @@ here is lowered by every backend or rejected with a clear error at lowering; bac
 in `tilecraft.<backend>.language`.
 """
 
+import tilecraft._origin  # noqa: F401 - first: says so when a folder named tilecraft hides this package
 from tilecraft.ir.dtype import (
     bfloat16,
     float8_e4m3fn,
@@ -116,3 +117,10 @@ __all__ = [
 from tilecraft.language.script import parse_script  # noqa: E402
 
 __all__ += ["parse_script"]
+
+# TileLang's names that need no backend support (docs/compat.md, "API surface").
+from tilecraft.ir.dtype import DataType as dtype  # noqa: E402
+from tilecraft.language.kernel import thread_binding  # noqa: E402
+from tilecraft.language.math import clamp  # noqa: E402
+
+__all__ += ["clamp", "dtype", "thread_binding"]

@@ -2,10 +2,12 @@
 
 The parser pushes a `Builder` while it turns a kernel into IR; `T.*` functions that need context
 (naming an allocation, the current thread binding, `T.empty` outputs) reach it with `current()`.
+The stack is per thread, so threads can parse kernels at the same time.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 class KernelContext:
     block_vars: tuple[Var, ...]
     thread_vars: tuple[Var, ...]
+    thread_extents: tuple[int, ...] = ()
 
 
 @dataclass
@@ -43,36 +46,45 @@ class Builder:
         return self.kernels[-1]
 
 
-_STACK: list[Builder] = []
+class _Stack(threading.local):
+    def __init__(self) -> None:
+        self.builders: list[Builder] = []
+
+
+_LOCAL = _Stack()
 
 
 def current(what: str = "this call") -> Builder:
     """The active builder; raises when a kernel-only function is called outside a kernel."""
-    if not _STACK:
+    stack = _LOCAL.builders
+    if not stack:
         from tilecraft.errors import TilecraftError
 
         raise TilecraftError(f"{what} can only be used inside a @T.prim_func or @T.macro body")
-    return _STACK[-1]
+    return stack[-1]
 
 
 def active() -> Builder | None:
-    return _STACK[-1] if _STACK else None
+    stack = _LOCAL.builders
+    return stack[-1] if stack else None
 
 
 def push(builder: Builder) -> None:
-    _STACK.append(builder)
+    _LOCAL.builders.append(builder)
 
 
 def pop() -> None:
-    _STACK.pop()
+    _LOCAL.builders.pop()
 
 
 def current_span() -> Span | None:
-    return _STACK[-1].span if _STACK else None
+    stack = _LOCAL.builders
+    return stack[-1].span if stack else None
 
 
 def error(message: str, hint: str | None = None) -> Exception:
     """A mistake a T.* function found: located at the call being parsed; a plain IRError outside a parse."""
-    if not _STACK:
+    stack = _LOCAL.builders
+    if not stack:
         return IRError(message if hint is None else f"{message}; {hint}")
-    return _STACK[-1].error(message, hint)
+    return stack[-1].error(message, hint)

@@ -54,6 +54,43 @@ def get_thread_binding(dim: int = 0) -> Var:
     return ctx.thread_vars[dim]
 
 
+_THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+
+
+def thread_binding(start, stop=None, thread: str | None = None) -> Var:
+    """TileLang's `tx = T.thread_binding(0, threads, thread="threadIdx.x")`: the thread index along the
+    tagged dim, which must cover the kernel's threads along it: [0, extent).
+
+    `T.thread_binding(extent, "threadIdx.x")` (start omitted) is the same as starting at 0.
+    """
+    if thread is None and isinstance(stop, str):
+        start, stop, thread = 0, start, stop
+    elif stop is None:
+        start, stop = 0, start
+    if thread not in _THREAD_TAGS:
+        raise IRError(f"T.thread_binding: thread must be one of {', '.join(_THREAD_TAGS)}, got {thread!r}")
+    ctx = builder.current("T.thread_binding").kernel("T.thread_binding")
+    dim = _THREAD_TAGS.index(thread)
+    if dim >= len(ctx.thread_vars):
+        raise IRError(
+            f"T.thread_binding({thread!r}): the kernel has {len(ctx.thread_vars)} thread dim(s) "
+            f"({ctx.thread_extents}); give T.Kernel a threads tuple with a dim for {thread}"
+        )
+    extent = ctx.thread_extents[dim]
+    if _int_or_none(start) != 0 or _int_or_none(stop) != extent:
+        raise IRError(
+            f"T.thread_binding({start}, {stop}, {thread!r}) does not match the kernel's {extent} threads along "
+            f"{thread}; bind the whole range: T.thread_binding(0, {extent}, thread={thread!r})"
+        )
+    return ctx.thread_vars[dim]
+
+
+def _int_or_none(value) -> int | None:
+    if isinstance(value, IntImm):
+        return value.value
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def get_block_binding(dim: int = 0) -> Var:
     """The block index along `dim` of the current kernel."""
     ctx = builder.current("T.get_block_binding").kernel("T.get_block_binding")
@@ -78,11 +115,19 @@ def use_swizzle(panel_size: int = 8, order: str = "row", enable: bool = True):
 
 def annotate_layout(layouts: dict):
     """Fix the layout of buffers: `T.annotate_layout({A_shared: T.Layout(...)})`."""
+    from tilecraft.layout.swizzle import SwizzledLayout
+
     span = builder.current_span()
     stmts = []
     for buf, layout in layouts.items():
         if not isinstance(buf, Buffer):
             raise IRError(f"T.annotate_layout keys must be buffers, got {type(buf).__name__}")
+        if isinstance(layout, SwizzledLayout):
+            if layout.buffer is not buf:
+                raise IRError(
+                    f"T.annotate_layout: {buf.name} is given the swizzled layout of {layout.buffer.name}"
+                )
+            continue  # a hint: every target chooses its shared layouts itself (layout/swizzle.py)
         stmts.append(AnnotateLayout(buf, layout, span=span))
     return seq(*stmts)
 

@@ -199,6 +199,13 @@ def _info(dtype):
     return dtype, (np.finfo(npd) if dtype.is_float else np.iinfo(npd))
 
 
+def clamp(x, lo, hi):
+    """`x` limited to [lo, hi]: `T.min(T.max(x, lo), hi)`, as TileLang's `T.clamp(dst, min_val, max_val)`."""
+    if _all_py(lo, hi) and lo > hi:
+        raise IRError(f"T.clamp: the lower bound {lo} is above the upper bound {hi}")
+    return min(max(x, lo), hi)
+
+
 def max_value(dtype) -> Expr:
     """The largest finite value of `dtype`."""
     dtype, info = _info(dtype)
@@ -216,7 +223,10 @@ def call_intrin(dtype, op: str, *args) -> Expr:
 
     String arguments (a format, a name) become `StringImm`s, typed as C strings' int8 elements.
     """
-    args = tuple(E.StringImm(dt.int8, a) if isinstance(a, str) else a for a in args)
+    # A dtype is a str too (as in TileLang), but it is not a string argument.
+    args = tuple(
+        E.StringImm(dt.int8, a) if isinstance(a, str) and not isinstance(a, dt.DataType) else a for a in args
+    )
     return E.call(op, *args, dtype=dtype)
 
 

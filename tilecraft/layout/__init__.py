@@ -9,3 +9,17 @@ from tilecraft.layout.layout import Fragment, Layout
 from tilecraft.layout.linear import LinearLayout, identity, zeros
 
 __all__ = ["Fragment", "Layout", "LinearLayout", "identity", "zeros"]
+
+# TileLang's swizzled shared layouts (hints here; see swizzle.py).
+from tilecraft.layout.swizzle import (  # noqa: E402
+    SwizzledLayout,
+    make_full_bank_swizzled_layout,
+    make_half_bank_swizzled_layout,
+    make_quarter_bank_swizzled_layout,
+    make_swizzled_layout,
+)
+
+__all__ += [
+    "SwizzledLayout", "make_full_bank_swizzled_layout", "make_half_bank_swizzled_layout",
+    "make_quarter_bank_swizzled_layout", "make_swizzled_layout",
+]  # fmt: skip

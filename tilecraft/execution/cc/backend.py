@@ -17,6 +17,12 @@ from tilecraft.ir import dtype as dt
 from tilecraft.ir.dtype import DataType
 from tilecraft.jit.arrays import DLPACK_HOST, ArrayArg, describe_device
 
+# Fast math (pass config tl.enable_fast_math): the parts of gcc's and clang's -ffast-math that keep NaN
+# and infinity. Left out: -ffinite-math-only (folds isnan/isinf away, breaks reductions that start at
+# -inf), -fno-signed-zeros (gcc 12 then folds a vectorized `x * 0.0f` to 0 even for infinite x, and
+# -fassociative-math needs it), and -funsafe-math-optimizations (older gcc links crtfastmath.o into the
+# library, and loading it switches denormals off for the whole process).
+FAST_MATH_FLAGS = ("-fno-math-errno", "-fno-trapping-math", "-freciprocal-math", "-ffp-contract=fast")
 LIBRARY = "kernel.so"
 SOURCE = "kernel.c"
 DEVICE_FORMAT = "c-source"
@@ -47,14 +53,16 @@ class CCExecutionBackend(ExecutionBackend):
     def build_options(self, artifact: CompiledArtifact, ctx) -> Mapping[str, Any]:
         cc = toolchain.compiler()
         openmp = toolchain.use_openmp(cc)
-        user = list(artifact.extra_value("compile_flags", ()) or ())
+        fast = list(FAST_MATH_FLAGS) if artifact.extra_value("fast_math", False) else []
+        # Fast math first, so the user's own flags can override a part of it.
+        extra = fast + list(artifact.extra_value("compile_flags", ()) or ())
         # The whole command: launcher, compiler and the setting's options (in `flags`), so `gcc -O0` and
         # `gcc` never share a build.
         return {
             "compiler": list(cc.program),
-            "flags": list(cc.flags(openmp)) + user,
+            "flags": list(cc.flags(openmp)) + extra,
             "openmp": openmp,
-            "user_flags": user,
+            "extra_flags": extra,
         }
 
     def compile(self, artifact: CompiledArtifact, ctx) -> tuple[Mapping[str, bytes], Mapping[str, Any]]:
@@ -67,7 +75,7 @@ class CCExecutionBackend(ExecutionBackend):
         options = self.build_options(artifact, ctx)
         # Only used when the compile fails (the cache says where a failed build keeps its source).
         keep = self.cache.failure_dir(self.cache_key(artifact, ctx))
-        library = toolchain.compile_shared(source, [], options["openmp"], keep, tuple(options["user_flags"]))
+        library = toolchain.compile_shared(source, [], options["openmp"], keep, tuple(options["extra_flags"]))
         return {LIBRARY: library, SOURCE: source.encode()}, options
 
     def load(self, built: Built) -> Loaded:

@@ -28,7 +28,10 @@ class NvccExecutionBackend(CudaRuntimeBackend):
             # The cubin is the build's input: key on its content, whichever nvcc made it.
             return {"cubin_sha256": sha256(artifact.binary(BINARY_FORMAT))}
         arch = artifact_arch(artifact)
-        flags = list(compile_flags(artifact))
+        # Fast math when the artifact asks for it (pass config tl.enable_fast_math), then the user's flags.
+        flags = list(
+            toolchain.requested_flags(bool(artifact.extra_value("fast_math", False)), compile_flags(artifact))
+        )
         return {"arch": arch, "flags": flags, "nvcc": toolchain.nvcc_version()}
 
     def compile(self, artifact: CompiledArtifact, ctx: Any) -> tuple[Mapping[str, bytes], Mapping[str, Any]]:

@@ -20,6 +20,9 @@ from tilecraft.errors import ToolchainError
 from tilecraft.execution.nvrtc.compiler import SOURCE_NAME, keep_source
 
 BASE_FLAGS = ("-cubin", "-O3", "-std=c++17", "-lineinfo")
+# Fast math as TileLang asks nvcc for it (tl.enable_fast_math): approximate division, sqrt and
+# transcendentals, denormals flushed; NaN and infinity still behave.
+FAST_MATH_FLAGS = ("--use_fast_math",)
 INSTALL_HINT = (
     "install the CUDA toolkit (https://developer.nvidia.com/cuda-downloads, or `apt install "
     "nvidia-cuda-toolkit`) and put its bin directory on PATH, or point TILECRAFT_NVCC at nvcc"
@@ -91,6 +94,11 @@ def nvcc_version(path: str | None = None) -> str:
         raise ToolchainError(f"nvcc at {nvcc} does not run: {err}; {INSTALL_HINT}") from None
     match = _RELEASE.search(out.stdout)
     return match.group(2) if match else (out.stdout.strip().splitlines() or ["unknown"])[-1]
+
+
+def requested_flags(fast_math: bool, flags: Sequence[str] = ()) -> tuple[str, ...]:
+    """The nvcc flags for what the user asked: fast math, then their own flags (a later flag wins)."""
+    return (*(FAST_MATH_FLAGS if fast_math else ()), *flags)
 
 
 def nvcc_command(nvcc: str, arch: str, options: Sequence[str], source: Path, output: Path) -> list[str]:

@@ -26,18 +26,23 @@ class NvrtcExecutionBackend(CudaRuntimeBackend):
 
     def build_options(self, artifact: CompiledArtifact, ctx: Any) -> Mapping[str, Any]:
         arch = artifact_arch(artifact)
-        return {"arch": arch, "options": list(compiler.nvrtc_options(arch, compile_flags(artifact)))}
+        return {"arch": arch, "options": list(compiler.nvrtc_options(arch, _requested(artifact)))}
 
     def compile(self, artifact: CompiledArtifact, ctx: Any) -> tuple[Mapping[str, bytes], Mapping[str, Any]]:
         check_artifact(artifact)
         arch = artifact_arch(artifact)
         keep = self.cache.failure_dir(self.cache_key(artifact, ctx))
         cubin = compiler.nvrtc_compile(
-            artifact.source(SOURCE_FORMAT), arch, compile_flags(artifact), keep_dir=keep
+            artifact.source(SOURCE_FORMAT), arch, _requested(artifact), keep_dir=keep
         )
         return self.build_files(
             artifact, cubin, {**self.build_options(artifact, ctx), "nvrtc": compiler.nvrtc_version()}
         )
+
+
+def _requested(artifact: CompiledArtifact) -> tuple[str, ...]:
+    """Fast math when the artifact asks for it (pass config tl.enable_fast_math), then the user's flags."""
+    return compiler.requested_options(bool(artifact.extra_value("fast_math", False)), compile_flags(artifact))
 
 
 __all__ = ["NVRTC", "NvrtcExecutionBackend"]

@@ -18,6 +18,8 @@ from tilecraft.errors import ToolchainError
 
 SOURCE_NAME = "kernel.cu"
 BASE_OPTIONS = ("-std=c++17", "-default-device", "--generate-line-info")
+# Fast math as TileLang asks NVRTC for it (tl.enable_fast_math); NaN and infinity still behave.
+FAST_MATH_OPTIONS = ("--use_fast_math",)
 INSTALL_BINDINGS = "pip install cuda-python  (or: pip install 'tilecraft[cuda]')"
 INSTALL_NVRTC = (
     "pip install nvidia-cuda-nvrtc (matching your driver's CUDA major version), or install the CUDA "
@@ -98,6 +100,11 @@ def _pathfinder_headers() -> str | None:
         return find_nvidia_header_directory("cudart")
     except Exception:  # an old cuda-python has no pathfinder; then there are no wheel headers to find
         return None
+
+
+def requested_options(fast_math: bool, options: Sequence[str] = ()) -> tuple[str, ...]:
+    """The NVRTC options for what the user asked: fast math, then their own flags (a later one wins)."""
+    return (*(FAST_MATH_OPTIONS if fast_math else ()), *options)
 
 
 def nvrtc_options(arch: str, options: Sequence[str] = (), include_dirs: Sequence[str] | None = None

@@ -13,6 +13,9 @@ from tilecraft.errors import ToolchainError
 from tilecraft.execution.opencl.device import DeviceRuntime, import_pyopencl
 
 BASE_OPTIONS = ("-cl-std=CL1.2",)
+# Fast math (pass config tl.enable_fast_math). Not -cl-fast-relaxed-math: its -cl-finite-math-only lets the
+# compiler assume no NaN or infinity, and kernels start max-reductions at -inf and test for NaN.
+FAST_MATH_OPTIONS = ("-cl-unsafe-math-optimizations",)
 SOURCE_FILE = "kernel.cl"
 
 
@@ -22,8 +25,10 @@ def compile_flags(artifact: CompiledArtifact) -> tuple[str, ...]:
 
 
 def program_options(artifact: CompiledArtifact) -> list[str]:
-    """The build options: OpenCL C 1.2, then the user's flags (a later option overrides an earlier one)."""
-    return [*BASE_OPTIONS, *compile_flags(artifact)]
+    """The build options: OpenCL C 1.2, fast math when the artifact asks for it, then the user's flags
+    (a later option overrides an earlier one)."""
+    fast = FAST_MATH_OPTIONS if artifact.extra_value("fast_math", False) else ()
+    return [*BASE_OPTIONS, *fast, *compile_flags(artifact)]
 
 
 def build_from_source(runtime: DeviceRuntime, source: str, options: Sequence[str], keep_dir: Path) -> Any:

@@ -511,7 +511,7 @@ class Parser:
             Var(dt.int32, names[i] if i < len(names) else _BLOCK_NAMES[i]) for i in range(len(spec.grid))
         )
         thread_vars = tuple(Var(dt.int32, _THREAD_NAMES[i]) for i in range(len(spec.threads)))
-        self.builder.kernels.append(B.KernelContext(block_vars, thread_vars))
+        self.builder.kernels.append(B.KernelContext(block_vars, thread_vars, spec.threads))
         try:
             body = self._loop_body(node.body, {n: v for n, v in zip(names, block_vars)}, kind="kernel")
         finally:

@@ -6,10 +6,22 @@ import ast
 import inspect
 import linecache
 import textwrap
+import threading
 from dataclasses import dataclass
 
 from tilecraft.errors import ParseError
 from tilecraft.ir.span import Span
+
+# CPython's AST constructor counts its recursion per interpreter, not per thread: two threads in
+# ast.parse at once fail with "SystemError: AST constructor recursion depth mismatch" when a garbage
+# collection inside one lets the other run. Reentrant: a finalizer may parse on the same thread.
+_AST_LOCK = threading.RLock()
+
+
+def parse_python(text: str) -> ast.Module:
+    """`ast.parse(text)`, one thread at a time."""
+    with _AST_LOCK:
+        return ast.parse(text)
 
 
 @dataclass(frozen=True)
@@ -44,7 +56,7 @@ def function_source(func) -> Source:
     text = "".join(lines)
     dedented = textwrap.dedent(text)
     indent = _indent_removed(text, dedented)
-    tree = ast.parse(dedented)
+    tree = parse_python(dedented)
     funcs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     if not funcs:
         raise ParseError(f"no function definition found in the source of {func.__qualname__}")

@@ -146,14 +146,15 @@ class LowerToThreads(Mutator):
         inner = substitute(inner, dict(zip(loop_vars, coords)))
         guard = layout.in_bounds(coords)
         replica = self._replica_guard(layout, inner)
-        for cond in (replica, guard):
-            if cond is not None:
-                inner = S.IfThenElse(cond, inner, span=s.span)
+        if replica is not None:
+            inner = _GuardMemoryWrites(replica).mutate(inner)
+        if guard is not None:
+            inner = S.IfThenElse(guard, inner, span=s.span)
         return S.For(reg, E.const(0), E.const(layout.num_registers), S.ForKind.SERIAL, inner,
                      (("unroll", True),), span=s.span)  # fmt: skip
 
     def _replica_guard(self, layout: TileLayout, body: S.Stmt) -> E.Expr | None:
-        """Threads that replicate an iteration run it once: writes outside registers are done by one."""
+        """The one thread of each replica group that writes memory (registers are written by all)."""
         lanes, warps = layout.replica_mask()
         if not (lanes or warps) or not _writes_memory(body):
             return None
@@ -216,6 +217,29 @@ def _positions(loop_vars: list[E.Var], indices) -> list[int] | None:
         vars = loop_vars
 
     return var_positions(_Nest, indices)
+
+
+class _GuardMemoryWrites(Mutator):
+    """Each write outside registers runs under `cond`; register writes stay unguarded, because every
+    thread that replicates a fragment element must hold its value (a later loop reads it there)."""
+
+    def __init__(self, cond: E.Expr) -> None:
+        super().__init__()
+        self.cond = cond
+
+    def mutate_Buffer(self, buf: Buffer) -> Buffer:
+        return buf
+
+    def mutate_BufferStore(self, s: S.BufferStore) -> S.Stmt:
+        if s.buffer.scope in (FRAGMENT, "local", "local.var"):
+            return s
+        return S.IfThenElse(self.cond, s, span=s.span)
+
+    def _guarded(self, s: S.Stmt) -> S.Stmt:
+        return S.IfThenElse(self.cond, s, span=s.span)
+
+    mutate_AtomicUpdate = _guarded
+    mutate_Print = _guarded
 
 
 def _writes_memory(body: S.Stmt) -> bool:
