@@ -76,7 +76,8 @@ def fragment_copy(op: S.Copy, frag: BufferRegion, ctx) -> S.Stmt:
 
 
 def element_copy(op: S.Copy, ctx) -> S.Stmt:
-    extents = loop_extents(op.dst if op.dst.buffer.scope != "global" else op.src)
+    # A single element (every dim a unit) still needs a loop for the thread partition to iterate.
+    extents = loop_extents(op.dst if op.dst.buffer.scope != "global" else op.src) or [E.const(1)]
     static = [E.const_value(e) for e in extents]
     if not all(isinstance(v, int) for v in static):
         ctx.fail("a T.copy between global buffers needs static extents on this target", op.span,
@@ -89,10 +90,47 @@ def element_copy(op: S.Copy, ctx) -> S.Stmt:
 
 def lower_fill(op: S.Fill, ctx) -> S.Stmt:
     region = op.dst
-    nest = fill_as_loops(op)
     if region.buffer.scope == FRAGMENT:
-        return with_layout(nest, ctx.layout(region.buffer, op.span))
-    static = [E.const_value(e) for e in loop_extents(region)]
+        return fragment_fill(op, ctx)
+    extents = loop_extents(region) or [E.const(1)]
+    static = [E.const_value(e) for e in extents]
     if not all(isinstance(v, int) for v in static):
         ctx.fail("T.fill needs static extents on this target", op.span)
+    nest = fill_as_loops(op) if loop_extents(region) else _unit_fill(op)
     return with_layout(nest, blocked_layout(tuple(static), ctx.threads, region.dtype))
+
+
+def fragment_fill(op: S.Fill, ctx) -> S.Stmt:
+    """A nest over the whole fragment (unit dims included) with the fragment's layout; a fill of part
+    of it is masked to that part."""
+    region = op.dst
+    layout = ctx.layout(region.buffer, op.span)
+    loop_vars = make_loop_vars(len(layout.shape))
+    value = E.cast(op.value, region.dtype)
+    body: S.Stmt = S.BufferStore(region.buffer, value, tuple(loop_vars), span=op.span)
+    inside = conjunction(_within(region, loop_vars, layout.shape))
+    if inside is not None:
+        body = S.IfThenElse(inside, body, span=op.span)
+    extents = [E.const(s) for s in layout.shape]
+    return with_layout(parallel_nest(loop_vars, extents, body, op.span), layout)
+
+
+def _within(region: BufferRegion, loop_vars, shape) -> list[E.Expr]:
+    """`min <= v < min + extent` for each dim the region does not cover whole."""
+    conds = []
+    for v, r, size in zip(loop_vars, region.ranges, shape):
+        if E.const_value(r.min) == 0 and E.const_value(r.extent) == size:
+            continue
+        conds += [E.compare(E.GE, v, r.min), E.compare(E.LT, v, E.add(r.min, r.extent))]
+    return conds
+
+
+def _unit_fill(op: S.Fill) -> S.Stmt:
+    """A fill of one element as a one-iteration nest (edges still guarded)."""
+    (var,) = make_loop_vars(1)
+    index = tuple(r.min for r in op.dst.ranges)
+    store: S.Stmt = S.BufferStore(op.dst.buffer, E.cast(op.value, op.dst.dtype), index, span=op.span)
+    guard = conjunction(edge_conditions(op.dst, index))
+    if guard is not None:
+        store = S.IfThenElse(guard, store, span=op.span)
+    return parallel_nest([var], [E.const(1)], store, op.span)

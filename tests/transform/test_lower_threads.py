@@ -1,0 +1,111 @@
+"""lower-to-threads (the shared SIMT lowering) on shapes TileLang's examples use, and how a bug inside
+a pass reaches the user: as an internal compiler error that names the pass, the kernel and the target."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tilecraft
+import tilecraft.language as T
+from tests.transform.helpers import OPENCL, assert_nvcc_compiles, run
+from tilecraft.backend import PassError
+
+
+def online_softmax(m: int = 4, n: int = 512, block_n: int = 256):
+    """TileLang's online_softmax example, reduced: a (1, block_n) row, two T.Pipelined passes, and
+    (1,)-shaped fragments filled, reduced into and updated by T.Parallel(1)."""
+    scale = 1.44269504
+
+    @T.prim_func
+    def online_softmax(X: T.Tensor((m, n), "float16"), Y: T.Tensor((m, n), "float16")):
+        with T.Kernel(m, threads=128) as i_m:
+            x = T.alloc_fragment((1, block_n), "float16")
+            y = T.alloc_fragment((1, block_n), "float16")
+            lse = T.alloc_fragment((1,), "float32")
+            max_x = T.alloc_fragment((1,), "float16")
+            exp_x = T.alloc_fragment((1, block_n), "float32")
+            sum_exp_x = T.alloc_fragment((1,), "float32")
+            T.fill(lse, -T.infinity("float32"))
+            for i_n in T.Pipelined(T.ceildiv(n, block_n)):
+                T.copy(X[i_m, i_n * block_n], x)
+                T.reduce_max(x, max_x, dim=1, clear=True)
+                for i, j in T.Parallel(1, block_n):
+                    exp_x[i, j] = T.exp2(x[i, j] * scale - max_x[i] * scale)
+                T.reduce_sum(exp_x, sum_exp_x, dim=1, clear=True)
+                for i in T.Parallel(1):
+                    lse[i] = max_x[i] * scale + T.log2(T.exp2(lse[i] - max_x[i] * scale) + sum_exp_x[i])
+            for i_n in T.Pipelined(T.ceildiv(n, block_n)):
+                T.copy(X[i_m, i_n * block_n], x)
+                for i, j in T.Parallel(1, block_n):
+                    y[i, j] = T.exp2(x[i, j] * scale - lse[i])
+                T.copy(y, Y[i_m, i_n * block_n])
+
+    return online_softmax
+
+
+def partial_fill(n: int = 64):
+    """T.fill of a unit fragment, of part of a fragment, and of one element of a shared buffer."""
+
+    @T.prim_func
+    def partial_fill(Y: T.Tensor((2, n), "float32"), Z: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=128):
+            f = T.alloc_fragment((2, n), "float32")
+            one = T.alloc_fragment((1,), "float32")
+            s = T.alloc_shared((4,), "float32")
+            T.fill(f, 1.0)
+            T.fill(f[1, 8:24], 2.0)
+            T.fill(one, 3.0)
+            T.fill(s[2:3], 4.0)
+            T.copy(f, Y)
+            for i in T.Parallel(1):
+                Z[i] = one[i] + s[2]
+
+    return partial_fill
+
+
+def test_online_softmax_with_unit_fragments_runs_on_opencl(opencl):
+    x = np.random.default_rng(1).standard_normal((4, 512)).astype(np.float16)
+    y = np.full_like(x, np.nan)
+    run(online_softmax(), opencl, x, y)
+    ref = np.exp(x.astype(np.float64))
+    ref /= ref.sum(1, keepdims=True)
+    assert np.abs(y.astype(np.float64) - ref).max() < 1e-3
+
+
+def test_online_softmax_with_unit_fragments_compiles_for_cuda(nvcc, tmp_path):
+    assert_nvcc_compiles(online_softmax(), tmp_path)
+
+
+def test_fills_of_unit_and_partial_regions_write_exactly_their_elements(opencl):
+    y, z = np.full((2, 64), np.nan, np.float32), np.full(1, np.nan, np.float32)
+    run(partial_fill(), opencl, y, z)
+    expected = np.ones((2, 64), np.float32)
+    expected[1, 8:24] = 2.0
+    np.testing.assert_array_equal(y, expected)
+    assert z[0] == 7.0
+
+
+def test_fills_of_unit_and_partial_regions_compile_for_cuda(nvcc, tmp_path):
+    assert_nvcc_compiles(partial_fill(), tmp_path)
+
+
+def test_a_bug_inside_a_pass_is_an_internal_compiler_error_naming_pass_kernel_and_target(monkeypatch):
+    from tilecraft.transform.simt import lower_threads
+
+    def broken(self, s):
+        raise AttributeError("'BufferStore' object has no attribute 'loop_var'")
+
+    monkeypatch.setattr(lower_threads.LowerToThreads, "_partition", broken)
+    kernel = partial_fill()
+    with pytest.raises(PassError) as info:
+        tilecraft.lower(kernel, target=OPENCL, execution_backend="opencl")
+    text = str(info.value)
+    assert "internal compiler error" in text
+    assert "'lower-to-threads'" in text
+    assert f"partial_fill ({kernel.span.file}:{kernel.span.line})" in text
+    assert "target opencl" in text
+    assert "please report it" in text
+    assert "AttributeError: 'BufferStore' object has no attribute 'loop_var'" in text
+    assert isinstance(info.value.__cause__, AttributeError)
+    assert info.value.__cause__.__traceback__ is not None
