@@ -104,10 +104,17 @@ class Barriers:
         if isinstance(s, S.While) and self.uniform(s.condition):
             return self._while(s, state)
         if isinstance(s, S.IfThenElse) and self.uniform(s.condition):
-            then_case, a = self.run(s.then_case, state.copy())
-            else_case, b = (None, state) if s.else_case is None else self.run(s.else_case, state.copy())
-            return dataclasses.replace(s, then_case=then_case, else_case=else_case), a.merge(b)
+            return self._branch(s, state)
         return self._leaf(s, state)
+
+    def _branch(self, s: S.IfThenElse, state: State) -> tuple[S.Stmt, State]:
+        """The condition is read first (a barrier before the `if` when it reads what others wrote)."""
+        test = S.Evaluate(s.condition)
+        checked, state = self._leaf(test, state)
+        then_case, a = self.run(s.then_case, state.copy())
+        else_case, b = (None, state) if s.else_case is None else self.run(s.else_case, state.copy())
+        branch = dataclasses.replace(s, then_case=then_case, else_case=else_case)
+        return (branch if checked is test else S.seq(sync(), branch)), a.merge(b)
 
     def _shared_scope(self, s: S.Allocate, state: State) -> tuple[S.Stmt, State]:
         """Storage planning gives a new shared buffer the bytes of buffers whose scope has ended, so
