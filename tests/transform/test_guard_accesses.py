@@ -11,6 +11,7 @@ import pytest
 import tilecraft
 import tilecraft.language as T
 from tests.transform.helpers import assert_nvcc_compiles, run
+from tests.transform.kernels import ragged_gemm_inputs, ragged_gemm_reference, ragged_gemm_store
 from tilecraft.ir import structural_equal
 from tilecraft.transform.guard_accesses import guard_func
 
@@ -124,38 +125,6 @@ def test_a_scalar_atomic_past_the_edge_is_skipped():
 # ---------------------------------------------------------------- every target
 
 
-def ragged_gemm_store(m: int = 100, n: int = 96, k: int = 64, bm: int = 64, bn: int = 64, bk: int = 32):
-    """TileLang's grouped-gemm epilogue, reduced: whole 64x64 tiles stored from a T.Parallel nest over a
-    100x96 result (the last tiles run past both edges), reading A past its edge too."""
-
-    @T.prim_func
-    def ragged_gemm_store(
-        A: T.Tensor((m, k), "float32"), B: T.Tensor((k, n), "float32"), C: T.Tensor((m, n), "float32")
-    ):
-        with T.Kernel(T.ceildiv(m, bm), T.ceildiv(n, bn), threads=128) as (bx, by):
-            a = T.alloc_shared((bm, bk), "float32")
-            b = T.alloc_shared((bk, bn), "float32")
-            acc = T.alloc_fragment((bm, bn), "float32")
-            T.clear(acc)
-            for kk in T.Pipelined(T.ceildiv(k, bk)):
-                T.copy(A[bx * bm, kk * bk], a)
-                T.copy(B[kk * bk, by * bn], b)
-                T.gemm(a, b, acc)
-            for i, j in T.Parallel(bm, bn):
-                C[bx * bm + i, by * bn + j] = acc[i, j] + A[bx * bm + i, by * bn + j]
-
-    return ragged_gemm_store
-
-
-def _ragged_inputs():
-    rng = np.random.default_rng(5)
-    a = rng.standard_normal((100, 64)).astype(np.float32)
-    b = rng.standard_normal((64, 96)).astype(np.float32)
-    shifted = np.zeros((100, 96))
-    shifted[:, :64] = a
-    return a, b, a.astype(np.float64) @ b + shifted
-
-
 def _context(target, request):
     return (
         request.getfixturevalue("opencl") if target == "opencl" else tilecraft.create_backend_context(target)
@@ -164,12 +133,12 @@ def _context(target, request):
 
 @pytest.mark.parametrize("target", ["c", "opencl"])
 def test_stores_past_the_edge_are_skipped_and_loads_read_zero(target, request):
-    a, b, expected = _ragged_inputs()
+    a, b, _ = ragged_gemm_inputs(np.random.default_rng(5))
     # The result is the head of a larger array: a store past its end would land in the sentinels.
     memory = np.full(100 * 96 + 4096, 7.0, np.float32)
     c = memory[: 100 * 96].reshape(100, 96)
     run(ragged_gemm_store(), _context(target, request), a, b, c)
-    np.testing.assert_allclose(c, expected, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(c, ragged_gemm_reference(a, b), rtol=1e-5, atol=1e-4)
     assert (memory[100 * 96 :] == 7.0).all()
 
 

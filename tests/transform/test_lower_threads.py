@@ -9,39 +9,8 @@ import pytest
 import tilecraft
 import tilecraft.language as T
 from tests.transform.helpers import OPENCL, assert_nvcc_compiles, run
+from tests.transform.kernels import online_softmax
 from tilecraft.backend import PassError
-
-
-def online_softmax(m: int = 4, n: int = 512, block_n: int = 256):
-    """TileLang's online_softmax example, reduced: a (1, block_n) row, two T.Pipelined passes, and
-    (1,)-shaped fragments filled, reduced into and updated by T.Parallel(1)."""
-    scale = 1.44269504
-
-    @T.prim_func
-    def online_softmax(X: T.Tensor((m, n), "float16"), Y: T.Tensor((m, n), "float16")):
-        with T.Kernel(m, threads=128) as i_m:
-            x = T.alloc_fragment((1, block_n), "float16")
-            y = T.alloc_fragment((1, block_n), "float16")
-            lse = T.alloc_fragment((1,), "float32")
-            max_x = T.alloc_fragment((1,), "float16")
-            exp_x = T.alloc_fragment((1, block_n), "float32")
-            sum_exp_x = T.alloc_fragment((1,), "float32")
-            T.fill(lse, -T.infinity("float32"))
-            for i_n in T.Pipelined(T.ceildiv(n, block_n)):
-                T.copy(X[i_m, i_n * block_n], x)
-                T.reduce_max(x, max_x, dim=1, clear=True)
-                for i, j in T.Parallel(1, block_n):
-                    exp_x[i, j] = T.exp2(x[i, j] * scale - max_x[i] * scale)
-                T.reduce_sum(exp_x, sum_exp_x, dim=1, clear=True)
-                for i in T.Parallel(1):
-                    lse[i] = max_x[i] * scale + T.log2(T.exp2(lse[i] - max_x[i] * scale) + sum_exp_x[i])
-            for i_n in T.Pipelined(T.ceildiv(n, block_n)):
-                T.copy(X[i_m, i_n * block_n], x)
-                for i, j in T.Parallel(1, block_n):
-                    y[i, j] = T.exp2(x[i, j] * scale - lse[i])
-                T.copy(y, Y[i_m, i_n * block_n])
-
-    return online_softmax
 
 
 def partial_fill(n: int = 64):

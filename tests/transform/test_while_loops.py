@@ -9,62 +9,10 @@ import pytest
 import tilecraft
 import tilecraft.language as T
 from tests.transform.helpers import assert_nvcc_compiles, opencl_source, run
+from tests.transform.kernels import collatz, collatz_steps, walk_tiles
 from tilecraft.ir import stmt as S
 from tilecraft.ir import walk
 from tilecraft.transform.simplify import simplify_func
-
-
-def collatz(n: int = 64):
-    """A data-dependent trip count per element: the steps of the Collatz sequence from A[i] to 1."""
-
-    @T.prim_func
-    def collatz(A: T.Tensor((n,), "int32"), steps: T.Tensor((n,), "int32")):
-        with T.Kernel(T.ceildiv(n, 32), threads=32) as bx:
-            for i in T.Parallel(32):
-                x = T.alloc_var("int32")
-                c = T.alloc_var("int32")
-                x = A[bx * 32 + i]
-                c = 0
-                while x != 1:
-                    if x % 2 == 0:
-                        x = x // 2
-                    else:
-                        x = 3 * x + 1
-                    c += 1
-                steps[bx * 32 + i] = c
-
-    return collatz
-
-
-def walk_tiles(n_tiles: int = 6, block: int = 64):
-    """TileLang's stream-K shape, reduced: a block walks tiles [bounds[0], bounds[1]) through shared
-    memory, each tile reversed (so threads read what others wrote)."""
-
-    @T.prim_func
-    def walk_tiles(
-        A: T.Tensor((n_tiles * block,), "float32"),
-        B: T.Tensor((n_tiles * block,), "float32"),
-        bounds: T.Tensor((2,), "int32"),
-    ):
-        with T.Kernel(1, threads=block):
-            tile = T.alloc_shared((block,), "float32")
-            t = T.alloc_var("int32")
-            t = bounds[0]
-            while t < bounds[1]:
-                T.copy(A[t * block], tile)
-                for i in T.Parallel(block):
-                    B[t * block + i] = tile[block - 1 - i] * 2.0
-                t = t + 1
-
-    return walk_tiles
-
-
-def _collatz_steps(x: int) -> int:
-    steps = 0
-    while x != 1:
-        x = x // 2 if x % 2 == 0 else 3 * x + 1
-        steps += 1
-    return steps
 
 
 def test_a_run_time_condition_makes_a_while_loop():
@@ -107,7 +55,7 @@ def test_data_dependent_trip_counts_run(target, request):
     a = np.arange(1, 65, dtype=np.int32)
     steps = np.full(64, -1, np.int32)
     run(collatz(), ctx, a, steps)
-    np.testing.assert_array_equal(steps, [_collatz_steps(int(x)) for x in a])
+    np.testing.assert_array_equal(steps, [collatz_steps(int(x)) for x in a])
 
 
 @pytest.mark.parametrize("target", ["c", "opencl"])
