@@ -59,6 +59,45 @@ def test_fills_of_unit_and_partial_regions_compile_for_cuda(nvcc, tmp_path):
     assert_nvcc_compiles(partial_fill(), tmp_path)
 
 
+def partial_copies(m: int = 64, n: int = 32, rows: int = 4):
+    """Copies of part of a fragment, as flash decoding's `T.copy(acc_o[:valid_block_H, :], O_shared)`:
+    the first rows out to shared memory, a row at an offset out to global memory, and global rows into
+    the middle of another fragment."""
+
+    @T.prim_func
+    def partial_copies(
+        X: T.Tensor((m, n), "float32"), Y: T.Tensor((rows + 1, n), "float32"), Z: T.Tensor((m, n), "float32")
+    ):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((m, n), "float32")
+            z = T.alloc_fragment((m, n), "float32")
+            head = T.alloc_shared((rows, n), "float32")
+            T.copy(X, x)
+            T.copy(x[:rows, :], head)
+            T.copy(head, Y[:rows, :])
+            T.copy(x[5, :], Y[rows, :])
+            T.fill(z, -1.0)
+            T.copy(X[0:rows, :], z[8 : 8 + rows, :])
+            T.copy(z, Z)
+
+    return partial_copies
+
+
+def test_copies_of_part_of_a_fragment_move_exactly_that_part(opencl):
+    x = np.random.default_rng(3).standard_normal((64, 32)).astype(np.float32)
+    y, z = np.full((5, 32), np.nan, np.float32), np.full((64, 32), np.nan, np.float32)
+    run(partial_copies(), opencl, x, y, z)
+    expected_y = np.concatenate([x[:4], x[5:6]])
+    expected_z = np.full((64, 32), -1.0, np.float32)
+    expected_z[8:12] = x[:4]
+    np.testing.assert_array_equal(y, expected_y)
+    np.testing.assert_array_equal(z, expected_z)
+
+
+def test_copies_of_part_of_a_fragment_compile_for_cuda(nvcc, tmp_path):
+    assert_nvcc_compiles(partial_copies(), tmp_path)
+
+
 def test_a_bug_inside_a_pass_is_an_internal_compiler_error_naming_pass_kernel_and_target(monkeypatch):
     from tilecraft.transform.simt import lower_threads
 

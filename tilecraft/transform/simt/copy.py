@@ -45,17 +45,14 @@ def lower_copy(op: S.Copy, ctx) -> S.Stmt:
 
 
 def fragment_copy(op: S.Copy, frag: BufferRegion, ctx) -> S.Stmt:
-    """A nest over the whole fragment (its unit dims included), partitioned by the fragment's layout."""
+    """A nest over the whole fragment (its unit dims included), partitioned by the fragment's layout;
+    a copy of part of the fragment is masked to that part."""
     layout = ctx.layout(frag.buffer, op.span)
-    whole = [
-        E.const_value(r.min) == 0 and E.const_value(r.extent) == s for r, s in zip(frag.ranges, layout.shape)
-    ]
-    if not all(whole):
-        ctx.fail(f"T.copy of a part of fragment {frag.buffer.name} is not supported on this target", op.span,
-                 "copy the whole fragment, or use a shared buffer for partial tiles")  # fmt: skip
     loop_vars = make_loop_vars(len(layout.shape))
     other = op.dst if frag is op.src else op.src
-    kept = [v for v, s in zip(loop_vars, layout.shape) if s != 1] or loop_vars[-1:]
+    # The other side is indexed by the offset into the fragment's region, along the region's non-unit dims.
+    offsets = [v if E.const_value(r.min) == 0 else E.sub(v, r.min) for v, r in zip(loop_vars, frag.ranges)]
+    kept = [o for o, r in zip(offsets, frag.ranges) if E.const_value(r.extent) != 1] or offsets[-1:]
     other_idx = region_index(other, kept) if len(loop_extents(other)) == len(kept) else None
     if other_idx is None:
         ctx.fail(
@@ -69,8 +66,11 @@ def fragment_copy(op: S.Copy, frag: BufferRegion, ctx) -> S.Stmt:
         value = E.select(load_guard, value, E.const(0, op.dst.dtype))
     body: S.Stmt = S.BufferStore(op.dst.buffer, value, dst_idx, span=op.span)
     store_guard = conjunction(edge_conditions(op.dst, dst_idx)) if frag is not op.dst else None
-    if store_guard is not None:
-        body = S.IfThenElse(store_guard, body, span=op.span)
+    inside = conjunction(
+        _within(frag, loop_vars, layout.shape) + ([store_guard] if store_guard is not None else [])
+    )
+    if inside is not None:
+        body = S.IfThenElse(inside, body, span=op.span)
     extents = [E.const(s) for s in layout.shape]
     return with_layout(parallel_nest(loop_vars, extents, body, op.span), layout)
 
