@@ -178,7 +178,9 @@ def _device_mode(torch: ModuleType) -> Any:
     identities = {torch.Tensor.cuda, torch.Tensor.pin_memory}
 
     class HostForCuda(TorchFunctionMode):
-        def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None):
+        def __torch_function__(
+            self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None
+        ):
             kwargs = dict(kwargs or {})
             if func in identities:
                 return args[0]

@@ -35,7 +35,10 @@ See docs/quickstart.md, "Running TileLang scripts"."""
 
 def _parser(prog: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=prog, description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=prog,
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--target", help="target for kernels that ask for 'auto' (sets TILECRAFT_TARGET)")
     parser.add_argument(

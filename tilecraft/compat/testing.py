@@ -115,7 +115,9 @@ requires_cuda = Requirement(_no_cuda)
 requires_cuda_or_cdna = requires_cuda
 
 
-def requires_cuda_compute_version(major_version: int, minor_version: int = 0, mode: str = "ge") -> Requirement:
+def requires_cuda_compute_version(
+    major_version: int, minor_version: int = 0, mode: str = "ge"
+) -> Requirement:
     """Skip unless a CUDA device is present and its compute capability compares with `mode`
     ("ge", "gt", "le", "lt" or "eq") to (major_version, minor_version)."""
     if mode not in _COMPARE:
@@ -215,7 +217,9 @@ def process_func(func: Callable[..., float], name: str | None = None, /, **kwarg
         if latency > 0:
             _RESULTS.append(PerfResult(label, latency, _CURRENT_CASE[0]))
             return
-    warnings.warn(f"{label} reported latency {latency} <= 0; it is not recorded", RuntimeWarning, stacklevel=2)
+    warnings.warn(
+        f"{label} reported latency {latency} <= 0; it is not recorded", RuntimeWarning, stacklevel=2
+    )
 
 
 def regression(prefixes: Sequence[str] = ("regression_",), verbose: bool = True) -> list[PerfResult]:
@@ -264,7 +268,9 @@ def torch_assert_close(
     (TileLang's device/layout/stride checks are accepted and ignored: arrays are compared by value.)
     """
     if check_dtype and getattr(tensor_a, "dtype", None) != getattr(tensor_b, "dtype", None):
-        raise AssertionError(f"dtypes differ: {base_name} is {tensor_a.dtype}, {ref_name} is {tensor_b.dtype}")
+        raise AssertionError(
+            f"dtypes differ: {base_name} is {tensor_a.dtype}, {ref_name} is {tensor_b.dtype}"
+        )
     a, b = _as_float64(tensor_a), _as_float64(tensor_b)
     if a.shape != b.shape:
         raise AssertionError(f"shapes differ: {base_name} is {a.shape}, {ref_name} is {b.shape}")
