@@ -155,9 +155,9 @@ def _first_error(text: str) -> str:
 _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"TileLang module '([\w.]+)' has no tilecraft counterpart"), "missing module: {0}"),
     (re.compile(r"cannot import name '(\w+)' from '(tilecraft[\w.]*)'"), "missing API: {1}.{0}"),
-    (re.compile(r"module '(tilecraft[\w.]*)' has no attribute '(\w+)'"), "missing API: {0}.{1}"),
-    (re.compile(r"'(Kernel|JITFunction|Tensor|Buffer|DataType|PrimFunc)' object has no attribute '(\w+)'"),
-     "missing API: {0}.{1}"),
+    (re.compile(r"(?:type object|module) '([\w.]+)' has no attribute '(\w+)'"), "missing API: {0}.{1}"),
+    (re.compile(r"'(\w+)' object has no attribute '(\w+)'"), "missing API: {0}.{1}"),
+    (re.compile(r"must be str(?:ing)?, not '(DataType)'"), "dtype is not a str ({0})"),
     (re.compile(r"No module named '([\w]+)"), "needs package: {0}"),
     (re.compile(r"Requires package\(s\) ([\w, ]+)"), "needs package: {0}"),
     (re.compile(r"Requires CUDA compute (\w+) (\d+)\.(\d+)"), "needs compute {0} {1}.{2}"),
@@ -242,19 +242,52 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--work", type=Path, help="where the examples are copied (default: a temporary dir)")
     parser.add_argument("--json", type=Path, help="write every outcome here, as JSON")
     parser.add_argument("--markdown", type=Path, help="write the summary and the table here")
+    parser.add_argument(
+        "--reclassify", type=Path, metavar="JSON",
+        help="run nothing: read the outcomes of an earlier run (its --json) and classify them again",
+    )  # fmt: skip
     return parser
+
+
+def reclassify(previous: Path, examples: Path) -> list[Outcome]:
+    """The outcomes of an earlier run with their status, first error and cause read again from its
+    reports (after the rules changed); timeouts stay timeouts."""
+    decorators = {c.node_id: c for c in find_cases(examples)}
+    outcomes = []
+    for item in json.loads(previous.read_text(encoding="utf-8")):
+        outcome = Outcome(**item)
+        log = Path(outcome.log)
+        if outcome.cause != "timeout" and log.is_file():
+            text = log.read_text(encoding="utf-8", errors="replace")
+            outcome.status, outcome.first_error, detail = read_junit(log.with_suffix(".xml"), text)
+            outcome.cause = classify(outcome.status, outcome.first_error, detail)
+        case = decorators.get(outcome.case)
+        outcome.counted = counts_toward_target(case, outcome.cause) if case else outcome.counted
+        outcomes.append(outcome)
+    return outcomes
+
+
+def write_reports(outcomes: list[Outcome], options: argparse.Namespace) -> None:
+    report = [*summary(outcomes), "", *table(outcomes)]
+    if options.json:
+        options.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1), encoding="utf-8")
+    if options.markdown:
+        options.markdown.write_text("\n".join(report) + "\n", encoding="utf-8")
+    print("\n".join(report))
 
 
 def main(argv: list[str] | None = None) -> int:
     options = _parser().parse_args(argv)
     if not (options.examples / "conftest.py").is_file():
         raise SystemExit(f"--examples {options.examples}: not TileLang's examples/ (no conftest.py there)")
+    if options.reclassify:
+        write_reports(reclassify(options.reclassify, options.examples), options)
+        return 0
     work = options.work or Path(tempfile.mkdtemp(prefix="tilelang-examples-"))
     shutil.copytree(options.examples, work, dirs_exist_ok=True)
     (work / "_logs").mkdir(exist_ok=True)
     cases = [c for c in find_cases(work) if options.only in c.node_id]
     print(f"{len(cases)} cases; copies and logs in {work}", file=sys.stderr)
-    outcomes: list[Outcome] = []
 
     def one(case: Case) -> Outcome:
         outcome = run_case(case, work, options)
@@ -263,12 +296,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with ThreadPoolExecutor(max(options.jobs, 1)) as pool:
         outcomes = list(pool.map(one, cases))
-    report = [*summary(outcomes), "", *table(outcomes)]
-    if options.json:
-        options.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1), encoding="utf-8")
-    if options.markdown:
-        options.markdown.write_text("\n".join(report) + "\n", encoding="utf-8")
-    print("\n".join(report))
+    write_reports(outcomes, options)
     return 0
 
 

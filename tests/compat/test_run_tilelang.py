@@ -345,3 +345,28 @@ def test_a_missing_script_is_named(tmp_path):
     command = [sys.executable, "-m", "tilecraft.compat", str(tmp_path / "nope.py")]
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 2 and "nope.py" in result.stderr and "is not a file" in result.stderr
+
+
+SPAWNED = """
+import multiprocessing as mp
+import tilelang
+import tilelang.language as T
+
+
+def child(_):
+    import tilelang.testing
+
+    return tilelang.__name__, T.__name__, tilelang.testing.__name__
+
+
+if __name__ == "__main__":
+    for method in ("spawn", "forkserver"):
+        with mp.get_context(method).Pool(1) as pool:
+            assert pool.map(child, [0]) == [("tilecraft", "tilecraft.language", "tilecraft.testing")], method
+    print("ok")
+"""
+
+
+def test_processes_started_by_multiprocessing_see_tilelang_too(tmp_path):
+    """Spawned children re-import the script, `import tilelang` included (autotuners compile in them)."""
+    assert "ok" in assert_ran(run_tilelang(tmp_path, SPAWNED))

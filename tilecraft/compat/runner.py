@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tilecraft.compat import cuda_on_cpu, hook
 
+SPAWN_PATH = Path(__file__).resolve().parent / "spawn_path"
 # The CPU target's kind; --cuda-on-cpu runs kernels there unless --target says otherwise.
 HOST_TARGET = "c"
 _CUDA_MISSING = ("Torch not compiled with CUDA", "Found no NVIDIA driver", "No CUDA GPUs are available")
@@ -111,6 +112,9 @@ def _prepare(options: argparse.Namespace) -> str:
         except (ValueError, ImportError) as err:
             return str(err)
     hook.install()
+    # Children started by multiprocessing (spawn, forkserver) get this sys.path and find a stand-in
+    # `tilelang` there that installs the hook in them; in this process the hook answers first.
+    sys.path.insert(0, str(SPAWN_PATH))
     return ""
 
 
