@@ -370,3 +370,28 @@ if __name__ == "__main__":
 def test_processes_started_by_multiprocessing_see_tilelang_too(tmp_path):
     """Spawned children re-import the script, `import tilelang` included (autotuners compile in them)."""
     assert "ok" in assert_ran(run_tilelang(tmp_path, SPAWNED))
+
+
+TORCH_MACHINERY = """
+import torch
+
+
+@torch.compile  # importing torch's compiler checks every torch.cuda function object it knows
+def ref(x):
+    return x * 2
+
+
+devices = list(range(torch.cuda.device_count()))
+with torch.random.fork_rng(devices=devices):  # asks the tensors' (host) device module for its state
+    torch.manual_seed(0)
+    torch.cuda.manual_seed_all(0)
+    x = torch.randn(3, device="cuda")
+print("ok", len(devices))
+"""
+
+
+@needs_torch
+def test_the_emulation_keeps_torch_compile_and_fork_rng_working(tmp_path):
+    """Found by TileLang's flash-attention and flash-decoding examples: one function object standing for
+    several torch.cuda names broke `import torch._dynamo`, and fork_rng needs torch.cpu's rng state."""
+    assert "ok 1" in assert_ran(run_tilelang(tmp_path, TORCH_MACHINERY, "--cuda-on-cpu"))

@@ -135,13 +135,21 @@ class EmulatedStream:
         return None
 
 
-@contextlib.contextmanager
-def _no_op_context(*args: Any, **kwargs: Any) -> Iterator[None]:
-    yield
+def _no_op_context() -> Callable[..., contextlib.AbstractContextManager[None]]:
+    # A new function for each name: torch.compile keeps a rule per torch function object and refuses
+    # one object that stands for two names.
+    @contextlib.contextmanager
+    def context(*args: Any, **kwargs: Any) -> Iterator[None]:
+        yield
+
+    return context
 
 
-def _nothing(*args: Any, **kwargs: Any) -> None:
-    return None
+def _nothing() -> Callable[..., None]:
+    def nothing(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    return nothing
 
 
 def _cuda_functions(torch: ModuleType, cap: tuple[int, int]) -> dict[str, Any]:
@@ -150,24 +158,33 @@ def _cuda_functions(torch: ModuleType, cap: tuple[int, int]) -> dict[str, Any]:
     properties = EmulatedDeviceProperties(EMULATED_NAME, cap[0], cap[1], os.cpu_count() or 1, 0)
     return {
         "is_available": lambda: True,
-        "init": _nothing,
+        "init": _nothing(),
         "device_count": lambda: 1,
         "current_device": lambda: 0,
-        "set_device": _nothing,
-        "device": _no_op_context,
+        "set_device": _nothing(),
+        "device": _no_op_context(),
         "get_device_name": lambda device=None: EMULATED_NAME,
         "get_device_capability": lambda device=None: cap,
         "get_device_properties": lambda device=None: properties,
-        "synchronize": _nothing,
-        "empty_cache": _nothing,
+        "synchronize": _nothing(),
+        "empty_cache": _nothing(),
         "memory_allocated": lambda device=None: 0,
         "max_memory_allocated": lambda device=None: 0,
-        "reset_peak_memory_stats": _nothing,
+        "reset_peak_memory_stats": _nothing(),
         "Event": EmulatedEvent,
         "Stream": EmulatedStream,
-        "stream": _no_op_context,
+        "stream": _no_op_context(),
         "current_stream": lambda device=None: stream,
         "default_stream": lambda device=None: stream,
+    }
+
+
+def _host_rng(torch: ModuleType) -> dict[str, Any]:
+    """`torch.cpu` generator-state functions: `torch.random.fork_rng` asks the module of the device the
+    emulated tensors report (the host) for them, and torch.cpu lacks them."""
+    return {
+        "get_rng_state": lambda device=None: torch.get_rng_state(),
+        "set_rng_state": lambda state, device=None: torch.set_rng_state(state),
     }
 
 
@@ -213,11 +230,21 @@ def enable(cap: tuple[int, int] = DEFAULT_CAPABILITY) -> None:
     saved = {name: getattr(torch.cuda, name, None) for name in _cuda_functions(torch, cap)}
     for name, value in _cuda_functions(torch, cap).items():
         setattr(torch.cuda, name, value)
+    saved_host = {name: getattr(torch.cpu, name, None) for name in _host_rng(torch)}
+    for name, value in _host_rng(torch).items():
+        setattr(torch.cpu, name, value)
     original_default = torch.set_default_device
     torch.set_default_device = lambda device: original_default(_host(device, torch))
     mode = _device_mode(torch)
     mode.__enter__()
-    _state.update(torch=torch, saved=saved, mode=mode, capability=cap, set_default_device=original_default)
+    _state.update(
+        torch=torch,
+        saved=saved,
+        saved_host=saved_host,
+        mode=mode,
+        capability=cap,
+        set_default_device=original_default,
+    )
 
 
 def disable() -> None:
@@ -231,5 +258,10 @@ def disable() -> None:
             delattr(torch.cuda, name)
         else:
             setattr(torch.cuda, name, value)
+    for name, value in _state["saved_host"].items():
+        if value is None:
+            delattr(torch.cpu, name)
+        else:
+            setattr(torch.cpu, name, value)
     torch.set_default_device = _state["set_default_device"]
     _state.clear()
