@@ -88,15 +88,51 @@ def find_cases(examples: Path) -> list[Case]:
     return cases
 
 
+def isolated_copy(case: Case, work: Path) -> str:
+    """Write the case into a test file of its own, beside the original, that keeps only the imports
+    and helpers the case uses; returns its node id. TileLang's test files import every example of
+    their directory at the top, so in the original one broken example fails all the file's cases."""
+    source = (work / case.file).read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    test = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == case.name)
+    kept = [n for n in tree.body if not _is_other_test_or_main(n, case.name)]
+    used = {
+        n.id
+        for n in ast.walk(ast.Module([s for s in kept if not _is_import(s)], []))
+        if isinstance(n, ast.Name)
+    }
+    used |= {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+    body = [n for n in kept if not _is_import(n) or _binds(n) & used]
+    path = Path(case.file)
+    isolated = path.with_name(f"test_isolated_{path.stem.removeprefix('test_')}__{case.name}.py")
+    (work / isolated).write_text(ast.unparse(ast.Module(body, [])) + "\n", encoding="utf-8")
+    return f"{isolated.as_posix()}::{case.name}"
+
+
+def _is_import(node: ast.stmt) -> bool:
+    return isinstance(node, (ast.Import, ast.ImportFrom))
+
+
+def _binds(node: ast.Import | ast.ImportFrom) -> set[str]:
+    return {(a.asname or a.name).split(".")[0] for a in node.names}
+
+
+def _is_other_test_or_main(node: ast.stmt, name: str) -> bool:
+    if isinstance(node, ast.FunctionDef):
+        return node.name.startswith("test_") and node.name != name
+    return isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)
+
+
 def run_case(case: Case, work: Path, options: argparse.Namespace) -> Outcome:
     """Run one case in a fresh process; kill its whole process group when it runs out of time."""
     logs = work / "_logs"
     stem = case.node_id.replace("/", "__").replace("::", "--")
     junit, log = logs / f"{stem}.xml", logs / f"{stem}.log"
+    node_id = isolated_copy(case, work) if options.isolate else case.node_id
     command = [sys.executable, "-m", "tilecraft.compat", "--target", options.target]
     if options.cuda_on_cpu:
         command += ["--cuda-on-cpu", "--cuda-capability", options.cuda_capability]
-    command += ["-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}", case.node_id]
+    command += ["-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}", node_id]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
                PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")  # fmt: skip
     start = time.monotonic()
@@ -154,17 +190,18 @@ def _first_error(text: str) -> str:
 
 _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"TileLang module '([\w.]+)' has no tilecraft counterpart"), "missing module: {0}"),
-    (re.compile(r"cannot import name '(\w+)' from '(tilecraft[\w.]*)'"), "missing API: {1}.{0}"),
     (re.compile(r"(?:type object|module) '([\w.]+)' has no attribute '(\w+)'"), "missing API: {0}.{1}"),
     (re.compile(r"'(\w+)' object has no attribute '(\w+)'"), "missing API: {0}.{1}"),
     (re.compile(r"must be str(?:ing)?, not '(DataType)'"), "dtype is not a str ({0})"),
+    (re.compile(r"No module named '(tvm)\b|cannot import name '(tvm)'"), "uses TVM directly"),
     (re.compile(r"No module named '([\w]+)"), "needs package: {0}"),
+    (re.compile(r"cannot import name '(\w+)' from '(tilecraft[\w.]*)'"), "missing API: {1}.{0}"),
     (re.compile(r"Requires package\(s\) ([\w, ]+)"), "needs package: {0}"),
     (re.compile(r"Requires CUDA compute (\w+) (\d+)\.(\d+)"), "needs compute {0} {1}.{2}"),
     (re.compile(r"(ParseError|SemanticError|LoweringError|ToolchainError|TargetError|ArgumentError|"
                 r"OutOfBoundsError|TilecraftError)\b:?\s*(.*)"), "tilecraft {0}: {1}"),
-    (re.compile(r"(Mismatched elements|not close|Too many mismatched|differ beyond|AssertionError)"),
-     "wrong result"),
+    (re.compile(r"(Mismatched elements|not close|Too many mismatched|differ beyond)"), "wrong result"),
+    (re.compile(r"AssertionError:?\s*(.*)"), "assertion: {0}"),
 ]  # fmt: skip
 
 
@@ -239,6 +276,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=float, default=600, help="seconds per case (default 600)")
     parser.add_argument("--jobs", type=int, default=1, help="cases run at once (default 1)")
     parser.add_argument("--only", default="", help="run only cases whose path or name contains this")
+    parser.add_argument(
+        "--isolate", action="store_true",
+        help="run each case from a file of its own that imports only what the case uses",
+    )  # fmt: skip
     parser.add_argument("--work", type=Path, help="where the examples are copied (default: a temporary dir)")
     parser.add_argument("--json", type=Path, help="write every outcome here, as JSON")
     parser.add_argument("--markdown", type=Path, help="write the summary and the table here")
