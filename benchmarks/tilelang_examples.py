@@ -190,13 +190,14 @@ def _first_error(text: str) -> str:
 
 _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"TileLang module '([\w.]+)' has no tilecraft counterpart"), "missing module: {0}"),
+    (re.compile(r"ParseError:.*?([\w.]+) has no attribute '(\w+)'"), "missing API: {0}.{1} (in a kernel)"),
     (re.compile(r"(?:type object|module) '([\w.]+)' has no attribute '(\w+)'"), "missing API: {0}.{1}"),
     (re.compile(r"'(\w+)' object has no attribute '(\w+)'"), "missing API: {0}.{1}"),
     (re.compile(r"must be str(?:ing)?, not '(DataType)'"), "dtype is not a str ({0})"),
     (re.compile(r"No module named '(tvm)\b|cannot import name '(tvm)'"), "uses TVM directly"),
     (re.compile(r"No module named '([\w]+)"), "needs package: {0}"),
     (re.compile(r"cannot import name '(\w+)' from '(tilecraft[\w.]*)'"), "missing API: {1}.{0}"),
-    (re.compile(r"Requires package\(s\) ([\w, ]+)"), "needs package: {0}"),
+    (re.compile(r"Requires package\(s\) (.+?), not installed"), "needs package: {0}"),
     (re.compile(r"Requires CUDA compute (\w+) (\d+)\.(\d+)"), "needs compute {0} {1}.{2}"),
     (re.compile(r"(ParseError|SemanticError|LoweringError|ToolchainError|TargetError|ArgumentError|"
                 r"OutOfBoundsError|TilecraftError)\b:?\s*(.*)"), "tilecraft {0}: {1}"),
@@ -250,11 +251,14 @@ def summary(outcomes: list[Outcome]) -> list[str]:
         f"- counted towards the target (no package beyond {', '.join(ALLOWED_PACKAGES)}; no Hopper/Blackwell-"
         f"only case): {len(counted)}; pass {passed} ({100 * passed / max(len(counted), 1):.0f}%)",
         "",
-        "| cause | cases |",
-        "|---|---|",
+        "| cause | failed | skipped | of them counted |",
+        "|---|---|---|---|",
     ]
     causes = Counter(o.cause for o in outcomes if o.status != "pass")
-    lines += [f"| {cause} | {n} |" for cause, n in causes.most_common()]
+    for cause, _ in causes.most_common():
+        these = [o for o in outcomes if o.cause == cause and o.status != "pass"]
+        failed = sum(o.status == "fail" for o in these)
+        lines.append(f"| {cause} | {failed} | {len(these) - failed} | {sum(o.counted for o in these)} |")
     return lines
 
 
