@@ -7,7 +7,10 @@ checked except:
 * backend packages: `tilecraft/cpu`, `tilecraft/cuda`, `tilecraft/opencl`, and any directory holding a
   `backend.py` manifest (target backends, and concrete execution backends, which live in
   `tilecraft/execution/<name>/backend.py`), with everything below them;
-* `tilecraft/_builtin.py`, the one list of built-in backend packages.
+* `tilecraft/_builtin.py`, the one list of built-in backend packages;
+* `tilecraft/compat`, the TileLang compatibility layer: it reproduces TileLang's public names, which
+  name CUDA (`requires_cuda`, torch's `"cuda"` device for `--cuda-on-cpu`); it is not compiler code and
+  dispatches nothing.
 
 What counts as naming one:
 
@@ -39,6 +42,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "tilecraft"
 NAMED_BACKEND_DIRS = ("cpu", "cuda", "opencl")
 EXEMPT_FILES = ("_builtin.py",)
+EXEMPT_DIRS = ("compat",)
 SHARED_DIRS = ("backend", "execution", "ir", "language", "transform", "layout", "codegen", "jit", "tools")
 FORBIDDEN = frozenset({"cuda", "cpu", "opencl", "nvrtc", "nvcc", "pocl", "cc"})
 FORBIDDEN_WHOLE = frozenset({"c", "cc"})
@@ -84,7 +88,7 @@ def source_violations(source: str) -> list[tuple[int, str]]:
 
 
 def _backend_dirs() -> list[Path]:
-    named = [PACKAGE / name for name in NAMED_BACKEND_DIRS]
+    named = [PACKAGE / name for name in (*NAMED_BACKEND_DIRS, *EXEMPT_DIRS)]
     manifests = [m.parent for m in PACKAGE.rglob("backend.py")]
     # A stray backend.py must not exempt a shared package itself.
     return named + [

@@ -14,6 +14,7 @@ import numpy as np
 
 import tilecraft.language as T
 from tests.language import kernels as K
+from tests.transform import kernels as D
 
 F16, BF16, F32 = np.float16, ml_dtypes.bfloat16, np.float32
 TOL = {F16: 3e-3, BF16: 2e-2, F32: 1e-5}
@@ -275,6 +276,23 @@ def _flash_case(causal):
     )
 
 
+def _online_softmax_ref(x):
+    e = np.exp(f64(x))
+    return e / e.sum(1, keepdims=True)
+
+
+def _collatz_inputs(rng):
+    return [rng.integers(1, 5000, size=64).astype(np.int32), np.full(64, -1, np.int32)]
+
+
+def _walk_tiles_inputs(rng):
+    return [randn(rng, 6 * 64), poison(6 * 64), np.array([0, 6], np.int32)]
+
+
+def _walk_tiles_ref(a):
+    return (f64(a).reshape(6, 64)[:, ::-1] * 2).reshape(-1)
+
+
 def _cumsum_ref(x, reverse):
     x = f64(x)
     return np.flip(np.cumsum(np.flip(x, 1), 1), 1) if reverse else np.cumsum(x, 1)
@@ -332,6 +350,21 @@ CASES = [
          lambda a: {1: _cumsum_ref(a[0], True)}, 1e-5),
     Case("two_kernels_in_order", _two_kernels, lambda r: [randn(r, 1000), poison(1000), poison(1000)],
          lambda a: {1: f64(a[0]) ** 2, 2: (f64(a[0]) ** 2)[::-1] + 1}),
+    # Shapes of TileLang's examples that lowering once refused or miscompiled (tests/transform/kernels.py).
+    Case("online_softmax_unit_rows", D.online_softmax, lambda r: [randn(r, (4, 512), F16), poison((4, 512), F16)],
+         lambda a: {1: _online_softmax_ref(a[0])}, 3e-3),
+    Case("row_vectors_across_a_tile", D.decode_scores,
+         lambda r: [randn(r, (64, 32), F16), randn(r, (100, 32), F16), poison((64, 4)), poison(64)],
+         lambda a: dict(zip((2, 3), D.decode_reference(a[0], a[1]))), 1e-4),
+    Case("fragment_reads_across_threads", D.remote_reads,
+         lambda r: [randn(r, (32, 64)), randn(r, (64, 32)), poison((32, 64)), poison((32, 64)), poison(4)],
+         lambda a: dict(zip((2, 3, 4), D.remote_reference(a[0], a[1])))),
+    Case("parallel_tiles_past_the_edge", D.ragged_gemm_store, D.ragged_gemm_inputs,
+         lambda a: {2: D.ragged_gemm_reference(a[0], a[1])}, 1e-5),
+    Case("while_data_dependent_trip_counts", D.collatz, _collatz_inputs,
+         lambda a: {1: np.array([D.collatz_steps(int(x)) for x in a[0]])}, 0.0),
+    Case("while_over_tiles_in_shared_memory", D.walk_tiles, _walk_tiles_inputs,
+         lambda a: {1: _walk_tiles_ref(a[0])}),
 ]  # fmt: skip
 
 DYNAMIC_SIZES = (1000, 4097, 5)

@@ -279,6 +279,26 @@ def case_loops():
 
 
 @case
+def case_while_loops():
+    @T.prim_func
+    def while_loops(A: T.Tensor((64,), "float32"), bounds: T.Tensor((2,), "int32")):
+        with T.Kernel(1, threads=64):
+            t = T.alloc_var("int32")
+            t = bounds[0]
+            while t < bounds[1]:
+                A[t] = A[t] * 2.0
+                t = t + 1
+            while A[0] > 1.0 and t > 0:
+                if A[1] > 0.0:
+                    A[0] = A[0] * 0.5
+                t = t - 1
+                while A[2] < 0.0:
+                    A[2] = A[2] + 1.0
+
+    return while_loops
+
+
+@case
 def case_allocations():
     @T.prim_func
     def allocations(A: T.Tensor((16, 16), "float32")):

@@ -129,14 +129,73 @@ def float8_arithmetic():
 # ---------------------------------------------------------------------------------- statements
 
 
-@case(ParseError, r"`While` statements are not supported", hint=r"T.serial\(n\)")
-def while_loop():
+@case(
+    ParseError,
+    r"the condition `i < n` reads no buffer, so nothing the loop body does can change it",
+    hint=r"T.alloc_var",
+)
+def while_condition_that_nothing_changes():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32"), n: T.int32):
+        with T.Kernel(1, threads=32):
+            i = n - 4
+            while i < n:  # <- error
+                A[0] = A[0] + 1.0
+
+    return k
+
+
+@case(ParseError, r"`while ... else` is not supported")
+def while_else():
     @T.prim_func
     def k(A: T.Tensor((16,), "float32"), n: T.int32):
         with T.Kernel(1, threads=32):
             i = T.alloc_var("int32", init=0)
             while i < n:  # <- error
                 i += 1
+            else:
+                A[0] = 1.0
+
+    return k
+
+
+@case(ParseError, r"still true after 4096 passes while parsing", hint=r"T.alloc_var")
+def while_on_a_python_condition_that_stays_true():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=32):
+            steps = 3
+            while steps > 0:  # <- error
+                A[0] = A[0] + 1.0
+
+    return k
+
+
+@case(ParseError, r"was a Python value when the loop started and is a run-time value now")
+def while_condition_that_turns_symbolic():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32"), n: T.int32):
+        with T.Kernel(1, threads=32):
+            limit = 4
+            while limit > 0:  # <- error
+                A[0] = A[0] + 1.0
+                limit = n
+
+    return k
+
+
+@case(
+    ParseError,
+    r"a `while` loop with a run-time condition is only valid inside `with T.Kernel",
+    hint=r"inside the kernel",
+)
+def while_outside_a_kernel():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32"), n: T.int32):
+        while A[0] < n:  # <- error
+            A[0] = A[0] + 1.0
+        with T.Kernel(1, threads=32):
+            A[0] = 1.0
 
     return k
 

@@ -92,3 +92,19 @@ def test_no_barrier_under_a_condition_that_depends_on_the_thread():
     branch = next(k for k, line in enumerate(lines) if line.lstrip().startswith("if ((tx < 64))"))
     assert barrier_count(lines[:branch]) == 1
     assert barrier_count(lines[branch:]) == 0
+
+
+def test_an_if_whose_condition_reads_what_other_threads_wrote_has_a_barrier_before_it():
+    @T.prim_func
+    def flag(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            s = T.alloc_shared((128,), "float32")
+            T.copy(A, s)
+            if s[5] > 0.0:
+                for i in T.Parallel(128):
+                    B[i] = 1.0
+
+    lines = kernel_lines(flag)
+    branch = next(k for k, line in enumerate(lines) if line.lstrip().startswith("if ((s["))
+    store = max(k for k, line in enumerate(lines[:branch]) if re.search(r"\bs\[[^\]]*\] = ", line))
+    assert barrier_count(lines[store:branch]) == 1, "\n".join(lines[store : branch + 1])

@@ -10,9 +10,11 @@ Errors raised inside a pass:
 * A tilecraft error (`KernelError`, `LoweringError`, `BackendError`...) keeps its class, so
   `except LoweringError` still works, and its text keeps the user's `file:line`; a line
   "note: raised in pass '<name>' of pipeline '<kind>'" is appended and `.pass_name` is set.
-* Any other exception is a bug in the pass: it is re-raised as `PassError`, whose message starts with
-  "pass '<name>' failed" and includes the original (and its `file:line` when it carries a span); the
-  original is chained as `__cause__`.
+* Any other exception is a bug in the compiler, never the user's: it is re-raised as `PassError`, whose
+  message starts with "pass '<name>' failed", says "internal compiler error", names the target and the
+  kernels being lowered (`name (file:line)` of each function of the module), includes the original (and
+  its `file:line` when it carries a span) and asks for a report; the original is chained as `__cause__`,
+  so its traceback is printed below the message.
 """
 
 from __future__ import annotations
@@ -151,7 +153,7 @@ class PassPipeline:
             _note_pass(err, p.name, self.name)
             raise
         except Exception as err:
-            raise PassError(_failure_text(p.name, self.name, ctx, err), p.name) from err
+            raise PassError(_failure_text(p.name, self.name, ctx, mod, err), p.name) from err
         if not isinstance(result, IRModule):
             raise PassError(
                 f"pass '{p.name}' failed in pipeline '{self.name}': it returned {type(result).__name__}, "
@@ -170,10 +172,24 @@ def _note_pass(err: TilecraftError, pass_name: str, pipeline_name: str) -> None:
     err.args = (f"{err.args[0]}\n{note}" if err.args else note, *err.args[1:])
 
 
-def _failure_text(pass_name: str, pipeline_name: str, ctx: PassContext, err: Exception) -> str:
+def _failure_text(pass_name: str, pipeline_name: str, ctx: PassContext, mod: IRModule, err: Exception) -> str:
     span = getattr(err, "span", None)
     where = f"{span}: " if span is not None else ""
     return (
-        f"pass '{pass_name}' failed in pipeline '{pipeline_name}' (target {ctx.target}): "
-        f"{where}{type(err).__name__}: {err}"
+        f"pass '{pass_name}' failed in pipeline '{pipeline_name}' (target {ctx.target}): internal compiler "
+        f"error while lowering {_kernels(mod)}: {where}{type(err).__name__}: {err}\n"
+        "This is a bug in tilecraft, not in the kernel: please report it with the kernel's source and this "
+        "message (TILECRAFT_DUMP_IR=<dir> writes the IR before and after each pass, which helps). "
+        "The original traceback is shown above this message."
     )
+
+
+def _kernels(mod: IRModule) -> str:
+    """`kernel name (file:line)` for each function of the module, so a report can say which kernel."""
+    names = []
+    for func in mod.functions:
+        span = func.span
+        names.append(f"{func.name} ({span.file}:{span.line})" if span is not None else func.name)
+    if not names:
+        return "an empty module"
+    return ("kernel " if len(names) == 1 else "kernels ") + ", ".join(names)

@@ -436,6 +436,11 @@ class CFamilyPrinter:
         self.block(s.body)
         self.line("}")
 
+    def _s_While(self, s: S.While) -> None:
+        self.line(f"while ({self.expr(s.condition)}) {{")
+        self.block(s.body)
+        self.line("}")
+
     def _s_AtomicUpdate(self, s: AtomicUpdate) -> None:
         suffix = _ATOMIC_SUFFIX.get(s.buffer.dtype.name)
         if suffix is None:

@@ -100,7 +100,7 @@ class CPrinter(CFamilyPrinter):
         )
 
 
-_NOT_SIMD = (S.For, AtomicUpdate, MatmulCall, S.Print, S.Evaluate)
+_NOT_SIMD = (S.For, S.While, AtomicUpdate, MatmulCall, S.Print, S.Evaluate)
 
 
 def _simd_safe(s: S.Stmt) -> bool:

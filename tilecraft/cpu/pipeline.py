@@ -7,6 +7,7 @@ from tilecraft.cpu.op import OP_TABLE
 from tilecraft.cpu.storage import plan_block_storage
 from tilecraft.cpu.target import KIND
 from tilecraft.cpu.transform.block_model import apply_block_model, check_block_model
+from tilecraft.transform.guard_accesses import guard_accesses
 from tilecraft.transform.lower_tile_ops import lower_tile_ops
 from tilecraft.transform.simplify import simplify_pass
 from tilecraft.transform.split_kernels import split_kernels
@@ -36,6 +37,7 @@ PIPELINE = PassPipeline(
     (
         check_block_model,  # reject thread-index code: a block runs as one thread
         apply_block_model,  # drop layout/swizzle hints, serialize T.Pipelined, barriers are no-ops
+        guard_accesses,  # T.Parallel loads/stores of global memory past an edge: zero / skipped
         lower_tile_ops(OP_TABLE),  # copy/fill/gemm/reduce/cumsum/atomics -> loops and kernel calls
         simplify_pass,  # fold the index arithmetic the lowering produced
         widen_index_arithmetic,  # int64 where an index value may not fit its dtype

@@ -11,6 +11,7 @@ from tilecraft.cuda.transform.pipeline import inject_software_pipeline
 from tilecraft.cuda.transform.shared_layouts import apply_shared_layouts
 from tilecraft.cuda.transform.strict_layouts import cuda_strict_layouts
 from tilecraft.layout.inference import infer_layouts
+from tilecraft.transform.guard_accesses import guard_accesses
 from tilecraft.transform.rasterize import rasterize_blocks
 from tilecraft.transform.simplify import simplify_pass
 from tilecraft.transform.simt.barriers import insert_barriers
@@ -39,6 +40,7 @@ PIPELINE = PassPipeline(
         check_cuda_support,  # sm_80+, dtypes and features this backend lowers
         rasterize_blocks,  # T.use_swizzle: blocks renumbered in L2-friendly panels
         simplify_pass,  # index arithmetic, before layouts are chosen
+        guard_accesses,  # T.Parallel loads/stores of global memory past an edge: zero / skipped
         infer_layouts(
             cuda_strict_layouts
         ),  # fragment layouts (mma accumulators, propagation, defaults); swizzled gemm tiles

@@ -281,6 +281,10 @@ class Printer:
         self.line(f"for {names} in T.{_KIND_FN[s.kind]}({self._loop_args(loops)}):")
         self.block(loops[-1].body)
 
+    def _s_While(self, s: S.While) -> None:
+        self.line(f"while {self.expr(s.condition)}:")
+        self.block(s.body)
+
     def _loop_args(self, loops: list[S.For]) -> str:
         s = loops[0]
         if s.kind is S.ForKind.PARALLEL:

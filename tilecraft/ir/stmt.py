@@ -83,6 +83,15 @@ class For(Stmt):
 
 
 @node
+class While(Stmt):
+    """`while condition:` inside a kernel: `body` runs as long as `condition`, evaluated before every
+    iteration, holds (a trip count known only at run time, e.g. a persistent kernel's work loop)."""
+
+    condition: Expr
+    body: Stmt
+
+
+@node
 class Allocate(Stmt):
     """Allocate `buffer` in its scope for the extent of `body`."""
 

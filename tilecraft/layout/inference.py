@@ -5,8 +5,10 @@ Strict layouts come first (gemm accumulators and register operands: the mma layo
 propagate to a fixed point: a nest that indexes a known fragment by its loop variables takes that
 fragment's layout; fragments a nest indexes by its variables take the nest's layout (projected when
 indexed by a subset); a reduction's result is its source projected; fragment-to-fragment copies
-share a layout. What stays free gets the default (row-major over threads, 16-byte runs), and
-propagation resumes. Two different layouts demanded for one fragment stop with both ops' lines.
+share a layout. When propagation stops, a free nest that reads a known fragment by some of its
+variables (a row vector `m[i]` in a loop over `(i, j)`) takes that fragment's layout extended over its
+other dims, so the read stays in the thread's registers; then what stays free gets the default
+(row-major over threads, 16-byte runs), and propagation resumes. Two different layouts demanded for one fragment stop with both ops' lines.
 
 The mechanism is shared; the strict layouts come from the backend (`strict(op, threads, target)`
 yields `(buffer, layout, why)` for the tile ops whose instructions impose one, e.g. an mma accumulator
@@ -30,6 +32,8 @@ from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.span import Span
 from tilecraft.ir.visitor import Mutator, Visitor
+from tilecraft.layout.fragment import FRAGMENT_INS, fragment_dims
+from tilecraft.layout.linear import LinearLayout, log2, next_power_of_two
 from tilecraft.layout.tile import TileLayout, blocked_layout, project, subset
 
 FRAGMENT = "local.fragment"
@@ -189,7 +193,7 @@ class Inference:
                     self.shared[id(buf)] = layout
         while True:
             self._propagate()
-            if not self._default_one():
+            if not (self._extend_one() or self._default_one()):
                 break
 
     def _propagate(self) -> None:
@@ -242,6 +246,25 @@ class Inference:
                 return self.set(op.src.buffer, b, "a T.copy to a fragment", op.span)
         return False
 
+    def _extend_one(self) -> bool:
+        """Partition the first free nest that reads a known fragment by some of its variables so that
+        every thread holds the elements it reads (a row vector read across a tile stays in registers);
+        False when there is none."""
+        for nest in self.found.nests:
+            if nest.layout is not None:
+                continue
+            for buf, indices in nest.accesses:
+                layout, dims = self.known(buf), var_positions(nest, indices)
+                if layout is None or dims is None:
+                    continue
+                if any(static_shape(buf)[a] != nest.extents[d] for a, d in enumerate(dims)):
+                    continue
+                extended = extend(layout, dims, nest.extents)
+                if extended is not None:
+                    nest.layout = extended
+                    return True
+        return False
+
     def _default_one(self) -> bool:
         """Give the first still-free fragment (or nest) the default layout; False when none is left."""
         for buf in self._free_in_order():
@@ -270,6 +293,41 @@ class Inference:
         for buf in self.found.fragments.values():
             if self.known(buf) is None:
                 yield buf
+
+
+def extend(frag: TileLayout, dims: list[int], extents: tuple[int, ...]) -> TileLayout | None:
+    """A layout for a nest over `extents` under which each thread reads `F[v_dims...]` from its own
+    registers, F having layout `frag`: F's bases on the dims it is indexed by; the nest's other dims take
+    the input bits F leaves free (the threads that replicate F, lane bits first, then warp bits, then
+    registers that repeat an element), innermost dim lowest, and further registers. None when the
+    result would not cover the nest."""
+    names = fragment_dims(len(extents))
+    padded = [next_power_of_two(e) for e in extents]
+    missing = [(d, b) for d in reversed(range(len(extents))) if d not in dims for b in range(log2(padded[d]))]
+    linear = frag.linear
+    bases = {name: [_lift(linear.basis(name, b), dims, len(extents)) for b in range(linear.in_bits(name))]
+             for name in FRAGMENT_INS if name in linear.in_names}  # fmt: skip
+    for name in ("lane", "warp", "register"):
+        for bit, vector in enumerate(bases.get(name, ())):
+            if missing and not any(vector):
+                bases[name][bit] = _unit(*missing.pop(0), len(extents))
+    bases.setdefault("register", []).extend(_unit(d, b, len(extents)) for d, b in missing)
+    result = LinearLayout(bases, dict(zip(names, padded)))
+    return TileLayout(tuple(extents), result) if result.is_surjective() else None
+
+
+def _lift(vector: dict[str, int], dims: list[int], rank: int) -> tuple[int, ...]:
+    """A fragment basis vector as a vector over the nest's dims (its dim a is the nest's dims[a])."""
+    out = [0] * rank
+    for a, d in enumerate(dims):
+        out[d] = vector[f"dim{a}"]
+    return tuple(out)
+
+
+def _unit(dim: int, bit: int, rank: int) -> tuple[int, ...]:
+    out = [0] * rank
+    out[dim] = 1 << bit
+    return tuple(out)
 
 
 def _widest_access_dtype(nest: Nest):

@@ -1,4 +1,4 @@
-"""The `tilecraft` command line: `backends`, `doctor` and `settings`, in plain text.
+"""The `tilecraft` command line: `backends`, `doctor`, `settings` and `run-tilelang`, in plain text.
 
 Everything printed comes from the registries; the command line knows no backend by name.
 """
@@ -20,6 +20,9 @@ from tilecraft.execution import KernelCache, registered_execution_backends
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == [RUN_TILELANG]:
+        return run_tilelang(argv[1:])
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -42,7 +45,19 @@ def _parser() -> argparse.ArgumentParser:
         ("settings", cmd_settings, "print every TILECRAFT_* setting with its current value"),
     ):
         commands.add_parser(name, help=text, description=text).set_defaults(run=run)
+    # Listed for --help only: main() hands its arguments to the runner, which parses them itself.
+    commands.add_parser(RUN_TILELANG, help="run a TileLang script unchanged (see run-tilelang --help)")
     return parser
+
+
+RUN_TILELANG = "run-tilelang"
+
+
+def run_tilelang(argv: Sequence[str]) -> int:
+    """`tilecraft run-tilelang [OPTIONS] SCRIPT [ARGS]`: see tilecraft.compat.runner."""
+    from tilecraft.compat.runner import main as run  # loads the compatibility layer only when asked
+
+    return run(argv, prog=f"tilecraft {RUN_TILELANG}")
 
 
 def cmd_backends() -> int:

@@ -95,6 +95,13 @@ class Simplifier(Mutator):
             body = self.mutate(s.body)
         return S.For(s.loop_var, lo, extent, s.kind, body, s.annotations, span=s.span)
 
+    def mutate_While(self, s: S.While) -> S.Stmt:
+        # The body changes what the condition reads, so the condition is no fact inside the body.
+        cond = self.root(s.condition)
+        if isinstance(cond, E.IntImm) and not cond.value:
+            return S.SeqStmt(())
+        return S.While(cond, self.mutate(s.body), span=s.span)
+
     def mutate_IfThenElse(self, s: S.IfThenElse) -> S.Stmt:
         cond = self.root(s.condition)
         if isinstance(cond, E.IntImm):

@@ -19,6 +19,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Expr, Var
 from tilecraft.ir.function import PrimFunc
+from tilecraft.ir.visitor import walk
 from tilecraft.language import builder as B
 from tilecraft.language.kernel import KernelSpec
 from tilecraft.language.loops import LoopSpec, python_range
@@ -31,6 +32,9 @@ _THREAD_NAMES = ("tx", "ty", "tz")
 # Macros inline while parsing, so a recursive macro must stop on a Python value; deeper than this it
 # does not (a tree of halving tile sizes needs log2 levels), and Python's own limit is not far off.
 MAX_MACRO_DEPTH = 32
+# A `while` on a Python condition unrolls while parsing; more passes than this is a loop that never ends
+# (or a kernel no one meant to write: every pass is one more copy of the body).
+MAX_PARSE_TIME_ITERATIONS = 4096
 _BLOCK_NAMES = ("bx", "by", "bz")
 
 
@@ -456,6 +460,53 @@ class Parser:
             body = S.For(var, rng.min, rng.extent, spec.kind, body, spec.annotations, span=span)
         self.items.append(body)
 
+    def stmt_While(self, node: ast.While) -> None:
+        """`while cond:` with a run-time condition is a While loop; with a Python condition it runs
+        while parsing (like `if` on a Python value), each pass emitting the body once more."""
+        if node.orelse:
+            raise self.error(node, "`while ... else` is not supported in kernels")
+        cond = truth(self.evaluator.eval(node.test))
+        if isinstance(cond, bool):
+            self._python_while(node, cond)
+            return
+        if not self.builder.kernels:
+            raise self.error(node, "a `while` loop with a run-time condition is only valid inside "
+                             "`with T.Kernel(...)`", hint="put the loop inside the kernel's block")  # fmt: skip
+        if not any(isinstance(n, E.BufferLoad) for n in walk(cond)):
+            raise self.error(
+                node.test,
+                f"the condition `{ast.unparse(node.test)}` reads no buffer, so nothing the loop body does can "
+                "change it: the loop would run forever or never",
+                hint="keep the loop state in a variable the body updates: `k = T.alloc_var('int32')` before "
+                "the loop, `while k < n:` and `k = k + 1` inside it",
+            )
+        self.items.append(S.While(cond, self._loop_body(node.body, {}), span=self.span(node)))
+
+    def _python_while(self, node: ast.While, cond: bool) -> None:
+        """A `while` on a Python condition unrolls while parsing; the body must change the condition."""
+        passes = 0
+        while cond:
+            passes += 1
+            if passes > MAX_PARSE_TIME_ITERATIONS:
+                raise self.error(
+                    node.test,
+                    f"this `while` loop's condition is a Python value and still true after "
+                    f"{MAX_PARSE_TIME_ITERATIONS} passes while parsing (each pass emits the body once more)",
+                    hint="a Python condition must become false through Python values the body changes; for a "
+                    "loop that runs on the device make the condition read a T.alloc_var the body updates",
+                )
+            for s in node.body:
+                self.statement(s)
+            cond = truth(self.evaluator.eval(node.test))
+            if not isinstance(cond, bool):
+                raise self.error(
+                    node.test,
+                    "this `while` loop's condition was a Python value when the loop started and is a run-time "
+                    "value now; the loop cannot be both unrolled while parsing and run on the device",
+                    hint="make the condition a run-time value from the start (read a T.alloc_var), or keep it "
+                    "a Python value",
+                )
+
     def _loop_spec(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Call):
             func = self.evaluator.eval(node.func)
@@ -614,11 +665,10 @@ def _fold(items: list) -> S.Stmt:
 
 
 _STATEMENTS_HINT = (
-    "kernels support assignments, `if`, `for` over T.serial/T.Parallel/T.Pipelined/T.unroll/"
+    "kernels support assignments, `if`, `while`, `for` over T.serial/T.Parallel/T.Pipelined/T.unroll/"
     "T.vectorized/range, `with T.Kernel(...)`, T.* calls, macros and a final `return`"
 )
 _UNSUPPORTED_HINTS = {
-    "While": "loops need a trip count: write `for i in T.serial(n):` and guard the body with `if`",
     "Break": "loops always run their full trip count; guard the rest of the body with `if`",
     "Continue": "guard the rest of the loop body with `if` instead",
     "Try": "errors in kernels are reported while parsing; there is nothing to catch at run time",

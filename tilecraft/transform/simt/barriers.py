@@ -3,7 +3,8 @@ others, or read by some threads is overwritten by others, before a barrier separ
 
 The analysis is conservative (any two accesses of one shared buffer across a write may involve
 different threads), follows program order through straight-line code, uniform branches and loops
-(including the hazard from the end of one iteration to the start of the next), and never places a
+(`for` and `while`, including the hazard from the end of one iteration to the start of the next, and
+a `while` condition's reads of what the previous iteration wrote), and never places a
 barrier under a condition that depends on the thread. Buffers a software pipeline already guards
 with its own wait and barrier are left to it. Shared buffers whose scopes do not overlap may share
 bytes (storage planning reuses them), so a new scope is separated from the accesses of ended ones.
@@ -100,11 +101,20 @@ class Barriers:
             return dataclasses.replace(s, body=body), state
         if isinstance(s, S.For) and self.uniform(E.add(s.min, s.extent)):
             return self._loop(s, state)
+        if isinstance(s, S.While) and self.uniform(s.condition):
+            return self._while(s, state)
         if isinstance(s, S.IfThenElse) and self.uniform(s.condition):
-            then_case, a = self.run(s.then_case, state.copy())
-            else_case, b = (None, state) if s.else_case is None else self.run(s.else_case, state.copy())
-            return dataclasses.replace(s, then_case=then_case, else_case=else_case), a.merge(b)
+            return self._branch(s, state)
         return self._leaf(s, state)
+
+    def _branch(self, s: S.IfThenElse, state: State) -> tuple[S.Stmt, State]:
+        """The condition is read first (a barrier before the `if` when it reads what others wrote)."""
+        test = S.Evaluate(s.condition)
+        checked, state = self._leaf(test, state)
+        then_case, a = self.run(s.then_case, state.copy())
+        else_case, b = (None, state) if s.else_case is None else self.run(s.else_case, state.copy())
+        branch = dataclasses.replace(s, then_case=then_case, else_case=else_case)
+        return (branch if checked is test else S.seq(sync(), branch)), a.merge(b)
 
     def _shared_scope(self, s: S.Allocate, state: State) -> tuple[S.Stmt, State]:
         """Storage planning gives a new shared buffer the bytes of buffers whose scope has ended, so
@@ -142,6 +152,23 @@ class Barriers:
             body, end = self.run(s.body, state.merge(end))
         finally:
             self.skip -= added
+        loop = dataclasses.replace(s, body=body)
+        return (S.seq(sync(), loop) if before else loop), state.merge(end)
+
+    def _while(self, s: S.While, state: State) -> tuple[S.Stmt, State]:
+        """A while loop is analysed as a loop whose body starts by reading its condition; a barrier the
+        condition needs after the previous iteration's writes goes at the end of the body (and, for the
+        first iteration, before the loop)."""
+        reads, writes = Accesses(self.skip, self.extra)(s)
+        before = (reads & state.writes) or (writes & state.reads)
+        if before:
+            state = State()
+        iteration = S.seq(S.Evaluate(s.condition), s.body)
+        _, end = self.run(iteration, state.copy())
+        iteration, end = self.run(iteration, state.merge(end))
+        stmts = list(iteration.stmts) if isinstance(iteration, S.SeqStmt) else [iteration]
+        synced = is_sync(stmts[0])
+        body = S.seq(*stmts[2 if synced else 1 :], sync() if synced else None)
         loop = dataclasses.replace(s, body=body)
         return (S.seq(sync(), loop) if before else loop), state.merge(end)
 

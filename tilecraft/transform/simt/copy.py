@@ -45,17 +45,14 @@ def lower_copy(op: S.Copy, ctx) -> S.Stmt:
 
 
 def fragment_copy(op: S.Copy, frag: BufferRegion, ctx) -> S.Stmt:
-    """A nest over the whole fragment (its unit dims included), partitioned by the fragment's layout."""
+    """A nest over the whole fragment (its unit dims included), partitioned by the fragment's layout;
+    a copy of part of the fragment is masked to that part."""
     layout = ctx.layout(frag.buffer, op.span)
-    whole = [
-        E.const_value(r.min) == 0 and E.const_value(r.extent) == s for r, s in zip(frag.ranges, layout.shape)
-    ]
-    if not all(whole):
-        ctx.fail(f"T.copy of a part of fragment {frag.buffer.name} is not supported on this target", op.span,
-                 "copy the whole fragment, or use a shared buffer for partial tiles")  # fmt: skip
     loop_vars = make_loop_vars(len(layout.shape))
     other = op.dst if frag is op.src else op.src
-    kept = [v for v, s in zip(loop_vars, layout.shape) if s != 1] or loop_vars[-1:]
+    # The other side is indexed by the offset into the fragment's region, along the region's non-unit dims.
+    offsets = [v if E.const_value(r.min) == 0 else E.sub(v, r.min) for v, r in zip(loop_vars, frag.ranges)]
+    kept = [o for o, r in zip(offsets, frag.ranges) if E.const_value(r.extent) != 1] or offsets[-1:]
     other_idx = region_index(other, kept) if len(loop_extents(other)) == len(kept) else None
     if other_idx is None:
         ctx.fail(
@@ -69,14 +66,18 @@ def fragment_copy(op: S.Copy, frag: BufferRegion, ctx) -> S.Stmt:
         value = E.select(load_guard, value, E.const(0, op.dst.dtype))
     body: S.Stmt = S.BufferStore(op.dst.buffer, value, dst_idx, span=op.span)
     store_guard = conjunction(edge_conditions(op.dst, dst_idx)) if frag is not op.dst else None
-    if store_guard is not None:
-        body = S.IfThenElse(store_guard, body, span=op.span)
+    inside = conjunction(
+        _within(frag, loop_vars, layout.shape) + ([store_guard] if store_guard is not None else [])
+    )
+    if inside is not None:
+        body = S.IfThenElse(inside, body, span=op.span)
     extents = [E.const(s) for s in layout.shape]
     return with_layout(parallel_nest(loop_vars, extents, body, op.span), layout)
 
 
 def element_copy(op: S.Copy, ctx) -> S.Stmt:
-    extents = loop_extents(op.dst if op.dst.buffer.scope != "global" else op.src)
+    # A single element (every dim a unit) still needs a loop for the thread partition to iterate.
+    extents = loop_extents(op.dst if op.dst.buffer.scope != "global" else op.src) or [E.const(1)]
     static = [E.const_value(e) for e in extents]
     if not all(isinstance(v, int) for v in static):
         ctx.fail("a T.copy between global buffers needs static extents on this target", op.span,
@@ -89,10 +90,47 @@ def element_copy(op: S.Copy, ctx) -> S.Stmt:
 
 def lower_fill(op: S.Fill, ctx) -> S.Stmt:
     region = op.dst
-    nest = fill_as_loops(op)
     if region.buffer.scope == FRAGMENT:
-        return with_layout(nest, ctx.layout(region.buffer, op.span))
-    static = [E.const_value(e) for e in loop_extents(region)]
+        return fragment_fill(op, ctx)
+    extents = loop_extents(region) or [E.const(1)]
+    static = [E.const_value(e) for e in extents]
     if not all(isinstance(v, int) for v in static):
         ctx.fail("T.fill needs static extents on this target", op.span)
+    nest = fill_as_loops(op) if loop_extents(region) else _unit_fill(op)
     return with_layout(nest, blocked_layout(tuple(static), ctx.threads, region.dtype))
+
+
+def fragment_fill(op: S.Fill, ctx) -> S.Stmt:
+    """A nest over the whole fragment (unit dims included) with the fragment's layout; a fill of part
+    of it is masked to that part."""
+    region = op.dst
+    layout = ctx.layout(region.buffer, op.span)
+    loop_vars = make_loop_vars(len(layout.shape))
+    value = E.cast(op.value, region.dtype)
+    body: S.Stmt = S.BufferStore(region.buffer, value, tuple(loop_vars), span=op.span)
+    inside = conjunction(_within(region, loop_vars, layout.shape))
+    if inside is not None:
+        body = S.IfThenElse(inside, body, span=op.span)
+    extents = [E.const(s) for s in layout.shape]
+    return with_layout(parallel_nest(loop_vars, extents, body, op.span), layout)
+
+
+def _within(region: BufferRegion, loop_vars, shape) -> list[E.Expr]:
+    """`min <= v < min + extent` for each dim the region does not cover whole."""
+    conds = []
+    for v, r, size in zip(loop_vars, region.ranges, shape):
+        if E.const_value(r.min) == 0 and E.const_value(r.extent) == size:
+            continue
+        conds += [E.compare(E.GE, v, r.min), E.compare(E.LT, v, E.add(r.min, r.extent))]
+    return conds
+
+
+def _unit_fill(op: S.Fill) -> S.Stmt:
+    """A fill of one element as a one-iteration nest (edges still guarded)."""
+    (var,) = make_loop_vars(1)
+    index = tuple(r.min for r in op.dst.ranges)
+    store: S.Stmt = S.BufferStore(op.dst.buffer, E.cast(op.value, op.dst.dtype), index, span=op.span)
+    guard = conjunction(edge_conditions(op.dst, index))
+    if guard is not None:
+        store = S.IfThenElse(guard, store, span=op.span)
+    return parallel_nest([var], [E.const(1)], store, op.span)

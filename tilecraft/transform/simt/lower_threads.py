@@ -4,7 +4,13 @@ become per-thread register arrays.
 Each T.Parallel nest runs as a loop over its layout's registers: register r of thread (lane, warp)
 executes the iteration the layout maps it to. A fragment access inside it reads the register the
 fragment's layout assigns to the same element in the same thread (a linear map of r that folds to a
-constant once the loop is unrolled); an access no thread-local register can serve is an error.
+constant once the loop is unrolled).
+
+A read no thread-local register can serve (the element lives in another thread's registers: a row
+vector read by a nest partitioned differently, an index that does not follow the layout) is a
+broadcast through shared memory: right before the nest (or the statement) the fragment's owners store
+it into a shared copy, and the reads load from that copy; `insert-barriers` separates the two. Writes
+must stay local: a thread cannot write another thread's registers.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import Mutator, Visitor, substitute, walk
 from tilecraft.layout.inference import kernel_threads, parallel_nest, var_positions
 from tilecraft.layout.tile import TileLayout, register_map
+from tilecraft.transform.simt.broadcast import SCALAR_STATEMENTS, Copies, RemoteReads
 
 FRAGMENT = "local.fragment"
 
@@ -78,12 +85,13 @@ class _Layouts(Visitor):
             self.ctx.shared_layouts[id(s.buffer)] = s.layout
 
 
-class LowerToThreads(Mutator):
+class LowerToThreads(RemoteReads, Mutator):
     def __init__(self, ctx: ThreadContext, op_table) -> None:
         super().__init__()
         self.ctx = ctx
         self.op_table = op_table
         self.nest: tuple[TileLayout, list[E.Var], E.Var] | None = None
+        self._init_remote_reads()
 
     def mutate_Buffer(self, buf):
         return self.ctx.registers.get(id(buf), buf)
@@ -107,6 +115,17 @@ class LowerToThreads(Mutator):
     def mutate_For(self, s: S.For) -> S.Stmt:
         if s.kind is S.ForKind.PARALLEL:
             return self._partition(s)
+        copies = (
+            self._shared_copies(self._remote_reads((s.min, s.extent)), s.span) if self.nest is None else {}
+        )
+        if copies:
+            with self._staging(copies):
+                s = dataclasses.replace(s, min=self.mutate(s.min), extent=self.mutate(s.extent))
+        with self._branch((s.min, s.extent)):
+            loop = self._serial_loop(s)
+        return self._broadcast(copies, loop, s.span)
+
+    def _serial_loop(self, s: S.For) -> S.Stmt:
         if s.kind is S.ForKind.PIPELINED and (S.annotation(s.annotations, "num_stages") or 0) >= 2:
             self.ctx.pipelined_depth += 1
             try:
@@ -123,7 +142,30 @@ class LowerToThreads(Mutator):
                 self.ctx.fail(f"tile op {type(node).__name__} is not supported on this target", node.span,
                               f"supported tile ops: {supported}")  # fmt: skip
             return self.mutate(lower(node, self.ctx))
+        if isinstance(node, SCALAR_STATEMENTS) and self.nest is None:
+            return self._scalar_statement(node)
         return super().mutate(node)
+
+    def mutate_plain(self, node):
+        """`mutate` without the scan for remote reads (done by the caller)."""
+        return super().mutate(node)
+
+    def mutate_IfThenElse(self, s: S.IfThenElse) -> S.Stmt:
+        with self._branch(s.condition):
+            return self.generic_mutate(s)
+
+    def mutate_While(self, s: S.While) -> S.Stmt:
+        remote = self._remote_reads(s.condition)
+        if remote:
+            # A copy made before the loop would go stale; one per iteration would need the condition split.
+            self.ctx.fail(
+                f"the condition of this while loop reads fragment {remote[0].name} at an element the thread "
+                "does not hold",
+                s.span,
+                "read the element into a T.alloc_var before the loop and at the end of its body, and test that",
+            )
+        with self._branch(s.condition):
+            return self.generic_mutate(s)
 
     # ------------------------------------------------------------------ T.Parallel nests
 
@@ -138,11 +180,18 @@ class LowerToThreads(Mutator):
         saved = self.nest
         self.nest = (layout, loop_vars, reg)
         self.ctx.in_nest = True
+        copies: Copies = {}
         try:
-            inner = self.mutate(body)
+            copies = self._shared_copies(self._remote_reads(body), s.span)
+            with self._staging(copies):
+                inner = self.mutate(body)
         finally:
             self.nest = saved
             self.ctx.in_nest = saved is not None
+        return self._broadcast(copies, self._per_register(s, layout, reg, coords, loop_vars, inner), s.span)
+
+    def _per_register(self, s: S.For, layout: TileLayout, reg: E.Var, coords, loop_vars, inner) -> S.Stmt:
+        """The nest's body run for each register of the thread's share of the iterations."""
         inner = substitute(inner, dict(zip(loop_vars, coords)))
         guard = layout.in_bounds(coords)
         replica = self._replica_guard(layout, inner)
@@ -167,8 +216,10 @@ class LowerToThreads(Mutator):
 
     # ------------------------------------------------------------------ fragment accesses
 
-    def _register_index(self, buf: Buffer, indices, span) -> E.Expr:
-        layout = self.ctx.layout(buf, span)
+    def _local_register(self, buf: Buffer, indices) -> E.Expr | None:
+        """The register of the reading thread that holds `buf[indices]`, or None when another thread
+        may hold it."""
+        layout = self.ctx.layout(buf)
         if self.nest is not None:
             nest_layout, loop_vars, reg = self.nest
             dims = _positions(loop_vars, indices)
@@ -177,39 +228,48 @@ class LowerToThreads(Mutator):
                 if mapping is not None:
                     out = mapping.apply_expr(register=reg, lane=self.ctx.lane, warp=self.ctx.warp)
                     return out["register"]
-        return self._owned_register(buf, layout, indices, span)
-
-    def _owned_register(self, buf: Buffer, layout: TileLayout, indices, span) -> E.Expr:
-        """An element every thread holds (the layout does not depend on the thread)."""
-        linear = layout.linear
-        if any(linear.basis(name, b)[k] for name in ("lane", "warp") if name in linear.in_names
-               for b in range(linear.in_bits(name)) for k in linear.basis(name, b)):  # fmt: skip
-            self.ctx.fail(
-                f"fragment {buf.name} is read with indices that do not follow its layout, so the element may "
-                "live in another thread's registers",
-                span,
-                "index fragments by the variables of a T.Parallel loop over them, or stage the data through "
-                "a shared buffer with T.copy",
-            )
-        inverse = linear.pseudo_invert()
-        names = inverse.in_names
-        values = {name: idx for name, idx in zip(names, indices)}
-        return inverse.apply_expr(**values)["register"]
+        return _owned_register(layout, indices)
 
     def mutate_BufferLoad(self, e: E.BufferLoad) -> E.Expr:
         indices = tuple(self.mutate(i) for i in e.indices)
         if e.buffer.scope != FRAGMENT:
             return E.BufferLoad(e.dtype, self.mutate_Buffer(e.buffer), indices)
-        index = self._register_index(e.buffer, e.indices, None)
-        return E.BufferLoad(e.dtype, self.ctx.registers[id(e.buffer)], (index,))
+        index = self._local_register(e.buffer, e.indices)
+        if index is not None:
+            return E.BufferLoad(e.dtype, self.ctx.registers[id(e.buffer)], (index,))
+        staged = self.staged.get(id(e.buffer))
+        if staged is None:  # every nest and statement is scanned, and its remote reads staged, first
+            raise AssertionError(f"a read of fragment {e.buffer.name} another thread holds was not broadcast")
+        return E.BufferLoad(e.dtype, staged[1], indices)
 
     def mutate_BufferStore(self, s: S.BufferStore) -> S.Stmt:
         value = self.mutate(s.value)
         indices = tuple(self.mutate(i) for i in s.indices)
         if s.buffer.scope != FRAGMENT:
             return S.BufferStore(self.mutate_Buffer(s.buffer), value, indices, span=s.span)
-        index = self._register_index(s.buffer, s.indices, s.span)
+        index = self._local_register(s.buffer, s.indices)
+        if index is None:
+            self.ctx.fail(
+                f"fragment {s.buffer.name} is written at an element the writing thread does not hold (the "
+                "indices do not follow its layout); a thread cannot write another thread's registers",
+                s.span,
+                "write fragments in a T.Parallel loop indexed by its variables, or write a shared buffer and "
+                "T.copy it into the fragment",
+            )
         return S.BufferStore(self.ctx.registers[id(s.buffer)], value, (index,), span=s.span)
+
+
+def _owned_register(layout: TileLayout, indices) -> E.Expr | None:
+    """The register of an element every thread holds (a layout that does not depend on the thread)."""
+    linear = layout.linear
+    for name in ("lane", "warp"):
+        if name in linear.in_names and any(
+            any(linear.basis(name, b).values()) for b in range(linear.in_bits(name))
+        ):
+            return None
+    inverse = linear.pseudo_invert()
+    values = {name: idx for name, idx in zip(inverse.in_names, indices)}
+    return inverse.apply_expr(**values)["register"]
 
 
 def _positions(loop_vars: list[E.Var], indices) -> list[int] | None:

@@ -1,0 +1,46 @@
+"""Lowering helpers shared by the pass tests: generated source per target, nvcc, runs on a context."""
+
+from __future__ import annotations
+
+import pytest
+
+import tilecraft
+from tilecraft.errors import ToolchainError
+
+# Every capability given, so nothing asks a device.
+OPENCL = "opencl -fp16=false -fp64=true -int64_atomics=true -local_mem=65536 -max_work_group_size=1024"
+CUDA = "cuda -arch=sm_90a"
+
+
+def cuda_source(func) -> str:
+    return tilecraft.lower(func, target=CUDA, execution_backend="nvrtc").source("cuda-source")
+
+
+def opencl_source(func) -> str:
+    return tilecraft.lower(func, target=OPENCL, execution_backend="opencl").source("opencl-source")
+
+
+def c_source(func) -> str:
+    return tilecraft.lower(func, target="c").source("c-source")
+
+
+def assert_nvcc_compiles(func, tmp_path) -> str:
+    """The generated CUDA of `func` compiles for sm_90a; returns the source."""
+    from tilecraft.execution.nvcc.toolchain import compile_cubin
+
+    source = cuda_source(func)
+    try:
+        cubin = compile_cubin(source, "sm_90a", keep_dir=tmp_path)
+    except ToolchainError as err:
+        pytest.fail(f"nvcc rejected the generated source:\n{err}")
+    assert cubin[:4] == b"\x7fELF"
+    return source
+
+
+def run(func, ctx, *arrays) -> None:
+    """Compile `func` for `ctx` and run it on host arrays, copying every array back in place."""
+    backend = ctx.execution_backend()
+    device = [backend.to_device(a) for a in arrays]
+    tilecraft.compile(func, ctx=ctx)(*device)
+    for a, d in zip(arrays, device):
+        a[...] = backend.to_host(d)

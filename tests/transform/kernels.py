@@ -1,0 +1,250 @@
+"""Kernels of the shapes TileLang's examples use that the compiler once refused or miscompiled, with
+their float64 references; the pass tests and the conformance suite (tests/conformance/cases.py) share
+them."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import tilecraft.language as T
+
+# ---------------------------------------------------------------- (1, n) fragments in pipelined loops
+
+
+def online_softmax(m: int = 4, n: int = 512, block_n: int = 256):
+    """TileLang's online_softmax example, reduced: a (1, block_n) row, two T.Pipelined passes, and
+    (1,)-shaped fragments filled, reduced into and updated by T.Parallel(1)."""
+    scale = 1.44269504
+
+    @T.prim_func
+    def online_softmax(X: T.Tensor((m, n), "float16"), Y: T.Tensor((m, n), "float16")):
+        with T.Kernel(m, threads=128) as i_m:
+            x = T.alloc_fragment((1, block_n), "float16")
+            y = T.alloc_fragment((1, block_n), "float16")
+            lse = T.alloc_fragment((1,), "float32")
+            max_x = T.alloc_fragment((1,), "float16")
+            exp_x = T.alloc_fragment((1, block_n), "float32")
+            sum_exp_x = T.alloc_fragment((1,), "float32")
+            T.fill(lse, -T.infinity("float32"))
+            for i_n in T.Pipelined(T.ceildiv(n, block_n)):
+                T.copy(X[i_m, i_n * block_n], x)
+                T.reduce_max(x, max_x, dim=1, clear=True)
+                for i, j in T.Parallel(1, block_n):
+                    exp_x[i, j] = T.exp2(x[i, j] * scale - max_x[i] * scale)
+                T.reduce_sum(exp_x, sum_exp_x, dim=1, clear=True)
+                for i in T.Parallel(1):
+                    lse[i] = max_x[i] * scale + T.log2(T.exp2(lse[i] - max_x[i] * scale) + sum_exp_x[i])
+            for i_n in T.Pipelined(T.ceildiv(n, block_n)):
+                T.copy(X[i_m, i_n * block_n], x)
+                for i, j in T.Parallel(1, block_n):
+                    y[i, j] = T.exp2(x[i, j] * scale - lse[i])
+                T.copy(y, Y[i_m, i_n * block_n])
+
+    return online_softmax
+
+
+# ---------------------------------------------------------------- fragment reads across threads
+
+
+def decode_scores(heads: int = 64, seqlen: int = 100, dim: int = 32, block_n: int = 32):
+    """TileLang's flash-decoding example (varlen logits), reduced: a gemm, the running row maximum and
+    row sum, then a loop over (heads, kv blocks) that reads the row vectors `m[h]` and `total[h]` and writes
+    shared memory: no fragment is indexed by both of its variables."""
+    cols = math.ceil(seqlen / block_n)
+    scale = (1.0 / dim) ** 0.5 * 1.44269504
+
+    @T.prim_func
+    def decode_scores(
+        Q: T.Tensor((heads, dim), "float16"),
+        K: T.Tensor((seqlen, dim), "float16"),
+        S: T.Tensor((heads, cols), "float32"),
+        L: T.Tensor((heads,), "float32"),
+    ):
+        with T.Kernel(1, threads=128):
+            q_s = T.alloc_shared((heads, dim), "float16")
+            k_s = T.alloc_shared((block_n, dim), "float16")
+            acc = T.alloc_fragment((heads, block_n), "float32")
+            m = T.alloc_fragment((heads,), "float32")
+            m_prev = T.alloc_fragment((heads,), "float32")
+            scale_prev = T.alloc_fragment((heads,), "float32")
+            row_sum = T.alloc_fragment((heads,), "float32")
+            total = T.alloc_fragment((heads,), "float32")
+            s_all = T.alloc_shared((heads, cols), "float32")
+            T.copy(Q, q_s)
+            T.fill(m, -T.infinity("float32"))
+            T.fill(total, 0.0)
+            for k in T.Pipelined(cols, num_stages=1):
+                T.copy(K[k * block_n, 0], k_s)
+                T.clear(acc)
+                T.gemm(q_s, k_s, acc, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                for i, j in T.Parallel(heads, block_n):
+                    acc[i, j] = T.if_then_else(k * block_n + j < seqlen, acc[i, j], -T.infinity("float32"))
+                T.copy(m, m_prev)
+                T.reduce_max(acc, m, dim=1, clear=False)
+                T.copy(m, s_all[:, k])
+                for i in T.Parallel(heads):
+                    scale_prev[i] = T.exp2((m_prev[i] - m[i]) * scale)
+                for i, j in T.Parallel(heads, block_n):
+                    acc[i, j] = T.exp2((acc[i, j] - m[i]) * scale)
+                T.reduce_sum(acc, row_sum, dim=1)
+                for i in T.Parallel(heads):
+                    total[i] = total[i] * scale_prev[i] + row_sum[i]
+            for h, c in T.Parallel(heads, cols):
+                s_all[h, c] = T.exp2((s_all[h, c] - m[h]) * scale) / total[h]
+            T.copy(s_all, S)
+            T.copy(total, L)
+
+    return decode_scores
+
+
+def decode_reference(q, k, block_n: int = 32):
+    s = q.astype(np.float64) @ k.astype(np.float64).T / math.sqrt(q.shape[1])
+    m = s.max(1)
+    total = np.exp(s - m[:, None]).sum(1)
+    cols = math.ceil(k.shape[0] / block_n)
+    running = np.maximum.accumulate(
+        np.stack([s[:, c * block_n : (c + 1) * block_n].max(1) for c in range(cols)], 1), 1
+    )
+    return np.exp(running - m[:, None]) / total[:, None], total
+
+
+def remote_reads(m: int = 32, n: int = 64):
+    """Reads no layout can make local: a row maximum of one tile read across a tile laid out otherwise,
+    a fixed column, a mirrored row, a shifted column, and reads outside any loop (a store's value, an
+    `if` condition, a loop bound, a serial loop's body)."""
+
+    @T.prim_func
+    def remote_reads(
+        X: T.Tensor((m, n), "float32"),
+        W: T.Tensor((n, m), "float32"),
+        Y: T.Tensor((m, n), "float32"),
+        Z: T.Tensor((m, n), "float32"),
+        R: T.Tensor((4,), "float32"),
+    ):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((m, n), "float32")
+            w = T.alloc_fragment((m, n), "float32")
+            row_max = T.alloc_fragment((m,), "float32")
+            y = T.alloc_fragment((m, n), "float32")
+            T.copy(X, x)
+            T.reduce_max(x, row_max, dim=1)
+            for i, j in T.Parallel(m, n):
+                w[i, j] = W[j, i]
+            for i, j in T.Parallel(m, n):
+                y[i, j] = w[i, j] - row_max[i] + x[i, 0] + x[m - 1 - i, j]
+            T.copy(y, Y)
+            for i, j in T.Parallel(m, n):
+                Z[i, j] = x[i, (j + 1) % n]
+            R[0] = row_max[3]
+            if row_max[5] > 0.0:
+                R[1] = x[7, 9]
+            else:
+                R[1] = -x[7, 9]
+            for k in T.serial(T.cast(row_max[0] > -100.0, "int32") * 2):
+                R[2 + k] = row_max[k]
+
+    return remote_reads
+
+
+def remote_reference(x, w):
+    mx = x.max(1)
+    y = w.T - mx[:, None] + x[:, :1] + x[::-1, :]
+    r = [mx[3], x[7, 9] if mx[5] > 0 else -x[7, 9], mx[0], mx[1]]
+    return y, np.roll(x, -1, axis=1), np.array(r, np.float32)
+
+
+# ---------------------------------------------------------------- T.Parallel tiles past a tensor's edge
+
+
+def ragged_gemm_store(m: int = 100, n: int = 96, k: int = 64, bm: int = 64, bn: int = 64, bk: int = 32):
+    """TileLang's grouped-gemm epilogue, reduced: whole 64x64 tiles stored from a T.Parallel nest over a
+    100x96 result (the last tiles run past both edges), reading A past its edge too."""
+
+    @T.prim_func
+    def ragged_gemm_store(
+        A: T.Tensor((m, k), "float32"), B: T.Tensor((k, n), "float32"), C: T.Tensor((m, n), "float32")
+    ):
+        with T.Kernel(T.ceildiv(m, bm), T.ceildiv(n, bn), threads=128) as (bx, by):
+            a = T.alloc_shared((bm, bk), "float32")
+            b = T.alloc_shared((bk, bn), "float32")
+            acc = T.alloc_fragment((bm, bn), "float32")
+            T.clear(acc)
+            for kk in T.Pipelined(T.ceildiv(k, bk)):
+                T.copy(A[bx * bm, kk * bk], a)
+                T.copy(B[kk * bk, by * bn], b)
+                T.gemm(a, b, acc)
+            for i, j in T.Parallel(bm, bn):
+                C[bx * bm + i, by * bn + j] = acc[i, j] + A[bx * bm + i, by * bn + j]
+
+    return ragged_gemm_store
+
+
+def ragged_gemm_inputs(rng) -> list[np.ndarray]:
+    a = rng.standard_normal((100, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 96)).astype(np.float32)
+    return [a, b, np.full((100, 96), np.nan, np.float32)]
+
+
+def ragged_gemm_reference(a, b) -> np.ndarray:
+    """A @ B plus A's columns where the tile's column is inside A (zero past A's edge)."""
+    shifted = np.zeros((a.shape[0], b.shape[1]))
+    shifted[:, : a.shape[1]] = a
+    return a.astype(np.float64) @ b + shifted
+
+
+# ---------------------------------------------------------------- while loops
+
+
+def collatz(n: int = 64):
+    """A data-dependent trip count per element: the steps of the Collatz sequence from A[i] to 1."""
+
+    @T.prim_func
+    def collatz(A: T.Tensor((n,), "int32"), steps: T.Tensor((n,), "int32")):
+        with T.Kernel(T.ceildiv(n, 32), threads=32) as bx:
+            for i in T.Parallel(32):
+                x = T.alloc_var("int32")
+                c = T.alloc_var("int32")
+                x = A[bx * 32 + i]
+                c = 0
+                while x != 1:
+                    if x % 2 == 0:
+                        x = x // 2
+                    else:
+                        x = 3 * x + 1
+                    c += 1
+                steps[bx * 32 + i] = c
+
+    return collatz
+
+
+def collatz_steps(x: int) -> int:
+    steps = 0
+    while x != 1:
+        x = x // 2 if x % 2 == 0 else 3 * x + 1
+        steps += 1
+    return steps
+
+
+def walk_tiles(n_tiles: int = 6, block: int = 64):
+    """TileLang's stream-K shape, reduced: a block walks tiles [bounds[0], bounds[1]) through shared
+    memory, each tile reversed (so threads read what others wrote)."""
+
+    @T.prim_func
+    def walk_tiles(
+        A: T.Tensor((n_tiles * block,), "float32"),
+        B: T.Tensor((n_tiles * block,), "float32"),
+        bounds: T.Tensor((2,), "int32"),
+    ):
+        with T.Kernel(1, threads=block):
+            tile = T.alloc_shared((block,), "float32")
+            t = T.alloc_var("int32")
+            t = bounds[0]
+            while t < bounds[1]:
+                T.copy(A[t * block], tile)
+                for i in T.Parallel(block):
+                    B[t * block + i] = tile[block - 1 - i] * 2.0
+                t = t + 1
+
+    return walk_tiles
