@@ -1,0 +1,1 @@
+"""TileLang's `tilelang.utils` paths that its programs import (`tilelang.utils.tensor`)."""
