@@ -19,6 +19,7 @@ _LAZY = {
     "JITFunction": "tilecraft.jit.api",
     "lower": "tilecraft.jit.lower",
     "Kernel": "tilecraft.jit.kernel",
+    "JITKernel": "tilecraft.jit.kernel",
     "Target": "tilecraft.backend.target",
     "create_backend_context": "tilecraft.backend.context",
     "PassConfigKey": "tilecraft.jit.options",

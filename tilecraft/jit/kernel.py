@@ -289,3 +289,6 @@ def _is_torch_tensor(x: Any) -> bool:
 
 def _bad_out_idx(i: int, n: int) -> int:
     raise ArgumentError(f"out_idx {i} is out of range for a kernel with {n} parameters")
+
+
+JITKernel = Kernel  # TileLang's name for a compiled kernel
