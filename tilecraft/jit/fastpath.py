@@ -14,10 +14,10 @@ full path cannot fail here.)
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any
 
+from tilecraft._modules import imported
 from tilecraft.backend.artifact import CompiledArtifact
 from tilecraft.ir import expr as E
 from tilecraft.jit.scalars import integer_range
@@ -113,7 +113,7 @@ class _Writer:
 
 def build_fast_path(artifact: CompiledArtifact, out_idx: tuple[int, ...], fast) -> Callable | None:
     """`fast(*args)` returning the outputs (or None), or MISS; None when this kernel has no fast path."""
-    torch = sys.modules.get("torch")
+    torch = imported("torch")
     if torch is None:
         return None
     n = len(artifact.params)

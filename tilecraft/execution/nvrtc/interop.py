@@ -6,9 +6,9 @@ Nothing here imports torch or CuPy until an array of theirs is in hand (or a cop
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
+from tilecraft._modules import optional
 from tilecraft.errors import ArgumentError, ToolchainError
 from tilecraft.ir.dtype import DataType
 from tilecraft.jit.arrays import ArrayArg, from_array_interface
@@ -160,13 +160,13 @@ def to_device(array: Any, device: int | None = None) -> Any:
 
     host = np.ascontiguousarray(array)
     dtype = as_dtype(host.dtype)
-    torch = _optional("torch")
+    torch = optional("torch")
     if torch is not None:
         index = torch.cuda.current_device() if device is None else device
         view = _BIT_VIEWS.get(dtype.name)
         tensor = torch.from_numpy(host.view(view) if view else host).to(f"cuda:{index}")
         return tensor.view(torch_dtype(torch, dtype)) if view else tensor
-    cupy = _optional("cupy")
+    cupy = optional("cupy")
     if cupy is not None:
         _cupy_dtype(dtype)  # refuses dtypes CuPy lacks
         with cupy.cuda.Device(device or 0):
@@ -197,13 +197,3 @@ def _torch_to_numpy(tensor: Any) -> Any:
         return tensor.detach().cpu().numpy()
     bits = tensor.detach().view(getattr(torch, view)).cpu().numpy()
     return bits.view(numpy_dtype(dtype))
-
-
-def _optional(name: str) -> Any:
-    module = sys.modules.get(name)
-    if module is not None:
-        return module
-    try:
-        return __import__(name)
-    except ImportError:
-        return None

@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import ctypes
 import struct
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tilecraft._modules import imported
 from tilecraft.backend.artifact import CompiledArtifact, KernelInfo, ParamInfo
 from tilecraft.errors import ArgumentError, TilecraftError
 from tilecraft.execution.grid import GRID_HELPERS, GridScope, python_source
@@ -380,7 +380,7 @@ def torch_current_stream(device: int) -> int:
 
 
 def _torch_stream_getter() -> Callable[[int], int]:
-    torch = sys.modules.get("torch")
+    torch = imported("torch")
     if torch is None:
         import torch
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)

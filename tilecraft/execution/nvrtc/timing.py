@@ -9,10 +9,10 @@ overwritten with cuMemsetD32 as the flush.
 
 from __future__ import annotations
 
-import sys
 import weakref
 from typing import Any
 
+from tilecraft._modules import imported
 from tilecraft.execution.nvrtc.driver import get_driver
 from tilecraft.execution.timing import DeviceTimer
 
@@ -75,7 +75,7 @@ class DriverFlush:
 
 def cuda_timer(device: int, flush_bytes: int) -> DeviceTimer:
     """The timer for GPU `device`: torch's events when torch's CUDA is initialized, else the wall clock."""
-    torch = sys.modules.get("torch")
+    torch = imported("torch")
     if torch is not None and torch.cuda.is_initialized():
         return TorchEventTimer(torch, device, flush_bytes)
     driver = get_driver()
