@@ -120,6 +120,7 @@ __all__ += ["parse_script"]
 
 # TileLang's names that need no backend support (docs/compat.md, "API surface").
 from tilecraft.ir.dtype import DataType as dtype  # noqa: E402
+from tilecraft.language.alloc import alloc_global  # noqa: E402
 from tilecraft.language.kernel import (  # noqa: E402
     disable_warp_group_reg_alloc,
     no_set_max_nreg,
@@ -127,4 +128,11 @@ from tilecraft.language.kernel import (  # noqa: E402
 )
 from tilecraft.language.math import clamp  # noqa: E402
 
-__all__ += ["clamp", "disable_warp_group_reg_alloc", "dtype", "no_set_max_nreg", "thread_binding"]
+__all__ += [
+    "alloc_global",
+    "clamp",
+    "disable_warp_group_reg_alloc",
+    "dtype",
+    "no_set_max_nreg",
+    "thread_binding",
+]
