@@ -141,3 +141,38 @@ def test_cuda_postproc_must_return_a_str_and_override_false_refuses():
             register_cuda_postproc(lambda code, target: code, override=False)
     finally:
         unregister_cuda_postproc()
+
+
+def _tf32_gemm(m: int, n: int, k: int):
+    @T.prim_func
+    def gemm(
+        A: T.Tensor((m, k), T.bfloat16), B: T.Tensor((n, k), T.tfloat32), C: T.Tensor((m, n), T.float32)
+    ):
+        with T.Kernel(T.ceildiv(m, 16), T.ceildiv(n, 16), threads=128) as (bx, by):
+            a_half = T.alloc_shared((16, 32), T.bfloat16)
+            a_tf32 = T.alloc_fragment((16, 32), T.tfloat32)
+            b_tf32 = T.alloc_shared((16, 32), T.tfloat32)
+            acc = T.alloc_fragment((16, 16), T.float32)
+            T.clear(acc)
+            for ko in T.Pipelined(T.ceildiv(k, 32), num_stages=2):
+                T.copy(A[bx * 16, ko * 32], a_half)
+                T.copy(a_half, a_tf32)
+                T.copy(B[by * 16, ko * 32], b_tf32)
+                T.gemm(a_tf32, b_tf32, acc, transpose_B=True)
+            T.copy(acc, C[bx * 16, by * 16])
+
+    return gemm
+
+
+def test_tfloat32_is_float32_storage_and_gemm():
+    """A tfloat32 tensor takes float32 arrays and its gemm is float32-precise (no TF32 rounding)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    assert T.tfloat32 == T.float32
+    m, n, k = 37, 21, 70
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((n, k)).astype(np.float32)
+    c = np.zeros((m, n), np.float32)
+    tilecraft.compile(_tf32_gemm(m, n, k), target="c")(a, b, c)
+    expected = a.astype(np.float64) @ b.astype(np.float64).T
+    np.testing.assert_allclose(c, expected, rtol=1e-5, atol=1e-4)
