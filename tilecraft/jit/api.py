@@ -182,12 +182,15 @@ class JITFunction:
         return tensors, values
 
     def _call_eager(self, args, kwargs) -> Any:
-        tensors, values = self._split_args(args, kwargs)
-        func = self._parse_eager(values, list(tensors))
-        consts = _consts_from_shapes(func, tensors)
-        kernel = self._specialize(func, consts)
+        kernel, func, tensors = self._eager_kernel(args, kwargs)
         inputs = [tensors[p.name] for p in func.params if p.name in tensors]
         return kernel(*inputs)
+
+    def _eager_kernel(self, args, kwargs) -> tuple[Kernel, PrimFunc, dict[str, Any]]:
+        """The Kernel a call with these arguments runs: arrays are tensors, the rest Python values."""
+        tensors, values = self._split_args(args, kwargs)
+        func = self._parse_eager(values, list(tensors))
+        return self._specialize(func, _consts_from_shapes(func, tensors)), func, tensors
 
     def get_tir(self, *args: Any, **kwargs: Any) -> PrimFunc:
         """TileLang's `JITImpl.get_tir`: the PrimFunc for these arguments, not compiled.
@@ -216,9 +219,13 @@ class JITFunction:
 
     def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
         """TileLang's `JITImpl.get_kernel_source`: the device source of the Kernel these arguments make
-        (lazy: the factory's arguments; eager: as `compile`)."""
-        kernel = self.compile(**kwargs) if self.eager else self(*args, **kwargs)
-        return kernel.get_kernel_source()
+        (lazy: the factory's arguments; eager: as `compile` with keywords only, else the arguments of a
+        call: arrays and Python values, positional or by keyword)."""
+        if not self.eager:
+            return self(*args, **kwargs).get_kernel_source()
+        if not args and not any(is_array(v) for v in kwargs.values()):
+            return self.compile(**kwargs).get_kernel_source()
+        return self._eager_kernel(args, kwargs)[0].get_kernel_source()
 
     def compile(self, **kwargs: Any) -> Kernel:
         """Eager style: the Kernel for the given Python parameters and compile-time symbol values."""
