@@ -178,7 +178,9 @@ class Kernel:
         program imported it, else numpy)."""
         from tilecraft.profiler import Profiler, TensorSupplyType
 
-        return Profiler(self, TensorSupplyType.Auto if tensor_supply_type is None else tensor_supply_type, library)
+        return Profiler(
+            self, TensorSupplyType.Auto if tensor_supply_type is None else tensor_supply_type, library
+        )
 
     def export(self, path) -> Any:
         """A self-contained copy of the built kernel, loadable without a compiler."""
