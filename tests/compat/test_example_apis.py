@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
+
 import numpy as np
 import pytest
 
@@ -76,19 +79,25 @@ def test_env_reads_tilecrafts_settings(tmp_path):
         tilecraft.env.CUTLASS_INCLUDE_DIR  # noqa: B018
 
 
-@pytest.mark.parametrize(
-    "statement, shown",
-    [("import tvm", "import tvm"), ("from tvm import DataType", "import tvm"),
-     ("from tilelang import tvm", "from tilelang import tvm")],
-)  # fmt: skip
-def test_tvm_imports_say_in_one_line_that_tilecraft_has_none(hooked, statement, shown):
+def test_from_tilelang_import_tvm_says_in_one_line_that_tilecraft_has_none(hooked):
     with pytest.raises(ImportError) as info:
-        exec(statement, {})
+        exec("from tilelang import tvm", {})
     message = str(info.value)
-    assert (
-        message.startswith(f"tilecraft has no TVM, so `{shown}` cannot be supported") and "\n" not in message
-    )
-    assert "use `tilecraft.DataType` for `tvm.DataType`" in message
+    assert message.startswith("tilecraft has no TVM, so `from tilelang import tvm` cannot be supported")
+    assert "\n" not in message and "use `tilecraft.DataType` for `tvm.DataType`" in message
+
+
+@pytest.mark.parametrize("statement", ["import tvm", "from tvm import DataType", "import tvm.tir"])
+def test_a_missing_tvm_stays_not_found_for_probes_and_gets_a_hint(hooked, statement):
+    """torch's dynamo probes `importlib.util.find_spec("tvm")` at import: it must see None, not an error."""
+    if importlib.machinery.PathFinder.find_spec("tvm") is not None:
+        pytest.skip("a real TVM is installed here")
+    assert importlib.util.find_spec("tvm") is None
+    with pytest.raises(ModuleNotFoundError) as info:
+        exec(statement, {})
+    hint = hook.tvm_hint(info.value)
+    assert hint is not None and hint.startswith("tilecraft has no TVM, so `import tvm")
+    assert hook.tvm_hint(ModuleNotFoundError("No module named 'einops'", name="einops")) is None
 
 
 def test_tilelang_engine_maps_onto_tilecraft(hooked):

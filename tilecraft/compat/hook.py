@@ -45,6 +45,14 @@ class NoTvmError(UnmappedModuleError):
     """A TileLang program imported TVM (`import tvm`, `from tilelang import tvm`), which tilecraft lacks."""
 
 
+def tvm_hint(err: BaseException) -> str | None:
+    """The one-line explanation of a failed `import tvm`, or None for any other error."""
+    name = getattr(err, "name", None) or ""
+    if isinstance(err, ModuleNotFoundError) and _is_under(name, TVM):
+        return NO_TVM.format(name=f"import {name}", doc=COMPAT_DOC)
+    return None
+
+
 def _is_under(fullname: str, package: str) -> bool:
     return fullname == package or fullname.startswith(package + ".")
 
@@ -81,8 +89,10 @@ class TileLangFinder(importlib.abc.MetaPathFinder):
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if _is_under(fullname, TVM) or _is_under(fullname, f"{TILELANG}.{TVM}"):
+        if _is_under(fullname, f"{TILELANG}.{TVM}"):
             raise NoTvmError(NO_TVM.format(name=f"import {fullname}", doc=COMPAT_DOC), name=fullname)
+        # A missing `tvm` stays a plain "not found" (None): libraries probe for it with find_spec (torch's
+        # dynamo does, at import). The runner explains the ModuleNotFoundError (`tvm_hint`).
         if not _is_under(fullname, TILELANG):
             return None
         real = counterpart(fullname)
