@@ -293,3 +293,10 @@ def test_generated_gemm_compiles(nvcc, kw, arch, tmp_path):
         return  # cuobjdump without nvdisasm prints nothing useful
     assert ("HGMMA" in sass) == (arch == "sm_90a")
     assert "HMMA" in sass or arch == "sm_90a"
+
+
+def test_disable_wgmma_is_accepted_where_there_is_no_wgmma():
+    func = K.gemm(128, 128, 64, 64, 64, 32)
+    assert tilecraft.lower(func, target="c", pass_configs={"tl.disable_wgmma": True}) is not None
+    assert "tc::gemm_ss<" in tilecraft.lower(func, target=SM80, execution_backend="nvrtc",
+                                              pass_configs={"tl.disable_wgmma": True}).source("cuda-source")  # fmt: skip

@@ -223,7 +223,7 @@ def wgmma_accumulator_coords(
     thread: int, reg: int, m: int, n: int, groups_m: int, groups_n: int
 ) -> tuple[int, int]:
     """The (row, col) that register `reg` of thread `thread` holds in `wgmma_accumulator(m, n, ...)`;
-    the formulas of the PTX figure, which `tc::gemm_wgmma` in tc_cuda.h follows."""
+    the formulas of the PTX figure, which the wgmma gemm template follows."""
     warp, lane = divmod(thread, WARP_SIZE)
     group, w = divmod(warp, WARPGROUP)
     gm, gn = divmod(group, groups_n)
