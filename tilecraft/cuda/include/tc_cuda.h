@@ -264,4 +264,96 @@ TC_DEVICE void gemm_rs(const uint32_t* A, const uint16_t* B, float* C) {
 
 }  // namespace tc
 
+// ------------------------------------------------------------------ wgmma (sm_90a)
+//
+// Used only by kernels compiled for sm_90a; elsewhere nothing here is instantiated, so no wgmma
+// instruction reaches ptxas. `tc_wgmma_op<N>` (one m64nNk16 instruction) is specialized by the code
+// generator for the widths a kernel uses (tilecraft/cuda/wgmma.py).
+
+template <int N>
+struct tc_wgmma_op;
+
+// The shared-memory matrix descriptor (PTX ISA "Matrix Descriptor Format"): start address, leading and
+// stride byte offsets (all >> 4) and the swizzle mode (1: 128-byte, 2: 64-byte, 3: 32-byte) in bits 62-63.
+// tilecraft/cuda/wgmma.py `descriptor` states the same word.
+TC_DEVICE uint64_t tc_wgmma_desc(const void* smem, uint32_t leading, uint32_t stride, uint32_t mode) {
+    return (uint64_t)((tc_smem_addr(smem) & 0x3FFFF) >> 4) | ((uint64_t)((leading >> 4) & 0x3FFF) << 16) |
+           ((uint64_t)((stride >> 4) & 0x3FFF) << 32) | ((uint64_t)mode << 62);
+}
+__host__ __device__ constexpr uint32_t tc_wgmma_mode(int atom) { return atom == 64 ? 1 : atom == 32 ? 2 : 3; }
+TC_DEVICE void tc_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+TC_DEVICE void tc_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+TC_DEVICE void tc_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+// Shared memory written through the generic proxy (stores, cp.async) and read next by wgmma (the async
+// proxy): each writing thread fences before the barrier that publishes the writes.
+TC_DEVICE void tc_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// Pins the accumulator registers at this point: the compiler may not move their reads or writes across
+// it (the asm of an in-flight wgmma names them, the wait does not).
+template <int R>
+TC_DEVICE void tc_wgmma_fence_operands(float* c) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) asm volatile("" : "+f"(c[i])::"memory");
+}
+
+namespace tc {
+
+// Element offset of (row, col) in the canonical wgmma operand layout of a tile with ROWS rows, before the
+// swizzle: column blocks of ATOM elements one after another, ROWS rows of ATOM elements in each
+// (tilecraft/cuda/shared_layout.py wgmma_operand). Rows are multiples of 8 and cols of 16 here, so only
+// the K-major k offset within a swizzle row lands inside a 128-byte line; the hardware swizzles it.
+template <int ROWS, int ATOM>
+TC_DEVICE constexpr int wgmma_offset(int row, int col) {
+    return ((col / ATOM) * ROWS + row) * ATOM + col % ATOM;
+}
+
+// C += op(A) * op(B) for one block tile with wgmma m64nNk16 (sm_90a). A and B are 16-bit shared tiles in
+// the canonical layout with ATOM_A / ATOM_B-element swizzle rows (A is (M, K), K-major, or (K, M),
+// M-major, when TRANS_A; B is (K, N), N-major, or (N, K), K-major, when TRANS_B). The block's warpgroups
+// form a GROUPS_M x GROUPS_N grid; C is this thread's accumulator fragment: warpgroup g = gm * GROUPS_N +
+// gn, warp w of it, register ((mi * (GN/8) + ni) * 4 + half * 2 + b) holds row gm*GM + mi*64 + w*16 +
+// half*8 + lane/4, col gn*GN + ni*8 + (lane%4)*2 + b (tilecraft/layout/fragment.py wgmma_accumulator).
+// Completes before returning (wait_group 0), so the caller may overwrite A and B afterwards.
+template <int M, int N, int K, int GROUPS_M, int GROUPS_N, bool TRANS_A, bool TRANS_B, bool BF16, int ATOM_A,
+          int ATOM_B>
+TC_DEVICE void gemm_wgmma(const uint16_t* A, const uint16_t* B, float* C) {
+    constexpr int GM = M / GROUPS_M, GN = N / GROUPS_N, MI = GM / 64;
+    constexpr int NI = GN < 256 ? GN : 256, NJ = GN / NI, REGS = MI * GN / 2;
+    static_assert(GM % 64 == 0 && GN % 8 == 0 && K % 16 == 0, "gemm tile does not fit wgmma m64nNk16");
+    // rows of the stored tiles and the descriptors' byte offsets (tilecraft/cuda/wgmma.py operand_strides)
+    constexpr int ROWS_A = TRANS_A ? K : M, ROWS_B = TRANS_B ? N : K;
+    constexpr uint32_t LEAD_A = TRANS_A ? ROWS_A * ATOM_A * 2 : 16, STRIDE_A = 8 * ATOM_A * 2;
+    constexpr uint32_t LEAD_B = TRANS_B ? 16 : ROWS_B * ATOM_B * 2, STRIDE_B = 8 * ATOM_B * 2;
+    const int group = threadIdx.x / 128;
+    const int row0 = (group / GROUPS_N) * GM, col0 = (group % GROUPS_N) * GN;
+    const uint64_t desc_a = tc_wgmma_desc(A, LEAD_A, STRIDE_A, tc_wgmma_mode(ATOM_A));
+    const uint64_t desc_b = tc_wgmma_desc(B, LEAD_B, STRIDE_B, tc_wgmma_mode(ATOM_B));
+    tc_wgmma_fence_operands<REGS>(C);
+    tc_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < K; kk += 16) {
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) {
+            const int m0 = row0 + mi * 64;
+            const int a_off = TRANS_A ? wgmma_offset<ROWS_A, ATOM_A>(kk, m0) : wgmma_offset<ROWS_A, ATOM_A>(m0, kk);
+            // the start address field counts 16-byte units; offsets stay inside the 18-bit window
+            const uint64_t da = desc_a + (uint64_t)((a_off * 2) >> 4);
+#pragma unroll
+            for (int nj = 0; nj < NJ; ++nj) {
+                const int n0 = col0 + nj * NI;
+                const int b_off =
+                    TRANS_B ? wgmma_offset<ROWS_B, ATOM_B>(n0, kk) : wgmma_offset<ROWS_B, ATOM_B>(kk, n0);
+                const uint64_t db = desc_b + (uint64_t)((b_off * 2) >> 4);
+                tc_wgmma_op<NI>::template run<BF16, TRANS_A ? 1 : 0, TRANS_B ? 0 : 1>(
+                    C + (mi * (GN / 8) + nj * (NI / 8)) * 4, da, db);
+            }
+        }
+    }
+    tc_wgmma_commit();
+    tc_wgmma_wait<0>();
+    tc_wgmma_fence_operands<REGS>(C);
+}
+
+}  // namespace tc
+
 #endif  // TILECRAFT_TC_CUDA_H
