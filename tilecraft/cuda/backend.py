@@ -6,6 +6,7 @@ from tilecraft.backend.codegen import DeviceCodegen
 from tilecraft.backend.errors import TargetError
 from tilecraft.backend.module import BackendModule
 from tilecraft.backend.registry import register_backend
+from tilecraft.cuda.carver import CUDA
 from tilecraft.cuda.codegen import BINARY_FORMAT, SOURCE_FORMAT, compile_cubin, device_source
 from tilecraft.cuda.pipeline import PIPELINE
 from tilecraft.cuda.target import KIND
@@ -33,7 +34,7 @@ CUDA_BACKEND = register_backend(
             KIND: DeviceCodegen(device_source, compile_cubin, (SOURCE_FORMAT,), (BINARY_FORMAT,))
         },
         execution_backends=(NVRTC, NVCC),
-        callbacks={"processor_count": processor_count},
+        callbacks={"processor_count": processor_count, "carver.arch.CUDA": CUDA},
         dialect="tilecraft.cuda.language",
         doc="NVIDIA GPUs (sm_80+) through CUDA C++: mma.sync tensor cores, cp.async pipelines",
     )
