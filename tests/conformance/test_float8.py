@@ -196,4 +196,4 @@ def test_float8_gemm(backend_ctx, a_fmt, b_fmt, transpose_b):
     _, _, c = run(kernel, backend_ctx, [a, b, np.full((m, n), np.nan, np.float32)])
     bf = b.astype(np.float64)
     ref = a.astype(np.float64) @ (bf.T if transpose_b else bf)
-    assert rel_error(c, ref) <= 1e-6
+    assert rel_error(c, ref) <= 1e-5  # exact products; float32 sums (tensor cores order them freely)

@@ -11,7 +11,8 @@ from tilecraft.ir.stmt import Stmt
 class GemmCall(Stmt):
     """One block tile of `C += op(A) @ op(B)` on tensor cores (`tc::gemm_ss` / `tc::gemm_rs`).
 
-    `a` and `b` are swizzled 16-bit shared tiles (`a` is a register fragment for the "rs" variant);
+    `a` and `b` are swizzled 16-bit shared tiles, or plain row-major float8 tiles that
+    `tc::gemm_ss_fp8` widens to float16 in registers (`a` is a register fragment for the "rs" variant);
     `c` is the accumulator fragment's register array in the mma layout.
     """
 

@@ -57,7 +57,11 @@ class CudaPrinter(CFamilyPrinter):
             a = f"{a} + {self.expr(E.convert(s.a_offset))}"
         if not _is_zero(s.b_offset):
             b = f"{b} + {self.expr(E.convert(s.b_offset))}"
-        if s.variant == "ss":
+        if s.variant == "ss" and s.a.dtype.kind == "float8":
+            formats = ", ".join(str(x.dtype.name == "float8_e5m2").lower() for x in (s.a, s.b))
+            self.line(f"tc::gemm_ss_fp8<{dims}, {str(s.trans_a).lower()}, {str(s.trans_b).lower()}, {formats}>"
+                      f"({a}, {b}, {c});")  # fmt: skip
+        elif s.variant == "ss":
             self.line(f"tc::gemm_ss<{dims}, {str(s.trans_a).lower()}, {flags}>({a}, {b}, {c});")
         else:
             self.line(f"tc::gemm_rs<{dims}, {flags}>((const uint32_t*){a}, {b}, {c});")

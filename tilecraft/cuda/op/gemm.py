@@ -1,5 +1,6 @@
 """T.gemm on CUDA: tensor cores (mma.sync m16n8k16 through ldmatrix from swizzled shared tiles) for
-float16/bfloat16 operands with a float32 accumulator, a per-thread FMA loop otherwise."""
+float16/bfloat16 operands with a float32 accumulator, the same f16 mma with float8 shared operands widened
+in registers, a per-thread FMA loop otherwise."""
 
 from __future__ import annotations
 

@@ -20,7 +20,8 @@ def cuda_strict_layouts(op: S.TileOp, threads: int, target) -> Iterator[tuple[Bu
     plan = plan_gemm(op, threads, target)
     if plan.tensor_cores:
         for region in (op.a, op.b):
-            if region.buffer.scope in ("shared", "shared.dyn"):
+            # 16-bit tiles feed ldmatrix; float8 tiles are read element-wise (tc::gemm_ss_fp8), row-major
+            if region.buffer.scope in ("shared", "shared.dyn") and region.buffer.dtype.bits == 16:
                 row_length = E.const_value(region.buffer.shape[-1])
                 yield region.buffer, swizzle16(row_length), "a tensor-core operand of T.gemm"
     if op.c.buffer.scope == FRAGMENT and plan.c_layout is not None:
