@@ -12,7 +12,8 @@ class GemmCall(Stmt):
     """One block tile of `C += op(A) @ op(B)` on tensor cores (`tc::gemm_ss` / `tc::gemm_rs` /
     `tc::gemm_wgmma`).
 
-    `a` and `b` are swizzled 16-bit shared tiles (`a` is a register fragment for the "rs" variant);
+    `a` and `b` are swizzled 16-bit shared tiles, or plain row-major float8 tiles that
+    `tc::gemm_ss_fp8` widens to float16 in registers (`a` is a register fragment for the "rs" variant);
     `c` is the accumulator fragment's register array in the mma (wgmma) layout. For "wgmma",
     `warps_m` x `warps_n` is the grid of warpgroups and `atom_a` / `atom_b` the swizzle row widths (in
     elements) of the operands' canonical layouts.

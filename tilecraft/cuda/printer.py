@@ -64,6 +64,10 @@ class CudaPrinter(CFamilyPrinter):
         if s.variant == "wgmma":
             atoms = f"{s.atom_a}, {s.atom_b}"
             self.line(f"tc::gemm_wgmma<{dims}, {str(s.trans_a).lower()}, {flags}, {atoms}>({a}, {b}, {c});")
+        elif s.variant == "ss" and s.a.dtype.kind == "float8":
+            formats = ", ".join(str(x.dtype.name == "float8_e5m2").lower() for x in (s.a, s.b))
+            self.line(f"tc::gemm_ss_fp8<{dims}, {str(s.trans_a).lower()}, {str(s.trans_b).lower()}, {formats}>"
+                      f"({a}, {b}, {c});")  # fmt: skip
         elif s.variant == "ss":
             self.line(f"tc::gemm_ss<{dims}, {str(s.trans_a).lower()}, {flags}>({a}, {b}, {c});")
         else:

@@ -11,8 +11,6 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import Mutator, Visitor
 
-UNSUPPORTED_DTYPE_KINDS = ("float8",)
-
 
 class _ThreadUse(Visitor):
     """Finds the first statement that reads a thread index."""
@@ -52,16 +50,6 @@ class _BlockModelCheck(Visitor):
                 target=self.target,
             )
         self.generic_visit(launch)
-
-    def visit_Buffer(self, buf) -> None:
-        if buf.dtype.kind in UNSUPPORTED_DTYPE_KINDS:
-            raise LoweringError(
-                f"buffer {buf.name} has dtype {buf.dtype}, which the CPU target does not support",
-                buf.span,
-                "use float16, bfloat16 or float32 on the CPU target",
-                target=self.target,
-            )
-        self.generic_visit(buf)
 
 
 _COMPARE = {E.LT: int.__lt__, E.LE: int.__le__, E.GT: int.__gt__, E.GE: int.__ge__, E.EQ: int.__eq__,
@@ -123,7 +111,7 @@ def run_thread_groups(mod: IRModule, ctx) -> IRModule:
 
 @module_pass("check-block-model")
 def check_block_model(mod: IRModule, ctx) -> IRModule:
-    """Kernels do not depend on thread indices and use only dtypes the CPU target computes."""
+    """Kernels do not depend on thread indices."""
     checker = _BlockModelCheck(ctx.target)
     for func in mod.functions:
         for p in func.params:

@@ -2,7 +2,8 @@
 //
 // float16 and bfloat16 are stored as their bit patterns (uint16_t) and computed in float32, as on the
 // CPU target; conversions use the PTX cvt instructions, so no CUDA header is needed and NVRTC compiles
-// the translation unit without include paths.
+// the translation unit without include paths. float8 is stored as its byte (uint8_t) and converted in
+// software (the shared tc_soft_fp8.h).
 #ifndef TILECRAFT_TC_CUDA_H
 #define TILECRAFT_TC_CUDA_H
 
@@ -52,6 +53,15 @@ TC_DEVICE float tc_round_f16(float f) { return tc_h2f(tc_f2h(f)); }
 TC_DEVICE float tc_round_bf16(float f) { return tc_bf2f(tc_f2bf(f)); }
 
 #define TC_FN TC_DEVICE
+
+// ------------------------------------------------------------------ float8 (e4m3fn, e5m2)
+// Software conversions, bit for bit torch's casts on every architecture (sm_80 has no fp8 cvt; the
+// sm_89 cvt.satfinite would turn an e5m2 overflow into 57344 where torch gives inf), and no header.
+TC_DEVICE float tc_bits_to_f32(uint32_t u) { return __uint_as_float(u); }
+TC_DEVICE uint32_t tc_f32_to_bits(float f) { return __float_as_uint(f); }
+#define tc_rint rintf
+// @tilecraft-soft-fp8: tilecraft/codegen/include/tc_soft_fp8.h is inserted here
+
 // @tilecraft-common: tilecraft/codegen/include/tc_common.h is inserted here
 
 // ------------------------------------------------------------------ atomics
@@ -259,6 +269,63 @@ TC_DEVICE void gemm_rs(const uint32_t* A, const uint16_t* B, float* C) {
 #pragma unroll
             for (int ni = 0; ni < NT; ++ni)
                 tc_mma_16816<BF16>(C + (mi * NT + ni) * 4, A + (mi * (K / 16) + kk / 16) * 4, b[ni]);
+    }
+}
+
+// ------------------------------------------------------------------ float8 operands on f16 tensor cores
+
+// A float8 value as float16 bits (exact: every e4m3fn and e5m2 value is a float16 value).
+template <bool E5M2>
+TC_DEVICE uint32_t fp8_to_f16(uint8_t b) {
+    if (E5M2) return (uint32_t)b << 8;  // e5m2 is float16 with the low mantissa byte dropped
+    const uint32_t sign = (uint32_t)(b & 0x80u) << 8, mag = b & 0x7fu;
+    if (mag == 0x7fu) return sign | 0x7e00u;                                // NaN
+    if (mag < 8u) return sign | tc_f2h((float)mag * 0.001953125f);          // subnormal: mag * 2^-9
+    return sign | ((mag + (8u << 3)) << 7);                                 // exponent bias 7 -> 15
+}
+
+// Two elements of a row-major float8 tile as one f16x2 register, the first in the low half.
+template <bool E5M2>
+TC_DEVICE uint32_t fp8_pair(const uint8_t* tile, int first, int second) {
+    return fp8_to_f16<E5M2>(tile[first]) | (fp8_to_f16<E5M2>(tile[second]) << 16);
+}
+
+// gemm_ss for float8 tiles (plain row-major, not swizzled): each thread reads the elements of its
+// m16n8k16 operand registers straight from shared memory and widens them to float16, then the f16
+// mma runs; products and float32 accumulation are those of the dequantized operands. Works from
+// sm_80 on (sm_89's e4m3/e5m2 mma would read the bytes without the conversion; not used yet).
+template <int M, int N, int K, int WARPS_M, int WARPS_N, bool TRANS_A, bool TRANS_B, bool A_E5M2, bool B_E5M2>
+TC_DEVICE void gemm_ss_fp8(const uint8_t* A, const uint8_t* B, float* C) {
+    constexpr int WM = M / WARPS_M, WN = N / WARPS_N, MT = WM / 16, NT = WN / 8;
+    static_assert(WM % 16 == 0 && WN % 16 == 0 && K % 16 == 0, "gemm tile does not fit m16n8k16");
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+    const int g = lane / 4, t = (lane % 4) * 2;  // the row (A) / column (B) group and the k pair
+#pragma unroll
+    for (int kk = 0; kk < K; kk += 16) {
+        uint32_t a[MT][4], b[NT][2];
+#pragma unroll
+        for (int mi = 0; mi < MT; ++mi) {
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {  // register q: row +8 when q is odd, k +8 when q >= 2
+                const int m = wm * WM + mi * 16 + g + (q & 1) * 8, k = kk + t + (q >> 1) * 8;
+                a[mi][q] = TRANS_A ? fp8_pair<A_E5M2>(A, k * M + m, (k + 1) * M + m)
+                                   : fp8_pair<A_E5M2>(A, m * K + k, m * K + k + 1);
+            }
+        }
+#pragma unroll
+        for (int ni = 0; ni < NT; ++ni) {
+#pragma unroll
+            for (int q = 0; q < 2; ++q) {  // register q: k rows t, t+1 (+8 for q = 1) of column g
+                const int n = wn * WN + ni * 8 + g, k = kk + t + q * 8;
+                b[ni][q] = TRANS_B ? fp8_pair<B_E5M2>(B, n * K + k, n * K + k + 1)
+                                   : fp8_pair<B_E5M2>(B, k * N + n, (k + 1) * N + n);
+            }
+        }
+#pragma unroll
+        for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+            for (int ni = 0; ni < NT; ++ni) tc_mma_16816<false>(C + (mi * NT + ni) * 4, a[mi], b[ni]);
     }
 }
 

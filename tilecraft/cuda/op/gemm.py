@@ -1,6 +1,7 @@
 """T.gemm on CUDA: tensor cores for float16/bfloat16 operands with a float32 accumulator (wgmma
 m64nNk16 from canonical swizzled shared tiles on sm_90a, mma.sync m16n8k16 through ldmatrix elsewhere
-and where wgmma does not fit), a per-thread FMA loop otherwise."""
+and where wgmma does not fit), the same f16 mma with float8 shared operands widened in registers, a
+per-thread FMA loop otherwise."""
 
 from __future__ import annotations
 

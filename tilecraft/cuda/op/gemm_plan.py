@@ -71,7 +71,10 @@ def _tensor_core_ok(op: S.Gemm, m: int, n: int, k: int) -> bool:
     a, b, c = op.a.dtype, op.b.dtype, op.c.dtype
     shapes = all(is_power_of_two(x) for x in (m, n)) and k % 16 == 0
     placement = op.b.buffer.scope in SHARED and op.a.buffer.scope in (*SHARED, "local.fragment")
-    return a.name in MMA_INPUTS and a == b and c.name == "float32" and shapes and placement
+    # float8 operands (either format, mixed) widen to float16 in registers (tc::gemm_ss_fp8); A must
+    # then come from shared memory, as the "rs" variant takes registers already in f16 mma layout.
+    fp8 = a.kind == "float8" and b.kind == "float8" and op.a.buffer.scope in SHARED
+    return (a.name in MMA_INPUTS and a == b or fp8) and c.name == "float32" and shapes and placement
 
 
 def wgmma_enabled(target, pass_configs) -> bool:
@@ -84,8 +87,8 @@ def _wgmma_plan(op: S.Gemm, threads: int, m: int, n: int, k: int) -> GemmPlan | 
     groups = threads // WARPGROUP_THREADS
     if threads % WARPGROUP_THREADS or not is_power_of_two(groups) or not _tensor_core_ok(op, m, n, k):
         return None
-    if op.a.buffer.scope not in SHARED:
-        return None
+    if op.a.buffer.scope not in SHARED or op.a.dtype.name not in MMA_INPUTS:
+        return None  # float8 operands take tc::gemm_ss_fp8 (widened to f16 for mma.sync)
     if any(len(r.buffer.shape) != 2 for r in (op.a, op.b)):
         return None
     a_k_major, b_k_major = not op.transpose_a, op.transpose_b
@@ -130,7 +133,8 @@ def plan_gemm(op: S.Gemm, threads: int, target, wgmma: bool = False) -> GemmPlan
     if register_a:
         raise LoweringError(
             "a register-resident A operand is only supported on the tensor-core path (float16/bfloat16 "
-            "operands, float32 accumulator, power-of-two tiles with K a multiple of 16)",
+            "operands, float32 accumulator, power-of-two tiles with K a multiple of 16); float8 A must "
+            "be in shared memory",
             op.span,
             "copy A to shared memory first",
             target=target,

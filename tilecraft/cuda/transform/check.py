@@ -28,12 +28,6 @@ class _Check(Visitor):
             target=self.target,
         )
 
-    def visit_Buffer(self, buf) -> None:
-        if buf.dtype.kind == "float8":
-            raise LoweringError(f"buffer {buf.name} has dtype {buf.dtype}, which the CUDA target does not "
-                                "support yet", buf.span, "use float16 or bfloat16", target=self.target)  # fmt: skip
-        self.generic_visit(buf)
-
 
 @module_pass("check-cuda-support")
 def check_cuda_support(mod: IRModule, ctx) -> IRModule:

@@ -24,7 +24,8 @@ def cuda_strict_layouts(
     plan = plan_gemm(op, threads, target, wgmma)
     if plan.tensor_cores:
         for region, atom in ((op.a, plan.atom_a), (op.b, plan.atom_b)):
-            if region.buffer.scope in SHARED:
+            # 16-bit tiles feed ldmatrix or wgmma; float8 tiles are read element-wise (tc::gemm_ss_fp8), row-major
+            if region.buffer.scope in SHARED and region.buffer.dtype.bits == 16:
                 yield (
                     region.buffer,
                     _operand_layout(region.buffer, plan, atom),
