@@ -87,9 +87,41 @@ class ParamInfo:
         raise ArtifactError(f"a kernel parameter must be a Buffer or a Var, got {type(param).__name__}")
 
 
+TENSOR_MAP_SWIZZLES = (0, 32, 64, 128)
+TENSOR_MAP_MAX_RANK = 5
+
+
+@dataclass(frozen=True, eq=False)
+class TensorMapInfo:
+    """A tiled tensor map (a TMA descriptor) the kernel takes by value after its params, encoded by the
+    launcher for each call from the buffer parameter `buffer`'s pointer, shape and strides.
+
+    `box` is the tile one load moves, in elements, innermost dim first (the driver's order), one entry
+    per dim of the buffer; `swizzle` the shared-memory swizzle span in bytes (0: none). Elements past
+    the tensor's edge read as zero.
+    """
+
+    buffer: str
+    dtype: DataType
+    box: tuple[int, ...]
+    swizzle: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "box", tuple(self.box))
+        if not 1 <= len(self.box) <= TENSOR_MAP_MAX_RANK or any(
+            not isinstance(b, int) or b < 1 for b in self.box
+        ):
+            raise ArtifactError(f"tensor map of {self.buffer!r}: box {self.box} must be 1 to 5 positive ints")
+        if self.swizzle not in TENSOR_MAP_SWIZZLES:
+            raise ArtifactError(
+                f"tensor map of {self.buffer!r}: swizzle {self.swizzle} is not one of {TENSOR_MAP_SWIZZLES}"
+            )
+
+
 @dataclass(frozen=True, eq=False)
 class KernelInfo:
-    """One device kernel: its symbol, ABI parameters in order, grid, block, shared memory, cluster."""
+    """One device kernel: its symbol, ABI parameters in order, grid, block, shared memory, cluster, and
+    the tensor maps it takes after its parameters."""
 
     symbol: str
     params: tuple[ParamInfo, ...]
@@ -97,9 +129,17 @@ class KernelInfo:
     block: tuple[int, ...]
     dynamic_smem: int = 0
     cluster: tuple[int, ...] = (1, 1, 1)
+    tensor_maps: tuple[TensorMapInfo, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", tuple(self.params))
+        object.__setattr__(self, "tensor_maps", tuple(self.tensor_maps))
+        buffers = {p.name for p in self.params if p.kind == "buffer"}
+        for tm in self.tensor_maps:
+            if tm.buffer not in buffers:
+                raise ArtifactError(
+                    f"kernel {self.symbol}: tensor map of {tm.buffer!r}, which is not a buffer parameter"
+                )
         object.__setattr__(self, "grid", tuple(self.grid))
         object.__setattr__(self, "block", tuple(self.block))
         object.__setattr__(self, "cluster", tuple(self.cluster))
@@ -341,7 +381,7 @@ def _hints(cls: type) -> dict[str, Any]:
     from tilecraft.ir import DataType, Expr, Var
 
     names = {"DataType": DataType, "Expr": Expr, "Var": Var, "Target": Target, "ParamInfo": ParamInfo,
-             "KernelInfo": KernelInfo}  # fmt: skip
+             "KernelInfo": KernelInfo, "TensorMapInfo": TensorMapInfo}  # fmt: skip
     return typing.get_type_hints(cls, localns=names)
 
 

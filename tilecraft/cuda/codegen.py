@@ -4,15 +4,19 @@ Formats:
 - `cuda-source`: one self-contained translation unit: the text of include/tc_cuda.h, the wgmma
   instructions the kernels use (sm_90a; tilecraft/cuda/wgmma.py), then one
   `extern "C" __global__` kernel per T.Kernel, taking the kernel's params in KernelInfo order
-  (buffers as device pointers, scalars by value) and its shared memory as dynamic shared memory.
+  (buffers as device pointers, scalars by value), then its tensor maps (`KernelInfo.tensor_maps`, as
+  `const __grid_constant__ tc_tensor_map`), and its shared memory as dynamic shared memory; TMA
+  kernels also hold their mbarriers in static shared memory.
 - `cubin`: the compiled entry's output for the target's arch (nvcc).
 The CUDA execution backends launch kernels from the KernelInfo records; no host source is needed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+from tilecraft.backend.artifact import KernelInfo, TensorMapInfo
 from tilecraft.backend.codegen import DeviceCode
 from tilecraft.codegen import headers
 from tilecraft.codegen.c_family import storage_type, value_type
@@ -58,6 +62,54 @@ def shared_alignment(body: S.Stmt):
     return lambda buf: WGMMA_ALIGN if id(buf) in operands else SHARED_ALIGN
 
 
+def _tma(body: S.Stmt) -> tuple[dict[int, tuple[int, int]], dict[tuple, int]]:
+    """The kernel's mbarrier rings (ring -> (barriers, arrivals per phase)) and tensor maps ((buffer
+    name, box, swizzle) -> index), in the order they first appear."""
+    from tilecraft.cuda.ir import MbarRing, TmaCopy
+
+    rings: dict[int, tuple[int, int]] = {}
+    maps: dict[tuple, int] = {}
+    for n in walk(body):
+        if isinstance(n, MbarRing):
+            rings[n.ring] = (n.stages, n.arrivals)
+        elif isinstance(n, TmaCopy):
+            if n.ring == 0:
+                rings.setdefault(0, (1, 1))
+            for load in n.loads:
+                maps.setdefault((load.src.name, load.box, load.swizzle), len(maps))
+    return rings, maps
+
+
+def _ring_bases(rings: dict[int, tuple[int, int]]) -> dict[int, int]:
+    bases, total = {}, 0
+    for ring, (count, _) in rings.items():
+        bases[ring] = total
+        total += count
+    return bases
+
+
+def _tensor_map_infos(func: PrimFunc, maps: dict[tuple, int]) -> tuple[TensorMapInfo, ...]:
+    dtypes = {p.name: p.dtype for p in func.params if isinstance(p, Buffer)}
+    return tuple(TensorMapInfo(name, dtypes[name], box, swizzle) for name, box, swizzle in maps)
+
+
+def _declare_barriers(printer: CudaPrinter, rings: dict[int, tuple[int, int]]) -> None:
+    """The mbarriers, initialised by one thread and published to every thread and the TMA unit."""
+    total = sum(count for count, _ in rings.values())
+    printer.line(f"__shared__ __align__(8) uint64_t tc_mbar[{total}];")
+    for ring in rings:
+        printer.line(f"uint32_t tc_phase{ring} = 0u;  // the parity each barrier of ring {ring} waits for")
+    printer.line("if (tc_leader()) {")
+    base = _ring_bases(rings)
+    for ring, (count, arrivals) in rings.items():
+        printer.line(
+            f"    for (int i = {base[ring]}; i < {base[ring] + count}; ++i) tc_mbar_init(&tc_mbar[i], {arrivals});"
+        )
+    printer.line("    tc_mbar_init_fence();")
+    printer.line("}")
+    printer.line("__syncthreads();")
+
+
 def _written(func: PrimFunc) -> set[int]:
     from tilecraft.cuda.ir import AsyncCopy, VectorCopy, VectorZero
     from tilecraft.ir.lowered import AtomicUpdate
@@ -85,10 +137,14 @@ def kernel_source(func: PrimFunc) -> str:
     launch: S.KernelLaunch = func.body
     plan = plan_storage(launch.body, SHARED_SCOPES, SHARED_ALIGN, shared_alignment)
     wgmma = bool(_wgmma_calls(launch.body))
-    printer = CudaPrinter(plan.offsets, async_proxy_fence=wgmma)
+    rings, maps = _tma(launch.body)
+    printer = CudaPrinter(
+        plan.offsets, async_proxy_fence=wgmma, ring_base=_ring_bases(rings), tensor_maps=maps
+    )
     printer.reserve("tc_smem")
     written = _written(func)
-    params = ", ".join(_param(printer, p, written) for p in func.params)
+    params = ", ".join([_param(printer, p, written) for p in func.params]
+                       + [f"const __grid_constant__ tc_tensor_map tc_tmap{i}" for i in range(len(maps))])  # fmt: skip
     threads = 1
     for t in launch.threads:
         threads *= t
@@ -107,6 +163,8 @@ def kernel_source(func: PrimFunc) -> str:
         printer.line(f"const int32_t {printer.name(var)} = (int32_t)blockIdx.{'xyz'[k]};")
     for k, var in enumerate(launch.thread_vars):
         printer.line(f"const int32_t {printer.name(var)} = (int32_t)threadIdx.{'xyz'[k]};")
+    if rings:
+        _declare_barriers(printer, rings)
     printer.stmt(launch.body)
     head = f'extern "C" __global__ void __launch_bounds__({threads}) {func.name}({params})'
     return f"{head} {{\n{printer.text()}\n}}\n"
@@ -121,8 +179,14 @@ def device_source(mod: IRModule, ctx) -> DeviceCode:
     return DeviceCode(
         sources={SOURCE_FORMAT: "\n".join(parts)},
         entry_symbols=tuple(f.name for f in mod.functions),
-        kernels=tuple(launch_info(f) for f in mod.functions),
+        kernels=tuple(_kernel_info(f) for f in mod.functions),
     )
+
+
+def _kernel_info(func: PrimFunc) -> KernelInfo:
+    info = launch_info(func)
+    _, maps = _tma(func.body.body)
+    return dataclasses.replace(info, tensor_maps=_tensor_map_infos(func, maps)) if maps else info
 
 
 def compile_cubin(code: DeviceCode, ctx) -> DeviceCode:

@@ -35,6 +35,9 @@ class GemmCall(Stmt):
     b_offset: Expr | int = 0
     atom_a: int = 0
     atom_b: int = 0
+    # "wgmma" only: wgmma groups left in flight when the call returns (1 inside a pipelined k loop whose
+    # stages are retired by the next call; WgmmaWait after the loop completes the last one)
+    wait: int = 0
 
 
 @node
@@ -94,12 +97,67 @@ class VectorStore(Stmt):
     values: tuple[Expr, ...]
 
 
+@node
+class TmaLoad(Stmt):
+    """One `cp.async.bulk.tensor` of the box at `coords` (elements, innermost dim first) of the global
+    buffer `src`, through the tensor map (src, `box`, `swizzle`), into `dst[dst_offset]` (elements of
+    the shared tile; the box lands there in the swizzled layout the map names)."""
+
+    dst: Buffer
+    dst_offset: Expr
+    src: Buffer
+    box: tuple[int, ...]
+    swizzle: int
+    coords: tuple[Expr, ...]
+
+
+@node
+class TmaCopy(Stmt):
+    """A tile loaded by TMA: one elected thread announces `bytes` on mbarrier `stage` of `ring` and
+    issues `loads`, which complete on it. Ring 0 is the kernel's synchronous barrier: every thread
+    waits for the tile right after the issue. Other rings belong to a pipelined loop, which waits
+    with MbarWait where it consumes the stage."""
+
+    loads: tuple[TmaLoad, ...]
+    bytes: int
+    ring: int = 0
+    stage: Expr | int = 0
+
+
+@node
+class MbarWait(Stmt):
+    """Every thread waits for the current phase of mbarrier `stage` of `ring` (and flips its phase bit)."""
+
+    ring: int
+    stage: Expr | int
+
+
+@node
+class MbarRing(Stmt):
+    """Declares `ring` as `stages` mbarriers of the kernel, each completing a phase after `arrivals`
+    TmaCopy arrivals (one per copy of a stage) and their bytes (ring 0, the synchronous one: 1 and 1)."""
+
+    ring: int
+    stages: int
+    arrivals: int = 1
+
+
+@node
+class WgmmaWait(Stmt):
+    """Wait until at most `pending` wgmma groups are in flight, then pin the accumulators `c`."""
+
+    pending: int
+    c: tuple[Buffer, ...]
+
+
 def shared_accesses(node) -> tuple[tuple[Buffer, ...], tuple[Buffer, ...]] | None:
     """The buffers a CUDA statement reads and writes, for barrier insertion (None: not ours)."""
     if isinstance(node, GemmCall):
         return (node.a, node.b), (node.c,)
     if isinstance(node, (AsyncCopy, VectorCopy)):
         return (node.src,), (node.dst,)
+    if isinstance(node, TmaCopy):
+        return (), tuple(load.dst for load in node.loads)
     if isinstance(node, (VectorZero, VectorStore)):
         return (), (node.dst,)
     return None

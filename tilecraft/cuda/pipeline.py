@@ -8,8 +8,9 @@ from tilecraft.backend.pipeline import PassPipeline, module_pass
 from tilecraft.cuda.codegen import shared_alignment
 from tilecraft.cuda.ir import shared_accesses
 from tilecraft.cuda.op import OP_TABLE
+from tilecraft.cuda.op.copy import lower_copy
 from tilecraft.cuda.op.gemm import lower_gemm
-from tilecraft.cuda.op.gemm_plan import wgmma_enabled
+from tilecraft.cuda.op.gemm_plan import tma_enabled, wgmma_enabled
 from tilecraft.cuda.target import KIND
 from tilecraft.cuda.transform.check import check_cuda_support
 from tilecraft.cuda.transform.pipeline import inject_software_pipeline
@@ -59,10 +60,15 @@ def cuda_infer_layouts(mod: IRModule, ctx) -> IRModule:
 
 @module_pass("lower-to-threads")
 def cuda_lower_to_threads(mod: IRModule, ctx) -> IRModule:
-    """Tile ops and T.Parallel nests are per-thread code; fragments are per-thread register arrays."""
+    """Tile ops and T.Parallel nests are per-thread code; fragments are per-thread register arrays;
+    on sm_90a, copies into wgmma operand tiles are TMA loads unless tl.disable_tma_lower is set."""
+
+    tma = tma_enabled(ctx.pass_configs)
 
     def make(wgmma: bool):
-        return lower_to_threads({**OP_TABLE, S.Gemm: partial(lower_gemm, wgmma=wgmma)})
+        # TMA loads fill wgmma operand tiles, so they exist where wgmma does
+        copy = partial(lower_copy, tma=wgmma and tma)
+        return lower_to_threads({**OP_TABLE, S.Gemm: partial(lower_gemm, wgmma=wgmma), S.Copy: copy})
 
     return _per_function(mod, ctx, make)
 
@@ -84,7 +90,7 @@ PIPELINE = PassPipeline(
         guard_accesses,  # T.Parallel loads/stores of global memory past an edge: zero / skipped
         cuda_infer_layouts,  # fragment layouts (mma/wgmma accumulators, propagation, defaults); gemm tiles
         cuda_lower_to_threads,  # tile ops and T.Parallel nests -> per-thread code; fragments -> registers
-        inject_software_pipeline,  # T.Pipelined with cp.async -> multi-stage ring buffers
+        inject_software_pipeline,  # T.Pipelined with cp.async / TMA (mbarrier ring) -> multi-stage buffers
         apply_shared_layouts,  # swizzled shared tiles addressed by physical offsets
         simplify_pass,  # fold the per-thread index arithmetic
         widen_index_arithmetic,  # int64 where an index value may not fit its dtype

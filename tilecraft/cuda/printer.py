@@ -9,7 +9,19 @@ threadIdx/blockIdx once at the top of the kernel.
 from __future__ import annotations
 
 from tilecraft.codegen.c_family import CFamilyPrinter, static_size, storage_type, value_type
-from tilecraft.cuda.ir import AsyncCommit, AsyncCopy, AsyncWait, GemmCall, VectorCopy, VectorStore, VectorZero
+from tilecraft.cuda.ir import (
+    AsyncCommit,
+    AsyncCopy,
+    AsyncWait,
+    GemmCall,
+    MbarRing,
+    MbarWait,
+    TmaCopy,
+    VectorCopy,
+    VectorStore,
+    VectorZero,
+    WgmmaWait,
+)
 from tilecraft.ir import expr as E
 from tilecraft.ir.buffer import Buffer
 
@@ -26,9 +38,13 @@ class CudaPrinter(CFamilyPrinter):
     print_where = "[block %d,%d,%d thread %d] "
     print_ids = "(int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z, (int)threadIdx.x"
 
-    def __init__(self, shared_offsets: dict[int, int] | None = None, async_proxy_fence: bool = False) -> None:
+    def __init__(self, shared_offsets: dict[int, int] | None = None, async_proxy_fence: bool = False,
+                 ring_base: dict[int, int] | None = None, tensor_maps: dict[tuple, int] | None = None) -> None:  # fmt: skip
         super().__init__()
         self.shared_offsets = shared_offsets or {}
+        # mbarrier ring -> index of its first barrier in tc_mbar; (buffer, box, swizzle) -> tc_tmap<i>
+        self.ring_base = ring_base or {}
+        self.tensor_maps = tensor_maps or {}
         if async_proxy_fence:
             # wgmma reads shared memory through the async proxy: generic writes (stores, cp.async) must
             # be fenced by their writer before the barrier that publishes them
@@ -62,7 +78,7 @@ class CudaPrinter(CFamilyPrinter):
         if not _is_zero(s.b_offset):
             b = f"{b} + {self.expr(E.convert(s.b_offset))}"
         if s.variant == "wgmma":
-            atoms = f"{s.atom_a}, {s.atom_b}"
+            atoms = f"{s.atom_a}, {s.atom_b}" + (f", {s.wait}" if s.wait else "")
             self.line(f"tc::gemm_wgmma<{dims}, {str(s.trans_a).lower()}, {flags}, {atoms}>({a}, {b}, {c});")
         elif s.variant == "ss" and s.a.dtype.kind == "float8":
             formats = ", ".join(str(x.dtype.name == "float8_e5m2").lower() for x in (s.a, s.b))
@@ -78,6 +94,54 @@ class CudaPrinter(CFamilyPrinter):
         dst = f"{self.name(s.dst)} + {self.expr(s.dst_offset)}"
         src = f"{self.name(s.src)} + {self.expr(s.src_offset)}"
         self.line(f"{fn}({dst}, {src}, {self.expr(s.valid)});")
+
+    def _barrier(self, ring: int, stage) -> str:
+        base = self.ring_base[ring]
+        return (
+            f"&tc_mbar[{base} + {self.expr(E.convert(stage))}]"
+            if not _is_zero(stage)
+            else f"&tc_mbar[{base}]"
+        )
+
+    def _s_TmaCopy(self, s: TmaCopy) -> None:
+        bar = self._barrier(s.ring, s.stage)
+        self.line("if (tc_leader()) {")
+        self.indent += 1
+        self.line(f"tc_mbar_expect_tx({bar}, {s.bytes}u);")
+        for load in s.loads:
+            tmap = self.tensor_maps[(load.src.name, load.box, load.swizzle)]
+            coords = ", ".join(f"(int32_t)({self.expr(c)})" for c in load.coords)
+            dst = f"{self.name(load.dst)} + {self.expr(load.dst_offset)}"
+            self.line(f"tc_tma_load<{len(load.coords)}>({dst}, tc_tmap{tmap}, {{{coords}}}, {bar});")
+        self.indent -= 1
+        self.line("}")
+        if s.ring == 0:
+            self._wait(0, 0)
+
+    def _wait(self, ring: int, stage) -> None:
+        if _is_zero(stage):
+            self.line(f"tc_mbar_wait({self._barrier(ring, 0)}, tc_phase{ring} & 1u);")
+            self.line(f"tc_phase{ring} ^= 1u;")
+            return
+        st = self.expr(E.convert(stage))
+        self.line("{")
+        self.line(f"    const int32_t tc_stage = {st};")
+        self.line(
+            f"    tc_mbar_wait(&tc_mbar[{self.ring_base[ring]} + tc_stage], (tc_phase{ring} >> tc_stage) & 1u);"
+        )
+        self.line(f"    tc_phase{ring} ^= 1u << tc_stage;")
+        self.line("}")
+
+    def _s_MbarWait(self, s: MbarWait) -> None:
+        self._wait(s.ring, s.stage)
+
+    def _s_MbarRing(self, s: MbarRing) -> None:
+        pass  # declared at the kernel's top (codegen.kernel_source)
+
+    def _s_WgmmaWait(self, s: WgmmaWait) -> None:
+        self.line(f"tc_wgmma_wait<{s.pending}>();")
+        for c in s.c:
+            self.line(f"tc_wgmma_fence_operands<{static_size(c)}>({self.name(c)});")
 
     def _s_AsyncCommit(self, s: AsyncCommit) -> None:
         self.line("tc_cp_async_commit();")

@@ -123,7 +123,10 @@ BACKEND_READ: Mapping[str, str] = {
 }
 
 _NO_PASS = "tunes a TVM/TileLang pass that tilecraft does not have"
-_NO_HOPPER = "TMA, warp specialization and WGMMA are not generated yet, so there is nothing to turn off"
+_NO_HOPPER = (
+    "warp specialization is not generated yet (TMA loads and wgmma are: see tl.disable_tma_lower and "
+    "tl.disable_wgmma), so there is nothing to turn off"
+)
 _DEBUG_OUTPUT = "debug output of TileLang's own passes; use TILECRAFT_DUMP_IR or Kernel.source here"
 _PTXAS = "pass the ptxas option in tl.device_compile_flags (e.g. '--ptxas-options=-v') where ptxas is used"
 _SIMPLIFY_SUBKEY = "an option inside TileLang's tl.Simplify dict; tilecraft's simplifier takes no options"
@@ -147,7 +150,8 @@ NO_EFFECT: Mapping[str, str] = {
     K.TL_ENABLE_REDUCER_PLAN_VERBOSE: _DEBUG_OUTPUT,
     K.TL_LAYOUT_COST_MODEL: "tilecraft's layout inference has a single cost model",
     K.TL_REDUCER_FORCE_BASELINE: _NO_PASS,
-    K.TL_DISABLE_TMA_LOWER: _NO_HOPPER,
+    K.TL_DISABLE_TMA_LOWER: "read by the backends that have TMA loads (sm_90a), which then fill wgmma operand "
+    "tiles with cp.async; elsewhere there is no TMA path to turn off",
     K.TL_DISABLE_SAFE_MEMORY_ACCESS: _NO_PASS,
     K.TL_DISABLE_VECTORIZE_256: "256-bit LDG/STG are not generated",
     K.TL_ENABLE_ASYNC_COPY: "cp.async is used for copies inside T.Pipelined on targets that have it",

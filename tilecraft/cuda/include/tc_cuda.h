@@ -355,6 +355,59 @@ TC_DEVICE void tc_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;
 // Shared memory written through the generic proxy (stores, cp.async) and read next by wgmma (the async
 // proxy): each writing thread fences before the barrier that publishes the writes.
 TC_DEVICE void tc_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// ------------------------------------------------------------------ TMA and mbarriers (sm_90a)
+//
+// A tiled tensor map (CUtensorMap: 128 opaque bytes, 64-byte aligned) encoded by the launcher with
+// cuTensorMapEncodeTiled and passed as a `const __grid_constant__` kernel parameter.
+struct alignas(64) tc_tensor_map {
+    uint64_t opaque[16];
+};
+TC_DEVICE bool tc_leader() { return threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0; }
+// One arrival (the leader's expect-tx) completes a phase once the transfers have delivered their bytes.
+TC_DEVICE void tc_mbar_init(uint64_t* bar, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(tc_smem_addr(bar)), "r"(count) : "memory");
+}
+// Barrier initialisation is made visible to the async proxy (the TMA unit) before any thread uses it.
+TC_DEVICE void tc_mbar_init_fence() {
+    asm volatile("fence.mbarrier_init.release.cluster;\nfence.proxy.async.shared::cta;\n" ::: "memory");
+}
+TC_DEVICE void tc_mbar_expect_tx(uint64_t* bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(tc_smem_addr(bar)), "r"(bytes)
+                 : "memory");
+}
+// Waits until the phase of parity `parity` has completed.
+TC_DEVICE void tc_mbar_wait(uint64_t* bar, uint32_t parity) {
+    asm volatile(
+        "{\n.reg .pred done;\nTC_WAIT:\n"  // labels are local to the braces
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra TC_WAIT;\n}\n" ::"r"(tc_smem_addr(bar)),
+        "r"(parity)
+        : "memory");
+}
+// cp.async.bulk.tensor: the box at `c` (innermost coordinate first, in elements; negative and past the
+// edge read zero) of the tensor `map` describes, into shared memory at `dst`; completes on `bar`.
+template <int RANK>
+TC_DEVICE void tc_tma_load(void* dst, const tc_tensor_map& map, const int32_t (&c)[RANK], uint64_t* bar) {
+    const uint64_t desc = reinterpret_cast<uint64_t>(&map);
+    const uint32_t d = tc_smem_addr(dst), b = tc_smem_addr(bar);
+    if constexpr (RANK == 1) {
+        asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3}], [%2];\n"
+                     ::"r"(d), "l"(desc), "r"(b), "r"(c[0]) : "memory");
+    } else if constexpr (RANK == 2) {
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n"
+                     ::"r"(d), "l"(desc), "r"(b), "r"(c[0]), "r"(c[1]) : "memory");
+    } else if constexpr (RANK == 3) {
+        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n"
+                     ::"r"(d), "l"(desc), "r"(b), "r"(c[0]), "r"(c[1]), "r"(c[2]) : "memory");
+    } else if constexpr (RANK == 4) {
+        asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2];\n"
+                     ::"r"(d), "l"(desc), "r"(b), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]) : "memory");
+    } else {
+        asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2];\n"
+                     ::"r"(d), "l"(desc), "r"(b), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]) : "memory");
+    }
+}
+
 // Pins the accumulator registers at this point: the compiler may not move their reads or writes across
 // it (the asm of an in-flight wgmma names them, the wait does not).
 template <int R>
@@ -380,9 +433,11 @@ TC_DEVICE constexpr int wgmma_offset(int row, int col) {
 // form a GROUPS_M x GROUPS_N grid; C is this thread's accumulator fragment: warpgroup g = gm * GROUPS_N +
 // gn, warp w of it, register ((mi * (GN/8) + ni) * 4 + half * 2 + b) holds row gm*GM + mi*64 + w*16 +
 // half*8 + lane/4, col gn*GN + ni*8 + (lane%4)*2 + b (tilecraft/layout/fragment.py wgmma_accumulator).
-// Completes before returning (wait_group 0), so the caller may overwrite A and B afterwards.
+// Returns with at most WAIT groups of this thread's wgmmas in flight: with 0 the call has completed, so
+// the caller may overwrite A and B and read C; with 1 (a pipelined k loop) only this call's group may
+// still run, and the loop's last call is followed by tc_wgmma_wait<0> before C is read.
 template <int M, int N, int K, int GROUPS_M, int GROUPS_N, bool TRANS_A, bool TRANS_B, bool BF16, int ATOM_A,
-          int ATOM_B>
+          int ATOM_B, int WAIT = 0>
 TC_DEVICE void gemm_wgmma(const uint16_t* A, const uint16_t* B, float* C) {
     constexpr int GM = M / GROUPS_M, GN = N / GROUPS_N, MI = GM / 64;
     constexpr int NI = GN < 256 ? GN : 256, NJ = GN / NI, REGS = MI * GN / 2;
@@ -417,7 +472,7 @@ TC_DEVICE void gemm_wgmma(const uint16_t* A, const uint16_t* B, float* C) {
         }
     }
     tc_wgmma_commit();
-    tc_wgmma_wait<0>();
+    tc_wgmma_wait<WAIT>();
     tc_wgmma_fence_operands<REGS>(C);
 }
 

@@ -6,11 +6,19 @@ Copies not touching a fragment are cooperative: the block's threads split the re
 chunks where alignment allows (with `cp.async` from global into shared memory inside a pipelined
 loop, so the pipeline pass can overlap them), element by element otherwise (the shared SIMT copy),
 with edge predicates on global operands either way. T.fill is the shared SIMT fill.
+
+On sm_90a (`tma=True`), a copy from global memory into a wgmma operand tile is a TMA load (`TmaCopy`):
+one box per swizzle column block of the tile, through a tensor map whose swizzle span is the tile's
+(so the boxes land in the canonical layout wgmma reads) and whose edges read zero. A copy into such a
+tile that TMA cannot do stays on the 16-byte chunks, with a note under TILECRAFT_VERBOSE.
 """
 
 from __future__ import annotations
 
-from tilecraft.cuda.ir import AsyncCopy, VectorCopy, VectorStore, VectorZero
+import sys
+
+from tilecraft import settings
+from tilecraft.cuda.ir import AsyncCopy, TmaCopy, TmaLoad, VectorCopy, VectorStore, VectorZero
 from tilecraft.cuda.shared_layout import SharedLayout
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
@@ -27,7 +35,16 @@ SHARED = ("shared", "shared.dyn")
 CHUNK = 16
 
 
-def lower_copy(op: S.Copy, ctx) -> S.Stmt:
+TMA_MAX_RANK = 5
+TMA_MAX_BOX = 256
+
+
+def lower_copy(op: S.Copy, ctx, tma: bool = False) -> S.Stmt:
+    """`tma` allows TMA loads into wgmma operand tiles (sm_90a without tl.disable_tma_lower)."""
+    if tma:
+        loads = _tma_copy(op, ctx)
+        if loads is not None:
+            return loads
     frag = fragment_side(op)
     if frag is not None:
         stores = _vector_fragment_store(op, frag, ctx)
@@ -36,6 +53,74 @@ def lower_copy(op: S.Copy, ctx) -> S.Stmt:
     if vector is not None:
         return vector
     return element_copy(op, ctx)
+
+
+# ---------------------------------------------------------------- TMA (sm_90a)
+
+
+def _tma_copy(op: S.Copy, ctx) -> S.Stmt | None:
+    """The copy as TMA boxes into a wgmma operand tile, or None (not such a copy, or TMA cannot do it)."""
+    src, dst = op.src, op.dst
+    layout = ctx.shared_layouts.get(id(dst.buffer))
+    if src.buffer.scope != "global" or not isinstance(layout, SharedLayout) or layout.kind != "wgmma":
+        return None
+    reason = _tma_refusal(op, layout)
+    if reason is not None:
+        _note(op, reason)
+        return None
+    rank = len(src.buffer.shape)
+    mins = [r.min for r in src.ranges]
+    box = (layout.atom, layout.rows) + (1,) * (rank - 2)
+    loads = []
+    for block in range(layout.row_length // layout.atom):
+        inner = E.add(mins[-1], block * layout.atom)
+        coords = (inner, *reversed(mins[:-1]))
+        offset = E.const(block * layout.rows * layout.atom)
+        loads.append(TmaLoad(dst.buffer, offset, src.buffer, box, layout.swizzle_bytes, coords, span=op.span))
+    nbytes = layout.rows * layout.row_length * dst.dtype.bytes
+    return TmaCopy(tuple(loads), nbytes, span=op.span)
+
+
+def _tma_refusal(op: S.Copy, layout: SharedLayout) -> str | None:
+    """Why TMA cannot do this copy into a wgmma tile (None: it can)."""
+    src, dst = op.src, op.dst
+    if S.annotation(op.annotations, "disable_tma"):
+        return "T.copy(..., disable_tma=True)"
+    if src.dtype != dst.dtype or dst.dtype.bits != 16:
+        return f"a {src.dtype} -> {dst.dtype} copy (TMA moves 16-bit tiles unconverted here)"
+    if src.buffer.strides:
+        return f"{src.buffer.name} has explicit strides"
+    rank = len(src.buffer.shape)
+    if not 2 <= rank <= TMA_MAX_RANK:
+        return f"{src.buffer.name} has {rank} dims (TMA: 2 to {TMA_MAX_RANK} here)"
+    extents = [E.const_value(r.extent) for r in src.ranges]
+    if not all(isinstance(e, int) for e in extents):
+        return "the region's extents are not constants"
+    tile = [E.const_value(d) for d in dst.buffer.shape]
+    if len(tile) != 2 or not _whole_region(dst) or extents[-2:] != tile or any(e != 1 for e in extents[:-2]):
+        return "the region is not a whole 2-D tile taken from the last two dims of the tensor"
+    if layout.rows > TMA_MAX_BOX:
+        return f"the tile has {layout.rows} rows (a TMA box has at most {TMA_MAX_BOX})"
+    elems = CHUNK // dst.dtype.bytes
+    if not Analyzer().can_prove(E.compare(E.EQ, E.floormod(src.buffer.shape[-1], elems), 0)):
+        return f"rows of {src.buffer.name} are not provably a multiple of 16 bytes (TMA's stride rule)"
+    return None
+
+
+def _whole_region(region: BufferRegion) -> bool:
+    return all(
+        E.const_value(r.min) == 0 and E.const_value(r.extent) == E.const_value(d)
+        for r, d in zip(region.ranges, region.buffer.shape)
+    )
+
+
+def _note(op: S.Copy, reason: str) -> None:
+    if settings.get("TILECRAFT_VERBOSE"):
+        where = f"{op.span.file}:{op.span.line}: " if op.span is not None else ""
+        print(
+            f"tilecraft: {where}T.copy into a wgmma tile stays on cp.async (no TMA): {reason}",
+            file=sys.stderr,
+        )
 
 
 # ---------------------------------------------------------------- fragment runs to global memory

@@ -21,6 +21,7 @@ from tilecraft.transform.simt.gemm import gemm_shape
 MMA_INPUTS = ("float16", "bfloat16")
 SHARED = ("shared", "shared.dyn")
 DISABLE_WGMMA = "tl.disable_wgmma"  # TileLang's pass config: the mma.sync path on sm_90a too
+DISABLE_TMA = "tl.disable_tma_lower"  # TileLang's pass config: no TMA loads (cp.async instead)
 WGMMA_ARCH = "sm_90a"
 WARPGROUP_THREADS = 128
 
@@ -80,6 +81,11 @@ def _tensor_core_ok(op: S.Gemm, m: int, n: int, k: int) -> bool:
 def wgmma_enabled(target, pass_configs) -> bool:
     """wgmma is used on sm_90a unless the kernel's pass configs set tl.disable_wgmma."""
     return target.attr("arch") == WGMMA_ARCH and not bool(pass_configs.get(DISABLE_WGMMA, False))
+
+
+def tma_enabled(pass_configs) -> bool:
+    """TMA loads into wgmma operand tiles unless the kernel's pass configs set tl.disable_tma_lower."""
+    return not bool(pass_configs.get(DISABLE_TMA, False))
 
 
 def _wgmma_plan(op: S.Gemm, threads: int, m: int, n: int, k: int) -> GemmPlan | None:

@@ -6,6 +6,13 @@ loop becomes: a prologue issuing tiles 0 .. s-2; then per iteration k: wait unti
 (`cp.async.wait_group s-2`), a barrier (tile k visible, tile k-1 no longer read), issue tile k+s-1,
 run the consumer on stage k % s. Every iteration commits one group (possibly empty), so the group
 count stays exact. Async copies the schema does not fit are made synchronous (commit, wait 0) in place.
+
+TMA producers (`TmaCopy`, sm_90a) fill the stages through a ring of `s` mbarriers: the elected thread
+announces each tile's bytes on the barrier of its stage, every thread waits on that barrier (its phase
+bit, kept per ring) before consuming the stage. When the producers are all TMA and the consumer is only
+wgmma gemms, the gemms leave their last group in flight (`wait_group 1`): iteration k waits for tile
+k, issues its wgmmas (retiring iteration k-1's), meets the others at a barrier, and only then refills
+stage (k-1) % s with tile k+s-1; a `wait_group 0` after the loop completes the last group.
 """
 
 from __future__ import annotations
@@ -13,7 +20,17 @@ from __future__ import annotations
 import dataclasses
 
 from tilecraft.backend.pipeline import module_pass
-from tilecraft.cuda.ir import AsyncCommit, AsyncCopy, AsyncWait, GemmCall
+from tilecraft.cuda.ir import (
+    AsyncCommit,
+    AsyncCopy,
+    AsyncWait,
+    GemmCall,
+    MbarRing,
+    MbarWait,
+    TmaCopy,
+    TmaLoad,
+    WgmmaWait,
+)
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
@@ -31,9 +48,20 @@ def _stmts(body: S.Stmt) -> list[S.Stmt]:
 
 def _is_producer(s: S.Stmt) -> bool:
     leaves = [
-        n for n in walk(s) if isinstance(n, S.Stmt) and not isinstance(n, (S.For, S.IfThenElse, S.SeqStmt))
+        n
+        for n in walk(s)
+        if isinstance(n, S.Stmt) and not isinstance(n, (S.For, S.IfThenElse, S.SeqStmt, TmaLoad))
     ]
-    return bool(leaves) and all(isinstance(n, AsyncCopy) for n in leaves)
+    return bool(leaves) and all(isinstance(n, (AsyncCopy, TmaCopy)) for n in leaves)
+
+
+def _is_async(n) -> bool:
+    return isinstance(n, (AsyncCopy, TmaCopy))
+
+
+def _overlaps_wgmma(consumers: list[S.Stmt]) -> bool:
+    """The consumer is wgmma gemms only, so they may stay in flight across iterations."""
+    return all(isinstance(c, GemmCall) and c.variant == "wgmma" for c in consumers)
 
 
 def _tile_elems(buf: Buffer) -> int:
@@ -46,9 +74,11 @@ def _tile_elems(buf: Buffer) -> int:
 class _Stage(Mutator):
     """Point accesses of the staged buffers at one stage."""
 
-    def __init__(self, staged: dict[int, Buffer], stage: E.Expr, tiles: dict[int, int]) -> None:
+    def __init__(
+        self, staged: dict[int, Buffer], stage: E.Expr, tiles: dict[int, int], ring: int = 0
+    ) -> None:
         super().__init__()
-        self.staged, self.stage, self.tiles = staged, stage, tiles
+        self.staged, self.stage, self.tiles, self.ring = staged, stage, tiles, ring
 
     def mutate_Buffer(self, buf):
         return buf
@@ -61,6 +91,18 @@ class _Stage(Mutator):
         if new is None:
             return s
         return dataclasses.replace(s, dst=new, dst_offset=E.add(self._offset(s.dst), s.dst_offset))
+
+    def mutate_TmaCopy(self, s: TmaCopy) -> S.Stmt:
+        loads = []
+        for load in s.loads:
+            load = dataclasses.replace(load, coords=tuple(self.mutate(c) for c in load.coords))
+            new = self.staged.get(id(load.dst))
+            if new is not None:
+                load = dataclasses.replace(
+                    load, dst=new, dst_offset=E.add(self._offset(load.dst), load.dst_offset)
+                )
+            loads.append(load)
+        return dataclasses.replace(s, loads=tuple(loads), ring=self.ring, stage=self.stage)
 
     def mutate_BufferLoad(self, e: E.BufferLoad) -> E.Expr:
         indices = tuple(self.mutate(i) for i in e.indices)
@@ -92,6 +134,7 @@ class _Pipeline(Mutator):
     def __init__(self) -> None:
         super().__init__()
         self.staged: dict[int, Buffer] = {}
+        self.rings = 0  # mbarrier rings handed out in this function (ring 0 is the synchronous barrier)
 
     def mutate_Buffer(self, buf):
         return buf
@@ -119,29 +162,53 @@ class _Pipeline(Mutator):
         stmts = _stmts(loop.body)
         producers = [x for x in stmts if _is_producer(x)]
         consumers = [x for x in stmts if not _is_producer(x)]
-        if not producers or any(isinstance(n, AsyncCopy) for c in consumers for n in walk(c)):
+        if not producers or any(_is_async(n) for c in consumers for n in walk(c)):
             return None
-        buffers = {id(n.dst): n.dst for p in producers for n in walk(p) if isinstance(n, AsyncCopy)}
+        buffers = {
+            id(n.dst): n.dst for p in producers for n in walk(p) if isinstance(n, (AsyncCopy, TmaLoad))
+        }
         tiles = {key: _tile_elems(buf) for key, buf in buffers.items()}
         for key, buf in buffers.items():
             self.staged[key] = Buffer(
                 buf.name, (E.const(stages), *buf.shape), buf.dtype, buf.scope, span=buf.span
             )
         staged = {k: self.staged[k] for k in buffers}
+        cp_async = any(isinstance(n, AsyncCopy) for p in producers for n in walk(p))
+        tma = sum(isinstance(p, TmaCopy) for p in producers)  # each one arrives on the stage's barrier
+        if tma != sum(isinstance(n, TmaCopy) for p in producers for n in walk(p)):
+            return (
+                None  # a conditional TMA copy would leave the barrier short of arrivals: keep it synchronous
+            )
+        ring = 0
+        if tma:
+            self.rings += 1
+            ring = self.rings
         k, n = loop.loop_var, loop.extent
         produce = S.seq(*producers)
-        prologue = []
+
+        def issue(step: E.Expr) -> S.Stmt:
+            stage = E.floormod(step, stages) if not isinstance(step, E.IntImm) else step
+            body = _Stage(staged, stage, tiles, ring).mutate(substitute(produce, {k: step}))
+            return S.IfThenElse(E.compare(E.LT, step, n), body)
+
+        commit = [AsyncCommit()] if cp_async else []
+        prologue: list[S.Stmt] = [MbarRing(ring, stages, tma)] if tma else []
         for step in range(stages - 1):
-            issue = _Stage(staged, E.const(step), tiles).mutate(substitute(produce, {k: E.const(step)}))
-            prologue += [S.IfThenElse(E.compare(E.LT, step, n), issue), AsyncCommit()]
-        ahead = E.add(k, stages - 1)
-        issue = _Stage(staged, E.floormod(ahead, stages), tiles).mutate(substitute(produce, {k: ahead}))
-        consume = _Stage(staged, E.floormod(k, stages), tiles).mutate(S.seq(*consumers))
-        body = S.seq(AsyncWait(stages - 2), SYNC, S.IfThenElse(E.compare(E.LT, ahead, n), issue), AsyncCommit(),
-                     consume)  # fmt: skip
+            prologue += [issue(E.const(step)), *commit]
+        stage = E.floormod(k, stages)
+        consume = _Stage(staged, stage, tiles).mutate(S.seq(*consumers))
+        landed = [MbarWait(ring, stage)] if tma else []
+        after: list[S.Stmt] = [AsyncWait(0)] if cp_async else []
+        if tma and not cp_async and _overlaps_wgmma(consumers):
+            consume = S.seq(*(dataclasses.replace(c, wait=1) for c in _stmts(consume)))
+            body = S.seq(*landed, consume, SYNC, issue(E.add(k, stages - 1)))
+            after.append(WgmmaWait(0, tuple({id(c.c): c.c for c in consumers}.values())))
+        else:
+            waits = [AsyncWait(stages - 2)] if cp_async else []
+            body = S.seq(*waits, *landed, SYNC, issue(E.add(k, stages - 1)), *commit, consume)
         annotations = ((PIPELINED_BUFFERS, tuple(staged.values())),)
         steady = S.For(k, E.const(0), n, S.ForKind.SERIAL, body, annotations, span=loop.span)
-        return S.seq(*prologue, steady, AsyncWait(0))
+        return S.seq(*prologue, steady, *after)
 
 
 def _retarget_annotations(body: S.Stmt, old: Buffer, new: Buffer) -> S.Stmt:

@@ -316,6 +316,38 @@ class Driver:
         self.call("cuModuleLoadData", ctypes.byref(module), image)
         return module.value
 
+    def encode_tensor_map_tiled(self, out: int, dtype: int, rank: int, address: int, dims: Any, strides: Any,
+                                box: Any, element_strides: Any, interleave: int, swizzle: int, l2_promotion: int,
+                                oob_fill: int, detail: str = "") -> None:  # fmt: skip
+        """`cuTensorMapEncodeTiled` into the 128 bytes at `out` (64-byte aligned); `dims`, `strides` (in
+        bytes, rank - 1 of them), `box` and `element_strides` are ctypes arrays. Bound on first use: a
+        driver older than CUDA 12 lacks it, and only TMA kernels need it."""
+        fn = getattr(self.lib, "cuTensorMapEncodeTiled", None)
+        if fn is None:
+            raise DriverUnavailable(
+                "the CUDA driver has no cuTensorMapEncodeTiled (TMA needs a CUDA 12 driver or newer)",
+                "update the NVIDIA driver, or compile with pass_configs={'tl.disable_tma_lower': True}",
+            )
+        fn.argtypes = [
+            _P,
+            ctypes.c_int,
+            _U,
+            _P,
+            _P,
+            _P,
+            _P,
+            _P,
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_int,
+        ]
+        fn.restype = ctypes.c_int
+        rc = fn(out, dtype, rank, address, dims, strides, box, element_strides, interleave, swizzle, l2_promotion,
+                oob_fill)  # fmt: skip
+        if rc != CUDA_SUCCESS:
+            raise self.error("cuTensorMapEncodeTiled", rc, detail)
+
     def unload_module(self, module: int) -> None:
         self.call("cuModuleUnload", module)
 

@@ -20,6 +20,9 @@ for the whole artifact, roughly::
             else: _bad_grid0((gx0, 1, 1))
 
 so a call does no per-parameter dispatch, no dict lookups and no tuple conversion for the driver.
+A kernel that takes tensor maps (`KernelInfo.tensor_maps`, sm_90a TMA loads) has one more entry per map
+in its pointer array; each call points it at the map encoded for the argument's address and shape
+(`_ptrs0[3] = _tm0_0(a0.ptr, (d0, 64))`; tensor_map.py encodes and caches them).
 Kernels of one artifact are launched in order on one stream; nothing synchronizes.
 """
 
@@ -36,6 +39,7 @@ from tilecraft._modules import imported
 from tilecraft.backend.artifact import CompiledArtifact, KernelInfo, ParamInfo
 from tilecraft.errors import ArgumentError, TilecraftError
 from tilecraft.execution.grid import GRID_HELPERS, GridScope, python_source
+from tilecraft.execution.nvrtc.tensor_map import aligned_map
 
 SLOT_BYTES = 8
 POINTER_CODE = "Q"
@@ -66,18 +70,19 @@ def slot_code(param: ParamInfo) -> str:
 
 
 class ParamBuffer:
-    """The `kernelParams` of one kernel: a slot per parameter and the array of pointers to the slots."""
+    """The `kernelParams` of one kernel: a slot per parameter and the array of pointers to the slots,
+    then `tensor_maps` pointers that each call sets to the encoded maps (a zeroed map until then)."""
 
-    def __init__(self, params: Sequence[ParamInfo]) -> None:
+    def __init__(self, params: Sequence[ParamInfo], tensor_maps: int = 0) -> None:
         self.params = tuple(params)
         self.struct = struct.Struct("<" + "".join(slot_code(p) for p in self.params))
         self.storage = ctypes.create_string_buffer(max(SLOT_BYTES, self.struct.size))
         base = ctypes.addressof(self.storage)
-        self.pointers = (ctypes.c_void_p * max(1, len(self.params)))(
-            *(base + SLOT_BYTES * i for i in range(len(self.params)))
-        )
+        self.placeholder, blank = aligned_map()
+        slots = [base + SLOT_BYTES * i for i in range(len(self.params))] + [blank] * tensor_maps
+        self.pointers = (ctypes.c_void_p * max(1, len(slots)))(*slots)
         # The raw `void**` handed to cuLaunchKernel (NULL for a kernel without parameters).
-        self.address = ctypes.addressof(self.pointers) if self.params else None
+        self.address = ctypes.addressof(self.pointers) if slots else None
 
     def pack(self, values: Sequence[Any]) -> None:
         self.struct.pack_into(self.storage, 0, *values)
@@ -121,6 +126,7 @@ class KernelPlan:
     buffer: ParamBuffer
     values: tuple[str, ...]  # Python source of each slot's value, in ABI order
     grid: tuple[str, ...]  # Python source of gx, gy, gz
+    tensor_maps: tuple[tuple[str, str], ...] = ()  # per map: Python source of the pointer and the shape
 
 
 def check_kernel(info: KernelInfo, function_name: str) -> None:
@@ -195,8 +201,20 @@ def plan_kernels(artifact: CompiledArtifact, functions: Sequence[Any], scope: Gr
         where = f"the grid of kernel {info.symbol}"
         grid = tuple(python_source(e, scope, where) for e in info.grid)
         grid += ("1",) * (3 - len(grid))
-        plans.append(KernelPlan(k, info, function, ParamBuffer(info.params), values, grid))
+        maps = tuple(_tensor_map_source(tm, artifact, info.symbol, scope, raw) for tm in info.tensor_maps)
+        buffer = ParamBuffer(info.params, len(maps))
+        plans.append(KernelPlan(k, info, function, buffer, values, grid, maps))
     return plans
+
+
+def _tensor_map_source(tm, artifact: CompiledArtifact, symbol: str, scope: GridScope, raw: bool
+                       ) -> tuple[str, str]:  # fmt: skip
+    """Python source of the pointer and the shape a tensor map is encoded from."""
+    param = next(p for p in artifact.params if p.name == tm.buffer)
+    pointer = _value_source(param, artifact, symbol, raw)
+    where = f"the shape of {tm.buffer} (a tensor map of kernel {symbol})"
+    dims = [python_source(d, scope, where) for d in param.shape]
+    return pointer, f"({', '.join(dims)},)"
 
 
 @dataclass(frozen=True)
@@ -209,6 +227,9 @@ class LaunchHooks:
     resolve_stream: Callable[[Any, Sequence[Any]], int]
     failed: Callable[[int, int, tuple[Any, ...]], None]
     wrong_device: Callable[[Sequence[Any]], None]
+    # (TensorMapInfo, kernel symbol) -> encoder(address, shape) -> host address of the encoded map;
+    # None: the execution backend cannot encode tensor maps, and kernels taking them are refused
+    tensor_maps: Callable[[Any, str], Callable[[int, tuple[int, ...]], int]] | None = None
 
 
 def build_launcher(artifact: CompiledArtifact, functions: Sequence[Any], device: int, hooks: LaunchHooks,
@@ -233,7 +254,7 @@ def build_launcher(artifact: CompiledArtifact, functions: Sequence[Any], device:
     # with the GIL released: a lock keeps another thread from repacking them in between.
     lines.append("    with _lock:")
     for plan in plans:
-        lines += ["    " + line for line in _kernel_lines(plan, namespace, assign)]
+        lines += ["    " + line for line in _kernel_lines(plan, namespace, assign, hooks.tensor_maps)]
     namespace.update(scope.constants)
     source = "\n".join(lines) + "\n"
     exec(compile(source, f"<tilecraft launcher {artifact.function_name}>", "exec"), namespace)  # noqa: S102
@@ -268,7 +289,7 @@ def _unpack(prefix: str, count: int, name: str) -> list[str]:
     return [f"    {''.join(f'{prefix}{i}, ' for i in range(count))}= {name}"]
 
 
-def _kernel_lines(plan: KernelPlan, namespace: dict[str, Any], assign: str) -> list[str]:
+def _kernel_lines(plan: KernelPlan, namespace: dict[str, Any], assign: str, hooks_maps=None) -> list[str]:
     k = plan.index
     info = plan.info
     namespace.update({f"_f{k}": plan.function, f"_p{k}": plan.buffer.address, f"_buf{k}": plan.buffer.storage,
@@ -292,6 +313,17 @@ def _kernel_lines(plan: KernelPlan, namespace: dict[str, Any], assign: str) -> l
         f"try: _pack{k}(_buf{k}, 0, {values})",
         f"except _PACK_ERRORS: _repack{k}(({values},), {info.symbol!r})",
     ] if plan.values else []  # fmt: skip
+    if plan.tensor_maps:
+        if hooks_maps is None:
+            raise TilecraftError(
+                f"kernel {info.symbol} takes TMA tensor maps, which this execution backend cannot encode; "
+                "compile with pass_configs={'tl.disable_tma_lower': True}"
+            )
+        namespace[f"_ptrs{k}"] = plan.buffer.pointers
+        first = len(info.params)
+        for j, (pointer, shape) in enumerate(plan.tensor_maps):
+            namespace[f"_tm{k}_{j}"] = hooks_maps(info.tensor_maps[j], info.symbol)
+            body.append(f"_ptrs{k}[{first + j}] = _tm{k}_{j}({pointer}, {shape})")
     body += [f"{assign} _launch{call}", f"if rc: _failed({k}, rc, {call})"]
     if not checks:
         return lines + [f"    {line}" for line in body]

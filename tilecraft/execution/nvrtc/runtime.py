@@ -29,6 +29,7 @@ from tilecraft.execution.nvrtc.launch import (
     make_stream_resolver,
     torch_current_stream,
 )
+from tilecraft.execution.nvrtc.tensor_map import TensorMaps
 from tilecraft.execution.timing import DeviceTimer
 from tilecraft.ir.dtype import DataType
 from tilecraft.jit.arrays import ArrayArg
@@ -158,6 +159,7 @@ class CudaRuntimeBackend(ExecutionBackend):
             ),
             failed=_failure_handler(handle, entry, artifact.kernels),
             wrong_device=_wrong_device_handler(handle.device, [p.name for p in artifact.params]),
+            tensor_maps=_tensor_maps(handle),
         )
         functions = tuple(entry.function(f) for f in handle.functions)
         launch = build_launcher(artifact, functions, handle.device, hooks, keep_alive=handle)
@@ -176,6 +178,7 @@ class CudaRuntimeBackend(ExecutionBackend):
             resolve_stream=lambda stream, args: stream,
             failed=_failure_handler(handle, entry, artifact.kernels),
             wrong_device=_wrong_device_handler(handle.device, [p.name for p in artifact.params]),
+            tensor_maps=_tensor_maps(handle),
         )
         functions = tuple(entry.function(f) for f in handle.functions)
         raw = build_launcher(artifact, functions, handle.device, hooks, keep_alive=handle, raw=True)
@@ -263,6 +266,10 @@ def _failure_handler(
         )  # fmt: skip
 
     return failed
+
+
+def _tensor_maps(handle: CudaModule) -> Callable[[Any, str], TensorMaps]:
+    return lambda info, symbol: TensorMaps(handle.driver, info, symbol)
 
 
 def _hex(stream: Any) -> str:
