@@ -127,7 +127,12 @@ def run(kernel, backend_ctx, arrays):
 
 
 def test_reference_is_torch():
+    """tilecraft's casts are CUDA's saturating ones (__NV_SATFINITE: e4m3fn overflow gives +-448), as in
+    torch 2.13; older torch releases turn e4m3fn values from 480 up into NaN, so they are not a reference."""
     torch = pytest.importorskip("torch")
+    big = torch.tensor([1000.0]).to(torch.float8_e4m3fn).float().item()
+    if big != 448.0:
+        pytest.skip(f"torch {torch.__version__} casts 1000.0 to e4m3fn as {big}, not by saturation")
     rng = np.random.default_rng(0)
     for fmt in FORMATS:
         x = tricky_values(rng, 4000, fmt)
