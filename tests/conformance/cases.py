@@ -13,6 +13,7 @@ import ml_dtypes
 import numpy as np
 
 import tilecraft.language as T
+from tests.conformance import global_layouts as G
 from tests.language import kernels as K
 from tests.transform import kernels as D
 
@@ -193,8 +194,11 @@ def _layer_norm_stats(n=48, d=512, eps=1e-5):
     # Only one thread may store to Mean/Rstd, but every thread must hold mean_row/rstd_row.
     @T.prim_func
     def layer_norm_stats(
-        X: T.Tensor((n, d), "bfloat16"), G: T.Tensor((d,), "bfloat16"), Y: T.Tensor((n, d), "bfloat16"),
-        Mean: T.Tensor((n,), "float32"), Rstd: T.Tensor((n,), "float32"),
+        X: T.Tensor((n, d), "bfloat16"),
+        G: T.Tensor((d,), "bfloat16"),
+        Y: T.Tensor((n, d), "bfloat16"),
+        Mean: T.Tensor((n,), "float32"),
+        Rstd: T.Tensor((n,), "float32"),
     ):
         with T.Kernel(n, threads=256) as bx:
             x_smem = T.alloc_shared((1, d), "bfloat16")
@@ -365,6 +369,9 @@ CASES = [
          lambda a: {1: np.array([D.collatz_steps(int(x)) for x in a[0]])}, 0.0),
     Case("while_over_tiles_in_shared_memory", D.walk_tiles, _walk_tiles_inputs,
          lambda a: {1: _walk_tiles_ref(a[0])}),
+    # T.annotate_layout on global buffers: storage permuted, every access through the layout.
+    Case("global_layout_dq_atomics", G.dq_accumulate, G.dq_inputs, G.dq_reference, 1e-3),
+    Case("global_layout_region_ops", G.region_ops, G.region_inputs, G.region_reference),
 ]  # fmt: skip
 
 DYNAMIC_SIZES = (1000, 4097, 5)

@@ -12,6 +12,7 @@ from tilecraft.cuda.transform.shared_layouts import apply_shared_layouts
 from tilecraft.cuda.transform.strict_layouts import cuda_strict_layouts
 from tilecraft.layout.inference import infer_layouts
 from tilecraft.transform.guard_accesses import guard_accesses
+from tilecraft.transform.layout_annotations import apply_layout_annotations
 from tilecraft.transform.rasterize import rasterize_blocks
 from tilecraft.transform.simplify import simplify_pass
 from tilecraft.transform.simt.barriers import insert_barriers
@@ -41,6 +42,9 @@ PIPELINE = PassPipeline(
         rasterize_blocks,  # T.use_swizzle: blocks renumbered in L2-friendly panels
         simplify_pass,  # index arithmetic, before layouts are chosen
         guard_accesses,  # T.Parallel loads/stores of global memory past an edge: zero / skipped
+        apply_layout_annotations(
+            keep_fragments=True
+        ),  # permuted global buffers addressed through their T.Layout; T.Fragment kept for inference
         infer_layouts(
             cuda_strict_layouts
         ),  # fragment layouts (mma accumulators, propagation, defaults); swizzled gemm tiles

@@ -5,7 +5,6 @@ from __future__ import annotations
 from tilecraft.backend.pipeline import module_pass
 from tilecraft.cuda.target import capability
 from tilecraft.errors import LoweringError
-from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import Visitor
 from tilecraft.transform.storage_budget import StorageBudget, check_storage_budgets
@@ -19,14 +18,6 @@ LOCAL_MEMORY_PER_THREAD = 512 * 1024
 class _Check(Visitor):
     def __init__(self, target) -> None:
         self.target = target
-
-    def visit_AnnotateLayout(self, s: S.AnnotateLayout) -> None:
-        raise LoweringError(
-            "T.annotate_layout is not supported on the CUDA target yet; layouts are inferred",
-            s.span,
-            "remove the annotation",
-            target=self.target,
-        )
 
     def visit_Buffer(self, buf) -> None:
         if buf.dtype.kind == "float8":
