@@ -14,6 +14,7 @@ import numpy as np
 
 import tilecraft.language as T
 from tests.conformance import global_layouts as G
+from tests.conformance import register_operands as R
 from tests.language import kernels as K
 from tests.transform import kernels as D
 
@@ -372,6 +373,9 @@ CASES = [
     # T.annotate_layout on global buffers: storage permuted, every access through the layout.
     Case("global_layout_dq_atomics", G.dq_accumulate, G.dq_inputs, G.dq_reference, 1e-3),
     Case("global_layout_region_ops", G.region_ops, G.region_inputs, G.region_reference),
+    # A register-resident gemm operand copied into every warp of its row block.
+    Case("gemm_register_a_from_global", R.fragment_a_from_global, R.moe_inputs, R.moe_reference, 3e-3),
+    Case("gemm_register_a_from_accumulator", R.fragment_a_from_accumulator, R.gqa_inputs, R.gqa_reference, 3e-3),
 ]  # fmt: skip
 
 DYNAMIC_SIZES = (1000, 4097, 5)
