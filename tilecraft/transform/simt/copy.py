@@ -33,7 +33,10 @@ def with_layout(nest: S.For, layout) -> S.For:
 
 
 def fragment_side(op: S.Copy) -> BufferRegion | None:
-    for side in (op.src, op.dst):
+    """The fragment whose layout partitions the copy: the destination when both are fragments, so that
+    every thread holding a copy of an element (a replicated layout) writes it; reads of the source
+    that another thread holds are broadcast by lower-to-threads."""
+    for side in (op.dst, op.src):
         if side.buffer.scope == FRAGMENT:
             return side
     return None
