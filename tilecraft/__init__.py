@@ -32,12 +32,25 @@ _LAZY = {
     "TensorSupplyType": "tilecraft.profiler",
 }
 # Subpackages TileLang programs reach as attributes after `import tilelang` (`tilelang.layout.X`).
-_SUBMODULES = ("autotuner", "carver", "language", "layout", "math", "profiler", "transform")
+_SUBMODULES = (
+    "autotuner",
+    "carver",
+    "engine",
+    "env",
+    "language",
+    "layout",
+    "math",
+    "profiler",
+    "tools",
+    "transform",
+)
 
 __all__ = ["__version__", "compile", "jit", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "tvm":
+        _no_tvm()
     if name in _SUBMODULES:
         return importlib.import_module(f"tilecraft.{name}")
     module = _LAZY.get(name)
@@ -46,6 +59,16 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def _no_tvm() -> None:
+    # `from tilelang import tvm` in a TileLang program: an ImportError (not an AttributeError, which the
+    # import system would turn into a bare "cannot import name") says in one line what to use instead.
+    from tilecraft._modules import imported
+
+    hook = imported("tilecraft.compat.hook")
+    if hook is not None and hook.installed():
+        raise hook.NoTvmError(hook.NO_TVM.format(name="from tilelang import tvm", doc=hook.COMPAT_DOC))
 
 
 def __dir__() -> list[str]:

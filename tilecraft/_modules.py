@@ -11,7 +11,7 @@ def imported(name: str) -> ModuleType | None:
     """`name` if it is fully imported, else None; never imports anything.
 
     A module enters `sys.modules` before its body runs, so while another thread imports torch a plain
-    `sys.modules.get("torch")` returns a half-built module (no `torch.cuda` yet).
+    `sys.modules.get("torch")` returns a half-built module (without the submodules it has yet to import).
     """
     module = sys.modules.get(name)
     if module is None or getattr(getattr(module, "__spec__", None), "_initializing", False):

@@ -320,3 +320,21 @@ def test_get_tir_and_get_kernel_source_of_an_eager_kernel():
     assert source == eager_scale.compile(n=16, factor=3.0).get_kernel_source()
     with pytest.raises(TilecraftError, match="no parameter"):
         eager_scale.get_tir(nope=1)
+
+
+def test_get_tir_of_an_eager_kernel_binds_compile_time_symbols_given_by_keyword():
+    """analyze/example_conv_analyze passes its T.const sizes to get_tir, as TileLang substitutes them."""
+    func = eager_scale.get_tir(n=16, factor=3.0)
+    assert func.params[0].shape[0].value == 16 and not func.attr("tilecraft.consts")
+    with pytest.raises(TilecraftError, match="no parameter or compile-time symbol m"):
+        eager_scale.get_tir(m=16)
+    with pytest.raises(TilecraftError, match="takes an int"):
+        eager_scale.get_tir(n=1.5)
+
+
+def test_get_kernel_source_of_an_eager_kernel_takes_the_call_arguments():
+    """deepseek_mhc's mhc_post passes the call's arrays and ints positionally; the ints are Python values."""
+    a, b = np.ones(16, np.float32), np.zeros(16, np.float32)
+    source = eager_scale.get_kernel_source(a, b, 3.0)
+    assert source == eager_scale.compile(n=16, factor=3.0).get_kernel_source()
+    assert eager_scale.get_kernel_source(a, B=b, factor=3.0) == source

@@ -400,3 +400,9 @@ def test_the_emulation_keeps_torch_compile_and_fork_rng_working(tmp_path):
     """Found by TileLang's flash-attention and flash-decoding examples: one function object standing for
     several torch.cuda names broke `import torch._dynamo`, and fork_rng needs torch.cpu's rng state."""
     assert "ok 1" in assert_ran(run_tilelang(tmp_path, TORCH_MACHINERY, "--cuda-on-cpu"))
+
+
+def test_a_script_importing_tvm_gets_a_one_line_hint(tmp_path):
+    result = run_tilelang(tmp_path, "import tilelang\nimport tvm\n")
+    assert result.returncode == 1
+    assert "hint: tilecraft has no TVM, so `import tvm` cannot be supported" in result.stderr

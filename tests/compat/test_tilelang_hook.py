@@ -113,6 +113,16 @@ def test_cuda_device_arguments_mean_the_host(emulated):
     assert torch.nn.Linear(2, 2).cuda().weight.device.type == "cpu"
 
 
+def test_cuda_generators_are_host_generators(emulated):
+    torch = emulated
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(7)
+    first = torch.randn(5, device="cuda", generator=gen)
+    gen.manual_seed(7)
+    assert isinstance(gen, torch._C.Generator) and gen.device.type == "cpu"
+    assert torch.equal(first, torch.randn(5, generator=gen))
+
+
 def test_torch_cuda_answers_as_one_emulated_device(emulated):
     torch = emulated
     assert torch.cuda.is_available() and torch.cuda.device_count() == 1

@@ -298,6 +298,30 @@ def _walk_tiles_ref(a):
     return (f64(a).reshape(6, 64)[:, ::-1] * 2).reshape(-1)
 
 
+def sinks_past_the_fragment(heads=2, bm=16, n=64):
+    """TileLang's attention-sink backward examples: `T.alloc_fragment([heads])` filled by a T.Parallel
+    loop over the block's `bm` rows. With heads < bm it wrote past the fragment (a wrong result on the
+    CPU, a misleading layout error on CUDA); it must be a located error on every target."""
+
+    @T.prim_func
+    def sinks_past_the_fragment(
+        Sinks: T.Tensor((heads,), "float32"),
+        X: T.Tensor((heads, n), "float32"),
+        Y: T.Tensor((heads, n), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(n, bm), heads, threads=128) as (bx, by):
+            acc = T.alloc_fragment((bm,), "float32")
+            sinks = T.alloc_fragment((heads,), "float32")
+            for i in T.Parallel(bm):
+                sinks[i] = Sinks[by]
+            T.copy(X[by, bx * bm], acc)
+            for i in T.Parallel(bm):
+                acc[i] = acc[i] + sinks[i]
+            T.copy(acc, Y[by, bx * bm])
+
+    return sinks_past_the_fragment
+
+
 def _cumsum_ref(x, reverse):
     x = f64(x)
     return np.flip(np.cumsum(np.flip(x, 1), 1), 1) if reverse else np.cumsum(x, 1)
@@ -364,6 +388,9 @@ CASES = [
     Case("fragment_reads_across_threads", D.remote_reads,
          lambda r: [randn(r, (32, 64)), randn(r, (64, 32)), poison((32, 64)), poison((32, 64)), poison(4)],
          lambda a: dict(zip((2, 3, 4), D.remote_reference(a[0], a[1])))),
+    Case("fragment_wider_than_its_loop", D.sink_logsumexp,
+         lambda r: [randn(r, 3), randn(r, (3, 100, 64)), poison((3, 100))],
+         lambda a: {2: D.sink_logsumexp_reference(a[0], a[1])}, 1e-5),
     Case("parallel_tiles_past_the_edge", D.ragged_gemm_store, D.ragged_gemm_inputs,
          lambda a: {2: D.ragged_gemm_reference(a[0], a[1])}, 1e-5),
     Case("while_data_dependent_trip_counts", D.collatz, _collatz_inputs,

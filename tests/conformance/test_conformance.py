@@ -9,8 +9,8 @@ import pytest
 
 import tilecraft
 import tilecraft.language as T
-from tests.conformance.cases import CASES, DYNAMIC_SIZES, f64, poison, randn
-from tilecraft.errors import LoweringError
+from tests.conformance.cases import CASES, DYNAMIC_SIZES, f64, poison, randn, sinks_past_the_fragment
+from tilecraft.errors import LoweringError, SemanticError
 
 
 def rel_error(out, ref) -> float:
@@ -81,3 +81,13 @@ def test_eager_style_outputs(backend_ctx):
     except LoweringError as err:
         pytest.skip(f"not supported on {target}: {err.message}")
     assert rel_error(backend.to_host(c), f64(a) * 2 + f64(b)) <= 1e-6
+
+
+def test_fragment_indexed_past_its_shape_is_a_located_error(backend_ctx):
+    """A T.Parallel loop that carries a fragment's index past its shape is refused, with the line, before
+    any target lowers it (it used to write past the fragment on the CPU)."""
+    with pytest.raises(SemanticError) as info:
+        tilecraft.compile(sinks_past_the_fragment(), ctx=backend_ctx)
+    assert "fragment sinks of shape (2,)" in info.value.message
+    assert "index i runs over 0..15" in info.value.message
+    assert info.value.span is not None and info.value.span.file.endswith("cases.py")

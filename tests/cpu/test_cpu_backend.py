@@ -189,3 +189,16 @@ def test_a_changed_compiler_does_not_reuse_old_lowerings(tmp_path, monkeypatch):
     assert artifact_key(func, ctx, None, None) == before
     monkeypatch.setattr(cache_module, "package_fingerprint", lambda: "an edited pass")
     assert artifact_key(func, ctx, None, None) != before
+
+
+def test_float8_runs_on_the_cpu():
+    """float8 used to be rejected by check-block-model; the conformance tests skip on a LoweringError, so
+    this one makes sure the CPU target really compiles and runs it (numbers: tests/conformance/test_float8.py)."""
+    import ml_dtypes
+
+    from tests.conformance.test_float8 import _cast_kernel, reference_bits
+
+    x = np.linspace(-500, 500, 300, dtype=np.float32)
+    y, z = np.zeros(300, ml_dtypes.float8_e4m3fn), np.zeros(300, np.float32)
+    tilecraft.compile(_cast_kernel(300, "float32", "float8_e4m3fn"), target="c")(x, y, z)
+    assert np.array_equal(y.view(np.uint8), reference_bits(x, "float8_e4m3fn"))

@@ -155,6 +155,63 @@ def remote_reference(x, w):
     return y, np.roll(x, -1, axis=1), np.array(r, np.float32)
 
 
+# ---------------------------------------------------------------- fragments wider than their loops
+
+
+def sink_logsumexp(heads: int = 3, m: int = 100, n: int = 64, bm: int = 32, wide: int = 64):
+    """TileLang's attention-sink forward, reduced: `sinks = T.alloc_fragment([wide])`, wider than the
+    `T.Parallel(bm)` loop that fills it with `Sinks[by]`, read beside a row reduction's result. Per row:
+    log(sum_j exp(x_j) + exp(sink)). CUDA once refused it (the loop wrote elements its threads did not
+    hold under the fragment's own layout)."""
+
+    @T.prim_func
+    def sink_logsumexp(
+        Sinks: T.Tensor((heads,), "float32"),
+        X: T.Tensor((heads, m, n), "float32"),
+        Y: T.Tensor((heads, m), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(m, bm), heads, threads=128) as (bx, by):
+            x = T.alloc_fragment((bm, n), "float32")
+            top = T.alloc_fragment((bm,), "float32")
+            total = T.alloc_fragment((bm,), "float32")
+            sinks = T.alloc_fragment((wide,), "float32")
+            T.copy(X[by, bx * bm, 0], x)
+            for i in T.Parallel(bm):
+                sinks[i] = Sinks[by]
+            T.reduce_max(x, top, dim=1)
+            for i in T.Parallel(bm):
+                top[i] = T.max(top[i], sinks[i])
+            for i, j in T.Parallel(bm, n):
+                x[i, j] = T.exp(x[i, j] - top[i])
+            T.reduce_sum(x, total, dim=1)
+            for i in T.Parallel(bm):
+                total[i] = T.log(total[i] + T.exp(sinks[i] - top[i])) + top[i]
+            T.copy(total, Y[by, bx * bm])
+
+    return sink_logsumexp
+
+
+def sink_logsumexp_reference(sinks, x):
+    x, s = np.asarray(x, np.float64), np.asarray(sinks, np.float64)
+    return np.log(np.exp(x).sum(2) + np.exp(s)[:, None])
+
+
+def head_of_a_wide_fragment(n: int = 64, part: int = 32):
+    """Loops over the first `part` elements of an `n`-element fragment laid out before them (by a copy
+    of all of it): they iterate its layout, and write and read only what each thread holds."""
+
+    @T.prim_func
+    def head_of_a_wide_fragment(W: T.Tensor((n,), "float32"), Y: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=128):
+            wide = T.alloc_fragment((n,), "float32")
+            T.copy(W, wide)
+            for i in T.Parallel(part):
+                wide[i] = wide[i] * 2.0
+            T.copy(wide, Y)
+
+    return head_of_a_wide_fragment
+
+
 # ---------------------------------------------------------------- T.Parallel tiles past a tensor's edge
 
 

@@ -109,6 +109,82 @@ def test_error_in_the_second_function_of_a_module():
         check_semantics(IRModule((good, bad)))
 
 
+# ------------------------------------------------------------------ on-chip indices carried past the shape
+
+
+def test_a_fragment_indexed_past_its_shape_by_a_parallel_loop():
+    """TileLang's attention-sink examples: `sinks = T.alloc_fragment([heads])` filled by
+    `for i in T.Parallel(block_M): sinks[i] = Sinks[by]` with heads < block_M wrote past the fragment."""
+
+    @T.prim_func
+    def k(Sinks: T.Tensor((2,), "float32"), Y: T.Tensor((2, 64), "float32")):
+        with T.Kernel(4, 2, threads=128) as (bx, by):
+            sinks = T.alloc_fragment((2,), "float32")
+            for i in T.Parallel(16):
+                sinks[i] = Sinks[by]
+            for i in T.Parallel(16):
+                Y[by, bx * 16 + i] = sinks[i]
+
+    with pytest.raises(SemanticError) as info:
+        check_semantics(k)
+    message = str(info.value)
+    assert "fragment sinks of shape (2,), allocated at line" in message
+    assert "index i runs over 0..15 in the loops around it, but dim 0 has size 2" in message
+    assert "sinks[i] = Sinks[by]" in message  # the located source line
+    assert "allocate dim 0 with at least 16 elements" in message
+
+
+def test_indices_past_the_shape_in_every_on_chip_scope_and_through_names():
+    """Shared and local buffers have no edge predicates either; the index may be an affine sum of
+    loop variables, through names bound to it."""
+
+    @T.prim_func
+    def shared(A: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=128):
+            s = T.alloc_shared((8, 32), "float32")
+            for i, j in T.Parallel(8, 16):
+                k = j * 2 + 2
+                s[i, k] = A[j]
+
+    @T.prim_func
+    def below_zero(A: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_local((16,), "float32")
+            for i in T.serial(16):
+                x[15 - i - 1] = A[i]
+
+    with pytest.raises(SemanticError, match=r"index k runs over 2\.\.32 .* dim 1 has size 32"):
+        check_semantics(shared)
+    with pytest.raises(
+        SemanticError, match=r"outside its shape: index .* runs over -1\.\.14 .* dim 0 has size 16"
+    ):
+        check_semantics(below_zero)
+
+
+def test_indices_that_may_stay_inside_are_accepted():
+    """Only an index every value of which is reached is judged: a guard, a select, a loop whose extent
+    is known at run time only, or anything but loop variables (block indices, data) leaves it alone; a
+    fragment wider than the loop that indexes it is fine."""
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def k(A: T.Tensor((n,), "int32"), Y: T.Tensor((64,), "float32")):
+        with T.Kernel(T.ceildiv(n, 64), threads=128) as bx:
+            small = T.alloc_fragment((8,), "float32")
+            wide = T.alloc_fragment((128,), "float32")
+            for i in T.Parallel(64):
+                wide[i] = 1.0
+                if i < 8:
+                    small[i] = wide[i]
+                Y[i] = T.if_then_else(i < 8, small[i], 0.0)
+            for i in T.serial(n):
+                small[i] = 2.0
+            for i in T.Parallel(8):
+                small[i + bx] = wide[A[i]]
+
+    check_semantics(k)
+
+
 # ---------------------------------------------------------------------------------- IR without spans
 
 

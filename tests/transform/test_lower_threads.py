@@ -9,7 +9,12 @@ import pytest
 import tilecraft
 import tilecraft.language as T
 from tests.transform.helpers import OPENCL, assert_nvcc_compiles, run
-from tests.transform.kernels import online_softmax
+from tests.transform.kernels import (
+    head_of_a_wide_fragment,
+    online_softmax,
+    sink_logsumexp,
+    sink_logsumexp_reference,
+)
 from tilecraft.backend import PassError
 
 
@@ -117,3 +122,27 @@ def test_a_bug_inside_a_pass_is_an_internal_compiler_error_naming_pass_kernel_an
     assert "AttributeError: 'BufferStore' object has no attribute 'loop_var'" in text
     assert isinstance(info.value.__cause__, AttributeError)
     assert info.value.__cause__.__traceback__ is not None
+
+
+def test_a_fragment_wider_than_the_loop_that_fills_it_runs_on_opencl(opencl):
+    """`sinks = T.alloc_fragment([wide])` filled by `T.Parallel(bm)` takes the loop's layout for its
+    first bm elements (registers of the same threads for the rest); it used to be refused."""
+    rng = np.random.default_rng(5)
+    sinks, x = rng.standard_normal(3).astype(np.float32), rng.standard_normal((3, 100, 64)).astype(np.float32)
+    y = np.full((3, 100), np.nan, np.float32)
+    run(sink_logsumexp(), opencl, sinks, x, y)
+    assert np.abs(y - sink_logsumexp_reference(sinks, x)).max() < 1e-5
+
+
+def test_a_loop_over_the_head_of_a_laid_out_fragment_runs_on_opencl(opencl):
+    """A T.Parallel loop over the first elements of a fragment laid out before it iterates that layout,
+    masked past its extent, so each thread writes only registers it holds."""
+    w = np.random.default_rng(6).standard_normal(64).astype(np.float32)
+    y = np.full(64, np.nan, np.float32)
+    run(head_of_a_wide_fragment(), opencl, w, y)
+    assert np.array_equal(y, np.concatenate([w[:32] * 2, w[32:]]))
+
+
+@pytest.mark.parametrize("build", [sink_logsumexp, head_of_a_wide_fragment])
+def test_fragments_wider_than_their_loops_compile_for_cuda(build, nvcc, tmp_path):
+    assert_nvcc_compiles(build(), tmp_path)

@@ -44,6 +44,8 @@ class ParamInfo:
     `written`: whether the kernel may store into the buffer, so a call must pass writable memory (and a
     launcher that copies buffers must copy it back). Lowering computes it from the kernel; the default
     True is the safe assumption when nobody did. A scalar is passed by value: never written.
+    `workspace`: a global scratch buffer the kernel allocated itself (`T.alloc_global`); the caller does
+    not pass it: each call allocates it. Workspace parameters come last.
     """
 
     name: str
@@ -53,6 +55,7 @@ class ParamInfo:
     strides: tuple[Expr, ...] = ()
     scope: str = ""
     written: bool = True
+    workspace: bool = False
 
     def __post_init__(self) -> None:
         from tilecraft.ir.dtype import DataType
@@ -66,16 +69,18 @@ class ParamInfo:
         object.__setattr__(self, "shape", tuple(self.shape))
         object.__setattr__(self, "strides", tuple(self.strides))
         object.__setattr__(self, "written", bool(self.written) and self.kind == "buffer")
+        if self.workspace and self.kind != "buffer":
+            raise ArtifactError(f"parameter {self.name!r}: only a buffer can be a workspace")
 
     @staticmethod
-    def from_param(param: Any, written: bool = True) -> ParamInfo:
-        """From a PrimFunc parameter: a Buffer (`written`: whether the kernel may store into it) or a
-        scalar Var."""
+    def from_param(param: Any, written: bool = True, workspace: bool = False) -> ParamInfo:
+        """From a PrimFunc parameter: a Buffer (`written`: whether the kernel may store into it;
+        `workspace`: whether each call allocates it) or a scalar Var."""
         from tilecraft.ir import Buffer, Var
 
         if isinstance(param, Buffer):
             return ParamInfo(
-                param.name, "buffer", param.dtype, param.shape, param.strides, param.scope, written
+                param.name, "buffer", param.dtype, param.shape, param.strides, param.scope, written, workspace
             )
         if isinstance(param, Var):
             return ParamInfo(param.name, "scalar", param.dtype)
@@ -190,6 +195,9 @@ class CompiledArtifact:
         """The artifact of `func` from the outputs of device and host codegen; `written` says, per
         parameter of `func`, whether the kernel may store into it (None: assume every buffer is)."""
         flags = (True,) * len(func.params) if written is None else tuple(written)
+        from tilecraft.ir.function import WORKSPACE_ATTR
+
+        workspaces = set(func.attr(WORKSPACE_ATTR, ()) or ())
         if len(flags) != len(func.params):
             raise ArtifactError(
                 f"{func.name}: `written` has {len(flags)} entries for {len(func.params)} parameters"
@@ -197,7 +205,10 @@ class CompiledArtifact:
         return CompiledArtifact(
             function_name=func.name,
             target=target,
-            params=tuple(ParamInfo.from_param(p, w) for p, w in zip(func.params, flags)),
+            params=tuple(
+                ParamInfo.from_param(p, w, i in workspaces)
+                for i, (p, w) in enumerate(zip(func.params, flags))
+            ),
             symbolic_dims=func.symbolic_dims,
             kernels=device.kernels,
             device_sources=device.sources,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tilecraft.backend.errors import ArtifactError
 from tilecraft.backend.formats import KEBAB_NAME, check_format, check_formats, frozen_mapping
+from tilecraft.backend.postproc import apply_postprocs
 from tilecraft.errors import BackendError
 
 if TYPE_CHECKING:
@@ -97,10 +98,12 @@ class DeviceCodegen:
     ) -> DeviceCode:
         """Sources, plus binaries when `compile` is true; the result is checked against the formats.
 
-        `options` (fast math, extra flags) reach the compile step as `code.compile_options`.
+        `options` (fast math, extra flags) reach the compile step as `code.compile_options`; the
+        registered source post-processors (backend/postproc.py) rewrite the sources first.
         """
         code = self.source(mod, ctx)
         _check_output(code, "sources", code.sources, self.source_formats)
+        code = replace(code, sources=apply_postprocs(code.sources, ctx.target))
         if not compile:
             return code
         if options:

@@ -1,9 +1,10 @@
 """A printer of lowered tile IR as C-family source, shared by the backends that emit C-like code.
 
-Values are computed in their computation type (float16 and bfloat16 as float); buffers hold the
-storage type (those two as their uint16_t bit patterns) and convert on load and store, through helper
-functions each backend's device header defines (`tc_h2f`, `tc_f2h`, `tc_bf2f`, `tc_f2bf`,
-`tc_round_f16`, `tc_round_bf16`, `tc_floordiv`, `tc_floormod`). `local.var` buffers are scalars.
+Values are computed in their computation type (float16, bfloat16 and float8 as float); buffers hold the
+storage type (float16 and bfloat16 as their uint16_t bit patterns, float8 as its byte) and convert on
+load and store, through helper functions each backend's device header defines (`tc_h2f`, `tc_f2h`,
+`tc_bf2f`, `tc_f2bf`, `tc_e4m3_to_f32`, `tc_f32_to_e4m3`, `tc_e5m2_to_f32`, `tc_f32_to_e5m2`, their
+`tc_round_*`, `tc_floordiv`, `tc_floormod`). `local.var` buffers are scalars.
 
 Integer arithmetic on data wraps around at its declared width, as in NumPy (docs/language.md): C
 computes 8- and 16-bit operands as `int` and leaves signed overflow undefined, so data results narrower
@@ -71,13 +72,17 @@ _UNSIGNED = {"int32": "uint32_t", "int64": "uint64_t", "uint16": "uint32_t", "in
              "int8": "uint32_t", "uint8": "uint32_t"}  # fmt: skip
 
 
+# A float8 format's helper-name stem: tc_<stem>_to_f32, tc_f32_to_<stem>, tc_round_<stem>.
+_FP8_STEM = {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
+
+
 def storage_type(dtype: DataType) -> str:
     return _STORAGE[dtype.name]
 
 
 def value_type(dtype: DataType) -> str:
     """The C type a value of `dtype` is computed in."""
-    if dtype.kind == "bfloat" or dtype.name == "float16":
+    if dtype.kind in ("bfloat", "float8") or dtype.name == "float16":
         return "float"
     if dtype.is_bool:
         return "int"
@@ -234,6 +239,8 @@ class CFamilyPrinter:
             return f"tc_round_f16((float)({inner}))"
         if e.dtype.kind == "bfloat":
             return f"tc_round_bf16((float)({inner}))"
+        if e.dtype.kind == "float8":
+            return f"tc_round_{_FP8_STEM[e.dtype.name]}((float)({inner}))"
         return f"(({value_type(e.dtype)})({inner}))"
 
     def _e_Call(self, e: E.Call) -> str:
@@ -281,6 +288,8 @@ class CFamilyPrinter:
             return f"tc_h2f({raw})"
         if dtype.kind == "bfloat":
             return f"tc_bf2f({raw})"
+        if dtype.kind == "float8":
+            return f"tc_{_FP8_STEM[dtype.name]}_to_f32({raw})"
         return raw
 
     def to_storage(self, value: str, dtype: DataType) -> str:
@@ -288,6 +297,8 @@ class CFamilyPrinter:
             return f"tc_f2h({value})"
         if dtype.kind == "bfloat":
             return f"tc_f2bf({value})"
+        if dtype.kind == "float8":
+            return f"tc_f32_to_{_FP8_STEM[dtype.name]}({value})"
         if dtype.is_bool:
             return f"(uint8_t)(({value}) != 0)"
         return value
@@ -386,11 +397,30 @@ class CFamilyPrinter:
 
     def _s_BufferStore(self, s: S.BufferStore) -> None:
         buf = s.buffer
-        value = self.expr(s.value)
         if buf.scope == "local.var":
-            self.line(f"{self.name(buf)} = {value};")
+            self.line(f"{self.name(buf)} = {self.expr(s.value)};")
             return
-        self.line(self.store_line(buf, self.offset(buf, s.indices), self.to_storage(value, buf.dtype)))
+        raw = self.raw_copy(s)
+        value = raw if raw is not None else self.to_storage(self.expr(s.value), buf.dtype)
+        self.line(self.store_line(buf, self.offset(buf, s.indices), value))
+
+    def raw_copy(self, s: S.BufferStore) -> str | None:
+        """The stored bits of an element copied unchanged between two buffers of one dtype (guarded
+        loads at a tensor's edge included): converting through float would canonicalize NaN payloads
+        and costs two conversions."""
+        return self.raw_value(s.value, s.buffer.dtype)
+
+    def raw_value(self, e: Expr, dtype: DataType) -> str | None:
+        if isinstance(e, E.BufferLoad) and e.buffer.scope != "local.var" and e.buffer.dtype == dtype:
+            return self.load_raw(e.buffer, self.offset(e.buffer, e.indices))
+        if isinstance(e, (E.FloatImm, E.IntImm)) and e.value == 0 and not math.copysign(1.0, e.value) < 0:
+            return f"({storage_type(dtype)})0"  # +0 is all zero bits in every storage type
+        if isinstance(e, E.Select):
+            when_true = self.raw_value(e.true_value, dtype)
+            when_false = self.raw_value(e.false_value, dtype)
+            if when_true is not None and when_false is not None:
+                return f"({self.expr(e.condition)} ? {when_true} : {when_false})"
+        return None
 
     def store_line(self, buf: Buffer, offset: str, value: str) -> str:
         return f"{self.name(buf)}[{offset}] = {value};"

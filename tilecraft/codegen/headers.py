@@ -2,7 +2,8 @@
 
 A line of a backend's header holding `@tilecraft-common` is replaced by include/tc_common.h (min/max,
 integer division), one holding `@tilecraft-soft-half` by include/tc_soft_half.h (float16/bfloat16
-conversions in integer arithmetic). The generated source stays one self-contained text.
+conversions in integer arithmetic), one holding `@tilecraft-soft-fp8` by include/tc_soft_fp8.h (the float8
+conversions). The generated source stays one self-contained text.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ INCLUDE = Path(__file__).parent / "include"
 SHARED_TEXTS = {
     "@tilecraft-common": INCLUDE / "tc_common.h",
     "@tilecraft-soft-half": INCLUDE / "tc_soft_half.h",
+    "@tilecraft-soft-fp8": INCLUDE / "tc_soft_fp8.h",
 }
 
 

@@ -212,6 +212,22 @@ def _device_mode(torch: ModuleType) -> Any:
     return HostForCuda()
 
 
+def _host_generator(torch: ModuleType) -> type:
+    """torch.Generator that puts a CUDA generator on the host; a class, so isinstance checks still hold
+    (a C type: torch function modes do not see its constructor)."""
+    generator = torch.Generator
+
+    class HostGenerator(generator):
+        def __new__(cls, device: Any = "cpu") -> Any:
+            return generator.__new__(cls, _host(device, torch))
+
+        def __init__(self, device: Any = "cpu") -> None:
+            pass  # __new__ made it
+
+    HostGenerator.__name__ = HostGenerator.__qualname__ = "Generator"
+    return HostGenerator
+
+
 def _is_device_like(value: Any, torch: ModuleType) -> bool:
     return isinstance(value, (str, torch.device)) or (isinstance(value, int) and not isinstance(value, bool))
 
@@ -235,6 +251,8 @@ def enable(cap: tuple[int, int] = DEFAULT_CAPABILITY) -> None:
         setattr(torch.cpu, name, value)
     original_default = torch.set_default_device
     torch.set_default_device = lambda device: original_default(_host(device, torch))
+    original_generator = torch.Generator
+    torch.Generator = _host_generator(torch)
     mode = _device_mode(torch)
     mode.__enter__()
     _state.update(
@@ -244,6 +262,7 @@ def enable(cap: tuple[int, int] = DEFAULT_CAPABILITY) -> None:
         mode=mode,
         capability=cap,
         set_default_device=original_default,
+        generator=original_generator,
     )
 
 
@@ -264,4 +283,5 @@ def disable() -> None:
         else:
             setattr(torch.cpu, name, value)
     torch.set_default_device = _state["set_default_device"]
+    torch.Generator = _state["generator"]
     _state.clear()

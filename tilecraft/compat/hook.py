@@ -1,10 +1,11 @@
 """The import hook that lets `import tilelang...` load tilecraft, in one process, on request.
 
 `install()` puts a `TileLangFinder` first on `sys.meta_path`. It answers for the name `tilelang` and its
-submodules only: `tilelang.X.Y` loads `tilecraft.X.Y` and binds that very module under the TileLang
-name, so `tilelang.language is tilecraft.language` and a kernel module sees one set of types. A
-submodule without a tilecraft counterpart raises ImportError naming it and pointing at docs/compat.md,
-instead of Python's bare "No module named ...".
+submodules: `tilelang.X.Y` loads `tilecraft.X.Y` and binds that very module under the TileLang name, so
+`tilelang.language is tilecraft.language` and a kernel module sees one set of types. A submodule without
+a tilecraft counterpart raises ImportError naming it and pointing at docs/compat.md, instead of Python's
+bare "No module named ...". It also refuses `tvm` and `tilelang.tvm` (TileLang's bundled TVM, which
+tilecraft does not have) with one line saying what to use instead.
 
 Nothing installs the hook as a side effect: `import tilecraft` never does, and the command line installs
 it only in the process it starts to run a TileLang script (`tilecraft run-tilelang`).
@@ -26,11 +27,34 @@ COMPAT_DOC = "docs/compat.md"
 
 # TileLang modules whose tilecraft counterpart lives under another path. Every other `tilelang.X`
 # maps to `tilecraft.X` when that module exists.
-RENAMED: dict[str, str] = {}
+RENAMED: dict[str, str] = {"tilelang.engine.callback": "tilecraft.cuda.callback"}
+
+
+TVM = "tvm"
+NO_TVM = (
+    "tilecraft has no TVM, so `{name}` cannot be supported: use `tilecraft.DataType` for "
+    "`tvm.DataType` and tilecraft.language (T.*) for TVM's TIR ({doc})"
+)
 
 
 class UnmappedModuleError(ImportError):
     """A `tilelang` module that has no tilecraft counterpart was imported through the hook."""
+
+
+class NoTvmError(UnmappedModuleError):
+    """A TileLang program imported TVM (`import tvm`, `from tilelang import tvm`), which tilecraft lacks."""
+
+
+def tvm_hint(err: BaseException) -> str | None:
+    """The one-line explanation of a failed `import tvm`, or None for any other error."""
+    name = getattr(err, "name", None) or ""
+    if isinstance(err, ModuleNotFoundError) and _is_under(name, TVM):
+        return NO_TVM.format(name=f"import {name}", doc=COMPAT_DOC)
+    return None
+
+
+def _is_under(fullname: str, package: str) -> bool:
+    return fullname == package or fullname.startswith(package + ".")
 
 
 def counterpart(name: str) -> str:
@@ -65,7 +89,11 @@ class TileLangFinder(importlib.abc.MetaPathFinder):
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname != TILELANG and not fullname.startswith(TILELANG + "."):
+        if _is_under(fullname, f"{TILELANG}.{TVM}"):
+            raise NoTvmError(NO_TVM.format(name=f"import {fullname}", doc=COMPAT_DOC), name=fullname)
+        # A missing `tvm` stays a plain "not found" (None): libraries probe for it with find_spec (torch's
+        # dynamo does, at import). The runner explains the ModuleNotFoundError (`tvm_hint`).
+        if not _is_under(fullname, TILELANG):
             return None
         real = counterpart(fullname)
         if not _exists(real):

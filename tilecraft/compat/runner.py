@@ -144,6 +144,9 @@ def _run(script: str | None, module: str | None, args: Sequence[str], emulating:
         return _exit_status(done.code)
     except BaseException as err:
         traceback.print_exc()
+        no_tvm = hook.tvm_hint(err)
+        if no_tvm is not None:
+            print(f"hint: {no_tvm}", file=sys.stderr)
         if not emulating and any(words in str(err) for words in _CUDA_MISSING):
             print(
                 "hint: the script uses torch's CUDA device, which this machine lacks; rerun with "

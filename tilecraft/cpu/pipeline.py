@@ -6,7 +6,7 @@ from tilecraft.backend.pipeline import PassPipeline, module_pass
 from tilecraft.cpu.op import OP_TABLE
 from tilecraft.cpu.storage import plan_block_storage
 from tilecraft.cpu.target import KIND
-from tilecraft.cpu.transform.block_model import apply_block_model, check_block_model
+from tilecraft.cpu.transform.block_model import apply_block_model, check_block_model, run_thread_groups
 from tilecraft.transform.guard_accesses import guard_accesses
 from tilecraft.transform.layout_annotations import apply_layout_annotations
 from tilecraft.transform.lower_tile_ops import lower_tile_ops
@@ -36,7 +36,8 @@ def mark_bounds_checks(mod, ctx):
 PIPELINE = PassPipeline(
     KIND,
     (
-        check_block_model,  # reject thread-index code: a block runs as one thread
+        run_thread_groups,  # `if thread index < c: A else: B` (thread groups): A then B
+        check_block_model,  # reject other thread-index code: a block runs as one thread
         apply_block_model,  # drop rasterization hints, serialize T.Pipelined, barriers are no-ops
         guard_accesses,  # T.Parallel loads/stores of global memory past an edge: zero / skipped
         apply_layout_annotations(

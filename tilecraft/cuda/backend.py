@@ -6,7 +6,9 @@ from tilecraft.backend.codegen import DeviceCodegen
 from tilecraft.backend.errors import TargetError
 from tilecraft.backend.module import BackendModule
 from tilecraft.backend.registry import register_backend
+from tilecraft.cuda.carver import CUDA
 from tilecraft.cuda.codegen import BINARY_FORMAT, SOURCE_FORMAT, compile_cubin, device_source
+from tilecraft.cuda.op.gemm_plan import DISABLE_WGMMA
 from tilecraft.cuda.pipeline import PIPELINE
 from tilecraft.cuda.target import KIND
 from tilecraft.execution.nvcc.spec import NVCC
@@ -33,8 +35,11 @@ CUDA_BACKEND = register_backend(
             KIND: DeviceCodegen(device_source, compile_cubin, (SOURCE_FORMAT,), (BINARY_FORMAT,))
         },
         execution_backends=(NVRTC, NVCC),
-        callbacks={"processor_count": processor_count},
+        callbacks={"processor_count": processor_count, "carver.arch.CUDA": CUDA},
+        pass_configs={
+            DISABLE_WGMMA: "on sm_90a, lower T.gemm to mma.sync m16n8k16 (the sm_80 path) instead of wgmma"
+        },
         dialect="tilecraft.cuda.language",
-        doc="NVIDIA GPUs (sm_80+) through CUDA C++: mma.sync tensor cores, cp.async pipelines",
+        doc="NVIDIA GPUs (sm_80+) through CUDA C++: mma.sync (wgmma on sm_90a) tensor cores, cp.async pipelines",
     )
 )

@@ -1,7 +1,8 @@
 """CUDA C++ codegen: device kernels (source-only and compiled to cubin) and their launch metadata.
 
 Formats:
-- `cuda-source`: one self-contained translation unit: the text of include/tc_cuda.h, then one
+- `cuda-source`: one self-contained translation unit: the text of include/tc_cuda.h, the wgmma
+  instructions the kernels use (sm_90a; tilecraft/cuda/wgmma.py), then one
   `extern "C" __global__` kernel per T.Kernel, taking the kernel's params in KernelInfo order
   (buffers as device pointers, scalars by value) and its shared memory as dynamic shared memory.
 - `cubin`: the compiled entry's output for the target's arch (nvcc).
@@ -16,6 +17,7 @@ from tilecraft.backend.codegen import DeviceCode
 from tilecraft.codegen import headers
 from tilecraft.codegen.c_family import storage_type, value_type
 from tilecraft.cuda.printer import CudaPrinter
+from tilecraft.cuda.wgmma import asm_functions, instruction_n
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Var
@@ -35,8 +37,25 @@ ASSUME_ALIGNED = True  # module switch for ablation runs (benchmarks/ablate_alig
 ALIGNED_MIN_BYTES = 4
 
 
+WGMMA_ALIGN = 1024  # the 128-byte swizzle repeats every 1024 bytes of absolute shared address
+
+
 def header_text() -> str:
     return headers.header_text(INCLUDE_DIR / "tc_cuda.h")
+
+
+def _wgmma_calls(body: S.Stmt) -> list:
+    from tilecraft.cuda.ir import GemmCall
+
+    return [n for n in walk(body) if isinstance(n, GemmCall) and n.variant == "wgmma"]
+
+
+def shared_alignment(body: S.Stmt):
+    """Each shared buffer's alignment in a kernel body: wgmma operand tiles start on 1024 bytes (the
+    hardware swizzles absolute addresses), the rest on SHARED_ALIGN. The plan-shared-memory pass and
+    the code generator both plan with it, so launch sizes and offsets agree."""
+    operands = {id(buf) for call in _wgmma_calls(body) for buf in (call.a, call.b)}
+    return lambda buf: WGMMA_ALIGN if id(buf) in operands else SHARED_ALIGN
 
 
 def _written(func: PrimFunc) -> set[int]:
@@ -64,8 +83,9 @@ def _param(printer: CudaPrinter, p: Buffer | Var, written: set[int]) -> str:
 
 def kernel_source(func: PrimFunc) -> str:
     launch: S.KernelLaunch = func.body
-    plan = plan_storage(launch.body, SHARED_SCOPES, SHARED_ALIGN)
-    printer = CudaPrinter(plan.offsets)
+    plan = plan_storage(launch.body, SHARED_SCOPES, SHARED_ALIGN, shared_alignment)
+    wgmma = bool(_wgmma_calls(launch.body))
+    printer = CudaPrinter(plan.offsets, async_proxy_fence=wgmma)
     printer.reserve("tc_smem")
     written = _written(func)
     params = ", ".join(_param(printer, p, written) for p in func.params)
@@ -73,7 +93,7 @@ def kernel_source(func: PrimFunc) -> str:
     for t in launch.threads:
         threads *= t
     printer.mark_nonneg(*launch.block_vars, *launch.thread_vars, *func.symbolic_dims)
-    printer.line("extern __shared__ __align__(128) char tc_smem[];")
+    printer.line(f"extern __shared__ __align__({WGMMA_ALIGN if wgmma else SHARED_ALIGN}) char tc_smem[];")
     for p in func.params:
         if isinstance(p, Buffer) and (not ASSUME_ALIGNED or p.dtype.bytes < ALIGNED_MIN_BYTES):
             ptr, name = _pointer_type(p, written), printer.name(p)
@@ -94,6 +114,9 @@ def kernel_source(func: PrimFunc) -> str:
 
 def device_source(mod: IRModule, ctx) -> DeviceCode:
     parts = [header_text()]
+    widths = {instruction_n(c.n // c.warps_n) for f in mod.functions for c in _wgmma_calls(f.body)}
+    if widths:
+        parts.append(asm_functions(widths))
     parts += [kernel_source(f) for f in mod.functions]
     return DeviceCode(
         sources={SOURCE_FORMAT: "\n".join(parts)},

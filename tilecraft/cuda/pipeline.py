@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from tilecraft.backend.pipeline import PassPipeline, module_pass
+from tilecraft.cuda.codegen import shared_alignment
 from tilecraft.cuda.ir import shared_accesses
 from tilecraft.cuda.op import OP_TABLE
+from tilecraft.cuda.op.gemm import lower_gemm
+from tilecraft.cuda.op.gemm_plan import wgmma_enabled
 from tilecraft.cuda.target import KIND
 from tilecraft.cuda.transform.check import check_cuda_support
 from tilecraft.cuda.transform.pipeline import inject_software_pipeline
 from tilecraft.cuda.transform.shared_layouts import apply_shared_layouts
 from tilecraft.cuda.transform.strict_layouts import cuda_strict_layouts
+from tilecraft.ir import stmt as S
+from tilecraft.ir.function import IRModule, PrimFunc
+from tilecraft.ir.visitor import walk
 from tilecraft.layout.inference import infer_layouts
 from tilecraft.transform.guard_accesses import guard_accesses
 from tilecraft.transform.layout_annotations import apply_layout_annotations
@@ -28,11 +36,44 @@ def split_host_device(mod, ctx):
     return split_kernels(mod)
 
 
+def _allows_wgmma(func: PrimFunc, ctx) -> bool:
+    """sm_90a without tl.disable_wgmma, and no gemm of the function takes A from registers: the "rs"
+    gemm stays on mma.sync, whose operand layout a wgmma accumulator feeding it would contradict."""
+    if not wgmma_enabled(ctx.target, ctx.pass_configs):
+        return False
+    return not any(isinstance(n, S.Gemm) and n.a.buffer.scope == "local.fragment" for n in walk(func.body))
+
+
+def _per_function(mod: IRModule, ctx, make_pass) -> IRModule:
+    out = []
+    for f in mod.functions:
+        one = make_pass(_allows_wgmma(f, ctx))(mod.with_functions([f]), ctx)
+        out.extend(one.functions)
+    return mod.with_functions(out)
+
+
+@module_pass("infer-layouts")
+def cuda_infer_layouts(mod: IRModule, ctx) -> IRModule:
+    """Every fragment has a layout (mma/wgmma accumulators, propagation, defaults); swizzled gemm tiles."""
+    return _per_function(mod, ctx, lambda wgmma: infer_layouts(partial(cuda_strict_layouts, wgmma=wgmma)))
+
+
+@module_pass("lower-to-threads")
+def cuda_lower_to_threads(mod: IRModule, ctx) -> IRModule:
+    """Tile ops and T.Parallel nests are per-thread code; fragments are per-thread register arrays."""
+
+    def make(wgmma: bool):
+        return lower_to_threads({**OP_TABLE, S.Gemm: partial(lower_gemm, wgmma=wgmma)})
+
+    return _per_function(mod, ctx, make)
+
+
 plan_shared_memory = storage_pass(
     "plan-shared-memory",
     ("shared", "shared.dyn"),
     align=128,
     doc="Shared buffers have offsets in the block's dynamic shared memory; launches carry its size.",
+    align_of=shared_alignment,
 )
 
 PIPELINE = PassPipeline(
@@ -45,12 +86,8 @@ PIPELINE = PassPipeline(
         apply_layout_annotations(
             keep_fragments=True
         ),  # permuted global buffers addressed through their T.Layout; T.Fragment kept for inference
-        infer_layouts(
-            cuda_strict_layouts
-        ),  # fragment layouts (mma accumulators, propagation, defaults); swizzled gemm tiles
-        lower_to_threads(
-            OP_TABLE
-        ),  # tile ops and T.Parallel nests -> per-thread code; fragments -> registers
+        cuda_infer_layouts,  # fragment layouts (mma/wgmma accumulators, propagation, defaults); gemm tiles
+        cuda_lower_to_threads,  # tile ops and T.Parallel nests -> per-thread code; fragments -> registers
         inject_software_pipeline,  # T.Pipelined with cp.async -> multi-stage ring buffers
         apply_shared_layouts,  # swizzled shared tiles addressed by physical offsets
         simplify_pass,  # fold the per-thread index arithmetic

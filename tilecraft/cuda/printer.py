@@ -26,9 +26,13 @@ class CudaPrinter(CFamilyPrinter):
     print_where = "[block %d,%d,%d thread %d] "
     print_ids = "(int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z, (int)threadIdx.x"
 
-    def __init__(self, shared_offsets: dict[int, int] | None = None) -> None:
+    def __init__(self, shared_offsets: dict[int, int] | None = None, async_proxy_fence: bool = False) -> None:
         super().__init__()
         self.shared_offsets = shared_offsets or {}
+        if async_proxy_fence:
+            # wgmma reads shared memory through the async proxy: generic writes (stores, cp.async) must
+            # be fenced by their writer before the barrier that publishes them
+            self.barrier_statement = "tc_fence_proxy_async(); __syncthreads();"
 
     def index_type(self, buf: Buffer) -> str:
         return "int32_t" if buf.scope in ON_CHIP_32BIT else "int64_t"
@@ -57,7 +61,14 @@ class CudaPrinter(CFamilyPrinter):
             a = f"{a} + {self.expr(E.convert(s.a_offset))}"
         if not _is_zero(s.b_offset):
             b = f"{b} + {self.expr(E.convert(s.b_offset))}"
-        if s.variant == "ss":
+        if s.variant == "wgmma":
+            atoms = f"{s.atom_a}, {s.atom_b}"
+            self.line(f"tc::gemm_wgmma<{dims}, {str(s.trans_a).lower()}, {flags}, {atoms}>({a}, {b}, {c});")
+        elif s.variant == "ss" and s.a.dtype.kind == "float8":
+            formats = ", ".join(str(x.dtype.name == "float8_e5m2").lower() for x in (s.a, s.b))
+            self.line(f"tc::gemm_ss_fp8<{dims}, {str(s.trans_a).lower()}, {str(s.trans_b).lower()}, {formats}>"
+                      f"({a}, {b}, {c});")  # fmt: skip
+        elif s.variant == "ss":
             self.line(f"tc::gemm_ss<{dims}, {str(s.trans_a).lower()}, {flags}>({a}, {b}, {c});")
         else:
             self.line(f"tc::gemm_rs<{dims}, {flags}>((const uint32_t*){a}, {b}, {c});")

@@ -11,6 +11,10 @@ from tilecraft.ir.stmt import Annotations, Stmt, annotation
 
 Param = Buffer | Var
 
+# The attribute listing the indices of the parameters that are global scratch buffers the function
+# allocated itself (`T.alloc_global`): the last parameters; each call allocates them, callers pass none.
+WORKSPACE_ATTR = "tilecraft.workspace"
+
 
 @node
 class PrimFunc(Node):

@@ -182,18 +182,22 @@ class JITFunction:
         return tensors, values
 
     def _call_eager(self, args, kwargs) -> Any:
-        tensors, values = self._split_args(args, kwargs)
-        func = self._parse_eager(values, list(tensors))
-        consts = _consts_from_shapes(func, tensors)
-        kernel = self._specialize(func, consts)
+        kernel, func, tensors = self._eager_kernel(args, kwargs)
         inputs = [tensors[p.name] for p in func.params if p.name in tensors]
         return kernel(*inputs)
+
+    def _eager_kernel(self, args, kwargs) -> tuple[Kernel, PrimFunc, dict[str, Any]]:
+        """The Kernel a call with these arguments runs: arrays are tensors, the rest Python values."""
+        tensors, values = self._split_args(args, kwargs)
+        func = self._parse_eager(values, list(tensors))
+        return self._specialize(func, _consts_from_shapes(func, tensors)), func, tensors
 
     def get_tir(self, *args: Any, **kwargs: Any) -> PrimFunc:
         """TileLang's `JITImpl.get_tir`: the PrimFunc for these arguments, not compiled.
 
         Lazy style: what the factory returns. Eager style: the kernel parsed with the given Python
-        parameters (keyword arguments); compile-time symbols (`T.const`) stay symbolic.
+        parameters (keyword arguments); a keyword naming a compile-time symbol (`T.const`) gives it its
+        value, as TileLang's `get_tir(N=64)` does; the other symbols stay symbolic.
         """
         if not self.eager:
             func = self.func(*args, **kwargs)
@@ -205,20 +209,41 @@ class JITFunction:
             return func
         if args:
             raise ArgumentError(f"{self.func.__name__}.get_tir: give the Python parameters by keyword")
-        unknown = sorted(set(kwargs) - set(self.signature.parameters))
-        if unknown:
-            raise ArgumentError(f"{self.func.__name__}.get_tir: no parameter(s) {', '.join(unknown)}")
-        values = dict(kwargs)
+        names = set(self.signature.parameters)
+        values = {k: v for k, v in kwargs.items() if k in names}
         for name, p in self.signature.parameters.items():
             if name not in values and p.default is not inspect.Parameter.empty:
                 values[name] = p.default
-        return self._parse_eager(values, [n for n in self.signature.parameters if n not in values])
+        func = self._parse_eager(values, [n for n in self.signature.parameters if n not in values])
+        return self._bind_symbols(func, {k: v for k, v in kwargs.items() if k not in names})
+
+    def _bind_symbols(self, func: PrimFunc, consts: Mapping[str, Any]) -> PrimFunc:
+        """`func` with the compile-time symbols named in `consts` replaced by their values."""
+        symbols = func.attr("tilecraft.consts", ()) or ()
+        unknown = sorted(set(consts) - {v.name for v in symbols})
+        if unknown:
+            raise ArgumentError(
+                f"{self.func.__name__}.get_tir: no parameter or compile-time symbol {', '.join(unknown)}; "
+                f"parameters: {', '.join(self.signature.parameters)}; "
+                f"symbols: {', '.join(v.name for v in symbols) or 'none'}"
+            )
+        if not consts:
+            return func
+        mapping = {
+            v: E.const(_symbol_value(v.name, consts[v.name]), v.dtype) for v in symbols if v.name in consts
+        }
+        left = tuple(v for v in symbols if v.name not in consts)
+        return substitute(func, mapping).with_attr("tilecraft.consts", left)
 
     def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
         """TileLang's `JITImpl.get_kernel_source`: the device source of the Kernel these arguments make
-        (lazy: the factory's arguments; eager: as `compile`)."""
-        kernel = self.compile(**kwargs) if self.eager else self(*args, **kwargs)
-        return kernel.get_kernel_source()
+        (lazy: the factory's arguments; eager: as `compile` with keywords only, else the arguments of a
+        call: arrays and Python values, positional or by keyword)."""
+        if not self.eager:
+            return self(*args, **kwargs).get_kernel_source()
+        if not args and not any(is_array(v) for v in kwargs.values()):
+            return self.compile(**kwargs).get_kernel_source()
+        return self._eager_kernel(args, kwargs)[0].get_kernel_source()
 
     def compile(self, **kwargs: Any) -> Kernel:
         """Eager style: the Kernel for the given Python parameters and compile-time symbol values."""
@@ -232,6 +257,12 @@ class JITFunction:
                 values[name] = p.default
         tensors = [n for n in self.signature.parameters if n not in values]
         return self._specialize(self._parse_eager(values, tensors), consts)
+
+
+def _symbol_value(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentError(f"compile-time symbol {name} takes an int, got {value!r}")
+    return value
 
 
 def _consts_from_shapes(func: PrimFunc, tensors: Mapping[str, Any]) -> dict[str, int]:

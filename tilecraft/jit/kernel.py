@@ -117,11 +117,14 @@ class Kernel:
         self._launch = launch
         self._backend = ctx.execution_backend()
         self._readers = getattr(self._backend, "array_readers", ())
-        n = len(artifact.params)
+        # `T.alloc_global` workspaces are the last parameters; callers neither pass nor index them.
+        self._workspaces = [i for i, p in enumerate(artifact.params) if p.workspace]
+        n = len(artifact.params) - len(self._workspaces)
         self.out_idx = tuple(sorted({i % n if -n <= i < n else _bad_out_idx(i, n) for i in out_idx}))
         self._checks = [_ParamCheck(p) if p.kind == "buffer" else None for p in artifact.params]
         self._inputs = [i for i in range(n) if i not in self.out_idx]
-        self._fast: Any = None
+        # The generated fast path passes the caller's arrays straight through: it has no workspaces.
+        self._fast: Any = False if self._workspaces else None
 
     def _fast_path(self):
         """The generated fast path for torch tensors, built on first use (None: not available)."""
@@ -145,7 +148,8 @@ class Kernel:
 
     @property
     def params(self) -> tuple[ParamInfo, ...]:
-        return self.artifact.params
+        """The parameters a caller passes (or gets back through `out_idx`): workspaces are not among them."""
+        return self.artifact.params[: len(self.artifact.params) - len(self._workspaces)]
 
     def get_kernel_source(self) -> str:
         """The generated device source (the first source format the device codegen produced)."""
@@ -174,7 +178,9 @@ class Kernel:
         program imported it, else numpy)."""
         from tilecraft.profiler import Profiler, TensorSupplyType
 
-        return Profiler(self, TensorSupplyType.Auto if tensor_supply_type is None else tensor_supply_type, library)
+        return Profiler(
+            self, TensorSupplyType.Auto if tensor_supply_type is None else tensor_supply_type, library
+        )
 
     def export(self, path) -> Any:
         """A self-contained copy of the built kernel, loadable without a compiler."""
@@ -198,6 +204,8 @@ class Kernel:
         outputs = self._allocate_outputs(values, env, arrays)
         for i in self.out_idx:
             launch_args[i] = self._bind_param(i, values[i], env, deferred, arrays)
+        for i in self._workspaces:
+            launch_args.append(self._bind_param(i, self._allocate(i, env, arrays), env, deferred, arrays))
         self._check_deferred(env, deferred)
         dims = self._dims(env)
         self._launch(launch_args, dims, stream)
@@ -207,7 +215,7 @@ class Kernel:
         return result[0] if len(result) == 1 else result
 
     def _arrange(self, args: tuple) -> list:
-        n = len(self.artifact.params)
+        n = len(self.params)
         if len(args) == n:
             return list(args)
         if len(args) == len(self._inputs):
@@ -247,14 +255,17 @@ class Kernel:
     def _allocate_outputs(self, values: list, env: dict, arrays: dict) -> dict[int, Any]:
         if all(values[i] is not None for i in self.out_idx):
             return {}
-        reference = next(iter(arrays.values()), None)
         outputs = {}
         for i in self.out_idx:
-            info = self.artifact.params[i]
-            shape = tuple(self._eval_dim(e, env, info.name) for e in info.shape)
-            outputs[i] = self._backend.empty(reference, shape, info.dtype)
+            outputs[i] = self._allocate(i, env, arrays)
             values[i] = outputs[i]
         return outputs
+
+    def _allocate(self, i: int, env: dict, arrays: dict) -> Any:
+        """A new array for parameter i, beside the arrays bound so far (on their device)."""
+        info = self.artifact.params[i]
+        shape = tuple(self._eval_dim(e, env, info.name) for e in info.shape)
+        return self._backend.empty(next(iter(arrays.values()), None), shape, info.dtype)
 
     def _eval_dim(self, e: E.Expr, env: dict, name: str) -> int:
         if isinstance(e, int):
@@ -263,7 +274,7 @@ class Kernel:
             return int(evaluate(e, env))
         except (KeyError, ValueError) as exc:
             raise ArgumentError(
-                f"cannot allocate output {name!r}: its shape {e} depends on a dim no input provides ({exc})"
+                f"cannot allocate {name!r}: its shape {e} depends on a dim no input provides ({exc})"
             ) from None
 
     def _check_deferred(self, env: dict, deferred: list) -> None:

@@ -35,13 +35,14 @@ def resolve_context(
 def artifact_key(func: PrimFunc, ctx: BackendContext, pass_configs: Mapping | None, compile_flags) -> str:
     """What determines the artifact: the kernel's structure, the target and every option."""
     from tilecraft import __version__
+    from tilecraft.backend.postproc import fingerprint
     from tilecraft.execution.cache import cache_key, package_fingerprint
 
     # Checked and canonical, so `PassConfigKey.X` and its string share an entry.
     configs = checked_pass_configs(pass_configs, ctx).canonical()
     return cache_key(
         "artifact", structural_hash(func), str(ctx.target), str(ctx.target_host), ctx.backend.name,
-        ctx.execution.name, configs, repr(compile_flags), __version__, package_fingerprint(),
+        ctx.execution.name, configs, repr(compile_flags), __version__, package_fingerprint(), fingerprint(),
     )  # fmt: skip
 
 

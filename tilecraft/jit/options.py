@@ -155,7 +155,8 @@ NO_EFFECT: Mapping[str, str] = {
     K.TL_ENABLE_LOWER_LDGSTG_PREDICATED: "LDG/STG intrinsics are not generated",
     K.TL_DISABLE_LOWER_LDGSTG_PREDICATED: "LDG/STG intrinsics are not generated",
     K.TL_ENABLE_VECTORIZE_PLANNER_VERBOSE: _DEBUG_OUTPUT,
-    K.TL_DISABLE_WGMMA: _NO_HOPPER,
+    K.TL_DISABLE_WGMMA: "read by the backends that have a wgmma path (sm_90a), which then keep T.gemm on "
+    "mma.sync; elsewhere there is no wgmma path to turn off",
     K.TL_DEBUG_MERGE_SHARED_MEMORY_ALLOCATIONS: _DEBUG_OUTPUT,
     K.TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE: _NO_PASS,
     K.TL_DISABLE_SHARED_MEMORY_REUSE: _NO_PASS,

@@ -99,6 +99,9 @@ half = float16
 float = float32  # noqa: A001
 double = float64
 float8_e4m3 = float8_e4m3fn
+# TF32 is float32 with a 10-bit mantissa for tensor-core gemms. No target generates TF32 mma, so a
+# tfloat32 tensor, tile or gemm operand is float32 throughout: at least as accurate as TileLang's TF32.
+tfloat32 = float32
 
 __all__ = [
     "And", "Broadcast", "Buffer", "Cast", "Fragment", "GemmWarpPolicy", "Kernel", "Layout", "Not", "Or",
@@ -110,7 +113,7 @@ __all__ = [
     "get_block_binding", "get_thread_binding", "half", "if_then_else", "infinity", "int8", "int16",
     "int32", "int64", "log", "log2", "macro", "max", "max_value", "min", "min_value", "pow", "prim_func",
     "print", "reduce_abssum", "reduce_absmax", "reduce_max", "reduce_min", "reduce_sum", "round", "rsqrt",
-    "serial", "sigmoid", "sin", "sqrt", "symbolic", "sync_threads", "tanh", "truncdiv", "truncmod",
+    "serial", "sigmoid", "sin", "sqrt", "symbolic", "sync_threads", "tanh", "tfloat32", "truncdiv", "truncmod",
     "uint8", "uint16", "uint32", "uint64", "unroll", "use_swizzle", "vectorized",
 ]  # fmt: skip
 
@@ -120,7 +123,19 @@ __all__ += ["parse_script"]
 
 # TileLang's names that need no backend support (docs/compat.md, "API surface").
 from tilecraft.ir.dtype import DataType as dtype  # noqa: E402
-from tilecraft.language.kernel import thread_binding  # noqa: E402
+from tilecraft.language.alloc import alloc_global  # noqa: E402
+from tilecraft.language.kernel import (  # noqa: E402
+    disable_warp_group_reg_alloc,
+    no_set_max_nreg,
+    thread_binding,
+)
 from tilecraft.language.math import clamp  # noqa: E402
 
-__all__ += ["clamp", "dtype", "thread_binding"]
+__all__ += [
+    "alloc_global",
+    "clamp",
+    "disable_warp_group_reg_alloc",
+    "dtype",
+    "no_set_max_nreg",
+    "thread_binding",
+]

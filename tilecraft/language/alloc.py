@@ -1,4 +1,4 @@
-"""Memory: `T.alloc_shared`, `T.alloc_fragment`, `T.alloc_local`, `T.alloc_var`."""
+"""Memory: `T.alloc_shared`, `T.alloc_fragment`, `T.alloc_local`, `T.alloc_var`, `T.alloc_global`."""
 
 from __future__ import annotations
 
@@ -57,4 +57,26 @@ def alloc_var(dtype, init=None, scope: str = "local.var"):
     buf = _alloc((1,), dtype, "local.var", "T.alloc_var")
     if init is not None:
         builder.current().inits[buf] = convert(init, buf.dtype)
+    return buf
+
+
+def alloc_global(shape, dtype, scope: str = "global") -> Buffer:
+    """A global-memory scratch buffer, allocated afresh by every call of the kernel (TileLang's workspace).
+
+    Called in the function body outside `T.Kernel`; the buffer becomes a hidden last parameter that the
+    call allocates (uninitialized) on the device of its arrays, so kernels of one function can pass data
+    through it. Its shape may use the function's symbolic dims.
+    """
+    from tilecraft.language.types import _dims
+
+    b = builder.current("T.alloc_global")
+    if scope != "global":
+        raise b.error(f"T.alloc_global scope must be 'global', got {scope!r}")
+    if b.kernels:
+        raise b.error(
+            "T.alloc_global is only valid outside `with T.Kernel(...)`",
+            hint="allocate the workspace at the top of the function body, before the kernels that use it",
+        )
+    buf = Buffer(f"workspace{len(b.workspaces)}", _dims(shape), dt.as_dtype(dtype))
+    b.workspaces.append(buf)
     return buf

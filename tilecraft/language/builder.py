@@ -35,6 +35,7 @@ class Builder:
     pending_allocations: list[Buffer] = field(default_factory=list)
     inits: dict[Buffer, Expr] = field(default_factory=dict)
     outputs: list[Buffer] = field(default_factory=list)
+    workspaces: list[Buffer] = field(default_factory=list)
     consts: list[Var] = field(default_factory=list)
 
     def error(self, message: str, hint: str | None = None) -> ParseError:

@@ -113,6 +113,19 @@ def use_swizzle(panel_size: int = 8, order: str = "row", enable: bool = True):
     return UseSwizzle(int(panel_size), order, span=builder.current_span())
 
 
+def disable_warp_group_reg_alloc() -> None:
+    """TileLang's opt-out of warp-group register reallocation: accepted, with no effect.
+
+    TileLang emits `setmaxnreg` for warp-specialized producer/consumer kernels and this call turns it
+    off; no tilecraft target emits warp-specialized register reallocation, so there is nothing to turn
+    off and the kernel is unchanged.
+    """
+    builder.current("T.disable_warp_group_reg_alloc").kernel("T.disable_warp_group_reg_alloc")
+
+
+no_set_max_nreg = disable_warp_group_reg_alloc
+
+
 def annotate_layout(layouts: dict):
     """Fix the layout of buffers: `T.annotate_layout({A_shared: T.Layout(...)})`."""
     from tilecraft.layout.swizzle import SwizzledLayout

@@ -91,17 +91,24 @@ def copy(src: Operand, dst: Operand, coalesced_width: int | None = None, disable
 
 def fill(buffer: Operand, value) -> Fill:
     """Set every element of `buffer` (or a region) to `value`."""
-    region = region_of(buffer, "T.fill")
-    if region is None:
-        raise IRError("T.fill needs a buffer or a region with slices, not a single element")
+    region = _filled_region(buffer, "T.fill")
     return Fill(region, convert(value, region.dtype) if not isinstance(value, Expr) else value, span=_span())
+
+
+def _filled_region(x: Operand, what: str) -> BufferRegion:
+    """The region T.fill / T.clear set: a buffer, a region, or, as in TileLang, the one element `A[i, j]`
+    (a `T.alloc_var` scalar by name is its element, so `T.clear(acc)` zeroes the variable)."""
+    region = region_of(x, what)
+    if region is not None:
+        return region
+    if any(i.dtype.lanes != 1 for i in x.indices):
+        raise IRError(f"{what}: a vector element access is not a region; slice the buffer instead")
+    return BufferRegion(x.buffer, tuple(Range(i, const(1, i.dtype)) for i in x.indices))
 
 
 def clear(buffer: Operand) -> Fill:
     """Set every element of `buffer` to zero."""
-    region = region_of(buffer, "T.clear")
-    if region is None:
-        raise IRError("T.clear needs a buffer or a region with slices, not a single element")
+    region = _filled_region(buffer, "T.clear")
     return Fill(region, const(0, region.dtype), span=_span())
 
 

@@ -30,6 +30,8 @@ __all__ = [
     "mma_operand_b_coords",
     "slice_layout",
     "thread_dims",
+    "wgmma_accumulator",
+    "wgmma_accumulator_coords",
 ]
 
 WARP_SIZE = 32
@@ -186,6 +188,51 @@ def mma_operand_b_coords(
     ki, ni = divmod(tile, n // warps_n // 8)
     row = ki * 16 + (lane % 4) * 2 + (i & 1) + 8 * (i >> 1)
     col = wn * (n // warps_n) + ni * 8 + lane // 4
+    return row, col
+
+
+# ---------------------------------------------------------------- wgmma m64nNk16 (sm_90a)
+
+WARPGROUP = 4  # warps that issue one wgmma together
+
+
+def wgmma_accumulator(m: int, n: int, groups_m: int, groups_n: int) -> LinearLayout:
+    """The f32 accumulator of an (m x n) block tile computed with wgmma m64nNk16 by a
+    (groups_m x groups_n) grid of warpgroups (4 consecutive warps each).
+
+    Warpgroup g = gm * groups_n + gn owns rows [gm * m/groups_m, ...) and cols [gn * n/groups_n, ...),
+    made of tm = m/groups_m/64 instructions along M; in each, warp w of the group owns 16 rows exactly
+    as one mma.sync m16n8 accumulator, its registers ordered by 8-column chunk (PTX ISA, "Register
+    fragment: wgmma .m64nNk16 accumulator D"). With tn = n/groups_n/8 chunks per group, lane l of warp
+    w holds
+
+        reg = ((mi * tn + ni) * 4 + half * 2 + b)        half, b in {0, 1}
+        row = gm * (m / groups_m) + mi * 64 + w * 16 + half * 8 + l // 4
+        col = gn * (n / groups_n) + ni * 8 + (l % 4) * 2 + b
+    """
+    tm, tn = _warp_grid(m, n, groups_m, groups_n, (64, 8), "wgmma_accumulator")
+    register = _chain((1, 1, 0), (0, 1, 3), (1, log2(tn), 3), (0, log2(tm), 6))
+    lane = _chain((1, 2, 1), (0, 3, 0))
+    warp = _chain(
+        (0, 2, 4), (1, log2(groups_n), log2(n // groups_n)), (0, log2(groups_m), log2(m // groups_m))
+    )
+    return _fragment(register, lane, warp, (m, n))
+
+
+def wgmma_accumulator_coords(
+    thread: int, reg: int, m: int, n: int, groups_m: int, groups_n: int
+) -> tuple[int, int]:
+    """The (row, col) that register `reg` of thread `thread` holds in `wgmma_accumulator(m, n, ...)`;
+    the formulas of the PTX figure, which the wgmma gemm template follows."""
+    warp, lane = divmod(thread, WARP_SIZE)
+    group, w = divmod(warp, WARPGROUP)
+    gm, gn = divmod(group, groups_n)
+    tn = n // groups_n // 8
+    tile, within = divmod(reg, 4)
+    mi, ni = divmod(tile, tn)
+    half, b = divmod(within, 2)
+    row = gm * (m // groups_m) + mi * 64 + w * 16 + half * 8 + lane // 4
+    col = gn * (n // groups_n) + ni * 8 + (lane % 4) * 2 + b
     return row, col
 
 

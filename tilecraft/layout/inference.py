@@ -7,7 +7,10 @@ fragment's layout; fragments a nest indexes by its variables take the nest's lay
 indexed by a subset); a reduction's result is its source projected; fragment-to-fragment copies
 share a layout. When propagation stops, a free nest that reads a known fragment by some of its
 variables (a row vector `m[i]` in a loop over `(i, j)`) takes that fragment's layout extended over its
-other dims, so the read stays in the thread's registers; then what stays free gets the default
+other dims, so the read stays in the thread's registers. Next, a fragment wider than a nest that
+indexes it by its variables (`sinks[i]` of a `(128,)` fragment in `T.Parallel(64)`) takes the nest's
+layout for that part and further registers for the rest, and a free nest over a leading part of a
+known fragment iterates the fragment's layout with the rest masked. Then what stays free gets the default
 (row-major over threads, 16-byte runs), and propagation resumes. Two different layouts demanded for one fragment stop with both ops' lines.
 
 The mechanism is shared; the strict layouts come from the backend (`strict(op, threads, target)`
@@ -35,7 +38,7 @@ from tilecraft.ir.visitor import Mutator, Visitor
 from tilecraft.layout.fragment import FRAGMENT_INS, fragment_dims, linear_from_fragment
 from tilecraft.layout.layout import Fragment
 from tilecraft.layout.linear import LinearLayout, log2, next_power_of_two
-from tilecraft.layout.tile import TileLayout, blocked_layout, project, subset
+from tilecraft.layout.tile import TileLayout, blocked_layout, covers, project, subset, widen, within
 
 FRAGMENT = "local.fragment"
 
@@ -201,7 +204,7 @@ class Inference:
                     self.shared[id(buf)] = layout
         while True:
             self._propagate()
-            if not (self._extend_one() or self._default_one()):
+            if not (self._extend_one() or self._cover_one() or self._default_one()):
                 break
 
     def _annotated(self, note: S.AnnotateLayout) -> TileLayout:
@@ -295,6 +298,26 @@ class Inference:
                 extended = extend(layout, dims, nest.extents)
                 if extended is not None:
                     nest.layout = extended
+                    return True
+        return False
+
+    def _cover_one(self) -> bool:
+        """Settle the first nest-fragment pair where one covers a leading part of the other (the nest
+        fixes the wider fragment's layout, or the wider fragment the nest's); False when there is none."""
+        for nest in self.found.nests:
+            for buf, indices in nest.accesses:
+                dims = var_positions(nest, indices)
+                if dims is None:
+                    continue
+                known = self.known(buf)
+                if nest.layout is not None and known is None:
+                    part = nest.layout if dims == list(range(len(nest.vars))) else subset(nest.layout, dims)
+                    if covers(static_shape(buf), part.shape):
+                        why = "a T.Parallel loop over a leading part of it"
+                        return self.set(buf, widen(part, static_shape(buf)), why, nest.outer.span)
+                full = dims == list(range(len(nest.vars)))
+                if nest.layout is None and known is not None and full and covers(known.shape, nest.extents):
+                    nest.layout = within(known, nest.extents)
                     return True
         return False
 

@@ -2,7 +2,9 @@
 
 A `TileLayout` says, for a fragment or a `T.Parallel` nest over a tile, which thread (lane, warp) and
 which register index holds each element. Shapes are padded to powers of two; padded positions are
-masked by whoever iterates the layout.
+masked by whoever iterates the layout. A nest over a leading part of a wider fragment may iterate the
+fragment's layout itself (`within`): its linear layout then covers more than the nest's shape, and the
+positions past the shape are masked the same way.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir.expr import Expr
 from tilecraft.layout.fragment import blocked, fragment_dims, slice_layout
-from tilecraft.layout.linear import LinearLayout, next_power_of_two
+from tilecraft.layout.linear import LinearLayout, log2, next_power_of_two
 
 WARP = 32
 
@@ -31,7 +33,11 @@ class TileLayout:
 
     @property
     def padded(self) -> bool:
-        return any(next_power_of_two(s) != s for s in self.shape)
+        return any(self._covered(d) != s for d, s in enumerate(self.shape))
+
+    def _covered(self, dim: int) -> int:
+        """How far the linear layout reaches along `dim` (the padded shape, or more under `within`)."""
+        return self.linear.out_size(fragment_dims(len(self.shape))[dim])
 
     def structural_key(self):
         return ("TileLayout", self.shape, self.linear.structural_key())
@@ -50,8 +56,8 @@ class TileLayout:
     def in_bounds(self, coords: list[Expr]) -> Expr | None:
         """The mask of padded positions, or None when the shape needs no padding."""
         cond = None
-        for c, s in zip(coords, self.shape):
-            if next_power_of_two(s) != s:
+        for d, (c, s) in enumerate(zip(coords, self.shape)):
+            if self._covered(d) != s:
                 term = E.compare(E.LT, c, s)
                 cond = term if cond is None else E.logical_and(cond, term)
         return cond
@@ -76,6 +82,34 @@ def blocked_layout(shape: tuple[int, ...], threads: int, dtype: dt.DataType | No
     while vector > 1 and (inner % vector or total < threads * vector):
         vector //= 2
     return TileLayout(tuple(shape), blocked(shape, threads, vector))
+
+
+def covers(outer: tuple[int, ...], inner: tuple[int, ...]) -> bool:
+    """Whether a tile of shape `inner` is a leading part of one of shape `outer`, and not all of it."""
+    return len(outer) == len(inner) and outer != inner and all(i <= o for o, i in zip(outer, inner))
+
+
+def within(layout: TileLayout, shape: tuple[int, ...]) -> TileLayout:
+    """A nest over `shape`, a leading part of the tile `layout` covers, iterating that layout: each
+    thread runs the iterations whose elements it holds; the rest of the tile is masked."""
+    return TileLayout(tuple(shape), layout.linear)
+
+
+def widen(layout: TileLayout, shape: tuple[int, ...]) -> TileLayout:
+    """The layout of a fragment of `shape` whose leading part `layout` covers: the same threads and
+    registers for that part, and further registers of the same threads for the rest (so every thread,
+    replicas included, holds each element it would hold of the part, and the rest with it)."""
+    names = fragment_dims(len(shape))
+    linear = layout.linear
+    bases = {name: [tuple(linear.basis(name, b)[n] for n in names) for b in range(linear.in_bits(name))]
+             for name in linear.in_names}  # fmt: skip
+    padded = [next_power_of_two(s) for s in shape]
+    for d, name in enumerate(names):
+        for bit in range(log2(linear.out_size(name)), log2(padded[d])):
+            bases.setdefault("register", []).append(
+                tuple(1 << bit if k == d else 0 for k in range(len(names)))
+            )
+    return TileLayout(tuple(shape), LinearLayout(bases, dict(zip(names, padded))))
 
 
 def project(layout: TileLayout, dim: int) -> TileLayout:
@@ -111,7 +145,8 @@ def register_map(nest: TileLayout, dims: list[int], frag: TileLayout) -> LinearL
     keep = [names[d] for d in dims]
     access = nest.linear.sublayout(nest.linear.in_names, keep).transpose_outs(keep)
     access = access.rename_outs(dict(zip(keep, fragment_dims(len(dims)))))
-    if tuple(access.out_dims) != tuple(frag.linear.out_dims):
+    access = _embed(access, frag.linear)
+    if access is None:
         return None
     bases = {}
     for name in access.in_names:
@@ -134,6 +169,22 @@ def register_map(nest: TileLayout, dims: list[int], frag: TileLayout) -> LinearL
     if registers.compose(result) != delta:
         return None
     return result
+
+
+def _embed(access: LinearLayout, frag: LinearLayout) -> LinearLayout | None:
+    """`access` with `frag`'s output dims, when each of its own is the same or a leading part (a nest
+    over part of a wider fragment); None when they are not comparable."""
+    if tuple(access.out_dims) == tuple(frag.out_dims):
+        return access
+    if access.out_names != frag.out_names or any(
+        access.out_size(n) > frag.out_size(n) for n in access.out_names
+    ):
+        return None
+    bases = {
+        name: [tuple(access.basis(name, b)[n] for n in access.out_names) for b in range(access.in_bits(name))]
+        for name in access.in_names
+    }
+    return LinearLayout(bases, frag.out_dims)
 
 
 def mask_of(bits) -> int:

@@ -2,12 +2,14 @@
 
 It rejects what no backend could lower: tile ops or allocations outside a kernel, nested kernels,
 rank and extent mismatches in tile ops, reduce dims out of range, constant indices out of bounds,
-indices that are not integers, integer divisions by a constant zero, empty or negative grids, negative
+on-chip buffers indexed past their shape by the loops around the access (`index_ranges`), indices
+that are not integers, integer divisions by a constant zero, empty or negative grids, negative
 loop extents and shapes, and dtype combinations no rule accepts. Errors point at the kernel's source line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 from tilecraft.errors import SemanticError
@@ -17,9 +19,12 @@ from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.ir.dtype import DataType
 from tilecraft.ir.eval import evaluate
 from tilecraft.ir.function import IRModule, PrimFunc
+from tilecraft.ir.span import Span
 from tilecraft.ir.visitor import Visitor
+from tilecraft.transform.index_ranges import IndexRanges
 
 ON_CHIP = ("shared", "shared.dyn", "local", "local.fragment", "local.var")
+SCOPE_WORDS = {"local.fragment": "fragment", "shared": "shared buffer", "shared.dyn": "shared buffer"}
 # Integer forms of these trap (SIGFPE) or give an unspecified value when the divisor is zero.
 INT_DIVISIONS = (E.Div, E.FloorDiv, E.FloorMod, E.TruncMod)
 ATOMIC_DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64", "uint32", "uint64")
@@ -53,6 +58,8 @@ class _Checker(Visitor):
         self.func = func
         self.in_kernel = False
         self.span = func.span
+        self.ranges = IndexRanges()
+        self.allocated_at: dict[int, Span | None] = {}
 
     def run(self) -> None:
         for p in self.func.params:
@@ -110,6 +117,7 @@ class _Checker(Visitor):
     def visit_Allocate(self, s: S.Allocate) -> None:
         self._require_kernel(f"allocating {s.buffer.name}")
         self._shape(s.buffer, minimum=1)
+        self.allocated_at[id(s.buffer)] = s.span
         self.generic_visit(s)
 
     def _shape(self, buf: Buffer, minimum: int) -> None:
@@ -127,25 +135,42 @@ class _Checker(Visitor):
         if (n := constant(s.extent)) is not None and n < 0:
             self.fail(f"loop extent {_value(s.extent, n)} is negative; a loop runs zero or more times",
                       "give the bounds as (start, stop) with start <= stop")  # fmt: skip
-        self.generic_visit(s)
+        with self.ranges.loop(s.loop_var, constant(s.min), n):
+            self.generic_visit(s)
+
+    def visit_While(self, s: S.While) -> None:
+        self.visit(s.condition)
+        with self.ranges.conditional():
+            self.visit(s.body)
+
+    def visit_LetStmt(self, s: S.LetStmt) -> None:
+        self.visit(s.value)
+        with self.ranges.let(s.var, s.value):
+            self.visit(s.body)
 
     def visit_IfThenElse(self, s: S.IfThenElse) -> None:
         """Only a branch that can run is judged: after `T.const` specialization a guard such as
         `if K % 32 != 0:` may be constant, and the code it skips (`x // (K % 32)`) never runs."""
         self.visit(s.condition)
         taken = constant(s.condition)
-        if taken is None or taken:
-            self.visit(s.then_case)
-        if s.else_case is not None and not taken:
-            self.visit(s.else_case)
+        with self._branches(taken):
+            if taken is None or taken:
+                self.visit(s.then_case)
+            if s.else_case is not None and not taken:
+                self.visit(s.else_case)
 
     def visit_Select(self, e: E.Select) -> None:
         self.visit(e.condition)
         taken = constant(e.condition)
-        if taken is None or taken:
-            self.visit(e.true_value)
-        if taken is None or not taken:
-            self.visit(e.false_value)
+        with self._branches(taken):
+            if taken is None or taken:
+                self.visit(e.true_value)
+            if taken is None or not taken:
+                self.visit(e.false_value)
+
+    def _branches(self, taken):
+        """A branch of a condition known only at run time may run for some iterations only."""
+        return self.ranges.conditional() if taken is None else contextlib.nullcontext()
 
     def visit_BufferStore(self, s: S.BufferStore) -> None:
         self._require_kernel(f"storing into {s.buffer.name}")
@@ -167,6 +192,11 @@ class _Checker(Visitor):
                 "an integer division by zero has no value (a host processor traps: SIGFPE kills the process); "
                 "fix the divisor, or guard the division with `if`",
             )
+        if isinstance(e, (E.And, E.Or)):
+            self.visit(e.a)
+            with self.ranges.conditional():  # && and || skip their right operand
+                self.visit(e.b)
+            return
         self.generic_visit(e)
 
     def _int_expr(self, e: E.Expr, what: str) -> None:
@@ -187,6 +217,24 @@ class _Checker(Visitor):
             i, n = E.const_value(index), E.const_value(dim)
             if isinstance(i, int) and isinstance(n, int) and not 0 <= i < n:
                 self.fail(f"index {i} is out of bounds for dim {axis} of {buf.name} (size {n})")
+        if buf.scope in ON_CHIP:
+            for axis, (index, dim) in enumerate(zip(indices, buf.shape)):
+                self._loop_index_in_bounds(buf, axis, index, constant(dim))
+
+    def _loop_index_in_bounds(self, buf: Buffer, axis: int, index: E.Expr, size) -> None:
+        """An on-chip buffer has no edge predicate: an index its loops carry past the shape reads or
+        writes other memory (the CPU's neighbouring buffers, another thread's registers on a GPU)."""
+        values = self.ranges.range_of(index)
+        if values is None or not isinstance(size, int) or (values[0] >= 0 and values[1] < size):
+            return
+        lo, hi = values
+        where = self.allocated_at.get(id(buf))
+        at = f", allocated at line {where.line}," if where is not None else ""
+        self.fail(
+            f"{SCOPE_WORDS.get(buf.scope, buf.scope)} {buf.name} of shape {_fmt(buf.shape)}{at} is indexed outside its shape: index "
+            f"{index} runs over {lo}..{hi} in the loops around it, but dim {axis} has size {size}",
+            _past_the_end_hint(buf, axis, hi) if lo >= 0 else "on-chip buffers have no edge predicates",
+        )
 
     # ------------------------------------------------------------------ tile ops
 
@@ -319,6 +367,20 @@ class _Checker(Visitor):
     def visit_Print(self, s: S.Print) -> None:
         self._require_kernel("T.print")
         self.generic_visit(s)
+
+
+def _past_the_end_hint(buf: Buffer, axis: int, hi: int) -> str:
+    hint = (
+        f"allocate dim {axis} with at least {hi + 1} elements (the extent of the loop that indexes it), "
+        "or guard the access with `if`; on-chip buffers have no edge predicates"
+    )
+    if buf.scope == "local.fragment":
+        # Ported TileLang kernels meet this: there a fragment's registers follow the loop's layout.
+        hint += (
+            ". TileLang sizes a fragment's registers from the T.Parallel loop that writes it, so such a "
+            "kernel may run there; here the declared shape is the storage"
+        )
+    return hint
 
 
 def constant(e: E.Expr) -> int | float | None:

@@ -8,7 +8,7 @@ shared memory); host launches carry it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from tilecraft.backend.artifact import KernelInfo, ParamInfo
 from tilecraft.backend.pipeline import module_pass
@@ -39,12 +39,19 @@ def buffer_bytes(buf: Buffer, align: int) -> int:
     return (static_elements(buf) * buf.dtype.bytes + align - 1) // align * align
 
 
+# For a kernel body, each buffer's alignment (a multiple of the plan's `align`), where some need more.
+AlignOf = Callable[[S.Stmt], Callable[[Buffer], int]]
+
+
 class StoragePlan(Visitor):
     """Offsets of every arena-resident buffer and the peak bytes in use."""
 
-    def __init__(self, scopes: Sequence[str], align: int) -> None:
+    def __init__(
+        self, scopes: Sequence[str], align: int, align_of: Callable[[Buffer], int] | None = None
+    ) -> None:
         self.scopes = tuple(scopes)
         self.align = align
+        self.align_of = align_of
         self.offsets: dict[int, int] = {}
         self.top = 0
         self.peak = 0
@@ -54,6 +61,9 @@ class StoragePlan(Visitor):
             self.visit(s.body)
             return
         start = self.top
+        if self.align_of is not None:
+            align = self.align_of(s.buffer)
+            start = (start + align - 1) // align * align
         self.offsets[id(s.buffer)] = start
         self.top = start + buffer_bytes(s.buffer, self.align)
         self.peak = max(self.peak, self.top)
@@ -61,8 +71,10 @@ class StoragePlan(Visitor):
         self.top = start
 
 
-def plan_storage(body: S.Stmt, scopes: Sequence[str], align: int = 64) -> StoragePlan:
-    plan = StoragePlan(scopes, align)
+def plan_storage(
+    body: S.Stmt, scopes: Sequence[str], align: int = 64, align_of: AlignOf | None = None
+) -> StoragePlan:
+    plan = StoragePlan(scopes, align, align_of(body) if align_of is not None else None)
     plan.visit(body)
     return plan
 
@@ -79,15 +91,18 @@ class _SetCallStorage(Mutator):
         return dataclasses.replace(call, dynamic_smem=self.sizes.get(call.symbol, 0))
 
 
-def storage_pass(name: str, scopes: Sequence[str], align: int = 64, doc: str = ""):
-    """A pass that plans each kernel's arena for `scopes` and records its size on the host's launches."""
+def storage_pass(
+    name: str, scopes: Sequence[str], align: int = 64, doc: str = "", align_of: AlignOf | None = None
+):
+    """A pass that plans each kernel's arena for `scopes` and records its size on the host's launches;
+    `align_of` raises the alignment of some buffers (the device code generator must plan with the same)."""
 
     def run(mod: IRModule, ctx) -> IRModule:
         sizes = {}
         funcs = []
         for f in mod.functions:
             if f.attr(ROLE_ATTR) == "device":
-                sizes[f.name] = plan_storage(f.body, scopes, align).peak
+                sizes[f.name] = plan_storage(f.body, scopes, align, align_of).peak
                 f = f.with_attr(STORAGE_ATTR, sizes[f.name])
             funcs.append(f)
         mutator = _SetCallStorage(sizes)

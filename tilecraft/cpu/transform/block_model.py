@@ -6,11 +6,10 @@ import dataclasses
 
 from tilecraft.backend.pipeline import module_pass
 from tilecraft.errors import LoweringError
+from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import Mutator, Visitor
-
-UNSUPPORTED_DTYPE_KINDS = ("float8",)
 
 
 class _ThreadUse(Visitor):
@@ -52,20 +51,67 @@ class _BlockModelCheck(Visitor):
             )
         self.generic_visit(launch)
 
-    def visit_Buffer(self, buf) -> None:
-        if buf.dtype.kind in UNSUPPORTED_DTYPE_KINDS:
-            raise LoweringError(
-                f"buffer {buf.name} has dtype {buf.dtype}, which the CPU target does not support",
-                buf.span,
-                "use float16, bfloat16 or float32 on the CPU target",
-                target=self.target,
-            )
-        self.generic_visit(buf)
+
+_COMPARE = {E.LT: int.__lt__, E.LE: int.__le__, E.GT: int.__gt__, E.GE: int.__ge__, E.EQ: int.__eq__,
+            E.NE: int.__ne__}  # fmt: skip
+
+
+class _RunThreadGroups(Mutator):
+    """`if T.get_thread_binding() < 32: A else: B` splits the block's threads into two groups, each running
+    its branch as tile-level code (TileLang partitions the branch's T.Parallel loops over its group). The
+    groups run concurrently and cannot synchronize with each other, so one CPU thread runs A, then B: every
+    branch some thread of the block takes, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.extents: dict[int, int] = {}
+
+    def mutate_Buffer(self, buf):
+        return buf
+
+    def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
+        saved = self.extents
+        self.extents = {id(v): n for v, n in zip(launch.thread_vars, launch.threads)}
+        out = self.generic_mutate(launch)
+        self.extents = saved
+        return out
+
+    def mutate_IfThenElse(self, s: S.IfThenElse) -> S.Stmt:
+        s = self.generic_mutate(s)
+        taken = self._branches_taken(s.condition)
+        if taken is None:
+            return s
+        then_taken, else_taken = taken
+        return S.seq(s.then_case if then_taken else None, s.else_case if else_taken else None)
+
+    def _branches_taken(self, cond: E.Expr) -> tuple[bool, bool] | None:
+        """Whether some thread takes the then / else branch, for `thread_var <op> constant`; else None."""
+        compare = _COMPARE.get(type(cond))
+        if compare is None:
+            return None
+        a, b = cond.a, cond.b
+        if isinstance(b, E.Var) and id(b) in self.extents and isinstance(a, E.IntImm):
+            return self._split(lambda t: compare(a.value, t), self.extents[id(b)])
+        if isinstance(a, E.Var) and id(a) in self.extents and isinstance(b, E.IntImm):
+            return self._split(lambda t: compare(t, b.value), self.extents[id(a)])
+        return None
+
+    @staticmethod
+    def _split(holds, extent: int) -> tuple[bool, bool]:
+        results = {holds(t) for t in range(extent)}
+        return True in results, False in results
+
+
+@module_pass("run-thread-groups")
+def run_thread_groups(mod: IRModule, ctx) -> IRModule:
+    """Branches on `thread index <op> constant` (thread groups) run one after the other, as one thread."""
+    mutator = _RunThreadGroups()
+    return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)
 
 
 @module_pass("check-block-model")
 def check_block_model(mod: IRModule, ctx) -> IRModule:
-    """Kernels do not depend on thread indices and use only dtypes the CPU target computes."""
+    """Kernels do not depend on thread indices."""
     checker = _BlockModelCheck(ctx.target)
     for func in mod.functions:
         for p in func.params:

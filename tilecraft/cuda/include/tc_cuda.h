@@ -2,7 +2,8 @@
 //
 // float16 and bfloat16 are stored as their bit patterns (uint16_t) and computed in float32, as on the
 // CPU target; conversions use the PTX cvt instructions, so no CUDA header is needed and NVRTC compiles
-// the translation unit without include paths.
+// the translation unit without include paths. float8 is stored as its byte (uint8_t) and converted in
+// software (the shared tc_soft_fp8.h).
 #ifndef TILECRAFT_TC_CUDA_H
 #define TILECRAFT_TC_CUDA_H
 
@@ -52,6 +53,15 @@ TC_DEVICE float tc_round_f16(float f) { return tc_h2f(tc_f2h(f)); }
 TC_DEVICE float tc_round_bf16(float f) { return tc_bf2f(tc_f2bf(f)); }
 
 #define TC_FN TC_DEVICE
+
+// ------------------------------------------------------------------ float8 (e4m3fn, e5m2)
+// Software conversions, bit for bit torch's casts on every architecture (sm_80 has no fp8 cvt; the
+// sm_89 cvt.satfinite would turn an e5m2 overflow into 57344 where torch gives inf), and no header.
+TC_DEVICE float tc_bits_to_f32(uint32_t u) { return __uint_as_float(u); }
+TC_DEVICE uint32_t tc_f32_to_bits(float f) { return __float_as_uint(f); }
+#define tc_rint rintf
+// @tilecraft-soft-fp8: tilecraft/codegen/include/tc_soft_fp8.h is inserted here
+
 // @tilecraft-common: tilecraft/codegen/include/tc_common.h is inserted here
 
 // ------------------------------------------------------------------ atomics
@@ -260,6 +270,155 @@ TC_DEVICE void gemm_rs(const uint32_t* A, const uint16_t* B, float* C) {
             for (int ni = 0; ni < NT; ++ni)
                 tc_mma_16816<BF16>(C + (mi * NT + ni) * 4, A + (mi * (K / 16) + kk / 16) * 4, b[ni]);
     }
+}
+
+// ------------------------------------------------------------------ float8 operands on f16 tensor cores
+
+// A float8 value as float16 bits (exact: every e4m3fn and e5m2 value is a float16 value).
+template <bool E5M2>
+TC_DEVICE uint32_t fp8_to_f16(uint8_t b) {
+    if (E5M2) return (uint32_t)b << 8;  // e5m2 is float16 with the low mantissa byte dropped
+    const uint32_t sign = (uint32_t)(b & 0x80u) << 8, mag = b & 0x7fu;
+    if (mag == 0x7fu) return sign | 0x7e00u;                                // NaN
+    if (mag < 8u) return sign | tc_f2h((float)mag * 0.001953125f);          // subnormal: mag * 2^-9
+    return sign | ((mag + (8u << 3)) << 7);                                 // exponent bias 7 -> 15
+}
+
+// Two elements of a row-major float8 tile as one f16x2 register, the first in the low half.
+template <bool E5M2>
+TC_DEVICE uint32_t fp8_pair(const uint8_t* tile, int first, int second) {
+    return fp8_to_f16<E5M2>(tile[first]) | (fp8_to_f16<E5M2>(tile[second]) << 16);
+}
+
+// gemm_ss for float8 tiles (plain row-major, not swizzled): each thread reads the elements of its
+// m16n8k16 operand registers straight from shared memory and widens them to float16, then the f16
+// mma runs; products and float32 accumulation are those of the dequantized operands. Works from
+// sm_80 on (sm_89's e4m3/e5m2 mma would read the bytes without the conversion; not used yet).
+template <int M, int N, int K, int WARPS_M, int WARPS_N, bool TRANS_A, bool TRANS_B, bool A_E5M2, bool B_E5M2>
+TC_DEVICE void gemm_ss_fp8(const uint8_t* A, const uint8_t* B, float* C) {
+    constexpr int WM = M / WARPS_M, WN = N / WARPS_N, MT = WM / 16, NT = WN / 8;
+    static_assert(WM % 16 == 0 && WN % 16 == 0 && K % 16 == 0, "gemm tile does not fit m16n8k16");
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+    const int g = lane / 4, t = (lane % 4) * 2;  // the row (A) / column (B) group and the k pair
+#pragma unroll
+    for (int kk = 0; kk < K; kk += 16) {
+        uint32_t a[MT][4], b[NT][2];
+#pragma unroll
+        for (int mi = 0; mi < MT; ++mi) {
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {  // register q: row +8 when q is odd, k +8 when q >= 2
+                const int m = wm * WM + mi * 16 + g + (q & 1) * 8, k = kk + t + (q >> 1) * 8;
+                a[mi][q] = TRANS_A ? fp8_pair<A_E5M2>(A, k * M + m, (k + 1) * M + m)
+                                   : fp8_pair<A_E5M2>(A, m * K + k, m * K + k + 1);
+            }
+        }
+#pragma unroll
+        for (int ni = 0; ni < NT; ++ni) {
+#pragma unroll
+            for (int q = 0; q < 2; ++q) {  // register q: k rows t, t+1 (+8 for q = 1) of column g
+                const int n = wn * WN + ni * 8 + g, k = kk + t + q * 8;
+                b[ni][q] = TRANS_B ? fp8_pair<B_E5M2>(B, n * K + k, n * K + k + 1)
+                                   : fp8_pair<B_E5M2>(B, k * N + n, (k + 1) * N + n);
+            }
+        }
+#pragma unroll
+        for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+            for (int ni = 0; ni < NT; ++ni) tc_mma_16816<false>(C + (mi * NT + ni) * 4, a[mi], b[ni]);
+    }
+}
+
+}  // namespace tc
+
+// ------------------------------------------------------------------ wgmma (sm_90a)
+//
+// Used only by kernels compiled for sm_90a; elsewhere nothing here is instantiated, so no wgmma
+// instruction reaches ptxas. `tc_wgmma_op<N>` (one m64nNk16 instruction) is specialized by the code
+// generator for the widths a kernel uses (tilecraft/cuda/wgmma.py).
+
+template <int N>
+struct tc_wgmma_op;
+
+// The shared-memory matrix descriptor (PTX ISA "Matrix Descriptor Format"): start address, leading and
+// stride byte offsets (all >> 4) and the swizzle mode (1: 128-byte, 2: 64-byte, 3: 32-byte) in bits 62-63.
+// tilecraft/cuda/wgmma.py `descriptor` states the same word.
+TC_DEVICE uint64_t tc_wgmma_desc(const void* smem, uint32_t leading, uint32_t stride, uint32_t mode) {
+    return (uint64_t)((tc_smem_addr(smem) & 0x3FFFF) >> 4) | ((uint64_t)((leading >> 4) & 0x3FFF) << 16) |
+           ((uint64_t)((stride >> 4) & 0x3FFF) << 32) | ((uint64_t)mode << 62);
+}
+__host__ __device__ constexpr uint32_t tc_wgmma_mode(int atom) { return atom == 64 ? 1 : atom == 32 ? 2 : 3; }
+TC_DEVICE void tc_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+TC_DEVICE void tc_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+TC_DEVICE void tc_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+// Shared memory written through the generic proxy (stores, cp.async) and read next by wgmma (the async
+// proxy): each writing thread fences before the barrier that publishes the writes.
+TC_DEVICE void tc_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// Pins the accumulator registers at this point: the compiler may not move their reads or writes across
+// it (the asm of an in-flight wgmma names them, the wait does not).
+template <int R>
+TC_DEVICE void tc_wgmma_fence_operands(float* c) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) asm volatile("" : "+f"(c[i])::"memory");
+}
+
+namespace tc {
+
+// Element offset of (row, col) in the canonical wgmma operand layout of a tile with ROWS rows, before the
+// swizzle: column blocks of ATOM elements one after another, ROWS rows of ATOM elements in each
+// (tilecraft/cuda/shared_layout.py wgmma_operand). Rows are multiples of 8 and cols of 16 here, so only
+// the K-major k offset within a swizzle row lands inside a 128-byte line; the hardware swizzles it.
+template <int ROWS, int ATOM>
+TC_DEVICE constexpr int wgmma_offset(int row, int col) {
+    return ((col / ATOM) * ROWS + row) * ATOM + col % ATOM;
+}
+
+// C += op(A) * op(B) for one block tile with wgmma m64nNk16 (sm_90a). A and B are 16-bit shared tiles in
+// the canonical layout with ATOM_A / ATOM_B-element swizzle rows (A is (M, K), K-major, or (K, M),
+// M-major, when TRANS_A; B is (K, N), N-major, or (N, K), K-major, when TRANS_B). The block's warpgroups
+// form a GROUPS_M x GROUPS_N grid; C is this thread's accumulator fragment: warpgroup g = gm * GROUPS_N +
+// gn, warp w of it, register ((mi * (GN/8) + ni) * 4 + half * 2 + b) holds row gm*GM + mi*64 + w*16 +
+// half*8 + lane/4, col gn*GN + ni*8 + (lane%4)*2 + b (tilecraft/layout/fragment.py wgmma_accumulator).
+// Completes before returning (wait_group 0), so the caller may overwrite A and B afterwards.
+template <int M, int N, int K, int GROUPS_M, int GROUPS_N, bool TRANS_A, bool TRANS_B, bool BF16, int ATOM_A,
+          int ATOM_B>
+TC_DEVICE void gemm_wgmma(const uint16_t* A, const uint16_t* B, float* C) {
+    constexpr int GM = M / GROUPS_M, GN = N / GROUPS_N, MI = GM / 64;
+    constexpr int NI = GN < 256 ? GN : 256, NJ = GN / NI, REGS = MI * GN / 2;
+    static_assert(GM % 64 == 0 && GN % 8 == 0 && K % 16 == 0, "gemm tile does not fit wgmma m64nNk16");
+    // rows of the stored tiles and the descriptors' byte offsets (tilecraft/cuda/wgmma.py operand_strides)
+    constexpr int ROWS_A = TRANS_A ? K : M, ROWS_B = TRANS_B ? N : K;
+    constexpr uint32_t LEAD_A = TRANS_A ? ROWS_A * ATOM_A * 2 : 16, STRIDE_A = 8 * ATOM_A * 2;
+    constexpr uint32_t LEAD_B = TRANS_B ? 16 : ROWS_B * ATOM_B * 2, STRIDE_B = 8 * ATOM_B * 2;
+    const int group = threadIdx.x / 128;
+    const int row0 = (group / GROUPS_N) * GM, col0 = (group % GROUPS_N) * GN;
+    const uint64_t desc_a = tc_wgmma_desc(A, LEAD_A, STRIDE_A, tc_wgmma_mode(ATOM_A));
+    const uint64_t desc_b = tc_wgmma_desc(B, LEAD_B, STRIDE_B, tc_wgmma_mode(ATOM_B));
+    tc_wgmma_fence_operands<REGS>(C);
+    tc_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < K; kk += 16) {
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) {
+            const int m0 = row0 + mi * 64;
+            const int a_off = TRANS_A ? wgmma_offset<ROWS_A, ATOM_A>(kk, m0) : wgmma_offset<ROWS_A, ATOM_A>(m0, kk);
+            // the start address field counts 16-byte units; offsets stay inside the 18-bit window
+            const uint64_t da = desc_a + (uint64_t)((a_off * 2) >> 4);
+#pragma unroll
+            for (int nj = 0; nj < NJ; ++nj) {
+                const int n0 = col0 + nj * NI;
+                const int b_off =
+                    TRANS_B ? wgmma_offset<ROWS_B, ATOM_B>(n0, kk) : wgmma_offset<ROWS_B, ATOM_B>(kk, n0);
+                const uint64_t db = desc_b + (uint64_t)((b_off * 2) >> 4);
+                tc_wgmma_op<NI>::template run<BF16, TRANS_A ? 1 : 0, TRANS_B ? 0 : 1>(
+                    C + (mi * (GN / 8) + nj * (NI / 8)) * 4, da, db);
+            }
+        }
+    }
+    tc_wgmma_commit();
+    tc_wgmma_wait<0>();
+    tc_wgmma_fence_operands<REGS>(C);
 }
 
 }  // namespace tc

@@ -1,5 +1,7 @@
-"""T.gemm on CUDA: tensor cores (mma.sync m16n8k16 through ldmatrix from swizzled shared tiles) for
-float16/bfloat16 operands with a float32 accumulator, a per-thread FMA loop otherwise."""
+"""T.gemm on CUDA: tensor cores for float16/bfloat16 operands with a float32 accumulator (wgmma
+m64nNk16 from canonical swizzled shared tiles on sm_90a, mma.sync m16n8k16 through ldmatrix elsewhere
+and where wgmma does not fit), the same f16 mma with float8 shared operands widened in registers, a
+per-thread FMA loop otherwise."""
 
 from __future__ import annotations
 
@@ -19,8 +21,9 @@ def _whole(region: BufferRegion) -> bool:
     )
 
 
-def lower_gemm(op: S.Gemm, ctx) -> S.Stmt:
-    plan = plan_gemm(op, ctx.threads, ctx.target)
+def lower_gemm(op: S.Gemm, ctx, wgmma: bool = False) -> S.Stmt:
+    """`wgmma` allows the sm_90a path (gemm_plan.wgmma_enabled)."""
+    plan = plan_gemm(op, ctx.threads, ctx.target, wgmma)
     if not plan.tensor_cores:
         return _fma(op, plan, ctx)
     for region, name in ((op.a, "A"), (op.b, "B"), (op.c, "C")):
@@ -28,7 +31,8 @@ def lower_gemm(op: S.Gemm, ctx) -> S.Stmt:
             ctx.fail(f"T.gemm operand {name} must be a whole buffer on the tensor-core path", op.span,
                      "allocate a tile of exactly the gemm's shape")  # fmt: skip
     call = GemmCall(plan.variant, op.a.buffer, op.b.buffer, op.c.buffer, plan.m, plan.n, plan.k, plan.warps_m,
-                    plan.warps_n, op.transpose_a, op.transpose_b, op.a.dtype == dt.bfloat16, span=op.span)  # fmt: skip
+                    plan.warps_n, op.transpose_a, op.transpose_b, op.a.dtype == dt.bfloat16,
+                    atom_a=plan.atom_a, atom_b=plan.atom_b, span=op.span)  # fmt: skip
     if op.clear_accum:
         return S.seq(_clear(op, ctx), call)
     return call

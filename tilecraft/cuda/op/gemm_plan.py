@@ -1,19 +1,28 @@
 """How a T.gemm runs on CUDA: the warp grid its policy picks, tensor cores or FMA, and the layouts that
-choice imposes on the accumulator (and on a register-resident A operand)."""
+choice imposes on the accumulator (and on a register-resident A operand).
+
+Variants: "wgmma" (sm_90a: wgmma.mma_async m64nNk16 from canonical swizzled shared tiles, a grid of
+warpgroups), "ss" and "rs" (mma.sync m16n8k16 through ldmatrix, a grid of warps), "fma" (a per-thread loop).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilecraft.cuda.shared_layout import wgmma_atom
+from tilecraft.cuda.wgmma import instruction_n
 from tilecraft.errors import LoweringError
 from tilecraft.ir import stmt as S
-from tilecraft.layout.fragment import mma_accumulator, mma_operand_a
+from tilecraft.layout.fragment import mma_accumulator, mma_operand_a, wgmma_accumulator
 from tilecraft.layout.linear import is_power_of_two
 from tilecraft.layout.tile import TileLayout
 from tilecraft.transform.simt.gemm import gemm_shape
 
 MMA_INPUTS = ("float16", "bfloat16")
 SHARED = ("shared", "shared.dyn")
+DISABLE_WGMMA = "tl.disable_wgmma"  # TileLang's pass config: the mma.sync path on sm_90a too
+WGMMA_ARCH = "sm_90a"
+WARPGROUP_THREADS = 128
 
 
 @dataclass(frozen=True)
@@ -27,17 +36,28 @@ class GemmPlan:
     variant: str
     c_layout: TileLayout | None
     a_layout: TileLayout | None
+    # "wgmma" only (warps_m / warps_n then count warpgroups): the swizzle row width in elements of the
+    # A and B tiles' canonical layouts
+    atom_a: int = 0
+    atom_b: int = 0
 
 
 def warp_grid(policy: S.GemmWarpPolicy, warps: int, m: int, n: int) -> tuple[int, int] | None:
     """(warps_m, warps_n) with 16-row and 16-column warp tiles, as the policy prefers; None if none fits."""
+    return _pick(policy, _grids(warps, lambda wm, wn: m % (16 * wm) == 0 and n % (16 * wn) == 0), m, n)
+
+
+def _grids(units: int, fits) -> list[tuple[int, int]]:
     options = []
-    wm = 1
-    while wm <= warps:
-        wn = warps // wm
-        if m % (16 * wm) == 0 and n % (16 * wn) == 0:
-            options.append((wm, wn))
-        wm *= 2
+    um = 1
+    while um <= units:
+        if fits(um, units // um):
+            options.append((um, units // um))
+        um *= 2
+    return options
+
+
+def _pick(policy: S.GemmWarpPolicy, options: list[tuple[int, int]], m: int, n: int) -> tuple[int, int] | None:
     if not options:
         return None
     if policy is S.GemmWarpPolicy.FullRow:
@@ -51,11 +71,50 @@ def _tensor_core_ok(op: S.Gemm, m: int, n: int, k: int) -> bool:
     a, b, c = op.a.dtype, op.b.dtype, op.c.dtype
     shapes = all(is_power_of_two(x) for x in (m, n)) and k % 16 == 0
     placement = op.b.buffer.scope in SHARED and op.a.buffer.scope in (*SHARED, "local.fragment")
-    return a.name in MMA_INPUTS and a == b and c.name == "float32" and shapes and placement
+    # float8 operands (either format, mixed) widen to float16 in registers (tc::gemm_ss_fp8); A must
+    # then come from shared memory, as the "rs" variant takes registers already in f16 mma layout.
+    fp8 = a.kind == "float8" and b.kind == "float8" and op.a.buffer.scope in SHARED
+    return (a.name in MMA_INPUTS and a == b or fp8) and c.name == "float32" and shapes and placement
 
 
-def plan_gemm(op: S.Gemm, threads: int, target) -> GemmPlan:
+def wgmma_enabled(target, pass_configs) -> bool:
+    """wgmma is used on sm_90a unless the kernel's pass configs set tl.disable_wgmma."""
+    return target.attr("arch") == WGMMA_ARCH and not bool(pass_configs.get(DISABLE_WGMMA, False))
+
+
+def _wgmma_plan(op: S.Gemm, threads: int, m: int, n: int, k: int) -> GemmPlan | None:
+    """The wgmma plan of an ss gemm, or None where wgmma does not fit (the mma.sync path runs it)."""
+    groups = threads // WARPGROUP_THREADS
+    if threads % WARPGROUP_THREADS or not is_power_of_two(groups) or not _tensor_core_ok(op, m, n, k):
+        return None
+    if op.a.buffer.scope not in SHARED or op.a.dtype.name not in MMA_INPUTS:
+        return None  # float8 operands take tc::gemm_ss_fp8 (widened to f16 for mma.sync)
+    if any(len(r.buffer.shape) != 2 for r in (op.a, op.b)):
+        return None
+    a_k_major, b_k_major = not op.transpose_a, op.transpose_b
+
+    def fits(gm: int, gn: int) -> bool:
+        # M in 64-row instructions; N of each instruction a multiple of 8 (16 for an N-major B: its
+        # narrowest swizzle row holds 16 elements)
+        return m % (64 * gm) == 0 and n % (8 * gn) == 0 and (b_k_major or (n // gn) % 16 == 0)
+
+    grid = _pick(op.policy, _grids(groups, fits), m, n)
+    if grid is None:
+        return None
+    gm, gn = grid
+    atom_a = wgmma_atom(k if a_k_major else 64)
+    atom_b = wgmma_atom(k if b_k_major else instruction_n(n // gn))
+    c_layout = TileLayout((m, n), wgmma_accumulator(m, n, gm, gn))
+    return GemmPlan(m, n, k, gm, gn, True, "wgmma", c_layout, None, atom_a, atom_b)
+
+
+def plan_gemm(op: S.Gemm, threads: int, target, wgmma: bool = False) -> GemmPlan:
+    """How `op` runs for a block of `threads`; `wgmma` (see `wgmma_enabled`) allows the sm_90a path."""
     m, n, k = gemm_shape(op, target)
+    if wgmma:
+        plan = _wgmma_plan(op, threads, m, n, k)
+        if plan is not None:
+            return plan
     warps = threads // 32
     grid = warp_grid(op.policy, warps, m, n)
     register_a = op.a.buffer.scope == "local.fragment"
@@ -75,7 +134,8 @@ def plan_gemm(op: S.Gemm, threads: int, target) -> GemmPlan:
     if register_a:
         raise LoweringError(
             "a register-resident A operand is only supported on the tensor-core path (float16/bfloat16 "
-            "operands, float32 accumulator, power-of-two tiles with K a multiple of 16)",
+            "operands, float32 accumulator, power-of-two tiles with K a multiple of 16); float8 A must "
+            "be in shared memory",
             op.span,
             "copy A to shared memory first",
             target=target,

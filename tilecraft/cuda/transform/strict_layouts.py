@@ -1,29 +1,44 @@
-"""The layouts CUDA instructions impose: mma accumulators and register operands, swizzled shared
+"""The layouts CUDA instructions impose: mma/wgmma accumulators and register operands, swizzled shared
 operand tiles for tensor-core gemms. The shared `infer-layouts` pass starts from these."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tilecraft.cuda.op.gemm_plan import plan_gemm
-from tilecraft.cuda.shared_layout import swizzle16
+from tilecraft.cuda.op.gemm_plan import GemmPlan, plan_gemm
+from tilecraft.cuda.shared_layout import SharedLayout, swizzle16, wgmma_operand
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 
 FRAGMENT = "local.fragment"
+SHARED = ("shared", "shared.dyn")
 
 
-def cuda_strict_layouts(op: S.TileOp, threads: int, target) -> Iterator[tuple[Buffer, object, str]]:
+def cuda_strict_layouts(
+    op: S.TileOp, threads: int, target, wgmma: bool = False
+) -> Iterator[tuple[Buffer, object, str]]:
+    """`wgmma` allows the sm_90a gemm path (gemm_plan.wgmma_enabled)."""
     if not isinstance(op, S.Gemm):
         return
-    plan = plan_gemm(op, threads, target)
+    plan = plan_gemm(op, threads, target, wgmma)
     if plan.tensor_cores:
-        for region in (op.a, op.b):
-            if region.buffer.scope in ("shared", "shared.dyn"):
-                row_length = E.const_value(region.buffer.shape[-1])
-                yield region.buffer, swizzle16(row_length), "a tensor-core operand of T.gemm"
+        for region, atom in ((op.a, plan.atom_a), (op.b, plan.atom_b)):
+            # 16-bit tiles feed ldmatrix or wgmma; float8 tiles are read element-wise (tc::gemm_ss_fp8), row-major
+            if region.buffer.scope in SHARED and region.buffer.dtype.bits == 16:
+                yield (
+                    region.buffer,
+                    _operand_layout(region.buffer, plan, atom),
+                    "a tensor-core operand of T.gemm",
+                )
     if op.c.buffer.scope == FRAGMENT and plan.c_layout is not None:
         yield op.c.buffer, plan.c_layout, "the accumulator of T.gemm"
     if op.a.buffer.scope == FRAGMENT and plan.a_layout is not None:
         yield op.a.buffer, plan.a_layout, "the register operand A of T.gemm"
+
+
+def _operand_layout(buf: Buffer, plan: GemmPlan, atom: int) -> SharedLayout:
+    row_length = E.const_value(buf.shape[-1])
+    if plan.variant == "wgmma":
+        return wgmma_operand(E.const_value(buf.shape[-2]), row_length, atom)
+    return swizzle16(row_length)

@@ -18,7 +18,7 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Expr, Var
-from tilecraft.ir.function import PrimFunc
+from tilecraft.ir.function import WORKSPACE_ATTR, PrimFunc
 from tilecraft.ir.visitor import walk
 from tilecraft.language import builder as B
 from tilecraft.language.kernel import KernelSpec
@@ -166,6 +166,9 @@ class Parser:
         attrs = dict(self.func_attrs)
         if self.builder.outputs:
             attrs["tilecraft.out_idx"] = self._out_idx(params)
+        if self.builder.workspaces:
+            attrs[WORKSPACE_ATTR] = tuple(range(len(params), len(params) + len(self.builder.workspaces)))
+            params += tuple(self.builder.workspaces)
         if self.builder.consts:
             attrs["tilecraft.consts"] = tuple(self.builder.consts)
         func = PrimFunc(
@@ -328,12 +331,12 @@ class Parser:
             self.scope.names[name] = value
 
     def _name_output(self, buf: Buffer, name: str) -> Buffer:
-        """`C = T.empty(...)` names the output after the variable."""
-        outputs = self.builder.outputs
-        for k, out in enumerate(outputs):
-            if out is buf and out.name.startswith("out"):
-                outputs[k] = dataclasses.replace(buf, name=name)
-                return outputs[k]
+        """`C = T.empty(...)` and `W = T.alloc_global(...)` name the buffer after the variable."""
+        for made, prefix in ((self.builder.outputs, "out"), (self.builder.workspaces, "workspace")):
+            for k, out in enumerate(made):
+                if out is buf and out.name.startswith(prefix):
+                    made[k] = dataclasses.replace(buf, name=name)
+                    return made[k]
         return buf
 
     def _check_rebind(self, name: str, node: ast.stmt) -> None:

@@ -40,9 +40,6 @@ class _Check(Visitor):
         self.generic_visit(s)
 
     def visit_Buffer(self, buf) -> None:
-        if buf.dtype.kind == "float8":
-            self._fail(f"buffer {buf.name} has dtype {buf.dtype}, which the OpenCL target does not support",
-                       buf.span, "use float16 or bfloat16")  # fmt: skip
         if buf.dtype.name == "float64" and self.target.attr("fp64") is False:
             self._fail(f"buffer {buf.name} is float64, but this OpenCL device has no cl_khr_fp64", buf.span,
                        "use float32, or a device with double precision")  # fmt: skip

@@ -1,0 +1,187 @@
+"""TileLang names its examples use that tilecraft gives a meaning of its own (docs/compat.md, API surface)."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+
+import numpy as np
+import pytest
+
+import tilecraft
+import tilecraft.language as T
+from tilecraft import settings
+from tilecraft.compat import hook
+from tilecraft.ir.structural import structural_equal
+
+
+@pytest.fixture
+def hooked():
+    assert not hook.installed()
+    hook.install()
+    try:
+        yield
+    finally:
+        hook.uninstall()
+
+
+def _scale(reg_alloc: bool):
+    @T.prim_func
+    def scale(A: T.Tensor((37,), T.float32), B: T.Tensor((37,), T.float32)):
+        with T.Kernel(1, threads=32):
+            if reg_alloc:
+                T.disable_warp_group_reg_alloc()
+            for i in T.Parallel(37):
+                B[i] = A[i] * 3.0
+
+    return scale
+
+
+def test_disable_warp_group_reg_alloc_leaves_the_kernel_unchanged():
+    """No target reallocates warp-group registers, so the call adds nothing to the IR."""
+    assert structural_equal(_scale(True), _scale(False))
+    assert T.no_set_max_nreg is T.disable_warp_group_reg_alloc
+
+
+def test_disable_warp_group_reg_alloc_runs_on_the_cpu():
+    a = np.random.default_rng(0).standard_normal(37).astype(np.float32)
+    b = np.zeros_like(a)
+    tilecraft.compile(_scale(True), target="c")(a, b)
+    np.testing.assert_allclose(b, a.astype(np.float64) * 3.0, rtol=1e-6)
+
+
+def test_disable_warp_group_reg_alloc_outside_a_kernel_is_an_error():
+    with pytest.raises(tilecraft.errors.TilecraftError, match=r"only valid inside `with T.Kernel"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((4,), T.float32)):
+            T.disable_warp_group_reg_alloc()
+
+
+def test_language_dtypes_module_has_the_torch_tables():
+    torch = pytest.importorskip("torch")
+    from tilecraft.language.dtypes import _STR_TO_TORCH_DTYPE, _TORCH_DTYPE_TO_STR, dtype
+
+    assert _TORCH_DTYPE_TO_STR[torch.half] == "float16" and _TORCH_DTYPE_TO_STR[torch.bfloat16] == "bfloat16"
+    assert _STR_TO_TORCH_DTYPE["int16"] is torch.int16
+    assert dtype(_TORCH_DTYPE_TO_STR[torch.float32]) is T.float32 or dtype("float32") == T.float32
+
+
+def test_env_reads_tilecrafts_settings(tmp_path):
+    import tilecraft.env
+
+    with settings.override(TILECRAFT_CACHE_DIR=tmp_path):
+        assert str(tmp_path) == tilecraft.env.TILELANG_CACHE_DIR
+        assert str(tmp_path / "tmp") == tilecraft.env.TILELANG_TMP_DIR
+    with settings.override(TILECRAFT_DISABLE_CACHE=True):
+        assert not tilecraft.env.is_cache_enabled()
+    with pytest.raises(AttributeError, match="has no 'CUTLASS_INCLUDE_DIR'; provided: TILELANG_CACHE_DIR"):
+        tilecraft.env.CUTLASS_INCLUDE_DIR  # noqa: B018
+
+
+def test_from_tilelang_import_tvm_says_in_one_line_that_tilecraft_has_none(hooked):
+    with pytest.raises(ImportError) as info:
+        exec("from tilelang import tvm", {})
+    message = str(info.value)
+    assert message.startswith("tilecraft has no TVM, so `from tilelang import tvm` cannot be supported")
+    assert "\n" not in message and "use `tilecraft.DataType` for `tvm.DataType`" in message
+
+
+@pytest.mark.parametrize("statement", ["import tvm", "from tvm import DataType", "import tvm.tir"])
+def test_a_missing_tvm_stays_not_found_for_probes_and_gets_a_hint(hooked, statement):
+    """torch's dynamo probes `importlib.util.find_spec("tvm")` at import: it must see None, not an error."""
+    if importlib.machinery.PathFinder.find_spec("tvm") is not None:
+        pytest.skip("a real TVM is installed here")
+    assert importlib.util.find_spec("tvm") is None
+    with pytest.raises(ModuleNotFoundError) as info:
+        exec(statement, {})
+    hint = hook.tvm_hint(info.value)
+    assert hint is not None and hint.startswith("tilecraft has no TVM, so `import tvm")
+    assert hook.tvm_hint(ModuleNotFoundError("No module named 'einops'", name="einops")) is None
+
+
+def test_tilelang_engine_maps_onto_tilecraft(hooked):
+    import tilelang.engine
+    from tilelang.engine.callback import register_cuda_postproc_callback
+
+    import tilecraft.cuda.callback
+
+    assert tilelang.engine.lower is tilecraft.lower
+    assert register_cuda_postproc_callback is tilecraft.cuda.callback.register_cuda_postproc_callback
+
+
+CUDA = "cuda -arch=sm_90a"
+
+
+def test_cuda_postproc_rewrites_the_source_and_changes_the_cache_key():
+    from tilecraft.backend.context import create_backend_context
+    from tilecraft.cuda.callback import register_cuda_postproc_callback, unregister_cuda_postproc
+    from tilecraft.jit.lower import artifact_key
+
+    func = _scale(False)
+    ctx = create_backend_context(CUDA, None, "nvrtc", require_available=False)
+    plain_key = artifact_key(func, ctx, None, None)
+    seen = []
+
+    @register_cuda_postproc_callback
+    def mark(code, target):
+        seen.append(str(target))
+        return "// postprocessed\n" + code
+
+    try:
+        source = tilecraft.lower(func, target=CUDA, execution_backend="nvrtc").source("cuda-source")
+        assert source.startswith("// postprocessed\n") and "scale" in source
+        assert seen and "cuda" in seen[0]
+        assert artifact_key(func, ctx, None, None) != plain_key
+    finally:
+        unregister_cuda_postproc()
+    assert artifact_key(func, ctx, None, None) == plain_key
+
+
+def test_cuda_postproc_must_return_a_str_and_override_false_refuses():
+    from tilecraft.cuda.callback import register_cuda_postproc, unregister_cuda_postproc
+    from tilecraft.errors import BackendError
+
+    register_cuda_postproc(lambda code, target: None)
+    try:
+        with pytest.raises(BackendError, match="returned NoneType; it must return the rewritten source"):
+            tilecraft.lower(_scale(False), target=CUDA, execution_backend="nvrtc")
+        with pytest.raises(BackendError, match="already registered"):
+            register_cuda_postproc(lambda code, target: code, override=False)
+    finally:
+        unregister_cuda_postproc()
+
+
+def _tf32_gemm(m: int, n: int, k: int):
+    @T.prim_func
+    def gemm(
+        A: T.Tensor((m, k), T.bfloat16), B: T.Tensor((n, k), T.tfloat32), C: T.Tensor((m, n), T.float32)
+    ):
+        with T.Kernel(T.ceildiv(m, 16), T.ceildiv(n, 16), threads=128) as (bx, by):
+            a_half = T.alloc_shared((16, 32), T.bfloat16)
+            a_tf32 = T.alloc_fragment((16, 32), T.tfloat32)
+            b_tf32 = T.alloc_shared((16, 32), T.tfloat32)
+            acc = T.alloc_fragment((16, 16), T.float32)
+            T.clear(acc)
+            for ko in T.Pipelined(T.ceildiv(k, 32), num_stages=2):
+                T.copy(A[bx * 16, ko * 32], a_half)
+                T.copy(a_half, a_tf32)
+                T.copy(B[by * 16, ko * 32], b_tf32)
+                T.gemm(a_tf32, b_tf32, acc, transpose_B=True)
+            T.copy(acc, C[bx * 16, by * 16])
+
+    return gemm
+
+
+def test_tfloat32_is_float32_storage_and_gemm():
+    """A tfloat32 tensor takes float32 arrays and its gemm is float32-precise (no TF32 rounding)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    assert T.tfloat32 == T.float32
+    m, n, k = 37, 21, 70
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((n, k)).astype(np.float32)
+    c = np.zeros((m, n), np.float32)
+    tilecraft.compile(_tf32_gemm(m, n, k), target="c")(a, b, c)
+    expected = a.astype(np.float64) @ b.astype(np.float64).T
+    np.testing.assert_allclose(c, expected, rtol=1e-5, atol=1e-4)

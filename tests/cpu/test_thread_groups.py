@@ -1,0 +1,53 @@
+"""`if T.get_thread_binding() < c: A else: B` (thread groups, deepseek_mhc/example_mhc_pre) runs A then B on
+the CPU, where a block is one thread; other reads of the thread index stay a located error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tilecraft
+import tilecraft.language as T
+from tilecraft.errors import LoweringError
+
+
+def groups(n: int, split: int):
+    @T.prim_func
+    def main(
+        A: T.Tensor((n, 64), "float32"), B: T.Tensor((n, 64), "float32"), C: T.Tensor((n, 64), "float32")
+    ):
+        with T.Kernel(n, threads=96) as bx:
+            row = T.alloc_shared((64,), "float32")
+            T.copy(A[bx, :], row)
+            if T.get_thread_binding() < split:
+                for j in T.Parallel(64):
+                    B[bx, j] = row[j] * 2.0
+            else:
+                for j in T.Parallel(64):
+                    C[bx, j] = T.exp(row[j])
+
+    return main
+
+
+@pytest.mark.parametrize("split", [32, 96, 0])
+def test_both_thread_groups_run(split):
+    a = np.random.default_rng(2).standard_normal((5, 64)).astype(np.float32)
+    b, c = np.full((5, 64), 3.0, np.float32), np.full((5, 64), 3.0, np.float32)
+    tilecraft.compile(groups(5, split), target="c")(a, b, c)
+    ref_b = (
+        a.astype(np.float64) * 2 if split > 0 else np.full((5, 64), 3.0)
+    )  # no thread takes a branch: skipped
+    ref_c = np.exp(a.astype(np.float64)) if split < 96 else np.full((5, 64), 3.0)
+    assert np.abs(b - ref_b).max() / np.abs(ref_b).max() < 1e-6
+    assert np.abs(c - ref_c).max() / np.abs(ref_c).max() < 1e-6
+
+
+def test_other_thread_index_reads_are_still_an_error():
+    @T.prim_func
+    def per_thread(A: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding()
+            A[tx] = 1.0
+
+    with pytest.raises(LoweringError, match="thread index"):
+        tilecraft.compile(per_thread, target="c")

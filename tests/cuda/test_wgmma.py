@@ -1,0 +1,302 @@
+"""The sm_90a gemm path (wgmma m64nNk16): descriptor bits, the canonical swizzled operand layouts
+against the PTX ISA's rules, the accumulator layout against the ISA's fragment figure, the choice of
+path, and nvcc compiles of generated kernels (no GPU needed)."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import tilecraft
+from tests.language import kernels as K
+from tilecraft.backend.target import Target
+from tilecraft.cuda.op.gemm_plan import plan_gemm
+from tilecraft.cuda.shared_layout import wgmma_atom, wgmma_operand
+from tilecraft.cuda.wgmma import asm_functions, descriptor, operand_strides
+from tilecraft.ir import stmt as S
+from tilecraft.ir.visitor import walk
+from tilecraft.layout.fragment import mma_accumulator, wgmma_accumulator, wgmma_accumulator_coords
+
+SM90A, SM80 = "cuda -arch=sm_90a", "cuda -arch=sm_80"
+
+# ---------------------------------------------------------------- descriptor
+
+
+def test_descriptor_fields_sit_where_the_ptx_isa_puts_them():
+    word = descriptor(0x2_3450, leading_bytes=0x1230, stride_bytes=1024, swizzle_bytes=128)
+    assert word & 0x3FFF == 0x2345  # bits 0-13: address >> 4
+    assert (word >> 16) & 0x3FFF == 0x123  # bits 16-29: leading byte offset >> 4
+    assert (word >> 32) & 0x3FFF == 64  # bits 32-45: stride byte offset >> 4
+    assert (word >> 49) & 0x7 == 0  # base offset: tiles start on their swizzle alignment
+    assert word >> 62 == 1  # 128-byte swizzle
+    assert descriptor(0, 16, 512, 64) >> 62 == 2 and descriptor(0, 16, 256, 32) >> 62 == 3
+    assert (
+        (word >> 14) & 3 == 0
+        and (word >> 30) & 3 == 0
+        and (word >> 46) & 7 == 0
+        and (word >> 52) & 0x3FF == 0
+    )
+
+
+def test_descriptor_drops_address_bits_above_the_shared_window():
+    assert descriptor(0x4_0010, 16, 1024, 128) & 0x3FFF == 1
+
+
+def test_descriptor_rejects_offsets_off_16_bytes():
+    with pytest.raises(ValueError, match="multiple of 16"):
+        descriptor(0, 24, 1024, 128)
+
+
+# ---------------------------------------------------------------- canonical operand layouts
+
+
+def _swizzle(byte_address: int, swizzle_bytes: int) -> int:
+    """Swizzle<B,4,3> of the PTX ISA's canonical layouts: 16-byte chunk bits [4, 4+B) XOR bits [7, 7+B)."""
+    mask = swizzle_bytes // 16 - 1
+    return byte_address ^ (((byte_address >> 7) & mask) << 4)
+
+
+def _hardware_address(
+    start: int, lead: int, stride: int, swizzle_bytes: int, mn: int, k: int, k_major: bool
+) -> int:
+    """Where wgmma reads element (mn, k) of an operand described by (start, lead, stride): the canonical
+    layouts of the PTX ISA in bytes of 16-bit elements, T = swizzle_bytes / 2 elements per swizzle row.
+
+    K-major:  ((8, m), (T, k)) : ((T, SBO), (1, -)) elements; k < 16 stays inside one swizzle row.
+    MN-major: ((T, m), (8, k)) : ((1, LBO), (T, SBO)).
+    The swizzle applies to the absolute address, so start must carry the row's in-line offset."""
+    atom = swizzle_bytes // 2
+    if k_major:
+        offset = (mn // 8) * stride + (mn % 8) * atom * 2 + k * 2
+    else:
+        offset = (mn // atom) * lead + (k // 8) * stride + (k % 8) * atom * 2 + (mn % atom) * 2
+    return _swizzle(start + offset, swizzle_bytes)
+
+
+@pytest.mark.parametrize("rows, width, atom", [(64, 64, 64), (128, 32, 32), (64, 16, 16), (128, 128, 64),
+                                               (32, 256, 64), (64, 48, 16), (16, 64, 64)])  # fmt: skip
+def test_wgmma_layout_is_a_permutation(rows, width, atom):
+    layout = wgmma_operand(rows, width, atom)
+    size = rows * width
+    assert sorted(layout.offset(i) for i in range(size)) == list(range(size))
+
+
+@pytest.mark.parametrize("swizzle_bytes", [128, 64, 32])
+@pytest.mark.parametrize("rows, k_tile", [(64, 64), (128, 64), (64, 128), (128, 32), (64, 16), (64, 48)])
+def test_k_major_tiles_match_what_the_descriptor_reads(swizzle_bytes, rows, k_tile):
+    """A (rows x K) K-major tile (A, or B stored (N, K)): each m64/nN instruction and k16 step reads,
+    through the descriptor tc::gemm_wgmma builds, exactly where the layout stored the element."""
+    atom = swizzle_bytes // 2
+    if k_tile % atom:
+        pytest.skip("the swizzle row must divide K")
+    layout = wgmma_operand(rows, k_tile, atom)
+    lead, stride = operand_strides(rows, atom, k_major=True)
+    base = 3 * 1024  # tiles start on 1024 bytes
+    for kk in range(0, k_tile, 16):
+        for m0 in range(0, rows, 64 if rows >= 64 else 8):
+            start = base + 2 * (((kk // atom) * rows + m0) * atom + kk % atom)  # tc::wgmma_offset
+            for mn in range(min(64, rows - m0)):
+                for k in range(16):
+                    stored = base + 2 * layout.offset((m0 + mn) * k_tile + kk + k)
+                    assert _hardware_address(start, lead, stride, swizzle_bytes, mn, k, True) == stored
+
+
+@pytest.mark.parametrize("k_tile, mn_tile, inst", [(32, 128, 64), (64, 64, 64), (16, 256, 128), (32, 32, 32),
+                                                   (64, 16, 16), (32, 512, 256)])  # fmt: skip
+def test_mn_major_tiles_match_what_the_descriptor_reads(k_tile, mn_tile, inst):
+    """A (K x MN) MN-major tile (A stored (K, M), B stored (K, N)) with the swizzle the plan picks for an
+    instruction `inst` wide: leading byte offset between swizzle-row blocks, stride between 8-row groups."""
+    atom = wgmma_atom(inst)
+    swizzle_bytes = atom * 2
+    layout = wgmma_operand(k_tile, mn_tile, atom)
+    lead, stride = operand_strides(k_tile, atom, k_major=False)
+    base = 5 * 1024
+    for kk in range(0, k_tile, 16):
+        for n0 in range(0, mn_tile, inst):
+            start = base + 2 * (((n0 // atom) * k_tile + kk) * atom + n0 % atom)  # tc::wgmma_offset
+            for mn in range(inst):
+                for k in range(16):
+                    stored = base + 2 * layout.offset((kk + k) * mn_tile + n0 + mn)
+                    assert _hardware_address(start, lead, stride, swizzle_bytes, mn, k, False) == stored
+
+
+def test_tiles_written_by_16_byte_chunks_keep_chunks_whole():
+    # cp.async writes 16 bytes (8 elements) per thread: the swizzle moves whole chunks
+    layout = wgmma_operand(64, 64, 64)
+    for chunk in range(64 * 64 // 8):
+        first = layout.offset(chunk * 8)
+        assert first % 8 == 0 and [layout.offset(chunk * 8 + j) for j in range(8)] == list(
+            range(first, first + 8)
+        )
+
+
+# ---------------------------------------------------------------- accumulator
+
+
+def _ptx_figure(thread: int, i: int) -> tuple[int, int]:
+    """PTX ISA figure "WGMMA .m64nNk16 register fragment layout for accumulator matrix D": thread t of
+    the warpgroup holds d[i] at row 16 * (t / 32) + (t % 32) / 4 + 8 * ((i / 2) % 2),
+    col (i / 4) * 8 + (t % 4) * 2 + i % 2."""
+    lane = thread % 32
+    return 16 * (thread // 32) + lane // 4 + 8 * ((i // 2) % 2), (i // 4) * 8 + (lane % 4) * 2 + i % 2
+
+
+@pytest.mark.parametrize("n", [8, 16, 64, 128, 256])
+def test_one_instruction_accumulator_is_the_ptx_figure(n):
+    layout = wgmma_accumulator(64, n, 1, 1)
+    for thread in range(128):
+        for i in range(n // 2):
+            got = layout.apply(register=i, lane=thread % 32, warp=thread // 32)
+            assert (
+                (got["dim0"], got["dim1"])
+                == _ptx_figure(thread, i)
+                == wgmma_accumulator_coords(thread, i, 64, n, 1, 1)
+            )
+
+
+@pytest.mark.parametrize("m, n, gm, gn", [(128, 128, 1, 1), (128, 256, 1, 2), (128, 256, 2, 1), (256, 128, 2, 2),
+                                          (64, 512, 1, 1), (128, 64, 1, 4)])  # fmt: skip
+def test_block_accumulator_is_the_figure_per_instruction(m, n, gm, gn):
+    """Warpgroup g = (gm_i, gn_i) runs instructions (mi, nj) of N = min(GN, 256); the registers of one
+    instruction are contiguous, at (mi * GN/8 + nj * N/8) * 4, as tc::gemm_wgmma passes them."""
+    layout = wgmma_accumulator(m, n, gm, gn)
+    group_m, group_n = m // gm, n // gn
+    inst = min(group_n, 256)
+    owners = {}
+    for thread in range(128 * gm * gn):
+        g, t = divmod(thread, 128)
+        row0, col0 = (g // gn) * group_m, (g % gn) * group_n
+        for mi in range(group_m // 64):
+            for nj in range(group_n // inst):
+                first = (mi * (group_n // 8) + nj * (inst // 8)) * 4
+                for i in range(inst // 2):
+                    r, c = _ptx_figure(t, i)
+                    want = (row0 + mi * 64 + r, col0 + nj * inst + c)
+                    got = layout.apply(register=first + i, lane=thread % 32, warp=thread // 32)
+                    assert (
+                        (got["dim0"], got["dim1"])
+                        == want
+                        == wgmma_accumulator_coords(thread, first + i, m, n, gm, gn)
+                    )
+                    owners[want] = owners.get(want, 0) + 1
+    assert len(owners) == m * n and set(owners.values()) == {1}
+
+
+def test_a_64_row_warpgroup_tile_is_the_mma_layout_of_four_stacked_warps():
+    # so a kernel mixing the two (a wgmma accumulator feeding code laid out for mma.sync) agrees there
+    for n in (32, 128):
+        assert wgmma_accumulator(64, n, 1, 1) == mma_accumulator(64, n, 4, 1)
+        assert wgmma_accumulator(128, n, 2, 1) == mma_accumulator(128, n, 8, 1)
+    assert wgmma_accumulator(128, 128, 1, 1) != mma_accumulator(128, 128, 4, 1)
+
+
+# ---------------------------------------------------------------- choice of path
+
+
+def _gemm_op(func) -> S.Gemm:
+    return next(n for n in walk(func.body) if isinstance(n, S.Gemm))
+
+
+def _plan(arch: str, threads: int = 128, wgmma: bool = True, **kw):
+    func = K.gemm(512, 512, 512, **kw)
+    return plan_gemm(_gemm_op(func), threads, Target.parse(f"cuda -arch={arch}"), wgmma)
+
+
+def test_plan_picks_wgmma_for_16_bit_shared_operands():
+    plan = _plan("sm_90a", block_m=128, block_n=128, block_k=64)
+    assert (plan.variant, plan.warps_m, plan.warps_n, plan.atom_a, plan.atom_b) == ("wgmma", 1, 1, 64, 64)
+    plan = _plan("sm_90a", threads=256, block_m=128, block_n=256, block_k=64)
+    assert (plan.variant, plan.warps_m, plan.warps_n) == ("wgmma", 1, 2)
+    plan = _plan("sm_90a", block_m=128, block_n=128, block_k=32, transpose_b=True)
+    assert (plan.atom_a, plan.atom_b) == (32, 32)  # K-major, 64-byte rows
+
+
+def test_plan_keeps_mma_sync_where_wgmma_does_not_fit_or_is_off():
+    assert _plan("sm_90a", wgmma=False, block_m=128, block_n=128, block_k=64).variant == "ss"
+    assert _plan("sm_90a", block_m=32, block_n=64, block_k=32).variant == "ss"  # M below 64 rows
+    assert _plan("sm_90a", dtype="float32").variant == "fma"
+    assert _plan("sm_90a", threads=96, block_m=64, block_n=64, block_k=32).variant != "wgmma"
+
+
+def test_warp_policy_picks_the_warpgroup_grid():
+    op = _gemm_op(K.gemm(512, 512, 512, 128, 256, 64))
+    target = Target.parse(SM90A)
+    grids = {p: plan_gemm(dataclasses.replace(op, policy=p), 512, target, True) for p in S.GemmWarpPolicy}
+    assert (grids[S.GemmWarpPolicy.FullRow].warps_m, grids[S.GemmWarpPolicy.FullRow].warps_n) == (2, 2)
+    assert (grids[S.GemmWarpPolicy.FullCol].warps_m, grids[S.GemmWarpPolicy.FullCol].warps_n) == (1, 4)
+    assert (grids[S.GemmWarpPolicy.Square].warps_m, grids[S.GemmWarpPolicy.Square].warps_n) == (2, 2)
+
+
+# ---------------------------------------------------------------- generated code
+
+
+def _source(target: str, pass_configs=None, **kw) -> str:
+    func = K.gemm(300, 260, 200, **kw)
+    artifact = tilecraft.lower(func, target=target, execution_backend="nvrtc", pass_configs=pass_configs)
+    return artifact.source("cuda-source")
+
+
+def test_disable_wgmma_keeps_sm_90a_on_mma_sync():
+    kw = dict(block_m=128, block_n=128, block_k=32)
+    assert "tc::gemm_wgmma<" in _source(SM90A, **kw)
+    off = _source(SM90A, {"tl.disable_wgmma": True}, **kw)
+    assert "tc::gemm_wgmma<" not in off and "tc::gemm_ss<" in off
+    assert _source(SM90A, **kw) != off
+
+
+def test_sm_80_source_is_unchanged_by_the_wgmma_path():
+    src = _source(SM80, block_m=128, block_n=128, block_k=32)
+    assert "tc::gemm_ss<" in src and "struct tc_wgmma_op<" not in src
+    assert "__align__(128) char tc_smem" in src and "tc_fence_proxy_async();" not in src
+
+
+def test_asm_functions_cover_the_widths_used():
+    text = asm_functions({64, 256})
+    assert "struct tc_wgmma_op<64>" in text and "struct tc_wgmma_op<256>" in text
+    assert "m64n256k16.f32.bf16.bf16" in text and "%127}" in text
+
+
+def _sass_tool() -> str | None:
+    return shutil.which("cuobjdump")
+
+
+CASES = [
+    dict(block_m=128, block_n=128, block_k=32, num_stages=4),
+    dict(block_m=128, block_n=128, block_k=64, num_stages=3, transpose_b=True),
+    dict(block_m=128, block_n=128, block_k=64, num_stages=3, transpose_a=True),
+    dict(block_m=64, block_n=128, block_k=64, transpose_a=True, transpose_b=True, dtype="bfloat16"),
+    dict(block_m=128, block_n=64, block_k=48, transpose_b=True),  # 32-byte swizzle rows of K = 48
+]
+
+
+@pytest.mark.parametrize("kw", CASES, ids=lambda kw: "-".join(f"{k}{v}" for k, v in kw.items()))
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
+def test_generated_gemm_compiles(nvcc, kw, arch, tmp_path):
+    from tilecraft.execution.nvcc.toolchain import compile_cubin
+
+    source = _source(f"cuda -arch={arch}", **kw)
+    assert ("tc::gemm_wgmma<" in source) == (arch == "sm_90a")
+    cubin = compile_cubin(source, arch, keep_dir=tmp_path)
+    assert cubin[:4] == b"\x7fELF"
+    tool = _sass_tool()
+    if tool is None:
+        return
+    path = Path(tmp_path) / "k.cubin"
+    path.write_bytes(cubin)
+
+    sass = subprocess.run([tool, "-sass", str(path)], capture_output=True, text=True).stdout
+    if not sass:
+        return  # cuobjdump without nvdisasm prints nothing useful
+    assert ("HGMMA" in sass) == (arch == "sm_90a")
+    assert "HMMA" in sass or arch == "sm_90a"
+
+
+def test_disable_wgmma_is_accepted_where_there_is_no_wgmma():
+    func = K.gemm(128, 128, 64, 64, 64, 32)
+    assert tilecraft.lower(func, target="c", pass_configs={"tl.disable_wgmma": True}) is not None
+    assert "tc::gemm_ss<" in tilecraft.lower(func, target=SM80, execution_backend="nvrtc",
+                                              pass_configs={"tl.disable_wgmma": True}).source("cuda-source")  # fmt: skip

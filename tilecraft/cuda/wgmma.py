@@ -1,0 +1,80 @@
+"""wgmma (sm_90a) facts the CUDA backend relies on: the shared-memory matrix descriptor and the asm of
+`wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}` for each N a kernel uses.
+
+The descriptor (PTX ISA, "Matrix Descriptor Format" of the asynchronous warpgroup-level matrix
+instructions) is a 64-bit word:
+
+    bits  0-13  start address, (addr & 0x3FFFF) >> 4
+    bits 16-29  leading dimension byte offset >> 4
+    bits 32-45  stride dimension byte offset >> 4
+    bits 49-51  matrix base offset (0: the swizzle pattern starts on its own alignment)
+    bits 62-63  swizzle mode: 0 none, 1 128-byte, 2 64-byte, 3 32-byte
+
+`tc_wgmma_desc` in tc_cuda.h builds the same word on the device; `descriptor` here is its statement in
+Python, which the unit tests pin.
+"""
+
+from __future__ import annotations
+
+SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}  # swizzle width in bytes -> descriptor bits 62-63
+MAX_N = 256  # the widest wgmma instruction
+
+
+def descriptor(address: int, leading_bytes: int, stride_bytes: int, swizzle_bytes: int) -> int:
+    """The 64-bit wgmma matrix descriptor of an operand at shared address `address`."""
+    for name, value in (("address", address), ("leading", leading_bytes), ("stride", stride_bytes)):
+        if value % 16:
+            raise ValueError(f"wgmma descriptor: {name} {value} is not a multiple of 16 bytes")
+    return (
+        ((address & 0x3FFFF) >> 4)
+        | ((leading_bytes >> 4) & 0x3FFF) << 16
+        | ((stride_bytes >> 4) & 0x3FFF) << 32
+        | SWIZZLE_MODE[swizzle_bytes] << 62
+    )
+
+
+def operand_strides(rows: int, atom: int, k_major: bool) -> tuple[int, int]:
+    """(leading, stride) byte offsets of a 16-bit operand tile in `wgmma_operand(rows, _, atom)`.
+
+    The stride byte offset is the distance between 8-row groups (8 rows of `atom` elements). The leading
+    byte offset is, for MN-major operands, the distance between column blocks of `atom` elements along
+    M or N (`rows` = K rows apart); K-major swizzled operands never read it (a k16 step stays inside one
+    swizzle row), and it is 16 there as in CUTLASS.
+    """
+    stride = 8 * atom * 2
+    leading = 16 if k_major else rows * atom * 2
+    return leading, stride
+
+
+def instruction_n(group_n: int) -> int:
+    """The N of the wgmma instructions covering a warpgroup's `group_n` columns."""
+    return min(group_n, MAX_N)
+
+
+def asm_functions(widths: set[int] | frozenset[int]) -> str:
+    """CUDA C++ specializations `tc_wgmma_op<N>` for the instruction widths a kernel uses."""
+    return "\n".join(_asm_function(n) for n in sorted(widths))
+
+
+def _asm_function(n: int) -> str:
+    regs = n // 2
+    outs = ", ".join(f"%{i}" for i in range(regs))
+    d = regs  # operand numbers after the accumulators
+    constraints = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
+
+    def body(ab: str) -> str:
+        return (
+            f'        asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{d + 2}, 0;\\n"\n'
+            f'                     "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ab}.{ab} {{{outs}}}, "\n'
+            f'                     "%{d}, %{d + 1}, p, 1, 1, %{d + 3}, %{d + 4};\\n}}\\n"\n'
+            f"                     : {constraints}\n"
+            f'                     : "l"(a), "l"(b), "r"(1), "n"(TA), "n"(TB));'
+        )
+
+    return (
+        f"template <>\nstruct tc_wgmma_op<{n}> {{\n"
+        f"    template <bool BF16, int TA, int TB>\n"
+        f"    static __device__ __forceinline__ void run(float* d, uint64_t a, uint64_t b) {{\n"
+        f"        if (BF16) {{\n{body('bf16')}\n        }} else {{\n{body('f16')}\n        }}\n"
+        f"    }}\n}};\n"
+    )
