@@ -13,6 +13,8 @@ import ml_dtypes
 import numpy as np
 
 import tilecraft.language as T
+from tests.conformance import global_layouts as G
+from tests.conformance import register_operands as R
 from tests.language import kernels as K
 from tests.transform import kernels as D
 
@@ -395,6 +397,12 @@ CASES = [
          lambda a: {1: np.array([D.collatz_steps(int(x)) for x in a[0]])}, 0.0),
     Case("while_over_tiles_in_shared_memory", D.walk_tiles, _walk_tiles_inputs,
          lambda a: {1: _walk_tiles_ref(a[0])}),
+    # T.annotate_layout on global buffers: storage permuted, every access through the layout.
+    Case("global_layout_dq_atomics", G.dq_accumulate, G.dq_inputs, G.dq_reference, 1e-3),
+    Case("global_layout_region_ops", G.region_ops, G.region_inputs, G.region_reference),
+    # A register-resident gemm operand copied into every warp of its row block.
+    Case("gemm_register_a_from_global", R.fragment_a_from_global, R.moe_inputs, R.moe_reference, 3e-3),
+    Case("gemm_register_a_from_accumulator", R.fragment_a_from_accumulator, R.gqa_inputs, R.gqa_reference, 3e-3),
 ]  # fmt: skip
 
 DYNAMIC_SIZES = (1000, 4097, 5)

@@ -75,7 +75,7 @@ def test_shared_memory_beyond_the_device_local_memory():
     assert "local) memory" in str(info.value) and "4096" in str(info.value)
 
 
-def test_annotate_layout_is_refused_with_its_line():
+def test_a_shared_layout_is_a_hint_and_a_misplaced_one_is_refused_with_its_line():
     @T.prim_func
     def annotated(A: T.Tensor((128,), "float32")):
         with T.Kernel(1, threads=128):
@@ -84,8 +84,19 @@ def test_annotate_layout_is_refused_with_its_line():
             T.copy(A, s)
             T.copy(s, A)
 
-    with pytest.raises(LoweringError, match="annotate_layout"):
-        lower_source(annotated)
+    assert "__kernel" in lower_source(annotated)
+
+    @T.prim_func
+    def misplaced(A: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            f = T.alloc_fragment((128,), "float32")
+            T.annotate_layout({f: T.Layout((128,), lambda i: i)})
+            T.copy(A, f)
+            T.copy(f, A)
+
+    with pytest.raises(LoweringError, match="takes a T.Fragment") as info:
+        lower_source(misplaced)
+    assert "annotate_layout" in str(info.value)
 
 
 # ---------------------------------------------------------------- on a device

@@ -20,7 +20,7 @@ from tilecraft.backend.errors import (
     NoExecutionBackendAvailable,
 )
 from tilecraft.backend.module import BackendModule
-from tilecraft.backend.pipeline import PassContext
+from tilecraft.backend.pipeline import PassContext, internal_errors
 from tilecraft.backend.registry import backend_for
 from tilecraft.backend.split import split_host_device
 from tilecraft.backend.target import Target
@@ -65,7 +65,8 @@ class BackendContext:
         `options` is what the user asks of the device compiler (see `DeviceCode.compile_options`).
         """
         eager = self.execution.eager_device_compile if compile is None else compile
-        return self.backend.device_codegens[self.target.kind].generate(device_mod, self, eager, options)
+        with internal_errors("device-codegen", self.target.kind, self.target, device_mod):
+            return self.backend.device_codegens[self.target.kind].generate(device_mod, self, eager, options)
 
     def preprocess_host(self, host_mod: IRModule) -> IRModule:
         """Apply the manifest's host-codegen hooks, in order."""
@@ -78,7 +79,8 @@ class BackendContext:
         if not self.execution.needs_host_codegen:
             return None
         fmt = next(f for f in self.execution.consumes if f in self.backend.host_codegens)
-        return self.backend.host_codegens[fmt].run(host_mod, self)
+        with internal_errors("host-codegen", self.target.kind, self.target, host_mod):
+            return self.backend.host_codegens[fmt].run(host_mod, self)
 
     def execution_backend(self) -> ExecutionBackend:
         """The implementation object of the selected execution backend (created once, lazily)."""

@@ -20,7 +20,8 @@ Errors raised inside a pass:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -153,7 +154,7 @@ class PassPipeline:
             _note_pass(err, p.name, self.name)
             raise
         except Exception as err:
-            raise PassError(_failure_text(p.name, self.name, ctx, mod, err), p.name) from err
+            raise PassError(_failure_text(p.name, self.name, ctx.target, mod, err), p.name) from err
         if not isinstance(result, IRModule):
             raise PassError(
                 f"pass '{p.name}' failed in pipeline '{self.name}': it returned {type(result).__name__}, "
@@ -161,6 +162,18 @@ class PassPipeline:
                 p.name,
             )
         return result
+
+
+@contextmanager
+def internal_errors(stage: str, pipeline_name: str, target: Target, mod: IRModule) -> Iterator[None]:
+    """Any non-tilecraft exception raised by `stage` (code generation, say) becomes the same located
+    internal-compiler-error `PassError` a failing pass raises."""
+    try:
+        yield
+    except TilecraftError:
+        raise
+    except Exception as err:
+        raise PassError(_failure_text(stage, pipeline_name, target, mod, err), stage) from err
 
 
 def _note_pass(err: TilecraftError, pass_name: str, pipeline_name: str) -> None:
@@ -172,11 +185,11 @@ def _note_pass(err: TilecraftError, pass_name: str, pipeline_name: str) -> None:
     err.args = (f"{err.args[0]}\n{note}" if err.args else note, *err.args[1:])
 
 
-def _failure_text(pass_name: str, pipeline_name: str, ctx: PassContext, mod: IRModule, err: Exception) -> str:
+def _failure_text(pass_name: str, pipeline_name: str, target: Target, mod: IRModule, err: Exception) -> str:
     span = getattr(err, "span", None)
     where = f"{span}: " if span is not None else ""
     return (
-        f"pass '{pass_name}' failed in pipeline '{pipeline_name}' (target {ctx.target}): internal compiler "
+        f"pass '{pass_name}' failed in pipeline '{pipeline_name}' (target {target}): internal compiler "
         f"error while lowering {_kernels(mod)}: {where}{type(err).__name__}: {err}\n"
         "This is a bug in tilecraft, not in the kernel: please report it with the kernel's source and this "
         "message (TILECRAFT_DUMP_IR=<dir> writes the IR before and after each pass, which helps). "

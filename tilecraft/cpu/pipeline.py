@@ -8,6 +8,7 @@ from tilecraft.cpu.storage import plan_block_storage
 from tilecraft.cpu.target import KIND
 from tilecraft.cpu.transform.block_model import apply_block_model, check_block_model, run_thread_groups
 from tilecraft.transform.guard_accesses import guard_accesses
+from tilecraft.transform.layout_annotations import apply_layout_annotations
 from tilecraft.transform.lower_tile_ops import lower_tile_ops
 from tilecraft.transform.simplify import simplify_pass
 from tilecraft.transform.split_kernels import split_kernels
@@ -37,8 +38,11 @@ PIPELINE = PassPipeline(
     (
         run_thread_groups,  # `if thread index < c: A else: B` (thread groups): A then B
         check_block_model,  # reject other thread-index code: a block runs as one thread
-        apply_block_model,  # drop layout/swizzle hints, serialize T.Pipelined, barriers are no-ops
+        apply_block_model,  # drop rasterization hints, serialize T.Pipelined, barriers are no-ops
         guard_accesses,  # T.Parallel loads/stores of global memory past an edge: zero / skipped
+        apply_layout_annotations(
+            keep_fragments=False
+        ),  # permuted global buffers addressed through their T.Layout; other layouts are hints here
         lower_tile_ops(OP_TABLE),  # copy/fill/gemm/reduce/cumsum/atomics -> loops and kernel calls
         simplify_pass,  # fold the index arithmetic the lowering produced
         widen_index_arithmetic,  # int64 where an index value may not fit its dtype

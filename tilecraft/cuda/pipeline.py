@@ -21,6 +21,7 @@ from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import walk
 from tilecraft.layout.inference import infer_layouts
 from tilecraft.transform.guard_accesses import guard_accesses
+from tilecraft.transform.layout_annotations import apply_layout_annotations
 from tilecraft.transform.rasterize import rasterize_blocks
 from tilecraft.transform.simplify import simplify_pass
 from tilecraft.transform.simt.barriers import insert_barriers
@@ -88,6 +89,9 @@ PIPELINE = PassPipeline(
         rasterize_blocks,  # T.use_swizzle: blocks renumbered in L2-friendly panels
         simplify_pass,  # index arithmetic, before layouts are chosen
         guard_accesses,  # T.Parallel loads/stores of global memory past an edge: zero / skipped
+        apply_layout_annotations(
+            keep_fragments=True
+        ),  # permuted global buffers addressed through their T.Layout; T.Fragment kept for inference
         cuda_infer_layouts,  # fragment layouts (mma/wgmma accumulators, propagation, defaults); gemm tiles
         cuda_lower_to_threads,  # tile ops and T.Parallel nests -> per-thread code; fragments -> registers
         inject_software_pipeline,  # T.Pipelined with cp.async / TMA (mbarrier ring) -> multi-stage buffers

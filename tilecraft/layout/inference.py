@@ -35,7 +35,8 @@ from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.span import Span
 from tilecraft.ir.visitor import Mutator, Visitor
-from tilecraft.layout.fragment import FRAGMENT_INS, fragment_dims
+from tilecraft.layout.fragment import FRAGMENT_INS, fragment_dims, linear_from_fragment
+from tilecraft.layout.layout import Fragment
 from tilecraft.layout.linear import LinearLayout, log2, next_power_of_two
 from tilecraft.layout.tile import TileLayout, blocked_layout, covers, project, subset, widen, within
 
@@ -73,6 +74,11 @@ class _Collect(Visitor):
         self.fragments: dict[int, Buffer] = {}
         self.nests: list[Nest] = []
         self.ops: list[S.Stmt] = []
+        self.annotated: list[S.AnnotateLayout] = []
+
+    def visit_AnnotateLayout(self, s: S.AnnotateLayout) -> None:
+        if isinstance(s.layout, Fragment):
+            self.annotated.append(s)
 
     def visit_Allocate(self, s: S.Allocate) -> None:
         if s.buffer.scope == FRAGMENT:
@@ -188,6 +194,8 @@ class Inference:
         return d.layout if d else None
 
     def run(self) -> None:
+        for note in self.found.annotated:
+            self.set(note.buffer, self._annotated(note), "T.annotate_layout", note.span)
         for op in self.found.ops:
             for buf, layout, why in self.strict(op, self.threads, self.target) if self.strict else ():
                 if isinstance(layout, TileLayout):
@@ -198,6 +206,31 @@ class Inference:
             self._propagate()
             if not (self._extend_one() or self._cover_one() or self._default_one()):
                 break
+
+    def _annotated(self, note: S.AnnotateLayout) -> TileLayout:
+        """The user's `T.Fragment` as a tile layout over this kernel's threads."""
+        frag, name = note.layout, note.buffer.name
+        try:
+            linear = linear_from_fragment(frag)
+        except ValueError as err:
+            raise LoweringError(
+                f"the T.Fragment annotated on {name} cannot be lowered to threads: {err}",
+                note.span,
+                "give a fragment on a power-of-two shape whose thread and local index are XOR/shift "
+                "combinations of the index bits (as mma and blocked layouts are), or drop the annotation "
+                "and let the layout be inferred",
+                target=self.target,
+            ) from err
+        used = linear.in_size("lane") * linear.in_size("warp")
+        if used != self.threads:
+            raise LoweringError(
+                f"the T.Fragment annotated on {name} spreads it over {used} threads, but the kernel has "
+                f"{self.threads}",
+                note.span,
+                f"write the fragment for {self.threads} threads (replicate=... for threads that hold copies)",
+                target=self.target,
+            )
+        return TileLayout(frag.shape, linear)
 
     def _propagate(self) -> None:
         changed = True
@@ -374,6 +407,10 @@ class _Annotate(Mutator):
 
     def mutate_Buffer(self, buf):
         return buf
+
+    def mutate_AnnotateLayout(self, s: S.AnnotateLayout) -> S.Stmt:
+        # the user's T.Fragment is now the fragment's decided layout, annotated at its allocation
+        return S.SeqStmt(()) if isinstance(s.layout, Fragment) else s
 
     def mutate_Allocate(self, s: S.Allocate) -> S.Stmt:
         body = self.mutate(s.body)

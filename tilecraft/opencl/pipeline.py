@@ -8,6 +8,7 @@ from tilecraft.opencl.op import OP_TABLE
 from tilecraft.opencl.target import KIND
 from tilecraft.opencl.transform.check import check_opencl_support
 from tilecraft.transform.guard_accesses import guard_accesses
+from tilecraft.transform.layout_annotations import apply_layout_annotations
 from tilecraft.transform.rasterize import rasterize_blocks
 from tilecraft.transform.simplify import simplify_pass
 from tilecraft.transform.simt.barriers import insert_barriers
@@ -37,6 +38,9 @@ PIPELINE = PassPipeline(
         rasterize_blocks,  # T.use_swizzle: work-groups renumbered in cache-friendly panels
         simplify_pass,  # index arithmetic, before layouts are chosen
         guard_accesses,  # T.Parallel loads/stores of global memory past an edge: zero / skipped
+        apply_layout_annotations(
+            keep_fragments=True
+        ),  # permuted global buffers addressed through their T.Layout; T.Fragment kept for inference
         infer_layouts(),  # fragment layouts by propagation and defaults (no instruction imposes one)
         lower_to_threads(OP_TABLE, shuffles=False),  # per-work-item code; reductions through local memory
         simplify_pass,  # fold the per-thread index arithmetic

@@ -124,9 +124,6 @@ class _DropHints(Mutator):
     def mutate_Buffer(self, buf):
         return buf
 
-    def mutate_AnnotateLayout(self, s: S.AnnotateLayout) -> S.Stmt:
-        return S.SeqStmt(())
-
     def mutate_UseSwizzle(self, s: S.UseSwizzle) -> S.Stmt:
         return S.SeqStmt(())
 
@@ -145,6 +142,6 @@ class _DropHints(Mutator):
 
 @module_pass("apply-block-model")
 def apply_block_model(mod: IRModule, ctx) -> IRModule:
-    """Layout and rasterization hints are dropped, pipelined loops are serial, barriers are no-ops."""
+    """Rasterization hints are dropped, pipelined loops are serial, barriers are no-ops."""
     mutator = _DropHints()
     return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)

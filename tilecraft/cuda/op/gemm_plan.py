@@ -13,7 +13,7 @@ from tilecraft.cuda.shared_layout import wgmma_atom
 from tilecraft.cuda.wgmma import instruction_n
 from tilecraft.errors import LoweringError
 from tilecraft.ir import stmt as S
-from tilecraft.layout.fragment import mma_accumulator, wgmma_accumulator
+from tilecraft.layout.fragment import mma_accumulator, mma_operand_a, wgmma_accumulator
 from tilecraft.layout.linear import is_power_of_two
 from tilecraft.layout.tile import TileLayout
 from tilecraft.transform.simt.gemm import gemm_shape
@@ -126,15 +126,16 @@ def plan_gemm(op: S.Gemm, threads: int, target, wgmma: bool = False) -> GemmPlan
     register_a = op.a.buffer.scope == "local.fragment"
     if grid is not None and _tensor_core_ok(op, m, n, k):
         wm, wn = grid
-        if register_a and (wn != 1 or op.transpose_a):
+        if register_a and op.transpose_a:
             raise LoweringError(
-                "a register-resident A operand needs every warp to own whole rows of the tile",
+                "a register-resident A operand cannot be transposed on the tensor-core path",
                 op.span,
-                "use policy=T.GemmWarpPolicy.FullRow for this gemm and the one that produced A",
+                "store A untransposed (T.copy it into a fragment of shape (M, K)), or copy it to shared memory",
                 target=target,
             )
         c_layout = TileLayout((m, n), mma_accumulator(m, n, wm, wn))
-        a_layout = TileLayout((m, k), mma_accumulator(m, k, wm, 1)) if register_a else None
+        # Every warp reads whole rows of A, so the warps_n warps sharing a row block hold copies of it.
+        a_layout = TileLayout((m, k), mma_operand_a(m, k, wm, wn)) if register_a else None
         return GemmPlan(m, n, k, wm, wn, True, "rs" if register_a else "ss", c_layout, a_layout)
     if register_a:
         raise LoweringError(

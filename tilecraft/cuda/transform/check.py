@@ -5,28 +5,13 @@ from __future__ import annotations
 from tilecraft.backend.pipeline import module_pass
 from tilecraft.cuda.target import capability
 from tilecraft.errors import LoweringError
-from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
-from tilecraft.ir.visitor import Visitor
 from tilecraft.transform.storage_budget import StorageBudget, check_storage_budgets
 
 MIN_CAPABILITY = (8, 0)
 # "Maximum amount of local memory per thread: 512 KB" for every compute capability (CUDA C++ Programming
 # Guide, Technical Specifications). Fragments live in registers and spill there; past it a launch fails.
 LOCAL_MEMORY_PER_THREAD = 512 * 1024
-
-
-class _Check(Visitor):
-    def __init__(self, target) -> None:
-        self.target = target
-
-    def visit_AnnotateLayout(self, s: S.AnnotateLayout) -> None:
-        raise LoweringError(
-            "T.annotate_layout is not supported on the CUDA target yet; layouts are inferred",
-            s.span,
-            "remove the annotation",
-            target=self.target,
-        )
 
 
 @module_pass("check-cuda-support")
@@ -36,11 +21,6 @@ def check_cuda_support(mod: IRModule, ctx) -> IRModule:
     if arch is not None and capability(arch) < MIN_CAPABILITY:
         raise LoweringError(f"the CUDA backend needs sm_80 or newer (cp.async, bf16, ldmatrix); target arch is {arch}",
                             None, "use a target with -arch=sm_80 or newer", target=ctx.target)  # fmt: skip
-    checker = _Check(ctx.target)
-    for func in mod.functions:
-        for p in func.params:
-            checker.visit(p)
-        checker.visit(func.body)
     check_storage_budgets(mod, storage_budgets(ctx.target), ctx.target)
     return mod
 

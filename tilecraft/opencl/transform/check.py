@@ -39,10 +39,6 @@ class _Check(Visitor):
                        f"{limit} work-items per work-group", s.span, f"use threads={limit} or fewer")  # fmt: skip
         self.generic_visit(s)
 
-    def visit_AnnotateLayout(self, s: S.AnnotateLayout) -> None:
-        self._fail("T.annotate_layout is not supported on the OpenCL target; layouts are inferred", s.span,
-                   "remove the annotation")  # fmt: skip
-
     def visit_Buffer(self, buf) -> None:
         if buf.dtype.name == "float64" and self.target.attr("fp64") is False:
             self._fail(f"buffer {buf.name} is float64, but this OpenCL device has no cl_khr_fp64", buf.span,

@@ -33,7 +33,10 @@ def with_layout(nest: S.For, layout) -> S.For:
 
 
 def fragment_side(op: S.Copy) -> BufferRegion | None:
-    for side in (op.src, op.dst):
+    """The fragment whose layout partitions the copy: the destination when both are fragments, so that
+    every thread holding a copy of an element (a replicated layout) writes it; reads of the source
+    that another thread holds are broadcast by lower-to-threads."""
+    for side in (op.dst, op.src):
         if side.buffer.scope == FRAGMENT:
             return side
     return None
@@ -52,8 +55,11 @@ def fragment_copy(op: S.Copy, frag: BufferRegion, ctx) -> S.Stmt:
     other = op.dst if frag is op.src else op.src
     # The other side is indexed by the offset into the fragment's region, along the region's non-unit dims.
     offsets = [v if E.const_value(r.min) == 0 else E.sub(v, r.min) for v, r in zip(loop_vars, frag.ranges)]
-    kept = [o for o, r in zip(offsets, frag.ranges) if E.const_value(r.extent) != 1] or offsets[-1:]
-    other_idx = region_index(other, kept) if len(loop_extents(other)) == len(kept) else None
+    kept = [o for o, r in zip(offsets, frag.ranges) if E.const_value(r.extent) != 1]
+    other_dims = len(loop_extents(other))
+    if not kept and other_dims:
+        kept = offsets[-1:]  # a one-element fragment region against a region with a (unit) loop dim
+    other_idx = region_index(other, kept) if other_dims == len(kept) else None
     if other_idx is None:
         ctx.fail(
             f"T.copy between fragment {frag.buffer.name} and {other.buffer.name}: extents differ", op.span
