@@ -62,12 +62,24 @@ UNARY = [
     ("int32_add_overflows", "int32", lambda x: x + 2**30, lambda x: x + np.int32(2**30)),
     ("int32_shift_negative", "int32", lambda x: x << 4, lambda x: x << np.int32(4)),
     ("int64_mul_overflows", "int64", lambda x: x * 3 + 1, lambda x: x * np.int64(3) + np.int64(1)),
-    ("uint16_narrowing_cast_floordiv", "uint16", lambda x: T.cast(T.cast(x, "int8") // 2, "uint16"),
-     lambda x: (x.astype(np.int8) // np.int8(2)).astype(np.uint16)),
-    ("uint8_folded_constant_wraps", "uint8", lambda x: T.max(T.uint8(1) - T.uint8(2), x),
-     lambda x: np.maximum(np.uint8(255), x)),
-    ("int8_folded_negation_wraps", "int8", lambda x: T.max(-T.int8(-128), x) + T.cast(T.int64(-2**63), "int8"),
-     lambda x: np.maximum(np.int8(-128), x)),
+    (
+        "uint16_narrowing_cast_floordiv",
+        "uint16",
+        lambda x: T.cast(T.cast(x, "int8") // 2, "uint16"),
+        lambda x: (x.astype(np.int8) // np.int8(2)).astype(np.uint16),
+    ),
+    (
+        "uint8_folded_constant_wraps",
+        "uint8",
+        lambda x: T.max(T.uint8(1) - T.uint8(2), x),
+        lambda x: np.maximum(np.uint8(255), x),
+    ),
+    (
+        "int8_folded_negation_wraps",
+        "int8",
+        lambda x: T.max(-T.int8(-128), x) + T.cast(T.int64(-(2**63)), "int8"),
+        lambda x: np.maximum(np.int8(-128), x),
+    ),
     ("uint32_sub_wraps", "uint32", lambda x: (x - 5) // 3, lambda x: (x - np.uint32(5)) // np.uint32(3)),
 ]
 
