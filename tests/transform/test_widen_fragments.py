@@ -70,6 +70,14 @@ def test_verbose_output_repeats_the_warning(capsys):
     assert "[tilecraft] warning: fragment sinks [3] is indexed up to 16" in capsys.readouterr().err
 
 
+def test_a_cached_lowering_still_warns(tmp_path):
+    """The second compile reads the artifact from the disk cache; the sized fragment is reported again."""
+    with settings.override(TILECRAFT_CACHE_DIR=tmp_path):
+        for _ in range(2):
+            with pytest.warns(KernelWarning, match="fragment sinks \\[3\\] is indexed up to 16"):
+                tilecraft.compile(_sinks(HEADS), target="c")
+
+
 def test_a_fragment_that_fits_is_left_alone():
     func = _sinks(BM)
     after, caught = _widened(func)
