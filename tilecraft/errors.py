@@ -39,6 +39,10 @@ class KernelError(TilecraftError):
         return "\n".join(parts)
 
 
+class KernelWarning(UserWarning):
+    """A kernel compiles, but with a meaning its author may not expect; the message says where and why."""
+
+
 class ParseError(KernelError):
     """The kernel's Python source cannot be turned into tile IR."""
 

@@ -298,10 +298,10 @@ def _walk_tiles_ref(a):
     return (f64(a).reshape(6, 64)[:, ::-1] * 2).reshape(-1)
 
 
-def sinks_past_the_fragment(heads=2, bm=16, n=64):
+def sinks_past_the_fragment(heads=2, bm=16, n=50):
     """TileLang's attention-sink backward examples: `T.alloc_fragment([heads])` filled by a T.Parallel
-    loop over the block's `bm` rows. With heads < bm it wrote past the fragment (a wrong result on the
-    CPU, a misleading layout error on CUDA); it must be a located error on every target."""
+    loop over the block's `bm` rows (heads < bm) and read in another. It once wrote past the fragment (a
+    wrong result on the CPU, a misleading layout error on CUDA); as in TileLang, the loop sizes it now."""
 
     @T.prim_func
     def sinks_past_the_fragment(
@@ -316,10 +316,35 @@ def sinks_past_the_fragment(heads=2, bm=16, n=64):
                 sinks[i] = Sinks[by]
             T.copy(X[by, bx * bm], acc)
             for i in T.Parallel(bm):
-                acc[i] = acc[i] + sinks[i]
+                acc[i] = acc[i] * sinks[i] + sinks[i]
             T.copy(acc, Y[by, bx * bm])
 
     return sinks_past_the_fragment
+
+
+def _sinks_reference(a):
+    s = f64(a[0])[:, None]
+    return {2: f64(a[1]) * s + s}
+
+
+def sinks_past_a_shared_buffer(heads=2, bm=16, n=50):
+    """The same loop over a shared buffer: TileLang gives shared memory the declared shape too, so the
+    index past it is refused on every target."""
+
+    @T.prim_func
+    def sinks_past_a_shared_buffer(
+        Sinks: T.Tensor((heads,), "float32"),
+        X: T.Tensor((heads, n), "float32"),
+        Y: T.Tensor((heads, n), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(n, bm), heads, threads=128) as (bx, by):
+            sinks = T.alloc_shared((heads,), "float32")
+            for i in T.Parallel(bm):
+                sinks[i] = Sinks[by]
+            for i in T.Parallel(bm):
+                Y[by, bx * bm + i] = X[by, bx * bm + i] + sinks[i]
+
+    return sinks_past_a_shared_buffer
 
 
 def _cumsum_ref(x, reverse):
@@ -391,6 +416,8 @@ CASES = [
     Case("fragment_wider_than_its_loop", D.sink_logsumexp,
          lambda r: [randn(r, 3), randn(r, (3, 100, 64)), poison((3, 100))],
          lambda a: {2: D.sink_logsumexp_reference(a[0], a[1])}, 1e-5),
+    Case("fragment_sized_by_the_parallel_loop", sinks_past_the_fragment,
+         lambda r: [randn(r, 2), randn(r, (2, 50)), poison((2, 50))], _sinks_reference),
     Case("parallel_tiles_past_the_edge", D.ragged_gemm_store, D.ragged_gemm_inputs,
          lambda a: {2: D.ragged_gemm_reference(a[0], a[1])}, 1e-5),
     Case("while_data_dependent_trip_counts", D.collatz, _collatz_inputs,

@@ -9,7 +9,7 @@ import pytest
 
 import tilecraft
 import tilecraft.language as T
-from tests.conformance.cases import CASES, DYNAMIC_SIZES, f64, poison, randn, sinks_past_the_fragment
+from tests.conformance.cases import CASES, DYNAMIC_SIZES, f64, poison, randn, sinks_past_a_shared_buffer
 from tilecraft.errors import LoweringError, SemanticError
 
 
@@ -83,11 +83,11 @@ def test_eager_style_outputs(backend_ctx):
     assert rel_error(backend.to_host(c), f64(a) * 2 + f64(b)) <= 1e-6
 
 
-def test_fragment_indexed_past_its_shape_is_a_located_error(backend_ctx):
-    """A T.Parallel loop that carries a fragment's index past its shape is refused, with the line, before
-    any target lowers it (it used to write past the fragment on the CPU)."""
+def test_shared_buffer_indexed_past_its_shape_is_a_located_error(backend_ctx):
+    """A T.Parallel loop that carries a shared buffer's index past its shape is refused, with the line,
+    before any target lowers it (only fragments are sized from their loops, as in TileLang)."""
     with pytest.raises(SemanticError) as info:
-        tilecraft.compile(sinks_past_the_fragment(), ctx=backend_ctx)
-    assert "fragment sinks of shape (2,)" in info.value.message
+        tilecraft.compile(sinks_past_a_shared_buffer(), ctx=backend_ctx)
+    assert "shared buffer sinks of shape (2,)" in info.value.message
     assert "index i runs over 0..15" in info.value.message
     assert info.value.span is not None and info.value.span.file.endswith("cases.py")

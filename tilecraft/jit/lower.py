@@ -20,6 +20,7 @@ from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.structural import structural_hash
 from tilecraft.jit.options import PassConfigs, resolve_pass_configs
 from tilecraft.transform.check import check_semantics
+from tilecraft.transform.widen_fragments import widen_fragments
 from tilecraft.transform.written import written_params
 
 
@@ -68,7 +69,8 @@ def lower_uncached(
     configs = checked_pass_configs(pass_configs, ctx)
     # Strings, as the compilers take them (a Path is one); stored artifacts hold only plain data.
     flags = tuple(str(flag) for flag in compile_flags or ()) + configs.device_flags
-    mod = IRModule.from_func(func)
+    # TileLang sizes a fragment from the T.Parallel loops that index it; the check then sees that shape.
+    mod = widen_fragments(IRModule.from_func(func))
     check_semantics(mod)
     # Read from the kernel as written, where every construct's role is known (see transform/written.py).
     written = written_params(func)
@@ -106,6 +108,8 @@ def lower_artifact(
     )
     entry = None if observed else cache.get(key)
     if entry is not None:
+        # A cached artifact still reports the fragments it sized (only the warnings are wanted here).
+        widen_fragments(IRModule.from_func(func))
         try:
             return artifact_from_files(entry.read)
         except ArtifactDecodeError:

@@ -375,10 +375,11 @@ def _past_the_end_hint(buf: Buffer, axis: int, hi: int) -> str:
         "or guard the access with `if`; on-chip buffers have no edge predicates"
     )
     if buf.scope == "local.fragment":
-        # Ported TileLang kernels meet this: there a fragment's registers follow the loop's layout.
+        # Ported TileLang kernels meet this: widen_fragments sized the ones whose meaning is unambiguous.
         hint += (
-            ". TileLang sizes a fragment's registers from the T.Parallel loop that writes it, so such a "
-            "kernel may run there; here the declared shape is the storage"
+            ". As TileLang does, a fragment is sized from the loops that index it past its shape when "
+            "they are all T.Parallel loops reaching one extent, one of them stores, and no tile op "
+            "(T.copy, T.gemm, T.reduce, T.fill ...) or layout annotation takes the fragment whole"
         )
     return hint
 

@@ -70,6 +70,11 @@ class IndexRanges:
             hi += max(coef * first, coef * last)
         return lo, hi
 
+    def loop_vars(self, index: E.Expr) -> tuple[E.Var, ...]:
+        """The loop variables `index` is an affine sum of (the ones `range_of` spans); () when it is not."""
+        form = self._affine(index, depth=0)
+        return () if form is None else tuple(form[0])
+
     def _affine(self, e: E.Expr, depth: int) -> tuple[dict[E.Var, int], int] | None:
         """`e` as {loop var: coefficient} plus a constant, or None."""
         if depth > 32 or not e.dtype.is_integer:
