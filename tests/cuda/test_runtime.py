@@ -51,6 +51,14 @@ def test_large_dynamic_shared_memory_is_allowed_once_at_load(cache, fake_driver)
     assert fake_driver.get("fake_max_dynamic_smem") == 100 * 1024
 
 
+def test_48_kib_of_dynamic_and_some_static_shared_memory_needs_the_attribute(cache, fake_driver):
+    """The H200 refused a 48 KiB TMA gemm at launch: its mbarriers add static shared memory, and without
+    the attribute a kernel gets 48 KiB minus its static part."""
+    fake_driver.set("fake_static_smem", 1024)
+    _loaded(cache, dynamic_smem=48 * 1024)
+    assert fake_driver.get("fake_max_dynamic_smem") == 48 * 1024
+
+
 def test_dynamic_shared_memory_beyond_the_device_is_an_error(cache, fake_driver):
     fake_driver.set("fake_static_smem", 8 * 1024)
     with pytest.raises(TilecraftError, match=r"needs 230400 bytes of dynamic shared memory \(\+8192 static\); "

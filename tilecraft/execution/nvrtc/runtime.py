@@ -230,10 +230,14 @@ def _load_image(driver: Any, image: bytes, artifact: CompiledArtifact, device: i
 
 
 def _allow_dynamic_smem(driver: Any, device: int, info: KernelInfo, function: int) -> None:
-    if info.dynamic_smem <= DEFAULT_DYNAMIC_SMEM:
+    if info.dynamic_smem == 0:
+        return
+    # Without the opt-in a kernel may use 48 KiB in all: the attribute's default is 48 KiB minus the
+    # static shared memory (the mbarriers of a TMA pipeline live there).
+    static = driver.function_attribute(function, cuda_driver.FUNC_ATTR_SHARED_SIZE_BYTES)
+    if info.dynamic_smem + static <= DEFAULT_DYNAMIC_SMEM:
         return
     limit = driver.device_info(device).max_shared_memory_per_block_optin
-    static = driver.function_attribute(function, cuda_driver.FUNC_ATTR_SHARED_SIZE_BYTES)
     if info.dynamic_smem + static > limit:
         raise TilecraftError(
             f"kernel {info.symbol} needs {info.dynamic_smem} bytes of dynamic shared memory (+{static} static); "
