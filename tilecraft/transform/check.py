@@ -223,7 +223,7 @@ class _Checker(Visitor):
 
     def _loop_index_in_bounds(self, buf: Buffer, axis: int, index: E.Expr, size) -> None:
         """An on-chip buffer has no edge predicate: an index its loops carry past the shape reads or
-        writes other memory (the CPU's neighbouring buffers, another thread's registers on a GPU)."""
+        writes other memory (a neighbouring buffer of the block's scratch memory, another thread's registers)."""
         values = self.ranges.range_of(index)
         if values is None or not isinstance(size, int) or (values[0] >= 0 and values[1] < size):
             return

@@ -9,7 +9,7 @@
 - A `T.Layout` on a shared or local buffer arranges on-chip storage no one else can observe: a hint,
   dropped (each target chooses its on-chip layouts itself, docs/compat.md).
 - A `T.Fragment` on a fragment is kept for `infer-layouts` on targets that distribute fragments over
-  threads, and dropped where a block is one thread (the CPU).
+  threads, and dropped where a block runs as one thread.
 - Anything else stops with the annotation's line.
 
 After it runs, the only `AnnotateLayout` statements left are kept fragment layouts.
