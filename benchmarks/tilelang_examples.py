@@ -39,6 +39,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 # Packages a case may use and still count towards the issue's target (besides numpy and ml_dtypes).
 ALLOWED_PACKAGES = ("torch", "einops", "tqdm", "scipy")
+# Packages beyond those that examples import: a case whose code imports one is not counted, whether or
+# not it is installed where it runs (triton is, on the GPU machine).
+OTHER_PACKAGES = ("triton", "flash_attn", "fla")
 # Generations whose constructs the target excludes: compute capability 9.0 (Hopper) and later.
 FIRST_EXCLUDED_CAPABILITY = 9
 
@@ -51,6 +54,7 @@ class Case:
     file: str  # path relative to examples/
     name: str
     decorators: list[str] = field(default_factory=list)
+    packages: set[str] = field(default_factory=set)  # top-level packages the case's code imports
 
     @property
     def node_id(self) -> str:
@@ -84,8 +88,36 @@ def find_cases(examples: Path) -> list[Case]:
         for node in tree.body:
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
                 decorators = [ast.unparse(d) for d in node.decorator_list]
-                cases.append(Case(relative.parts[0], relative.as_posix(), node.name, decorators))
+                packages = imported_packages(path, tree, node)
+                cases.append(Case(relative.parts[0], relative.as_posix(), node.name, decorators, packages))
     return cases
+
+
+def imported_packages(path: Path, tree: ast.Module, test: ast.FunctionDef) -> set[str]:
+    """The top-level packages a case needs: those its test file imports for it, and those every example
+    module of its directory that it uses imports anywhere (a benchmark's `import triton` inside main
+    included), followed through the directory's modules."""
+    used = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+    wanted = [n for n in tree.body if _is_import(n) and _binds(n) & used]
+    packages: set[str] = set()
+    seen: set[Path] = set()
+    while wanted:
+        node = wanted.pop()
+        for name in _module_names(node):
+            local = path.parent / f"{name}.py"
+            if not local.is_file():
+                packages.add(name.split(".")[0])
+            elif local not in seen:
+                seen.add(local)
+                module = ast.parse(local.read_text(encoding="utf-8"))
+                wanted.extend(n for n in ast.walk(module) if _is_import(n))
+    return packages
+
+
+def _module_names(node: ast.Import | ast.ImportFrom) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    return [node.module] if node.module and not node.level else []
 
 
 def isolated_copy(case: Case, work: Path) -> str:
@@ -240,6 +272,8 @@ def counts_toward_target(case: Case, cause: str) -> bool:
         if "requires_package" in decorator or "requires_gfx" in decorator or "requires_rocm" in decorator:
             return False
     if re.match(r"needs compute (le|lt|eq) ", cause):
+        return False
+    if case.packages & set(OTHER_PACKAGES):
         return False
     package = re.match(r"needs package: (\w+)", cause)
     return not (package and package.group(1) not in ALLOWED_PACKAGES)
