@@ -17,9 +17,16 @@ from tilecraft.backend.target import Target
 from tilecraft.cuda.op.gemm_plan import plan_gemm
 from tilecraft.cuda.shared_layout import wgmma_atom, wgmma_operand
 from tilecraft.cuda.wgmma import asm_functions, descriptor, operand_strides
+from tilecraft.errors import LoweringError
 from tilecraft.ir import stmt as S
 from tilecraft.ir.visitor import walk
-from tilecraft.layout.fragment import mma_accumulator, wgmma_accumulator, wgmma_accumulator_coords
+from tilecraft.layout.fragment import (
+    mma_accumulator,
+    wgmma_accumulator,
+    wgmma_accumulator_coords,
+    wgmma_operand_a,
+    wgmma_operand_a_coords,
+)
 
 SM90A, SM80 = "cuda -arch=sm_90a", "cuda -arch=sm_80"
 
@@ -194,6 +201,54 @@ def test_a_64_row_warpgroup_tile_is_the_mma_layout_of_four_stacked_warps():
     assert wgmma_accumulator(128, 128, 1, 1) != mma_accumulator(128, 128, 4, 1)
 
 
+def _ptx_figure_a(thread: int, i: int) -> tuple[int, int]:
+    """PTX ISA figure "WGMMA .m64nNk16 register fragment layout for matrix A" (wgmma-64N16-A): thread t
+    of the warpgroup holds a[i] at row 16 * (t / 32) + (t % 32) / 4 + 8 * ((i / 2) % 2),
+    col (t % 4) * 2 + i % 2 + 8 * (i / 4)."""
+    lane = thread % 32
+    return 16 * (thread // 32) + lane // 4 + 8 * ((i // 2) % 2), (lane % 4) * 2 + i % 2 + 8 * (i // 4)
+
+
+@pytest.mark.parametrize("m, k, gm, gn", [(64, 16, 1, 1), (128, 64, 2, 1), (64, 128, 1, 2), (256, 32, 2, 2),
+                                          (128, 128, 1, 1)])  # fmt: skip
+def test_register_a_is_the_ptx_figure_per_k_step(m, k, gm, gn):
+    """Warpgroup (gm_i, gn_i) holds rows gm_i*GM + mi*64 + [0, 64) of every k16 step ki in registers
+    (mi * K/16 + ki) * 8 + [0, 8), as tc::gemm_wgmma_rs passes four .b32 of them per instruction; the
+    gn warpgroups of a row block hold the same elements."""
+    layout = wgmma_operand_a(m, k, gm, gn)
+    group_m = m // gm
+    for thread in range(128 * gm * gn):
+        g, t = divmod(thread, 128)
+        row0 = (g // gn) * group_m
+        for mi in range(group_m // 64):
+            for ki in range(k // 16):
+                for i in range(8):
+                    reg = (mi * (k // 16) + ki) * 8 + i
+                    r, c = _ptx_figure_a(t, i)
+                    want = (row0 + mi * 64 + r, ki * 16 + c)
+                    got = layout.apply(register=reg, lane=thread % 32, warp=thread // 32)
+                    assert (
+                        (got["dim0"], got["dim1"])
+                        == want
+                        == wgmma_operand_a_coords(thread, reg, m, k, gm, gn)
+                    )
+
+
+@pytest.mark.parametrize("m, n, gm", [(64, 16, 1), (64, 128, 1), (128, 128, 2), (128, 64, 1), (256, 128, 2)])
+def test_accumulator_converts_into_register_a_in_thread(m, n, gm):
+    """The f32 accumulator of a wgmma gemm with one warpgroup column (Q @ K^T) and the A operand of the
+    next wgmma (P @ V, K = that N) put every element in the same thread and register, so the cast
+    acc_s -> acc_s_cast is per register."""
+    assert wgmma_accumulator(m, n, gm, 1) == wgmma_operand_a(m, n, gm, 1)
+    for thread in range(128 * gm):
+        for reg in range(m * n // (128 * gm)):
+            assert wgmma_accumulator_coords(thread, reg, m, n, gm, 1) == wgmma_operand_a_coords(
+                thread, reg, m, n, gm, 1
+            )
+    if gm > 1:  # two warpgroup columns split N: the registers no longer line up
+        assert wgmma_accumulator(m, n, gm // 2, 2) != wgmma_operand_a(m, n, gm // 2, 2)
+
+
 # ---------------------------------------------------------------- choice of path
 
 
@@ -229,6 +284,52 @@ def test_warp_policy_picks_the_warpgroup_grid():
     assert (grids[S.GemmWarpPolicy.FullRow].warps_m, grids[S.GemmWarpPolicy.FullRow].warps_n) == (2, 2)
     assert (grids[S.GemmWarpPolicy.FullCol].warps_m, grids[S.GemmWarpPolicy.FullCol].warps_n) == (1, 4)
     assert (grids[S.GemmWarpPolicy.Square].warps_m, grids[S.GemmWarpPolicy.Square].warps_n) == (2, 2)
+
+
+def _attention(**kw):
+    base = dict(batch=1, heads=2, seq_len=300, dim=128, block_m=128, block_n=128, num_stages=2, threads=256)
+    return K.flash_attention(**{**base, **kw})
+
+
+def _gemm_ops(func) -> list[S.Gemm]:
+    return [n for n in walk(func.body) if isinstance(n, S.Gemm)]
+
+
+def test_plan_puts_a_register_a_gemm_on_wgmma_rs():
+    qk, pv = _gemm_ops(_attention(is_causal=False))
+    target = Target.parse(SM90A)
+    plan = plan_gemm(pv, 256, target, True)
+    assert (plan.variant, plan.warps_m, plan.warps_n, plan.atom_b) == ("wgmma_rs", 2, 1, 64)
+    assert plan.a_layout.linear == wgmma_operand_a(128, 128, 2, 1)
+    # Q @ K^T's accumulator is P @ V's operand, register for register
+    assert plan_gemm(qk, 256, target, True).c_layout.linear == plan.a_layout.linear
+    assert plan_gemm(pv, 256, target, False).variant == "rs"
+    with pytest.raises(LoweringError, match="cannot be transposed"):
+        plan_gemm(dataclasses.replace(pv, transpose_a=True), 256, target, True)
+
+
+def _attention_source(target: str = SM90A, pass_configs=None, **kw) -> str:
+    artifact = tilecraft.lower(
+        _attention(**kw), target=target, execution_backend="nvrtc", pass_configs=pass_configs
+    )
+    return artifact.source("cuda-source")
+
+
+def test_flash_attention_runs_every_gemm_on_wgmma():
+    src = _attention_source()
+    assert "tc::gemm_wgmma<" in src and "tc::gemm_wgmma_rs<" in src and "struct tc_wgmma_rs_op<128>" in src
+    assert "tc::gemm_rs<" not in src and "tc::gemm_ss<" not in src
+    off = _attention_source(pass_configs={"tl.disable_wgmma": True})
+    assert "tc::gemm_rs<" in off and "tc::gemm_ss<" in off and "wgmma" not in off.split('extern "C"')[1]
+
+
+def test_register_a_gemm_that_wgmma_cannot_run_keeps_the_function_on_mma_sync():
+    # 32-row tiles are below one 64-row wgmma: P @ V takes mma.sync, and so must Q @ K^T, whose
+    # accumulator feeds it in the mma layout
+    src = _attention_source(block_m=32, block_n=64, threads=128, dim=64)
+    assert (
+        "tc::gemm_rs<" in src and "tc::gemm_ss<" in src and "tc::gemm_wgmma" not in src.split('extern "C"')[1]
+    )
 
 
 # ---------------------------------------------------------------- generated code
@@ -300,3 +401,19 @@ def test_disable_wgmma_is_accepted_where_there_is_no_wgmma():
     assert tilecraft.lower(func, target="c", pass_configs={"tl.disable_wgmma": True}) is not None
     assert "tc::gemm_ss<" in tilecraft.lower(func, target=SM80, execution_backend="nvrtc",
                                               pass_configs={"tl.disable_wgmma": True}).source("cuda-source")  # fmt: skip
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attention_compiles_for_sm_90a(nvcc, causal, tmp_path):
+    from tilecraft.execution.nvcc.toolchain import compile_cubin
+
+    cubin = compile_cubin(_attention_source(is_causal=causal), "sm_90a", keep_dir=tmp_path)
+    assert cubin[:4] == b"\x7fELF"
+    tool = _sass_tool()
+    if tool is None:
+        return
+    path = Path(tmp_path) / "fa.cubin"
+    path.write_bytes(cubin)
+    sass = subprocess.run([tool, "-sass", str(path)], capture_output=True, text=True).stdout
+    if sass:
+        assert "HGMMA" in sass and "HMMA" not in sass

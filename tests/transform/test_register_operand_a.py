@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+import tilecraft
 from tests.conformance import register_operands
 from tests.transform.helpers import CUDA, assert_nvcc_compiles
 from tilecraft.backend import Target
@@ -21,8 +22,13 @@ def _gemms(func):
 
 @pytest.mark.parametrize("build", ["fragment_a_from_global", "fragment_a_from_accumulator"])
 def test_register_a_over_split_columns_compiles(build, tmp_path):
+    # sm_90a: wgmma with A in registers, the operand replicated over the 2 warpgroup columns
     source = assert_nvcc_compiles(getattr(register_operands, build)(), tmp_path)
-    assert "gemm_rs<" in source
+    assert "tc::gemm_wgmma_rs<" in source
+    sm80 = tilecraft.lower(
+        getattr(register_operands, build)(), target="cuda -arch=sm_80", execution_backend="nvrtc"
+    )
+    assert "tc::gemm_rs<" in sm80.source("cuda-source")
 
 
 def test_register_a_layout_is_a_copy_per_warp_column():

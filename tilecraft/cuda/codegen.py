@@ -20,6 +20,7 @@ from tilecraft.backend.artifact import KernelInfo, TensorMapInfo
 from tilecraft.backend.codegen import DeviceCode
 from tilecraft.codegen import headers
 from tilecraft.codegen.c_family import storage_type, value_type
+from tilecraft.cuda.op.gemm_plan import WGMMA_VARIANTS
 from tilecraft.cuda.printer import CudaPrinter
 from tilecraft.cuda.wgmma import asm_functions, instruction_n
 from tilecraft.ir import stmt as S
@@ -51,14 +52,16 @@ def header_text() -> str:
 def _wgmma_calls(body: S.Stmt) -> list:
     from tilecraft.cuda.ir import GemmCall
 
-    return [n for n in walk(body) if isinstance(n, GemmCall) and n.variant == "wgmma"]
+    return [n for n in walk(body) if isinstance(n, GemmCall) and n.variant in WGMMA_VARIANTS]
 
 
 def shared_alignment(body: S.Stmt):
     """Each shared buffer's alignment in a kernel body: wgmma operand tiles start on 1024 bytes (the
     hardware swizzles absolute addresses), the rest on SHARED_ALIGN. The plan-shared-memory pass and
     the code generator both plan with it, so launch sizes and offsets agree."""
-    operands = {id(buf) for call in _wgmma_calls(body) for buf in (call.a, call.b)}
+    operands = {
+        id(buf) for call in _wgmma_calls(body) for buf in (call.a, call.b) if buf.scope in SHARED_SCOPES
+    }
     return lambda buf: WGMMA_ALIGN if id(buf) in operands else SHARED_ALIGN
 
 
@@ -172,9 +175,11 @@ def kernel_source(func: PrimFunc) -> str:
 
 def device_source(mod: IRModule, ctx) -> DeviceCode:
     parts = [header_text()]
-    widths = {instruction_n(c.n // c.warps_n) for f in mod.functions for c in _wgmma_calls(f.body)}
-    if widths:
-        parts.append(asm_functions(widths))
+    calls = [c for f in mod.functions for c in _wgmma_calls(f.body)]
+    widths = {instruction_n(c.n // c.warps_n) for c in calls if c.variant == "wgmma"}
+    rs_widths = {instruction_n(c.n // c.warps_n) for c in calls if c.variant == "wgmma_rs"}
+    if widths or rs_widths:
+        parts.append(asm_functions(widths, rs_widths))
     parts += [kernel_source(f) for f in mod.functions]
     return DeviceCode(
         sources={SOURCE_FORMAT: "\n".join(parts)},

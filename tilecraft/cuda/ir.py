@@ -10,11 +10,11 @@ from tilecraft.ir.stmt import Stmt
 @node
 class GemmCall(Stmt):
     """One block tile of `C += op(A) @ op(B)` on tensor cores (`tc::gemm_ss` / `tc::gemm_rs` /
-    `tc::gemm_wgmma`).
+    `tc::gemm_wgmma` / `tc::gemm_wgmma_rs`).
 
     `a` and `b` are swizzled 16-bit shared tiles, or plain row-major float8 tiles that
-    `tc::gemm_ss_fp8` widens to float16 in registers (`a` is a register fragment for the "rs" variant);
-    `c` is the accumulator fragment's register array in the mma (wgmma) layout. For "wgmma",
+    `tc::gemm_ss_fp8` widens to float16 in registers (`a` is a register fragment for the "rs" and "wgmma_rs" variants);
+    `c` is the accumulator fragment's register array in the mma (wgmma) layout. For "wgmma"/"wgmma_rs",
     `warps_m` x `warps_n` is the grid of warpgroups and `atom_a` / `atom_b` the swizzle row widths (in
     elements) of the operands' canonical layouts.
     """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from functools import partial
 
 from tilecraft.backend.pipeline import PassPipeline, module_pass
@@ -10,7 +11,7 @@ from tilecraft.cuda.ir import shared_accesses
 from tilecraft.cuda.op import OP_TABLE
 from tilecraft.cuda.op.copy import lower_copy
 from tilecraft.cuda.op.gemm import lower_gemm
-from tilecraft.cuda.op.gemm_plan import tma_enabled, wgmma_enabled
+from tilecraft.cuda.op.gemm_plan import register_a_on_wgmma, tma_enabled, wgmma_enabled
 from tilecraft.cuda.target import KIND
 from tilecraft.cuda.transform.check import check_cuda_support
 from tilecraft.cuda.transform.pipeline import inject_software_pipeline
@@ -38,11 +39,19 @@ def split_host_device(mod, ctx):
 
 
 def _allows_wgmma(func: PrimFunc, ctx) -> bool:
-    """sm_90a without tl.disable_wgmma, and no gemm of the function takes A from registers: the "rs"
-    gemm stays on mma.sync, whose operand layout a wgmma accumulator feeding it would contradict."""
+    """sm_90a without tl.disable_wgmma, and every gemm of the function that takes A from registers runs
+    on wgmma too ("wgmma_rs"): a register-A gemm left on mma.sync would need its operand in the mma
+    layout, which a wgmma accumulator feeding it (flash attention's P tile) would contradict, so such a
+    function keeps all its gemms on mma.sync."""
     if not wgmma_enabled(ctx.target, ctx.pass_configs):
         return False
-    return not any(isinstance(n, S.Gemm) and n.a.buffer.scope == "local.fragment" for n in walk(func.body))
+    for launch in (n for n in walk(func.body) if isinstance(n, S.KernelLaunch)):
+        threads = math.prod(launch.threads)
+        for op in walk(launch.body):
+            register_a = isinstance(op, S.Gemm) and op.a.buffer.scope == "local.fragment"
+            if register_a and not register_a_on_wgmma(op, threads, ctx.target):
+                return False
+    return True
 
 
 def _per_function(mod: IRModule, ctx, make_pass) -> IRModule:

@@ -80,6 +80,9 @@ class CudaPrinter(CFamilyPrinter):
         if s.variant == "wgmma":
             atoms = f"{s.atom_a}, {s.atom_b}" + (f", {s.wait}" if s.wait else "")
             self.line(f"tc::gemm_wgmma<{dims}, {str(s.trans_a).lower()}, {flags}, {atoms}>({a}, {b}, {c});")
+        elif s.variant == "wgmma_rs":
+            rest = f"{s.atom_b}" + (f", {s.wait}" if s.wait else "")
+            self.line(f"tc::gemm_wgmma_rs<{dims}, {flags}, {rest}>((const uint32_t*){a}, {b}, {c});")
         elif s.variant == "ss" and s.a.dtype.kind == "float8":
             formats = ", ".join(str(x.dtype.name == "float8_e5m2").lower() for x in (s.a, s.b))
             self.line(f"tc::gemm_ss_fp8<{dims}, {str(s.trans_a).lower()}, {str(s.trans_b).lower()}, {formats}>"

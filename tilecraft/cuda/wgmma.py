@@ -51,30 +51,45 @@ def instruction_n(group_n: int) -> int:
     return min(group_n, MAX_N)
 
 
-def asm_functions(widths: set[int] | frozenset[int]) -> str:
-    """CUDA C++ specializations `tc_wgmma_op<N>` for the instruction widths a kernel uses."""
-    return "\n".join(_asm_function(n) for n in sorted(widths))
+def asm_functions(
+    widths: set[int] | frozenset[int], rs_widths: set[int] | frozenset[int] = frozenset()
+) -> str:
+    """CUDA C++ specializations `tc_wgmma_op<N>` (A and B from shared memory) for `widths` and
+    `tc_wgmma_rs_op<N>` (A from four registers) for `rs_widths`, the instruction widths a kernel uses."""
+    ss = [_asm_function(n, False) for n in sorted(widths)]
+    return "\n".join(ss + [_asm_function(n, True) for n in sorted(rs_widths)])
 
 
-def _asm_function(n: int) -> str:
+def _asm_function(n: int, register_a: bool) -> str:
     regs = n // 2
     outs = ", ".join(f"%{i}" for i in range(regs))
     d = regs  # operand numbers after the accumulators
     constraints = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
+    if register_a:
+        # a is the warp's 16x16 slice of the 64x16 A step in four .b32 registers; wgmma with A in
+        # registers takes no transpose-A immediate
+        a_operand = f"{{%{d}, %{d + 1}, %{d + 2}, %{d + 3}}}"
+        b, p, rest = d + 4, d + 5, f"%{d + 6}"
+        inputs = '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1), "n"(TB)'
+        name, a_type, template = "tc_wgmma_rs_op", "const uint32_t* a", "template <bool BF16, int TB>"
+    else:
+        a_operand, b, p, rest = f"%{d}", d + 1, d + 2, f"%{d + 3}, %{d + 4}"
+        inputs = '"l"(a), "l"(b), "r"(1), "n"(TA), "n"(TB)'
+        name, a_type, template = "tc_wgmma_op", "uint64_t a", "template <bool BF16, int TA, int TB>"
 
     def body(ab: str) -> str:
         return (
-            f'        asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{d + 2}, 0;\\n"\n'
+            f'        asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{p}, 0;\\n"\n'
             f'                     "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ab}.{ab} {{{outs}}}, "\n'
-            f'                     "%{d}, %{d + 1}, p, 1, 1, %{d + 3}, %{d + 4};\\n}}\\n"\n'
+            f'                     "{a_operand}, %{b}, p, 1, 1, {rest};\\n}}\\n"\n'
             f"                     : {constraints}\n"
-            f'                     : "l"(a), "l"(b), "r"(1), "n"(TA), "n"(TB));'
+            f"                     : {inputs});"
         )
 
     return (
-        f"template <>\nstruct tc_wgmma_op<{n}> {{\n"
-        f"    template <bool BF16, int TA, int TB>\n"
-        f"    static __device__ __forceinline__ void run(float* d, uint64_t a, uint64_t b) {{\n"
+        f"template <>\nstruct {name}<{n}> {{\n"
+        f"    {template}\n"
+        f"    static __device__ __forceinline__ void run(float* d, {a_type}, uint64_t b) {{\n"
         f"        if (BF16) {{\n{body('bf16')}\n        }} else {{\n{body('f16')}\n        }}\n"
         f"    }}\n}};\n"
     )

@@ -32,6 +32,8 @@ __all__ = [
     "thread_dims",
     "wgmma_accumulator",
     "wgmma_accumulator_coords",
+    "wgmma_operand_a",
+    "wgmma_operand_a_coords",
 ]
 
 WARP_SIZE = 32
@@ -233,6 +235,43 @@ def wgmma_accumulator_coords(
     half, b = divmod(within, 2)
     row = gm * (m // groups_m) + mi * 64 + w * 16 + half * 8 + lane // 4
     col = gn * (n // groups_n) + ni * 8 + (lane % 4) * 2 + b
+    return row, col
+
+
+def wgmma_operand_a(m: int, k: int, groups_m: int, groups_n: int) -> LinearLayout:
+    """The register-resident A operand (m x k) of wgmma m64nNk16 (the "rs" form), replicated over the
+    groups_n warpgroups that share a row block.
+
+    Per k16 step each warp w of a warpgroup holds its 16 rows of the instruction's 64x16 A tile exactly
+    as mma.sync m16n8k16 holds A (PTX ISA, "Register fragment: wgmma .m64nNk16 A"): with tk = k/16,
+    lane l holds a0..a7 of each (mi, ki) step at
+
+        reg = (mi * tk + ki) * 8 + i                      i = a-index 0..7
+        row = gm * (m / groups_m) + mi * 64 + w * 16 + l // 4 + 8 * ((i >> 1) & 1)
+        col = ki * 16 + (l % 4) * 2 + (i & 1) + 8 * (i >> 2)
+
+    which is `wgmma_accumulator(m, k, groups_m, 1)` register for register: an accumulator of a wgmma
+    gemm with one warpgroup column converts into this operand in-thread (flash attention's P tile).
+    """
+    tm, tk = _warp_grid(m, k, groups_m, 1, (64, 16), "wgmma_operand_a")
+    _require_power_of_two("wgmma_operand_a: groups_n", groups_n)
+    register = _chain((1, 1, 0), (0, 1, 3), (1, 1, 3), (1, log2(tk), 4), (0, log2(tm), 6))
+    lane = _chain((1, 2, 1), (0, 3, 0))
+    warp = _chain((0, 2, 4), (-1, log2(groups_n), 0), (0, log2(groups_m), log2(m // groups_m)))
+    return _fragment(register, lane, warp, (m, k))
+
+
+def wgmma_operand_a_coords(
+    thread: int, reg: int, m: int, k: int, groups_m: int, groups_n: int
+) -> tuple[int, int]:
+    """The (row, col) of A that register `reg` of thread `thread` holds in `wgmma_operand_a`."""
+    warp, lane = divmod(thread, WARP_SIZE)
+    group, w = divmod(warp, WARPGROUP)
+    gm = group // groups_n
+    tile, i = divmod(reg, 8)
+    mi, ki = divmod(tile, k // 16)
+    row = gm * (m // groups_m) + mi * 64 + w * 16 + lane // 4 + 8 * ((i >> 1) & 1)
+    col = ki * 16 + (lane % 4) * 2 + (i & 1) + 8 * (i >> 2)
     return row, col
 
 

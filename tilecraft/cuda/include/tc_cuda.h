@@ -339,6 +339,10 @@ TC_DEVICE void gemm_ss_fp8(const uint8_t* A, const uint8_t* B, float* C) {
 
 template <int N>
 struct tc_wgmma_op;
+// The same instruction with A in registers: four .b32 registers per warp and k16 step, in mma.sync's
+// m16n8k16 A layout (PTX ISA figure "wgmma .m64nNk16 register fragment layout for matrix A").
+template <int N>
+struct tc_wgmma_rs_op;
 
 // The shared-memory matrix descriptor (PTX ISA "Matrix Descriptor Format"): start address, leading and
 // stride byte offsets (all >> 4) and the swizzle mode (1: 128-byte, 2: 64-byte, 3: 32-byte) in bits 62-63.
@@ -416,6 +420,14 @@ TC_DEVICE void tc_wgmma_fence_operands(float* c) {
     for (int i = 0; i < R; ++i) asm volatile("" : "+f"(c[i])::"memory");
 }
 
+// Keeps register operands alive up to this point: a wgmma still in flight reads them, and the compiler,
+// which sees them only as inputs of the issuing asm, could otherwise reuse their registers early.
+template <int R>
+TC_DEVICE void tc_wgmma_keep_operands(const uint32_t* a) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) asm volatile("" ::"r"(a[i]) : "memory");
+}
+
 namespace tc {
 
 // Element offset of (row, col) in the canonical wgmma operand layout of a tile with ROWS rows, before the
@@ -474,6 +486,45 @@ TC_DEVICE void gemm_wgmma(const uint16_t* A, const uint16_t* B, float* C) {
     tc_wgmma_commit();
     tc_wgmma_wait<WAIT>();
     tc_wgmma_fence_operands<REGS>(C);
+}
+
+// As gemm_wgmma with A (M, K) already in registers ("rs", flash attention's P tile): warp w of
+// warpgroup g holds, per (mi, k16 step ki), the four .b32 registers A[(mi * K/16 + ki) * 4 + j] of rows
+// gm*GM + mi*64 + w*16 + [0, 16) and cols ki*16 + [0, 16) in the mma.sync A layout
+// (tilecraft/layout/fragment.py wgmma_operand_a), replicated over the GROUPS_N warpgroups of a row
+// block. That is a wgmma accumulator of the same rows with GROUPS_N = 1, register for register, once
+// cast to 16 bits. B and C are as in gemm_wgmma.
+template <int M, int N, int K, int GROUPS_M, int GROUPS_N, bool TRANS_B, bool BF16, int ATOM_B, int WAIT = 0>
+TC_DEVICE void gemm_wgmma_rs(const uint32_t* A, const uint16_t* B, float* C) {
+    constexpr int GM = M / GROUPS_M, GN = N / GROUPS_N, MI = GM / 64, KT = K / 16;
+    constexpr int NI = GN < 256 ? GN : 256, NJ = GN / NI, REGS = MI * GN / 2;
+    static_assert(GM % 64 == 0 && GN % 8 == 0 && K % 16 == 0, "gemm tile does not fit wgmma m64nNk16");
+    constexpr int ROWS_B = TRANS_B ? N : K;
+    constexpr uint32_t LEAD_B = TRANS_B ? 16 : ROWS_B * ATOM_B * 2, STRIDE_B = 8 * ATOM_B * 2;
+    const int col0 = (threadIdx.x / 128 % GROUPS_N) * GN;
+    const uint64_t desc_b = tc_wgmma_desc(B, LEAD_B, STRIDE_B, tc_wgmma_mode(ATOM_B));
+    tc_wgmma_fence_operands<REGS>(C);
+    // orders this thread's register writes (the cast that produced A, the accumulator) before wgmma
+    tc_wgmma_fence();
+#pragma unroll
+    for (int ki = 0; ki < KT; ++ki) {
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+            for (int nj = 0; nj < NJ; ++nj) {
+                const int n0 = col0 + nj * NI, kk = ki * 16;
+                const int b_off =
+                    TRANS_B ? wgmma_offset<ROWS_B, ATOM_B>(n0, kk) : wgmma_offset<ROWS_B, ATOM_B>(kk, n0);
+                const uint64_t db = desc_b + (uint64_t)((b_off * 2) >> 4);
+                tc_wgmma_rs_op<NI>::template run<BF16, TRANS_B ? 0 : 1>(C + (mi * (GN / 8) + nj * (NI / 8)) * 4,
+                                                                     A + (mi * KT + ki) * 4, db);
+            }
+        }
+    }
+    tc_wgmma_commit();
+    tc_wgmma_wait<WAIT>();
+    tc_wgmma_fence_operands<REGS>(C);
+    tc_wgmma_keep_operands<MI * KT * 4>(A);
 }
 
 }  // namespace tc

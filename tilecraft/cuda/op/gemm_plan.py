@@ -2,7 +2,7 @@
 choice imposes on the accumulator (and on a register-resident A operand).
 
 Variants: "wgmma" (sm_90a: wgmma.mma_async m64nNk16 from canonical swizzled shared tiles, a grid of
-warpgroups), "ss" and "rs" (mma.sync m16n8k16 through ldmatrix, a grid of warps), "fma" (a per-thread loop).
+warpgroups), "wgmma_rs" (the same with A in registers in wgmma's A-fragment layout), "ss" and "rs" (mma.sync m16n8k16 through ldmatrix, a grid of warps), "fma" (a per-thread loop).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from tilecraft.cuda.shared_layout import wgmma_atom
 from tilecraft.cuda.wgmma import instruction_n
 from tilecraft.errors import LoweringError
 from tilecraft.ir import stmt as S
-from tilecraft.layout.fragment import mma_accumulator, mma_operand_a, wgmma_accumulator
+from tilecraft.layout.fragment import mma_accumulator, mma_operand_a, wgmma_accumulator, wgmma_operand_a
 from tilecraft.layout.linear import is_power_of_two
 from tilecraft.layout.tile import TileLayout
 from tilecraft.transform.simt.gemm import gemm_shape
@@ -24,6 +24,7 @@ DISABLE_WGMMA = "tl.disable_wgmma"  # TileLang's pass config: the mma.sync path 
 DISABLE_TMA = "tl.disable_tma_lower"  # TileLang's pass config: no TMA loads (cp.async instead)
 WGMMA_ARCH = "sm_90a"
 WARPGROUP_THREADS = 128
+WGMMA_VARIANTS = ("wgmma", "wgmma_rs")
 
 
 @dataclass(frozen=True)
@@ -89,12 +90,16 @@ def tma_enabled(pass_configs) -> bool:
 
 
 def _wgmma_plan(op: S.Gemm, threads: int, m: int, n: int, k: int) -> GemmPlan | None:
-    """The wgmma plan of an ss gemm, or None where wgmma does not fit (the mma.sync path runs it)."""
+    """The wgmma plan of a gemm with A in shared memory ("wgmma") or in registers ("wgmma_rs"), or None
+    where wgmma does not fit (the mma.sync path runs it)."""
     groups = threads // WARPGROUP_THREADS
     if threads % WARPGROUP_THREADS or not is_power_of_two(groups) or not _tensor_core_ok(op, m, n, k):
         return None
-    if op.a.buffer.scope not in SHARED or op.a.dtype.name not in MMA_INPUTS:
+    register_a = op.a.buffer.scope == "local.fragment"
+    if op.a.dtype.name not in MMA_INPUTS:
         return None  # float8 operands take tc::gemm_ss_fp8 (widened to f16 for mma.sync)
+    if register_a and op.transpose_a:
+        return None  # wgmma reads register A untransposed; plan_gemm reports the error
     if any(len(r.buffer.shape) != 2 for r in (op.a, op.b)):
         return None
     a_k_major, b_k_major = not op.transpose_a, op.transpose_b
@@ -108,10 +113,20 @@ def _wgmma_plan(op: S.Gemm, threads: int, m: int, n: int, k: int) -> GemmPlan | 
     if grid is None:
         return None
     gm, gn = grid
-    atom_a = wgmma_atom(k if a_k_major else 64)
     atom_b = wgmma_atom(k if b_k_major else instruction_n(n // gn))
     c_layout = TileLayout((m, n), wgmma_accumulator(m, n, gm, gn))
+    if register_a:
+        a_layout = TileLayout((m, k), wgmma_operand_a(m, k, gm, gn))
+        return GemmPlan(m, n, k, gm, gn, True, "wgmma_rs", c_layout, a_layout, 0, atom_b)
+    atom_a = wgmma_atom(k if a_k_major else 64)
     return GemmPlan(m, n, k, gm, gn, True, "wgmma", c_layout, None, atom_a, atom_b)
+
+
+def register_a_on_wgmma(op: S.Gemm, threads: int, target) -> bool:
+    """A gemm with a register-resident A runs on wgmma ("wgmma_rs") for a block of `threads`."""
+    m, n, k = gemm_shape(op, target)
+    plan = _wgmma_plan(op, threads, m, n, k)
+    return plan is not None and plan.variant == "wgmma_rs"
 
 
 def plan_gemm(op: S.Gemm, threads: int, target, wgmma: bool = False) -> GemmPlan:

@@ -60,7 +60,8 @@ def _is_async(n) -> bool:
 
 
 def _overlaps_wgmma(consumers: list[S.Stmt]) -> bool:
-    """The consumer is wgmma gemms only, so they may stay in flight across iterations."""
+    """The consumer is wgmma gemms with shared operands only, so they may stay in flight across
+    iterations ("wgmma_rs" completes in place: its A registers are the loop's to rewrite)."""
     return all(isinstance(c, GemmCall) and c.variant == "wgmma" for c in consumers)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tilecraft.cuda.op.gemm_plan import GemmPlan, plan_gemm
+from tilecraft.cuda.op.gemm_plan import WGMMA_VARIANTS, GemmPlan, plan_gemm
 from tilecraft.cuda.shared_layout import SharedLayout, swizzle16, wgmma_operand
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
@@ -39,6 +39,6 @@ def cuda_strict_layouts(
 
 def _operand_layout(buf: Buffer, plan: GemmPlan, atom: int) -> SharedLayout:
     row_length = E.const_value(buf.shape[-1])
-    if plan.variant == "wgmma":
+    if plan.variant in WGMMA_VARIANTS:
         return wgmma_operand(E.const_value(buf.shape[-2]), row_length, atom)
     return swizzle16(row_length)
