@@ -1,7 +1,13 @@
-"""The conformance suite: the same kernels on every available backend, against float64 NumPy."""
+"""The conformance suite: the same kernels on every available backend, against float64 NumPy.
+
+`TILECRAFT_CONFORMANCE_PASS_CONFIGS` (a JSON object) adds pass configs to every kernel, so the suite
+also runs with a code path switched off: `{"tl.disable_tma_lower": true}`, `{"tl.disable_wgmma": true}`.
+"""
 
 from __future__ import annotations
 
+import json
+import os
 import zlib
 
 import numpy as np
@@ -20,8 +26,13 @@ def rel_error(out, ref) -> float:
     return float(np.linalg.norm(out - ref) / max(np.linalg.norm(ref), 1e-30))
 
 
+PASS_CONFIGS = json.loads(os.environ.get("TILECRAFT_CONFORMANCE_PASS_CONFIGS") or "{}")
+
+
 def compile_or_skip(func, ctx, **kwargs):
     """Unsupported features fail at lowering with an explicit error; that error is the skip reason."""
+    if PASS_CONFIGS:
+        kwargs["pass_configs"] = {**PASS_CONFIGS, **kwargs.get("pass_configs", {})}
     try:
         return tilecraft.compile(func, ctx=ctx, **kwargs)
     except LoweringError as err:
