@@ -14,6 +14,7 @@ import numpy as np
 
 import tilecraft.language as T
 from tests.conformance import global_layouts as G
+from tests.conformance import keep_dim as KD
 from tests.conformance import register_operands as R
 from tests.language import kernels as K
 from tests.transform import kernels as D
@@ -434,6 +435,11 @@ CASES = [
          R.float32_fragment_a_reference, 1e-5),
     Case("gemm_tf32_register_a_accumulating", R.tf32_fragment_a_accumulating, R.tf32_fragment_a_inputs,
          R.tf32_fragment_a_reference, 1e-5),
+    # Reductions whose result keeps the reduced dim as extent 1.
+    Case("reduce_keep_dim_rows_and_columns", KD.rows_and_columns, KD.rows_and_columns_inputs,
+         KD.rows_and_columns_reference),
+    Case("reduce_keep_dim_whole_tile_accumulated", KD.whole_tile_accumulated, KD.whole_tile_inputs,
+         KD.whole_tile_reference),
 ]  # fmt: skip
 
 DYNAMIC_SIZES = (1000, 4097, 5)
