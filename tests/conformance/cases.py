@@ -13,6 +13,7 @@ import ml_dtypes
 import numpy as np
 
 import tilecraft.language as T
+from tests.conformance import fragment_rows as FR
 from tests.conformance import global_layouts as G
 from tests.conformance import keep_dim as KD
 from tests.conformance import register_operands as R
@@ -440,6 +441,7 @@ CASES = [
          KD.rows_and_columns_reference),
     Case("reduce_keep_dim_whole_tile_accumulated", KD.whole_tile_accumulated, KD.whole_tile_inputs,
          KD.whole_tile_reference),
+    Case("copy_row_of_a_fragment_by_loop_index", FR.row_of_a_fragment, FR.row_inputs, FR.row_reference),
 ]  # fmt: skip
 
 DYNAMIC_SIZES = (1000, 4097, 5)
