@@ -13,7 +13,9 @@ import ml_dtypes
 import numpy as np
 
 import tilecraft.language as T
+from tests.conformance import fragment_rows as FR
 from tests.conformance import global_layouts as G
+from tests.conformance import keep_dim as KD
 from tests.conformance import register_operands as R
 from tests.language import kernels as K
 from tests.transform import kernels as D
@@ -430,6 +432,16 @@ CASES = [
     # A register-resident gemm operand copied into every warp of its row block.
     Case("gemm_register_a_from_global", R.fragment_a_from_global, R.moe_inputs, R.moe_reference, 3e-3),
     Case("gemm_register_a_from_accumulator", R.fragment_a_from_accumulator, R.gqa_inputs, R.gqa_reference, 3e-3),
+    Case("gemm_float32_register_a_transposed_in_registers", R.float32_fragment_a, R.float32_fragment_a_inputs,
+         R.float32_fragment_a_reference, 1e-5),
+    Case("gemm_tf32_register_a_accumulating", R.tf32_fragment_a_accumulating, R.tf32_fragment_a_inputs,
+         R.tf32_fragment_a_reference, 1e-5),
+    # Reductions whose result keeps the reduced dim as extent 1.
+    Case("reduce_keep_dim_rows_and_columns", KD.rows_and_columns, KD.rows_and_columns_inputs,
+         KD.rows_and_columns_reference),
+    Case("reduce_keep_dim_whole_tile_accumulated", KD.whole_tile_accumulated, KD.whole_tile_inputs,
+         KD.whole_tile_reference),
+    Case("copy_row_of_a_fragment_by_loop_index", FR.row_of_a_fragment, FR.row_inputs, FR.row_reference),
 ]  # fmt: skip
 
 DYNAMIC_SIZES = (1000, 4097, 5)

@@ -105,3 +105,107 @@ def gqa_reference(arrays) -> dict[int, np.ndarray]:
     k, q, do = (np.asarray(a, np.float64) for a in arrays[:3])
     p = (k @ q.T * 0.5).astype(np.float16).astype(np.float64)
     return {3: p @ do}
+
+
+FMA_A = (100, 48, 40, 72)  # rows (ragged for 32-row tiles), block_S, DK, block_DV
+FMA_BLOCK = 32
+
+
+def float32_fragment_a():
+    """dh = (scale * Q)^T @ dO per block of rows, float32 throughout (example_chunk_delta_bwd.py:323-344):
+    A is a float32 fragment written transposed by a T.Parallel nest, so the gemm takes the FMA path
+    with A in registers; K (block_S) and the tile shapes are not powers of two."""
+    rows, block_s, dk, block_dv = FMA_A
+    del block_s
+
+    @T.prim_func
+    def q_t_times_do(
+        Q: T.Tensor((rows, dk), "float32"),
+        dO: T.Tensor((rows, block_dv), "float32"),
+        dH: T.Tensor((T.ceildiv(rows, FMA_BLOCK), dk, block_dv), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(rows, FMA_BLOCK), threads=128) as bx:
+            q_s = T.alloc_shared((FMA_BLOCK, dk), "float32")
+            q = T.alloc_fragment((FMA_BLOCK, dk), "float32")
+            q_t = T.alloc_fragment((dk, FMA_BLOCK), "float32")
+            do_t = T.alloc_shared((block_dv, FMA_BLOCK), "float32")
+            dh = T.alloc_fragment((dk, block_dv), "float32")
+            T.copy(Q[bx * FMA_BLOCK, 0], q_s)
+            T.copy(q_s, q)
+            for i, j in T.Parallel(FMA_BLOCK, dk):
+                q[i, j] = q[i, j] * 0.5
+            for i, j in T.Parallel(FMA_BLOCK, dk):
+                q_t[j, i] = q[i, j]
+            for v, i in T.Parallel(block_dv, FMA_BLOCK):
+                do_t[v, i] = T.if_then_else(bx * FMA_BLOCK + i < rows, dO[bx * FMA_BLOCK + i, v], 0.0)
+            T.clear(dh)
+            T.gemm(q_t, do_t, dh, transpose_B=True)
+            T.copy(dh, dH[bx, 0, 0])
+
+    return q_t_times_do
+
+
+def float32_fragment_a_inputs(rng) -> list[np.ndarray]:
+    rows, _, dk, block_dv = FMA_A
+    q = rng.standard_normal((rows, dk)).astype(np.float32)
+    do = rng.standard_normal((rows, block_dv)).astype(np.float32)
+    return [q, do, np.full((-(-rows // FMA_BLOCK), dk, block_dv), np.nan, np.float32)]
+
+
+def float32_fragment_a_reference(arrays) -> dict[int, np.ndarray]:
+    rows, _, dk, block_dv = FMA_A
+    q, do = (np.asarray(a, np.float64) for a in arrays[:2])
+    blocks = -(-rows // FMA_BLOCK)
+    pad = blocks * FMA_BLOCK - rows
+    q = np.pad(q * 0.5, ((0, pad), (0, 0))).reshape(blocks, FMA_BLOCK, dk)
+    do = np.pad(do, ((0, pad), (0, 0))).reshape(blocks, FMA_BLOCK, block_dv)
+    return {2: np.einsum("bsk,bsv->bkv", q, do)}
+
+
+MHC = (70, 96, 24, 32)  # tokens (ragged), hidden, outputs, hidden block
+
+
+def tf32_fragment_a_accumulating():
+    """out += cast(x) @ fn^T over hidden blocks with a tfloat32 fragment A (example_mhc_pre.py:160-179):
+    the accumulator keeps its value across the pipelined loop (clear_accum=False)."""
+    tokens, hidden, outputs, block = MHC
+    token_block = 32
+
+    @T.prim_func
+    def mhc_gemm(
+        X: T.Tensor((tokens, hidden), "bfloat16"),
+        Fn: T.Tensor((outputs, hidden), T.tfloat32),
+        Out: T.Tensor((tokens, outputs), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(tokens, token_block), threads=128) as px:
+            out = T.alloc_fragment((token_block, 32), "float32")
+            T.clear(out)
+            for pz in T.Pipelined(hidden // block, num_stages=2):
+                x_s = T.alloc_shared((token_block, block), "bfloat16")
+                fn_s = T.alloc_shared((32, block), T.tfloat32)
+                T.copy(X[px * token_block, pz * block], x_s)
+                T.copy(Fn[0, pz * block], fn_s)
+                x16 = T.alloc_fragment((token_block, block), "bfloat16")
+                T.copy(x_s, x16)
+                x = T.alloc_fragment((token_block, block), T.tfloat32)
+                T.copy(x16, x)
+                T.gemm(x, fn_s, out, transpose_B=True, clear_accum=False)
+            for i, j in T.Parallel(token_block, 32):
+                if px * token_block + i < tokens and j < outputs:
+                    Out[px * token_block + i, j] = out[i, j]
+
+    return mhc_gemm
+
+
+def tf32_fragment_a_inputs(rng) -> list[np.ndarray]:
+    import ml_dtypes
+
+    tokens, hidden, outputs, _ = MHC
+    x = rng.standard_normal((tokens, hidden)).astype(ml_dtypes.bfloat16)
+    fn = (rng.standard_normal((outputs, hidden)) / 8).astype(np.float32)
+    return [x, fn, np.full((tokens, outputs), np.nan, np.float32)]
+
+
+def tf32_fragment_a_reference(arrays) -> dict[int, np.ndarray]:
+    x, fn = (np.asarray(a, np.float64) for a in arrays[:2])
+    return {2: x @ fn.T}

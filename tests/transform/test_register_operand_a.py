@@ -44,3 +44,16 @@ def test_register_a_layout_is_a_copy_per_warp_column():
             expected = mma_operand_a_coords(thread, reg, plan.m, plan.k, plan.warps_m, plan.warps_n)
             assert (out["dim0"], out["dim1"]) == expected
     assert layout.replica_mask() == (0, 1)
+
+
+@pytest.mark.parametrize("build", ["float32_fragment_a", "tf32_fragment_a_accumulating"])
+def test_register_a_off_the_tensor_cores_is_staged_through_shared_memory(build, tmp_path):
+    """A float32 fragment A (TileLang's chunk_delta_bwd and mhc_pre) takes the FMA path on CUDA, its
+    tile first copied to a shared scratch tile that every thread's k loop reads, after a barrier."""
+    func = getattr(register_operands, build)()
+    plan = plan_gemm(_gemms(func)[0], 128, Target.parse(CUDA))
+    assert (plan.variant, plan.a_layout) == ("fma", None)
+    source = assert_nvcc_compiles(func, tmp_path)
+    staged = source.index("_staged = ")
+    assert "__syncthreads();" in source[staged:]
+    assert "gemm_rs<" not in source and "gemm_ss<" not in source

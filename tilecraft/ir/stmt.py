@@ -167,6 +167,11 @@ class Reduce(TileOp):
     dim: int
     clear: bool = True
 
+    @property
+    def keeps_dim(self) -> bool:
+        """Whether dst keeps the reduced dim, as extent 1 (TileLang's reduce into a buffer of src's rank)."""
+        return len(self.dst.ranges) == len(self.src.ranges)
+
 
 @node
 class Cumsum(TileOp):

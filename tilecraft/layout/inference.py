@@ -1,17 +1,18 @@
 """Layout inference: which thread and register hold each element of every fragment, and how every
 `T.Parallel` nest is spread over the block's threads.
 
-Strict layouts come first (gemm accumulators and register operands: the mma layouts), then they
-propagate to a fixed point: a nest that indexes a known fragment by its loop variables takes that
-fragment's layout; fragments a nest indexes by its variables take the nest's layout (projected when
-indexed by a subset); a reduction's result is its source projected; fragment-to-fragment copies
-share a layout. When propagation stops, a free nest that reads a known fragment by some of its
-variables (a row vector `m[i]` in a loop over `(i, j)`) takes that fragment's layout extended over its
-other dims, so the read stays in the thread's registers. Next, a fragment wider than a nest that
-indexes it by its variables (`sinks[i]` of a `(128,)` fragment in `T.Parallel(64)`) takes the nest's
-layout for that part and further registers for the rest, and a free nest over a leading part of a
+Strict layouts come first (gemm accumulators and register operands: the mma layouts), then they propagate to
+a fixed point: a nest that indexes a known fragment by its loop variables takes that fragment's layout;
+fragments a nest indexes by its variables take the nest's layout (projected when indexed by a subset); a
+reduction's result is its source projected (keeping the reduced dim as extent 1 where the result does);
+copies between fragments of one shape share a layout. When propagation stops, a free nest that reads a known
+fragment by some of its variables (a row vector `m[i]` in a loop over `(i, j)`) takes that fragment's layout
+extended over its other dims, so the read stays in the thread's registers. Next, a fragment wider than a
+nest that indexes it by its variables (`sinks[i]` of a `(128,)` fragment in `T.Parallel(64)`) takes the
+nest's layout for that part and further registers for the rest, and a free nest over a leading part of a
 known fragment iterates the fragment's layout with the rest masked. Then what stays free gets the default
-(row-major over threads, 16-byte runs), and propagation resumes. Two different layouts demanded for one fragment stop with both ops' lines.
+(row-major over threads, 16-byte runs), and propagation resumes. Two different layouts demanded for one
+fragment stop with both ops' lines.
 
 The mechanism is shared; the strict layouts come from the backend (`strict(op, threads, target)`
 yields `(buffer, layout, why)` for the tile ops whose instructions impose one, e.g. an mma accumulator
@@ -38,7 +39,16 @@ from tilecraft.ir.visitor import Mutator, Visitor
 from tilecraft.layout.fragment import FRAGMENT_INS, fragment_dims, linear_from_fragment
 from tilecraft.layout.layout import Fragment
 from tilecraft.layout.linear import LinearLayout, log2, next_power_of_two
-from tilecraft.layout.tile import TileLayout, blocked_layout, covers, project, subset, widen, within
+from tilecraft.layout.tile import (
+    TileLayout,
+    blocked_layout,
+    covers,
+    keep_unit_dim,
+    project,
+    subset,
+    widen,
+    within,
+)
 
 FRAGMENT = "local.fragment"
 
@@ -133,6 +143,13 @@ class _Accesses(Visitor):
     def _access(self, buf: Buffer, indices) -> None:
         if buf.scope == FRAGMENT:
             self.nest.accesses.append((buf, tuple(indices)))
+
+
+def _same_shape_fragments(a: Buffer, b: Buffer) -> bool:
+    """Whether a T.copy between `a` and `b` can share one layout: both fragments of one shape. A copy
+    of a row of a wider fragment (`T.copy(lse[k, :], row)`) cannot: which thread holds the row
+    depends on k; its copy loop follows the destination and broadcasts the rows other threads hold."""
+    return a.scope == FRAGMENT and b.scope == FRAGMENT and static_shape(a) == static_shape(b)
 
 
 def var_positions(nest: Nest, indices) -> list[int] | None:
@@ -271,10 +288,12 @@ class Inference:
             src = self.known(op.src.buffer)
             if src is not None and self.known(op.dst.buffer) is None:
                 result = project(src, op.dim)
+                if op.keeps_dim and len(src.shape) > 1:
+                    result = keep_unit_dim(result, op.dim)
                 if result.shape != static_shape(op.dst.buffer):
                     result = TileLayout(static_shape(op.dst.buffer), result.linear)
                 return self.set(op.dst.buffer, result, f"T.reduce_{op.kind}", op.span)
-        if isinstance(op, S.Copy) and op.src.buffer.scope == FRAGMENT and op.dst.buffer.scope == FRAGMENT:
+        if isinstance(op, S.Copy) and _same_shape_fragments(op.src.buffer, op.dst.buffer):
             a, b = self.known(op.src.buffer), self.known(op.dst.buffer)
             if a is not None and b is None:
                 return self.set(op.dst.buffer, a, "a T.copy from a fragment", op.span)

@@ -125,6 +125,24 @@ def project(layout: TileLayout, dim: int) -> TileLayout:
     return TileLayout(shape, slice_layout(layout.linear, dim))
 
 
+def keep_unit_dim(layout: TileLayout, dim: int) -> TileLayout:
+    """`layout` with a dim of extent 1 inserted at `dim`: the result of a reduction that keeps the
+    reduced dim (`project` drops it). Every element has index 0 there, so no basis reaches it."""
+    lin = layout.linear
+    bases = [(name, [(*v[:dim], 0, *v[dim:]) for v in vectors]) for name, vectors in lin.bases]
+    sizes = [size for _, size in lin.out_dims]
+    sizes.insert(dim, 1)
+    shape = (*layout.shape[:dim], 1, *layout.shape[dim:])
+    return TileLayout(shape, LinearLayout(bases, dict(zip(fragment_dims(len(shape)), sizes))))
+
+
+def drop_unit_dim(layout: TileLayout, dim: int) -> TileLayout:
+    """The inverse of `keep_unit_dim`: `layout` without its extent-1 dim `dim`."""
+    return TileLayout(
+        tuple(s for k, s in enumerate(layout.shape) if k != dim), slice_layout(layout.linear, dim)
+    )
+
+
 def subset(layout: TileLayout, dims: list[int]) -> TileLayout:
     """The layout an access `F[v_dims[0], v_dims[1], ...]` inside a nest with `layout` gives F."""
     names = fragment_dims(len(layout.shape))

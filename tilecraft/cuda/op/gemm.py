@@ -1,7 +1,7 @@
 """T.gemm on CUDA: tensor cores for float16/bfloat16 operands with a float32 accumulator (wgmma
 m64nNk16 from canonical swizzled shared tiles on sm_90a, mma.sync m16n8k16 through ldmatrix elsewhere
 and where wgmma does not fit), the same f16 mma with float8 shared operands widened in registers, a
-per-thread FMA loop otherwise."""
+per-thread FMA loop otherwise (a fragment A operand staged through a shared tile)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import BufferRegion
 from tilecraft.transform.simt.copy import lower_fill
-from tilecraft.transform.simt.gemm import fma_gemm
+from tilecraft.transform.simt.gemm import staged_fma_gemm
 
 
 def _whole(region: BufferRegion) -> bool:
@@ -43,4 +43,6 @@ def _clear(op: S.Gemm, ctx) -> S.Stmt:
 
 
 def _fma(op: S.Gemm, plan, ctx) -> S.Stmt:
-    return fma_gemm(op, plan.m, plan.n, plan.k, ctx)
+    # Staged here, not handed back as a gemm of a shared A: planned again, that could take a
+    # tensor-core path whose operand layout the staged tile, made after layout inference, lacks.
+    return staged_fma_gemm(op, plan.m, plan.n, plan.k, ctx)

@@ -2,7 +2,9 @@
 choice imposes on the accumulator (and on a register-resident A operand).
 
 Variants: "wgmma" (sm_90a: wgmma.mma_async m64nNk16 from canonical swizzled shared tiles, a grid of
-warpgroups), "wgmma_rs" (the same with A in registers in wgmma's A-fragment layout), "ss" and "rs" (mma.sync m16n8k16 through ldmatrix, a grid of warps), "fma" (a per-thread loop).
+warpgroups), "wgmma_rs" (the same with A in registers in wgmma's A-fragment layout), "ss" and "rs"
+(mma.sync m16n8k16 through ldmatrix, a grid of warps), "fma" (a per-thread loop; a fragment A is first
+copied to a shared tile).
 """
 
 from __future__ import annotations
@@ -152,13 +154,5 @@ def plan_gemm(op: S.Gemm, threads: int, target, wgmma: bool = False) -> GemmPlan
         # Every warp reads whole rows of A, so the warps_n warps sharing a row block hold copies of it.
         a_layout = TileLayout((m, k), mma_operand_a(m, k, wm, wn)) if register_a else None
         return GemmPlan(m, n, k, wm, wn, True, "rs" if register_a else "ss", c_layout, a_layout)
-    if register_a:
-        raise LoweringError(
-            "a register-resident A operand is only supported on the tensor-core path (float16/bfloat16 "
-            "operands, float32 accumulator, power-of-two tiles with K a multiple of 16); float8 A must "
-            "be in shared memory",
-            op.span,
-            "copy A to shared memory first",
-            target=target,
-        )
+    # A fragment A that tensor cores cannot take is staged through shared memory by the FMA lowering.
     return GemmPlan(m, n, k, 1, 1, False, "fma", None, None)

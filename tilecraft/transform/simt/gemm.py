@@ -47,7 +47,8 @@ def _element(region: BufferRegion, row, col):
 
 
 def fma_gemm(op: S.Gemm, m: int, n: int, k_extent: int, ctx) -> S.Stmt:
-    """A T.Parallel nest over C whose body is the k loop; A and B must not be fragments."""
+    """A T.Parallel nest over C whose body is the k loop; A and B must not be fragments (see
+    `staged_fma_gemm`)."""
     i, j = make_loop_vars(2, "g")
     k = ctx.var("k")
     a = _element(op.a, k, i) if op.transpose_a else _element(op.a, i, k)
@@ -68,16 +69,22 @@ def fma_gemm(op: S.Gemm, m: int, n: int, k_extent: int, ctx) -> S.Stmt:
     return with_layout(nest, layout)
 
 
-def lower_fma_gemm(op: S.Gemm, ctx) -> S.Stmt:
-    """The op-table entry: multiply-adds, with a fragment A staged through shared memory."""
-    if op.b.buffer.scope == FRAGMENT:
-        ctx.fail("T.gemm operand B cannot be a fragment", op.span, "keep B in a shared buffer")
+def staged_fma_gemm(op: S.Gemm, m: int, n: int, k_extent: int, ctx) -> S.Stmt:
+    """`fma_gemm`, with a fragment A operand first copied to a shared tile: each thread's k loop reads a
+    whole row of A, which other threads hold. The copy is a T.copy the caller lowers again."""
     if op.a.buffer.scope != FRAGMENT:
-        m, n, k = gemm_shape(op, ctx.target)
-        return fma_gemm(op, m, n, k, ctx)
+        return fma_gemm(op, m, n, k_extent, ctx)
     shape = tuple(_static(op, r.extent, "A extents", ctx.target) for r in op.a.ranges)
     staged = Buffer(f"{op.a.buffer.name}_staged", tuple(E.const(d) for d in shape), op.a.dtype, "shared.dyn",
                     span=op.span)  # fmt: skip
     whole = staged.full_region()
-    gemm = dataclasses.replace(op, a=whole)
+    gemm = fma_gemm(dataclasses.replace(op, a=whole), m, n, k_extent, ctx)
     return S.Allocate(staged, S.seq(S.Copy(op.a, whole, span=op.span), gemm), span=op.span)
+
+
+def lower_fma_gemm(op: S.Gemm, ctx) -> S.Stmt:
+    """The op-table entry: multiply-adds, with a fragment A staged through shared memory."""
+    if op.b.buffer.scope == FRAGMENT:
+        ctx.fail("T.gemm operand B cannot be a fragment", op.span, "keep B in a shared buffer")
+    m, n, k = gemm_shape(op, ctx.target)
+    return staged_fma_gemm(op, m, n, k, ctx)

@@ -14,7 +14,7 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.layout.fragment import fragment_dims
-from tilecraft.layout.tile import blocked_layout, register_map
+from tilecraft.layout.tile import blocked_layout, drop_unit_dim, register_map
 from tilecraft.transform.reductions import combine, cumsum_loops, identity
 
 FRAGMENT = "local.fragment"
@@ -25,10 +25,9 @@ def _plain(kind: str) -> str:
 
 
 def _groups(src, dst, dim: int, ctx, span) -> list[list[int]]:
-    """For each register of the result, the source registers (of the same thread) that reduce into it."""
+    """For each register of the result (laid out without the reduced dim), the source registers (of
+    the same thread) that reduce into it."""
     dims = [d for d in range(len(src.shape)) if d != dim]
-    if len(dst.shape) == len(src.shape):
-        ctx.fail("keep-dim reductions of fragments are not supported on this target", span)
     mapping = register_map(src, dims, dst) if dims else None
     groups: list[list[int]] = [[] for _ in range(dst.num_registers)]
     for rs in range(src.num_registers):
@@ -47,6 +46,9 @@ def lower_reduce(op: S.Reduce, ctx) -> S.Stmt:
         ctx.fail(f"T.reduce_{op.kind} on this target reduces fragments into fragments", op.span,
                  "T.copy the data into a T.alloc_fragment tile first")  # fmt: skip
     src, dst = ctx.layout(op.src.buffer, op.span), ctx.layout(op.dst.buffer, op.span)
+    if op.keeps_dim and len(src.shape) > 1:
+        # The kept dim has extent 1: the registers are those of the result without it.
+        dst = drop_unit_dim(dst, op.dim)
     groups = _groups(src, dst, op.dim, ctx, op.span)
     src_regs, dst_regs = ctx.registers_of(op.src.buffer), ctx.registers_of(op.dst.buffer)
     acc_dtype = op.dst.dtype

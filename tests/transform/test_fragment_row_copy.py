@@ -1,0 +1,18 @@
+"""A T.copy of one row of a 2-D fragment into a 1-D fragment (TileLang's flash_decoding combine,
+example_mha_inference.py:139) lowers on the SIMT targets: layout inference does not force the 2-D
+layout onto the 1-D fragment; the copy follows the destination and broadcasts the source through shared
+memory. Numbers on every target: tests/conformance, case copy_row_of_a_fragment_by_loop_index."""
+
+from __future__ import annotations
+
+from tests.conformance import fragment_rows
+from tests.transform.helpers import assert_nvcc_compiles, opencl_source
+
+
+def test_row_copy_compiles_for_cuda(tmp_path):
+    source = assert_nvcc_compiles(fragment_rows.row_of_a_fragment(), tmp_path)
+    assert "lse_shared" in source  # the rows other threads hold, broadcast
+
+
+def test_row_copy_lowers_for_opencl():
+    assert "__local" in opencl_source(fragment_rows.row_of_a_fragment())
