@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from tests.required import skip_unless_required
 from tilecraft.backend import Target, create_backend_context, lookup_target_kind, registered_backends
 
 
@@ -40,13 +41,17 @@ def resolve(case: TargetCase):
     try:
         found = kind.detect()
     except Exception as exc:  # noqa: BLE001 - a detector failing means "not present"
-        pytest.skip(f"target {case.kind} not present: {exc}")
+        skip_unless_required(case.execution_backend, f"target {case.kind} not present: {exc}")
     if not isinstance(found, Target):
-        pytest.skip(f"target {case.kind} not present: {found or 'not detected'}")
+        skip_unless_required(
+            case.execution_backend, f"target {case.kind} not present: {found or 'not detected'}"
+        )
     spec = next(
         s for m in registered_backends() for s in m.execution_backends if s.name == case.execution_backend
     )
     status = spec.check()
     if not status.ok:
-        pytest.skip(f"execution backend {case.execution_backend} unavailable: {status.reason}")
+        skip_unless_required(
+            case.execution_backend, f"execution backend {case.execution_backend} unavailable: {status.reason}"
+        )
     return create_backend_context(found, execution_backend=case.execution_backend)

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from tests.required import skip_unless_required
 from tilecraft import settings
 from tilecraft.backend import register_target_kind
 from tilecraft.execution.cache import KernelCache
@@ -47,10 +48,10 @@ def opencl_device() -> cl_device.DeviceInfo:
     """Device 0 of platform 0, or a skip saying why there is none."""
     status = OPENCL.check()
     if not status.ok:
-        pytest.skip(f"no OpenCL device: {status.reason} (fix: {status.fix})")
+        skip_unless_required("opencl", f"no OpenCL device: {status.reason} (fix: {status.fix})")
     found = cl_device.device_status(0, 0)
     if isinstance(found, Exception):
-        pytest.skip(f"no OpenCL device 0 on platform 0: {found.reason}")
+        skip_unless_required("opencl", f"no OpenCL device 0 on platform 0: {found.reason}")
     return found
 
 

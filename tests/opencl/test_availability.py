@@ -20,9 +20,20 @@ class FakeError(Exception):
     """pyopencl.Error as a fake module raises it."""
 
 
+class FakeDevice:
+    """A pyopencl Device as far as discovery reads it; `build_error` makes the probe build fail."""
+
+    def __init__(self, name: str = "Fake Device ", build_error: str | None = None) -> None:
+        self.name, self.vendor, self.driver_version, self.extensions = name, "Fake", "1.0", ""
+        self.local_mem_size, self.max_work_group_size = 65536, 1024
+        self.max_work_item_sizes = (1024, 1024, 64)
+        self.build_error = build_error
+
+
 class FakePlatform:
     def __init__(self, name: str, devices: list | None) -> None:
         self.name = name
+        self.version = "OpenCL 3.0 Fake"
         self.devices = devices
 
     def get_devices(self):
@@ -42,7 +53,22 @@ def fake_pyopencl(platforms) -> types.ModuleType:
             raise platforms
         return platforms
 
+    class Context:
+        def __init__(self, devices) -> None:
+            self.devices = devices
+
+    class Program:
+        def __init__(self, context, source: str) -> None:
+            self.context = context
+
+        def build(self, options, cache_dir=None):
+            error = self.context.devices[0].build_error
+            if error:
+                raise FakeError(f"clBuildProgram failed: BUILD_PROGRAM_FAILURE\n\n{error}\nDevice failed")
+            return self
+
     module.get_platforms = get_platforms
+    module.Context, module.Program = Context, Program
     return module
 
 
@@ -88,7 +114,7 @@ def test_without_a_device(with_platforms):
 
 
 def test_a_device_on_any_platform_is_enough(with_platforms):
-    with_platforms([FakePlatform("Empty", None), FakePlatform("Full", ["dev"])])
+    with_platforms([FakePlatform("Empty", None), FakePlatform("Full", [FakeDevice()])])
     status = OPENCL.check()
     assert (
         status.ok and status.reason == "pyopencl 2099.1; platforms 'Empty': 0 device(s), 'Full': 1 device(s)"
@@ -96,14 +122,35 @@ def test_a_device_on_any_platform_is_enough(with_platforms):
 
 
 def test_a_device_index_that_does_not_exist_lists_the_devices(with_platforms):
-    device = types.SimpleNamespace(name="Fake Device ")
-    with_platforms([FakePlatform("Full", [device])])
+    with_platforms([FakePlatform("Full", [FakeDevice()])])
     status = cl_device.device_status(0, 3)
     assert isinstance(status, cl_device.OpenCLUnavailable)
     assert status.reason == "OpenCL platform 0 ('Full') has no device 3; devices: 0: 'Fake Device'"
     assert "-device=N" in status.fix
     with pytest.raises(cl_device.OpenCLUnavailable, match=r"platform 2 does not exist; platforms: 0: 'Full'"):
         cl_device.find_device(2, 0)
+
+
+def test_a_device_that_cannot_build_programs_is_unavailable_with_the_drivers_reason(with_platforms):
+    """PoCL 3.0 from pip on a CPU its LLVM 14 does not know: every build fails; say so at discovery."""
+    with_platforms([FakePlatform("PoCL", [FakeDevice("pthread", "error: unknown target CPU 'generic'")])])
+    status = OPENCL.check()
+    assert not status.ok
+    assert status.reason == (
+        "OpenCL device 'pthread' on platform 'PoCL' (platform 0, device 0) cannot build OpenCL C programs: "
+        "error: unknown target CPU 'generic'"
+    )
+    assert "apt-get install pocl-opencl-icd" in status.fix and "-platform=N" in status.fix
+    with pytest.raises(cl_device.OpenCLUnavailable, match="cannot build OpenCL C programs"):
+        cl_device.find_device(0, 0)
+
+
+def test_one_usable_device_is_enough_and_the_broken_one_is_named(with_platforms):
+    broken = FakeDevice("old", "error: unknown target CPU 'generic'")
+    with_platforms([FakePlatform("PoCL pip", [broken]), FakePlatform("PoCL distro", [FakeDevice("new")])])
+    status = OPENCL.check()
+    assert status.ok and "unusable: OpenCL device 'old' on platform 'PoCL pip'" in status.reason
+    assert isinstance(cl_device.find_device(1, 0), cl_device.DeviceInfo)
 
 
 def test_the_real_probe(opencl_device):

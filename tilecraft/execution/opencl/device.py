@@ -28,6 +28,14 @@ DEVICE_FIX = (
     "install a driver for the device (PoCL covers the CPU: `pip install pocl-binary-distribution`); "
     "`clinfo -l` lists each platform's devices"
 )
+BUILD_FIX = (
+    "the OpenCL driver cannot compile for this device. PoCL from pip (`pocl-binary-distribution` 3.0, LLVM 14) "
+    "does not know CPUs newer than LLVM 14 (AMD Zen 5 gives \"unknown target CPU 'generic'\"): install the "
+    "distribution's PoCL (Debian/Ubuntu: `apt-get install pocl-opencl-icd`) and select it with "
+    "-platform=N or OCL_ICD_VENDORS=/etc/OpenCL/vendors/pocl.icd; `tilecraft doctor` lists the platforms"
+)
+# The smallest program that exercises the device compiler and its kernel library.
+PROBE_SOURCE = "__kernel void tc_probe(__global float* x) { x[get_global_id(0)] = exp(x[get_global_id(0)]); }"
 FP16 = "cl_khr_fp16"
 FP64 = "cl_khr_fp64"
 INT64_ATOMICS = "cl_khr_int64_base_atomics"
@@ -155,7 +163,28 @@ def _find(platform_index: int, device_index: int) -> DeviceInfo:
             f"devices: {listing}",
             "name an existing device with the target attribute -device=N",
         )
-    return _device_info(platform_index, device_index, platform, devices[device_index])
+    info = _device_info(platform_index, device_index, platform, devices[device_index])
+    _probe_build(cl, info)
+    return info
+
+
+def _probe_build(cl: ModuleType, info: DeviceInfo) -> None:
+    """A device whose driver cannot build a one-line program is unavailable, with the driver's reason."""
+    try:
+        context = cl.Context([info.handle])
+        cl.Program(context, PROBE_SOURCE).build(options=["-cl-std=CL1.2"], cache_dir=False)
+    except cl.Error as err:
+        raise OpenCLUnavailable(
+            f"{info.describe()} cannot build OpenCL C programs: {_driver_error(err)}", BUILD_FIX
+        ) from None
+
+
+def _driver_error(err: BaseException) -> str:
+    """The build log's first `error:` line, else the exception's first line."""
+    for line in str(err).splitlines():
+        if "error:" in line:
+            return line.strip()
+    return _first_line(err)
 
 
 _lock = threading.Lock()
@@ -191,7 +220,8 @@ def reset() -> None:
 
 
 def availability() -> Availability:
-    """pyopencl importable, at least one platform, and a device on one of them, checked in that order."""
+    """pyopencl importable, at least one platform, and a device on one of them that builds programs,
+    checked in that order."""
     try:
         cl = import_pyopencl()
         platforms = list_platforms(cl)
@@ -201,8 +231,14 @@ def availability() -> Availability:
     if not any(n for _, n in counts):
         names = ", ".join(repr(name) for name, _ in counts)
         return Availability(False, f"no device on the OpenCL platform(s) {names}", DEVICE_FIX)
+    statuses = [device_status(p, d) for p, (_, n) in enumerate(counts) for d in range(n)]
+    usable = [s for s in statuses if isinstance(s, DeviceInfo)]
+    if not usable:
+        first = statuses[0]
+        return Availability(False, first.reason, first.fix)
     found = ", ".join(f"{name!r}: {n} device(s)" for name, n in counts)
-    return Availability(True, f"pyopencl {cl.VERSION_TEXT}; platforms {found}")
+    broken = "".join(f"; unusable: {s.reason}" for s in statuses if isinstance(s, OpenCLUnavailable))
+    return Availability(True, f"pyopencl {cl.VERSION_TEXT}; platforms {found}{broken}")
 
 
 @dataclass(eq=False)
