@@ -185,3 +185,40 @@ def test_tfloat32_is_float32_storage_and_gemm():
     tilecraft.compile(_tf32_gemm(m, n, k), target="c")(a, b, c)
     expected = a.astype(np.float64) @ b.astype(np.float64).T
     np.testing.assert_allclose(c, expected, rtol=1e-5, atol=1e-4)
+
+
+def test_contrib_nvcc_answers_from_the_cuda_target(hooked):
+    """TileLang's flash-attention examples read the capability with `from tilelang.contrib import nvcc`."""
+    from tilelang.contrib import nvcc
+
+    import tilecraft.compat.contrib.nvcc as ours
+
+    assert nvcc is ours
+    assert nvcc.get_target_compute_version("cuda -arch=sm_90a") == "9.0"
+    assert nvcc.get_target_compute_version({"kind": "cuda", "arch": "sm_86"}) == "8.6"
+    assert nvcc.parse_compute_version("12.0") == (12, 0)
+    assert nvcc.get_target_arch("9.0") == "90a" and nvcc.get_target_arch((8, 9)) == "89"
+    assert nvcc.is_hopper("cuda -arch=sm_90a") and not nvcc.is_hopper("cuda -arch=sm_100a")
+    assert nvcc.have_tma("cuda -arch=sm_90a") and not nvcc.have_tma("cuda -arch=sm_80")
+    assert not nvcc.have_tma("c")  # another kind, as TileLang answers
+    assert nvcc.have_fp8("8.9") and not nvcc.have_fp8("8.6") and nvcc.have_bf16("8.0")
+    with pytest.raises(RuntimeError, match="not MAJOR.MINOR"):
+        nvcc.parse_compute_version("sm_90")
+
+
+def test_contrib_nvcc_reads_the_emulated_device(hooked):
+    pytest.importorskip("torch")
+    from tilecraft.compat import cuda_on_cpu
+
+    cuda_on_cpu.enable((9, 0))
+    try:
+        from tilelang.contrib import nvcc
+
+        assert nvcc.get_target_compute_version() == "9.0" and nvcc.have_tma()
+    finally:
+        cuda_on_cpu.disable()
+
+
+def test_other_contrib_modules_name_the_compat_doc(hooked):
+    with pytest.raises(ImportError, match="docs/compat.md"):
+        importlib.import_module("tilelang.contrib.cutedsl")

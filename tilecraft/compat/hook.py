@@ -27,7 +27,10 @@ COMPAT_DOC = "docs/compat.md"
 
 # TileLang modules whose tilecraft counterpart lives under another path. Every other `tilelang.X`
 # maps to `tilecraft.X` when that module exists.
-RENAMED: dict[str, str] = {"tilelang.engine.callback": "tilecraft.cuda.callback"}
+RENAMED: dict[str, str] = {
+    "tilelang.engine.callback": "tilecraft.cuda.callback",
+    "tilelang.contrib": "tilecraft.compat.contrib",
+}
 
 
 TVM = "tvm"
