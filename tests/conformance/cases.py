@@ -17,6 +17,7 @@ from tests.conformance import fragment_rows as FR
 from tests.conformance import global_layouts as G
 from tests.conformance import keep_dim as KD
 from tests.conformance import register_operands as R
+from tests.conformance import shared_operands as SO
 from tests.language import kernels as K
 from tests.transform import kernels as D
 
@@ -442,6 +443,8 @@ CASES = [
     Case("reduce_keep_dim_whole_tile_accumulated", KD.whole_tile_accumulated, KD.whole_tile_inputs,
          KD.whole_tile_reference),
     Case("copy_row_of_a_fragment_by_loop_index", FR.row_of_a_fragment, FR.row_inputs, FR.row_reference),
+    Case("shared_tile_read_by_a_128_row_and_a_32_row_gemm", SO.k_shared_by_two_gemms, SO.inputs, SO.reference,
+         2e-3),
 ]  # fmt: skip
 
 DYNAMIC_SIZES = (1000, 4097, 5)

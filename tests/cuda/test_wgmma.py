@@ -332,6 +332,31 @@ def test_register_a_gemm_that_wgmma_cannot_run_keeps_the_function_on_mma_sync():
     )
 
 
+def _kernel_source(func, target: str = SM90A) -> str:
+    return tilecraft.lower(func, target=target, execution_backend="nvrtc").source("cuda-source")
+
+
+def test_a_tile_read_through_wgmma_and_ldmatrix_keeps_the_function_on_mma_sync():
+    """K_shared feeds a 128-row gemm (wgmma-able) and a 32-row one (mma.sync only): the two paths
+    need different layouts of it, so the function keeps mma.sync (on the H200 the wgmma gemm read
+    the other gemm's layout: TileLang's mha_sink_bwd gave dV off by 5.8)."""
+    from tests.conformance.shared_operands import k_shared_by_two_gemms
+
+    body = _kernel_source(k_shared_by_two_gemms()).split('extern "C"')[1]
+    assert "tc::gemm_wgmma" not in body and body.count("tc::gemm_ss<") == 2
+
+
+def test_two_layouts_demanded_of_one_shared_tile_are_an_error_not_an_overwrite(monkeypatch):
+    """Were the path chosen per gemm anyway, layout inference refuses the tile instead of letting the
+    later gemm's layout silently win."""
+    import tilecraft.cuda.pipeline as cuda_pipeline
+    from tests.conformance.shared_operands import k_shared_by_two_gemms
+
+    monkeypatch.setattr(cuda_pipeline, "_shared_operands_agree", lambda *a: True)
+    with pytest.raises(LoweringError, match=r"shared buffer K_shared needs two different layouts"):
+        _kernel_source(k_shared_by_two_gemms())
+
+
 # ---------------------------------------------------------------- generated code
 
 

@@ -16,6 +16,7 @@ from tilecraft.cuda.target import KIND
 from tilecraft.cuda.transform.check import check_cuda_support
 from tilecraft.cuda.transform.pipeline import inject_software_pipeline
 from tilecraft.cuda.transform.shared_layouts import apply_shared_layouts
+from tilecraft.cuda.transform.strict_layouts import SHARED as SHARED_SCOPES
 from tilecraft.cuda.transform.strict_layouts import cuda_strict_layouts
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule, PrimFunc
@@ -47,9 +48,25 @@ def _allows_wgmma(func: PrimFunc, ctx) -> bool:
         return False
     for launch in (n for n in walk(func.body) if isinstance(n, S.KernelLaunch)):
         threads = math.prod(launch.threads)
-        for op in walk(launch.body):
-            register_a = isinstance(op, S.Gemm) and op.a.buffer.scope == "local.fragment"
+        gemms = [op for op in walk(launch.body) if isinstance(op, S.Gemm)]
+        for op in gemms:
+            register_a = op.a.buffer.scope == "local.fragment"
             if register_a and not register_a_on_wgmma(op, threads, ctx.target):
+                return False
+        if not _shared_operands_agree(gemms, threads, ctx.target):
+            return False
+    return True
+
+
+def _shared_operands_agree(gemms: list[S.Gemm], threads: int, target) -> bool:
+    """Every shared tile that several gemms read gets one layout from all of them on the wgmma path. A
+    tile that one gemm reads through wgmma (its canonical layout) and another through ldmatrix (a gemm
+    wgmma cannot take, such as M = 32) cannot have both, so the function keeps mma.sync, whose operand
+    layout depends only on the tile's row length (TileLang's mha_sink_bwd reads K_shared both ways)."""
+    demanded: dict[int, object] = {}
+    for op in gemms:
+        for buf, layout, _ in cuda_strict_layouts(op, threads, target, wgmma=True):
+            if buf.scope in SHARED_SCOPES and demanded.setdefault(id(buf), layout) != layout:
                 return False
     return True
 

@@ -187,6 +187,7 @@ class Inference:
         self.found.visit(launch.body)
         self.layouts: dict[int, Decision] = {}
         self.shared: dict[int, object] = {}
+        self.shared_why: dict[int, tuple[str, object]] = {}
 
     def set(self, buf: Buffer, layout: TileLayout, why: str, span) -> bool:
         old = self.layouts.get(id(buf))
@@ -206,6 +207,23 @@ class Inference:
             )
         return False
 
+    def set_shared(self, buf: Buffer, layout: object, why: str, span) -> None:
+        """A shared buffer's layout; two different demands are an error, never a silent overwrite
+        (a tile stored in one layout and read in another gives wrong results)."""
+        old = self.shared_why.get(id(buf))
+        if old is not None and self.shared[id(buf)] != layout:
+            old_why, old_span = old
+            where = f" (line {old_span.line})" if old_span else ""
+            raise LoweringError(
+                f"shared buffer {buf.name} needs two different layouts: {self.shared[id(buf)]} as {old_why}"
+                f"{where}, and {layout} as {why}",
+                span,
+                "give each of the two operations its own shared buffer (T.copy one into the other)",
+                target=self.target,
+            )
+        self.shared[id(buf)] = layout
+        self.shared_why[id(buf)] = (why, span)
+
     def known(self, buf: Buffer) -> TileLayout | None:
         d = self.layouts.get(id(buf))
         return d.layout if d else None
@@ -218,7 +236,7 @@ class Inference:
                 if isinstance(layout, TileLayout):
                     self.set(buf, layout, why, op.span)
                 else:
-                    self.shared[id(buf)] = layout
+                    self.set_shared(buf, layout, why, op.span)
         while True:
             self._propagate()
             if not (self._extend_one() or self._cover_one() or self._default_one()):
