@@ -18,6 +18,7 @@ from tests.conformance import global_layouts as G
 from tests.conformance import keep_dim as KD
 from tests.conformance import register_operands as R
 from tests.conformance import shared_operands as SO
+from tests.conformance import shared_reuse as SR
 from tests.language import kernels as K
 from tests.transform import kernels as D
 
@@ -445,6 +446,7 @@ CASES = [
     Case("copy_row_of_a_fragment_by_loop_index", FR.row_of_a_fragment, FR.row_inputs, FR.row_reference),
     Case("shared_tile_read_by_a_128_row_and_a_32_row_gemm", SO.k_shared_by_two_gemms, SO.inputs, SO.reference,
          2e-3),
+    Case("shared_tiles_reused_after_the_loop", SR.gemm_with_shared_epilogue, SR.inputs, SR.reference, 2e-3),
 ]  # fmt: skip
 
 DYNAMIC_SIZES = (1000, 4097, 5)

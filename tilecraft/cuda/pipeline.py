@@ -25,6 +25,7 @@ from tilecraft.layout.inference import infer_layouts
 from tilecraft.transform.guard_accesses import guard_accesses
 from tilecraft.transform.layout_annotations import apply_layout_annotations
 from tilecraft.transform.rasterize import rasterize_blocks
+from tilecraft.transform.shared_scopes import narrow_shared_scopes
 from tilecraft.transform.simplify import simplify_pass
 from tilecraft.transform.simt.barriers import insert_barriers
 from tilecraft.transform.simt.lower_threads import lower_to_threads
@@ -124,6 +125,7 @@ PIPELINE = PassPipeline(
         apply_shared_layouts,  # swizzled shared tiles addressed by physical offsets
         simplify_pass,  # fold the per-thread index arithmetic
         widen_index_arithmetic,  # int64 where an index value may not fit its dtype
+        narrow_shared_scopes(),  # shared buffers in scope from first to last use, so later ones reuse bytes
         insert_barriers(shared_accesses),  # __syncthreads between shared writes and other threads' reads
         split_host_device,  # one device kernel per T.Kernel, a host function that launches them
         plan_shared_memory,  # dynamic shared memory offsets with reuse; launch sizes

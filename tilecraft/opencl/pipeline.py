@@ -10,6 +10,7 @@ from tilecraft.opencl.transform.check import check_opencl_support
 from tilecraft.transform.guard_accesses import guard_accesses
 from tilecraft.transform.layout_annotations import apply_layout_annotations
 from tilecraft.transform.rasterize import rasterize_blocks
+from tilecraft.transform.shared_scopes import narrow_shared_scopes
 from tilecraft.transform.simplify import simplify_pass
 from tilecraft.transform.simt.barriers import insert_barriers
 from tilecraft.transform.simt.lower_threads import lower_to_threads
@@ -45,6 +46,7 @@ PIPELINE = PassPipeline(
         lower_to_threads(OP_TABLE, shuffles=False),  # per-work-item code; reductions through local memory
         simplify_pass,  # fold the per-thread index arithmetic
         widen_index_arithmetic,  # int64 where an index value may not fit its dtype
+        narrow_shared_scopes(),  # local buffers in scope from first to last use, so later ones reuse bytes
         insert_barriers(),  # barrier() between local-memory writes and other work-items' reads
         split_host_device,  # one __kernel per T.Kernel, a host function that launches them
         plan_local_memory,  # local memory offsets with reuse; launch sizes

@@ -23,6 +23,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import Visitor
+from tilecraft.transform.shared_scopes import narrow_kernel_body
 
 _KINDS = {
     "shared": "shared buffer",
@@ -62,11 +63,15 @@ class StorageBudget:
         return -(-size // self.align) * self.align
 
 
-def check_storage_budgets(node: IRModule | PrimFunc, budgets: Sequence[StorageBudget], target=None) -> None:
-    """Raise LoweringError at the first allocation that takes a budget past its limit."""
+def check_storage_budgets(
+    node: IRModule | PrimFunc, budgets: Sequence[StorageBudget], target=None, narrowed: Sequence[str] = ()
+) -> None:
+    """Raise LoweringError at the first allocation that takes a budget past its limit. Buffers of the
+    `narrowed` scopes count only from their first to their last use, as the pipeline's
+    `narrow-shared-scopes` pass will place them."""
     funcs = node.functions if isinstance(node, IRModule) else (node,)
     for func in funcs:
-        _BudgetWalk(tuple(budgets), target, func.span).visit(func.body)
+        _BudgetWalk(tuple(budgets), target, func.span, tuple(narrowed)).visit(func.body)
 
 
 def format_bytes(n: int) -> str:
@@ -80,8 +85,11 @@ def format_bytes(n: int) -> str:
 class _BudgetWalk(Visitor):
     """Live bytes per budget along the nest of allocations (a buffer's bytes free when its scope ends)."""
 
-    def __init__(self, budgets: tuple[StorageBudget, ...], target, func_span) -> None:
+    def __init__(
+        self, budgets: tuple[StorageBudget, ...], target, func_span, narrowed: tuple[str, ...]
+    ) -> None:
         self.budgets = budgets
+        self.narrowed = narrowed
         self.target = target
         self.func_span = func_span
         self.threads = 1
@@ -91,7 +99,7 @@ class _BudgetWalk(Visitor):
         saved = self.threads
         self.threads = math.prod(s.threads)
         try:
-            self.visit(s.body)
+            self.visit(narrow_kernel_body(s.body, self.narrowed) if self.narrowed else s.body)
         finally:
             self.threads = saved
 

@@ -21,7 +21,7 @@ def check_cuda_support(mod: IRModule, ctx) -> IRModule:
     if arch is not None and capability(arch) < MIN_CAPABILITY:
         raise LoweringError(f"the CUDA backend needs sm_80 or newer (cp.async, bf16, ldmatrix); target arch is {arch}",
                             None, "use a target with -arch=sm_80 or newer", target=ctx.target)  # fmt: skip
-    check_storage_budgets(mod, storage_budgets(ctx.target), ctx.target)
+    check_storage_budgets(mod, storage_budgets(ctx.target), ctx.target, narrowed=("shared", "shared.dyn"))
     return mod
 
 

@@ -68,7 +68,7 @@ def check_opencl_support(mod: IRModule, ctx) -> IRModule:
         for p in func.params:
             checker.visit(p)
         checker.visit(func.body)
-    check_storage_budgets(mod, storage_budgets(ctx.target), ctx.target)
+    check_storage_budgets(mod, storage_budgets(ctx.target), ctx.target, narrowed=("shared", "shared.dyn"))
     return mod
 
 

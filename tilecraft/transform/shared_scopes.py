@@ -1,0 +1,116 @@
+"""Narrow the scopes of a kernel's shared buffers to the statements that use them.
+
+Kernels allocate every shared buffer at the top of `T.Kernel`, so each one is in scope to the end and
+storage planning (a stack of nested scopes) can reuse no bytes: a backward-attention kernel whose
+loop tiles are dead once its epilogue tiles are written needs the sum of both. This pass moves the
+shared allocations of a kernel body's leading chain of `Allocate`s down to the range of top-level
+statements from the first one that names the buffer to the last, so that buffers used one after the
+other become sibling scopes and share bytes. Ranges that partly overlap are widened until they nest
+(scopes form a stack). Other allocations (registers) stay where they are, around everything.
+
+The barrier pass already separates a new shared scope from the pending accesses of ended ones (their
+bytes may be reused), so the reuse this enables is race-free; the pass must run before it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from tilecraft.backend.pipeline import module_pass
+from tilecraft.ir import stmt as S
+from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.visitor import Mutator, walk
+
+
+@dataclasses.dataclass
+class _Scope:
+    alloc: S.Allocate
+    first: int
+    last: int
+    children: list[_Scope] = dataclasses.field(default_factory=list)
+
+
+def narrow_kernel_body(body: S.Stmt, scopes: Sequence[str]) -> S.Stmt:
+    """`body` with its leading shared allocations (scopes in `scopes`) narrowed to their uses."""
+    chain: list[S.Allocate | S.LetStmt] = []
+    stmts = _flatten(body)
+    while len(stmts) == 1 and isinstance(stmts[0], (S.Allocate, S.LetStmt)):
+        chain.append(stmts[0])
+        stmts = _flatten(stmts[0].body)
+    uses = [{id(n) for n in walk(s) if isinstance(n, Buffer)} for s in stmts]
+    movable: list[_Scope] = []
+    kept: list[S.Allocate | S.LetStmt] = []  # bindings and other allocations stay around everything
+    for node in chain:
+        found = [i for i, used in enumerate(uses) if isinstance(node, S.Allocate) and id(node.buffer) in used]
+        if isinstance(node, S.Allocate) and node.buffer.scope in scopes and found:
+            movable.append(_Scope(node, found[0], found[-1]))
+        else:
+            kept.append(node)
+    if len(stmts) < 2 or not movable:
+        return body  # one statement (or none) uses everything: nothing to narrow
+    roots = _nest(movable)
+    out = _emit(stmts, 0, len(stmts) - 1, roots)
+    for node in reversed(kept):
+        out = dataclasses.replace(node, body=out)
+    return out
+
+
+def _flatten(stmt: S.Stmt) -> list[S.Stmt]:
+    """The statements of nested sequences in order, empty sequences (removed annotations) dropped."""
+    if not isinstance(stmt, S.SeqStmt):
+        return [stmt]
+    return [leaf for child in stmt.stmts for leaf in _flatten(child)]
+
+
+def _nest(scopes: list[_Scope]) -> list[_Scope]:
+    """Scopes as a forest in which siblings do not overlap: a range that starts inside an open scope
+    and ends after it widens that scope (and its ancestors) to its end."""
+    roots: list[_Scope] = []
+    stack: list[_Scope] = []
+    for scope in sorted(scopes, key=lambda s: (s.first, -s.last)):
+        while stack and stack[-1].last < scope.first:
+            stack.pop()
+        for open_scope in stack:
+            open_scope.last = max(open_scope.last, scope.last)
+        (stack[-1].children if stack else roots).append(scope)
+        stack.append(scope)
+    return roots
+
+
+def _emit(stmts: list[S.Stmt], lo: int, hi: int, scopes: list[_Scope]) -> S.Stmt:
+    """Statements lo..hi (inclusive), each scope wrapped around its own range."""
+    out: list[S.Stmt] = []
+    at = lo
+    for scope in scopes:
+        out.extend(stmts[at : scope.first])
+        body = _emit(stmts, scope.first, scope.last, scope.children)
+        out.append(dataclasses.replace(scope.alloc, body=body))
+        at = scope.last + 1
+    out.extend(stmts[at : hi + 1])
+    return out[0] if len(out) == 1 else S.SeqStmt(tuple(out))
+
+
+class _PerKernel(Mutator):
+    def __init__(self, scopes: Sequence[str]) -> None:
+        super().__init__()
+        self.scopes = tuple(scopes)
+
+    def mutate_Buffer(self, buf):
+        return buf
+
+    def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
+        return dataclasses.replace(launch, body=narrow_kernel_body(launch.body, self.scopes))
+
+
+def narrow_shared_scopes(scopes: Sequence[str] = ("shared", "shared.dyn")):
+    """The `narrow-shared-scopes` pass for the given storage scopes."""
+
+    @module_pass("narrow-shared-scopes")
+    def run(mod, ctx):
+        """Each kernel's shared buffers are in scope only from their first to their last use, so
+        buffers used one after the other share bytes."""
+        mutator = _PerKernel(scopes)
+        return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)
+
+    return run
