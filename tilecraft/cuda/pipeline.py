@@ -17,6 +17,7 @@ from tilecraft.cuda.transform.check import check_cuda_support
 from tilecraft.cuda.transform.pipeline import inject_software_pipeline
 from tilecraft.cuda.transform.shared_layouts import apply_shared_layouts
 from tilecraft.cuda.transform.strict_layouts import cuda_strict_layouts
+from tilecraft.cuda.transform.warp_specialize import warp_specialize
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import walk
@@ -108,6 +109,7 @@ PIPELINE = PassPipeline(
         simplify_pass,  # fold the per-thread index arithmetic
         widen_index_arithmetic,  # int64 where an index value may not fit its dtype
         insert_barriers(shared_accesses),  # __syncthreads between shared writes and other threads' reads
+        warp_specialize,  # a producer warpgroup issues the TMA loads of specialized pipelines (sm_90a)
         split_host_device,  # one device kernel per T.Kernel, a host function that launches them
         plan_shared_memory,  # dynamic shared memory offsets with reuse; launch sizes
     ),
