@@ -326,8 +326,10 @@ def test_specialized_gemms_compile_for_sm90a_with_the_registers_setmaxnreg_assum
 
 
 @pytest.mark.parametrize("layout", ["NN", "NT", "TN"])
-def test_unspecialized_ragged_gemms_compile_for_sm90a(nvcc, tmp_path, layout):
-    art, kernel = _gemm(layout, configs=OFF)
+@pytest.mark.parametrize("cfg", list(CONFIGS), ids=lambda c: "x".join(map(str, c)))
+def test_unspecialized_ragged_gemms_compile_for_sm90a(nvcc, tmp_path, layout, cfg):
+    """The ring without a producer at the ragged size (test_tma.py compiles it at 4096^3)."""
+    art, kernel = _gemm(layout, cfg=cfg, configs=OFF)
     assert "setmaxnreg" not in kernel
     _ptxas(nvcc, art.device_sources["cuda-source"], tmp_path)
 
