@@ -1,6 +1,7 @@
-"""One-call check of the sm_90a gemm paths on a Hopper GPU: correctness and speed of TMA + mbarrier
-pipelines with wgmma ("tma", the default), wgmma with cp.async loads ("wgmma": `tl.disable_tma_lower`),
-the Ampere path ("ampere": mma.sync, `tl.disable_wgmma`) and torch.matmul (cuBLAS).
+"""One-call check of the sm_90a gemm paths on a Hopper GPU: correctness and speed of warp-specialized
+TMA + mbarrier pipelines with wgmma ("ws", the default: a producer warpgroup issues the loads), the same
+ring without the producer ("tma": `tl.disable_warp_specialized`), wgmma with cp.async loads ("wgmma":
+`tl.disable_tma_lower`), the Ampere path ("ampere": mma.sync, `tl.disable_wgmma`) and torch.matmul (cuBLAS).
 
     python benchmarks/hopper_check.py [--json out.json] [--quick] [--jobs N]
 
@@ -40,7 +41,12 @@ CONFIGS = [  # block_M, block_N, block_K, threads, stages
 DTYPES = ("float16", "bfloat16")
 LAYOUTS = ("NN", "NT", "TN")
 SIZES = [(4096, 4096, 4096), (8192, 8192, 8192), (1000, 1030, 520), (1000, 1032, 520)]
-PATHS = {"tma": {}, "wgmma": {"tl.disable_tma_lower": True}, "ampere": {"tl.disable_wgmma": True}}
+PATHS = {
+    "ws": {},
+    "tma": {"tl.disable_warp_specialized": True},
+    "wgmma": {"tl.disable_tma_lower": True},
+    "ampere": {"tl.disable_wgmma": True},
+}
 BIG = (8192, 8192, 8192)
 TOLERANCE = {"float16": 5e-3, "bfloat16": 2e-2}
 
@@ -87,9 +93,12 @@ def compile_one(spec):
     func = build(*size, *cfg, dtype, layout)
     kernel = tilecraft.compile(func, out_idx=[-1], target="cuda", pass_configs=PATHS[path] or None)
     source = kernel.get_kernel_source() if hasattr(kernel, "get_kernel_source") else ""
+    source = source[source.find('extern "C"') :]  # the kernels, not the header
     variant = "wgmma" if "tc::gemm_wgmma<" in source else "mma.sync" if "tc::gemm_ss<" in source else "?"
     if "tc_tma_load<" in source:
         variant += "+tma"
+    if "tc_setmaxnreg_inc<" in source:
+        variant += "+ws"
     return kernel, variant
 
 
@@ -254,17 +263,17 @@ def format_row(r: dict) -> str:
 
 
 def report(rows: list[dict]) -> None:
-    print("\n# summary: TFLOP/s tma / wgmma (cp.async) / ampere / torch (ratio tma:torch)")
+    print("\n# summary: TFLOP/s ws / tma / wgmma / ampere / torch (ratios ws:torch, ws:tma)")
     groups = {}
     for r in rows:
         groups.setdefault((tuple(r["size"]), r["dtype"], r["layout"], tuple(r["config"])), {})[r["path"]] = r
     for (size, dtype, layout, cfg), by in groups.items():
-        t, w, a = by.get("tma", {}), by.get("wgmma", {}), by.get("ampere", {})
-        tt, wt, at = (t.get("tflops") or 0, w.get("tflops") or 0, a.get("tflops") or 0)
-        ref = t.get("torch_tflops") or w.get("torch_tflops") or 0
+        ws, tma, wg, amp = (by.get(p, {}).get("tflops") or 0 for p in PATHS)
+        ref = next((r["torch_tflops"] for r in by.values() if r.get("torch_tflops")), 0)
         flag = "" if all(r.get("ok") for r in by.values()) else "  <-- FAILURE"
         print(f"{'x'.join(map(str, size)):>15} {dtype:>8} {layout} {'x'.join(map(str, cfg[:3]))}/{cfg[3]}t/{cfg[4]}s: "
-              f"{tt:6.1f} / {wt:6.1f} / {at:6.1f} / {ref:6.1f} ({tt / ref if ref else 0:.2f}x){flag}")  # fmt: skip
+              f"{ws:6.1f} / {tma:6.1f} / {wg:6.1f} / {amp:6.1f} / {ref:6.1f} "
+              f"({ws / ref if ref else 0:.2f}x, {ws / tma if tma else 0:.2f}x){flag}")  # fmt: skip
     failures = [r for r in rows if not r["ok"]]
     print(f"\n{len(rows) - len(failures)} of {len(rows)} kernels correct")
 

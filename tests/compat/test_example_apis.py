@@ -38,7 +38,7 @@ def _scale(reg_alloc: bool):
 
 
 def test_disable_warp_group_reg_alloc_leaves_the_kernel_unchanged():
-    """No target reallocates warp-group registers, so the call adds nothing to the IR."""
+    """The call adds nothing to the IR (tl.disable_warp_specialized is the switch that does)."""
     assert structural_equal(_scale(True), _scale(False))
     assert T.no_set_max_nreg is T.disable_warp_group_reg_alloc
 

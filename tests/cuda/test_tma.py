@@ -161,7 +161,7 @@ def _check(text: str, *patterns: str) -> None:
 
 
 def test_pipelined_gemm_loads_through_an_mbarrier_ring_and_keeps_one_wgmma_group_in_flight():
-    art, src = _source()
+    art, src = _source(**{"tl.disable_warp_specialized": True})
     kernel = src[src.index('extern "C" __global__') :]
     _check(kernel, "const __grid_constant__ tc_tensor_map tc_tmap0", "const __grid_constant__ tc_tensor_map tc_tmap1",
            "uint64_t tc_mbar[3]", "tc_mbar_init(&tc_mbar[i], 2)", "tc_mbar_init_fence()", "__syncthreads()",
@@ -228,7 +228,8 @@ def test_a_copy_outside_a_pipeline_waits_on_the_synchronous_barrier():
 @pytest.mark.parametrize("cfg", [(128, 128, 64, 128, 3), (128, 256, 64, 256, 3), (64, 128, 64, 128, 3),
                                  (128, 128, 32, 128, 4)])  # fmt: skip
 def test_tma_gemms_compile_for_sm90a(tmp_path, layout, cfg):
-    _, src = _source(layout, (4096, 4096, 4096), cfg, "float16")
+    """The ring without a producer warpgroup (test_warp_specialize.py compiles the specialized one)."""
+    _, src = _source(layout, (4096, 4096, 4096), cfg, "float16", **{"tl.disable_warp_specialized": True})
     assert "tc_tma_load<2>" in src
     path = tmp_path / "k.cu"
     path.write_text(src)

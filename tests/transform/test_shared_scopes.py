@@ -68,15 +68,32 @@ def test_other_scopes_stay_around_everything():
 
 
 def _cuda_kernel():
-    return tilecraft.lower(SR.gemm_with_shared_epilogue(), target=CUDA, execution_backend="nvrtc")
+    return tilecraft.lower(
+        SR.gemm_with_shared_epilogue(), target=CUDA, execution_backend="nvrtc", pass_configs=NO_WS
+    )
+
+
+NO_WS = {"tl.disable_warp_specialized": True}
 
 
 def test_the_epilogue_tile_reuses_the_operand_tiles_bytes():
-    for target, backend in ((CUDA, "nvrtc"), ("cuda -arch=sm_80", "nvrtc"), (OPENCL, "opencl")):
-        art = tilecraft.lower(SR.gemm_with_shared_epilogue(), target=target, execution_backend=backend)
+    for target, backend, configs in (
+        (CUDA, "nvrtc", NO_WS), ("cuda -arch=sm_80", "nvrtc", {}), (OPENCL, "opencl", {})
+    ):  # fmt: skip
+        art = tilecraft.lower(
+            SR.gemm_with_shared_epilogue(), target=target, execution_backend=backend, pass_configs=configs
+        )
         smem = art.kernels[0].dynamic_smem
         assert smem < SR.OPERAND_BYTES + SR.EPILOGUE_BYTES, (target, smem)
         assert smem >= max(SR.OPERAND_BYTES, SR.EPILOGUE_BYTES), (target, smem)
+
+
+def test_a_warp_specialized_kernel_keeps_its_staged_tiles_for_both_roles():
+    """The producer branch and the consumers' both use the staged tiles, so warp-specialize scopes them
+    around the split: the epilogue tile gets bytes of its own."""
+    art = tilecraft.lower(SR.gemm_with_shared_epilogue(), target=CUDA, execution_backend="nvrtc")
+    assert "tc_setmaxnreg" in art.source("cuda-source") or "setmaxnreg" in art.source("cuda-source")
+    assert art.kernels[0].dynamic_smem >= SR.OPERAND_BYTES + SR.EPILOGUE_BYTES
 
 
 def test_a_barrier_separates_the_loop_tiles_from_the_tile_that_reuses_them():

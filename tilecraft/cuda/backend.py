@@ -8,7 +8,7 @@ from tilecraft.backend.module import BackendModule
 from tilecraft.backend.registry import register_backend
 from tilecraft.cuda.carver import CUDA
 from tilecraft.cuda.codegen import BINARY_FORMAT, SOURCE_FORMAT, compile_cubin, device_source
-from tilecraft.cuda.op.gemm_plan import DISABLE_TMA, DISABLE_WGMMA
+from tilecraft.cuda.op.gemm_plan import DISABLE_TMA, DISABLE_WARP_SPECIALIZED, DISABLE_WGMMA
 from tilecraft.cuda.pipeline import PIPELINE
 from tilecraft.cuda.target import KIND
 from tilecraft.execution.nvcc.spec import NVCC
@@ -39,6 +39,8 @@ CUDA_BACKEND = register_backend(
         pass_configs={
             DISABLE_WGMMA: "on sm_90a, lower T.gemm to mma.sync m16n8k16 (the sm_80 path) instead of wgmma",
             DISABLE_TMA: "on sm_90a, load wgmma operand tiles with cp.async instead of TMA (and no mbarrier ring)",
+            DISABLE_WARP_SPECIALIZED: "on sm_90a, no producer warpgroup: the kernel's own threads issue the TMA "
+            "loads of a T.Pipelined loop in program order (the mbarrier ring without setmaxnreg)",
         },
         dialect="tilecraft.cuda.language",
         doc="NVIDIA GPUs (sm_80+) through CUDA C++: mma.sync (wgmma on sm_90a) tensor cores, cp.async (TMA on sm_90a) pipelines",

@@ -20,6 +20,7 @@ from tilecraft.backend.artifact import KernelInfo, TensorMapInfo
 from tilecraft.backend.codegen import DeviceCode
 from tilecraft.codegen import headers
 from tilecraft.codegen.c_family import storage_type, value_type
+from tilecraft.cuda.ir import MIN_BLOCKS_PER_SM
 from tilecraft.cuda.op.gemm_plan import WGMMA_VARIANTS
 from tilecraft.cuda.printer import CudaPrinter
 from tilecraft.cuda.wgmma import asm_functions, instruction_n
@@ -96,11 +97,24 @@ def _tensor_map_infos(func: PrimFunc, maps: dict[tuple, int]) -> tuple[TensorMap
     return tuple(TensorMapInfo(name, dtypes[name], box, swizzle) for name, box, swizzle in maps)
 
 
-def _declare_barriers(printer: CudaPrinter, rings: dict[int, tuple[int, int]]) -> None:
+def _phased_rings(body: S.Stmt) -> set[int]:
+    """The rings whose waits track the phase in a register (the others' waits compute their parity)."""
+    from tilecraft.cuda.ir import MbarWait, TmaCopy
+
+    rings = set()
+    for n in walk(body):
+        if isinstance(n, MbarWait) and n.parity is None:
+            rings.add(n.ring)
+        elif isinstance(n, TmaCopy) and n.ring == 0:
+            rings.add(0)
+    return rings
+
+
+def _declare_barriers(printer: CudaPrinter, rings: dict[int, tuple[int, int]], phased: set[int]) -> None:
     """The mbarriers, initialised by one thread and published to every thread and the TMA unit."""
     total = sum(count for count, _ in rings.values())
     printer.line(f"__shared__ __align__(8) uint64_t tc_mbar[{total}];")
-    for ring in rings:
+    for ring in (r for r in rings if r in phased):
         printer.line(f"uint32_t tc_phase{ring} = 0u;  // the parity each barrier of ring {ring} waits for")
     printer.line("if (tc_leader()) {")
     base = _ring_bases(rings)
@@ -167,9 +181,11 @@ def kernel_source(func: PrimFunc) -> str:
     for k, var in enumerate(launch.thread_vars):
         printer.line(f"const int32_t {printer.name(var)} = (int32_t)threadIdx.{'xyz'[k]};")
     if rings:
-        _declare_barriers(printer, rings)
+        _declare_barriers(printer, rings, _phased_rings(launch.body))
     printer.stmt(launch.body)
-    head = f'extern "C" __global__ void __launch_bounds__({threads}) {func.name}({params})'
+    min_blocks = S.annotation(launch.annotations, MIN_BLOCKS_PER_SM)
+    bounds = f"{threads}, {min_blocks}" if min_blocks else f"{threads}"
+    head = f'extern "C" __global__ void __launch_bounds__({bounds}) {func.name}({params})'
     return f"{head} {{\n{printer.text()}\n}}\n"
 
 

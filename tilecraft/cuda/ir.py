@@ -6,6 +6,10 @@ from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Expr, node
 from tilecraft.ir.stmt import Stmt
 
+# KernelLaunch annotation: the second argument of __launch_bounds__ (blocks per SM the kernel's registers
+# must allow); a warp-specialized kernel needs it for setmaxnreg (warp_specialize.RegisterSplit)
+MIN_BLOCKS_PER_SM = "min_blocks_per_sm"
+
 
 @node
 class GemmCall(Stmt):
@@ -116,26 +120,69 @@ class TmaCopy(Stmt):
     """A tile loaded by TMA: one elected thread announces `bytes` on mbarrier `stage` of `ring` and
     issues `loads`, which complete on it. Ring 0 is the kernel's synchronous barrier: every thread
     waits for the tile right after the issue. Other rings belong to a pipelined loop, which waits
-    with MbarWait where it consumes the stage."""
+    with MbarWait where it consumes the stage. `elected`: the statement already runs on one thread
+    alone (a warp-specialized producer), so it issues without electing one."""
 
     loads: tuple[TmaLoad, ...]
     bytes: int
     ring: int = 0
     stage: Expr | int = 0
+    elected: bool = False
 
 
 @node
 class MbarWait(Stmt):
-    """Every thread waits for the current phase of mbarrier `stage` of `ring` (and flips its phase bit)."""
+    """Every thread waits for a phase of mbarrier `stage` of `ring`: the current one, tracked by a phase
+    bit per barrier that the wait flips, or, when `parity` is given, the phase of that parity (the
+    warp-specialized rings compute it from the iteration)."""
+
+    ring: int
+    stage: Expr | int
+    parity: Expr | None = None
+
+
+@node
+class MbarArrive(Stmt):
+    """Lane 0 of every warp that runs it arrives once on mbarrier `stage` of `ring` (a consumer warp
+    releasing a pipeline stage to the producer); the ring counts one arrival per such warp."""
 
     ring: int
     stage: Expr | int
 
 
 @node
+class ProducerLoop(Stmt):
+    """The producer half of a warp-specialized pipeline (made by inject-software-pipeline): `body`
+    issues every tile of the loop and runs on one thread of an extra warpgroup, which the
+    warp-specialize pass adds after the `consumer_threads` the kernel was written for; until then
+    it stands where the loop stood, before the consumer half."""
+
+    body: Stmt
+    consumer_threads: int
+
+
+@node
+class SetMaxNReg(Stmt):
+    """`setmaxnreg.inc` / `.dec`: the warpgroup running it moves to `regs` registers per thread."""
+
+    regs: int
+    increase: bool
+
+
+@node
+class NamedBarrier(Stmt):
+    """`bar.sync barrier, threads`: a barrier among the `threads` threads that reach it (the consumer
+    warpgroups of a warp-specialized kernel, which must not wait for the producer)."""
+
+    barrier: int
+    threads: int
+
+
+@node
 class MbarRing(Stmt):
     """Declares `ring` as `stages` mbarriers of the kernel, each completing a phase after `arrivals`
-    TmaCopy arrivals (one per copy of a stage) and their bytes (ring 0, the synchronous one: 1 and 1)."""
+    arrivals: TmaCopy arrivals (one per copy of a stage) and their bytes (ring 0, the synchronous one:
+    1 and 1), or MbarArrive arrivals (one per consumer warp: a warp-specialized pipeline's empty ring)."""
 
     ring: int
     stages: int

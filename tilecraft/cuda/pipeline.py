@@ -18,6 +18,7 @@ from tilecraft.cuda.transform.pipeline import inject_software_pipeline
 from tilecraft.cuda.transform.shared_layouts import apply_shared_layouts
 from tilecraft.cuda.transform.strict_layouts import SHARED as SHARED_SCOPES
 from tilecraft.cuda.transform.strict_layouts import cuda_strict_layouts
+from tilecraft.cuda.transform.warp_specialize import warp_specialize
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import walk
@@ -127,6 +128,7 @@ PIPELINE = PassPipeline(
         widen_index_arithmetic,  # int64 where an index value may not fit its dtype
         narrow_shared_scopes(),  # shared buffers in scope from first to last use, so later ones reuse bytes
         insert_barriers(shared_accesses),  # __syncthreads between shared writes and other threads' reads
+        warp_specialize,  # a producer warpgroup issues the TMA loads of specialized pipelines (sm_90a)
         split_host_device,  # one device kernel per T.Kernel, a host function that launches them
         plan_shared_memory,  # dynamic shared memory offsets with reuse; launch sizes
     ),

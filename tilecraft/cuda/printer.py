@@ -14,8 +14,11 @@ from tilecraft.cuda.ir import (
     AsyncCopy,
     AsyncWait,
     GemmCall,
+    MbarArrive,
     MbarRing,
     MbarWait,
+    NamedBarrier,
+    SetMaxNReg,
     TmaCopy,
     VectorCopy,
     VectorStore,
@@ -45,10 +48,10 @@ class CudaPrinter(CFamilyPrinter):
         # mbarrier ring -> index of its first barrier in tc_mbar; (buffer, box, swizzle) -> tc_tmap<i>
         self.ring_base = ring_base or {}
         self.tensor_maps = tensor_maps or {}
-        if async_proxy_fence:
-            # wgmma reads shared memory through the async proxy: generic writes (stores, cp.async) must
-            # be fenced by their writer before the barrier that publishes them
-            self.barrier_statement = "tc_fence_proxy_async(); __syncthreads();"
+        # wgmma reads shared memory through the async proxy: generic writes (stores, cp.async) must be
+        # fenced by their writer before the barrier that publishes them
+        self.fence = "tc_fence_proxy_async(); " if async_proxy_fence else ""
+        self.barrier_statement = self.fence + "__syncthreads();"
 
     def index_type(self, buf: Buffer) -> str:
         return "int32_t" if buf.scope in ON_CHIP_32BIT else "int64_t"
@@ -108,16 +111,18 @@ class CudaPrinter(CFamilyPrinter):
 
     def _s_TmaCopy(self, s: TmaCopy) -> None:
         bar = self._barrier(s.ring, s.stage)
-        self.line("if (tc_leader()) {")
-        self.indent += 1
+        if not s.elected:
+            self.line("if (tc_leader()) {")
+            self.indent += 1
         self.line(f"tc_mbar_expect_tx({bar}, {s.bytes}u);")
         for load in s.loads:
             tmap = self.tensor_maps[(load.src.name, load.box, load.swizzle)]
             coords = ", ".join(f"(int32_t)({self.expr(c)})" for c in load.coords)
             dst = f"{self.name(load.dst)} + {self.expr(load.dst_offset)}"
             self.line(f"tc_tma_load<{len(load.coords)}>({dst}, tc_tmap{tmap}, {{{coords}}}, {bar});")
-        self.indent -= 1
-        self.line("}")
+        if not s.elected:
+            self.indent -= 1
+            self.line("}")
         if s.ring == 0:
             self._wait(0, 0)
 
@@ -136,7 +141,19 @@ class CudaPrinter(CFamilyPrinter):
         self.line("}")
 
     def _s_MbarWait(self, s: MbarWait) -> None:
-        self._wait(s.ring, s.stage)
+        if s.parity is None:
+            self._wait(s.ring, s.stage)
+        else:
+            self.line(f"tc_mbar_wait({self._barrier(s.ring, s.stage)}, (uint32_t)({self.expr(s.parity)}));")
+
+    def _s_MbarArrive(self, s: MbarArrive) -> None:
+        self.line(f"if ((threadIdx.x & 31u) == 0u) tc_mbar_arrive({self._barrier(s.ring, s.stage)});")
+
+    def _s_SetMaxNReg(self, s: SetMaxNReg) -> None:
+        self.line(f"tc_setmaxnreg_{'inc' if s.increase else 'dec'}<{s.regs}>();")
+
+    def _s_NamedBarrier(self, s: NamedBarrier) -> None:
+        self.line(f"{self.fence}tc_named_barrier({s.barrier}, {s.threads});")
 
     def _s_MbarRing(self, s: MbarRing) -> None:
         pass  # declared at the kernel's top (codegen.kernel_source)

@@ -123,10 +123,6 @@ BACKEND_READ: Mapping[str, str] = {
 }
 
 _NO_PASS = "tunes a TVM/TileLang pass that tilecraft does not have"
-_NO_HOPPER = (
-    "warp specialization is not generated yet (TMA loads and wgmma are: see tl.disable_tma_lower and "
-    "tl.disable_wgmma), so there is nothing to turn off"
-)
 _DEBUG_OUTPUT = "debug output of TileLang's own passes; use TILECRAFT_DUMP_IR or Kernel.source here"
 _PTXAS = "pass the ptxas option in tl.device_compile_flags (e.g. '--ptxas-options=-v') where ptxas is used"
 _SIMPLIFY_SUBKEY = "an option inside TileLang's tl.Simplify dict; tilecraft's simplifier takes no options"
@@ -142,7 +138,8 @@ NO_EFFECT: Mapping[str, str] = {
     K.TL_DISABLE_BUFFER_INIT_CHECK: "tilecraft has no buffer-initialization warning to silence",
     K.TL_DISABLE_DATA_RACE_CHECK: "tilecraft has no data-race checker to switch",
     K.TL_DISABLE_PRELOWER_SEMANTIC_CHECK: "tilecraft's semantic check always runs: lowering relies on it",
-    K.TL_DISABLE_WARP_SPECIALIZED: _NO_HOPPER,
+    K.TL_DISABLE_WARP_SPECIALIZED: "read by the backends that warp-specialize pipelines (sm_90a), which then "
+    "issue the TMA loads from the kernel's own threads; elsewhere there is no producer warpgroup to turn off",
     K.TL_PTXAS_REGISTER_USAGE_LEVEL: _PTXAS,
     K.TL_ENABLE_PTXAS_VERBOSE_OUTPUT: _PTXAS,
     K.TL_EMIT_LINE_DIRECTIVES: "generated sources carry no #line directives yet",

@@ -117,8 +117,9 @@ def disable_warp_group_reg_alloc() -> None:
     """TileLang's opt-out of warp-group register reallocation: accepted, with no effect.
 
     TileLang emits `setmaxnreg` for warp-specialized producer/consumer kernels and this call turns it
-    off; no tilecraft target emits warp-specialized register reallocation, so there is nothing to turn
-    off and the kernel is unchanged.
+    off. tilecraft's warp-specialized kernels always reallocate (the pass config
+    tl.disable_warp_specialized runs a kernel without a producer and without setmaxnreg), so the kernel
+    is unchanged.
     """
     builder.current("T.disable_warp_group_reg_alloc").kernel("T.disable_warp_group_reg_alloc")
 

@@ -388,6 +388,21 @@ TC_DEVICE void tc_mbar_wait(uint64_t* bar, uint32_t parity) {
         "r"(parity)
         : "memory");
 }
+// One arrival (release semantics: this thread's earlier reads of the stage are done) without a tx count.
+TC_DEVICE void tc_mbar_arrive(uint64_t* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(tc_smem_addr(bar)) : "memory");
+}
+// A barrier among `count` threads (a multiple of 32) of the block: warp-specialized consumers meet
+// without the producer warpgroup (barrier 0 is __syncthreads).
+TC_DEVICE void tc_named_barrier(uint32_t id, uint32_t count) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+// The executing warpgroup's registers per thread become N (a multiple of 8 in [24, 256]); every warp
+// of the warpgroup runs the same one. .inc waits until the block's pool, fed by .dec, has enough.
+template <int N>
+TC_DEVICE void tc_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N)); }
+template <int N>
+TC_DEVICE void tc_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N)); }
 // cp.async.bulk.tensor: the box at `c` (innermost coordinate first, in elements; negative and past the
 // edge read zero) of the tensor `map` describes, into shared memory at `dst`; completes on `bar`.
 template <int RANK>

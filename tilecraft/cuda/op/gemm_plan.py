@@ -24,6 +24,8 @@ MMA_INPUTS = ("float16", "bfloat16")
 SHARED = ("shared", "shared.dyn")
 DISABLE_WGMMA = "tl.disable_wgmma"  # TileLang's pass config: the mma.sync path on sm_90a too
 DISABLE_TMA = "tl.disable_tma_lower"  # TileLang's pass config: no TMA loads (cp.async instead)
+# TileLang's pass config: no producer warpgroup (the TMA loads issued by the consumers, in program order)
+DISABLE_WARP_SPECIALIZED = "tl.disable_warp_specialized"
 WGMMA_ARCH = "sm_90a"
 WARPGROUP_THREADS = 128
 WGMMA_VARIANTS = ("wgmma", "wgmma_rs")
@@ -89,6 +91,13 @@ def wgmma_enabled(target, pass_configs) -> bool:
 def tma_enabled(pass_configs) -> bool:
     """TMA loads into wgmma operand tiles unless the kernel's pass configs set tl.disable_tma_lower."""
     return not bool(pass_configs.get(DISABLE_TMA, False))
+
+
+def warp_specialization_enabled(target, pass_configs) -> bool:
+    """Pipelines of TMA loads and wgmma get a producer warpgroup (sm_90a with wgmma and TMA on) unless
+    the kernel's pass configs set tl.disable_warp_specialized."""
+    on = wgmma_enabled(target, pass_configs) and tma_enabled(pass_configs)
+    return on and not bool(pass_configs.get(DISABLE_WARP_SPECIALIZED, False))
 
 
 def _wgmma_plan(op: S.Gemm, threads: int, m: int, n: int, k: int) -> GemmPlan | None:

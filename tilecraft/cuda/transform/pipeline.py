@@ -13,6 +13,13 @@ bit, kept per ring) before consuming the stage. When the producers are all TMA a
 wgmma gemms, the gemms leave their last group in flight (`wait_group 1`): iteration k waits for tile
 k, issues its wgmmas (retiring iteration k-1's), meets the others at a barrier, and only then refills
 stage (k-1) % s with tile k+s-1; a `wait_group 0` after the loop completes the last group.
+
+Warp-specialized kernels (sm_90a unless tl.disable_warp_specialized; warp_specialize.py says which loops
+qualify) get two rings instead: `full` (one arrival: the producer's expect-tx of the stage's bytes) and
+`empty` (one arrival per consumer warp). The loop becomes a `ProducerLoop` issuing every tile k into stage
+k % s after waiting for that stage to be empty, then the consumer loop: wait for tile k, issue its
+wgmmas (leaving them in flight), release stage (k-1) % s, whose wgmmas have then completed; a
+`wait_group 0` follows. The warp-specialize pass later puts the two on their own warpgroups.
 """
 
 from __future__ import annotations
@@ -25,12 +32,16 @@ from tilecraft.cuda.ir import (
     AsyncCopy,
     AsyncWait,
     GemmCall,
+    MbarArrive,
     MbarRing,
     MbarWait,
+    ProducerLoop,
     TmaCopy,
     TmaLoad,
     WgmmaWait,
 )
+from tilecraft.cuda.op.gemm_plan import warp_specialization_enabled
+from tilecraft.cuda.transform.warp_specialize import note, specialization_candidate
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
@@ -132,13 +143,26 @@ class _Stage(Mutator):
 
 
 class _Pipeline(Mutator):
-    def __init__(self) -> None:
+    def __init__(self, specialize: bool = False) -> None:
         super().__init__()
         self.staged: dict[int, Buffer] = {}
         self.rings = 0  # mbarrier rings handed out in this function (ring 0 is the synchronous barrier)
+        self.specialize = specialize  # warp specialization is on (warp_specialization_enabled)
+        self.specialized: S.For | None = None  # the loop of the current kernel that gets a producer
+        self.consumer_threads = 0
 
     def mutate_Buffer(self, buf):
         return buf
+
+    def mutate_KernelLaunch(self, s: S.KernelLaunch) -> S.Stmt:
+        self.specialized = None
+        if self.specialize:
+            loop, reason = specialization_candidate(s)
+            if reason is not None:
+                note(loop, reason)
+            elif loop is not None:
+                self.specialized, self.consumer_threads = loop, s.threads[0]
+        return self.generic_mutate(s)
 
     def mutate_Allocate(self, s: S.Allocate) -> S.Stmt:
         body = self.mutate(s.body)
@@ -149,17 +173,18 @@ class _Pipeline(Mutator):
         return S.Allocate(new, body, span=s.span)
 
     def mutate_For(self, s: S.For) -> S.Stmt:
+        specialized = s is self.specialized
         s = self.generic_mutate(s)
         if s.kind is not S.ForKind.PIPELINED:
             return s
         stages = S.annotation(s.annotations, "num_stages") or 0
         if stages >= 2 and E.const_value(s.min) == 0:
-            rebuilt = self._pipeline(s, stages)
+            rebuilt = self._pipeline(s, stages, specialized)
             if rebuilt is not None:
                 return rebuilt
         return _synchronous(dataclasses.replace(s, kind=S.ForKind.SERIAL))
 
-    def _pipeline(self, loop: S.For, stages: int) -> S.Stmt | None:
+    def _pipeline(self, loop: S.For, stages: int, specialized: bool = False) -> S.Stmt | None:
         stmts = _stmts(loop.body)
         producers = [x for x in stmts if _is_producer(x)]
         consumers = [x for x in stmts if not _is_producer(x)]
@@ -174,6 +199,8 @@ class _Pipeline(Mutator):
                 buf.name, (E.const(stages), *buf.shape), buf.dtype, buf.scope, span=buf.span
             )
         staged = {k: self.staged[k] for k in buffers}
+        if specialized:
+            return self._specialized(loop, stages, producers, consumers, staged, tiles)
         cp_async = any(isinstance(n, AsyncCopy) for p in producers for n in walk(p))
         tma = sum(isinstance(p, TmaCopy) for p in producers)  # each one arrives on the stage's barrier
         if tma != sum(isinstance(n, TmaCopy) for p in producers for n in walk(p)):
@@ -211,6 +238,36 @@ class _Pipeline(Mutator):
         steady = S.For(k, E.const(0), n, S.ForKind.SERIAL, body, annotations, span=loop.span)
         return S.seq(*prologue, steady, *after)
 
+    def _specialized(self, loop: S.For, stages: int, producers: list[S.Stmt], consumers: list[S.Stmt],
+                     staged: dict[int, Buffer], tiles: dict[int, int]) -> S.Stmt:  # fmt: skip
+        """The producer loop and the consumer loop of a warp-specialized pipeline (module docstring)."""
+        full, empty = self.rings + 1, self.rings + 2
+        self.rings += 2
+        k, n = loop.loop_var, loop.extent
+        stage, use = E.floormod(k, stages), E.floordiv(k, stages)
+        copies = _stmts(_Stage(staged, stage, tiles, full).mutate(S.seq(*producers)))
+        # one expect-tx per tile: the full barrier completes on one arrival and all the stage's bytes
+        tile = TmaCopy(tuple(load for c in copies for load in c.loads), sum(c.bytes for c in copies), full,
+                       stage, elected=True, span=copies[0].span)  # fmt: skip
+        emptied = MbarWait(empty, stage, E.floormod(E.add(use, 1), 2))
+        produce = S.For(k, E.const(0), n, S.ForKind.SERIAL, S.seq(emptied, tile), span=loop.span)
+        gemms = _Stage(staged, stage, tiles).mutate(S.seq(*consumers))
+        in_flight = [dataclasses.replace(c, wait=1) for c in _stmts(gemms)]
+        # tile k-1's wgmmas have completed once tile k's return with one group in flight
+        previous = E.floormod(E.add(k, stages - 1), stages)
+        release = S.IfThenElse(E.compare(E.GT, k, 0), MbarArrive(empty, previous))
+        body = S.seq(MbarWait(full, stage, E.floormod(use, 2)), *in_flight, release)
+        annotations = ((PIPELINED_BUFFERS, tuple(staged.values())),)
+        consume = S.For(k, E.const(0), n, S.ForKind.SERIAL, body, annotations, span=loop.span)
+        threads = self.consumer_threads
+        return S.seq(
+            MbarRing(full, stages, 1),
+            MbarRing(empty, stages, threads // 32),
+            ProducerLoop(produce, threads, span=loop.span),
+            consume,
+            WgmmaWait(0, tuple({id(c.c): c.c for c in consumers}.values())),
+        )
+
 
 def _retarget_annotations(body: S.Stmt, old: Buffer, new: Buffer) -> S.Stmt:
     class _Swap(Mutator):
@@ -243,4 +300,5 @@ def _synchronous(loop: S.For) -> S.Stmt:
 @module_pass("inject-software-pipeline")
 def inject_software_pipeline(mod: IRModule, ctx) -> IRModule:
     """Pipelined loops overlap the cp.async copies of later tiles with the compute of the current one."""
-    return mod.with_functions(f.with_body(_Pipeline().mutate(f.body)) for f in mod.functions)
+    specialize = warp_specialization_enabled(ctx.target, ctx.pass_configs)
+    return mod.with_functions(f.with_body(_Pipeline(specialize).mutate(f.body)) for f in mod.functions)

@@ -1,0 +1,342 @@
+"""Warp-specialized TMA + wgmma pipelines on sm_90a without a GPU: the generated code's structure (a
+producer warpgroup after the consumers, setmaxnreg, full and empty mbarrier rings and their parities,
+no block barrier in the main loop, named barriers among consumers), the launch metadata, the register
+budget, the kernels that keep the pipeline without a producer (and the note saying why), and nvcc."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tilecraft
+import tilecraft.language as T
+from tilecraft.cuda.transform.warp_specialize import (
+    PRODUCER_THREADS,
+    REGISTERS_PER_SM,
+    SPLITS,
+    entry_registers,
+)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from hopper_check import build  # noqa: E402
+
+SM90A = "cuda -arch=sm_90a"
+OFF = {"tl.disable_warp_specialized": True}
+RAGGED = (1000, 1032, 520)
+# (block_M, block_N, block_K, threads, stages) -> (launch bounds, setmaxnreg dec / inc, consumer warps)
+CONFIGS = {
+    (128, 128, 64, 128, 3): ("256, 2", 24, 232, 4),
+    (128, 256, 64, 256, 3): ("384, 1", 40, 232, 8),
+    (64, 128, 64, 128, 3): ("256, 2", 24, 232, 4),
+}
+
+
+def _lower(func, configs=None):
+    art = tilecraft.lower(func, target=SM90A, pass_configs=configs)
+    src = art.device_sources["cuda-source"]
+    return art, src[src.index('extern "C" __global__') :]
+
+
+def _gemm(layout="NT", size=RAGGED, cfg=(128, 128, 64, 128, 3), dtype="bfloat16", configs=None):
+    return _lower(build(*size, *cfg, dtype, layout), configs)
+
+
+def _check(text: str, *patterns: str) -> None:
+    """FileCheck-style: each pattern occurs after the previous one."""
+    at = 0
+    for p in patterns:
+        found = text.find(p, at)
+        assert found >= 0, f"{p!r} not found after offset {at}"
+        at = found + len(p)
+
+
+def _between(text: str, start: str, end: str) -> str:
+    begin = text.index(start)
+    return text[begin : text.index(end, begin)]
+
+
+# ---------------------------------------------------------------- structure
+
+
+@pytest.mark.parametrize("cfg", list(CONFIGS), ids=lambda c: "x".join(map(str, c)))
+def test_a_producer_warpgroup_issues_the_tiles_and_the_consumers_run_wgmma(cfg):
+    bounds, dec, inc, warps = CONFIGS[cfg]
+    threads = cfg[3]
+    art, kernel = _gemm(cfg=cfg)
+    n = -(-RAGGED[2] // cfg[2])  # k tiles
+    _check(kernel, f"__launch_bounds__({bounds})", "uint64_t tc_mbar[6]",
+           "for (int i = 0; i < 3; ++i) tc_mbar_init(&tc_mbar[i], 1);",  # full: the producer's expect-tx
+           f"for (int i = 3; i < 6; ++i) tc_mbar_init(&tc_mbar[i], {warps});",  # empty: one per consumer warp
+           "tc_mbar_init_fence();", "__syncthreads();",
+           f"if ((tx >= {threads})) {{", f"tc_setmaxnreg_dec<{dec}>();", f"if ((tx == {threads})) {{",
+           f"for (int32_t ko = 0; ko < {n}; ++ko) {{",
+           "tc_mbar_wait(&tc_mbar[3 + (ko % 3)], (uint32_t)((((ko / 3) + 1) % 2)));",
+           "tc_mbar_expect_tx(&tc_mbar[0 + (ko % 3)], ", "tc_tma_load<2>(A_s + (((ko % 3) * ",
+           "tc_tma_load<2>(B_s + (((ko % 3) * ",
+           "} else {", f"tc_setmaxnreg_inc<{inc}>();",
+           f"for (int32_t ko = 0; ko < {n}; ++ko) {{",
+           "tc_mbar_wait(&tc_mbar[0 + (ko % 3)], (uint32_t)(((ko / 3) % 2)));",
+           "tc::gemm_wgmma<", ", 1>(A_s + (((ko % 3) * ",
+           "if ((ko > 0)) {", "if ((threadIdx.x & 31u) == 0u) tc_mbar_arrive(&tc_mbar[3 + ((ko + 2) % 3)]);",
+           "tc_wgmma_wait<0>();", "C[")  # fmt: skip
+    assert art.kernels[0].block == (threads + PRODUCER_THREADS,)
+    # the only block barrier publishes the mbarriers' initialisation, before the roles split
+    assert kernel.count("__syncthreads()") == 1
+    assert kernel.index("__syncthreads()") < kernel.index("tc_setmaxnreg_dec")
+    producer = _between(kernel, "tc_setmaxnreg_dec", "} else {")
+    assert "tc_leader()" not in producer and producer.count("tc_mbar_expect_tx(") == 1  # one per tile
+    assert "tc_phase" not in kernel  # the parities come from the iteration
+
+
+@T.prim_func
+def gemm_through_shared(A: T.Tensor((1024, 512), "float16"), B: T.Tensor((512, 1024), "float16"),
+                        C: T.Tensor((1024, 1024), "float16"), Flag: T.Tensor((8, 8), "int32")):  # fmt: skip
+    with T.Kernel(8, 8, threads=128) as (bx, by):
+        A_s = T.alloc_shared((128, 64), "float16")
+        B_s = T.alloc_shared((64, 128), "float16")
+        C_s = T.alloc_shared((128, 128), "float16")
+        C_l = T.alloc_fragment((128, 128), "float32")
+        tx = T.get_thread_binding()
+        T.clear(C_l)
+        for ko in T.Pipelined(8, num_stages=3):
+            T.copy(A[by * 128, ko * 64], A_s)
+            T.copy(B[ko * 64, bx * 128], B_s)
+            T.gemm(A_s, B_s, C_l)
+        T.copy(C_l, C_s)
+        T.copy(C_s, C[by * 128, bx * 128])
+        if tx == 127:
+            Flag[by, bx] = 1
+
+
+def test_the_consumers_epilogue_meets_at_a_named_barrier_without_the_producer():
+    """Code around the loop runs on the consumers only, with the thread indices it was written for."""
+    art, kernel = _lower(gemm_through_shared)
+    consumer = kernel[kernel.index("} else {") :]
+    _check(consumer, "tc_setmaxnreg_inc<232>();", "tc_wgmma_wait<0>();", "C_s[",
+           "tc_fence_proxy_async(); tc_named_barrier(1, 128);", "C + ", "if ((tx == 127))")  # fmt: skip
+    assert "__syncthreads" not in consumer and art.kernels[0].block == (256,)
+
+
+def test_disable_warp_specialized_keeps_the_ring_without_a_producer():
+    art, kernel = _gemm(configs=OFF)
+    assert "setmaxnreg" not in kernel and "tc_mbar_arrive" not in kernel
+    assert "__launch_bounds__(128)" in kernel and art.kernels[0].block == (128,)
+    _check(
+        kernel, "for (int32_t ko", "tc_mbar_wait(", "tc::gemm_wgmma<", "__syncthreads()", "tc_tma_load<2>("
+    )
+
+
+def test_the_other_paths_are_unchanged():
+    for configs in ({"tl.disable_tma_lower": True}, {"tl.disable_wgmma": True}):
+        art, kernel = _gemm(configs=configs)
+        assert "setmaxnreg" not in kernel and art.kernels[0].block == (128,)
+    art = tilecraft.lower(build(*RAGGED, 128, 128, 64, 128, 3, "bfloat16", "NT"), target="cuda -arch=sm_80")
+    assert "tc_setmaxnreg_inc<" not in art.source("cuda-source").split('extern "C"')[1]
+
+
+def test_fewer_k_tiles_than_stages():
+    _, kernel = _gemm(size=(256, 256, 64))  # one k tile, three stages
+    _check(kernel, "tc_setmaxnreg_dec<24>();", "tc_mbar_wait(&tc_mbar[3", "tc_tma_load<2>(A_s",
+           "tc_setmaxnreg_inc<232>();", "tc_mbar_wait(&tc_mbar[0", "tc::gemm_wgmma<", "tc_wgmma_wait<0>();")  # fmt: skip
+
+
+# ---------------------------------------------------------------- registers
+
+
+@pytest.mark.parametrize("groups", sorted(SPLITS))
+def test_the_register_split_fits_what_the_block_gets_at_launch(groups):
+    split = SPLITS[groups]
+    consumers = groups * 128
+    total = consumers + PRODUCER_THREADS
+    entry = entry_registers(total, split.min_blocks)
+    for regs in (split.producer, split.consumer):
+        assert regs % 8 == 0 and 24 <= regs <= 256  # PTX ISA: setmaxnreg's operand
+    assert split.producer <= entry <= split.consumer  # .dec lowers, .inc raises (else undefined)
+    assert PRODUCER_THREADS * split.producer + consumers * split.consumer <= total * entry
+    assert total * entry * split.min_blocks <= REGISTERS_PER_SM
+
+
+# ---------------------------------------------------------------- kernels that keep the plain ring
+
+
+@T.prim_func
+def gemm_with_a_scale(A: T.Tensor((512, 512), "float16"), B: T.Tensor((512, 512), "float16"),
+                      C: T.Tensor((512, 512), "float32")):  # fmt: skip
+    with T.Kernel(4, 4, threads=128) as (bx, by):
+        A_s = T.alloc_shared((128, 64), "float16")
+        B_s = T.alloc_shared((64, 128), "float16")
+        C_l = T.alloc_fragment((128, 128), "float32")
+        T.clear(C_l)
+        for ko in T.Pipelined(8, num_stages=3):
+            T.copy(A[by * 128, ko * 64], A_s)
+            T.copy(B[ko * 64, bx * 128], B_s)
+            T.gemm(A_s, B_s, C_l)
+            for i, j in T.Parallel(128, 128):
+                C_l[i, j] = C_l[i, j] * 0.5
+        T.copy(C_l, C[by * 128, bx * 128])
+
+
+@T.prim_func
+def gemm_of_512_threads(A: T.Tensor((512, 512), "float16"), B: T.Tensor((512, 512), "float16"),
+                        C: T.Tensor((512, 512), "float32")):  # fmt: skip
+    with T.Kernel(2, 2, threads=512) as (bx, by):
+        A_s = T.alloc_shared((256, 64), "float16")
+        B_s = T.alloc_shared((64, 256), "float16")
+        C_l = T.alloc_fragment((256, 256), "float32")
+        T.clear(C_l)
+        for ko in T.Pipelined(8, num_stages=3):
+            T.copy(A[by * 256, ko * 64], A_s)
+            T.copy(B[ko * 64, bx * 256], B_s)
+            T.gemm(A_s, B_s, C_l)
+        T.copy(C_l, C[by * 256, bx * 256])
+
+
+@T.prim_func
+def gemm_in_two_halves(A: T.Tensor((512, 512), "float16"), B: T.Tensor((512, 512), "float16"),
+                       C: T.Tensor((512, 512), "float32")):  # fmt: skip
+    with T.Kernel(4, 4, threads=128) as (bx, by):
+        A_s = T.alloc_shared((128, 64), "float16")
+        B_s = T.alloc_shared((64, 128), "float16")
+        C_l = T.alloc_fragment((128, 128), "float32")
+        T.clear(C_l)
+        for ko in T.Pipelined(4, num_stages=2):
+            T.copy(A[by * 128, ko * 64], A_s)
+            T.copy(B[ko * 64, bx * 128], B_s)
+            T.gemm(A_s, B_s, C_l)
+        for ko in T.Pipelined(4, num_stages=2):
+            T.copy(A[by * 128, ko * 64 + 256], A_s)
+            T.copy(B[ko * 64 + 256, bx * 128], B_s)
+            T.gemm(A_s, B_s, C_l)
+        T.copy(C_l, C[by * 128, bx * 128])
+
+
+@T.prim_func
+def gemm_reading_a_tile_after_the_loop(A: T.Tensor((512, 512), "float16"), B: T.Tensor((512, 512), "float16"),
+                                       C: T.Tensor((512, 512), "float32"), D: T.Tensor((512, 64), "float16")):  # fmt: skip
+    with T.Kernel(4, 4, threads=128) as (bx, by):
+        A_s = T.alloc_shared((128, 64), "float16")
+        B_s = T.alloc_shared((64, 128), "float16")
+        C_l = T.alloc_fragment((128, 128), "float32")
+        T.clear(C_l)
+        for ko in T.Pipelined(8, num_stages=3):
+            T.copy(A[by * 128, ko * 64], A_s)
+            T.copy(B[ko * 64, bx * 128], B_s)
+            T.gemm(A_s, B_s, C_l)
+        T.copy(C_l, C[by * 128, bx * 128])
+        T.copy(A_s, D[by * 128, 0])
+
+
+@T.prim_func
+def gemm_with_computed_offsets(A: T.Tensor((512, 512), "float16"), B: T.Tensor((512, 512), "float16"),
+                               C: T.Tensor((512, 512), "float32")):  # fmt: skip
+    with T.Kernel(4, 4, threads=128) as (bx, by):
+        A_s = T.alloc_shared((128, 64), "float16")
+        B_s = T.alloc_shared((64, 128), "float16")
+        C_l = T.alloc_fragment((128, 128), "float32")
+        row = T.alloc_var("int32")
+        row = by * 128
+        T.clear(C_l)
+        for ko in T.Pipelined(8, num_stages=3):
+            T.copy(A[row, ko * 64], A_s)
+            T.copy(B[ko * 64, bx * 128], B_s)
+            T.gemm(A_s, B_s, C_l)
+        T.copy(C_l, C[by * 128, bx * 128])
+
+
+@T.prim_func
+def gemm_with_a_cp_async_operand(A: T.Tensor((512, 512), "float16"), B: T.Tensor((512, 512), "float16"),
+                                 C: T.Tensor((512, 512), "float32")):  # fmt: skip
+    with T.Kernel(4, 4, threads=128) as (bx, by):
+        A_s = T.alloc_shared((128, 64), "float16")
+        B_s = T.alloc_shared((64, 128), "float16")
+        C_l = T.alloc_fragment((128, 128), "float32")
+        T.clear(C_l)
+        for ko in T.Pipelined(8, num_stages=3):
+            T.copy(A[by * 128, ko * 64], A_s)
+            T.copy(B[ko * 64, bx * 128], B_s, disable_tma=True)
+            T.gemm(A_s, B_s, C_l)
+        T.copy(C_l, C[by * 128, bx * 128])
+
+
+@pytest.mark.parametrize(
+    ("func", "threads", "reason"),
+    [
+        (gemm_with_a_cp_async_operand, 128, "a copy of the loop is not a TMA load (cp.async)"),
+        (gemm_with_a_scale, 128, "the loop body has other statements than TMA loads and gemms"),
+        (gemm_of_512_threads, 512, "threads=(512,)"),
+        (gemm_in_two_halves, 128, "the kernel has 2 T.Pipelined loops"),
+        (gemm_reading_a_tile_after_the_loop, 128, "a tile the loop loads is also used outside the loop"),
+        (gemm_with_computed_offsets, 128, "the TMA coordinates read on-chip values"),
+    ],
+    ids=[
+        "cp-async",
+        "other-statements",
+        "512-threads",
+        "two-loops",
+        "tile-used-after",
+        "on-chip-coordinates",
+    ],
+)
+def test_kernels_that_do_not_fit_keep_the_ring_and_a_verbose_note_says_why(func, threads, reason, capsys):
+    with tilecraft.settings.override(TILECRAFT_VERBOSE=True):
+        art, kernel = _lower(func)
+    err = capsys.readouterr().err
+    assert "T.Pipelined loop is not warp-specialized" in err and reason in err, err
+    assert "test_warp_specialize.py:" in err  # located at the user's loop
+    assert "setmaxnreg" not in kernel and "tc_mbar_arrive" not in kernel
+    assert art.kernels[0].block == (threads,) and f"__launch_bounds__({threads})" in kernel
+
+
+def test_operands_off_tma_keep_the_ring_with_a_note(capsys):
+    with tilecraft.settings.override(TILECRAFT_VERBOSE=True):
+        art, kernel = _gemm("NN", (1000, 1030, 520))  # B's rows of 2060 bytes: element copies
+    assert "not warp-specialized: the loop body has other statements" in capsys.readouterr().err
+    assert "setmaxnreg" not in kernel and art.kernels[0].block == (128,)
+
+
+# ---------------------------------------------------------------- nvcc
+
+
+def _ptxas(nvcc: str, source: str, tmp_path: Path) -> str:
+    path = tmp_path / "k.cu"
+    path.write_text(source)
+    done = subprocess.run([nvcc, "-arch=sm_90a", "-cubin", "-O3", "-Xptxas", "-v", "-o", str(tmp_path / "k.cubin"),
+                           str(path)], capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stderr
+
+
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN"])
+@pytest.mark.parametrize("cfg", [*CONFIGS, (128, 128, 32, 128, 4)], ids=lambda c: "x".join(map(str, c)))
+@pytest.mark.parametrize("size", [(4096, 4096, 4096), RAGGED], ids=["4096", "ragged"])
+def test_specialized_gemms_compile_for_sm90a_with_the_registers_setmaxnreg_assumes(nvcc, tmp_path, layout, cfg,
+                                                                                  size):  # fmt: skip
+    art, kernel = _gemm(layout, size, cfg, "float16")
+    assert "tc_setmaxnreg_inc<" in kernel
+    report = _ptxas(nvcc, art.device_sources["cuda-source"], tmp_path)
+    assert "C7508" not in report  # "'setmaxnreg' ignored; unable to determine register count at entry"
+    assert "0 bytes spill stores, 0 bytes spill loads" in report, report
+    split = SPLITS[cfg[3] // 128]
+    used = int(re.search(r"Used (\d+) registers", report).group(1))
+    assert used == entry_registers(cfg[3] + PRODUCER_THREADS, split.min_blocks), report
+
+
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN"])
+@pytest.mark.parametrize("cfg", list(CONFIGS), ids=lambda c: "x".join(map(str, c)))
+def test_unspecialized_ragged_gemms_compile_for_sm90a(nvcc, tmp_path, layout, cfg):
+    """The ring without a producer at the ragged size (test_tma.py compiles it at 4096^3)."""
+    art, kernel = _gemm(layout, cfg=cfg, configs=OFF)
+    assert "setmaxnreg" not in kernel
+    _ptxas(nvcc, art.device_sources["cuda-source"], tmp_path)
+
+
+@pytest.mark.parametrize("func", [gemm_through_shared, build(1000, 1032, 64, 128, 128, 64, 128, 3, "float16", "TN")],
+                         ids=["named-barrier-epilogue", "one-k-tile"])  # fmt: skip
+def test_more_specialized_kernels_compile(nvcc, tmp_path, func):
+    art, kernel = _lower(func)
+    assert "tc_setmaxnreg_inc<" in kernel
+    _ptxas(nvcc, art.device_sources["cuda-source"], tmp_path)

@@ -1,0 +1,326 @@
+"""Warp specialization of TMA + wgmma pipelines (sm_90a): a producer warpgroup issues the loads.
+
+Which loops: the only `T.Pipelined` loop of a kernel (num_stages >= 2, starting at 0) whose body is
+unconditional TMA copies and wgmma gemms with shared operands, at the kernel's top level (below its lets,
+allocations and layout annotations, not inside another loop or branch), in a kernel of 128 or 256 threads
+in one dimension. Anything else keeps the pipeline without a producer, with a note on stderr under
+TILECRAFT_VERBOSE saying why (`specialization_candidate`).
+
+inject-software-pipeline builds the two halves of such a loop (`ProducerLoop`, then the consumer loop);
+the `warp-specialize` pass, after barrier insertion, gives them their threads. The kernel gets one more
+warpgroup after the `threads` it was written for, so the thread indices user code reads keep their
+meaning. The statement sequence holding the loop becomes `if (tx >= threads) producer else consumer`:
+
+- producer (the extra warpgroup): `setmaxnreg.dec`, then its first thread alone runs every tile k:
+  wait until stage k % s is empty, announce the tile's bytes on the stage's full barrier and issue its
+  boxes;
+- consumer (the kernel's own threads): `setmaxnreg.inc`, then all the kernel's other code (the
+  accumulator's clear before the loop, the epilogue after it) and the consumer loop: wait for the
+  stage's full barrier, issue the wgmmas leaving one group in flight, then release the previous stage
+  (its group has completed) with one arrival per warp on its empty barrier. Barriers among consumers
+  are `bar.sync 1, threads`, so the producer is never waited for; the main loop has none.
+
+Phases: tile k is the (k / s)-th use of its stage, so the consumers wait for the full-barrier phase of
+parity (k / s) % 2 and the producer for the empty-barrier phase of parity (k / s + 1) % 2, the phase
+before: in the first round the barrier is still in its first phase, and a wait for the parity of the
+phase before the current one returns at once (CUTLASS starts its producer at phase 1 for this reason).
+Neither side can run a whole phase ahead of the other, so one parity bit tells the phases apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+from tilecraft import settings
+from tilecraft.backend.pipeline import module_pass
+from tilecraft.cuda.ir import (
+    MIN_BLOCKS_PER_SM,
+    AsyncCopy,
+    GemmCall,
+    NamedBarrier,
+    ProducerLoop,
+    SetMaxNReg,
+    TmaCopy,
+    shared_accesses,
+)
+from tilecraft.ir import expr as E
+from tilecraft.ir import stmt as S
+from tilecraft.ir.function import IRModule
+from tilecraft.ir.visitor import Mutator, free_vars, walk
+from tilecraft.transform.simt.barriers import is_sync
+
+PRODUCER_THREADS = 128  # one warpgroup: setmaxnreg applies to whole warpgroups
+CONSUMER_THREADS = (128, 256)  # one or two consumer warpgroups (SPLITS)
+REGISTERS_PER_SM = 65536
+CONSUMER_BARRIER = 1  # named barrier 0 is __syncthreads
+
+
+@dataclasses.dataclass(frozen=True)
+class RegisterSplit:
+    """Registers per thread after setmaxnreg, and the blocks per SM the launch bounds promise.
+
+    With `__launch_bounds__(threads, min_blocks)` ptxas gives every thread of a kernel that runs
+    setmaxnreg the most registers that fit (`entry_registers`); the producer releases registers into the
+    block's pool and the consumers take them from it, so producer + consumers must fit what the block
+    got at launch (PTX ISA, setmaxnreg: a per-CTA pool; `.inc` blocks until the pool has enough).
+    """
+
+    producer: int
+    consumer: int
+    min_blocks: int
+
+
+# One consumer warpgroup: two blocks per SM, as the kernel has without a producer (128 registers at entry,
+# 24 + 232 = 2 x 128). Two: one block of 384 threads at 168 (40 + 2 x 232 = 3 x 168, as CUTLASS does).
+SPLITS = {1: RegisterSplit(24, 232, 2), 2: RegisterSplit(40, 232, 1)}
+
+
+def entry_registers(threads: int, min_blocks: int) -> int:
+    """The registers per thread ptxas gives a kernel that runs setmaxnreg under `__launch_bounds__(threads,
+    min_blocks)`: all that fit, in units of 8 (ptxas -v says so for the SPLITS launches, 256 x 2 and
+    384 x 1; the nvcc tests check every specialized gemm against it)."""
+    return REGISTERS_PER_SM // (threads * min_blocks) // 8 * 8
+
+
+# ---------------------------------------------------------------- which loops
+
+
+def specialization_candidate(launch: S.KernelLaunch) -> tuple[S.For | None, str | None]:
+    """The kernel's pipelined loop and why it cannot get a producer warpgroup (None: it can); (None,
+    None) when the kernel has no pipelined loop."""
+    loops = [n for n in walk(launch.body) if isinstance(n, S.For) and n.kind is S.ForKind.PIPELINED]
+    if not loops:
+        return None, None
+    loop = loops[0]
+    reason = (
+        _threads_refusal(launch)
+        or _count_refusal(loops)
+        or _loop_refusal(loop)
+        or _producer_refusal(loop, launch)
+        or _placement_refusal(launch.body, loop)
+    )
+    return loop, reason
+
+
+def _threads_refusal(launch: S.KernelLaunch) -> str | None:
+    if len(launch.threads) != 1 or len(launch.thread_vars) != 1 or launch.threads[0] not in CONSUMER_THREADS:
+        return f"threads={launch.threads} (a producer is added to 128 or 256 threads in one dimension)"
+    return None
+
+
+def _count_refusal(loops: list[S.For]) -> str | None:
+    if len(loops) > 1:
+        return f"the kernel has {len(loops)} T.Pipelined loops (a producer serves a kernel's only one)"
+    return None
+
+
+def _loop_refusal(loop: S.For) -> str | None:
+    stages = S.annotation(loop.annotations, "num_stages") or 0
+    if stages < 2 or E.const_value(loop.min) != 0:
+        return f"num_stages={stages} (a producer needs at least 2 stages) or the loop does not start at 0"
+    stmts = list(loop.body.stmts) if isinstance(loop.body, S.SeqStmt) else [loop.body]
+    nested = [n for s in stmts if not isinstance(s, TmaCopy) for n in walk(s) if isinstance(n, TmaCopy)]
+    if nested:
+        return "a TMA copy of the loop is under a condition or in a loop"
+    if any(isinstance(n, AsyncCopy) for n in walk(loop.body)):
+        return "a copy of the loop is not a TMA load (cp.async)"
+    if not any(isinstance(s, TmaCopy) for s in stmts):
+        return "the loop has no TMA load"
+    for s in stmts:
+        if isinstance(s, GemmCall) and s.variant != "wgmma":
+            kind = "A in registers" if s.variant.endswith("rs") else "mma.sync or FMA"
+            return f"a T.gemm of the loop is not a wgmma of shared operands ({s.variant}: {kind})"
+        if not isinstance(s, (TmaCopy, GemmCall)):
+            return f"the loop body has other statements than TMA loads and gemms{_line(s)}"
+    return None
+
+
+def _producer_refusal(loop: S.For, launch: S.KernelLaunch) -> str | None:
+    """The producer computes the tiles' coordinates alone: they may use the loop, block and kernel
+    variables, not the thread index or on-chip values the consumers compute."""
+    copies = [s for s in walk(loop.body) if isinstance(s, TmaCopy)]
+    exprs = [loop.extent, *(c for copy in copies for load in copy.loads for c in load.coords)]
+    threads = {id(v) for v in launch.thread_vars}
+    if any(id(v) in threads for v in free_vars(tuple(exprs))):
+        return "the TMA coordinates depend on the thread index"
+    if any(isinstance(n, E.BufferLoad) and n.buffer.scope != "global" for e in exprs for n in walk(e)):
+        return "the TMA coordinates read on-chip values"
+    tiles = {id(load.dst) for copy in copies for load in copy.loads}
+    outside = [n for n in walk(launch.body) if _uses(n, tiles) and not _inside(n, loop)]
+    if outside:
+        return "a tile the loop loads is also used outside the loop"
+    return None
+
+
+def _uses(n, tiles: set[int]) -> bool:
+    if isinstance(n, (E.BufferLoad, S.BufferStore)):
+        return id(n.buffer) in tiles
+    found = shared_accesses(n)
+    return found is not None and any(id(buf) in tiles for buf in (*found[0], *found[1]))
+
+
+def _inside(n, loop: S.For) -> bool:
+    return any(m is n for m in walk(loop.body))
+
+
+def _placement_refusal(body: S.Stmt, loop: S.For) -> str | None:
+    found = split_point(body, lambda s: s is loop)
+    if found is None:
+        return "the loop is inside another loop or a branch (only the kernel's top-level code is split)"
+    return None
+
+
+def _line(s: S.Stmt) -> str:
+    return f" (line {s.span.line})" if s.span is not None else ""
+
+
+def note(loop: S.For, reason: str) -> None:
+    """The TILECRAFT_VERBOSE note of a pipelined loop that keeps the pipeline without a producer."""
+    if settings.get("TILECRAFT_VERBOSE"):
+        where = f"{loop.span.file}:{loop.span.line}: " if loop.span is not None else ""
+        print(f"tilecraft: {where}T.Pipelined loop is not warp-specialized: {reason}", file=sys.stderr)
+
+
+# ---------------------------------------------------------------- where the kernel splits
+
+
+def _inert(s: S.Stmt) -> bool:
+    """Statements every thread may run before the split: barriers, layout annotations, nothing."""
+    if isinstance(s, S.SeqStmt):
+        return all(_inert(c) for c in s.stmts)
+    return is_sync(s) or isinstance(s, S.AnnotateLayout)
+
+
+def _holds(s: S.Stmt, is_target) -> bool:
+    return any(is_target(n) for n in walk(s) if isinstance(n, S.Stmt))
+
+
+def split_point(body: S.Stmt, is_target) -> S.Stmt | None:
+    """The statement the producer / consumer branch replaces: below the kernel's lets, allocations and
+    inert statements, the first sequence with other code beside the target (or the target itself);
+    from there to the target, sequences only. None where the target sits in a loop, a branch or a
+    scope below other code."""
+    node = body
+    while not is_target(node):
+        if isinstance(node, (S.LetStmt, S.Allocate)):
+            node = node.body
+            continue
+        if not isinstance(node, S.SeqStmt):
+            return None
+        holders = [c for c in node.stmts if _holds(c, is_target)]
+        if len(holders) != 1:
+            return None
+        if all(c is holders[0] or _inert(c) for c in node.stmts):
+            node = holders[0]
+            continue
+        return node if _through_sequences(holders[0], is_target) else None
+    return node
+
+
+def lift_allocations(body: S.Stmt, is_target) -> S.Stmt:
+    """`body` with every allocation around the target moved out to enclose the whole body: both
+    branches of the split use the staged tiles, so they must be in scope around it (narrow-shared-scopes
+    may have placed them below other code, to reuse their bytes after the loop)."""
+    lifted: list[S.Allocate] = []
+
+    def strip(s: S.Stmt) -> S.Stmt:
+        if not _holds(s, is_target):
+            return s
+        if isinstance(s, S.Allocate):
+            lifted.append(s)
+            return strip(s.body)
+        if isinstance(s, S.LetStmt):
+            return dataclasses.replace(s, body=strip(s.body))
+        if isinstance(s, S.SeqStmt):
+            return S.SeqStmt(tuple(strip(c) for c in s.stmts))
+        return s  # a loop or a branch: split_point refuses the target there
+
+    out = strip(body)
+    for alloc in reversed(lifted):
+        out = dataclasses.replace(alloc, body=out)
+    return out
+
+
+def _through_sequences(s: S.Stmt, is_target) -> bool:
+    if is_target(s):
+        return True
+    return isinstance(s, S.SeqStmt) and any(_through_sequences(c, is_target) for c in s.stmts)
+
+
+# ---------------------------------------------------------------- the pass
+
+
+def _without(s: S.Stmt, producer: ProducerLoop) -> S.Stmt:
+    if s is producer:
+        return S.SeqStmt(())
+    if isinstance(s, S.SeqStmt):
+        return S.seq(*(_without(c, producer) for c in s.stmts))
+    return s
+
+
+class _ConsumerBarriers(Mutator):
+    """Block barriers of the consumer half become barriers among the consumers."""
+
+    def __init__(self, threads: int) -> None:
+        super().__init__()
+        self.threads = threads
+
+    def mutate_Buffer(self, buf):
+        return buf
+
+    def mutate_Evaluate(self, s: S.Evaluate) -> S.Stmt:
+        return NamedBarrier(CONSUMER_BARRIER, self.threads, span=s.span) if is_sync(s) else s
+
+
+class _Replace(Mutator):
+    def __init__(self, old: S.Stmt, new: S.Stmt) -> None:
+        super().__init__()
+        self.old, self.new = old, new
+
+    def mutate_Buffer(self, buf):
+        return buf
+
+    def mutate(self, node):
+        return self.new if node is self.old else super().mutate(node)
+
+
+def _specialize(launch: S.KernelLaunch) -> S.KernelLaunch:
+    producers = [n for n in walk(launch.body) if isinstance(n, ProducerLoop)]
+    if not producers:
+        return launch
+    producer = producers[0]
+    launch = dataclasses.replace(launch, body=lift_allocations(launch.body, lambda s: s is producer))
+    point = split_point(launch.body, lambda s: s is producer)
+    assert point is not None, "inject-software-pipeline made a producer loop the split cannot place"
+    threads = producer.consumer_threads
+    split = SPLITS[threads // PRODUCER_THREADS]
+    tx = launch.thread_vars[0]
+    issue = S.IfThenElse(E.compare(E.EQ, tx, threads), producer.body)  # the producer's first thread
+    consume = _ConsumerBarriers(threads).mutate(_without(point, producer))
+    branch = S.IfThenElse(
+        E.compare(E.GE, tx, threads),
+        S.seq(SetMaxNReg(split.producer, False), issue),
+        S.seq(SetMaxNReg(split.consumer, True), consume),
+        span=producer.span,
+    )
+    return dataclasses.replace(
+        launch,
+        body=_Replace(point, branch).mutate(launch.body),
+        threads=(threads + PRODUCER_THREADS,),
+        annotations=(*launch.annotations, (MIN_BLOCKS_PER_SM, split.min_blocks)),
+    )
+
+
+class _Kernels(Mutator):
+    def mutate_Buffer(self, buf):
+        return buf
+
+    def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
+        return _specialize(launch)
+
+
+@module_pass("warp-specialize")
+def warp_specialize(mod: IRModule, ctx) -> IRModule:
+    """A kernel with a producer loop runs it on an extra warpgroup; its other code runs on the consumers."""
+    return mod.with_functions(f.with_body(_Kernels().mutate(f.body)) for f in mod.functions)
