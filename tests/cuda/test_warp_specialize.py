@@ -340,3 +340,11 @@ def test_more_specialized_kernels_compile(nvcc, tmp_path, func):
     art, kernel = _lower(func)
     assert "tc_setmaxnreg_inc<" in kernel
     _ptxas(nvcc, art.device_sources["cuda-source"], tmp_path)
+
+
+def test_two_pipelined_loops_over_one_tile_share_one_staged_allocation(nvcc, tmp_path):
+    """Each loop staged the tile anew and only the last copy was allocated; the first loop's accesses
+    then named a buffer out of scope once narrow-shared-scopes placed it (nvcc: A_s undefined)."""
+    art, kernel = _lower(gemm_in_two_halves)
+    assert kernel.count("uint16_t* __restrict__ A_s = ") == 1
+    _ptxas(nvcc, art.device_sources["cuda-source"], tmp_path)

@@ -146,6 +146,8 @@ class _Pipeline(Mutator):
     def __init__(self, specialize: bool = False) -> None:
         super().__init__()
         self.staged: dict[int, Buffer] = {}
+        # every staged buffer made for one tile: two pipelined loops over a tile make one each
+        self.versions: dict[int, list[Buffer]] = {}
         self.rings = 0  # mbarrier rings handed out in this function (ring 0 is the synchronous barrier)
         self.specialize = specialize  # warp specialization is on (warp_specialization_enabled)
         self.specialized: S.For | None = None  # the loop of the current kernel that gets a producer
@@ -166,10 +168,14 @@ class _Pipeline(Mutator):
 
     def mutate_Allocate(self, s: S.Allocate) -> S.Stmt:
         body = self.mutate(s.body)
-        new = self.staged.get(id(s.buffer))
-        if new is None:
+        versions = self.versions.get(id(s.buffer))
+        if not versions:
             return S.Allocate(s.buffer, body, span=s.span)
-        body = _retarget_annotations(body, s.buffer, new)
+        # One allocation for the tile: the version with the most stages serves every loop (a loop with
+        # fewer stages indexes only its first ones).
+        new = max(versions, key=lambda b: E.const_value(b.shape[0]))
+        for old in (s.buffer, *(v for v in versions if v is not new)):
+            body = _retarget_annotations(body, old, new)
         return S.Allocate(new, body, span=s.span)
 
     def mutate_For(self, s: S.For) -> S.Stmt:
@@ -195,9 +201,9 @@ class _Pipeline(Mutator):
         }
         tiles = {key: _tile_elems(buf) for key, buf in buffers.items()}
         for key, buf in buffers.items():
-            self.staged[key] = Buffer(
-                buf.name, (E.const(stages), *buf.shape), buf.dtype, buf.scope, span=buf.span
-            )
+            staged_buf = Buffer(buf.name, (E.const(stages), *buf.shape), buf.dtype, buf.scope, span=buf.span)
+            self.staged[key] = staged_buf
+            self.versions.setdefault(key, []).append(staged_buf)
         staged = {k: self.staged[k] for k in buffers}
         if specialized:
             return self._specialized(loop, stages, producers, consumers, staged, tiles)
