@@ -19,6 +19,7 @@ from tests.conformance import keep_dim as KD
 from tests.conformance import register_operands as R
 from tests.conformance import shared_operands as SO
 from tests.conformance import shared_reuse as SR
+from tests.conformance import views as V
 from tests.language import kernels as K
 from tests.transform import kernels as D
 
@@ -447,6 +448,7 @@ CASES = [
     Case("shared_tile_read_by_a_128_row_and_a_32_row_gemm", SO.k_shared_by_two_gemms, SO.inputs, SO.reference,
          2e-3),
     Case("shared_tiles_reused_after_the_loop", SR.gemm_with_shared_epilogue, SR.inputs, SR.reference, 2e-3),
+    Case("views_alias_their_base", V.views_alias_their_base, V.alias_inputs, V.alias_reference),
 ]  # fmt: skip
 
 DYNAMIC_SIZES = (1000, 4097, 5)

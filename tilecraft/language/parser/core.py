@@ -331,13 +331,29 @@ class Parser:
             self.scope.names[name] = value
 
     def _name_output(self, buf: Buffer, name: str) -> Buffer:
-        """`C = T.empty(...)` and `W = T.alloc_global(...)` name the buffer after the variable."""
+        """`C = T.empty(...)`, `W = T.alloc_global(...)` and `V = T.Tensor(shape, dtype, A.data)` name
+        the buffer after the variable."""
         for made, prefix in ((self.builder.outputs, "out"), (self.builder.workspaces, "workspace")):
             for k, out in enumerate(made):
                 if out is buf and out.name.startswith(prefix):
                     made[k] = dataclasses.replace(buf, name=name)
                     return made[k]
+        views = self.builder.unnamed_views
+        for k, view in enumerate(views):
+            if view is buf:
+                del views[k]
+                return dataclasses.replace(buf, name=name)
         return buf
+
+    def inner_vars(self) -> set[int]:
+        """Ids of the Vars bound inside the current T.Kernel: block and thread indices, loop variables
+        and names assigned in it (what a value fixed for the whole function may not use)."""
+        ids = {id(v) for k in self.builder.kernels for v in (*k.block_vars, *k.thread_vars)}
+        scope = self.scope
+        while scope is not None and scope.kind not in ("function", "macro"):
+            ids |= {id(v) for v in scope.names.values() if isinstance(v, Var)}
+            scope = scope.parent
+        return ids
 
     def _check_rebind(self, name: str, node: ast.stmt) -> None:
         owner = self.scope.owner(name)
