@@ -250,8 +250,7 @@ class Printer:
 
     def _declare_views(self, s: S.Stmt) -> None:
         """`V = T.Tensor(shape, dtype, A.data)` for the views `s` uses, just before the function-level
-        statement `s`: after the names their shapes may use (bound before the kernels), and before
-        every kernel that uses them."""
+        statement `s`: once, in scope for every kernel after it."""
         used = {id(n) for n in walk(s) if isinstance(n, Buffer)}
         for view in [v for v in self.pending_views if id(v) in used]:
             shape = self.value(tuple(view.shape))

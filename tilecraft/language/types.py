@@ -132,6 +132,6 @@ def const(names: str | Sequence[str], dtype="int32") -> Var | tuple[Var, ...]:
 def empty(shape, dtype="float32") -> Buffer:
     """An output tensor allocated by the call (eager style); return it from the kernel function."""
     b = builder.current("T.empty")
-    buf = Buffer(f"out{len(b.outputs)}", _dims(shape), dt.as_dtype(dtype))
+    buf = Buffer(f"out{len(b.outputs)}", b.parser.without_lets(_dims(shape)), dt.as_dtype(dtype))
     b.outputs.append(buf)
     return buf

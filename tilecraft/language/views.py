@@ -36,6 +36,7 @@ def view(dims: tuple[E.Expr, ...], dtype, data) -> Buffer:
             hint=f"declare the view with {base.name}'s dtype, {base.dtype}, and convert values with T.cast",
         )
     _check_dims(b, dims)
+    dims = b.parser.without_lets(dims)
     _check_size(b, dims, base)
     root = base.base if base.base is not None else base
     buf = Buffer(f"{base.name}_view", dims, dtype, base=root, span=b.span)

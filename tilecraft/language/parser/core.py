@@ -19,7 +19,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Expr, Var
 from tilecraft.ir.function import WORKSPACE_ATTR, PrimFunc
-from tilecraft.ir.visitor import walk
+from tilecraft.ir.visitor import substitute, walk
 from tilecraft.language import builder as B
 from tilecraft.language.kernel import KernelSpec
 from tilecraft.language.loops import LoopSpec, python_range
@@ -79,6 +79,8 @@ class Parser:
         self.pending_tensors: dict[str, int] = {}
         self.returned: Any = None
         self.macro_calls: list[str] = []  # the macros being expanded, outermost first
+        # What each name bound to an IR expression (a LetStmt) stands for, in terms of unbound symbols.
+        self.let_values: dict[Var, Expr] = {}
 
     # ------------------------------------------------------------------ entry points
 
@@ -376,6 +378,13 @@ class Parser:
         span = self.span(node)
         self.items.append(_Wrapper(lambda body, v=var, x=value: S.LetStmt(v, x, body, span=span)))
         self.scope.names[name] = var
+        self.let_values[var] = substitute(value, self.let_values)
+
+    def without_lets(self, exprs: tuple[Expr, ...]) -> tuple[Expr, ...]:
+        """`exprs` with every name bound by a LetStmt replaced by its value: the shape of a tensor the
+        host allocates or views (`OH = (H + 2 * P - K) // S + 1` before `T.empty((N, OH, OW, F))`) must
+        be computable from the symbols alone, where no LetStmt is in scope."""
+        return tuple(substitute(e, self.let_values) for e in exprs)
 
     def _store_target(self, target: ast.Subscript) -> tuple[Buffer, list[Expr]]:
         base = self.evaluator.eval(target.value)
