@@ -604,6 +604,18 @@ def case_buffer_views():
     return buffer_views
 
 
+@case
+def case_im2col():
+    @T.prim_func
+    def im2col(img: T.Tensor((2, 9, 9, 3), "float16"), out: T.Tensor((162, 27), "float16")):
+        with T.Kernel(T.ceildiv(162, 64), threads=128) as bx:
+            col = T.alloc_shared((64, 32), "float16")
+            T.im2col(img, col, bx, 0, 3, 1, 1, 1)
+            T.copy(col, out[bx * 64, 0])
+
+    return im2col
+
+
 def module_of_two():
     @T.prim_func
     def producer(A: T.Tensor((M,), "float32")):
@@ -730,6 +742,18 @@ def test_views_print_as_tensors_over_their_base_data():
     )
     views = [b for b in walk(CASES["buffer_views"]().body) if isinstance(b, Buffer) and b.base is not None]
     assert {(v.name, v.base.name) for v in views} == {("out_flat", "Out"), ("w_flat", "W")}
+
+
+def test_im2col_expands_to_a_guarded_parallel_nest():
+    """T.im2col is a T.Parallel nest over the tile: no node of its own, so no backend needs one."""
+    func = CASES["im2col"]()
+    loops = nodes_of(func, stmt.For)
+    assert [(f.kind, expr.const_value(f.extent)) for f in loops] == [
+        (stmt.ForKind.PARALLEL, 64),
+        (stmt.ForKind.PARALLEL, 32),
+    ]
+    assert len(nodes_of(func, stmt.IfThenElse)) == 1
+    assert "for i, j in T.Parallel(64, 32):" in print_ir(func)
 
 
 def test_for_kinds_and_starts():

@@ -852,7 +852,7 @@ def swizzle_with_an_empty_panel():
     return k
 
 
-# ---------------------------------------------------------------------------------- views
+# ---------------------------------------------------------------------------------- views and im2col
 
 
 @case(ParseError, r"the view \(64, 16\) holds 1024 elements but W \(3, 3, 8, 12\) holds 864",
@@ -966,6 +966,49 @@ def view_of_a_strided_tensor():
         with T.Kernel(1, threads=32):
             flat = T.Tensor((32,), "float32", A.data)  # <- error
             flat[0] = 1.0
+
+    return k
+
+
+@case(ParseError, r"T.im2col reads an image of 4 dims \(N, H, W, C\); got img with 3 dims")
+def im2col_of_a_3d_image():
+    @T.prim_func
+    def k(img: T.Tensor((8, 8, 4), "float16"), out: T.Tensor((64, 36), "float16")):
+        with T.Kernel(1, threads=128):
+            col = T.alloc_shared((64, 32), "float16")
+            T.im2col(img, col, 0, 0, 3, 1, 1, 1)  # <- error
+            T.copy(col, out)
+
+    return k
+
+
+@case(ParseError, r"T.im2col fills an on-chip tile, but out is a global buffer")
+def im2col_into_global_memory():
+    @T.prim_func
+    def k(img: T.Tensor((1, 8, 8, 4), "float16"), out: T.Tensor((64, 36), "float16")):
+        with T.Kernel(1, threads=128):
+            T.im2col(img, out, 0, 0, 3, 1, 1, 1)  # <- error
+
+    return k
+
+
+@case(ParseError, r"T.im2col's stride is 0; it must be at least 1")
+def im2col_with_stride_zero():
+    @T.prim_func
+    def k(img: T.Tensor((1, 8, 8, 4), "float16"), out: T.Tensor((64, 36), "float16")):
+        with T.Kernel(1, threads=128):
+            col = T.alloc_shared((64, 32), "float16")
+            T.im2col(img, col, 0, 0, 3, 0, 1, 1)  # <- error
+            T.copy(col, out)
+
+    return k
+
+
+@case(ParseError, r"T.im2col is only valid inside `with T.Kernel\(...\)`")
+def im2col_outside_a_kernel():
+    @T.prim_func
+    def k(img: T.Tensor((1, 8, 8, 4), "float16"), out: T.Tensor((64, 36), "float16")):
+        T.im2col(img, out, 0, 0, 3, 1, 1, 1)  # <- error
 
     return k
 
