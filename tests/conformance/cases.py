@@ -13,12 +13,14 @@ import ml_dtypes
 import numpy as np
 
 import tilecraft.language as T
+from tests.conformance import convolution as CV
 from tests.conformance import fragment_rows as FR
 from tests.conformance import global_layouts as G
 from tests.conformance import keep_dim as KD
 from tests.conformance import register_operands as R
 from tests.conformance import shared_operands as SO
 from tests.conformance import shared_reuse as SR
+from tests.conformance import views as V
 from tests.language import kernels as K
 from tests.transform import kernels as D
 
@@ -447,6 +449,11 @@ CASES = [
     Case("shared_tile_read_by_a_128_row_and_a_32_row_gemm", SO.k_shared_by_two_gemms, SO.inputs, SO.reference,
          2e-3),
     Case("shared_tiles_reused_after_the_loop", SR.gemm_with_shared_epilogue, SR.inputs, SR.reference, 2e-3),
+    Case("convolution_im2col_and_views", CV.conv2d, CV.conv_inputs, CV.conv_reference, TOL[F16]),
+    Case("convolution_fragment_into_an_output_view", CV.conv2d_fragment_out, CV.conv_inputs, CV.conv_reference,
+         TOL[F16]),
+    Case("im2col_tiles_stride_dilation_padding", CV.im2col_tiles, CV.im2col_inputs, CV.im2col_reference, 0.0),
+    Case("views_alias_their_base", V.views_alias_their_base, V.alias_inputs, V.alias_reference),
 ]  # fmt: skip
 
 DYNAMIC_SIZES = (1000, 4097, 5)

@@ -94,6 +94,50 @@ def test_eager_style_outputs(backend_ctx):
     assert rel_error(backend.to_host(c), f64(a) * 2 + f64(b)) <= 1e-6
 
 
+def test_convolution_in_the_eager_style(backend_ctx):
+    """TileLang's example_convolution.py kernel as written: T.const sizes, OH and OW bound before the
+    T.empty output, views of the weights and of that output, bound by the call (ragged for the tiles)."""
+    from tests.conformance import convolution as CV
+
+    target, execution = backend_ctx.target, backend_ctx.execution.name
+
+    @tilecraft.jit(target=target, execution_backend=execution)
+    def convolution(data, kernel, S, D, P, block_M, block_N, block_K, num_stages, threads):
+        N, C, H, W, F, K = T.const("N, C, H, W, F, K")
+        KH, KW = K, K
+        OH = (H + 2 * P - D * (K - 1) - 1) // S + 1
+        OW = (W + 2 * P - D * (K - 1) - 1) // S + 1
+        dtype, accum_dtype = T.float16, T.float32
+        data: T.Tensor((N, H, W, C), dtype)
+        kernel: T.Tensor((KH, KW, C, F), dtype)
+        out = T.empty((N, OH, OW, F), dtype)
+        with T.Kernel(T.ceildiv(F, block_N), T.ceildiv(N * OH * OW, block_M), threads=threads) as (bx, by):
+            data_shared = T.alloc_shared((block_M, block_K), dtype)
+            kernel_shared = T.alloc_shared((block_K, block_N), dtype)
+            out_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            out_shared = T.alloc_shared((block_M, block_N), dtype)
+            kernel_flat = T.Tensor((KH * KW * C, F), dtype, kernel.data)
+            out_flat = T.Tensor((N * OH * OW, F), dtype, out.data)
+            T.clear(out_local)
+            for k_iter in T.Pipelined(T.ceildiv(KH * KW * C, block_K), num_stages=num_stages):
+                T.im2col(data, data_shared, by, k_iter, KH, S, D, P)
+                T.copy(kernel_flat[k_iter * block_K, bx * block_N], kernel_shared)
+                T.gemm(data_shared, kernel_shared, out_local)
+            T.copy(out_local, out_shared)
+            T.copy(out_shared, out_flat[by * block_M, bx * block_N])
+        return out
+
+    backend = backend_ctx.execution_backend()
+    arrays = CV.conv_inputs(np.random.default_rng(11))
+    expected = CV.conv_reference(arrays)[2]
+    args = (CV.STRIDE, CV.DILATION, CV.PAD, CV.BM, CV.BN, CV.BK, 2, 128)
+    try:
+        out = convolution(*(backend.to_device(a) for a in arrays[:2]), *args)
+    except LoweringError as err:
+        pytest.skip(f"not supported on {target}: {err.message}")
+    assert rel_error(backend.to_host(out), expected) <= 3e-3
+
+
 def test_shared_buffer_indexed_past_its_shape_is_a_located_error(backend_ctx):
     """A T.Parallel loop that carries a shared buffer's index past its shape is refused, with the line,
     before any target lowers it (only fragments are sized from their loops, as in TileLang)."""

@@ -11,6 +11,7 @@ import pytest
 import tilecraft.language as T
 from tests.language.helpers import assert_roundtrip, node_types
 from tilecraft.ir import IRModule, expr, stmt, walk
+from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.op import MATH_FLOAT
 from tilecraft.ir.printer import print_ir
 from tilecraft.transform.check import check_semantics
@@ -580,6 +581,41 @@ def case_several_kernels():
     return several_kernels
 
 
+@case
+def case_buffer_views():
+    """Views of two parameters: one sized by a name bound before it and read by two kernels, one made
+    inside a kernel."""
+    N, C = T.dynamic("N, C")
+
+    @T.prim_func
+    def buffer_views(
+        W: T.Tensor((3, 3, C, 16), "float16"), Out: T.Tensor((N, 4, 4, 16), "float16"), n: T.int32
+    ):
+        rows = N * 16
+        out_flat = T.Tensor((rows, 16), "float16", Out.data)
+        with T.Kernel(T.ceildiv(rows, 32), threads=128) as bx:
+            w_flat = T.Tensor((9 * C, 16), "float16", W.data)
+            tile = T.alloc_shared((32, 16), "float16")
+            T.copy(w_flat[bx * 32, 0], tile)
+            T.copy(tile, out_flat[bx * 32, 0])
+        with T.Kernel(1, threads=32):
+            out_flat[n, 3] = out_flat[n, 2] + W[0, 0, 0, 0]
+
+    return buffer_views
+
+
+@case
+def case_im2col():
+    @T.prim_func
+    def im2col(img: T.Tensor((2, 9, 9, 3), "float16"), out: T.Tensor((162, 27), "float16")):
+        with T.Kernel(T.ceildiv(162, 64), threads=128) as bx:
+            col = T.alloc_shared((64, 32), "float16")
+            T.im2col(img, col, bx, 0, 3, 1, 1, 1)
+            T.copy(col, out[bx * 64, 0])
+
+    return im2col
+
+
 def module_of_two():
     @T.prim_func
     def producer(A: T.Tensor((M,), "float32")):
@@ -692,6 +728,32 @@ def test_string_arguments_of_intrinsics_are_string_imms():
     strings = [n for n in nodes_of(func, expr.StringImm)]
     assert [s.value for s in strings] == ["n=%d x=%f\n"]
     assert "T.call_intrin(\"int32\", 'printf', 'n=%d x=%f\\n', n, x)" in print_ir(func)
+
+
+def test_views_print_as_tensors_over_their_base_data():
+    """A view is declared once, before the first statement that uses it; a name bound before the view
+    is replaced in its shape by what it stands for (the shape is computed where no LetStmt is)."""
+    text = print_ir(CASES["buffer_views"]())
+    lines = [line.strip() for line in text.splitlines()]
+    assert lines.count('out_flat = T.Tensor((N * 16, 16), "float16", Out.data)') == 1
+    assert lines.count('w_flat = T.Tensor((9 * C, 16), "float16", W.data)') == 1
+    assert lines.index('out_flat = T.Tensor((N * 16, 16), "float16", Out.data)') < lines.index(
+        "with T.Kernel((rows + 31) // 32, threads=128) as bx:"
+    )
+    views = [b for b in walk(CASES["buffer_views"]().body) if isinstance(b, Buffer) and b.base is not None]
+    assert {(v.name, v.base.name) for v in views} == {("out_flat", "Out"), ("w_flat", "W")}
+
+
+def test_im2col_expands_to_a_guarded_parallel_nest():
+    """T.im2col is a T.Parallel nest over the tile: no node of its own, so no backend needs one."""
+    func = CASES["im2col"]()
+    loops = nodes_of(func, stmt.For)
+    assert [(f.kind, expr.const_value(f.extent)) for f in loops] == [
+        (stmt.ForKind.PARALLEL, 64),
+        (stmt.ForKind.PARALLEL, 32),
+    ]
+    assert len(nodes_of(func, stmt.IfThenElse)) == 1
+    assert "for i, j in T.Parallel(64, 32):" in print_ir(func)
 
 
 def test_for_kinds_and_starts():

@@ -852,6 +852,167 @@ def swizzle_with_an_empty_panel():
     return k
 
 
+# ---------------------------------------------------------------------------------- views and im2col
+
+
+@case(ParseError, r"the view \(64, 16\) holds 1024 elements but W \(3, 3, 8, 12\) holds 864",
+      hint=r"a view covers at most the elements of W")  # fmt: skip
+def view_larger_than_its_base():
+    @T.prim_func
+    def k(W: T.Tensor((3, 3, 8, 12), "float32")):
+        with T.Kernel(1, threads=32):
+            flat = T.Tensor((64, 16), "float32", W.data)  # <- error
+            flat[0, 0] = 1.0
+
+    return k
+
+
+@case(ParseError, r"the view \(K \* K \* C \* F \+ 1,\) holds .* elements but W \(K, K, C, F\)")
+def symbolic_view_provably_larger():
+    K, C, F = T.dynamic("K, C, F")
+
+    @T.prim_func
+    def k(W: T.Tensor((K, K, C, F), "float32")):
+        with T.Kernel(1, threads=32):
+            flat = T.Tensor((K * K * C * F + 1,), "float32", W.data)  # <- error
+            flat[0] = 1.0
+
+    return k
+
+
+@case(
+    SemanticError,
+    r"the view flat of shape \(72, 12\) holds 864 elements but W of shape \(3, 3, 8, 6\) holds 432",
+)
+def view_larger_once_the_consts_are_bound():
+    import tilecraft
+
+    @tilecraft.jit
+    def k(W):
+        K, C, F = T.const("K, C, F")
+        W: T.Tensor((K, K, C, F), "float32")
+        with T.Kernel(1, threads=32):
+            flat = T.Tensor((K * K * C, 2 * F), "float32", W.data)  # <- error
+            flat[0, 0] = 1.0
+
+    return k.get_tir(K=3, C=8, F=6)
+
+
+@case(ParseError, r"the view has dtype float16 but W holds float32; tilecraft does not reinterpret",
+      hint=r"declare the view with W's dtype, float32")  # fmt: skip
+def view_with_another_dtype():
+    @T.prim_func
+    def k(W: T.Tensor((4, 8), "float32")):
+        with T.Kernel(1, threads=32):
+            flat = T.Tensor((64,), "float16", W.data)  # <- error
+            flat[0] = 1.0
+
+    return k
+
+
+@case(ParseError, r"tile is a shared.dyn buffer; views of shared, fragment and local buffers are not supported",
+      hint=r"allocate it in the shape you need")  # fmt: skip
+def view_of_a_shared_buffer():
+    @T.prim_func
+    def k(A: T.Tensor((4, 8), "float32")):
+        with T.Kernel(1, threads=32):
+            tile = T.alloc_shared((4, 8), "float32")
+            T.copy(A, tile)
+            flat = T.Tensor((32,), "float32", tile.data)  # <- error
+            A[0, 0] = flat[3]
+
+    return k
+
+
+@case(ParseError, r"A.data, the memory of A, is only valid as the third argument of T.Tensor",
+      hint=r"index it \(A\[i, j\]\) or pass A itself")  # fmt: skip
+def buffer_data_outside_a_view():
+    @T.prim_func
+    def k(A: T.Tensor((4, 8), "float32")):
+        with T.Kernel(1, threads=32):
+            tile = T.alloc_shared((4, 8), "float32")
+            T.copy(A.data, tile)  # <- error
+
+    return k
+
+
+@case(ParseError, r"the third argument of T.Tensor is the memory of a tensor, `A.data`; got Buffer")
+def view_of_a_buffer_not_its_data():
+    @T.prim_func
+    def k(A: T.Tensor((4, 8), "float32")):
+        with T.Kernel(1, threads=32):
+            flat = T.Tensor((32,), "float32", A)  # <- error
+            flat[0] = 1.0
+
+    return k
+
+
+@case(ParseError, r"the view's shape uses i, which is bound inside the kernel")
+def view_shaped_by_a_loop_variable():
+    @T.prim_func
+    def k(A: T.Tensor((4, 8), "float32")):
+        with T.Kernel(1, threads=32):
+            for i in T.serial(4):
+                rows = T.Tensor((i, 8), "float32", A.data)  # <- error
+                rows[0, 0] = 1.0
+
+    return k
+
+
+@case(ParseError, r"A has explicit strides, so its memory is not one row-major block")
+def view_of_a_strided_tensor():
+    @T.prim_func
+    def k(A: T.StridedTensor((4, 8), (16, 1), "float32")):
+        with T.Kernel(1, threads=32):
+            flat = T.Tensor((32,), "float32", A.data)  # <- error
+            flat[0] = 1.0
+
+    return k
+
+
+@case(ParseError, r"T.im2col reads an image of 4 dims \(N, H, W, C\); got img with 3 dims")
+def im2col_of_a_3d_image():
+    @T.prim_func
+    def k(img: T.Tensor((8, 8, 4), "float16"), out: T.Tensor((64, 36), "float16")):
+        with T.Kernel(1, threads=128):
+            col = T.alloc_shared((64, 32), "float16")
+            T.im2col(img, col, 0, 0, 3, 1, 1, 1)  # <- error
+            T.copy(col, out)
+
+    return k
+
+
+@case(ParseError, r"T.im2col fills an on-chip tile, but out is a global buffer")
+def im2col_into_global_memory():
+    @T.prim_func
+    def k(img: T.Tensor((1, 8, 8, 4), "float16"), out: T.Tensor((64, 36), "float16")):
+        with T.Kernel(1, threads=128):
+            T.im2col(img, out, 0, 0, 3, 1, 1, 1)  # <- error
+
+    return k
+
+
+@case(ParseError, r"T.im2col's stride is 0; it must be at least 1")
+def im2col_with_stride_zero():
+    @T.prim_func
+    def k(img: T.Tensor((1, 8, 8, 4), "float16"), out: T.Tensor((64, 36), "float16")):
+        with T.Kernel(1, threads=128):
+            col = T.alloc_shared((64, 32), "float16")
+            T.im2col(img, col, 0, 0, 3, 0, 1, 1)  # <- error
+            T.copy(col, out)
+
+    return k
+
+
+@case(ParseError, r"T.im2col is only valid inside `with T.Kernel\(...\)`")
+def im2col_outside_a_kernel():
+    @T.prim_func
+    def k(img: T.Tensor((1, 8, 8, 4), "float16"), out: T.Tensor((64, 36), "float16")):
+        T.im2col(img, out, 0, 0, 3, 1, 1, 1)  # <- error
+
+    return k
+
+
 def test_enough_cases():
     assert len(CASES) >= 15
 

@@ -12,6 +12,7 @@ from tilecraft.ir import Buffer, structural_equal, walk
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
+from tilecraft.ir.visitor import free_vars
 from tilecraft.language.parser.core import EagerParam, parse_function
 from tilecraft.transform.check import check_semantics
 
@@ -478,6 +479,32 @@ def test_eager_output_must_be_returned():
 
     with pytest.raises(ParseError, match="returns nothing"):
         parse_function(no_return, eager={"A": EagerParam(True)})
+
+
+def test_eager_output_shape_over_a_bound_name_is_its_value():
+    """`OH = (H + 2 * P - K) // S + 1` before `T.empty((N, OH, F))`, as TileLang's convolution example
+    writes it: the output's shape (and a view's) holds the expression, not the let-bound name, so the
+    call can allocate it from the inputs' dims; the kernel still reads the name."""
+
+    def conv_rows(A, P):
+        N, H, K = T.const("N, H, K")
+        OH = (H + 2 * P - K) // 1 + 1
+        A: T.Tensor((N, H), "float32")
+        out = T.empty((N, OH), "float32")
+        with T.Kernel(N, threads=32) as bx:
+            flat = T.Tensor((N * OH,), "float32", out.data)
+            for i in T.Parallel(OH):
+                flat[bx * OH + i] = A[bx, i % H]
+        return out
+
+    func = parse_function(conv_rows, eager={"A": EagerParam(True), "P": EagerParam(False, 1)})
+    lets = {n.var for n in nodes(func, S.LetStmt)}
+    out = func.params[1]
+    views = [b for b in walk(func.body) if isinstance(b, Buffer) and b.base is not None]
+    assert [v.name for v in views] == ["flat"] and views[0].base is out
+    for shape in (out.shape, views[0].shape):
+        assert not lets & set(free_vars(shape)), shape
+    assert {v.name for v in func.symbolic_dims} == {"N", "H", "K"}
 
 
 def test_eager_return_of_several_outputs_and_inputs():

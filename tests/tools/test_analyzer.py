@@ -101,6 +101,33 @@ def test_conv_counts():
     assert result.expected_tflops == 311.9 and result.expected_bandwidth_GBps == 2039.0
 
 
+@tilecraft.jit(target="c")
+def output_rows(data, S, P, bm=64, bn=32):
+    """The output sized as TileLang's convolution example sizes it: names bound before the kernel."""
+    N, H, W, F, K = T.const("N, H, W, F, K")
+    OH = (H + 2 * P - K) // S + 1
+    OW = (W + 2 * P - K) // S + 1
+    data: T.Tensor((N, H, W, F), "float16")
+    out = T.empty((N, OH, OW, F), "float16")
+    with T.Kernel(T.ceildiv(F, bn), T.ceildiv(N * OH * OW, bm), threads=128) as (bx, by):
+        tile = T.alloc_shared((bm, bn), "float16")
+        data_flat = T.Tensor((N * H * W, F), "float16", data.data)
+        out_flat = T.Tensor((N * OH * OW, F), "float16", out.data)
+        T.copy(data_flat[by * bm, bx * bn], tile)
+        T.copy(tile, out_flat[by * bm, bx * bn])
+    return out
+
+
+def test_sizes_named_before_the_kernel_are_static():
+    """`OH = ...` bound before T.Kernel sizes its grid: once the T.const symbols are given, the grid is
+    static. Each block reads and writes one float16 tile."""
+    n, h, w, f = 2, 15, 16, 64
+    func = output_rows.get_tir(N=n, H=h, W=w, F=f, K=3, S=1, P=1)
+    result = Analyzer.analysis(func, CUDA("cuda -arch=sm_80"))
+    blocks = (f // 32) * -(-(n * h * w) // 64)
+    assert result.total_global_bytes == blocks * 64 * 32 * 2 * 2
+
+
 def test_symbolic_sizes_are_an_error():
     @T.prim_func
     def copy(A: T.Tensor((T.dynamic("m"), 16), "float32"), B: T.Tensor((T.dynamic("m"), 16), "float32")):

@@ -7,6 +7,7 @@ from tilecraft.cpu.op import OP_TABLE
 from tilecraft.cpu.storage import plan_block_storage
 from tilecraft.cpu.target import KIND
 from tilecraft.cpu.transform.block_model import apply_block_model, check_block_model, run_thread_groups
+from tilecraft.transform.buffer_views import lower_buffer_views
 from tilecraft.transform.guard_accesses import guard_accesses
 from tilecraft.transform.layout_annotations import apply_layout_annotations
 from tilecraft.transform.lower_tile_ops import lower_tile_ops
@@ -44,6 +45,7 @@ PIPELINE = PassPipeline(
             keep_fragments=False
         ),  # permuted global buffers addressed through their T.Layout; other layouts are hints here
         lower_tile_ops(OP_TABLE),  # copy/fill/gemm/reduce/cumsum/atomics -> loops and kernel calls
+        lower_buffer_views,  # accesses through T.Tensor(shape, dtype, A.data) views address A
         simplify_pass,  # fold the index arithmetic the lowering produced
         widen_index_arithmetic,  # int64 where an index value may not fit its dtype
         split_host_device,  # one device function per T.Kernel, a host function that launches them

@@ -23,6 +23,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import walk
 from tilecraft.layout.inference import infer_layouts
+from tilecraft.transform.buffer_views import lower_buffer_views
 from tilecraft.transform.guard_accesses import guard_accesses
 from tilecraft.transform.layout_annotations import apply_layout_annotations
 from tilecraft.transform.rasterize import rasterize_blocks
@@ -123,6 +124,7 @@ PIPELINE = PassPipeline(
         cuda_infer_layouts,  # fragment layouts (mma/wgmma accumulators, propagation, defaults); gemm tiles
         cuda_lower_to_threads,  # tile ops and T.Parallel nests -> per-thread code; fragments -> registers
         inject_software_pipeline,  # T.Pipelined with cp.async / TMA (mbarrier ring) -> multi-stage buffers
+        lower_buffer_views,  # accesses through T.Tensor(shape, dtype, A.data) views address A
         apply_shared_layouts,  # swizzled shared tiles addressed by physical offsets
         simplify_pass,  # fold the per-thread index arithmetic
         widen_index_arithmetic,  # int64 where an index value may not fit its dtype

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 
 from tilecraft.ir import expr as E
-from tilecraft.ir.dtype import DataType
+from tilecraft.ir.dtype import DataType, int32
 from tilecraft.ir.expr import Expr, IRError, Node, node
 
 SCOPES = ("global", "shared", "shared.dyn", "local", "local.fragment", "local.var")
@@ -75,7 +75,9 @@ class Buffer(Node):
     """A multi-dimensional array in one memory scope.
 
     `strides` is empty for a compact row-major buffer. Buffers compare by identity: two buffers with
-    equal fields are still different memory.
+    equal fields are still different memory, except that a *view* (`base` set, made by
+    `T.Tensor(shape, dtype, A.data)`) is another shape over the memory of the compact global buffer
+    `base`: its element at row-major offset `o` is `base`'s element at row-major offset `o`.
     """
 
     name: str
@@ -83,10 +85,21 @@ class Buffer(Node):
     dtype: DataType
     scope: str = "global"
     strides: tuple[Expr, ...] = field(default=())
+    base: Buffer | None = None
 
     def __post_init__(self) -> None:
         if self.scope not in SCOPES:
             raise IRError(f"unknown buffer scope {self.scope!r}; valid scopes: {', '.join(SCOPES)}")
+        if self.base is not None and not _can_view(self, self.base):
+            raise IRError(
+                f"buffer {self.name} cannot view {self.base.name}: a view and its base are compact global "
+                "buffers of one dtype, and the base is not itself a view"
+            )
+
+    @property
+    def data(self) -> BufferData:
+        """The buffer's memory, which `T.Tensor(shape, dtype, A.data)` views with another shape."""
+        return BufferData(self)
 
     @property
     def ndim(self) -> int:
@@ -125,7 +138,42 @@ class Buffer(Node):
 
     def __repr__(self) -> str:
         shape = ", ".join(str(s) for s in self.shape)
-        return f"Buffer({self.name}, ({shape}), {self.dtype}, {self.scope})"
+        view = f", view of {self.base.name}" if self.base is not None else ""
+        return f"Buffer({self.name}, ({shape}), {self.dtype}, {self.scope}{view})"
+
+
+def _can_view(view: Buffer, base: Buffer) -> bool:
+    compact_global = all(b.scope == "global" and not b.strides for b in (view, base))
+    return compact_global and view.dtype == base.dtype and base.base is None
+
+
+def element_count(shape: tuple[Expr, ...]) -> Expr:
+    """The number of elements of a compact buffer of `shape`."""
+    count: Expr = E.const(1, shape[0].dtype if shape else int32)
+    for dim in shape:
+        count = E.mul(count, dim)
+    return count
+
+
+def holds_more(shape: tuple[Expr, ...], than: tuple[Expr, ...]) -> bool:
+    """Whether `shape` provably has more elements than `than` for every value of their symbolic dims
+    (each at least 0): a view of `shape` would not fit in a buffer of shape `than`."""
+    from tilecraft.ir.arith import Analyzer, Interval  # the analyzer builds on this module
+    from tilecraft.ir.visitor import free_vars
+
+    count, available = element_count(shape), element_count(than)
+    ranges = {v: Interval(0, None) for v in free_vars((count, available))}
+    return Analyzer(ranges).can_prove(E.compare(E.GT, count, available))
+
+
+@dataclass(frozen=True, eq=False)
+class BufferData:
+    """`A.data`: the memory of buffer `A`, as TileLang names it; only a view declaration takes it."""
+
+    buffer: Buffer
+
+    def __repr__(self) -> str:
+        return f"{self.buffer.name}.data"
 
 
 def _index_dtype(e: Expr):

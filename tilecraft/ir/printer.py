@@ -17,7 +17,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion, Range
 from tilecraft.ir.dtype import DataType
 from tilecraft.ir.function import IRModule, PrimFunc
-from tilecraft.ir.visitor import Visitor, _field_names
+from tilecraft.ir.visitor import Visitor, _field_names, walk
 
 _PREC = {
     "Or": 1, "And": 2, "Not": 3, "CmpOp": 4, "bitwise_or": 5, "bitwise_xor": 6, "bitwise_and": 7,
@@ -55,6 +55,9 @@ class Printer:
         self.used: set[str] = {"T", "float"}
         self.lines: list[str] = []
         self.indent = 0
+        # Views not declared yet, and the indent of the function body they are declared in.
+        self.pending_views: list[Buffer] = []
+        self.view_indent = -1
 
     # ------------------------------------------------------------------ names
 
@@ -237,11 +240,24 @@ class Printer:
         self.indent -= 1
 
     def stmt(self, s: S.Stmt) -> None:
+        if self.pending_views and self.indent == self.view_indent and not isinstance(s, _WRAPPERS):
+            self._declare_views(s)
         method = getattr(self, "_s_" + type(s).__name__, None)
         if method is not None:
             method(s)
         else:
             self._generic_stmt(s)
+
+    def _declare_views(self, s: S.Stmt) -> None:
+        """`V = T.Tensor(shape, dtype, A.data)` for the views `s` uses, just before the function-level
+        statement `s`: once, in scope for every kernel after it."""
+        used = {id(n) for n in walk(s) if isinstance(n, Buffer)}
+        for view in [v for v in self.pending_views if id(v) in used]:
+            shape = self.value(tuple(view.shape))
+            self.line(
+                f"{self.name(view)} = T.Tensor({shape}, {dtype_str(view.dtype)}, {self.name(view.base)}.data)"
+            )
+            self.pending_views.remove(view)
 
     def _s_SeqStmt(self, s: S.SeqStmt) -> None:
         for x in s.stmts:
@@ -404,6 +420,8 @@ class Printer:
         if f.attrs:
             self.line(f"T.func_attr({self.value(dict(f.attrs))})")
         self.indent -= 1
+        self.pending_views = _views(f.body)
+        self.view_indent = self.indent + 1
         self.block(f.body)
 
     def _tensor_type(self, b: Buffer) -> str:
@@ -431,6 +449,19 @@ class Printer:
             header.append("")
         header.append("")
         return "\n".join(header + body_printer_lines).rstrip() + "\n"
+
+
+# Statements that scope the rest of their block and print it at their own indent.
+_WRAPPERS = (S.SeqStmt, S.LetStmt, S.Allocate)
+
+
+def _views(body: S.Stmt) -> list[Buffer]:
+    """The views `body` uses, in order of first use."""
+    found: dict[int, Buffer] = {}
+    for n in walk(body):
+        if isinstance(n, Buffer) and n.base is not None:
+            found.setdefault(id(n), n)
+    return list(found.values())
 
 
 def _module_level_vars(f: PrimFunc) -> list[E.Var]:

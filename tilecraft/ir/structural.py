@@ -43,6 +43,9 @@ class _Tokenizer:
                 self.tokens.extend((str(value.dtype), value.scope))
                 self.add(value.shape)
                 self.add(value.strides)
+                if value.base is not None:  # only views add tokens: other buffers hash as before
+                    self.tokens.append("view")
+                    self.add(value.base)
         elif isinstance(value, Node):
             self.tokens.append(type(value).__name__)
             for name in _field_names(type(value)):

@@ -79,12 +79,14 @@ class Mutator:
         return self.buffer_map[buf]
 
     def remap_buffer(self, buf: Buffer) -> Buffer:
-        """Called once per buffer; by default rewrites its shape and strides."""
+        """Called once per buffer; by default rewrites its shape and strides, and a view's base (so a
+        view keeps viewing the buffer its base became)."""
         shape = self.mutate(buf.shape)
         strides = self.mutate(buf.strides)
-        if shape is buf.shape and strides is buf.strides:
+        base = self.mutate(buf.base)
+        if shape is buf.shape and strides is buf.strides and base is buf.base:
             return buf
-        return dataclasses.replace(buf, shape=shape, strides=strides)
+        return dataclasses.replace(buf, shape=shape, strides=strides, base=base)
 
 
 class _VarCollector(Visitor):

@@ -124,6 +124,7 @@ __all__ += ["parse_script"]
 # TileLang's names that need no backend support (docs/compat.md, "API surface").
 from tilecraft.ir.dtype import DataType as dtype  # noqa: E402
 from tilecraft.language.alloc import alloc_global  # noqa: E402
+from tilecraft.language.im2col import c2d_im2col, im2col  # noqa: E402
 from tilecraft.language.kernel import (  # noqa: E402
     disable_warp_group_reg_alloc,
     no_set_max_nreg,
@@ -133,9 +134,11 @@ from tilecraft.language.math import clamp  # noqa: E402
 
 __all__ += [
     "alloc_global",
+    "c2d_im2col",
     "clamp",
     "disable_warp_group_reg_alloc",
     "dtype",
+    "im2col",
     "no_set_max_nreg",
     "thread_binding",
 ]

@@ -77,6 +77,6 @@ def alloc_global(shape, dtype, scope: str = "global") -> Buffer:
             "T.alloc_global is only valid outside `with T.Kernel(...)`",
             hint="allocate the workspace at the top of the function body, before the kernels that use it",
         )
-    buf = Buffer(f"workspace{len(b.workspaces)}", _dims(shape), dt.as_dtype(dtype))
+    buf = Buffer(f"workspace{len(b.workspaces)}", b.parser.without_lets(_dims(shape)), dt.as_dtype(dtype))
     b.workspaces.append(buf)
     return buf

@@ -37,6 +37,7 @@ class Builder:
     outputs: list[Buffer] = field(default_factory=list)
     workspaces: list[Buffer] = field(default_factory=list)
     consts: list[Var] = field(default_factory=list)
+    unnamed_views: list[Buffer] = field(default_factory=list)  # take the name they are assigned to
 
     def error(self, message: str, hint: str | None = None) -> ParseError:
         return ParseError(message, self.span, hint)

@@ -10,6 +10,7 @@ from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.dtype import DataType
 from tilecraft.ir.expr import Expr, IntImm, IRError, Var, convert
 from tilecraft.language import builder
+from tilecraft.language.views import view
 
 
 def _dims(shape) -> tuple[Expr, ...]:
@@ -64,9 +65,14 @@ def _tensor_type(make) -> TensorType | InvalidTensorType:
 
 
 class _TensorFactory:
-    """`T.Tensor((M, N), dtype)` or `T.Tensor[[M, N], dtype]`: a dense row-major tensor parameter."""
+    """`T.Tensor((M, N), dtype)` or `T.Tensor[[M, N], dtype]`: a dense row-major tensor parameter.
 
-    def __call__(self, shape, dtype="float32") -> TensorType:
+    In a kernel body, `T.Tensor(shape, dtype, A.data)` is a view: `shape` over the memory of the global
+    tensor `A` (tilecraft/language/views.py)."""
+
+    def __call__(self, shape, dtype="float32", data=None) -> TensorType | Buffer:
+        if data is not None:
+            return view(_dims(shape), dtype, data)
         return _tensor_type(lambda: TensorType(_dims(shape), dt.as_dtype(dtype)))
 
     def __getitem__(self, key) -> TensorType:
@@ -126,6 +132,6 @@ def const(names: str | Sequence[str], dtype="int32") -> Var | tuple[Var, ...]:
 def empty(shape, dtype="float32") -> Buffer:
     """An output tensor allocated by the call (eager style); return it from the kernel function."""
     b = builder.current("T.empty")
-    buf = Buffer(f"out{len(b.outputs)}", _dims(shape), dt.as_dtype(dtype))
+    buf = Buffer(f"out{len(b.outputs)}", b.parser.without_lets(_dims(shape)), dt.as_dtype(dtype))
     b.outputs.append(buf)
     return buf

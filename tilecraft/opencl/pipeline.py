@@ -7,6 +7,7 @@ from tilecraft.layout.inference import infer_layouts
 from tilecraft.opencl.op import OP_TABLE
 from tilecraft.opencl.target import KIND
 from tilecraft.opencl.transform.check import check_opencl_support
+from tilecraft.transform.buffer_views import lower_buffer_views
 from tilecraft.transform.guard_accesses import guard_accesses
 from tilecraft.transform.layout_annotations import apply_layout_annotations
 from tilecraft.transform.rasterize import rasterize_blocks
@@ -44,6 +45,7 @@ PIPELINE = PassPipeline(
         ),  # permuted global buffers addressed through their T.Layout; T.Fragment kept for inference
         infer_layouts(),  # fragment layouts by propagation and defaults (no instruction imposes one)
         lower_to_threads(OP_TABLE, shuffles=False),  # per-work-item code; reductions through local memory
+        lower_buffer_views,  # accesses through T.Tensor(shape, dtype, A.data) views address A
         simplify_pass,  # fold the per-thread index arithmetic
         widen_index_arithmetic,  # int64 where an index value may not fit its dtype
         narrow_shared_scopes(),  # local buffers in scope from first to last use, so later ones reuse bytes

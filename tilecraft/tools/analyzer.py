@@ -26,7 +26,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.arith.analyzer import simplify
 from tilecraft.ir.buffer import BufferRegion
 from tilecraft.ir.function import IRModule, PrimFunc
-from tilecraft.ir.visitor import children, walk
+from tilecraft.ir.visitor import children, substitute, walk
 
 GLOBAL = "global"
 
@@ -54,6 +54,8 @@ class Analyzer:
         self.device = device
         self.total_flops = 0
         self.total_global_bytes = 0
+        # Names bound before a size uses them (`OH = (H + 2 * P - K) // S + 1`, then a grid of N * OH * OW).
+        self.lets: dict[E.Var, E.Expr] = {}
 
     def ir_pass(self) -> Analyzer:
         """Count every function's FLOPs and global bytes."""
@@ -92,10 +94,14 @@ class Analyzer:
     def _stmt(self, s: S.Stmt, times: int) -> None:
         if isinstance(s, S.KernelLaunch):
             self._exprs(s.grid, times)
-            self._stmt(s.body, times * math.prod(_static(g, s, "grid extent") for g in s.grid))
+            self._stmt(s.body, times * math.prod(self._static(g, s, "grid extent") for g in s.grid))
         elif isinstance(s, S.For):
             self._exprs((s.min, s.extent), times)
-            self._stmt(s.body, times * _static(s.extent, s, "loop extent"))
+            self._stmt(s.body, times * self._static(s.extent, s, "loop extent"))
+        elif isinstance(s, S.LetStmt):
+            self._exprs((s.value,), times)
+            self.lets[s.var] = substitute(s.value, self.lets)
+            self._stmt(s.body, times)
         elif isinstance(s, S.While):
             raise KernelError(
                 "Analyzer cannot count a while loop: its trip count is known only at run time", s.span
@@ -121,7 +127,7 @@ class Analyzer:
         regions = [v for v in children(op) if isinstance(v, BufferRegion)]
         for region in regions:
             if region.buffer.scope == GLOBAL:
-                elements = math.prod(_static(e, op, "region extent") for e in region.shape)
+                elements = math.prod(self._static(e, op, "region extent") for e in region.shape)
                 self.total_global_bytes += elements * region.buffer.dtype.bytes * times
             self._exprs(tuple(x for r in region.ranges for x in (r.min, r.extent)), times)
         if isinstance(op, S.Gemm):
@@ -138,6 +144,9 @@ class Analyzer:
     def _access(self, buffer: Any, dtype: Any, times: int) -> None:
         if buffer.scope == GLOBAL:
             self.total_global_bytes += dtype.bytes * times
+
+    def _static(self, e: E.Expr, where: S.Stmt, what: str) -> int:
+        return _static(substitute(e, self.lets), where, what)
 
 
 def gemm_flops(op: S.Gemm) -> int:

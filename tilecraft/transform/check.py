@@ -4,7 +4,8 @@ It rejects what no backend could lower: tile ops or allocations outside a kernel
 rank and extent mismatches in tile ops, reduce dims out of range, constant indices out of bounds,
 on-chip buffers indexed past their shape by the loops around the access (`index_ranges`), indices
 that are not integers, integer divisions by a constant zero, empty or negative grids, negative
-loop extents and shapes, and dtype combinations no rule accepts. Errors point at the kernel's source line.
+loop extents and shapes, views larger than the tensor they view, and dtype combinations no rule
+accepts. Errors point at the kernel's source line.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import dataclasses
 from tilecraft.errors import SemanticError
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
-from tilecraft.ir.buffer import Buffer, BufferRegion
+from tilecraft.ir.buffer import Buffer, BufferRegion, element_count, holds_more
 from tilecraft.ir.dtype import DataType
 from tilecraft.ir.eval import evaluate
 from tilecraft.ir.function import IRModule, PrimFunc
@@ -60,6 +61,7 @@ class _Checker(Visitor):
         self.span = func.span
         self.ranges = IndexRanges()
         self.allocated_at: dict[int, Span | None] = {}
+        self.views: set[int] = set()
 
     def run(self) -> None:
         for p in self.func.params:
@@ -113,6 +115,21 @@ class _Checker(Visitor):
         if not self.in_kernel:
             hint = "statements outside a kernel run on the host; put the work inside a T.Kernel block"
             self.fail(f"{what} is only valid inside `with T.Kernel(...)`", hint)
+
+    def visit_Buffer(self, buf: Buffer) -> None:
+        if buf.base is not None and id(buf) not in self.views:
+            self.views.add(id(buf))
+            self._view(buf)
+        self.generic_visit(buf)
+
+    def _view(self, view: Buffer) -> None:
+        """A view fits in its base; parsing checked it already unless T.const symbols sized them."""
+        base = view.base
+        if holds_more(view.shape, base.shape):
+            self.fail(f"the view {view.name} of shape {_shape(view.shape)} holds {_count(view.shape)} elements "
+                      f"but {base.name} of shape {_shape(base.shape)} holds {_count(base.shape)}",
+                      f"a view covers at most the elements of {base.name}; make its shape smaller",
+                      span=view.span)  # fmt: skip
 
     def visit_Allocate(self, s: S.Allocate) -> None:
         self._require_kernel(f"allocating {s.buffer.name}")
@@ -399,6 +416,18 @@ def constant(e: E.Expr) -> int | float | None:
 def _value(e: E.Expr, value) -> str:
     """`e` as the user wrote it, with its value when that took folding to see."""
     return str(value) if E.is_const(e) else f"{e} (= {value})"
+
+
+def _shape(shape) -> str:
+    """A shape with each dim folded to its value where it has one (after `T.const` specialization)."""
+    dims = [str(d) if constant(d) is None else str(constant(d)) for d in shape]
+    return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+def _count(shape) -> str:
+    count = element_count(shape)
+    value = constant(count)
+    return str(count) if value is None else str(value)
 
 
 def _squeeze(shape) -> tuple:

@@ -31,7 +31,7 @@ class _WriteFinder(Visitor):
         self.written: set[Buffer] = set()
 
     def visit_Buffer(self, node: Buffer) -> None:
-        self.written.add(node)
+        self.written.add(node.base if node.base is not None else node)  # a view writes its base
 
     def read(self, value: object) -> None:
         """A read position: visit the indices or ranges, not the buffer itself."""

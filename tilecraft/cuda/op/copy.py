@@ -90,6 +90,9 @@ def _tma_refusal(op: S.Copy, layout: SharedLayout) -> str | None:
         return f"a {src.dtype} -> {dst.dtype} copy (TMA moves 16-bit tiles unconverted here)"
     if src.buffer.strides:
         return f"{src.buffer.name} has explicit strides"
+    if src.buffer.base is not None:
+        # The tensor map would have to describe the view's shape over its base's pointer.
+        return f"{src.buffer.name} is a view of {src.buffer.base.name}'s memory"
     rank = len(src.buffer.shape)
     if not 2 <= rank <= TMA_MAX_RANK:
         return f"{src.buffer.name} has {rank} dims (TMA: 2 to {TMA_MAX_RANK} here)"

@@ -19,7 +19,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Expr, Var
 from tilecraft.ir.function import WORKSPACE_ATTR, PrimFunc
-from tilecraft.ir.visitor import walk
+from tilecraft.ir.visitor import substitute, walk
 from tilecraft.language import builder as B
 from tilecraft.language.kernel import KernelSpec
 from tilecraft.language.loops import LoopSpec, python_range
@@ -79,6 +79,8 @@ class Parser:
         self.pending_tensors: dict[str, int] = {}
         self.returned: Any = None
         self.macro_calls: list[str] = []  # the macros being expanded, outermost first
+        # What each name bound to an IR expression (a LetStmt) stands for, in terms of unbound symbols.
+        self.let_values: dict[Var, Expr] = {}
 
     # ------------------------------------------------------------------ entry points
 
@@ -331,13 +333,29 @@ class Parser:
             self.scope.names[name] = value
 
     def _name_output(self, buf: Buffer, name: str) -> Buffer:
-        """`C = T.empty(...)` and `W = T.alloc_global(...)` name the buffer after the variable."""
+        """`C = T.empty(...)`, `W = T.alloc_global(...)` and `V = T.Tensor(shape, dtype, A.data)` name
+        the buffer after the variable."""
         for made, prefix in ((self.builder.outputs, "out"), (self.builder.workspaces, "workspace")):
             for k, out in enumerate(made):
                 if out is buf and out.name.startswith(prefix):
                     made[k] = dataclasses.replace(buf, name=name)
                     return made[k]
+        views = self.builder.unnamed_views
+        for k, view in enumerate(views):
+            if view is buf:
+                del views[k]
+                return dataclasses.replace(buf, name=name)
         return buf
+
+    def inner_vars(self) -> set[int]:
+        """Ids of the Vars bound inside the current T.Kernel: block and thread indices, loop variables
+        and names assigned in it (what a value fixed for the whole function may not use)."""
+        ids = {id(v) for k in self.builder.kernels for v in (*k.block_vars, *k.thread_vars)}
+        scope = self.scope
+        while scope is not None and scope.kind not in ("function", "macro"):
+            ids |= {id(v) for v in scope.names.values() if isinstance(v, Var)}
+            scope = scope.parent
+        return ids
 
     def _check_rebind(self, name: str, node: ast.stmt) -> None:
         owner = self.scope.owner(name)
@@ -360,6 +378,13 @@ class Parser:
         span = self.span(node)
         self.items.append(_Wrapper(lambda body, v=var, x=value: S.LetStmt(v, x, body, span=span)))
         self.scope.names[name] = var
+        self.let_values[var] = substitute(value, self.let_values)
+
+    def without_lets(self, exprs: tuple[Expr, ...]) -> tuple[Expr, ...]:
+        """`exprs` with every name bound by a LetStmt replaced by its value: the shape of a tensor the
+        host allocates or views (`OH = (H + 2 * P - K) // S + 1` before `T.empty((N, OH, OW, F))`) must
+        be computable from the symbols alone, where no LetStmt is in scope."""
+        return tuple(substitute(e, self.let_values) for e in exprs)
 
     def _store_target(self, target: ast.Subscript) -> tuple[Buffer, list[Expr]]:
         base = self.evaluator.eval(target.value)

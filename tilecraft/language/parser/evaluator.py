@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from tilecraft.errors import KernelError, ParseError
 from tilecraft.ir import expr as E
-from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.buffer import Buffer, BufferData
 from tilecraft.ir.expr import Expr
+from tilecraft.language.types import _TensorFactory
 
 if TYPE_CHECKING:
     from tilecraft.language.parser.core import Parser
@@ -48,6 +49,9 @@ def truth(value: Any) -> bool | Expr:
 class Evaluator:
     def __init__(self, parser: Parser) -> None:
         self.parser = parser
+        # The `A.data` nodes in the data position of a T.Tensor(shape, dtype, A.data) view: the one
+        # place a buffer's memory may be named.
+        self.view_data: set[int] = set()
 
     def error(self, node: ast.AST, message: str, hint: str | None = None) -> ParseError:
         return ParseError(message, self.parser.source.span(node), hint)
@@ -76,13 +80,22 @@ class Evaluator:
     def eval_Attribute(self, node: ast.Attribute) -> Any:
         base = self.eval(node.value)
         try:
-            return getattr(base, node.attr)
+            value = getattr(base, node.attr)
         except AttributeError:
             owner = getattr(base, "__name__", type(base).__name__)
             names = [n for n in dir(base) if not n.startswith("_")]
             raise self.error(
                 node, f"{owner} has no attribute {node.attr!r}", _did_you_mean(node.attr, names)
             ) from None
+        if isinstance(value, BufferData) and id(node) not in self.view_data:
+            name = value.buffer.name
+            raise self.error(
+                node,
+                f"{name}.data, the memory of {name}, is only valid as the third argument of "
+                f"T.Tensor(shape, dtype, {name}.data), which declares a view of it",
+                hint=f"to read or write {name}, index it ({name}[i, j]) or pass {name} itself to a tile op",
+            )
+        return value
 
     def eval_Subscript(self, node: ast.Subscript) -> Any:
         base = self.eval(node.value)
@@ -171,13 +184,18 @@ class Evaluator:
 
     def eval_Call(self, node: ast.Call) -> Any:
         func = self.eval(node.func)
-        args = list(self._elements(node.args))
-        kwargs = {}
-        for kw in node.keywords:
-            if kw.arg is None:
-                kwargs.update(self.eval(kw.value))
-            else:
-                kwargs[kw.arg] = self.eval(kw.value)
+        allowed = {id(n) for n in _view_data_nodes(node)} if isinstance(func, _TensorFactory) else set()
+        self.view_data |= allowed
+        try:
+            args = list(self._elements(node.args))
+            kwargs = {}
+            for kw in node.keywords:
+                if kw.arg is None:
+                    kwargs.update(self.eval(kw.value))
+                else:
+                    kwargs[kw.arg] = self.eval(kw.value)
+        finally:
+            self.view_data -= allowed
         from tilecraft.language.macro import Macro
 
         if isinstance(func, Macro):
@@ -206,6 +224,13 @@ class Evaluator:
             raise ParseError(_user_message(exc), builder.span) from None
         finally:
             builder.span = saved
+
+
+def _view_data_nodes(call: ast.Call) -> list[ast.expr]:
+    """The argument of `T.Tensor(shape, dtype, data)` in the `data` position, when it is `X.data`."""
+    positional = call.args[2:3] if not any(isinstance(a, ast.Starred) for a in call.args[:3]) else []
+    keyword = [kw.value for kw in call.keywords if kw.arg == "data"]
+    return [n for n in (*positional, *keyword) if isinstance(n, ast.Attribute) and n.attr == "data"]
 
 
 def _did_you_mean(name: str, candidates) -> str | None:
