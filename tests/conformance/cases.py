@@ -16,6 +16,7 @@ import tilecraft.language as T
 from tests.conformance import fragment_rows as FR
 from tests.conformance import global_layouts as G
 from tests.conformance import keep_dim as KD
+from tests.conformance import pipelined_stages as PS
 from tests.conformance import register_operands as R
 from tests.conformance import shared_operands as SO
 from tests.conformance import shared_reuse as SR
@@ -447,6 +448,7 @@ CASES = [
     Case("shared_tile_read_by_a_128_row_and_a_32_row_gemm", SO.k_shared_by_two_gemms, SO.inputs, SO.reference,
          2e-3),
     Case("shared_tiles_reused_after_the_loop", SR.gemm_with_shared_epilogue, SR.inputs, SR.reference, 2e-3),
+    Case("staged_tile_copied_out_in_the_loop", PS.copy_through_stages, PS.inputs, PS.reference, 0.0),
 ]  # fmt: skip
 
 DYNAMIC_SIZES = (1000, 4097, 5)

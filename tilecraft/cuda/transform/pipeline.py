@@ -38,6 +38,9 @@ from tilecraft.cuda.ir import (
     ProducerLoop,
     TmaCopy,
     TmaLoad,
+    VectorCopy,
+    VectorStore,
+    VectorZero,
     WgmmaWait,
 )
 from tilecraft.cuda.op.gemm_plan import warp_specialization_enabled
@@ -47,6 +50,7 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule
+from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.visitor import Mutator, substitute, walk
 from tilecraft.transform.simt.barriers import PIPELINED_BUFFERS
 
@@ -131,15 +135,37 @@ class _Stage(Mutator):
             return S.BufferStore(s.buffer, value, indices, span=s.span)
         return S.BufferStore(new, value, (self.stage, *indices), span=s.span)
 
-    def mutate_GemmCall(self, s: GemmCall) -> S.Stmt:
+    def _moved(self, s: S.Stmt, *fields: tuple[str, str]) -> S.Stmt:
+        """`s` with each (buffer, element offset) field pair that names a staged buffer pointed at the
+        stage (the offsets of these statements are flat, so the stage adds whole tiles)."""
+        s = self.generic_mutate(s)
         changes = {}
-        for field, offset in (("a", "a_offset"), ("b", "b_offset")):
+        for field, offset in fields:
             buf = getattr(s, field)
             new = self.staged.get(id(buf))
             if new is not None:
                 changes[field] = new
                 changes[offset] = E.add(self._offset(buf), E.convert(getattr(s, offset)))
         return dataclasses.replace(s, **changes) if changes else s
+
+    # Vector accesses of a staged tile (a T.copy of the tile to global memory in the loop body): without
+    # these the consumer read stage 0 whatever the iteration.
+    def mutate_VectorCopy(self, s: VectorCopy) -> S.Stmt:
+        return self._moved(s, ("dst", "dst_offset"), ("src", "src_offset"))
+
+    def mutate_VectorZero(self, s: VectorZero) -> S.Stmt:
+        return self._moved(s, ("dst", "dst_offset"))
+
+    def mutate_VectorStore(self, s: VectorStore) -> S.Stmt:
+        return self._moved(s, ("dst", "dst_offset"))
+
+    def mutate_AtomicUpdate(self, s: AtomicUpdate) -> S.Stmt:
+        s = self.generic_mutate(s)
+        new = self.staged.get(id(s.buffer))
+        return s if new is None else dataclasses.replace(s, buffer=new, indices=(self.stage, *s.indices))
+
+    def mutate_GemmCall(self, s: GemmCall) -> S.Stmt:
+        return self._moved(s, ("a", "a_offset"), ("b", "b_offset"))
 
 
 class _Pipeline(Mutator):
