@@ -449,6 +449,8 @@ CASES = [
          2e-3),
     Case("shared_tiles_reused_after_the_loop", SR.gemm_with_shared_epilogue, SR.inputs, SR.reference, 2e-3),
     Case("staged_tile_copied_out_in_the_loop", PS.copy_through_stages, PS.inputs, PS.reference, 0.0),
+    Case("two_copies_into_one_tile_per_iteration", PS.two_copies_per_tile, PS.gemm_inputs, PS.gemm_reference,
+         2e-3),
 ]  # fmt: skip
 
 DYNAMIC_SIZES = (1000, 4097, 5)

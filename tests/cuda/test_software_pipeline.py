@@ -18,3 +18,19 @@ def test_a_vector_copy_out_of_a_staged_tile_reads_the_iterations_stage(arch):
     store = next(line for line in loop.splitlines() if line.strip().startswith("*(uint4*)(B + "))
     tile = 64 * 64
     assert f"= *(const uint4*)(A_s + (((int64_t)(((k % 3) * {tile}))) + " in store, store
+
+
+def test_two_copies_into_one_tile_keep_the_loop_synchronous(capsys):
+    """A stage holds one tile: with two copies into it per iteration the loop is not pipelined, so each
+    gemm reads the half copied just before it (the conformance case checks the result)."""
+    from tests.conformance.pipelined_stages import two_copies_per_tile
+
+    for arch in ("sm_80", "sm_90a"):
+        with tilecraft.settings.override(TILECRAFT_VERBOSE=True):
+            src = tilecraft.lower(two_copies_per_tile(), target=f"cuda -arch={arch}").source("cuda-source")
+        kernel = src[src.index('extern "C" __global__') :]
+        assert "(ko % 2)" not in kernel and "setmaxnreg" not in kernel  # no stages, no producer
+    assert (
+        "not warp-specialized: two copies of the loop fill A_s (a stage holds one tile)"
+        in capsys.readouterr().err
+    )

@@ -222,9 +222,14 @@ class _Pipeline(Mutator):
         consumers = [x for x in stmts if not _is_producer(x)]
         if not producers or any(_is_async(n) for c in consumers for n in walk(c)):
             return None
-        buffers = {
-            id(n.dst): n.dst for p in producers for n in walk(p) if isinstance(n, (AsyncCopy, TmaLoad))
-        }
+        filled = [
+            {id(n.dst): n.dst for n in walk(p) if isinstance(n, (AsyncCopy, TmaLoad))} for p in producers
+        ]
+        buffers = {key: buf for one in filled for key, buf in one.items()}
+        if len(buffers) < sum(len(one) for one in filled):
+            # Two copies fill one tile per iteration (one half, a gemm, the other half): a stage holds one
+            # tile, so both would land in it before either gemm read it. Such a loop stays synchronous.
+            return None
         tiles = {key: _tile_elems(buf) for key, buf in buffers.items()}
         for key, buf in buffers.items():
             staged_buf = Buffer(buf.name, (E.const(stages), *buf.shape), buf.dtype, buf.scope, span=buf.span)

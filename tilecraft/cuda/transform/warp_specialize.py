@@ -127,12 +127,26 @@ def _loop_refusal(loop: S.For) -> str | None:
         return "a copy of the loop is not a TMA load (cp.async)"
     if not any(isinstance(s, TmaCopy) for s in stmts):
         return "the loop has no TMA load"
+    refilled = _refilled(stmts)
+    if refilled is not None:
+        return f"two copies of the loop fill {refilled} (a stage holds one tile)"
     for s in stmts:
         if isinstance(s, GemmCall) and s.variant != "wgmma":
             kind = "A in registers" if s.variant.endswith("rs") else "mma.sync or FMA"
             return f"a T.gemm of the loop is not a wgmma of shared operands ({s.variant}: {kind})"
         if not isinstance(s, (TmaCopy, GemmCall)):
             return f"the loop body has other statements than TMA loads and gemms{_line(s)}"
+    return None
+
+
+def _refilled(stmts: list[S.Stmt]) -> str | None:
+    seen: set[int] = set()
+    for s in stmts:
+        tiles = {id(load.dst): load.dst for load in s.loads} if isinstance(s, TmaCopy) else {}
+        for key, buf in tiles.items():
+            if key in seen:
+                return buf.name
+            seen.add(key)
     return None
 
 
