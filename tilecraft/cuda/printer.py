@@ -147,6 +147,8 @@ class CudaPrinter(CFamilyPrinter):
             self.line(f"tc_mbar_wait({self._barrier(s.ring, s.stage)}, (uint32_t)({self.expr(s.parity)}));")
 
     def _s_MbarArrive(self, s: MbarArrive) -> None:
+        if s.converge:
+            self.line("__syncwarp();")
         self.line(f"if ((threadIdx.x & 31u) == 0u) tc_mbar_arrive({self._barrier(s.ring, s.stage)});")
 
     def _s_SetMaxNReg(self, s: SetMaxNReg) -> None:

@@ -15,11 +15,15 @@ k, issues its wgmmas (retiring iteration k-1's), meets the others at a barrier, 
 stage (k-1) % s with tile k+s-1; a `wait_group 0` after the loop completes the last group.
 
 Warp-specialized kernels (sm_90a unless tl.disable_warp_specialized; warp_specialize.py says which loops
-qualify) get two rings instead: `full` (one arrival: the producer's expect-tx of the stage's bytes) and
-`empty` (one arrival per consumer warp). The loop becomes a `ProducerLoop` issuing every tile k into stage
-k % s after waiting for that stage to be empty, then the consumer loop: wait for tile k, issue its
-wgmmas (leaving them in flight), release stage (k-1) % s, whose wgmmas have then completed; a
-`wait_group 0` follows. The warp-specialize pass later puts the two on their own warpgroups.
+qualify) get `full` rings (one arrival: the producer's expect-tx of the tile's bytes) and `empty` rings
+(one arrival per consumer warp) instead. The loop becomes a `ProducerLoop` issuing every tile k into
+stage k % s after waiting for that stage to be empty, then the consumer loop. A loop of TMA copies and
+wgmma gemms only (a GEMM) has one ring pair: wait for tile k, issue its wgmmas (leaving them in flight),
+release stage (k-1) % s, whose wgmmas have then completed; a `wait_group 0` follows. A loop with other
+code (flash attention) has a ring pair per copy: the consumer runs the body in its order with each copy
+replaced by the wait for its tile, and releases each tile after the last statement that reads it
+(`_releases`; gemms there complete in place). The warp-specialize pass later puts the two loops on
+their own warpgroups.
 """
 
 from __future__ import annotations
@@ -44,7 +48,13 @@ from tilecraft.cuda.ir import (
     WgmmaWait,
 )
 from tilecraft.cuda.op.gemm_plan import warp_specialization_enabled
-from tilecraft.cuda.transform.warp_specialize import note, specialization_candidate
+from tilecraft.cuda.transform.warp_specialize import (
+    enclosing_lets,
+    gemms_only,
+    note,
+    specialization_candidate,
+    tile_accesses,
+)
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
@@ -178,6 +188,7 @@ class _Pipeline(Mutator):
         self.specialize = specialize  # warp specialization is on (warp_specialization_enabled)
         self.specialized: S.For | None = None  # the loop of the current kernel that gets a producer
         self.consumer_threads = 0
+        self.inlined: dict = {}  # let-bound values the producer loop, split off above the lets, inlines
 
     def mutate_Buffer(self, buf):
         return buf
@@ -190,6 +201,7 @@ class _Pipeline(Mutator):
                 note(loop, reason)
             elif loop is not None:
                 self.specialized, self.consumer_threads = loop, s.threads[0]
+                self.inlined = enclosing_lets(s.body, loop)
         return self.generic_mutate(s)
 
     def mutate_Allocate(self, s: S.Allocate) -> S.Stmt:
@@ -236,8 +248,10 @@ class _Pipeline(Mutator):
             self.staged[key] = staged_buf
             self.versions.setdefault(key, []).append(staged_buf)
         staged = {k: self.staged[k] for k in buffers}
-        if specialized:
+        if specialized and gemms_only(stmts):
             return self._specialized(loop, stages, producers, consumers, staged, tiles)
+        if specialized:
+            return self._specialized_general(loop, stages, stmts, staged, tiles)
         cp_async = any(isinstance(n, AsyncCopy) for p in producers for n in walk(p))
         tma = sum(isinstance(p, TmaCopy) for p in producers)  # each one arrives on the stage's barrier
         if tma != sum(isinstance(n, TmaCopy) for p in producers for n in walk(p)):
@@ -300,10 +314,61 @@ class _Pipeline(Mutator):
         return S.seq(
             MbarRing(full, stages, 1),
             MbarRing(empty, stages, threads // 32),
-            ProducerLoop(produce, threads, span=loop.span),
+            ProducerLoop(substitute(produce, self.inlined), threads, span=loop.span),
             consume,
             WgmmaWait(0, tuple({id(c.c): c.c for c in consumers}.values())),
         )
+
+    def _specialized_general(self, loop: S.For, stages: int, stmts: list[S.Stmt], staged: dict[int, Buffer],
+                             tiles: dict[int, int]) -> S.Stmt:  # fmt: skip
+        """The producer and consumer loops of a warp-specialized pipeline with other code between its
+        copies (module docstring): a full and an empty ring per copy, so the consumers wait for each tile
+        where its copy stood (flash attention's Q @ K^T runs while V is in flight) and release it
+        after the last statement that reads it."""
+        k, n = loop.loop_var, loop.extent
+        stage, use = E.floormod(k, stages), E.floordiv(k, stages)
+        copies = [s for s in stmts if isinstance(s, TmaCopy)]
+        rings = {id(c): (self.rings + 1 + 2 * i, self.rings + 2 + 2 * i) for i, c in enumerate(copies)}
+        self.rings += 2 * len(copies)
+        released = _releases(stmts)
+        produce, consume = [], []
+        for pos, s in enumerate(stmts):
+            if isinstance(s, TmaCopy):
+                full, empty = rings[id(s)]
+                tile = dataclasses.replace(_Stage(staged, stage, tiles, full).mutate(s), elected=True)
+                produce += [MbarWait(empty, stage, E.floormod(E.add(use, 1), 2)), tile]
+                consume.append(MbarWait(full, stage, E.floormod(use, 2)))
+            else:
+                consume.append(_Stage(staged, stage, tiles).mutate(s))
+            # a wgmma call has completed for the whole warpgroup (wait_group 0); other reads are each lane's
+            converge = not (isinstance(s, GemmCall) and s.variant.startswith("wgmma"))
+            consume += [MbarArrive(rings[id(c)][1], stage, converge) for c in released.get(pos, ())]
+        threads = self.consumer_threads
+        producer = S.For(k, E.const(0), n, S.ForKind.SERIAL, S.seq(*produce), span=loop.span)
+        annotations = ((PIPELINED_BUFFERS, tuple(staged.values())),)
+        consumer = S.For(k, E.const(0), n, S.ForKind.SERIAL, S.seq(*consume), annotations, span=loop.span)
+        barriers = [MbarRing(r, stages, arrivals) for full, empty in rings.values()
+                    for r, arrivals in ((full, 1), (empty, threads // 32))]  # fmt: skip
+        producer = ProducerLoop(substitute(producer, self.inlined), threads, general=True, span=loop.span)
+        return S.seq(*barriers, producer, consumer)
+
+
+def _releases(stmts: list[S.Stmt]) -> dict[int, list[TmaCopy]]:
+    """Position in the body -> the copies whose tiles are last read there; a tile nothing reads is
+    released right after its wait (no statement reads a tile before its copy: specialization_candidate)."""
+    last: dict[int, tuple[TmaCopy, int]] = {}
+    for pos, s in enumerate(stmts):
+        if isinstance(s, TmaCopy):
+            last[id(s)] = (s, pos)
+            continue
+        reads = tile_accesses(s)[0]
+        for key, (copy, _) in list(last.items()):
+            if reads & {id(load.dst) for load in copy.loads}:
+                last[key] = (copy, pos)
+    out: dict[int, list[TmaCopy]] = {}
+    for copy, pos in last.values():
+        out.setdefault(pos, []).append(copy)
+    return out
 
 
 def _retarget_annotations(body: S.Stmt, old: Buffer, new: Buffer) -> S.Stmt:
