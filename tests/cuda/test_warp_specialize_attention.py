@@ -271,9 +271,12 @@ def test_the_attention_benchmark_measures_the_specialized_path():
 
     for causal in (False, True):
         _, kernel = _lower(build(*SIZE, causal), PATHS["sm90"] or None)
-        assert "tc_setmaxnreg_inc<240>" in kernel
-        _, kernel = _lower(build(*SIZE, causal), PATHS["ampere"])
-        assert "setmaxnreg" not in kernel
+        assert "tc_setmaxnreg_inc<240>" in kernel and "tc_wgmma_wait<1>" not in kernel
+        _, kernel = _lower(build(*SIZE, causal), PATHS["overlap"])
+        assert "tc_setmaxnreg_inc<240>" in kernel and "tc_wgmma_wait<1>" in kernel
+        for path in ("ring", "ampere"):
+            _, kernel = _lower(build(*SIZE, causal), PATHS[path])
+            assert "setmaxnreg" not in kernel
 
 
 def test_the_contender_attention_text_is_specialized(monkeypatch):

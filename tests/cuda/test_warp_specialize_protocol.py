@@ -24,7 +24,16 @@ import pytest
 
 from tests.conformance import attention_bhsd as AB
 from tilecraft.backend.context import create_backend_context
-from tilecraft.cuda.ir import GemmCall, MbarArrive, MbarRing, MbarWait, NamedBarrier, TmaCopy, WgmmaWait
+from tilecraft.cuda.ir import (
+    GemmCall,
+    MbarArrive,
+    MbarRing,
+    MbarWait,
+    NamedBarrier,
+    SetMaxNReg,
+    TmaCopy,
+    WgmmaWait,
+)
 from tilecraft.cuda.transform.warp_specialize import PRODUCER_THREADS, enclosing_lets
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
@@ -42,9 +51,9 @@ from hopper_check import build as gemm  # noqa: E402
 PROTOCOL = (MbarWait, MbarArrive, TmaCopy, GemmCall, WgmmaWait, NamedBarrier)
 
 
-def _launch(func) -> S.KernelLaunch:
+def _launch(func, configs=None) -> S.KernelLaunch:
     ctx = create_backend_context("cuda -arch=sm_90a", None, "auto", require_available=False)
-    _, device = ctx.split(ctx.lower(widen_fragments(IRModule.from_func(func))))
+    _, device = ctx.split(ctx.lower(widen_fragments(IRModule.from_func(func)), configs))
     return device.functions[0].body
 
 
@@ -214,39 +223,56 @@ class Process:
             yield
 
 
-def _roles(launch: S.KernelLaunch) -> tuple[S.For, S.For, list[S.Stmt]]:
-    """The producer loop, the consumer loop and the consumers' statements of the pipeline: from the
-    first to the last of the loop's sequence that uses its rings (a prologue, the loop, an epilogue)."""
-    split = next(n for n in walk(launch.body) if isinstance(n, S.IfThenElse) and n.else_case is not None
-                 and any(_consumer_loop(m) for m in walk(n)))  # fmt: skip
+def _roles(launch: S.KernelLaunch) -> tuple[S.For, S.SeqStmt, list[S.Stmt]]:
+    """The producer loop, and the consumers' sequence holding the pipeline with its statements from the
+    first to the last that takes part (a prologue, the loop, an epilogue; one tile: no loop at all)."""
+    split = next(n for n in walk(launch.body) if isinstance(n, S.IfThenElse)
+                 and any(isinstance(m, SetMaxNReg) and not m.increase for m in walk(n.then_case)))  # fmt: skip
     producer = next(n for n in walk(split.then_case) if isinstance(n, S.For))
-    consumer = next(n for n in walk(split.else_case) if _consumer_loop(n))
-    seq = next(
-        n for n in walk(split.else_case) if isinstance(n, S.SeqStmt) and any(c is consumer for c in n.stmts)
-    )
-    rings = {n.ring for n in walk(producer) if isinstance(n, TmaCopy)}
-    uses = [i for i, c in enumerate(seq.stmts) if any(_pipelined(n, rings) for n in walk(c))]
-    return producer, consumer, list(seq.stmts[uses[0] : uses[-1] + 1])
+    rings = {n.ring for n in walk(producer) if isinstance(n, (TmaCopy, MbarWait))}
+    tiles = {load.dst.name for n in walk(producer) if isinstance(n, TmaCopy) for load in n.loads}
+
+    def takes_part(n) -> bool:
+        if isinstance(n, (MbarWait, MbarArrive)):
+            return n.ring in rings
+        return isinstance(n, WgmmaWait) or isinstance(n, GemmCall) and bool({n.a.name, n.b.name} & tiles)
+
+    total = sum(takes_part(n) for n in walk(split.else_case))
+    seqs = [n for n in _outside_loops(split.else_case) if isinstance(n, S.SeqStmt)
+            and sum(takes_part(m) for c in n.stmts for m in walk(c)) == total]  # fmt: skip
+    seq = seqs[-1]  # the innermost
+    uses = [i for i, c in enumerate(seq.stmts) if any(takes_part(n) for n in walk(c))]
+    return producer, seq, list(seq.stmts[uses[0] : uses[-1] + 1])
 
 
-def _pipelined(n, rings: set[int]) -> bool:
-    return isinstance(n, (MbarWait, MbarArrive)) and n.ring in rings or isinstance(n, WgmmaWait)
+def _outside_loops(s: S.Stmt) -> Iterator[S.Stmt]:
+    """The statements under `s` (pre-order) that no loop encloses."""
+    yield s
+    if isinstance(s, S.SeqStmt):
+        for c in s.stmts:
+            yield from _outside_loops(c)
+    elif isinstance(s, (S.Allocate, S.LetStmt)):
+        yield from _outside_loops(s.body)
+    elif isinstance(s, S.IfThenElse):
+        yield from _outside_loops(s.then_case)
+        if s.else_case is not None:
+            yield from _outside_loops(s.else_case)
 
 
 def _consumer_loop(n) -> bool:
     return isinstance(n, S.For) and bool(S.annotation(n.annotations, PIPELINED_BUFFERS))
 
 
-def _env(launch: S.KernelLaunch, loop: S.For, block: dict[str, int]) -> dict:
-    """The block indices, and the lets above `loop` evaluated from them (the causal `loop_range`)."""
+def _env(launch: S.KernelLaunch, where: S.Stmt, block: dict[str, int]) -> dict:
+    """The block indices, and the lets above `where` evaluated from them (the causal `loop_range`)."""
     env = {v: block[v.name] for v in launch.block_vars if v.name in block}
-    for var, value in enclosing_lets(launch.body, loop).items():
+    for var, value in enclosing_lets(launch.body, where).items():
         env[var] = evaluate(value, env)
     return env
 
 
 def simulate(launch: S.KernelLaunch, block: dict[str, int], seed: int) -> None:
-    producer_loop, consumer_loop, consumer = _roles(launch)
+    producer_loop, consumer_seq, consumer = _roles(launch)
     rings = {n.ring: (n.stages, n.arrivals) for n in walk(launch.body) if isinstance(n, MbarRing)}
     tiles = {}
     for copy in (n for n in walk(producer_loop) if isinstance(n, TmaCopy)):
@@ -255,7 +281,7 @@ def simulate(launch: S.KernelLaunch, block: dict[str, int], seed: int) -> None:
     world = World(rings, tiles, (launch.threads[0] - PRODUCER_THREADS) // 32)
     procs = [Process(world, "producer", [producer_loop], _env(launch, producer_loop, block))]
     procs += [
-        Process(world, f"warp {w}", consumer, _env(launch, consumer_loop, block)) for w in range(world.warps)
+        Process(world, f"warp {w}", consumer, _env(launch, consumer_seq, block)) for w in range(world.warps)
     ]
     rng = random.Random(seed)
     for _ in range(10**6):
@@ -293,12 +319,14 @@ KERNELS = {
     ),
 }
 SEEDS = range(12)
+OVERLAP = {"tilecraft.cuda.gemm_softmax_overlap": True}  # tests/cuda/test_overlap.py
 
 
+@pytest.mark.parametrize("configs", [None, OVERLAP], ids=["", "overlap"])
 @pytest.mark.parametrize("name", list(KERNELS))
-def test_the_protocol_runs_without_deadlock_or_stale_tiles(name):
+def test_the_protocol_runs_without_deadlock_or_stale_tiles(name, configs):
     make, blocks = KERNELS[name]
-    launch = _launch(make())
+    launch = _launch(make(), configs)
     for block in blocks:
         for seed in SEEDS:
             simulate(launch, {"by": 0, "bz": 0} | block, seed)
@@ -329,23 +357,34 @@ def _release_first(loop: S.For) -> S.Stmt:
     return dataclasses.replace(loop, body=S.seq(stmts[0], first, *stmts[1:]))
 
 
+def _release_in_flight(loop: S.For) -> S.Stmt:
+    """The overlapped loop's release of V moved from after the wait for P @ V to right after its issue."""
+    stmts = list(loop.body.stmts)
+    wait = next(i for i, n in enumerate(stmts) if isinstance(n, WgmmaWait) and n.pending == 0)
+    release = stmts.pop(wait + 1)
+    issue = next(i for i, n in enumerate(stmts) if isinstance(n, GemmCall) and n.variant == "wgmma_rs")
+    return dataclasses.replace(loop, body=S.seq(*stmts[: issue + 1], release, *stmts[issue + 1 :]))
+
+
 class _OneArrivalShort(_Edit):
     def mutate_MbarRing(self, s: MbarRing) -> S.Stmt:
         return dataclasses.replace(s, arrivals=s.arrivals + 1) if s.arrivals > 1 else s
 
 
 @pytest.mark.parametrize(
-    ("broken", "symptom"),
-    [(_Edit(_flip_parities), "tile .* of|overwritten"), (_Edit(_release_first), "tile .* of|overwritten"),
-     (_OneArrivalShort(lambda loop: loop), "deadlock")],
-    ids=["wrong-parity", "early-release", "arrival-count"],
+    ("broken", "configs", "symptom"),
+    [(_Edit(_flip_parities), None, "tile .* of|overwritten"), (_Edit(_release_first), None, "tile .* of|overwritten"),
+     (_OneArrivalShort(lambda loop: loop), None, "deadlock"),
+     (_Edit(_release_in_flight), OVERLAP, "overwritten under a wgmma in flight")],
+    ids=["wrong-parity", "early-release", "arrival-count", "release-in-flight"],
 )  # fmt: skip
-def test_the_simulator_catches_a_broken_protocol(broken, symptom):
+def test_the_simulator_catches_a_broken_protocol(broken, configs, symptom):
     """The checks have teeth: with the consumers' parities flipped their first waits pass at once and a
     gemm reads a tile still in flight; with K released before its gemm the producer refills the stage
     under it; with an empty barrier expecting one arrival more than there are warps the producer waits
-    forever."""
-    launch = broken.mutate(_launch(attention(1, 2, 512, False)))
+    forever; with the overlap's V released before P @ V has completed the producer refills it under
+    the wgmma."""
+    launch = broken.mutate(_launch(attention(1, 2, 512, False), configs))
     with pytest.raises(AssertionError, match=symptom):
         for seed in SEEDS:
             simulate(launch, {"bx": 0, "by": 0, "bz": 0}, seed)

@@ -197,10 +197,12 @@ class MbarRing(Stmt):
 
 @node
 class WgmmaWait(Stmt):
-    """Wait until at most `pending` wgmma groups are in flight, then pin the accumulators `c`."""
+    """Wait until at most `pending` wgmma groups are in flight, then pin the accumulators `c`; `keep`: the
+    16-bit register A operands of the groups waited for ("wgmma_rs"), kept alive up to here."""
 
     pending: int
     c: tuple[Buffer, ...]
+    keep: tuple[Buffer, ...] = ()
 
 
 def shared_accesses(node) -> tuple[tuple[Buffer, ...], tuple[Buffer, ...]] | None:

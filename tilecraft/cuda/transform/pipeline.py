@@ -48,6 +48,7 @@ from tilecraft.cuda.ir import (
     WgmmaWait,
 )
 from tilecraft.cuda.op.gemm_plan import warp_specialization_enabled
+from tilecraft.cuda.transform.overlap import OVERLAP, Piece, overlap_plan, overlapped
 from tilecraft.cuda.transform.warp_specialize import (
     enclosing_lets,
     gemms_only,
@@ -179,8 +180,9 @@ class _Stage(Mutator):
 
 
 class _Pipeline(Mutator):
-    def __init__(self, specialize: bool = False) -> None:
+    def __init__(self, specialize: bool = False, overlap: bool = False) -> None:
         super().__init__()
+        self.overlap = overlap  # the consumers overlap the softmax with P @ V (overlap.py, opt-in)
         self.staged: dict[int, Buffer] = {}
         # every staged buffer made for one tile: two pipelined loops over a tile make one each
         self.versions: dict[int, list[Buffer]] = {}
@@ -331,26 +333,48 @@ class _Pipeline(Mutator):
         rings = {id(c): (self.rings + 1 + 2 * i, self.rings + 2 + 2 * i) for i, c in enumerate(copies)}
         self.rings += 2 * len(copies)
         released = _releases(stmts)
-        produce, consume = [], []
-        for pos, s in enumerate(stmts):
+        produce = []
+        for s in stmts:
             if isinstance(s, TmaCopy):
                 full, empty = rings[id(s)]
                 tile = dataclasses.replace(_Stage(staged, stage, tiles, full).mutate(s), elected=True)
                 produce += [MbarWait(empty, stage, E.floormod(E.add(use, 1), 2)), tile]
-                consume.append(MbarWait(full, stage, E.floormod(use, 2)))
-            else:
-                consume.append(_Stage(staged, stage, tiles).mutate(s))
-            # a wgmma call has completed for the whole warpgroup (wait_group 0); other reads are each lane's
-            converge = not (isinstance(s, GemmCall) and s.variant.startswith("wgmma"))
-            consume += [MbarArrive(rings[id(c)][1], stage, converge) for c in released.get(pos, ())]
+
+        def pieces_at(it: E.Expr) -> list[Piece]:
+            """Each statement of iteration `it` as the consumers run it, with the releases after it."""
+            at, use_at = E.floormod(it, stages), E.floordiv(it, stages)
+            pieces = []
+            for pos, s in enumerate(stmts):
+                if isinstance(s, TmaCopy):
+                    consumed = MbarWait(rings[id(s)][0], at, E.floormod(use_at, 2))
+                else:
+                    consumed = _Stage(staged, at, tiles).mutate(s if it is k else substitute(s, {k: it}))
+                # a wgmma call has completed for the whole warpgroup (wait_group 0); other reads are each lane's
+                converge = not (isinstance(s, GemmCall) and s.variant.startswith("wgmma"))
+                pieces.append(
+                    (consumed, [MbarArrive(rings[id(c)][1], at, converge) for c in released.get(pos, ())])
+                )
+            return pieces
+
         threads = self.consumer_threads
         producer = S.For(k, E.const(0), n, S.ForKind.SERIAL, S.seq(*produce), span=loop.span)
         annotations = ((PIPELINED_BUFFERS, tuple(staged.values())),)
-        consumer = S.For(k, E.const(0), n, S.ForKind.SERIAL, S.seq(*consume), annotations, span=loop.span)
         barriers = [MbarRing(r, stages, arrivals) for full, empty in rings.values()
                     for r, arrivals in ((full, 1), (empty, threads // 32))]  # fmt: skip
         producer = ProducerLoop(substitute(producer, self.inlined), threads, general=True, span=loop.span)
-        return S.seq(*barriers, producer, consumer)
+        return S.seq(*barriers, producer, *self._consumer(loop, stmts, pieces_at, annotations))
+
+    def _consumer(self, loop: S.For, stmts: list[S.Stmt], pieces_at, annotations) -> list[S.Stmt]:
+        """The consumer loop of the general schedule, or its prologue, loop and epilogue with the
+        gemm-softmax overlap (overlap.py) where the pass config asks for it and the loop fits."""
+        k, n = loop.loop_var, loop.extent
+        if self.overlap:
+            plan, reason = overlap_plan(stmts)
+            if plan is not None:
+                return overlapped(plan, stmts, pieces_at, k, n, annotations, loop.span)
+            note(loop, reason, "T.Pipelined loop keeps its gemms apart (no gemm-softmax overlap)")
+        body = S.seq(*(x for stmt, releases in pieces_at(k) for x in (stmt, *releases)))
+        return [S.For(k, E.const(0), n, S.ForKind.SERIAL, body, annotations, span=loop.span)]
 
 
 def _releases(stmts: list[S.Stmt]) -> dict[int, list[TmaCopy]]:
@@ -403,4 +427,7 @@ def _synchronous(loop: S.For) -> S.Stmt:
 def inject_software_pipeline(mod: IRModule, ctx) -> IRModule:
     """Pipelined loops overlap the cp.async copies of later tiles with the compute of the current one."""
     specialize = warp_specialization_enabled(ctx.target, ctx.pass_configs)
-    return mod.with_functions(f.with_body(_Pipeline(specialize).mutate(f.body)) for f in mod.functions)
+    overlap = specialize and bool(ctx.pass_configs.get(OVERLAP, False))
+    return mod.with_functions(
+        f.with_body(_Pipeline(specialize, overlap).mutate(f.body)) for f in mod.functions
+    )

@@ -276,11 +276,12 @@ def _line(s: S.Stmt) -> str:
     return f" (line {s.span.line})" if s.span is not None else ""
 
 
-def note(loop: S.For, reason: str) -> None:
-    """The TILECRAFT_VERBOSE note of a pipelined loop that keeps the pipeline without a producer."""
+def note(loop: S.For, reason: str, what: str = "T.Pipelined loop is not warp-specialized") -> None:
+    """The TILECRAFT_VERBOSE note of a pipelined loop that keeps the pipeline without a producer (or,
+    `what`, another schedule it does not get)."""
     if settings.get("TILECRAFT_VERBOSE"):
         where = f"{loop.span.file}:{loop.span.line}: " if loop.span is not None else ""
-        print(f"tilecraft: {where}T.Pipelined loop is not warp-specialized: {reason}", file=sys.stderr)
+        print(f"tilecraft: {where}{what}: {reason}", file=sys.stderr)
 
 
 # ---------------------------------------------------------------- where the kernel splits
