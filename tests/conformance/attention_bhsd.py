@@ -2,8 +2,9 @@
 example_mha_fwd_bhsd.py, the text benchmarks/hopper_attention.py times): its K and V tiles are the
 tensors' last two dims, so on sm_90a they are TMA loads and the pipelined loop, softmax and all, runs
 on a producer warpgroup and the kernel's threads (warp specialization). The cases cover both
-consumer counts, causal trip counts that depend on the block, a ragged sequence and fewer tiles than
-stages."""
+consumer counts, causal trip counts that depend on the block, a ragged sequence, fewer tiles than
+stages, and P staged through shared memory (`p_shared`: a barrier among the consumers on each side of
+its store, inside the loop)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import numpy as np
 import tilecraft.language as T
 
 
-def mha_fwd_bhsd(batch, heads, seq, dim, causal, block_m=128, block_n=128, stages=2, threads=256):
+def mha_fwd_bhsd(
+    batch, heads, seq, dim, causal, block_m=128, block_n=128, stages=2, threads=256, p_shared=False
+):
     scale = (1.0 / dim) ** 0.5 * 1.44269504  # log2(e)
     shape = [batch, heads, seq, dim]
     dtype, accum = "float16", "float32"
@@ -29,8 +32,11 @@ def mha_fwd_bhsd(batch, heads, seq, dim, causal, block_m=128, block_n=128, stage
             K_shared = T.alloc_shared([block_n, dim], dtype)
             V_shared = T.alloc_shared([block_n, dim], dtype)
             O_shared = T.alloc_shared([block_m, dim], dtype)
+            if p_shared:
+                P_shared = T.alloc_shared([block_m, block_n], dtype)
+            else:
+                acc_s_cast = T.alloc_fragment([block_m, block_n], dtype)
             acc_s = T.alloc_fragment([block_m, block_n], accum)
-            acc_s_cast = T.alloc_fragment([block_m, block_n], dtype)
             acc_o = T.alloc_fragment([block_m, dim], accum)
             scores_max = T.alloc_fragment([block_m], accum)
             scores_max_prev = T.alloc_fragment([block_m], accum)
@@ -70,11 +76,17 @@ def mha_fwd_bhsd(batch, heads, seq, dim, causal, block_m=128, block_n=128, stage
                 T.reduce_sum(acc_s, scores_sum, dim=1)
                 for i in T.Parallel(block_m):
                     logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
-                T.copy(acc_s, acc_s_cast)
+                if p_shared:
+                    T.copy(acc_s, P_shared)
+                else:
+                    T.copy(acc_s, acc_s_cast)
                 for i, j in T.Parallel(block_m, dim):
                     acc_o[i, j] *= scores_scale[i]
                 T.copy(V[bz, by, k * block_n : (k + 1) * block_n, :], V_shared)
-                T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
+                if p_shared:
+                    T.gemm(P_shared, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
+                else:
+                    T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
             for i, j in T.Parallel(block_m, dim):
                 acc_o[i, j] /= logsum[i]
             T.copy(acc_o, O_shared)
@@ -83,12 +95,13 @@ def mha_fwd_bhsd(batch, heads, seq, dim, causal, block_m=128, block_n=128, stage
     return mha_fwd_bhsd
 
 
-# name -> (batch, heads, seq, dim, causal, block_m, block_n, stages, threads)
+# name -> (batch, heads, seq, dim, causal, block_m, block_n, stages, threads[, p_shared])
 CONFIGS = {
     "full": (1, 2, 300, 128, False, 128, 128, 2, 256),  # two consumer warpgroups, the benchmark's tiles
     "causal": (1, 2, 300, 128, True, 128, 128, 2, 256),  # trip count min(3, bx + 1)
     "causal_one_warpgroup": (1, 2, 200, 64, True, 64, 64, 2, 128),
     "one_tile_three_stages": (1, 2, 100, 64, False, 128, 128, 3, 256),  # fewer tiles than stages
+    "p_shared": (1, 2, 300, 64, False, 64, 64, 2, 128, True),
 }
 
 

@@ -125,6 +125,20 @@ def test_one_consumer_warpgroup_keeps_two_blocks_per_sm():
     assert art.kernels[0].block == (256,)
 
 
+def test_barriers_among_the_consumers_inside_the_loop_are_named_ones():
+    """P staged through shared memory: its store must wait for the previous P @ V to finish reading it
+    and the gemm for the store, both among the consumers alone (the producer never meets them)."""
+    art, kernel = _lower(AB.build("p_shared")())
+    consumer = kernel[kernel.index("tc_setmaxnreg_inc<232>();") :]
+    loop = _between(consumer, "for (int32_t k = 0; k < 5; ++k) {", "/ logsum[")
+    _check(loop, "tc::gemm_wgmma<64, 64, 64, 1, 1, false, true,", "tc_mbar_arrive(&tc_mbar[3 + (k % 2)]);",
+           "tc_fence_proxy_async(); tc_named_barrier(1, 128);", "P_shared[",
+           "tc_mbar_wait(&tc_mbar[5 + (k % 2)]", "tc_fence_proxy_async(); tc_named_barrier(1, 128);",
+           "tc::gemm_wgmma<64, 64, 64, 1, 1, false, false, false, 64, 64>(P_shared, V_shared",
+           "tc_mbar_arrive(&tc_mbar[7 + (k % 2)]);")  # fmt: skip
+    assert "__syncthreads" not in consumer and art.kernels[0].block == (256,)
+
+
 def test_fewer_tiles_than_stages():
     """One tile and three stages: the producer's first waits pass at once (the phase before)."""
     art, kernel = _lower(AB.mha_fwd_bhsd(*AB.CONFIGS["one_tile_three_stages"]))
@@ -164,6 +178,7 @@ KERNELS = {
     "ragged-causal": (lambda: AB.mha_fwd_bhsd(*AB.CONFIGS["causal"]), 384, 1),
     "one-warpgroup": (lambda: AB.mha_fwd_bhsd(*AB.CONFIGS["causal_one_warpgroup"]), 256, 2),
     "one-tile": (lambda: AB.mha_fwd_bhsd(*AB.CONFIGS["one_tile_three_stages"]), 384, 1),
+    "p-shared": (lambda: AB.mha_fwd_bhsd(*AB.CONFIGS["p_shared"]), 256, 2),
 }
 
 
@@ -260,7 +275,7 @@ def test_loops_the_general_schedule_cannot_take_keep_the_ring_with_a_note(func, 
 def test_the_conformance_attention_cases_are_specialized(name):
     """tests/conformance runs these on the GPU (flash_attention_bhsd_*); the older flash_attention_*
     cases (TileLang's bshd layout, 1 stage, K and V not the tensors' last two dims) stay on cp.async."""
-    threads = AB.CONFIGS[name][-1]
+    threads = AB.CONFIGS[name][8]
     art, kernel = _lower(AB.build(name)())
     assert "tc_setmaxnreg_inc<" in kernel and art.kernels[0].block == (threads + PRODUCER_THREADS,)
     assert kernel.count("tc_mbar_expect_tx(") == 3  # Q (the consumers' own), K and V (the producer's)

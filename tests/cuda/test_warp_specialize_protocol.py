@@ -312,6 +312,7 @@ KERNELS = {
     "attention-causal": (lambda: attention(1, 2, 512, True), [{"bx": b, "by": 1, "bz": 0} for b in range(4)]),
     "one-warpgroup": (lambda: AB.mha_fwd_bhsd(*AB.CONFIGS["causal_one_warpgroup"]), [{"bx": 0}, {"bx": 3}]),
     "one-tile": (lambda: AB.mha_fwd_bhsd(*AB.CONFIGS["one_tile_three_stages"]), [{"bx": 0}]),
+    "p-shared": (lambda: AB.mha_fwd_bhsd(*AB.CONFIGS["p_shared"]), [{"bx": 1}]),  # named barriers in the loop
     "gemm": (lambda: gemm(1000, 1032, 520, 128, 128, 64, 128, 3, "float16", "NT"), [{"bx": 0, "by": 0}]),
     "gemm-one-tile": (
         lambda: gemm(256, 256, 64, 128, 128, 64, 128, 3, "float16", "TN"),
