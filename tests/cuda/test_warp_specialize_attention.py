@@ -114,6 +114,19 @@ def test_the_producer_issues_k_and_v_and_the_consumers_wait_where_the_copies_wer
         assert "const int32_t loop_range = (bx + 1);" in kernel  # the consumers' trip count, the producer's
 
 
+def test_the_producer_inlines_only_the_lets_below_the_split():
+    """The causal `loop_range` is bound inside the consumers' branch, so the producer computes its value;
+    the GEMM's rasterized block indices (T.use_swizzle) are bound above the split, in both branches."""
+    from hopper_check import build as gemm
+
+    _, kernel = _lower(build(*SIZE, True))
+    producer = _between(kernel, "tc_setmaxnreg_dec", "} else {")
+    assert "loop_range" not in producer and "k < (bx + 1)" in producer
+    _, kernel = _lower(gemm(4096, 4096, 4096, 128, 128, 64, 128, 3, "float16", "NT"))
+    producer = _between(kernel, "tc_setmaxnreg_dec", "} else {")
+    assert "(int32_t)((by_r * 128))" in producer and "(int32_t)((bx_r * 128))" in producer
+
+
 def test_one_consumer_warpgroup_keeps_two_blocks_per_sm():
     art, kernel = _lower(AB.mha_fwd_bhsd(*AB.CONFIGS["causal_one_warpgroup"]))
     _check(kernel, "__launch_bounds__(256, 2)", "if ((tx >= 128)) {", "tc_setmaxnreg_dec<24>();",

@@ -50,7 +50,6 @@ from tilecraft.cuda.ir import (
 from tilecraft.cuda.op.gemm_plan import warp_specialization_enabled
 from tilecraft.cuda.transform.overlap import OVERLAP, Piece, overlap_plan, overlapped
 from tilecraft.cuda.transform.warp_specialize import (
-    enclosing_lets,
     gemms_only,
     note,
     specialization_candidate,
@@ -190,7 +189,6 @@ class _Pipeline(Mutator):
         self.specialize = specialize  # warp specialization is on (warp_specialization_enabled)
         self.specialized: S.For | None = None  # the loop of the current kernel that gets a producer
         self.consumer_threads = 0
-        self.inlined: dict = {}  # let-bound values the producer loop, split off above the lets, inlines
 
     def mutate_Buffer(self, buf):
         return buf
@@ -203,7 +201,6 @@ class _Pipeline(Mutator):
                 note(loop, reason)
             elif loop is not None:
                 self.specialized, self.consumer_threads = loop, s.threads[0]
-                self.inlined = enclosing_lets(s.body, loop)
         return self.generic_mutate(s)
 
     def mutate_Allocate(self, s: S.Allocate) -> S.Stmt:
@@ -316,7 +313,7 @@ class _Pipeline(Mutator):
         return S.seq(
             MbarRing(full, stages, 1),
             MbarRing(empty, stages, threads // 32),
-            ProducerLoop(substitute(produce, self.inlined), threads, span=loop.span),
+            ProducerLoop(produce, threads, span=loop.span),
             consume,
             WgmmaWait(0, tuple({id(c.c): c.c for c in consumers}.values())),
         )
@@ -361,7 +358,7 @@ class _Pipeline(Mutator):
         annotations = ((PIPELINED_BUFFERS, tuple(staged.values())),)
         barriers = [MbarRing(r, stages, arrivals) for full, empty in rings.values()
                     for r, arrivals in ((full, 1), (empty, threads // 32))]  # fmt: skip
-        producer = ProducerLoop(substitute(producer, self.inlined), threads, general=True, span=loop.span)
+        producer = ProducerLoop(producer, threads, general=True, span=loop.span)
         return S.seq(*barriers, producer, *self._consumer(loop, stmts, pieces_at, annotations))
 
     def _consumer(self, loop: S.For, stmts: list[S.Stmt], pieces_at, annotations) -> list[S.Stmt]:

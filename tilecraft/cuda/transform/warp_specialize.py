@@ -243,9 +243,9 @@ def _inside(n, loop: S.For) -> bool:
 
 
 def enclosing_lets(body: S.Stmt, target: S.Stmt) -> dict[E.Var, E.Expr]:
-    """The values of the LetStmts around `target` in terms of the variables above them (each outer
-    value substituted into the inner ones). The producer runs above the lets that the split leaves in
-    the consumer branch, so its trip count and coordinates take these values inlined."""
+    """The values of the LetStmts from `body` down to `target` in terms of the variables above `body`
+    (each outer value substituted into the inner ones). The producer runs above the lets that the split
+    leaves in the consumers' branch, so its trip count and coordinates take these values inlined."""
     values: dict[E.Var, E.Expr] = {}
     for s in _path(body, target) or ():
         if isinstance(s, S.LetStmt):
@@ -404,7 +404,9 @@ def _specialize(launch: S.KernelLaunch) -> S.KernelLaunch:
     threads = producer.consumer_threads
     split = (GENERAL_SPLITS if producer.general else SPLITS)[threads // PRODUCER_THREADS]
     tx = launch.thread_vars[0]
-    issue = S.IfThenElse(E.compare(E.EQ, tx, threads), producer.body)  # the producer's first thread
+    # the lets between the split and the loop stay in the consumers' branch: the producer inlines them
+    body = substitute(producer.body, enclosing_lets(point, producer))
+    issue = S.IfThenElse(E.compare(E.EQ, tx, threads), body)  # the producer's first thread
     consume = _ConsumerBarriers(threads).mutate(_without(point, producer))
     branch = S.IfThenElse(
         E.compare(E.GE, tx, threads),
