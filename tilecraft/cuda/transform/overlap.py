@@ -74,6 +74,8 @@ def overlap_plan(stmts: list[S.Stmt]) -> tuple[Overlap | None, str]:
         return None, "the last gemm does not read the last copy's tile"
     if _conflict(stmts[: first + 1], stmts[last - 1 :]):
         return None, "the code up to the first gemm touches what the last gemm reads or writes"
+    if any(isinstance(n, S.Allocate) and n.buffer.scope.startswith("shared") for s in stmts for n in walk(s)):
+        return None, "the loop body allocates shared memory (the prologue would repeat the allocation)"
     return Overlap(first, last - 1), ""
 
 
