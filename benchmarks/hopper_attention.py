@@ -1,6 +1,10 @@
-"""Flash-attention forward on a Hopper GPU: correctness and speed of tilecraft's sm_90a path (wgmma for
-Q @ K^T and, with P in registers, "wgmma_rs" for P @ V; TMA loads where they fit) and of the Ampere path
-(`tl.disable_wgmma`: mma.sync), against torch's scaled_dot_product_attention.
+"""Flash-attention forward on a Hopper GPU: correctness and speed of tilecraft's sm_90a paths (wgmma for
+Q @ K^T and, with P in registers, "wgmma_rs" for P @ V; TMA loads) and of the Ampere path
+(`tl.disable_wgmma`: mma.sync), against torch's scaled_dot_product_attention. The sm_90a paths: `sm90`,
+the default (a producer warpgroup issues K and V, the kernel's threads compute: warp specialization),
+`overlap` (the same with `tilecraft.cuda.gemm_softmax_overlap`: the next Q @ K^T and the previous
+P @ V in flight while the softmax runs), `ring` (`tl.disable_warp_specialized`: every thread issues
+and waits on one mbarrier ring, a block barrier per tile).
 
     python benchmarks/hopper_attention.py [--json out.json] [--reps N]
 
@@ -29,7 +33,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 BLOCK_M, BLOCK_N, STAGES, THREADS, DIM = 128, 128, 2, 256, 128
 SIZES = [(8, 16, 4096), (1, 2, 1000)]  # (batch, heads, seq); the first is measured
 MEASURED = SIZES[0]
-PATHS = {"sm90": {}, "ampere": {"tl.disable_wgmma": True}}
+PATHS = {
+    "sm90": {},
+    "overlap": {"tilecraft.cuda.gemm_softmax_overlap": True},
+    "ring": {"tl.disable_warp_specialized": True},
+    "ampere": {"tl.disable_wgmma": True},
+}
 TOLERANCE = 2e-2  # max abs error of float16 outputs of magnitude < 1
 
 
@@ -117,7 +126,8 @@ def compile_one(size, causal: bool, path: str):
     source = kernel.get_kernel_source() if hasattr(kernel, "get_kernel_source") else ""
     parts = [name for name, call in (("wgmma", "tc::gemm_wgmma<"), ("wgmma_rs", "tc::gemm_wgmma_rs<"),
                                      ("mma.sync", "tc::gemm_ss<"), ("mma.sync-rs", "tc::gemm_rs<"),
-                                     ("tma", "tc_tma_load<")) if call in source]  # fmt: skip
+                                     ("tma", "tc_tma_load<"), ("ws", "tc_setmaxnreg_inc<"),
+                                     ("overlap", "tc_wgmma_wait<1>")) if call in source]  # fmt: skip
     return kernel, "+".join(parts) or "?"
 
 
@@ -212,17 +222,18 @@ def format_row(r: dict) -> str:
     err = f"{r['max_abs_err']:.2e}" if r["max_abs_err"] is not None else "-"
     status = "ok" if r["ok"] else f"FAIL {r['error']}"
     causal = "causal" if r["causal"] else "full"
-    return f"{size:>12} {causal:>6} {r['path']:>6} ({r['variant']}) {tf} {sdpa} err {err}  {status}"
+    return f"{size:>12} {causal:>6} {r['path']:>7} ({r['variant']}) {tf} {sdpa} err {err}  {status}"
 
 
 def report(rows: list[dict], seconds: float) -> None:
-    print("\n# summary (measured size): TFLOP/s sm90 / ampere / SDPA (ratio sm90:SDPA)")
+    print(f"\n# summary (measured size): TFLOP/s {' / '.join(PATHS)} / SDPA (ratio of each to SDPA)")
     for causal in (False, True):
         by = {r["path"]: r for r in rows if tuple(r["size"]) == MEASURED and r["causal"] == causal}
-        sm90, ampere = (by.get(p, {}).get("tflops") or 0 for p in ("sm90", "ampere"))
+        rates = [by.get(p, {}).get("tflops") or 0 for p in PATHS]
         sdpa = next((r.get("sdpa_tflops") for r in by.values() if r.get("sdpa_tflops")), 0) or 0
-        print(f"{'causal' if causal else 'full':>6}: {sm90:6.1f} / {ampere:6.1f} / {sdpa:6.1f} "
-              f"({sm90 / sdpa if sdpa else 0:.2f}x)")  # fmt: skip
+        ratios = " ".join(f"{x / sdpa:.2f}x" if sdpa else "-" for x in rates)
+        measured = " / ".join(f"{x:6.1f}" for x in rates)
+        print(f"{'causal' if causal else 'full':>6}: {measured} / {sdpa:6.1f} ({ratios})")
     failures = [r for r in rows if not r["ok"]]
     print(f"\n{len(rows) - len(failures)} of {len(rows)} kernels correct ({seconds:.0f} s)")
 

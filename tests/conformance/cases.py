@@ -13,10 +13,12 @@ import ml_dtypes
 import numpy as np
 
 import tilecraft.language as T
+from tests.conformance import attention_bhsd as AB
 from tests.conformance import convolution as CV
 from tests.conformance import fragment_rows as FR
 from tests.conformance import global_layouts as G
 from tests.conformance import keep_dim as KD
+from tests.conformance import pipelined_stages as PS
 from tests.conformance import register_operands as R
 from tests.conformance import shared_operands as SO
 from tests.conformance import shared_reuse as SR
@@ -454,6 +456,12 @@ CASES = [
          TOL[F16]),
     Case("im2col_tiles_stride_dilation_padding", CV.im2col_tiles, CV.im2col_inputs, CV.im2col_reference, 0.0),
     Case("views_alias_their_base", V.views_alias_their_base, V.alias_inputs, V.alias_reference),
+    Case("staged_tile_copied_out_in_the_loop", PS.copy_through_stages, PS.inputs, PS.reference, 0.0),
+    Case("two_copies_into_one_tile_per_iteration", PS.two_copies_per_tile, PS.gemm_inputs, PS.gemm_reference,
+         2e-3),
+    # Flash attention whose pipelined loop is warp-specialized on sm_90a (softmax between TMA-fed gemms).
+    *(Case(f"flash_attention_bhsd_{name}", AB.build(name), AB.inputs(name), AB.reference(name), 5e-3)
+      for name in AB.CONFIGS),
 ]  # fmt: skip
 
 DYNAMIC_SIZES = (1000, 4097, 5)

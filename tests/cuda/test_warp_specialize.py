@@ -267,7 +267,6 @@ def gemm_with_a_cp_async_operand(A: T.Tensor((512, 512), "float16"), B: T.Tensor
     ("func", "threads", "reason"),
     [
         (gemm_with_a_cp_async_operand, 128, "a copy of the loop is not a TMA load (cp.async)"),
-        (gemm_with_a_scale, 128, "the loop body has other statements than TMA loads and gemms"),
         (gemm_of_512_threads, 512, "threads=(512,)"),
         (gemm_in_two_halves, 128, "the kernel has 2 T.Pipelined loops"),
         (gemm_reading_a_tile_after_the_loop, 128, "a tile the loop loads is also used outside the loop"),
@@ -275,7 +274,6 @@ def gemm_with_a_cp_async_operand(A: T.Tensor((512, 512), "float16"), B: T.Tensor
     ],
     ids=[
         "cp-async",
-        "other-statements",
         "512-threads",
         "two-loops",
         "tile-used-after",
@@ -293,10 +291,30 @@ def test_kernels_that_do_not_fit_keep_the_ring_and_a_verbose_note_says_why(func,
 
 
 def test_operands_off_tma_keep_the_ring_with_a_note(capsys):
+    """The consumers would still load B's tiles themselves and meet at a barrier for each."""
     with tilecraft.settings.override(TILECRAFT_VERBOSE=True):
         art, kernel = _gemm("NN", (1000, 1030, 520))  # B's rows of 2060 bytes: element copies
-    assert "not warp-specialized: the loop body has other statements" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert (
+        "not warp-specialized: a copy of the loop is not a TMA load (B_s is loaded from global memory" in err
+    )
     assert "setmaxnreg" not in kernel and art.kernels[0].block == (128,)
+
+
+def test_code_beside_the_gemm_takes_the_general_schedule():
+    """A loop with other code than gemms (here a scale of the accumulator) is specialized too: each
+    copy's tile has its own full and empty ring, the gemm completes (no group in flight across
+    iterations), and each tile is released after the gemm that reads it."""
+    art, kernel = _lower(gemm_with_a_scale)
+    _check(kernel, "__launch_bounds__(256, 2)", "uint64_t tc_mbar[12]",
+           "tc_setmaxnreg_dec<24>();", "for (int32_t ko = 0; ko < 8; ++ko) {",
+           "tc_mbar_wait(&tc_mbar[3 + (ko % 3)]", "tc_tma_load<2>(A_s", "tc_mbar_wait(&tc_mbar[9 + (ko % 3)]",
+           "tc_tma_load<2>(B_s", "tc_setmaxnreg_inc<232>();", "for (int32_t ko = 0; ko < 8; ++ko) {",
+           "tc_mbar_wait(&tc_mbar[0 + (ko % 3)]", "tc_mbar_wait(&tc_mbar[6 + (ko % 3)]",
+           "tc::gemm_wgmma<128, 128, 64, 1, 1, false, false, false, 64, 64>(A_s",
+           "tc_mbar_arrive(&tc_mbar[3 + (ko % 3)]);", "tc_mbar_arrive(&tc_mbar[9 + (ko % 3)]);",
+           "(C_l[(int32_t)r2] * 0.5f)")  # fmt: skip
+    assert art.kernels[0].block == (256,) and "tc_wgmma_wait<0>" not in kernel
 
 
 # ---------------------------------------------------------------- nvcc

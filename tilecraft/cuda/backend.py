@@ -11,6 +11,7 @@ from tilecraft.cuda.codegen import BINARY_FORMAT, SOURCE_FORMAT, compile_cubin, 
 from tilecraft.cuda.op.gemm_plan import DISABLE_TMA, DISABLE_WARP_SPECIALIZED, DISABLE_WGMMA
 from tilecraft.cuda.pipeline import PIPELINE
 from tilecraft.cuda.target import KIND
+from tilecraft.cuda.transform.overlap import OVERLAP
 from tilecraft.execution.nvcc.spec import NVCC
 from tilecraft.execution.nvrtc.spec import NVRTC
 
@@ -41,6 +42,8 @@ CUDA_BACKEND = register_backend(
             DISABLE_TMA: "on sm_90a, load wgmma operand tiles with cp.async instead of TMA (and no mbarrier ring)",
             DISABLE_WARP_SPECIALIZED: "on sm_90a, no producer warpgroup: the kernel's own threads issue the TMA "
             "loads of a T.Pipelined loop in program order (the mbarrier ring without setmaxnreg)",
+            OVERLAP: "on sm_90a, a warp-specialized loop of two wgmma gemms (flash attention) issues the next Q @ K^T "
+            "before the previous P @ V and overlaps the softmax with it (FA3's intra-warpgroup overlap; off by default)",
         },
         dialect="tilecraft.cuda.language",
         doc="NVIDIA GPUs (sm_80+) through CUDA C++: mma.sync (wgmma on sm_90a) tensor cores, cp.async (TMA on sm_90a) pipelines",

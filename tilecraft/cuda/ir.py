@@ -144,10 +144,13 @@ class MbarWait(Stmt):
 @node
 class MbarArrive(Stmt):
     """Lane 0 of every warp that runs it arrives once on mbarrier `stage` of `ring` (a consumer warp
-    releasing a pipeline stage to the producer); the ring counts one arrival per such warp."""
+    releasing a pipeline stage to the producer); the ring counts one arrival per such warp. `converge`:
+    a `__syncwarp()` first, where the warp's lanes read the stage with their own loads (not one wgmma
+    the whole warpgroup waited for), so lane 0 arrives only after every lane's reads."""
 
     ring: int
     stage: Expr | int
+    converge: bool = False
 
 
 @node
@@ -155,10 +158,13 @@ class ProducerLoop(Stmt):
     """The producer half of a warp-specialized pipeline (made by inject-software-pipeline): `body`
     issues every tile of the loop and runs on one thread of an extra warpgroup, which the
     warp-specialize pass adds after the `consumer_threads` the kernel was written for; until then
-    it stands where the loop stood, before the consumer half."""
+    it stands where the loop stood, before the consumer half. `general`: the consumer half runs other
+    code than wgmma gemms (flash attention's softmax), which takes the registers of
+    warp_specialize.GENERAL_SPLITS."""
 
     body: Stmt
     consumer_threads: int
+    general: bool = False
 
 
 @node
@@ -191,10 +197,12 @@ class MbarRing(Stmt):
 
 @node
 class WgmmaWait(Stmt):
-    """Wait until at most `pending` wgmma groups are in flight, then pin the accumulators `c`."""
+    """Wait until at most `pending` wgmma groups are in flight, then pin the accumulators `c`; `keep`: the
+    16-bit register A operands of the groups waited for ("wgmma_rs"), kept alive up to here."""
 
     pending: int
     c: tuple[Buffer, ...]
+    keep: tuple[Buffer, ...] = ()
 
 
 def shared_accesses(node) -> tuple[tuple[Buffer, ...], tuple[Buffer, ...]] | None:

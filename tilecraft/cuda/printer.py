@@ -147,6 +147,8 @@ class CudaPrinter(CFamilyPrinter):
             self.line(f"tc_mbar_wait({self._barrier(s.ring, s.stage)}, (uint32_t)({self.expr(s.parity)}));")
 
     def _s_MbarArrive(self, s: MbarArrive) -> None:
+        if s.converge:
+            self.line("__syncwarp();")
         self.line(f"if ((threadIdx.x & 31u) == 0u) tc_mbar_arrive({self._barrier(s.ring, s.stage)});")
 
     def _s_SetMaxNReg(self, s: SetMaxNReg) -> None:
@@ -162,6 +164,9 @@ class CudaPrinter(CFamilyPrinter):
         self.line(f"tc_wgmma_wait<{s.pending}>();")
         for c in s.c:
             self.line(f"tc_wgmma_fence_operands<{static_size(c)}>({self.name(c)});")
+        for a in s.keep:
+            words = static_size(a) * a.dtype.bytes // 4
+            self.line(f"tc_wgmma_keep_operands<{words}>((const uint32_t*){self.name(a)});")
 
     def _s_AsyncCommit(self, s: AsyncCommit) -> None:
         self.line("tc_cp_async_commit();")

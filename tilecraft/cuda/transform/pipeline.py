@@ -15,11 +15,15 @@ k, issues its wgmmas (retiring iteration k-1's), meets the others at a barrier, 
 stage (k-1) % s with tile k+s-1; a `wait_group 0` after the loop completes the last group.
 
 Warp-specialized kernels (sm_90a unless tl.disable_warp_specialized; warp_specialize.py says which loops
-qualify) get two rings instead: `full` (one arrival: the producer's expect-tx of the stage's bytes) and
-`empty` (one arrival per consumer warp). The loop becomes a `ProducerLoop` issuing every tile k into stage
-k % s after waiting for that stage to be empty, then the consumer loop: wait for tile k, issue its
-wgmmas (leaving them in flight), release stage (k-1) % s, whose wgmmas have then completed; a
-`wait_group 0` follows. The warp-specialize pass later puts the two on their own warpgroups.
+qualify) get `full` rings (one arrival: the producer's expect-tx of the tile's bytes) and `empty` rings
+(one arrival per consumer warp) instead. The loop becomes a `ProducerLoop` issuing every tile k into
+stage k % s after waiting for that stage to be empty, then the consumer loop. A loop of TMA copies and
+wgmma gemms only (a GEMM) has one ring pair: wait for tile k, issue its wgmmas (leaving them in flight),
+release stage (k-1) % s, whose wgmmas have then completed; a `wait_group 0` follows. A loop with other
+code (flash attention) has a ring pair per copy: the consumer runs the body in its order with each copy
+replaced by the wait for its tile, and releases each tile after the last statement that reads it
+(`_releases`; gemms there complete in place). The warp-specialize pass later puts the two loops on
+their own warpgroups.
 """
 
 from __future__ import annotations
@@ -38,15 +42,25 @@ from tilecraft.cuda.ir import (
     ProducerLoop,
     TmaCopy,
     TmaLoad,
+    VectorCopy,
+    VectorStore,
+    VectorZero,
     WgmmaWait,
 )
 from tilecraft.cuda.op.gemm_plan import warp_specialization_enabled
-from tilecraft.cuda.transform.warp_specialize import note, specialization_candidate
+from tilecraft.cuda.transform.overlap import OVERLAP, Piece, overlap_plan, overlapped
+from tilecraft.cuda.transform.warp_specialize import (
+    gemms_only,
+    note,
+    specialization_candidate,
+    tile_accesses,
+)
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule
+from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.visitor import Mutator, substitute, walk
 from tilecraft.transform.simt.barriers import PIPELINED_BUFFERS
 
@@ -131,9 +145,12 @@ class _Stage(Mutator):
             return S.BufferStore(s.buffer, value, indices, span=s.span)
         return S.BufferStore(new, value, (self.stage, *indices), span=s.span)
 
-    def mutate_GemmCall(self, s: GemmCall) -> S.Stmt:
+    def _moved(self, s: S.Stmt, *fields: tuple[str, str]) -> S.Stmt:
+        """`s` with each (buffer, element offset) field pair that names a staged buffer pointed at the
+        stage (the offsets of these statements are flat, so the stage adds whole tiles)."""
+        s = self.generic_mutate(s)
         changes = {}
-        for field, offset in (("a", "a_offset"), ("b", "b_offset")):
+        for field, offset in fields:
             buf = getattr(s, field)
             new = self.staged.get(id(buf))
             if new is not None:
@@ -141,10 +158,30 @@ class _Stage(Mutator):
                 changes[offset] = E.add(self._offset(buf), E.convert(getattr(s, offset)))
         return dataclasses.replace(s, **changes) if changes else s
 
+    # Vector accesses of a staged tile (a T.copy of the tile to global memory in the loop body): without
+    # these the consumer read stage 0 whatever the iteration.
+    def mutate_VectorCopy(self, s: VectorCopy) -> S.Stmt:
+        return self._moved(s, ("dst", "dst_offset"), ("src", "src_offset"))
+
+    def mutate_VectorZero(self, s: VectorZero) -> S.Stmt:
+        return self._moved(s, ("dst", "dst_offset"))
+
+    def mutate_VectorStore(self, s: VectorStore) -> S.Stmt:
+        return self._moved(s, ("dst", "dst_offset"))
+
+    def mutate_AtomicUpdate(self, s: AtomicUpdate) -> S.Stmt:
+        s = self.generic_mutate(s)
+        new = self.staged.get(id(s.buffer))
+        return s if new is None else dataclasses.replace(s, buffer=new, indices=(self.stage, *s.indices))
+
+    def mutate_GemmCall(self, s: GemmCall) -> S.Stmt:
+        return self._moved(s, ("a", "a_offset"), ("b", "b_offset"))
+
 
 class _Pipeline(Mutator):
-    def __init__(self, specialize: bool = False) -> None:
+    def __init__(self, specialize: bool = False, overlap: bool = False) -> None:
         super().__init__()
+        self.overlap = overlap  # the consumers overlap the softmax with P @ V (overlap.py, opt-in)
         self.staged: dict[int, Buffer] = {}
         # every staged buffer made for one tile: two pipelined loops over a tile make one each
         self.versions: dict[int, list[Buffer]] = {}
@@ -196,17 +233,24 @@ class _Pipeline(Mutator):
         consumers = [x for x in stmts if not _is_producer(x)]
         if not producers or any(_is_async(n) for c in consumers for n in walk(c)):
             return None
-        buffers = {
-            id(n.dst): n.dst for p in producers for n in walk(p) if isinstance(n, (AsyncCopy, TmaLoad))
-        }
+        filled = [
+            {id(n.dst): n.dst for n in walk(p) if isinstance(n, (AsyncCopy, TmaLoad))} for p in producers
+        ]
+        buffers = {key: buf for one in filled for key, buf in one.items()}
+        if len(buffers) < sum(len(one) for one in filled):
+            # Two copies fill one tile per iteration (one half, a gemm, the other half): a stage holds one
+            # tile, so both would land in it before either gemm read it. Such a loop stays synchronous.
+            return None
         tiles = {key: _tile_elems(buf) for key, buf in buffers.items()}
         for key, buf in buffers.items():
             staged_buf = Buffer(buf.name, (E.const(stages), *buf.shape), buf.dtype, buf.scope, span=buf.span)
             self.staged[key] = staged_buf
             self.versions.setdefault(key, []).append(staged_buf)
         staged = {k: self.staged[k] for k in buffers}
-        if specialized:
+        if specialized and gemms_only(stmts):
             return self._specialized(loop, stages, producers, consumers, staged, tiles)
+        if specialized:
+            return self._specialized_general(loop, stages, stmts, staged, tiles)
         cp_async = any(isinstance(n, AsyncCopy) for p in producers for n in walk(p))
         tma = sum(isinstance(p, TmaCopy) for p in producers)  # each one arrives on the stage's barrier
         if tma != sum(isinstance(n, TmaCopy) for p in producers for n in walk(p)):
@@ -274,6 +318,79 @@ class _Pipeline(Mutator):
             WgmmaWait(0, tuple({id(c.c): c.c for c in consumers}.values())),
         )
 
+    def _specialized_general(self, loop: S.For, stages: int, stmts: list[S.Stmt], staged: dict[int, Buffer],
+                             tiles: dict[int, int]) -> S.Stmt:  # fmt: skip
+        """The producer and consumer loops of a warp-specialized pipeline with other code between its
+        copies (module docstring): a full and an empty ring per copy, so the consumers wait for each tile
+        where its copy stood (flash attention's Q @ K^T runs while V is in flight) and release it
+        after the last statement that reads it."""
+        k, n = loop.loop_var, loop.extent
+        stage, use = E.floormod(k, stages), E.floordiv(k, stages)
+        copies = [s for s in stmts if isinstance(s, TmaCopy)]
+        rings = {id(c): (self.rings + 1 + 2 * i, self.rings + 2 + 2 * i) for i, c in enumerate(copies)}
+        self.rings += 2 * len(copies)
+        released = _releases(stmts)
+        produce = []
+        for s in stmts:
+            if isinstance(s, TmaCopy):
+                full, empty = rings[id(s)]
+                tile = dataclasses.replace(_Stage(staged, stage, tiles, full).mutate(s), elected=True)
+                produce += [MbarWait(empty, stage, E.floormod(E.add(use, 1), 2)), tile]
+
+        def pieces_at(it: E.Expr) -> list[Piece]:
+            """Each statement of iteration `it` as the consumers run it, with the releases after it."""
+            at, use_at = E.floormod(it, stages), E.floordiv(it, stages)
+            pieces = []
+            for pos, s in enumerate(stmts):
+                if isinstance(s, TmaCopy):
+                    consumed = MbarWait(rings[id(s)][0], at, E.floormod(use_at, 2))
+                else:
+                    consumed = _Stage(staged, at, tiles).mutate(s if it is k else substitute(s, {k: it}))
+                # a wgmma call has completed for the whole warpgroup (wait_group 0); other reads are each lane's
+                converge = not (isinstance(s, GemmCall) and s.variant.startswith("wgmma"))
+                pieces.append(
+                    (consumed, [MbarArrive(rings[id(c)][1], at, converge) for c in released.get(pos, ())])
+                )
+            return pieces
+
+        threads = self.consumer_threads
+        producer = S.For(k, E.const(0), n, S.ForKind.SERIAL, S.seq(*produce), span=loop.span)
+        annotations = ((PIPELINED_BUFFERS, tuple(staged.values())),)
+        barriers = [MbarRing(r, stages, arrivals) for full, empty in rings.values()
+                    for r, arrivals in ((full, 1), (empty, threads // 32))]  # fmt: skip
+        producer = ProducerLoop(producer, threads, general=True, span=loop.span)
+        return S.seq(*barriers, producer, *self._consumer(loop, stmts, pieces_at, annotations))
+
+    def _consumer(self, loop: S.For, stmts: list[S.Stmt], pieces_at, annotations) -> list[S.Stmt]:
+        """The consumer loop of the general schedule, or its prologue, loop and epilogue with the
+        gemm-softmax overlap (overlap.py) where the pass config asks for it and the loop fits."""
+        k, n = loop.loop_var, loop.extent
+        if self.overlap:
+            plan, reason = overlap_plan(stmts)
+            if plan is not None:
+                return overlapped(plan, stmts, pieces_at, k, n, annotations, loop.span)
+            note(loop, reason, "T.Pipelined loop keeps its gemms apart (no gemm-softmax overlap)")
+        body = S.seq(*(x for stmt, releases in pieces_at(k) for x in (stmt, *releases)))
+        return [S.For(k, E.const(0), n, S.ForKind.SERIAL, body, annotations, span=loop.span)]
+
+
+def _releases(stmts: list[S.Stmt]) -> dict[int, list[TmaCopy]]:
+    """Position in the body -> the copies whose tiles are last read there; a tile nothing reads is
+    released right after its wait (no statement reads a tile before its copy: specialization_candidate)."""
+    last: dict[int, tuple[TmaCopy, int]] = {}
+    for pos, s in enumerate(stmts):
+        if isinstance(s, TmaCopy):
+            last[id(s)] = (s, pos)
+            continue
+        reads = tile_accesses(s)[0]
+        for key, (copy, _) in list(last.items()):
+            if reads & {id(load.dst) for load in copy.loads}:
+                last[key] = (copy, pos)
+    out: dict[int, list[TmaCopy]] = {}
+    for copy, pos in last.values():
+        out.setdefault(pos, []).append(copy)
+    return out
+
 
 def _retarget_annotations(body: S.Stmt, old: Buffer, new: Buffer) -> S.Stmt:
     class _Swap(Mutator):
@@ -307,4 +424,7 @@ def _synchronous(loop: S.For) -> S.Stmt:
 def inject_software_pipeline(mod: IRModule, ctx) -> IRModule:
     """Pipelined loops overlap the cp.async copies of later tiles with the compute of the current one."""
     specialize = warp_specialization_enabled(ctx.target, ctx.pass_configs)
-    return mod.with_functions(f.with_body(_Pipeline(specialize).mutate(f.body)) for f in mod.functions)
+    overlap = specialize and bool(ctx.pass_configs.get(OVERLAP, False))
+    return mod.with_functions(
+        f.with_body(_Pipeline(specialize, overlap).mutate(f.body)) for f in mod.functions
+    )

@@ -1,10 +1,14 @@
-"""Warp specialization of TMA + wgmma pipelines (sm_90a): a producer warpgroup issues the loads.
+"""Warp specialization of TMA pipelines (sm_90a): a producer warpgroup issues the loads.
 
-Which loops: the only `T.Pipelined` loop of a kernel (num_stages >= 2, starting at 0) whose body is
-unconditional TMA copies and wgmma gemms with shared operands, at the kernel's top level (below its lets,
-allocations and layout annotations, not inside another loop or branch), in a kernel of 128 or 256 threads
-in one dimension. Anything else keeps the pipeline without a producer, with a note on stderr under
-TILECRAFT_VERBOSE saying why (`specialization_candidate`).
+Which loops: the only `T.Pipelined` loop of a kernel (num_stages >= 2, starting at 0) whose tiles are
+all loaded by unconditional TMA copies at the top level of its body (no cp.async, no tile loaded by the
+threads' own loads, no tile filled by two copies), at the kernel's top level (below its lets,
+allocations and layout annotations, not inside another loop or branch), in a kernel of 128 or 256
+threads in one dimension, whose trip count and TMA coordinates the producer can compute alone. The
+body is either only TMA copies and wgmma gemms of shared operands (the GEMM's schedule) or has other
+code too (flash attention's softmax between its gemms: the general schedule), whose statements must
+not write a loaded tile nor read one before its copy. Anything else keeps the pipeline without a
+producer, with a note on stderr under TILECRAFT_VERBOSE saying why (`specialization_candidate`).
 
 inject-software-pipeline builds the two halves of such a loop (`ProducerLoop`, then the consumer loop);
 the `warp-specialize` pass, after barrier insertion, gives them their threads. The kernel gets one more
@@ -13,12 +17,19 @@ meaning. The statement sequence holding the loop becomes `if (tx >= threads) pro
 
 - producer (the extra warpgroup): `setmaxnreg.dec`, then its first thread alone runs every tile k:
   wait until stage k % s is empty, announce the tile's bytes on the stage's full barrier and issue its
-  boxes;
+  boxes (GEMM: one barrier pair for all the stage's copies; general: one pair per copy, in the body's
+  order, so a consumer waiting for the first tile does not wait for the later ones);
 - consumer (the kernel's own threads): `setmaxnreg.inc`, then all the kernel's other code (the
-  accumulator's clear before the loop, the epilogue after it) and the consumer loop: wait for the
-  stage's full barrier, issue the wgmmas leaving one group in flight, then release the previous stage
-  (its group has completed) with one arrival per warp on its empty barrier. Barriers among consumers
-  are `bar.sync 1, threads`, so the producer is never waited for; the main loop has none.
+  accumulator's clear before the loop, the epilogue after it) and the consumer loop. GEMM: wait for
+  the stage's full barrier, issue the wgmmas leaving one group in flight, then release the previous
+  stage (its group has completed) with one arrival per warp on its empty barrier. General: the body as
+  written, each TMA copy replaced by the wait for its tile, each tile released right after the last
+  statement that reads it (its gemms complete in place). Barriers among consumers are
+  `bar.sync 1, threads`, so the producer is never waited for; neither main loop has a block barrier.
+
+The lets between the split and the loop (TileLang's causal `loop_range`) stay in the consumer branch;
+the producer, split off above them, takes their values inlined (`enclosing_lets`), so both run the same
+trip count.
 
 Phases: tile k is the (k / s)-th use of its stage, so the consumers wait for the full-barrier phase of
 parity (k / s) % 2 and the producer for the empty-barrier phase of parity (k / s + 1) % 2, the phase
@@ -42,13 +53,14 @@ from tilecraft.cuda.ir import (
     ProducerLoop,
     SetMaxNReg,
     TmaCopy,
+    VectorCopy,
     shared_accesses,
 )
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
-from tilecraft.ir.visitor import Mutator, free_vars, walk
-from tilecraft.transform.simt.barriers import is_sync
+from tilecraft.ir.visitor import Mutator, children, free_vars, substitute, walk
+from tilecraft.transform.simt.barriers import SHARED, Accesses, is_sync
 
 PRODUCER_THREADS = 128  # one warpgroup: setmaxnreg applies to whole warpgroups
 CONSUMER_THREADS = (128, 256)  # one or two consumer warpgroups (SPLITS)
@@ -74,6 +86,11 @@ class RegisterSplit:
 # One consumer warpgroup: two blocks per SM, as the kernel has without a producer (128 registers at entry,
 # 24 + 232 = 2 x 128). Two: one block of 384 threads at 168 (40 + 2 x 232 = 3 x 168, as CUTLASS does).
 SPLITS = {1: RegisterSplit(24, 232, 2), 2: RegisterSplit(40, 232, 1)}
+# Consumers that run other code between their gemms (flash attention: the S and O accumulators, the
+# 16-bit P tile and the softmax's row values live together) take the most the pool allows: two
+# warpgroups 240 with the producer at the minimum, 24 + 2 x 240 = 3 x 168 (FA3 and TileLang's split);
+# the producer computes only coordinates and barrier addresses, which fit (ptxas reports no spills).
+GENERAL_SPLITS = {1: RegisterSplit(24, 232, 2), 2: RegisterSplit(24, 240, 1)}
 
 
 def entry_registers(threads: int, min_blocks: int) -> int:
@@ -119,7 +136,7 @@ def _loop_refusal(loop: S.For) -> str | None:
     stages = S.annotation(loop.annotations, "num_stages") or 0
     if stages < 2 or E.const_value(loop.min) != 0:
         return f"num_stages={stages} (a producer needs at least 2 stages) or the loop does not start at 0"
-    stmts = list(loop.body.stmts) if isinstance(loop.body, S.SeqStmt) else [loop.body]
+    stmts = loop_statements(loop)
     nested = [n for s in stmts if not isinstance(s, TmaCopy) for n in walk(s) if isinstance(n, TmaCopy)]
     if nested:
         return "a TMA copy of the loop is under a condition or in a loop"
@@ -127,20 +144,81 @@ def _loop_refusal(loop: S.For) -> str | None:
         return "a copy of the loop is not a TMA load (cp.async)"
     if not any(isinstance(s, TmaCopy) for s in stmts):
         return "the loop has no TMA load"
+    loaded = _loaded_by_threads(loop.body)
+    if loaded is not None:
+        return f"a copy of the loop is not a TMA load ({loaded} is loaded from global memory by the threads)"
+    refilled = _refilled(stmts)
+    if refilled is not None:
+        return f"two copies of the loop fill {refilled} (a stage holds one tile)"
+    return None if gemms_only(stmts) else _consumer_refusal(stmts)
+
+
+def _refilled(stmts: list[S.Stmt]) -> str | None:
+    seen: set[int] = set()
     for s in stmts:
-        if isinstance(s, GemmCall) and s.variant != "wgmma":
-            kind = "A in registers" if s.variant.endswith("rs") else "mma.sync or FMA"
-            return f"a T.gemm of the loop is not a wgmma of shared operands ({s.variant}: {kind})"
-        if not isinstance(s, (TmaCopy, GemmCall)):
-            return f"the loop body has other statements than TMA loads and gemms{_line(s)}"
+        tiles = {id(load.dst): load.dst for load in s.loads} if isinstance(s, TmaCopy) else {}
+        for key, buf in tiles.items():
+            if key in seen:
+                return buf.name
+            seen.add(key)
+    return None
+
+
+def _loaded_by_threads(body: S.Stmt) -> str | None:
+    """A shared buffer the loop fills from global memory with the threads' own loads (a T.copy that
+    could not be a TMA load): the consumers would still load tiles and meet at a barrier for each, so
+    a producer would take no loading off them."""
+    for n in walk(body):
+        if isinstance(n, VectorCopy) and n.dst.scope in SHARED and n.src.scope == "global":
+            return n.dst.name
+        stored = isinstance(n, S.BufferStore) and n.buffer.scope in SHARED
+        if stored and any(isinstance(m, E.BufferLoad) and m.buffer.scope == "global" for m in walk(n.value)):
+            return n.buffer.name
+    return None
+
+
+def loop_statements(loop: S.For) -> list[S.Stmt]:
+    return list(loop.body.stmts) if isinstance(loop.body, S.SeqStmt) else [loop.body]
+
+
+def gemms_only(stmts: list[S.Stmt]) -> bool:
+    """The loop is TMA loads and wgmma gemms of shared operands only: the GEMM's schedule, whose gemms
+    stay in flight across iterations (inject-software-pipeline `_specialized`)."""
+    return all(isinstance(s, TmaCopy) or (isinstance(s, GemmCall) and s.variant == "wgmma") for s in stmts)
+
+
+def tile_accesses(s: S.Stmt) -> tuple[set[int], set[int]]:
+    """The shared buffers `s` reads and writes (ids), CUDA statements included."""
+    return Accesses(set(), shared_accesses)(s)
+
+
+def _consumer_refusal(stmts: list[S.Stmt]) -> str | None:
+    """A loop with other code (the general schedule: each copy's tile is waited for where the copy
+    stood and released after its last reader) needs every loaded tile written by its copy alone and
+    read only after it in the body: a read before the copy would want the previous iteration's tile,
+    which the producer may already have overwritten."""
+    copied = {id(load.dst): (pos, load.dst.name) for pos, s in enumerate(stmts) if isinstance(s, TmaCopy)
+              for load in s.loads}  # fmt: skip
+    for pos, s in enumerate(stmts):
+        if isinstance(s, TmaCopy):
+            continue
+        reads, writes = tile_accesses(s)
+        written = [copied[buf][1] for buf in writes & copied.keys()]
+        if written:
+            return f"the loop's code writes {written[0]}, a tile it loads by TMA{_line(s)}"
+        early = [copied[buf][1] for buf in reads & copied.keys() if copied[buf][0] > pos]
+        if early:
+            return f"the loop reads {early[0]} before its TMA copy{_line(s)}"
     return None
 
 
 def _producer_refusal(loop: S.For, launch: S.KernelLaunch) -> str | None:
-    """The producer computes the tiles' coordinates alone: they may use the loop, block and kernel
-    variables, not the thread index or on-chip values the consumers compute."""
+    """The producer computes the trip count and the tiles' coordinates alone: they may use the loop,
+    block and kernel variables and values bound from them (the causal loop's `loop_range`), not the
+    thread index or on-chip values the consumers compute."""
     copies = [s for s in walk(loop.body) if isinstance(s, TmaCopy)]
     exprs = [loop.extent, *(c for copy in copies for load in copy.loads for c in load.coords)]
+    exprs = substitute(tuple(exprs), enclosing_lets(launch.body, loop))
     threads = {id(v) for v in launch.thread_vars}
     if any(id(v) in threads for v in free_vars(tuple(exprs))):
         return "the TMA coordinates depend on the thread index"
@@ -164,6 +242,29 @@ def _inside(n, loop: S.For) -> bool:
     return any(m is n for m in walk(loop.body))
 
 
+def enclosing_lets(body: S.Stmt, target: S.Stmt) -> dict[E.Var, E.Expr]:
+    """The values of the LetStmts from `body` down to `target` in terms of the variables above `body`
+    (each outer value substituted into the inner ones). The producer runs above the lets that the split
+    leaves in the consumers' branch, so its trip count and coordinates take these values inlined."""
+    values: dict[E.Var, E.Expr] = {}
+    for s in _path(body, target) or ():
+        if isinstance(s, S.LetStmt):
+            values[s.var] = substitute(s.value, values)
+    return values
+
+
+def _path(node, target) -> list[S.Stmt] | None:
+    """The statements from `node` down to `target`, both included (None: not below `node`)."""
+    if node is target:
+        return [node]
+    for child in children(node) if isinstance(node, S.Stmt) else ():
+        for item in child if isinstance(child, tuple) else (child,):
+            found = _path(item, target) if isinstance(item, S.Stmt) else None
+            if found is not None:
+                return [node, *found]
+    return None
+
+
 def _placement_refusal(body: S.Stmt, loop: S.For) -> str | None:
     found = split_point(body, lambda s: s is loop)
     if found is None:
@@ -175,11 +276,12 @@ def _line(s: S.Stmt) -> str:
     return f" (line {s.span.line})" if s.span is not None else ""
 
 
-def note(loop: S.For, reason: str) -> None:
-    """The TILECRAFT_VERBOSE note of a pipelined loop that keeps the pipeline without a producer."""
+def note(loop: S.For, reason: str, what: str = "T.Pipelined loop is not warp-specialized") -> None:
+    """The TILECRAFT_VERBOSE note of a pipelined loop that keeps the pipeline without a producer (or,
+    `what`, another schedule it does not get)."""
     if settings.get("TILECRAFT_VERBOSE"):
         where = f"{loop.span.file}:{loop.span.line}: " if loop.span is not None else ""
-        print(f"tilecraft: {where}T.Pipelined loop is not warp-specialized: {reason}", file=sys.stderr)
+        print(f"tilecraft: {where}{what}: {reason}", file=sys.stderr)
 
 
 # ---------------------------------------------------------------- where the kernel splits
@@ -243,8 +345,12 @@ def lift_allocations(body: S.Stmt, is_target) -> S.Stmt:
 
 
 def _through_sequences(s: S.Stmt, is_target) -> bool:
+    """From the split to the target: sequences, lets (the producer takes their values inlined) and
+    allocations (lifted above the split)."""
     if is_target(s):
         return True
+    if isinstance(s, (S.LetStmt, S.Allocate)):
+        return _through_sequences(s.body, is_target)
     return isinstance(s, S.SeqStmt) and any(_through_sequences(c, is_target) for c in s.stmts)
 
 
@@ -256,6 +362,8 @@ def _without(s: S.Stmt, producer: ProducerLoop) -> S.Stmt:
         return S.SeqStmt(())
     if isinstance(s, S.SeqStmt):
         return S.seq(*(_without(c, producer) for c in s.stmts))
+    if isinstance(s, (S.LetStmt, S.Allocate)):
+        return dataclasses.replace(s, body=_without(s.body, producer))
     return s
 
 
@@ -294,9 +402,11 @@ def _specialize(launch: S.KernelLaunch) -> S.KernelLaunch:
     point = split_point(launch.body, lambda s: s is producer)
     assert point is not None, "inject-software-pipeline made a producer loop the split cannot place"
     threads = producer.consumer_threads
-    split = SPLITS[threads // PRODUCER_THREADS]
+    split = (GENERAL_SPLITS if producer.general else SPLITS)[threads // PRODUCER_THREADS]
     tx = launch.thread_vars[0]
-    issue = S.IfThenElse(E.compare(E.EQ, tx, threads), producer.body)  # the producer's first thread
+    # the lets between the split and the loop stay in the consumers' branch: the producer inlines them
+    body = substitute(producer.body, enclosing_lets(point, producer))
+    issue = S.IfThenElse(E.compare(E.EQ, tx, threads), body)  # the producer's first thread
     consume = _ConsumerBarriers(threads).mutate(_without(point, producer))
     branch = S.IfThenElse(
         E.compare(E.GE, tx, threads),

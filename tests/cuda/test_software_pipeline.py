@@ -1,0 +1,36 @@
+"""inject-software-pipeline on CUDA without a GPU: every access of a staged tile in the loop body goes
+to the iteration's stage (tests/conformance/pipelined_stages.py runs the kernel)."""
+
+from __future__ import annotations
+
+import pytest
+
+import tilecraft
+from tests.conformance.pipelined_stages import copy_through_stages
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_a_vector_copy_out_of_a_staged_tile_reads_the_iterations_stage(arch):
+    art = tilecraft.lower(copy_through_stages(), target=f"cuda -arch={arch}")
+    src = art.source("cuda-source")
+    kernel = src[src.index('extern "C" __global__') :]
+    loop = kernel[kernel.index("for (int32_t k = 0;") :]
+    store = next(line for line in loop.splitlines() if line.strip().startswith("*(uint4*)(B + "))
+    tile = 64 * 64
+    assert f"= *(const uint4*)(A_s + (((int64_t)(((k % 3) * {tile}))) + " in store, store
+
+
+def test_two_copies_into_one_tile_keep_the_loop_synchronous(capsys):
+    """A stage holds one tile: with two copies into it per iteration the loop is not pipelined, so each
+    gemm reads the half copied just before it (the conformance case checks the result)."""
+    from tests.conformance.pipelined_stages import two_copies_per_tile
+
+    for arch in ("sm_80", "sm_90a"):
+        with tilecraft.settings.override(TILECRAFT_VERBOSE=True):
+            src = tilecraft.lower(two_copies_per_tile(), target=f"cuda -arch={arch}").source("cuda-source")
+        kernel = src[src.index('extern "C" __global__') :]
+        assert "(ko % 2)" not in kernel and "setmaxnreg" not in kernel  # no stages, no producer
+    assert (
+        "not warp-specialized: two copies of the loop fill A_s (a stage holds one tile)"
+        in capsys.readouterr().err
+    )

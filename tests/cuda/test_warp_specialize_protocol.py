@@ -1,0 +1,391 @@
+"""The mbarrier protocol of warp-specialized pipelines, executed without a GPU.
+
+The producer thread and every consumer warp of the lowered IR run as separate processes under random
+schedules. mbarriers follow the PTX ISA (an arrival count per phase, expect-tx bytes that the TMA
+transfers complete, `try_wait.parity` returning once the phase of that parity has completed), TMA
+transfers land at random later times, and wgmma groups complete at the consumer's `wait_group`. Only
+the statements of the protocol run (waits, arrivals, TMA copies, gemms, named barriers, branches on the
+iteration); the checks are: no deadlock and no extra arrival in a phase, every gemm reads the tile of
+its own iteration (landed, and not overwritten until its wgmmas complete), and both roles run the same
+trip count and finish with every transfer landed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.conformance import attention_bhsd as AB
+from tilecraft.backend.context import create_backend_context
+from tilecraft.cuda.ir import (
+    GemmCall,
+    MbarArrive,
+    MbarRing,
+    MbarWait,
+    NamedBarrier,
+    SetMaxNReg,
+    TmaCopy,
+    WgmmaWait,
+)
+from tilecraft.cuda.transform.warp_specialize import PRODUCER_THREADS, enclosing_lets
+from tilecraft.ir import expr as E
+from tilecraft.ir import stmt as S
+from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.eval import evaluate
+from tilecraft.ir.function import IRModule
+from tilecraft.ir.visitor import Mutator, walk
+from tilecraft.transform.simt.barriers import PIPELINED_BUFFERS
+from tilecraft.transform.widen_fragments import widen_fragments
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from hopper_attention import build as attention  # noqa: E402
+from hopper_check import build as gemm  # noqa: E402
+
+PROTOCOL = (MbarWait, MbarArrive, TmaCopy, GemmCall, WgmmaWait, NamedBarrier)
+
+
+def _launch(func, configs=None) -> S.KernelLaunch:
+    ctx = create_backend_context("cuda -arch=sm_90a", None, "auto", require_available=False)
+    _, device = ctx.split(ctx.lower(widen_fragments(IRModule.from_func(func)), configs))
+    return device.functions[0].body
+
+
+@dataclass
+class Barrier:
+    count: int
+    pending: int
+    phase: int = 0  # completed phases
+    tx: int = 0
+
+    def arrive(self, where: str) -> None:
+        assert self.pending > 0, f"{where}: an arrival beyond the barrier's count in one phase"
+        self.pending -= 1
+        self._complete()
+
+    def transfer(self, bytes_: int) -> None:
+        self.tx -= bytes_
+        self._complete()
+
+    def _complete(self) -> None:
+        if self.pending == 0 and self.tx == 0:
+            self.phase, self.pending = self.phase + 1, self.count
+
+    def passed(self, parity: int) -> bool:
+        return self.phase % 2 != parity  # try_wait.parity: the phase of that parity has completed
+
+
+@dataclass
+class Tile:
+    """What one stage of a staged buffer holds: the iteration's tile, landed or in flight."""
+
+    iteration: int = -1
+    landed: bool = False
+    version: int = 0
+
+
+@dataclass
+class World:
+    rings: dict[int, tuple[int, int]]  # ring -> (stages, arrivals)
+    tiles: dict[str, int]  # staged buffer -> elements per stage
+    warps: int
+    barriers: dict[tuple[int, int], Barrier] = field(default_factory=dict)
+    stages: dict[tuple[str, int], Tile] = field(default_factory=dict)
+    transfers: list = field(default_factory=list)  # pending TMA completions
+    named: dict[int, int] = field(default_factory=dict)  # named barrier -> arrivals in this generation
+    generations: dict[int, int] = field(default_factory=dict)
+    holds: dict[int, bool] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for ring, (stages, arrivals) in self.rings.items():
+            for s in range(stages):
+                self.barriers[(ring, s)] = Barrier(arrivals, arrivals)
+
+    def protocol(self, s: S.Stmt) -> bool:
+        """`s` holds statements of the protocol (cached: every warp asks for every statement)."""
+        if id(s) not in self.holds:
+            self.holds[id(s)] = any(isinstance(n, PROTOCOL) for n in walk(s))
+        return self.holds[id(s)]
+
+    def stage_of(self, buf: str, offset: int) -> Tile:
+        return self.stages.setdefault((buf, offset // self.tiles[buf]), Tile())
+
+
+class Process:
+    """One producer thread or one consumer warp running its statements. Tiles are numbered by
+    arrival: the i-th copy into a buffer loads its tile i, and the i-th run of a gemm must read tile i
+    of each staged operand, whichever loop iteration (or prologue) runs it."""
+
+    def __init__(self, world: World, name: str, stmts: list[S.Stmt], env: dict) -> None:
+        self.world, self.name, self.stmts, self.env = world, name, stmts, env
+        self.groups: list[list[tuple[Tile, int, int]]] = []  # wgmma groups in flight: (tile, number, version)
+        self.runs: dict[tuple, int] = {}  # (gemm or copy, buffer) -> times it ran
+        self.steps = self._run()
+        self.done = False
+
+    def value(self, e) -> int:
+        return int(evaluate(E.convert(e), self.env))
+
+    def _count(self, key: tuple) -> int:
+        self.runs[key] = self.runs.get(key, 0) + 1
+        return self.runs[key] - 1
+
+    def _run(self) -> Iterator[None]:
+        for s in self.stmts:
+            yield from self._stmt(s)
+        self._retire(0)
+
+    def _stmt(self, s: S.Stmt) -> Iterator[None]:
+        protocol = self.world.protocol(s)
+        if isinstance(s, S.SeqStmt):
+            for c in s.stmts:
+                yield from self._stmt(c)
+        elif isinstance(s, S.For) and protocol:
+            start = self.value(s.min)
+            for k in range(start, start + self.value(s.extent)):
+                self.env[s.loop_var] = k
+                yield from self._stmt(s.body)
+        elif isinstance(s, S.IfThenElse) and protocol:
+            branch = s.then_case if self.value(s.condition) else s.else_case
+            if branch is not None:
+                yield from self._stmt(branch)
+        elif isinstance(s, (S.Allocate, S.LetStmt)):
+            yield from self._stmt(s.body)
+        elif isinstance(s, PROTOCOL):
+            yield from getattr(self, "_" + type(s).__name__)(s)
+        else:
+            assert not protocol, f"not modelled: {type(s).__name__}"
+            named = {n.name for n in walk(s) if isinstance(n, Buffer)} & self.world.tiles.keys()
+            assert not named, f"{self.name}: an access of {named} the simulation does not model"
+            yield
+
+    def _MbarWait(self, s: MbarWait) -> Iterator[None]:  # noqa: N802
+        assert s.parity is not None, "warp-specialized rings compute their parity"
+        bar = self.world.barriers[(s.ring, self.value(s.stage))]
+        parity = self.value(s.parity)
+        while not bar.passed(parity):
+            yield
+
+    def _MbarArrive(self, s: MbarArrive) -> Iterator[None]:  # noqa: N802
+        self.world.barriers[(s.ring, self.value(s.stage))].arrive(f"{self.name} ring {s.ring}")
+        yield
+
+    def _TmaCopy(self, s: TmaCopy) -> Iterator[None]:  # noqa: N802
+        bar = self.world.barriers[(s.ring, self.value(s.stage))]
+        bar.tx += s.bytes
+        bar.arrive(f"{self.name} expect-tx")
+        numbers = {
+            name: self._count(("copy", name)) for name in dict.fromkeys(load.dst.name for load in s.loads)
+        }
+        for load in s.loads:
+            number = numbers[load.dst.name]
+            tile = self.world.stage_of(load.dst.name, self.value(load.dst_offset))
+            tile.iteration, tile.landed, tile.version = number, False, tile.version + 1
+            self.world.transfers.append((bar, tile, s.bytes // len(s.loads)))
+        yield
+
+    def _GemmCall(self, s: GemmCall) -> Iterator[None]:  # noqa: N802
+        reads = []
+        for buf, offset in ((s.a, s.a_offset), (s.b, s.b_offset)):
+            if buf.name in self.world.tiles:
+                number = self._count((s.variant, s.a.name, s.b.name, s.c.name, buf.name))
+                tile = self.world.stage_of(buf.name, self.value(offset))
+                assert tile.landed and tile.iteration == number, (
+                    f"{self.name}: tile {number} of {buf.name}: {tile}"
+                )
+                reads.append((tile, number, tile.version))
+        self.groups.append(reads)
+        self._retire(s.wait if s.variant.startswith("wgmma") else 0)
+        yield
+
+    def _WgmmaWait(self, s: WgmmaWait) -> Iterator[None]:  # noqa: N802
+        self._retire(s.pending)
+        yield
+
+    def _retire(self, pending: int) -> None:
+        while len(self.groups) > pending:
+            for tile, k, version in self.groups.pop(0):
+                assert tile.version == version, f"{self.name}: tile {k} overwritten under a wgmma in flight"
+
+    def _NamedBarrier(self, s: NamedBarrier) -> Iterator[None]:  # noqa: N802
+        world = self.world
+        generation = world.generations.get(s.barrier, 0)
+        world.named[s.barrier] = world.named.get(s.barrier, 0) + 1
+        if world.named[s.barrier] == world.warps:
+            world.named[s.barrier], world.generations[s.barrier] = 0, generation + 1
+        while world.generations.get(s.barrier, 0) == generation:
+            yield
+
+
+def _roles(launch: S.KernelLaunch) -> tuple[S.For, S.SeqStmt, list[S.Stmt]]:
+    """The producer loop, and the consumers' sequence holding the pipeline with its statements from the
+    first to the last that takes part (a prologue, the loop, an epilogue; one tile: no loop at all)."""
+    split = next(n for n in walk(launch.body) if isinstance(n, S.IfThenElse)
+                 and any(isinstance(m, SetMaxNReg) and not m.increase for m in walk(n.then_case)))  # fmt: skip
+    producer = next(n for n in walk(split.then_case) if isinstance(n, S.For))
+    rings = {n.ring for n in walk(producer) if isinstance(n, (TmaCopy, MbarWait))}
+    tiles = {load.dst.name for n in walk(producer) if isinstance(n, TmaCopy) for load in n.loads}
+
+    def takes_part(n) -> bool:
+        if isinstance(n, (MbarWait, MbarArrive)):
+            return n.ring in rings
+        return isinstance(n, WgmmaWait) or isinstance(n, GemmCall) and bool({n.a.name, n.b.name} & tiles)
+
+    total = sum(takes_part(n) for n in walk(split.else_case))
+    seqs = [n for n in _outside_loops(split.else_case) if isinstance(n, S.SeqStmt)
+            and sum(takes_part(m) for c in n.stmts for m in walk(c)) == total]  # fmt: skip
+    seq = seqs[-1]  # the innermost
+    uses = [i for i, c in enumerate(seq.stmts) if any(takes_part(n) for n in walk(c))]
+    return producer, seq, list(seq.stmts[uses[0] : uses[-1] + 1])
+
+
+def _outside_loops(s: S.Stmt) -> Iterator[S.Stmt]:
+    """The statements under `s` (pre-order) that no loop encloses."""
+    yield s
+    if isinstance(s, S.SeqStmt):
+        for c in s.stmts:
+            yield from _outside_loops(c)
+    elif isinstance(s, (S.Allocate, S.LetStmt)):
+        yield from _outside_loops(s.body)
+    elif isinstance(s, S.IfThenElse):
+        yield from _outside_loops(s.then_case)
+        if s.else_case is not None:
+            yield from _outside_loops(s.else_case)
+
+
+def _consumer_loop(n) -> bool:
+    return isinstance(n, S.For) and bool(S.annotation(n.annotations, PIPELINED_BUFFERS))
+
+
+def _env(launch: S.KernelLaunch, where: S.Stmt, block: dict[str, int]) -> dict:
+    """The block indices, and the lets above `where` evaluated from them (the causal `loop_range`)."""
+    env = {v: block[v.name] for v in launch.block_vars if v.name in block}
+    for var, value in enclosing_lets(launch.body, where).items():
+        env[var] = evaluate(value, env)
+    return env
+
+
+def simulate(launch: S.KernelLaunch, block: dict[str, int], seed: int) -> None:
+    producer_loop, consumer_seq, consumer = _roles(launch)
+    rings = {n.ring: (n.stages, n.arrivals) for n in walk(launch.body) if isinstance(n, MbarRing)}
+    tiles = {}
+    for copy in (n for n in walk(producer_loop) if isinstance(n, TmaCopy)):
+        for load in copy.loads:
+            tiles[load.dst.name] = math.prod(E.const_value(d) for d in load.dst.shape) // rings[copy.ring][0]
+    world = World(rings, tiles, (launch.threads[0] - PRODUCER_THREADS) // 32)
+    procs = [Process(world, "producer", [producer_loop], _env(launch, producer_loop, block))]
+    procs += [
+        Process(world, f"warp {w}", consumer, _env(launch, consumer_seq, block)) for w in range(world.warps)
+    ]
+    rng = random.Random(seed)
+    for _ in range(10**6):
+        live = [p for p in procs if not p.done]
+        if not live and not world.transfers:
+            break
+        choice = rng.randrange(len(live) + len(world.transfers))
+        if choice >= len(live):
+            bar, tile, bytes_ = world.transfers.pop(choice - len(live))
+            tile.landed = True
+            bar.transfer(bytes_)
+            continue
+        try:
+            next(live[choice].steps)
+        except StopIteration:
+            live[choice].done = True
+    else:
+        blocked = [p.name for p in procs if not p.done]
+        raise AssertionError(f"deadlock: {blocked} never finish ({block}, seed {seed})")
+    loaded = {key[1]: n for key, n in procs[0].runs.items()}
+    for warp in procs[1:]:  # both roles ran the same trip count: every tile loaded was read, once per gemm
+        assert {key[-1]: n for key, n in warp.runs.items()} == loaded, (warp.name, warp.runs, loaded)
+
+
+KERNELS = {
+    # name: (kernel, block indices to run: the causal loop's trip count is bx + 1)
+    "attention": (lambda: attention(1, 2, 512, False), [{"bx": 0, "by": 0, "bz": 0}]),
+    "attention-causal": (lambda: attention(1, 2, 512, True), [{"bx": b, "by": 1, "bz": 0} for b in range(4)]),
+    "one-warpgroup": (lambda: AB.mha_fwd_bhsd(*AB.CONFIGS["causal_one_warpgroup"]), [{"bx": 0}, {"bx": 3}]),
+    "one-tile": (lambda: AB.mha_fwd_bhsd(*AB.CONFIGS["one_tile_three_stages"]), [{"bx": 0}]),
+    "p-shared": (lambda: AB.mha_fwd_bhsd(*AB.CONFIGS["p_shared"]), [{"bx": 1}]),  # named barriers in the loop
+    "gemm": (lambda: gemm(1000, 1032, 520, 128, 128, 64, 128, 3, "float16", "NT"), [{"bx": 0, "by": 0}]),
+    "gemm-one-tile": (
+        lambda: gemm(256, 256, 64, 128, 128, 64, 128, 3, "float16", "TN"),
+        [{"bx": 0, "by": 0}],
+    ),
+}
+SEEDS = range(12)
+OVERLAP = {"tilecraft.cuda.gemm_softmax_overlap": True}  # tests/cuda/test_overlap.py
+
+
+@pytest.mark.parametrize("configs", [None, OVERLAP], ids=["", "overlap"])
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_the_protocol_runs_without_deadlock_or_stale_tiles(name, configs):
+    make, blocks = KERNELS[name]
+    launch = _launch(make(), configs)
+    for block in blocks:
+        for seed in SEEDS:
+            simulate(launch, {"by": 0, "bz": 0} | block, seed)
+
+
+class _Edit(Mutator):
+    def __init__(self, edit) -> None:
+        super().__init__()
+        self.edit = edit
+
+    def mutate_Buffer(self, buf):
+        return buf
+
+    def mutate_For(self, s: S.For) -> S.Stmt:
+        return self.edit(s) if _consumer_loop(s) else self.generic_mutate(s)
+
+
+def _flip_parities(loop: S.For) -> S.Stmt:
+    body = [MbarWait(n.ring, n.stage, E.sub(1, n.parity)) if isinstance(n, MbarWait) else n
+            for n in loop.body.stmts]  # fmt: skip
+    return dataclasses.replace(loop, body=S.seq(*body))
+
+
+def _release_first(loop: S.For) -> S.Stmt:
+    stmts = list(loop.body.stmts)
+    first = next(n for n in stmts if isinstance(n, MbarArrive))
+    stmts.remove(first)
+    return dataclasses.replace(loop, body=S.seq(stmts[0], first, *stmts[1:]))
+
+
+def _release_in_flight(loop: S.For) -> S.Stmt:
+    """The overlapped loop's release of V moved from after the wait for P @ V to right after its issue."""
+    stmts = list(loop.body.stmts)
+    wait = next(i for i, n in enumerate(stmts) if isinstance(n, WgmmaWait) and n.pending == 0)
+    release = stmts.pop(wait + 1)
+    issue = next(i for i, n in enumerate(stmts) if isinstance(n, GemmCall) and n.variant == "wgmma_rs")
+    return dataclasses.replace(loop, body=S.seq(*stmts[: issue + 1], release, *stmts[issue + 1 :]))
+
+
+class _OneArrivalShort(_Edit):
+    def mutate_MbarRing(self, s: MbarRing) -> S.Stmt:
+        return dataclasses.replace(s, arrivals=s.arrivals + 1) if s.arrivals > 1 else s
+
+
+@pytest.mark.parametrize(
+    ("broken", "configs", "symptom"),
+    [(_Edit(_flip_parities), None, "tile .* of|overwritten"), (_Edit(_release_first), None, "tile .* of|overwritten"),
+     (_OneArrivalShort(lambda loop: loop), None, "deadlock"),
+     (_Edit(_release_in_flight), OVERLAP, "overwritten under a wgmma in flight")],
+    ids=["wrong-parity", "early-release", "arrival-count", "release-in-flight"],
+)  # fmt: skip
+def test_the_simulator_catches_a_broken_protocol(broken, configs, symptom):
+    """The checks have teeth: with the consumers' parities flipped their first waits pass at once and a
+    gemm reads a tile still in flight; with K released before its gemm the producer refills the stage
+    under it; with an empty barrier expecting one arrival more than there are warps the producer waits
+    forever; with the overlap's V released before P @ V has completed the producer refills it under
+    the wgmma."""
+    launch = broken.mutate(_launch(attention(1, 2, 512, False), configs))
+    with pytest.raises(AssertionError, match=symptom):
+        for seed in SEEDS:
+            simulate(launch, {"bx": 0, "by": 0, "bz": 0}, seed)
