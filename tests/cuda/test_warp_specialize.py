@@ -15,6 +15,7 @@ import pytest
 import tilecraft
 import tilecraft.language as T
 from tilecraft.cuda.transform.warp_specialize import (
+    GENERAL,
     PRODUCER_THREADS,
     REGISTERS_PER_SM,
     SPLITS,
@@ -301,11 +302,19 @@ def test_operands_off_tma_keep_the_ring_with_a_note(capsys):
     assert "setmaxnreg" not in kernel and art.kernels[0].block == (128,)
 
 
+def test_the_general_schedule_is_opt_in_until_it_has_run_on_a_gpu(capsys):
+    """Loops with code between their gemms keep the ring by default, and the note says how to opt in."""
+    with tilecraft.settings.override(TILECRAFT_VERBOSE=True):
+        art, kernel = _lower(gemm_with_a_scale)
+    assert f"opt in with {GENERAL}=True" in capsys.readouterr().err
+    assert "setmaxnreg" not in kernel and art.kernels[0].block == (128,)
+
+
 def test_code_beside_the_gemm_takes_the_general_schedule():
     """A loop with other code than gemms (here a scale of the accumulator) is specialized too: each
     copy's tile has its own full and empty ring, the gemm completes (no group in flight across
     iterations), and each tile is released after the gemm that reads it."""
-    art, kernel = _lower(gemm_with_a_scale)
+    art, kernel = _lower(gemm_with_a_scale, {GENERAL: True})
     _check(kernel, "__launch_bounds__(256, 2)", "uint64_t tc_mbar[12]",
            "tc_setmaxnreg_dec<24>();", "for (int32_t ko = 0; ko < 8; ++ko) {",
            "tc_mbar_wait(&tc_mbar[3 + (ko % 3)]", "tc_tma_load<2>(A_s", "tc_mbar_wait(&tc_mbar[9 + (ko % 3)]",

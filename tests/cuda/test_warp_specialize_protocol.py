@@ -34,7 +34,7 @@ from tilecraft.cuda.ir import (
     TmaCopy,
     WgmmaWait,
 )
-from tilecraft.cuda.transform.warp_specialize import PRODUCER_THREADS, enclosing_lets
+from tilecraft.cuda.transform.warp_specialize import GENERAL, PRODUCER_THREADS, enclosing_lets
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
@@ -53,6 +53,7 @@ PROTOCOL = (MbarWait, MbarArrive, TmaCopy, GemmCall, WgmmaWait, NamedBarrier)
 
 def _launch(func, configs=None) -> S.KernelLaunch:
     ctx = create_backend_context("cuda -arch=sm_90a", None, "auto", require_available=False)
+    configs = {GENERAL: True, **(configs or {})}  # the general schedule is opt-in until it has run on a GPU
     _, device = ctx.split(ctx.lower(widen_fragments(IRModule.from_func(func)), configs))
     return device.functions[0].body
 

@@ -12,6 +12,7 @@ from tilecraft.cuda.op.gemm_plan import DISABLE_TMA, DISABLE_WARP_SPECIALIZED, D
 from tilecraft.cuda.pipeline import PIPELINE
 from tilecraft.cuda.target import KIND
 from tilecraft.cuda.transform.overlap import OVERLAP
+from tilecraft.cuda.transform.warp_specialize import GENERAL
 from tilecraft.execution.nvcc.spec import NVCC
 from tilecraft.execution.nvrtc.spec import NVRTC
 
@@ -42,8 +43,11 @@ CUDA_BACKEND = register_backend(
             DISABLE_TMA: "on sm_90a, load wgmma operand tiles with cp.async instead of TMA (and no mbarrier ring)",
             DISABLE_WARP_SPECIALIZED: "on sm_90a, no producer warpgroup: the kernel's own threads issue the TMA "
             "loads of a T.Pipelined loop in program order (the mbarrier ring without setmaxnreg)",
+            GENERAL: "on sm_90a, also warp-specialize T.Pipelined loops with other code between their TMA-fed "
+            "gemms (flash attention): off by default until it has run on a GPU",
             OVERLAP: "on sm_90a, a warp-specialized loop of two wgmma gemms (flash attention) issues the next Q @ K^T "
-            "before the previous P @ V and overlaps the softmax with it (FA3's intra-warpgroup overlap; off by default)",
+            "before the previous P @ V and overlaps the softmax with it (FA3's intra-warpgroup overlap; off by "
+            "default; implies the general schedule)",
         },
         dialect="tilecraft.cuda.language",
         doc="NVIDIA GPUs (sm_80+) through CUDA C++: mma.sync (wgmma on sm_90a) tensor cores, cp.async (TMA on sm_90a) pipelines",

@@ -50,6 +50,7 @@ from tilecraft.cuda.ir import (
 from tilecraft.cuda.op.gemm_plan import warp_specialization_enabled
 from tilecraft.cuda.transform.overlap import OVERLAP, Piece, overlap_plan, overlapped
 from tilecraft.cuda.transform.warp_specialize import (
+    GENERAL,
     gemms_only,
     note,
     specialization_candidate,
@@ -179,9 +180,10 @@ class _Stage(Mutator):
 
 
 class _Pipeline(Mutator):
-    def __init__(self, specialize: bool = False, overlap: bool = False) -> None:
+    def __init__(self, specialize: bool = False, overlap: bool = False, general: bool = False) -> None:
         super().__init__()
         self.overlap = overlap  # the consumers overlap the softmax with P @ V (overlap.py, opt-in)
+        self.general = general  # the general schedule is allowed (warp_specialize.GENERAL, opt-in)
         self.staged: dict[int, Buffer] = {}
         # every staged buffer made for one tile: two pipelined loops over a tile make one each
         self.versions: dict[int, list[Buffer]] = {}
@@ -196,7 +198,7 @@ class _Pipeline(Mutator):
     def mutate_KernelLaunch(self, s: S.KernelLaunch) -> S.Stmt:
         self.specialized = None
         if self.specialize:
-            loop, reason = specialization_candidate(s)
+            loop, reason = specialization_candidate(s, self.general)
             if reason is not None:
                 note(loop, reason)
             elif loop is not None:
@@ -425,6 +427,9 @@ def inject_software_pipeline(mod: IRModule, ctx) -> IRModule:
     """Pipelined loops overlap the cp.async copies of later tiles with the compute of the current one."""
     specialize = warp_specialization_enabled(ctx.target, ctx.pass_configs)
     overlap = specialize and bool(ctx.pass_configs.get(OVERLAP, False))
+    general = overlap or bool(
+        ctx.pass_configs.get(GENERAL, False)
+    )  # the overlap runs on the general schedule
     return mod.with_functions(
-        f.with_body(_Pipeline(specialize, overlap).mutate(f.body)) for f in mod.functions
+        f.with_body(_Pipeline(specialize, overlap, general).mutate(f.body)) for f in mod.functions
     )

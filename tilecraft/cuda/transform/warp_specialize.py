@@ -62,6 +62,9 @@ from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import Mutator, children, free_vars, substitute, walk
 from tilecraft.transform.simt.barriers import SHARED, Accesses, is_sync
 
+# The general schedule (loops with code between their TMA-fed gemms) is built and checked without a GPU
+# (nvcc, a simulation of the mbarrier protocol) but has not run on one; it stays opt-in until it has.
+GENERAL = "tilecraft.cuda.warp_specialize_general"
 PRODUCER_THREADS = 128  # one warpgroup: setmaxnreg applies to whole warpgroups
 CONSUMER_THREADS = (128, 256)  # one or two consumer warpgroups (SPLITS)
 REGISTERS_PER_SM = 65536
@@ -103,9 +106,12 @@ def entry_registers(threads: int, min_blocks: int) -> int:
 # ---------------------------------------------------------------- which loops
 
 
-def specialization_candidate(launch: S.KernelLaunch) -> tuple[S.For | None, str | None]:
+def specialization_candidate(
+    launch: S.KernelLaunch, general: bool = False
+) -> tuple[S.For | None, str | None]:
     """The kernel's pipelined loop and why it cannot get a producer warpgroup (None: it can); (None,
-    None) when the kernel has no pipelined loop."""
+    None) when the kernel has no pipelined loop. `general` allows the general schedule (pass config
+    GENERAL)."""
     loops = [n for n in walk(launch.body) if isinstance(n, S.For) and n.kind is S.ForKind.PIPELINED]
     if not loops:
         return None, None
@@ -113,7 +119,7 @@ def specialization_candidate(launch: S.KernelLaunch) -> tuple[S.For | None, str 
     reason = (
         _threads_refusal(launch)
         or _count_refusal(loops)
-        or _loop_refusal(loop)
+        or _loop_refusal(loop, general)
         or _producer_refusal(loop, launch)
         or _placement_refusal(launch.body, loop)
     )
@@ -132,7 +138,7 @@ def _count_refusal(loops: list[S.For]) -> str | None:
     return None
 
 
-def _loop_refusal(loop: S.For) -> str | None:
+def _loop_refusal(loop: S.For, general: bool) -> str | None:
     stages = S.annotation(loop.annotations, "num_stages") or 0
     if stages < 2 or E.const_value(loop.min) != 0:
         return f"num_stages={stages} (a producer needs at least 2 stages) or the loop does not start at 0"
@@ -150,7 +156,14 @@ def _loop_refusal(loop: S.For) -> str | None:
     refilled = _refilled(stmts)
     if refilled is not None:
         return f"two copies of the loop fill {refilled} (a stage holds one tile)"
-    return None if gemms_only(stmts) else _consumer_refusal(stmts)
+    if gemms_only(stmts):
+        return None
+    if not general:
+        return (
+            "the loop has other code than TMA loads and gemms; warp specialization of such loops (the "
+            f"general schedule, flash attention's) has not run on a GPU yet: opt in with {GENERAL}=True"
+        )
+    return _consumer_refusal(stmts)
 
 
 def _refilled(stmts: list[S.Stmt]) -> str | None:
