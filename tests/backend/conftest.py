@@ -31,7 +31,7 @@ from tilecraft.backend import (  # noqa: E402
 )
 from tilecraft.execution import (  # noqa: E402
     Availability,
-    ExecutionBackend,
+    CachedExecutionBackend,
     ExecutionBackendSpec,
     Loaded,
 )
@@ -39,7 +39,7 @@ from tilecraft.execution import (  # noqa: E402
 TOY_MODULE = "tilecraft_tests_toy_execution"
 
 
-class ToyExecution(ExecutionBackend):
+class ToyExecution(CachedExecutionBackend):
     """Builds by copying the artifact's toy source; launching returns the source bytes."""
 
     def compile(self, artifact, ctx):

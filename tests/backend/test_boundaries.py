@@ -4,9 +4,11 @@ This guards boundary 2 of ARCHITECTURE.md: dispatch goes through the registries 
 BackendContext, so adding a backend never touches shared code. Every module under `tilecraft/` is
 checked except:
 
-* backend packages: `tilecraft/cpu`, `tilecraft/cuda`, `tilecraft/opencl`, and any directory holding a
+* backend packages: `tilecraft/cpu`, `tilecraft/cuda`, `tilecraft/opencl`, any directory holding a
   `backend.py` manifest (target backends, and concrete execution backends, which live in
-  `tilecraft/execution/<name>/backend.py`), with everything below them;
+  `tilecraft/execution/<name>/backend.py`), and every package in `tilecraft/execution` (an execution
+  backend, or a runtime several of them share, such as `cuda_driver`; the shared execution code is the
+  modules directly in `tilecraft/execution`), with everything below them;
 * `tilecraft/_builtin.py`, the one list of built-in backend packages;
 * `tilecraft/compat`, the TileLang compatibility layer: it reproduces TileLang's public names, which
   name CUDA (`requires_cuda`, torch's `"cuda"` device for `--cuda-on-cpu`); it is not compiler code and
@@ -90,6 +92,7 @@ def source_violations(source: str) -> list[tuple[int, str]]:
 def _backend_dirs() -> list[Path]:
     named = [PACKAGE / name for name in (*NAMED_BACKEND_DIRS, *EXEMPT_DIRS)]
     manifests = [m.parent for m in PACKAGE.rglob("backend.py")]
+    manifests += [init.parent for init in (PACKAGE / "execution").glob("*/__init__.py")]
     # A stray backend.py must not exempt a shared package itself.
     return named + [
         d for d in manifests if d != PACKAGE and d.relative_to(PACKAGE).as_posix() not in SHARED_DIRS

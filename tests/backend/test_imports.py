@@ -11,8 +11,10 @@ MODULES = (
     "tilecraft.settings", "tilecraft.backend", "tilecraft.backend.artifact", "tilecraft.backend.codegen",
     "tilecraft.backend.context", "tilecraft.backend.detection", "tilecraft.backend.module",
     "tilecraft.backend.pipeline", "tilecraft.backend.registry", "tilecraft.backend.target",
-    "tilecraft.execution", "tilecraft.execution.base", "tilecraft.execution.cache",
-    "tilecraft.execution.registry", "tilecraft.tools.cli",
+    "tilecraft.backend.execution", "tilecraft.backend.execution_registry", "tilecraft.backend.arrays",
+    "tilecraft.backend.timing", "tilecraft.execution", "tilecraft.execution.base", "tilecraft.execution.cache",
+    "tilecraft.execution.cuda_driver.runtime", "tilecraft.execution.nvrtc.backend",
+    "tilecraft.execution.nvcc.backend", "tilecraft.tools.cli",
 )  # fmt: skip
 
 

@@ -253,9 +253,10 @@ def test_nvrtc_options_carry_fast_math():
 
 def test_nvcc_in_codegen_compiles_with_fast_math(monkeypatch):
     """The nvcc execution backend compiles in codegen; fast math and flags must reach that compile too."""
+    from tilecraft.execution.cuda_driver import toolkit
     from tilecraft.execution.nvcc import toolchain
 
-    if toolchain.find_nvcc() is None:
+    if toolkit.find_nvcc() is None:
         pytest.skip("nvcc is not installed (set TILECRAFT_NVCC or CUDA_HOME to run this test)")
     seen = []
     real = toolchain.compile_cubin

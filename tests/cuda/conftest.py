@@ -16,7 +16,7 @@ import pytest
 from tilecraft.backend import register_target_kind
 from tilecraft.cuda.target import CUDA_TARGET_KIND
 from tilecraft.execution.cache import KernelCache
-from tilecraft.execution.nvrtc import driver as cuda_driver
+from tilecraft.execution.cuda_driver import driver as cuda_driver
 
 HERE = Path(__file__).resolve().parent
 
@@ -31,7 +31,7 @@ def cuda_kind():
 @pytest.fixture(scope="module")
 def nvcc():
     """The nvcc executable; tests that compile generated CUDA skip with the reason without it."""
-    from tilecraft.execution.nvcc.toolchain import find_nvcc
+    from tilecraft.execution.cuda_driver.toolkit import find_nvcc
 
     path = find_nvcc() or shutil.which("nvcc")
     if path is None:

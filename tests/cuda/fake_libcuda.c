@@ -1,6 +1,6 @@
 /* A fake CUDA driver library for hardware-free tests of tilecraft's ctypes driver binding.
  *
- * It implements the entry points tilecraft.execution.nvrtc.driver declares, with the real C signatures,
+ * It implements the entry points tilecraft.execution.cuda_driver.driver declares, with the real C signatures,
  * on one pretend device (compute capability 9.0, 132 SMs). Nothing runs: cuLaunchKernel records its
  * arguments and copies the bytes its kernelParams point at, so tests can check the launch ABI. The
  * `fake_*` globals let a test steer results (cuInit's result, a failing launch) and read what was seen.

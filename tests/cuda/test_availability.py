@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from tilecraft import settings
-from tilecraft.execution.nvcc import toolchain
+from tilecraft.execution.cuda_driver import toolkit
 from tilecraft.execution.nvcc.spec import NVCC
 from tilecraft.execution.nvrtc import compiler
 from tilecraft.execution.nvrtc.spec import NVRTC
@@ -18,7 +18,7 @@ def test_spec_declarations():
         "nvrtc", ("cuda-source",), False, False)  # fmt: skip
     assert (NVCC.name, NVCC.consumes, NVCC.eager_device_compile, NVCC.needs_host_codegen) == (
         "nvcc", ("cuda-source", "cubin"), True, False)  # fmt: skip
-    assert NVRTC.device_types == NVCC.device_types == (2,)  # DLPack kDLCUDA
+    assert NVRTC.device_types == NVCC.device_types == (2, 13)  # DLPack kDLCUDA, kDLCUDAManaged
 
 
 def _missing(error):
@@ -62,7 +62,7 @@ def test_without_a_driver(monkeypatch, no_driver):
     _with_nvrtc(monkeypatch)
     for spec in (NVRTC, NVCC):
         status = spec.availability()
-        if spec is NVCC and toolchain.find_nvcc() is None:
+        if spec is NVCC and toolkit.find_nvcc() is None:
             continue
         assert not status.ok and "NVIDIA driver library" in status.reason
         assert "install the NVIDIA driver" in status.fix
@@ -89,7 +89,7 @@ def test_available_with_driver_and_device(monkeypatch, fake_driver):
 
 
 def test_nvcc_not_found(monkeypatch, fake_driver):
-    monkeypatch.setattr(toolchain, "find_nvcc", lambda: None)
+    monkeypatch.setattr(toolkit, "find_nvcc", lambda: None)
     status = NVCC.availability()
     assert not status.ok and status.reason.startswith(
         "nvcc not found (looked in TILECRAFT_NVCC, $CUDA_HOME/bin"

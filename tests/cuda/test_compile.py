@@ -7,6 +7,7 @@ import pytest
 
 from tests.cuda.helpers import ADD_SOURCE, FakeContext, add_artifact
 from tilecraft.errors import ToolchainError
+from tilecraft.execution.cuda_driver import toolkit
 from tilecraft.execution.nvcc import toolchain
 from tilecraft.execution.nvcc.backend import NvccExecutionBackend
 from tilecraft.execution.nvcc.spec import NVCC
@@ -31,9 +32,9 @@ def _nvrtc_or_skip() -> str:
 
 
 def _nvcc_or_skip() -> str:
-    path = toolchain.find_nvcc()
+    path = toolkit.find_nvcc()
     if path is None:
-        pytest.skip(f"nvcc not found (looked in {toolchain.describe_search()})")
+        pytest.skip(f"nvcc not found (looked in {toolkit.describe_search()})")
     return path
 
 

@@ -11,12 +11,13 @@ import pytest
 from tests.cuda.helpers import ADD_SOURCE, FakeContext, add_artifact
 from tilecraft.backend import CompiledArtifact, KernelInfo, ParamInfo, Target
 from tilecraft.errors import ArgumentError
+from tilecraft.execution.cuda_driver import driver as cuda_driver
+from tilecraft.execution.cuda_driver import launch as launch_module
+from tilecraft.execution.cuda_driver import toolkit
 from tilecraft.execution.nvcc import toolchain
 from tilecraft.execution.nvcc.backend import NvccExecutionBackend
 from tilecraft.execution.nvcc.spec import NVCC
 from tilecraft.execution.nvrtc import compiler
-from tilecraft.execution.nvrtc import driver as cuda_driver
-from tilecraft.execution.nvrtc import launch as launch_module
 from tilecraft.execution.nvrtc.backend import NvrtcExecutionBackend
 from tilecraft.execution.nvrtc.spec import NVRTC
 from tilecraft.ir import dtype as dt
@@ -70,8 +71,8 @@ def _backend(name: str, cache):
         except compiler.NvrtcUnavailable as err:
             pytest.skip(f"NVRTC is not available: {err.reason}")
         return NvrtcExecutionBackend(NVRTC, cache)
-    if toolchain.find_nvcc() is None:
-        pytest.skip(f"nvcc not found (looked in {toolchain.describe_search()})")
+    if toolkit.find_nvcc() is None:
+        pytest.skip(f"nvcc not found (looked in {toolkit.describe_search()})")
     return NvccExecutionBackend(NVCC, cache)
 
 
@@ -92,8 +93,7 @@ def _fields(artifact: CompiledArtifact) -> dict:
 
 def _kernel(backend, artifact: CompiledArtifact, out_idx=()) -> Kernel:
     built = backend.build(_with_cubin(backend, artifact), FakeContext())
-    launch = backend.launcher(backend.load(built))
-    return Kernel(built.artifact, FakeContext(backend), launch, out_idx, built)
+    return Kernel(backend.load(built), FakeContext(backend), out_idx)
 
 
 def _add(device_target: Target, backend_name: str, cache, out_idx=(2,)):

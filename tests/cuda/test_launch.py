@@ -11,12 +11,17 @@ import numpy as np
 import pytest
 
 from tilecraft.backend import CompiledArtifact, KernelInfo, ParamInfo, Target
+from tilecraft.backend.arrays import ArrayArg
 from tilecraft.errors import ArgumentError, TilecraftError
-from tilecraft.execution.nvrtc import launch as launch_module
-from tilecraft.execution.nvrtc.launch import LaunchHooks, ParamBuffer, build_launcher, make_stream_resolver
+from tilecraft.execution.cuda_driver import launch as launch_module
+from tilecraft.execution.cuda_driver.launch import (
+    LaunchHooks,
+    ParamBuffer,
+    build_launcher,
+    make_stream_resolver,
+)
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
-from tilecraft.jit.arrays import ArrayArg
 
 # (dtype, value, the C type it reaches the kernel as, the value the kernel reads)
 SCALARS = [

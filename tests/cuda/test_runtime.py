@@ -14,10 +14,11 @@ import pytest
 
 from tests.cuda.helpers import ADD_SOURCE, FakeContext, add_artifact
 from tilecraft.errors import ArgumentError, TilecraftError, ToolchainError
+from tilecraft.execution.cuda_driver import driver as cuda_driver
+from tilecraft.execution.cuda_driver import toolkit
 from tilecraft.execution.nvcc import toolchain
 from tilecraft.execution.nvcc.backend import NvccExecutionBackend
 from tilecraft.execution.nvcc.spec import NVCC
-from tilecraft.execution.nvrtc import driver as cuda_driver
 from tilecraft.jit.kernel import Kernel
 
 FAKE_CUBIN = b"\x7fELF fake cubin"
@@ -115,7 +116,7 @@ def test_launch_passes_pointers_and_scalars_through_the_real_abi(cache, fake_dri
 
 def test_the_kernel_object_validates_and_launches(cache, fake_driver):
     backend, built, loaded = _loaded(cache)
-    kernel = Kernel(built.artifact, FakeContext(backend), backend.launcher(loaded), (), built)
+    kernel = Kernel(loaded, FakeContext(backend))
     fake_driver.set("fake_param_count", 5)
     kernel(*_args(300), 1.0)
     assert fake_driver.dims()[0] == 3 and fake_driver.stream() == 0
@@ -129,7 +130,7 @@ def test_the_kernel_object_validates_and_launches(cache, fake_driver):
 
 def test_outputs_need_torch_or_cupy_inputs(cache, fake_driver):
     backend, built, loaded = _loaded(cache)
-    kernel = Kernel(built.artifact, FakeContext(backend), backend.launcher(loaded), (2,), built)
+    kernel = Kernel(loaded, FakeContext(backend), (2,))
     with pytest.raises(ArgumentError, match="allocate with torch or CuPy"):
         kernel(*_args(300)[:2], 1.0)
 
@@ -191,8 +192,8 @@ def test_export_and_import_of_an_nvcc_build_load_without_a_compiler(
     cache, tmp_path, fake_driver, monkeypatch
 ):
     """A cubin compiled by the local nvcc, built, exported, imported with every compiler disabled, loaded."""
-    if toolchain.find_nvcc() is None:
-        pytest.skip(f"nvcc not found (looked in {toolchain.describe_search()})")
+    if toolkit.find_nvcc() is None:
+        pytest.skip(f"nvcc not found (looked in {toolkit.describe_search()})")
     cubin = toolchain.compile_cubin(ADD_SOURCE, "sm_90a")
     backend = NvccExecutionBackend(NVCC, cache)
     built = backend.build(add_artifact(binaries={"cubin": cubin}), FakeContext())
@@ -202,7 +203,7 @@ def test_export_and_import_of_an_nvcc_build_load_without_a_compiler(
         raise ToolchainError("a compiler was called")
 
     monkeypatch.setattr(toolchain, "compile_cubin", no_compiler)
-    monkeypatch.setattr(toolchain, "find_nvcc", lambda: None)
+    monkeypatch.setattr(toolkit, "find_nvcc", lambda: None)
     imported = NvccExecutionBackend(NVCC, cache).import_built(path)
     assert imported.read("kernel.cubin") == cubin and imported.read("kernel.cu").decode() == ADD_SOURCE
     assert imported.key == built.key and imported.artifact.kernels[0].symbol == "add_kernel"
@@ -217,7 +218,7 @@ from tilecraft.execution.cache import KernelCache
 from tilecraft.execution.nvcc.backend import NvccExecutionBackend
 from tilecraft.execution.nvcc.spec import NVCC
 from tilecraft.ir import dtype as dt
-from tilecraft.jit.arrays import ArrayArg
+from tilecraft.backend.arrays import ArrayArg
 
 backend = NvccExecutionBackend(NVCC, KernelCache(sys.argv[1], enabled=True))
 loaded = backend.load(backend.build(add_artifact(binaries={"cubin": b"\\x7fELF"}), FakeContext()))
@@ -293,12 +294,11 @@ def test_kernel_calls_with_torch_tensors_take_the_fast_path(cache, fake_driver, 
     torch.empty_like = lambda like: Tensor(0xC000, like.shape)
     torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: 0x77)
     monkeypatch.setitem(sys.modules, "torch", torch)
-    from tilecraft.execution.nvrtc import launch as launch_module
+    from tilecraft.execution.cuda_driver import launch as launch_module
 
     monkeypatch.setattr(launch_module, "_torch_stream", [])
     backend, built, loaded = _loaded(cache)
-    kernel = Kernel(built.artifact, FakeContext(backend), backend.launcher(loaded), (2,), built)
-    kernel.loaded = loaded
+    kernel = Kernel(loaded, FakeContext(backend), (2,))
     fake_driver.set("fake_param_count", 5)
     out = kernel(Tensor(0xA000, (1000,)), Tensor(0xB000, (1000,)), 1.5)
     assert callable(kernel._fast) and out.shape == (1000,)
@@ -315,7 +315,6 @@ def test_a_fast_path_that_cannot_be_built_is_reported(cache, fake_driver, monkey
     monkeypatch.setattr(fastpath, "build_fast_path", broken)
     monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))
     backend, built, loaded = _loaded(cache)
-    kernel = Kernel(built.artifact, FakeContext(backend), backend.launcher(loaded), (2,), built)
-    kernel.loaded = loaded
+    kernel = Kernel(loaded, FakeContext(backend), (2,))
     with pytest.warns(RuntimeWarning, match="no fast launch path for .*empty_like.*full validation path"):
         assert kernel._fast_path() is None

@@ -14,13 +14,13 @@ import pytest
 
 import tilecraft
 from tilecraft.backend import CompiledArtifact, KernelInfo, ParamInfo, Target
+from tilecraft.backend.arrays import ArrayArg
 from tilecraft.backend.artifact import TensorMapInfo, artifact_files, artifact_from_files
 from tilecraft.errors import ArgumentError, TilecraftError
-from tilecraft.execution.nvrtc.launch import LaunchHooks, build_launcher, make_stream_resolver
-from tilecraft.execution.nvrtc.tensor_map import TensorMaps, encode_arguments
+from tilecraft.execution.cuda_driver.launch import LaunchHooks, build_launcher, make_stream_resolver
+from tilecraft.execution.cuda_driver.tensor_map import TensorMaps, encode_arguments
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
-from tilecraft.jit.arrays import ArrayArg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from hopper_check import build  # noqa: E402

@@ -15,12 +15,12 @@ if str(_ROOT) not in sys.path:  # until pyproject sets pytest's `pythonpath`, te
 from tilecraft import settings  # noqa: E402
 from tilecraft.backend import CompiledArtifact, Target, TargetKind, isolated_registry  # noqa: E402
 from tilecraft.backend.target_kind import register_target_kind  # noqa: E402
-from tilecraft.execution import Availability, ExecutionBackend, ExecutionBackendSpec, Loaded  # noqa: E402
+from tilecraft.execution import Availability, CachedExecutionBackend, ExecutionBackendSpec, Loaded  # noqa: E402
 
 MODULE = "tilecraft_tests_echo_execution"
 
 
-class EchoExecution(ExecutionBackend):
+class EchoExecution(CachedExecutionBackend):
     """'Compiles' by copying the toy source; counts compilations so tests can see cache hits."""
 
     compiles = 0

@@ -200,7 +200,7 @@ def test_an_export_loads_without_compiling_and_a_damaged_one_is_refused(root, tm
     backend = kernel._backend
     monkeypatch.setattr(toolchain, "compile_shared", lambda *a, **k: pytest.fail("import compiled"))
     built = backend.import_built(exported)
-    again = Kernel(built.artifact, kernel.context, backend.launcher(backend.load(built)), built=built)
+    again = Kernel(backend.load(built), kernel.context)
     a = np.arange(300, dtype=np.float32)
     c = np.zeros(300, np.float32)
     again(a, a, c)

@@ -323,7 +323,7 @@ def test_an_availability_probe_runs_once_across_threads():
     """8 threads asking whether an execution backend is available run its probe once, not 8 times."""
     import time
 
-    from tilecraft.execution.base import Availability, ExecutionBackendSpec
+    from tilecraft.backend.execution import Availability, ExecutionBackendSpec
 
     runs: list[int] = []
 
@@ -333,7 +333,7 @@ def test_an_availability_probe_runs_once_across_threads():
         return Availability(True)
 
     spec = ExecutionBackendSpec(
-        "threadprobe", slow_probe, "tilecraft.execution.base:ExecutionBackend", ("c-source",)
+        "threadprobe", slow_probe, "tilecraft.backend.execution:ExecutionBackend", ("c-source",)
     )
     assert all(status.ok for status in run_in_threads(lambda i: spec.check()))
     assert len(runs) == 1, f"the probe ran {len(runs)} times"

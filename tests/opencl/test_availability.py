@@ -83,7 +83,7 @@ def with_platforms(monkeypatch):
 def test_the_spec_declares_the_contract():
     assert OPENCL.name == "opencl" and OPENCL.consumes == ("opencl-source",)
     assert OPENCL.needs_host_codegen is False and OPENCL.eager_device_compile is False
-    assert OPENCL.device_types == ("cpu",)  # host memory, as the cc backend declares it
+    assert OPENCL.device_types == (1,)  # DLPack kDLCPU: host memory, as the cc backend declares it
     assert OPENCL.implementation == "tilecraft.execution.opencl.backend:OpenCLExecutionBackend"
 
 

@@ -23,13 +23,13 @@ from tests.opencl.helpers import (
     transpose_artifact,
     two_kernels_artifact,
 )
+from tilecraft.backend.arrays import ArrayArg, as_array_arg
+from tilecraft.backend.execution import Built
 from tilecraft.errors import ArgumentError, TilecraftError, ToolchainError
-from tilecraft.execution.base import Built
 from tilecraft.execution.opencl.backend import BINARY_FILE, SOURCE_FILE, OpenCLExecutionBackend
 from tilecraft.execution.opencl.device import OpenCLUnavailable
 from tilecraft.execution.opencl.memory import host_region
 from tilecraft.execution.opencl.spec import OPENCL
-from tilecraft.jit.arrays import ArrayArg, as_array_arg
 from tilecraft.jit.kernel import Kernel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,7 +47,7 @@ def randn(*shape, dtype=np.float32) -> np.ndarray:
 def kernel_of(backend, artifact, out_idx=()):
     built = backend.build(artifact, FakeContext())
     loaded = backend.load(built)
-    return Kernel(artifact, FakeContext(backend), backend.launcher(loaded), out_idx, built), loaded
+    return Kernel(loaded, FakeContext(backend), out_idx), loaded
 
 
 def count_compiles(monkeypatch) -> list:
@@ -73,7 +73,7 @@ def test_add_builds_caches_loads_the_binary_and_launches(backend, cache, monkeyp
     assert backend.build(add_artifact(), FakeContext()).key == built.key and compiles == ["add"]
     loaded = backend.load(built)
     assert loaded.handle.from_binary and loaded.handle.binary_error == ""
-    kernel = Kernel(artifact, FakeContext(backend), backend.launcher(loaded), (2,), built)
+    kernel = Kernel(loaded, FakeContext(backend), (2,))
     for n in (1000, 128, 1, 4099):  # symbolic n: one build serves every length
         a, b = randn(n), randn(n)
         c = kernel(a, b, 0.5)
@@ -272,7 +272,7 @@ def test_a_corrupted_cached_binary_is_rebuilt(backend, monkeypatch):
     path.write_bytes(bytes(data))
     rebuilt = backend.build(add_artifact(), FakeContext())  # the checksum no longer matches: a miss
     assert compiles == ["add", "add"] and rebuilt.read(BINARY_FILE) != bytes(data)
-    kernel = Kernel(rebuilt.artifact, FakeContext(backend), backend.launcher(backend.load(rebuilt)), (2,))
+    kernel = Kernel(backend.load(rebuilt), FakeContext(backend), (2,))
     a, b = randn(50), randn(50)
     np.testing.assert_allclose(kernel(a, b, 1.0), a + b, rtol=1e-6)
 
@@ -283,7 +283,7 @@ def test_a_binary_the_platform_rejects_falls_back_to_the_source(backend, cache):
     entry = cache.put("ab" * 32, files, dict(good.entry.meta))
     loaded = backend.load(Built(OPENCL.name, entry.key, good.artifact, entry))
     assert not loaded.handle.from_binary and "INVALID_BINARY" in loaded.handle.binary_error
-    kernel = Kernel(good.artifact, FakeContext(backend), backend.launcher(loaded), (2,))
+    kernel = Kernel(loaded, FakeContext(backend), (2,))
     a, b = randn(50), randn(50)
     np.testing.assert_allclose(kernel(a, b, 0.25), a + 0.25 * b, rtol=1e-6)
 
@@ -312,7 +312,7 @@ backend = OpenCLExecutionBackend(OPENCL, KernelCache(sys.argv[1], enabled=True))
 built = backend.build(add_artifact(), FakeContext())
 loaded = backend.load(built)
 assert loaded.handle.from_binary, loaded.handle.binary_error
-kernel = Kernel(built.artifact, FakeContext(backend), backend.launcher(loaded), (2,), built)
+kernel = Kernel(loaded, FakeContext(backend), (2,))
 a, b = np.arange(300, dtype=np.float32), np.ones(300, np.float32)
 np.testing.assert_array_equal(kernel(a, b, 2.0), a + 2.0)
 print(built.key)

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
+from tilecraft.backend.timing import DeviceTimer
 from tilecraft.errors import ArgumentError
-from tilecraft.execution.timing import DeviceTimer
 from tilecraft.profiler import BenchTimeout, device_timer, do_bench
 
 

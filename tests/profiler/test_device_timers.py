@@ -10,8 +10,8 @@ import types
 from contextlib import contextmanager
 
 from tilecraft.backend.context import create_backend_context
-from tilecraft.execution.nvrtc import timing
-from tilecraft.execution.timing import DeviceTimer
+from tilecraft.backend.timing import DeviceTimer
+from tilecraft.execution.cuda_driver import timing
 from tilecraft.profiler import do_bench
 
 

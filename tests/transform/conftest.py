@@ -10,7 +10,7 @@ import pytest
 @pytest.fixture(scope="module")
 def nvcc():
     """The nvcc executable; tests that compile generated CUDA skip with the reason without it."""
-    from tilecraft.execution.nvcc.toolchain import find_nvcc
+    from tilecraft.execution.cuda_driver.toolkit import find_nvcc
 
     path = find_nvcc() or shutil.which("nvcc")
     if path is None:

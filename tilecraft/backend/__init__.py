@@ -1,6 +1,6 @@
 """Shared backend infrastructure: targets, manifests, the registry, the backend context, pass pipelines,
-codegen components and the compiled artifact. Nothing here names a backend, a target kind or an
-execution backend; backends register themselves (see docs/architecture.md).
+codegen components, the compiled artifact and the execution-backend protocol. Nothing here names a
+backend, a target kind or an execution backend; backends register themselves (see docs/architecture.md).
 
 Importing this package is cheap: no toolchain or hardware probes, no IR import, no backend import.
 """
@@ -17,6 +17,15 @@ from tilecraft.backend.errors import (
     NoExecutionBackendAvailable,
     PassError,
     TargetError,
+)
+from tilecraft.backend.execution import (
+    Availability,
+    Built,
+    ExecutionBackend,
+    ExecutionBackendSpec,
+    FastPath,
+    Launcher,
+    Loaded,
 )
 from tilecraft.backend.instrument import IRDumper, PassInstrument, PassTiming
 from tilecraft.backend.module import BackendModule
@@ -38,13 +47,13 @@ from tilecraft.backend.target_kind import (
     registered_target_kinds,
     unregister_target_kind,
 )
-from tilecraft.execution.base import Availability, ExecutionBackendSpec
 
 __all__ = [
-    "DEVICE", "HOST", "ROLE_ATTR", "ArtifactError", "Availability", "BackendContext", "BackendModule",
-    "CompiledArtifact", "DetectionResult", "DeviceCode", "DeviceCodegen", "ExecutionBackendNotDeclared",
-    "ExecutionBackendSpec", "ExecutionBackendUnavailable", "FunctionPass", "HostCode", "HostCodegen",
-    "HostCodegenHook", "IRDumper", "KernelInfo", "ManifestError", "NoExecutionBackendAvailable", "ParamInfo",
+    "DEVICE", "HOST", "ROLE_ATTR", "ArtifactError", "Availability", "BackendContext", "BackendModule", "Built",
+    "CompiledArtifact", "DetectionResult", "DeviceCode", "DeviceCodegen", "ExecutionBackend",
+    "ExecutionBackendNotDeclared", "ExecutionBackendSpec", "ExecutionBackendUnavailable", "FastPath",
+    "FunctionPass", "HostCode", "HostCodegen", "HostCodegenHook", "IRDumper", "KernelInfo", "Launcher",
+    "Loaded", "ManifestError", "NoExecutionBackendAvailable", "ParamInfo",
     "Pass", "PassContext", "PassError", "PassInstrument", "PassPipeline", "PassTiming", "Target",
     "TargetError", "TargetKind", "backend_for", "check_idempotent", "create_backend_context", "detect_target",
     "detection_report", "isolated_registry", "lookup_target_kind", "mark_role", "module_pass",

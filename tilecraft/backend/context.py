@@ -19,13 +19,13 @@ from tilecraft.backend.errors import (
     ExecutionBackendUnavailable,
     NoExecutionBackendAvailable,
 )
+from tilecraft.backend.execution import ExecutionBackend, ExecutionBackendSpec
 from tilecraft.backend.module import BackendModule
 from tilecraft.backend.pipeline import PassContext, internal_errors
 from tilecraft.backend.registry import backend_for
 from tilecraft.backend.split import split_host_device
 from tilecraft.backend.target import Target
 from tilecraft.errors import BackendError
-from tilecraft.execution.base import ExecutionBackend, ExecutionBackendSpec
 
 if TYPE_CHECKING:
     from tilecraft.backend.instrument import PassInstrument
@@ -88,7 +88,7 @@ class BackendContext:
 
     @cached_property
     def _execution_backend(self) -> ExecutionBackend:
-        from tilecraft.execution.registry import implementation
+        from tilecraft.backend.execution_registry import implementation
 
         return implementation(self.execution)
 

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from tilecraft.backend.codegen import DeviceCodegen, HostCodegen, HostCodegenHook
 from tilecraft.backend.errors import ManifestError
+from tilecraft.backend.execution import ExecutionBackendSpec
 from tilecraft.backend.formats import first_doc_line, frozen_mapping
 from tilecraft.backend.pipeline import PassPipeline
-from tilecraft.execution.base import ExecutionBackendSpec
 
 if TYPE_CHECKING:
     from tilecraft.backend.target import Target

@@ -14,13 +14,13 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from tilecraft.backend import execution_registry
 from tilecraft.backend._loader import builtins_suspended, ensure_builtin_backends
 from tilecraft.backend.errors import ManifestError
 from tilecraft.backend.module import BackendModule
 from tilecraft.backend.target import Target
 from tilecraft.backend.target_kind import KINDS, describe_kinds
 from tilecraft.errors import BackendError
-from tilecraft.execution import registry as execution_registry
 
 _lock = threading.RLock()
 _manifests: dict[str, BackendModule] = {}

@@ -11,6 +11,7 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
+from tilecraft._modules import imported
 from tilecraft.backend.errors import TargetError
 from tilecraft.backend.target import Target
 from tilecraft.carver.arch.arch_base import TileDevice
@@ -62,12 +63,15 @@ def _names_no_arch(target: Any) -> bool:
 
 
 def _emulated_arch() -> str | None:
-    with contextlib.suppress(ImportError):
-        from tilecraft.compat import cuda_on_cpu
-
-        cap = cuda_on_cpu.capability()
-        if cap is not None:
-            return arch_for_capability(*cap)
+    """The arch of the CUDA device torch reports, when the driver has none: under `--cuda-on-cpu` torch's
+    CUDA is the host emulating a chosen compute capability. Asked of torch (when the program imported
+    it), not of the compatibility layer that set it up, which sits above this backend."""
+    torch = imported("torch")
+    if torch is None:
+        return None
+    with contextlib.suppress(Exception):  # a torch without CUDA may raise instead of answering False
+        if torch.cuda.is_available():
+            return arch_for_capability(*torch.cuda.get_device_capability())
     return None
 
 

@@ -126,7 +126,7 @@ def _positive(value: Any, key: str) -> int:
 
 def _device_status(index: int) -> Any:
     """The driver's DeviceInfo for `index`, or a DriverUnavailable saying why there is none."""
-    from tilecraft.execution.nvrtc.driver import device_status
+    from tilecraft.execution.cuda_driver.driver import device_status
 
     return device_status(index)
 

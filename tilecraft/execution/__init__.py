@@ -1,12 +1,21 @@
-"""Shared execution backends: Build -> Load -> Launch of a `CompiledArtifact`, the registry of their
-specs, and the content-addressed kernel cache.
+"""Shared execution backends: Build -> Load -> Launch of a `CompiledArtifact`, the content-addressed
+kernel cache, and the base (`CachedExecutionBackend`) of execution backends that build through it.
 
+The protocol every execution backend implements, its spec and the registry of specs live in the core
+(`tilecraft/backend/execution.py`, `tilecraft/backend/execution_registry.py`); they are re-exported here.
 Concrete execution backends each live in their own package `tilecraft/execution/<name>/` whose
 `backend.py` holds the spec and the implementation; nothing here names one.
 """
 
-from tilecraft.execution.base import Availability, Built, ExecutionBackend, ExecutionBackendSpec, Loaded
-from tilecraft.execution.registry import (
+from tilecraft.backend.execution import (
+    Availability,
+    Built,
+    ExecutionBackend,
+    ExecutionBackendSpec,
+    FastPath,
+    Loaded,
+)
+from tilecraft.backend.execution_registry import (
     get_spec,
     implementation,
     register_execution_backend,
@@ -14,10 +23,11 @@ from tilecraft.execution.registry import (
     reset_availability,
     unregister_execution_backend,
 )
+from tilecraft.execution.base import CachedExecutionBackend
 
 __all__ = [
-    "Availability", "Built", "CacheEntry", "ExecutionBackend", "ExecutionBackendSpec", "KernelCache",
-    "Loaded", "cache_key", "get_spec", "implementation", "register_execution_backend",
+    "Availability", "Built", "CacheEntry", "CachedExecutionBackend", "ExecutionBackend", "ExecutionBackendSpec",
+    "FastPath", "KernelCache", "Loaded", "cache_key", "get_spec", "implementation", "register_execution_backend",
     "registered_execution_backends", "reset_availability", "unregister_execution_backend",
 ]  # fmt: skip
 
@@ -25,7 +35,7 @@ _LAZY = {"CacheEntry", "KernelCache", "cache_key"}
 
 
 def __getattr__(name: str):
-    # The cache pulls in tempfile/shutil; keep `import tilecraft.execution` (and tilecraft.backend) light.
+    # The cache pulls in tempfile/shutil; keep `import tilecraft.execution` light.
     if name in _LAZY:
         from tilecraft.execution import cache
 

@@ -1,25 +1,21 @@
-"""The execution-backend interface: a spec to select by, and an implementation that builds, loads and
-launches a `CompiledArtifact`.
+"""The shared base of execution backends that keep what they build in the content-addressed cache.
 
-The spec (`ExecutionBackendSpec`) is cheap and declarative: a target backend lists the specs that can
-consume its output, in `auto` order. Its availability probe runs lazily, once, and is cached. The
-implementation class is named as "module.path:ClassName" and imported only when it is first used.
-
-An implementation subclasses `ExecutionBackend` and provides `compile` (artifact -> files), `load` and
-`launcher`; `build` (through the shared cache), `export` and `import_built` come from the base class.
-An export holds the built files, the artifact as JSON plus source/binary files (`artifact_files`), and
-`export.json`; nothing in it is unpickled.
+`CachedExecutionBackend` implements the protocol's `build` (`tilecraft/backend/execution.py`) through
+the `KernelCache`: the key holds the IR hash, the artifact's content, the targets, the execution backend,
+its toolchain version and build options, and the package version; a miss calls `compile` (artifact ->
+files). It also writes and reads exports: the built files, the artifact as JSON plus source/binary files
+(`artifact_files`), and `export.json`; nothing in it is unpickled. A subclass provides `compile`, `load`
+and `launcher`, and overrides what the protocol's defaults do not fit.
 """
 
 from __future__ import annotations
 
-import re
 import threading
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from abc import abstractmethod
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from tilecraft.backend.execution import Built, ExecutionBackend, ExecutionBackendSpec
 from tilecraft.errors import BackendError
 
 if TYPE_CHECKING:
@@ -27,124 +23,10 @@ if TYPE_CHECKING:
 
     from tilecraft.backend.artifact import CompiledArtifact
     from tilecraft.backend.context import BackendContext
-    from tilecraft.backend.target import Target
     from tilecraft.execution.cache import CacheEntry, KernelCache
-    from tilecraft.execution.timing import DeviceTimer
 
-_NAME = re.compile(r"[a-z][a-z0-9_-]*")
-_IMPLEMENTATION = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 EXPORT_FILE = "export.json"
 LEGACY_ARTIFACT_FILE = "artifact.pickle"  # exports before JSON; refused, never loaded
-# Guards every spec's cached probe result: a probe runs once even when threads ask at the same time.
-# Reentrant, for a probe that asks another spec.
-_PROBE_LOCK = threading.RLock()
-
-
-@dataclass(frozen=True)
-class Availability:
-    """Whether an execution backend can run here; when not, why and what to do about it."""
-
-    ok: bool
-    reason: str = ""
-    fix: str = ""
-
-    def describe(self) -> str:
-        if self.ok:
-            return "available"
-        return f"unavailable: {self.reason or 'no reason given'}" + (
-            f" (fix: {self.fix})" if self.fix else ""
-        )
-
-
-def _probe(probe: Callable[[], Availability], name: str) -> Availability:
-    try:
-        result = probe()
-    except Exception as err:  # a crashing probe means "unavailable", never a crash of selection
-        return Availability(
-            False, f"availability probe raised {type(err).__name__}: {err}", "report this bug"
-        )
-    if not isinstance(result, Availability):
-        return Availability(
-            False, f"availability probe of {name!r} returned {result!r}", "return an Availability"
-        )
-    return result
-
-
-@dataclass(frozen=True)
-class ExecutionBackendSpec:
-    """How to select an execution backend and what it consumes; no toolchain is touched to make one."""
-
-    name: str
-    availability: Callable[[], Availability]
-    implementation: str
-    consumes: tuple[str, ...]
-    needs_host_codegen: bool = False
-    eager_device_compile: bool = False
-    target_predicate: Callable[[Target], bool] | None = None
-    device_types: tuple[str, ...] = ()
-    doc: str = ""
-    _cache: list[Availability] = field(default_factory=list, init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        # Imported here: tilecraft.backend imports this module, so a module-level import would be circular.
-        from tilecraft.backend.formats import check_formats
-
-        if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
-            raise BackendError(f"execution backend name {self.name!r} must match {_NAME.pattern}")
-        if not isinstance(self.implementation, str) or not _IMPLEMENTATION.fullmatch(self.implementation):
-            raise BackendError(
-                f"execution backend {self.name!r}: implementation {self.implementation!r} must be "
-                "'module.path:ClassName'"
-            )
-        object.__setattr__(self, "consumes", check_formats(f"execution backend {self.name!r}", self.consumes))
-        object.__setattr__(self, "device_types", tuple(self.device_types))
-        if not self.consumes:
-            raise BackendError(f"execution backend {self.name!r} must consume at least one artifact format")
-        if not callable(self.availability):
-            raise BackendError(f"execution backend {self.name!r}: availability must be a callable probe")
-
-    def __hash__(self) -> int:
-        return hash(self.name)
-
-    def check(self) -> Availability:
-        """The availability probe's result, computed on first call and cached."""
-        with _PROBE_LOCK:
-            if not self._cache:
-                self._cache.append(_probe(self.availability, self.name))
-            return self._cache[0]
-
-    def reset_availability(self) -> None:
-        """Forget the cached probe result (tests, or after installing a toolchain)."""
-        with _PROBE_LOCK:
-            self._cache.clear()
-
-    def matches(self, target: Target) -> bool:
-        """Whether this backend is declared for `target` (no predicate: every target of the manifest)."""
-        return self.target_predicate is None or bool(self.target_predicate(target))
-
-
-@dataclass(frozen=True, eq=False)
-class Built:
-    """A built artifact: the files an execution backend produced, kept in a (cache) entry on disk."""
-
-    execution_backend: str
-    key: str
-    artifact: CompiledArtifact
-    entry: CacheEntry
-
-    def path(self, name: str) -> Path:
-        return self.entry.path(name)
-
-    def read(self, name: str) -> bytes:
-        return self.entry.read(name)
-
-
-@dataclass(frozen=True, eq=False)
-class Loaded:
-    """A built artifact loaded into this process; `handle` is whatever the backend's launcher needs."""
-
-    built: Built
-    handle: Any
 
 
 def artifact_content_hash(artifact: CompiledArtifact) -> str:
@@ -160,22 +42,16 @@ def artifact_content_hash(artifact: CompiledArtifact) -> str:
     return digest.hexdigest()
 
 
-class ExecutionBackend(ABC):
-    """Build -> Load -> Launch for artifacts of the formats its spec consumes."""
+class CachedExecutionBackend(ExecutionBackend):
+    """An `ExecutionBackend` whose `build` goes through the shared `KernelCache` (`compile` on a miss),
+    and that exports what it built and imports it back without a compiler."""
 
     def __init__(self, spec: ExecutionBackendSpec, cache: KernelCache | None = None) -> None:
         from tilecraft.execution.cache import KernelCache
 
-        self.spec = spec
+        super().__init__(spec)
         self.cache = cache if cache is not None else KernelCache()
         self._build_lock = threading.Lock()
-
-    def available(self) -> Availability:
-        return self.spec.check()
-
-    def toolchain_version(self) -> str:
-        """Part of the cache key: the compiler/runtime version whose output `compile` depends on."""
-        return ""
 
     def build_options(self, artifact: CompiledArtifact, ctx: BackendContext) -> Mapping[str, Any]:
         """Part of the cache key: options that change what `compile` produces (flags, ...)."""
@@ -187,37 +63,8 @@ class ExecutionBackend(ABC):
     ) -> tuple[Mapping[str, bytes], Mapping[str, Any]]:
         """Produce the files to keep (name -> bytes) and JSON-able metadata; called on a cache miss."""
 
-    @abstractmethod
-    def load(self, built: Built) -> Loaded:
-        """Load built files into this process."""
-
-    @abstractmethod
-    def launcher(self, loaded: Loaded) -> Callable[..., Any]:
-        """A callable that launches the kernel with the user's arguments."""
-
-    def synchronize(self, loaded: Loaded) -> None:  # noqa: B027 - a no-op is right for synchronous launches
-        """Wait for the kernels launched through `loaded` (launches that return only when done need nothing)."""
-
-    def timer(self, target: Target, flush_bytes: int) -> DeviceTimer:
-        """How the profiler times launches on `target`'s device, and makes its caches cold between
-        repetitions (writing `flush_bytes`). The default, the host's wall clock without a flush, is right
-        for launches that return when their work is done; a backend whose launches are asynchronous must
-        return a timer that waits for them (or reads device-side clocks)."""
-        from tilecraft.execution.timing import DeviceTimer
-
-        return DeviceTimer()
-
-    def to_device(self, array: Any) -> Any:
-        """A copy of a host (numpy) array where this backend's kernels can read it (tests and tools)."""
-        return array
-
-    def to_host(self, array: Any) -> Any:
-        """A numpy copy of an array this backend's kernels wrote."""
-        import numpy as np
-
-        return np.asarray(array)
-
     def cache_key(self, artifact: CompiledArtifact, ctx: BackendContext) -> str:
+        """Where `build` keeps the files of `artifact`: a hash of everything they depend on."""
         from tilecraft import __version__
         from tilecraft.execution.cache import cache_key
 

@@ -10,12 +10,12 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tilecraft.backend.arrays import as_array_arg, is_array
 from tilecraft.backend.context import BackendContext
 from tilecraft.errors import ArgumentError, TilecraftError
 from tilecraft.ir import expr as E
 from tilecraft.ir.function import PrimFunc
 from tilecraft.ir.visitor import substitute
-from tilecraft.jit.arrays import as_array_arg, is_array
 from tilecraft.jit.kernel import Kernel
 from tilecraft.jit.lower import lower_artifact, resolve_context
 from tilecraft.language.parser.source import parse_python
@@ -50,12 +50,8 @@ def compile(  # noqa: A001 - TileLang's name
     ctx = resolve_context(target, target_host, execution_backend, ctx)
     artifact = lower_artifact(func, ctx, pass_configs, compile_flags)
     backend = ctx.execution_backend()
-    built = backend.build(artifact, ctx)
-    loaded = backend.load(built)
-    launch = backend.launcher(loaded)
-    kernel = Kernel(artifact, ctx, launch, _normalize_out_idx(out_idx, func), built)
-    kernel.loaded = loaded
-    return kernel
+    loaded = backend.load(backend.build(artifact, ctx))
+    return Kernel(loaded, ctx, _normalize_out_idx(out_idx, func))
 
 
 def _is_eager(func) -> bool:

@@ -19,6 +19,7 @@ from typing import Any
 
 from tilecraft._modules import imported
 from tilecraft.backend.artifact import CompiledArtifact
+from tilecraft.backend.execution import FastPath
 from tilecraft.ir import expr as E
 from tilecraft.jit.scalars import integer_range
 
@@ -111,8 +112,10 @@ class _Writer:
         return True
 
 
-def build_fast_path(artifact: CompiledArtifact, out_idx: tuple[int, ...], fast) -> Callable | None:
-    """`fast(*args)` returning the outputs (or None), or MISS; None when this kernel has no fast path."""
+def build_fast_path(artifact: CompiledArtifact, out_idx: tuple[int, ...], fast: FastPath) -> Callable | None:
+    """`fast(*args)` returning the outputs (or None), or MISS; None when this kernel has no fast path.
+
+    `fast` is the execution backend's `fast_path(loaded)`: the raw launcher, device and stream getter."""
     torch = imported("torch")
     if torch is None:
         return None

@@ -14,12 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tilecraft.backend.artifact import CompiledArtifact, ParamInfo
+from tilecraft.backend.arrays import ArrayArg, as_array_arg
+from tilecraft.backend.artifact import ParamInfo
 from tilecraft.backend.context import BackendContext
+from tilecraft.backend.execution import Loaded
 from tilecraft.errors import ArgumentError
 from tilecraft.ir import expr as E
 from tilecraft.ir.eval import evaluate
-from tilecraft.jit.arrays import ArrayArg, as_array_arg
 from tilecraft.jit.fastpath import MISS
 from tilecraft.jit.scalars import check_dim, check_scalar
 
@@ -107,16 +108,20 @@ def _fmt(exprs) -> str:
 
 
 class Kernel:
-    """A compiled kernel; call it with the input arrays (outputs in `out_idx` are allocated)."""
+    """A compiled kernel; call it with the input arrays (outputs in `out_idx` are allocated).
 
-    def __init__(self, artifact: CompiledArtifact, ctx: BackendContext, launch, out_idx: Sequence[int] = (),
-                 built=None) -> None:  # fmt: skip
-        self.artifact = artifact
+    Made from what `ctx`'s execution backend loaded: `loaded.built.artifact` is the kernel's artifact, and
+    the backend's launcher of `loaded` runs it.
+    """
+
+    def __init__(self, loaded: Loaded, ctx: BackendContext, out_idx: Sequence[int] = ()) -> None:
+        self.loaded = loaded
+        self.built = loaded.built
+        self.artifact = artifact = loaded.built.artifact
         self.context = ctx
-        self.built = built
-        self._launch = launch
         self._backend = ctx.execution_backend()
-        self._readers = getattr(self._backend, "array_readers", ())
+        self._launch = self._backend.launcher(loaded)
+        self._readers = self._backend.array_readers
         # `T.alloc_global` workspaces are the last parameters; callers neither pass nor index them.
         self._workspaces = [i for i, p in enumerate(artifact.params) if p.workspace]
         n = len(artifact.params) - len(self._workspaces)
@@ -130,12 +135,9 @@ class Kernel:
         """The generated fast path for torch tensors, built on first use (None: not available)."""
         from tilecraft.jit.fastpath import build_fast_path
 
-        support = getattr(self._backend, "fast_path", None)
-        loaded = getattr(self, "loaded", None) or getattr(self._launch, "loaded", None)
-        if support is None or loaded is None:
-            return None
         try:
-            return build_fast_path(self.artifact, self.out_idx, support(loaded))
+            support = self._backend.fast_path(self.loaded)
+            return None if support is None else build_fast_path(self.artifact, self.out_idx, support)
         except Exception as err:  # noqa: BLE001 - the full path still works; the fast one is an optimization
             # Said once per kernel, so a broken fast path costs speed visibly instead of silently.
             warnings.warn(
@@ -168,9 +170,7 @@ class Kernel:
 
     def synchronize(self) -> None:
         """Wait until this kernel's launches have finished (launches are asynchronous on GPUs)."""
-        loaded = getattr(self, "loaded", None) or getattr(self._launch, "loaded", None)
-        if loaded is not None:
-            self._backend.synchronize(loaded)
+        self._backend.synchronize(self.loaded)
 
     def get_profiler(self, tensor_supply_type: Any = None, library: str | None = None) -> Any:
         """A `tilecraft.profiler.Profiler` for this kernel: inputs filled as `tensor_supply_type` says

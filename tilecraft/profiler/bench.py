@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from tilecraft.backend.timing import FLUSH_BYTES, DeviceTimer
 from tilecraft.errors import ArgumentError, TilecraftError
-from tilecraft.execution.timing import FLUSH_BYTES, DeviceTimer
 
 RETURN_MODES = ("min", "max", "mean", "median")
 BACKENDS = ("event", "cupti", "cudagraph")

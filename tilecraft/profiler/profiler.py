@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tilecraft.backend.timing import FLUSH_BYTES, DeviceTimer
 from tilecraft.errors import ArgumentError
-from tilecraft.execution.timing import FLUSH_BYTES, DeviceTimer
 from tilecraft.profiler.bench import do_bench
 from tilecraft.profiler.compare import mismatch_report
 from tilecraft.profiler.supply import (

@@ -7,15 +7,14 @@ import ctypes
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
+from tilecraft.backend.arrays import ArrayArg
 from tilecraft.backend.artifact import CompiledArtifact
+from tilecraft.backend.devices import describe_device
+from tilecraft.backend.execution import Built, Loaded
 from tilecraft.errors import ArgumentError, TilecraftError
-from tilecraft.execution.base import Built, ExecutionBackend, Loaded
+from tilecraft.execution.base import CachedExecutionBackend
 from tilecraft.execution.cc import toolchain
-from tilecraft.ir import dtype as dt
 from tilecraft.ir.dtype import DataType
-from tilecraft.jit.arrays import DLPACK_HOST, ArrayArg, describe_device
 
 # Fast math (pass config tl.enable_fast_math): the parts of gcc's and clang's -ffast-math that keep NaN
 # and infinity. Left out: -ffinite-math-only (folds isnan/isinf away, breaks reductions that start at
@@ -44,7 +43,7 @@ def scalar_ctype(dtype: DataType):
     return _SCALAR_CTYPES[dtype.name]
 
 
-class CCExecutionBackend(ExecutionBackend):
+class CCExecutionBackend(CachedExecutionBackend):
     """Build: one C translation unit -> shared library. Load: ctypes. Launch: a direct C call."""
 
     def toolchain_version(self) -> str:
@@ -104,20 +103,13 @@ class CCExecutionBackend(ExecutionBackend):
         return launch
 
     def check_device(self, arg: ArrayArg, name: str) -> None:
-        """Arrays must live in host memory."""
-        if arg.device_type != DLPACK_HOST:
+        """Arrays must live in host memory (the spec's device type); outputs are host arrays (`empty`'s
+        default)."""
+        if not self.accepts_device(arg):
             raise ArgumentError(
                 f"parameter {name!r} is on {describe_device(arg.device_type, arg.device_id)}, but this "
                 "kernel runs on the host; pass a host array (for torch: tensor.cpu())"
             )
-
-    def empty(self, reference: ArrayArg | None, shape: tuple[int, ...], dtype: DataType) -> Any:
-        """An output in host memory, from the same library as `reference` (torch or numpy)."""
-        if reference is not None and reference.library == "torch":
-            import torch
-
-            return torch.empty(shape, dtype=getattr(torch, dtype.name))
-        return np.empty(shape, dtype=dt.numpy_dtype(dtype))
 
 
 def _raise_failure(rc: int, message) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import shlex
 
-from tilecraft.execution.base import Availability, ExecutionBackendSpec
+from tilecraft.backend.devices import DLPACK_HOST
+from tilecraft.backend.execution import Availability, ExecutionBackendSpec
 
 
 def _availability() -> Availability:
@@ -24,6 +25,6 @@ CC = ExecutionBackendSpec(
     consumes=("c-source", "c-host-source"),
     needs_host_codegen=True,
     eager_device_compile=False,
-    device_types=("cpu",),
+    device_types=(DLPACK_HOST,),
     doc="the system C compiler (gcc or clang, -O3 -march=native, OpenMP when supported); loaded with ctypes",
 )

@@ -7,9 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tilecraft.backend.artifact import CompiledArtifact
-from tilecraft.execution.nvcc import toolchain
-from tilecraft.execution.nvcc.spec import NVCC
-from tilecraft.execution.nvrtc.runtime import (
+from tilecraft.execution.cuda_driver.runtime import (
     BINARY_FORMAT,
     SOURCE_FORMAT,
     CudaRuntimeBackend,
@@ -18,6 +16,8 @@ from tilecraft.execution.nvrtc.runtime import (
     compile_flags,
     sha256,
 )
+from tilecraft.execution.nvcc import toolchain
+from tilecraft.execution.nvcc.spec import NVCC
 
 
 class NvccExecutionBackend(CudaRuntimeBackend):

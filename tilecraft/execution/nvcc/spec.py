@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from tilecraft.execution.base import Availability, ExecutionBackendSpec
-
-DLPACK_CUDA = 2  # kDLCUDA: the DLPack device code of the arrays its launcher accepts
+from tilecraft.backend.execution import Availability, ExecutionBackendSpec
+from tilecraft.execution.cuda_driver import DEVICE_TYPES
 
 
 def _availability() -> Availability:
     """nvcc (TILECRAFT_NVCC, $CUDA_HOME/bin, $CUDA_PATH/bin, PATH, /usr/local/cuda/bin), then the driver
     and a device."""
-    from tilecraft.execution.nvcc import toolchain
-    from tilecraft.execution.nvrtc.probe import device_availability
+    from tilecraft.execution.cuda_driver import toolkit
+    from tilecraft.execution.cuda_driver.probe import device_availability
 
-    path = toolchain.find_nvcc()
+    path = toolkit.find_nvcc()
     if path is None:
-        return Availability(False, toolchain.missing_reason(), toolchain.INSTALL_HINT)
+        return Availability(False, toolkit.missing_reason(), toolkit.INSTALL_HINT)
     devices = device_availability()
     if not devices.ok:
         return devices
@@ -29,7 +28,7 @@ NVCC = ExecutionBackendSpec(
     consumes=("cuda-source", "cubin"),
     needs_host_codegen=False,
     eager_device_compile=True,
-    device_types=(DLPACK_CUDA,),
+    device_types=DEVICE_TYPES,
     doc="nvcc compiles the CUDA source to a cubin ahead of time (eagerly, in codegen); loaded and launched "
     "through the CUDA driver",
 )

@@ -1,4 +1,5 @@
-"""The CUDA toolkit's `nvcc`: discovery, version, and compiling one translation unit to a cubin.
+"""The CUDA toolkit's `nvcc`: its version, and compiling one translation unit to a cubin (where nvcc is
+found: cuda_driver/toolkit.py).
 
 `compile_cubin` is what the CUDA target's compile step calls when the selected execution backend
 compiles eagerly; it needs no GPU and no driver.
@@ -7,81 +8,29 @@ compiles eagerly; it needs no GPU and no driver.
 from __future__ import annotations
 
 import functools
-import os
 import re
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from tilecraft import settings
 from tilecraft.errors import ToolchainError
-from tilecraft.execution.nvrtc.compiler import SOURCE_NAME, keep_source
+from tilecraft.execution.cuda_driver import toolkit
+from tilecraft.execution.cuda_driver.sources import SOURCE_NAME, keep_source
 
 BASE_FLAGS = ("-cubin", "-O3", "-std=c++17", "-lineinfo")
 # Fast math as TileLang asks nvcc for it (tl.enable_fast_math): approximate division, sqrt and
 # transcendentals, denormals flushed; NaN and infinity still behave.
 FAST_MATH_FLAGS = ("--use_fast_math",)
-INSTALL_HINT = (
-    "install the CUDA toolkit (https://developer.nvidia.com/cuda-downloads, or `apt install "
-    "nvidia-cuda-toolkit`) and put its bin directory on PATH, or point TILECRAFT_NVCC at nvcc"
-)
 _RELEASE = re.compile(r"release (\d+\.\d+), V([\d.]+)")
-
-
-def _configured() -> Path | None:
-    # Unchecked: an unusable TILECRAFT_NVCC is diagnosed here, with where else nvcc was looked for.
-    configured = settings.get("TILECRAFT_NVCC", check=False)
-    return Path(configured) if configured else None
-
-
-def _candidates() -> list[tuple[str, Path | None]]:
-    """(where, path) in lookup order; a None path means "not set"."""
-    found = [("TILECRAFT_NVCC", _configured())]
-    for variable in ("CUDA_HOME", "CUDA_PATH"):
-        root = os.environ.get(variable)
-        found.append((f"${variable}/bin", Path(root) / "bin" / "nvcc" if root else None))
-    on_path = shutil.which("nvcc")
-    found.append(("PATH", Path(on_path) if on_path else None))
-    found.append(("/usr/local/cuda/bin", Path("/usr/local/cuda/bin/nvcc")))
-    return found
-
-
-def find_nvcc() -> str | None:
-    """nvcc from TILECRAFT_NVCC, else $CUDA_HOME/bin, $CUDA_PATH/bin, PATH, /usr/local/cuda/bin; None when
-    TILECRAFT_NVCC is set but unusable (it is never silently replaced by another nvcc)."""
-    configured = _configured()
-    if configured is not None:
-        path = configured / "nvcc" if configured.is_dir() else configured
-        return str(path) if _executable(path) else None
-    for _, path in _candidates()[1:]:
-        if path is not None and _executable(path):
-            return str(path)
-    return None
-
-
-def _executable(path: Path) -> bool:
-    return path.is_file() and os.access(path, os.X_OK)
-
-
-def missing_reason() -> str:
-    """Why there is no nvcc: what is wrong with TILECRAFT_NVCC, or that none was found, and where it looked."""
-    configured = _configured()
-    what = f"TILECRAFT_NVCC={configured} is not an executable nvcc" if configured else "nvcc not found"
-    return f"{what} (looked in {describe_search()})"
 
 
 def nvcc_path() -> str:
     """The nvcc to use; ToolchainError saying where it looked and how to install one."""
-    path = find_nvcc()
+    path = toolkit.find_nvcc()
     if path is None:
-        raise ToolchainError(f"{missing_reason()}; {INSTALL_HINT}")
+        raise ToolchainError(f"{toolkit.missing_reason()}; {toolkit.INSTALL_HINT}")
     return path
-
-
-def describe_search() -> str:
-    return ", ".join(where for where, _ in _candidates())
 
 
 @functools.lru_cache(maxsize=8)
@@ -91,7 +40,7 @@ def nvcc_version(path: str | None = None) -> str:
     try:
         out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as err:
-        raise ToolchainError(f"nvcc at {nvcc} does not run: {err}; {INSTALL_HINT}") from None
+        raise ToolchainError(f"nvcc at {nvcc} does not run: {err}; {toolkit.INSTALL_HINT}") from None
     match = _RELEASE.search(out.stdout)
     return match.group(2) if match else (out.stdout.strip().splitlines() or ["unknown"])[-1]
 
@@ -124,7 +73,7 @@ def compile_cubin(
         try:
             result = subprocess.run(cmd, capture_output=True, text=True)
         except OSError as err:
-            raise ToolchainError(f"nvcc at {nvcc} does not run: {err}; {INSTALL_HINT}") from None
+            raise ToolchainError(f"nvcc at {nvcc} does not run: {err}; {toolkit.INSTALL_HINT}") from None
         if result.returncode != 0:
             raise _failure(f"nvcc failed (exit {result.returncode})", source, cmd, src, result, keep_dir)
         if not out.is_file():

@@ -1,6 +1,4 @@
-"""The `nvrtc` execution backend: CUDA source -> NVRTC (in process) -> cubin -> the CUDA driver.
-
-Also home of what both CUDA execution backends share: the driver binding (driver.py), loading and
-launching a cubin (runtime.py, launch.py, grid.py) and GPU array interop (interop.py). Importing this
-package imports nothing else; `spec` is cheap, the rest loads on first use.
+"""The `nvrtc` execution backend: Build compiles CUDA source with NVRTC, in process, to a cubin
+(compiler.py); Load and Launch are the shared CUDA driver runtime's (tilecraft/execution/cuda_driver).
+Importing this package imports nothing else; `spec` is cheap, the rest loads on first use.
 """

@@ -7,14 +7,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from tilecraft.backend.artifact import CompiledArtifact
-from tilecraft.execution.nvrtc import compiler
-from tilecraft.execution.nvrtc.runtime import (
+from tilecraft.execution.cuda_driver.runtime import (
     SOURCE_FORMAT,
     CudaRuntimeBackend,
     artifact_arch,
     check_artifact,
     compile_flags,
 )
+from tilecraft.execution.nvrtc import compiler
 from tilecraft.execution.nvrtc.spec import NVRTC
 
 

@@ -7,16 +7,15 @@ the options and the path where the source was written.
 from __future__ import annotations
 
 import functools
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from tilecraft.errors import ToolchainError
+from tilecraft.execution.cuda_driver.sources import SOURCE_NAME, keep_source
+from tilecraft.execution.cuda_driver.toolkit import toolkit_roots
 
-SOURCE_NAME = "kernel.cu"
 BASE_OPTIONS = ("-std=c++17", "-default-device", "--generate-line-info")
 # Fast math as TileLang asks NVRTC for it (tl.enable_fast_math); NaN and infinity still behave.
 FAST_MATH_OPTIONS = ("--use_fast_math",)
@@ -71,26 +70,16 @@ def nvrtc_version() -> str:
 def cuda_include_dirs() -> tuple[str, ...]:
     """Directories holding the CUDA headers (cuda_fp16.h, cuda_bf16.h ...), which NVRTC does not ship.
 
-    Looked up in $CUDA_HOME, $CUDA_PATH, next to nvcc (as the nvcc backend finds it), /usr/local/cuda,
+    Looked up in $CUDA_HOME, $CUDA_PATH, next to nvcc (as cuda_driver/toolkit.py finds it), /usr/local/cuda,
     then with cuda-python's pathfinder, which knows NVIDIA's pip wheels. CUDA 13 adds `include/cccl`.
     """
-    for root in _cuda_roots():
+    for root in toolkit_roots():
         include = root / "include"
         if (include / "cuda_fp16.h").is_file():
             cccl = include / "cccl"
             return (str(include),) + ((str(cccl),) if cccl.is_dir() else ())
     found = _pathfinder_headers()
     return (found,) if found else ()
-
-
-def _cuda_roots() -> list[Path]:
-    from tilecraft.execution.nvcc.toolchain import find_nvcc
-
-    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
-    nvcc = find_nvcc()
-    roots.append(str(Path(nvcc).resolve().parents[1]) if nvcc else None)
-    roots.append("/usr/local/cuda")
-    return [Path(r) for r in roots if r]
 
 
 def _pathfinder_headers() -> str | None:
@@ -169,12 +158,3 @@ def _compile_failure(source: str, arch: str, flags: Sequence[str], log: str, kee
         f"NVRTC {nvrtc_version()} failed to compile the kernel for {arch}\n"
         f"  options: {' '.join(flags)}\n  generated source: {kept}\n{log}{hint}"
     )
-
-
-def keep_source(source: str, keep_dir: Path | None, prefix: str) -> Path:
-    """Write `source` where the user can open it after a failed compile; returns the file's path."""
-    directory = Path(keep_dir) if keep_dir is not None else Path(tempfile.mkdtemp(prefix=prefix))
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / SOURCE_NAME
-    path.write_text(source)
-    return path

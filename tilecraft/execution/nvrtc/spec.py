@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
-from tilecraft.execution.base import Availability, ExecutionBackendSpec
-
-DLPACK_CUDA = 2  # kDLCUDA: the DLPack device code of the arrays its launcher accepts
+from tilecraft.backend.execution import Availability, ExecutionBackendSpec
+from tilecraft.execution.cuda_driver import DEVICE_TYPES
 
 
 def _availability() -> Availability:
-    from tilecraft.execution.nvrtc.probe import nvrtc_availability
+    """cuda-python's NVRTC bindings, the NVRTC library, the driver and a device, checked in that order."""
+    from tilecraft.execution.cuda_driver.probe import device_availability
+    from tilecraft.execution.nvrtc import compiler
 
-    return nvrtc_availability()
+    try:
+        compiler.nvrtc_module()
+        version = compiler.nvrtc_version()
+    except compiler.NvrtcUnavailable as err:
+        return Availability(False, err.reason, err.fix)
+    devices = device_availability()
+    if not devices.ok:
+        return devices
+    return Availability(True, f"NVRTC {version}; {devices.reason}")
 
 
 NVRTC = ExecutionBackendSpec(
@@ -20,6 +29,6 @@ NVRTC = ExecutionBackendSpec(
     consumes=("cuda-source",),
     needs_host_codegen=False,
     eager_device_compile=False,
-    device_types=(DLPACK_CUDA,),
+    device_types=DEVICE_TYPES,
     doc="NVRTC compiles the CUDA source to a cubin in process; loaded and launched through the CUDA driver",
 )

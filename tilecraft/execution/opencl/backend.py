@@ -12,18 +12,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from tilecraft.backend.arrays import ArrayArg
 from tilecraft.backend.artifact import CompiledArtifact
+from tilecraft.backend.devices import describe_device
+from tilecraft.backend.execution import Built, Loaded
 from tilecraft.errors import ArgumentError
-from tilecraft.execution.base import Built, ExecutionBackend, Loaded
+from tilecraft.execution.base import CachedExecutionBackend
 from tilecraft.execution.opencl import device as cl_device
 from tilecraft.execution.opencl import program as cl_program
 from tilecraft.execution.opencl.launch import KernelPlan, build_launcher, check_artifact, plan_kernel
 from tilecraft.execution.opencl.spec import OPENCL, SOURCE_FORMAT
-from tilecraft.ir import dtype as dt
-from tilecraft.ir.dtype import DataType
-from tilecraft.jit.arrays import DLPACK_HOST, ArrayArg, describe_device
 
 BINARY_FILE = "program.bin"
 SOURCE_FILE = cl_program.SOURCE_FILE
@@ -50,7 +48,7 @@ def artifact_runtime(artifact: CompiledArtifact) -> cl_device.DeviceRuntime:
     return cl_device.runtime(*artifact_device(artifact))
 
 
-class OpenCLExecutionBackend(ExecutionBackend):
+class OpenCLExecutionBackend(CachedExecutionBackend):
     """Build: pyopencl, in process, for one OpenCL device. Load: the program binary. Launch: host
     arrays copied in and out around the kernels, synchronously."""
 
@@ -99,26 +97,17 @@ class OpenCLExecutionBackend(ExecutionBackend):
 
     def launcher(self, loaded: Loaded) -> Callable[..., None]:
         handle: OpenCLProgram = loaded.handle
-        launch = build_launcher(loaded.built.artifact, handle.plans, handle.runtime)
-        launch.loaded = loaded
-        return launch
+        return build_launcher(loaded.built.artifact, handle.plans, handle.runtime)
 
     def check_device(self, arg: ArrayArg, name: str) -> None:
-        """Arrays must be in host memory: the launcher copies them to the OpenCL device and back."""
-        if arg.device_type != DLPACK_HOST:
+        """Arrays must be in host memory (the spec's device type): the launcher copies them to the OpenCL
+        device and back. Outputs are host arrays too (`empty`'s default)."""
+        if not self.accepts_device(arg):
             raise ArgumentError(
                 f"parameter {name!r} is on {describe_device(arg.device_type, arg.device_id)}, but the opencl "
                 "execution backend takes host arrays (it copies them to the OpenCL device and back itself); "
                 "pass a numpy array or a CPU tensor (for torch: tensor.cpu())"
             )
-
-    def empty(self, reference: ArrayArg | None, shape: tuple[int, ...], dtype: DataType) -> Any:
-        """An output in host memory, from the same library as `reference` (torch or numpy)."""
-        if reference is not None and reference.library == "torch":
-            import torch
-
-            return torch.empty(shape, dtype=getattr(torch, dtype.name))
-        return np.empty(shape, dtype=dt.numpy_dtype(dtype))
 
 
 __all__ = ["OPENCL", "OpenCLExecutionBackend", "OpenCLProgram"]

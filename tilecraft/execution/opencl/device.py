@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from tilecraft.backend.execution import Availability
 from tilecraft.errors import ToolchainError
-from tilecraft.execution.base import Availability
 
 PYOPENCL_FIX = (
     "`pip install pyopencl`; for an OpenCL platform on the CPU also `pip install pocl-binary-distribution`"

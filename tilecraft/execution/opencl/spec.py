@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tilecraft.execution.base import Availability, ExecutionBackendSpec
+from tilecraft.backend.devices import DLPACK_HOST
+from tilecraft.backend.execution import Availability, ExecutionBackendSpec
 
 SOURCE_FORMAT = "opencl-source"
 
@@ -20,6 +21,6 @@ OPENCL = ExecutionBackendSpec(
     consumes=(SOURCE_FORMAT,),
     needs_host_codegen=False,
     eager_device_compile=False,
-    device_types=("cpu",),  # host memory, as the cc backend declares it: arrays are copied in and out
+    device_types=(DLPACK_HOST,),  # host arrays: the launcher copies them to the device and back
     doc="pyopencl builds the OpenCL C program for one device; host arrays are copied in and out per call",
 )

@@ -1,9 +1,10 @@
 """Array interop: numpy arrays, torch tensors and any DLPack / array-interface object.
 
 `as_array_arg` reads what a launcher needs (data pointer, shape, element strides, dtype, device,
-whether the memory may be written) without copying. Devices are DLPack device codes; which codes an
-execution backend accepts, and how it allocates outputs, is the execution backend's business. Fast paths
-for numpy and torch keep the per-call cost low.
+whether the memory may be written) without copying. Devices are DLPack device codes (`devices.py`);
+which codes an execution backend accepts (its spec's `device_types`), how it reads its own device's
+arrays (`ExecutionBackend.array_readers`) and how it allocates outputs is the execution backend's
+business. Fast paths for numpy and torch keep the per-call cost low.
 
 Arrays whose elements are stored in non-native byte order are refused: kernels read memory as native
 numbers, so such an array would be read as garbage.
@@ -17,11 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from tilecraft.backend.devices import DLPACK_HOST, describe_device
 from tilecraft.errors import ArgumentError
 from tilecraft.ir import dtype as dt
 from tilecraft.ir.dtype import DataType
-
-DLPACK_HOST = 1  # kDLCPU: host memory, what numpy arrays live in
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +43,8 @@ class ArrayArg:
         return describe_device(self.device_type, self.device_id)
 
 
-def describe_device(code: int, index: int = 0) -> str:
-    return f"DLPack device {code}:{index}"
+ArrayReader = Callable[[Any], "ArrayArg | None"]
+"""A way to read one kind of array: its ArrayArg, or None for an object the reader does not know."""
 
 
 def is_array(x: Any) -> bool:
@@ -60,7 +60,7 @@ def _is_torch(x: Any) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
 
 
-def as_array_arg(x: Any, name: str, readers: Sequence[Callable[[Any], ArrayArg | None]] = ()) -> ArrayArg:
+def as_array_arg(x: Any, name: str, readers: Sequence[ArrayReader] = ()) -> ArrayArg:
     """The ArrayArg of `x`; a clear error naming the parameter when `x` is not an array.
 
     `readers` are an execution backend's extra ways to read its device's arrays (tried first).
@@ -76,7 +76,7 @@ class UnusableArray(Exception):
     `as_array_arg` turns it into an ArgumentError that names the parameter."""
 
 
-def _read(x: Any, name: str, readers: Sequence[Callable[[Any], ArrayArg | None]]) -> ArrayArg:
+def _read(x: Any, name: str, readers: Sequence[ArrayReader]) -> ArrayArg:
     for read in readers:
         arg = read(x)
         if arg is not None:

@@ -16,12 +16,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tilecraft.backend.arrays import ArrayArg
 from tilecraft.backend.artifact import CompiledArtifact, KernelInfo
+from tilecraft.backend.execution import Built, FastPath, Loaded
+from tilecraft.backend.timing import DeviceTimer
 from tilecraft.errors import TilecraftError
-from tilecraft.execution.base import Built, ExecutionBackend, Loaded
-from tilecraft.execution.nvrtc import driver as cuda_driver
-from tilecraft.execution.nvrtc import interop
-from tilecraft.execution.nvrtc.launch import (
+from tilecraft.execution.base import CachedExecutionBackend
+from tilecraft.execution.cuda_driver import driver as cuda_driver
+from tilecraft.execution.cuda_driver import interop
+from tilecraft.execution.cuda_driver.launch import (
     LaunchHooks,
     build_launcher,
     check_kernel,
@@ -29,15 +32,14 @@ from tilecraft.execution.nvrtc.launch import (
     make_stream_resolver,
     torch_current_stream,
 )
-from tilecraft.execution.nvrtc.tensor_map import TensorMaps
-from tilecraft.execution.timing import DeviceTimer
+from tilecraft.execution.cuda_driver.sources import SOURCE_NAME
+from tilecraft.execution.cuda_driver.tensor_map import TensorMaps
 from tilecraft.ir.dtype import DataType
-from tilecraft.jit.arrays import ArrayArg
 
 SOURCE_FORMAT = "cuda-source"
 BINARY_FORMAT = "cubin"
 CUBIN_FILE = "kernel.cubin"
-SOURCE_FILE = "kernel.cu"
+SOURCE_FILE = SOURCE_NAME
 DEFAULT_DYNAMIC_SMEM = 48 * 1024
 _RETRY_IN_CONTEXT = (cuda_driver.CUDA_ERROR_INVALID_CONTEXT, cuda_driver.CUDA_ERROR_INVALID_HANDLE)
 _IMAGE_ERRORS = (
@@ -63,16 +65,6 @@ class CudaModule:
     def __post_init__(self) -> None:
         self._finalizer = weakref.finalize(self, _unload, self.driver, self.context, self.module)
         self._finalizer.atexit = False  # the driver may already be shutting down at exit
-
-
-@dataclass(frozen=True)
-class FastPath:
-    """A launcher over raw pointers (`launch(values, dims, stream)`), the tensors' device index, and
-    `stream(device) -> handle` for torch's current stream."""
-
-    launch: Callable[..., None]
-    device: int
-    stream: Callable[[int], int]
 
 
 def _unload(driver: Any, context: int, module: int) -> None:
@@ -116,7 +108,7 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-class CudaRuntimeBackend(ExecutionBackend):
+class CudaRuntimeBackend(CachedExecutionBackend):
     """Load and Launch of `kernel.cubin` through the CUDA driver; subclasses implement Build."""
 
     array_readers = (interop.read_cuda_array_interface,)
@@ -162,9 +154,7 @@ class CudaRuntimeBackend(ExecutionBackend):
             tensor_maps=_tensor_maps(handle),
         )
         functions = tuple(entry.function(f) for f in handle.functions)
-        launch = build_launcher(artifact, functions, handle.device, hooks, keep_alive=handle)
-        launch.loaded = loaded  # what a Kernel's fast path is built from
-        return launch
+        return build_launcher(artifact, functions, handle.device, hooks, keep_alive=handle)
 
     def fast_path(self, loaded: Loaded) -> FastPath:
         """What tilecraft.jit's generated fast path for torch tensors needs: a launcher taking raw device
@@ -193,13 +183,16 @@ class CudaRuntimeBackend(ExecutionBackend):
     def timer(self, target: Any, flush_bytes: int) -> DeviceTimer:
         """CUDA events through torch when torch's CUDA is in use, else the wall clock with the device
         synchronized; both flush the L2 with a `flush_bytes` write (see timing.py)."""
-        from tilecraft.execution.nvrtc.timing import cuda_timer
+        from tilecraft.execution.cuda_driver.timing import cuda_timer
 
         return cuda_timer(int(target.attr("device", 0)), flush_bytes)
 
     def check_device(self, arg: ArrayArg, name: str) -> None:
-        """Arrays must be in GPU memory (the device index is checked by the launcher, which knows it)."""
-        interop.check_cuda_array(arg, name)
+        """Arrays must be in GPU memory (a device type of the spec's), aligned as the kernels assume; the
+        device index is checked by the launcher, which knows it."""
+        if not self.accepts_device(arg):
+            raise interop.not_on_gpu(arg, name)
+        interop.check_alignment(arg, name)
 
     def empty(self, reference: ArrayArg | None, shape: tuple[int, ...], dtype: DataType) -> Any:
         """An output on `reference`'s GPU, from its library (torch or CuPy); never host memory."""

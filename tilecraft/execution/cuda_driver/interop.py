@@ -9,13 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from tilecraft._modules import optional
+from tilecraft.backend.arrays import ArrayArg, from_array_interface
+from tilecraft.backend.devices import DLPACK_HOST
 from tilecraft.errors import ArgumentError, ToolchainError
+from tilecraft.execution.cuda_driver import DLPACK_CUDA
 from tilecraft.ir.dtype import DataType
-from tilecraft.jit.arrays import ArrayArg, from_array_interface
 
-DLPACK_CUDA = 2  # kDLCUDA
-DLPACK_CUDA_MANAGED = 13  # kDLCUDAManaged: unified memory, readable by kernels
-DEVICE_CODES = (DLPACK_CUDA, DLPACK_CUDA_MANAGED, "cuda")  # torch's ArrayArg carries its device's name
 NEED_ARRAY_LIBRARY = (
     "the CUDA execution backends copy arrays to and from the GPU with torch or CuPy; install one "
     "(pip install torch, or pip install cupy-cuda12x)"
@@ -51,29 +50,27 @@ def _device_of(x: Any, ptr: int) -> int:
         return device
     if not ptr:
         return 0
-    from tilecraft.execution.nvrtc.driver import get_driver
+    from tilecraft.execution.cuda_driver.driver import get_driver
 
     return get_driver().pointer_device(ptr)
-
-
-def is_cuda_array(arg: ArrayArg) -> bool:
-    return arg.device_type in DEVICE_CODES
 
 
 ALIGNMENT = 16  # generated kernels assume 16-byte aligned buffers (vector loads and cp.async)
 
 
-def check_cuda_array(arg: ArrayArg, name: str) -> None:
-    """Arrays must live in GPU memory, 16-byte aligned; the error says how to fix them."""
-    if is_cuda_array(arg):
-        if arg.ptr % ALIGNMENT:
-            raise ArgumentError(
-                f"parameter {name!r} starts at an address that is not {ALIGNMENT}-byte aligned (a view with an "
-                "offset, such as x[1:]); kernels read buffers in 16-byte vectors: pass a fresh tensor "
-                "(x.clone()) or an aligned slice"
-            )
-        return
-    raise ArgumentError(
+def check_alignment(arg: ArrayArg, name: str) -> None:
+    """GPU arrays must start 16-byte aligned; the error says how to get such an array."""
+    if arg.ptr % ALIGNMENT:
+        raise ArgumentError(
+            f"parameter {name!r} starts at an address that is not {ALIGNMENT}-byte aligned (a view with an "
+            "offset, such as x[1:]); kernels read buffers in 16-byte vectors: pass a fresh tensor "
+            "(x.clone()) or an aligned slice"
+        )
+
+
+def not_on_gpu(arg: ArrayArg, name: str) -> ArgumentError:
+    """The error for an array outside GPU memory: where it is, and how to move it."""
+    return ArgumentError(
         f"parameter {name!r} is a {arg.library} array in {_where(arg)}, but this kernel runs on a CUDA "
         "GPU; pass GPU memory (torch: tensor.cuda() or tensor.to('cuda:N'); numpy: "
         "torch.from_numpy(array).cuda() or cupy.asarray(array))"
@@ -81,7 +78,7 @@ def check_cuda_array(arg: ArrayArg, name: str) -> None:
 
 
 def _where(arg: ArrayArg) -> str:
-    if arg.device_type in (1, "cpu"):
+    if arg.device_type == DLPACK_HOST:
         return "host memory"
     return f"device {arg.device_type}:{arg.device_id}"
 

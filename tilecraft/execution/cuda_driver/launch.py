@@ -38,8 +38,8 @@ from typing import Any
 from tilecraft._modules import imported
 from tilecraft.backend.artifact import CompiledArtifact, KernelInfo, ParamInfo
 from tilecraft.errors import ArgumentError, TilecraftError
+from tilecraft.execution.cuda_driver.tensor_map import aligned_map
 from tilecraft.execution.grid import GRID_HELPERS, GridScope, python_source
-from tilecraft.execution.nvrtc.tensor_map import aligned_map
 
 SLOT_BYTES = 8
 POINTER_CODE = "Q"

@@ -11,8 +11,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from tilecraft.backend.execution import ExecutionBackend, ExecutionBackendSpec
 from tilecraft.errors import BackendError
-from tilecraft.execution.base import ExecutionBackend, ExecutionBackendSpec
 
 _lock = threading.RLock()
 _specs: dict[str, ExecutionBackendSpec] = {}

@@ -1,13 +1,14 @@
-"""Availability probes of the CUDA execution backends: each missing piece has its own reason and fix."""
+"""The driver half of both CUDA execution backends' availability probes: each missing piece has its own
+reason and fix (the compiler half is each backend's)."""
 
 from __future__ import annotations
 
-from tilecraft.execution.base import Availability
+from tilecraft.backend.execution import Availability
 
 
 def device_availability() -> Availability:
     """A loadable NVIDIA driver that initializes, and at least one CUDA device."""
-    from tilecraft.execution.nvrtc import driver as cuda_driver
+    from tilecraft.execution.cuda_driver import driver as cuda_driver
 
     try:
         driver = cuda_driver.get_driver()
@@ -20,18 +21,3 @@ def device_availability() -> Availability:
     if count == 0:
         return Availability(False, "the NVIDIA driver reports no CUDA device", cuda_driver.DEVICE_FIX)
     return Availability(True, f"{count} CUDA device(s), driver CUDA {version // 1000}.{version % 1000 // 10}")
-
-
-def nvrtc_availability() -> Availability:
-    """cuda-python's NVRTC bindings, the NVRTC library, the driver and a device, checked in that order."""
-    from tilecraft.execution.nvrtc import compiler
-
-    try:
-        compiler.nvrtc_module()
-        version = compiler.nvrtc_version()
-    except compiler.NvrtcUnavailable as err:
-        return Availability(False, err.reason, err.fix)
-    devices = device_availability()
-    if not devices.ok:
-        return devices
-    return Availability(True, f"NVRTC {version}; {devices.reason}")
