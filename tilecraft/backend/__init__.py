@@ -29,6 +29,7 @@ from tilecraft.backend.registry import (
     target_kinds,
     unregister_backend,
 )
+from tilecraft.backend.simt import LaneExchange, SimtFacts, SimtTarget
 from tilecraft.backend.split import DEVICE, HOST, ROLE_ATTR, mark_role, split_host_device
 from tilecraft.backend.target import Target, check_idempotent
 from tilecraft.backend.target_kind import (
@@ -44,8 +45,9 @@ __all__ = [
     "DEVICE", "HOST", "ROLE_ATTR", "ArtifactError", "Availability", "BackendContext", "BackendModule",
     "CompiledArtifact", "DetectionResult", "DeviceCode", "DeviceCodegen", "ExecutionBackendNotDeclared",
     "ExecutionBackendSpec", "ExecutionBackendUnavailable", "FunctionPass", "HostCode", "HostCodegen",
-    "HostCodegenHook", "IRDumper", "KernelInfo", "ManifestError", "NoExecutionBackendAvailable", "ParamInfo",
-    "Pass", "PassContext", "PassError", "PassInstrument", "PassPipeline", "PassTiming", "Target",
+    "HostCodegenHook", "IRDumper", "KernelInfo", "LaneExchange", "ManifestError", "NoExecutionBackendAvailable", "ParamInfo",
+    "Pass", "PassContext", "PassError", "PassInstrument", "PassPipeline", "PassTiming", "SimtFacts",
+    "SimtTarget", "Target",
     "TargetError", "TargetKind", "backend_for", "check_idempotent", "create_backend_context", "detect_target",
     "detection_report", "isolated_registry", "lookup_target_kind", "mark_role", "module_pass",
     "register_backend", "register_target_kind", "registered_backends", "registered_target_kinds",
