@@ -67,12 +67,14 @@ class CudaModule:
 
 @dataclass(frozen=True)
 class FastPath:
-    """A launcher over raw pointers (`launch(values, dims, stream)`), the tensors' device index, and
-    `stream(device) -> handle` for torch's current stream."""
+    """A launcher over raw pointers (`launch(values, dims, stream)`), the tensors' device index,
+    `stream(device) -> handle` for torch's current stream, and the byte alignment every buffer needs
+    (the one `interop.check_cuda_array` enforces on the full path)."""
 
     launch: Callable[..., None]
     device: int
     stream: Callable[[int], int]
+    alignment: int
 
 
 def _unload(driver: Any, context: int, module: int) -> None:
@@ -182,7 +184,7 @@ class CudaRuntimeBackend(ExecutionBackend):
         )
         functions = tuple(entry.function(f) for f in handle.functions)
         raw = build_launcher(artifact, functions, handle.device, hooks, keep_alive=handle, raw=True)
-        return FastPath(raw, handle.device, torch_current_stream)
+        return FastPath(raw, handle.device, torch_current_stream, interop.ALIGNMENT)
 
     def synchronize(self, loaded: Loaded) -> None:
         """Wait until every kernel launched so far on the module's device has finished."""
