@@ -29,6 +29,9 @@ Environment-variable names are not backend names: `TILECRAFT_*` setting names an
 in text are skipped (settings are declared once, in tilecraft/settings.py). Neither are TileLang's public
 names that tilecraft keeps for compatibility (`TILELANG_NAMES`: a pass-config key TileLang spells with
 its target in it); they are API, not dispatch.
+
+test_boundaries_ast.py checks the same modules on their syntax tree: imports of backend packages,
+registered names in code, and hardware constants in the shared SIMT passes.
 """
 
 from __future__ import annotations

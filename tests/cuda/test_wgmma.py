@@ -14,19 +14,19 @@ import pytest
 import tilecraft
 from tests.language import kernels as K
 from tilecraft.backend.target import Target
-from tilecraft.cuda.op.gemm_plan import plan_gemm
-from tilecraft.cuda.shared_layout import wgmma_atom, wgmma_operand
-from tilecraft.cuda.wgmma import asm_functions, descriptor, operand_strides
-from tilecraft.errors import LoweringError
-from tilecraft.ir import stmt as S
-from tilecraft.ir.visitor import walk
-from tilecraft.layout.fragment import (
+from tilecraft.cuda.intrinsics.mma_layouts import (
     mma_accumulator,
     wgmma_accumulator,
     wgmma_accumulator_coords,
     wgmma_operand_a,
     wgmma_operand_a_coords,
 )
+from tilecraft.cuda.op.gemm_plan import plan_gemm
+from tilecraft.cuda.shared_layout import wgmma_atom, wgmma_operand
+from tilecraft.cuda.wgmma import asm_functions, descriptor, operand_strides
+from tilecraft.errors import LoweringError
+from tilecraft.ir import stmt as S
+from tilecraft.ir.visitor import walk
 
 SM90A, SM80 = "cuda -arch=sm_90a", "cuda -arch=sm_80"
 

@@ -54,6 +54,7 @@ def fake_torch(monkeypatch):
 @dataclass
 class FakeFast:
     device: int = 0
+    alignment: int = 16
 
     def __post_init__(self):
         self.calls = []
@@ -81,6 +82,23 @@ def test_fast_path_launches_with_bound_dims_and_allocates_outputs(fake_torch):
     assert out.shape == (5, 4) and out.dtype is fake_torch.float32
     assert fast.calls == [((1024, 2.0, 4096), (5,), 77)]  # allocated like X: same shape and dtype
     assert "_empty_like(a0)" in fn.__source__
+
+
+@pytest.mark.parametrize("alignment, hits", [(16, [1024, 1040]), (64, [1024]), (1, [1024, 1040, 1028])])
+def test_the_alignment_a_buffer_needs_is_the_execution_backends(fake_torch, alignment, hits):
+    """Addresses that break the declared alignment miss (the full path reports them); 1 checks none."""
+    fast = FakeFast(alignment=alignment)
+    fn = build_fast_path(artifact(), (2,), fast)
+    for ptr in (1024, 1040, 1028):
+        fn(FakeTensor((5, 4), fake_torch.float32, ptr=ptr), 2.0)
+    assert [values[0] for values, _, _ in fast.calls] == hits
+    assert ("& " in fn.__source__) == (alignment > 1)
+
+
+@pytest.mark.parametrize("alignment", [0, 24, True])
+def test_an_alignment_that_is_not_a_power_of_two_is_refused(fake_torch, alignment):
+    with pytest.raises(ValueError, match="power of two"):
+        build_fast_path(artifact(), (2,), FakeFast(alignment=alignment))
 
 
 def row_sum_artifact():

@@ -8,9 +8,10 @@ import zlib
 import numpy as np
 import pytest
 
+from tilecraft.cuda.intrinsics.mma_layouts import mma_accumulator
 from tilecraft.layout import identity
 from tilecraft.layout.draw import draw_fragment, encode_png, owners, render_fragment
-from tilecraft.layout.fragment import blocked, mma_accumulator, slice_layout
+from tilecraft.layout.fragment import blocked, slice_layout
 
 
 def read_png(data: bytes) -> tuple[int, int, np.ndarray]:
@@ -43,7 +44,7 @@ def test_draw_fragment_writes_a_valid_png(tmp_path):
 
 def test_different_layouts_give_different_images(tmp_path):
     a = draw_fragment(mma_accumulator(32, 32, 2, 2), tmp_path / "a.png").read_bytes()
-    b = draw_fragment(blocked((32, 32), 128, 8), tmp_path / "b.png").read_bytes()
+    b = draw_fragment(blocked((32, 32), 128, 8, width=32), tmp_path / "b.png").read_bytes()
     c = draw_fragment(mma_accumulator(32, 32, 2, 2), tmp_path / "c.png").read_bytes()
     assert a != b and a == c
 
@@ -58,7 +59,7 @@ def test_owners_reports_the_first_thread_and_replication():
 
 
 def test_padding_outside_the_logical_shape_is_grey():
-    layout = blocked((6, 6), 32, 2)
+    layout = blocked((6, 6), 32, 2, width=32)
     image = render_fragment(layout, shape=(6, 6))
     assert image.shape[0] > 0
     assert tuple(image[-2, -2]) == (200, 200, 200)

@@ -1,52 +1,18 @@
-"""Fragment layouts: the m16n8k16 tensor-core layouts against the PTX ISA, the blocked default, slices."""
+"""Fragment layouts: the blocked default for any thread-group width, slices, expression fragments."""
 
 from __future__ import annotations
 
 import itertools
-from collections import Counter
 
 import pytest
 
 import tilecraft.language as T
+from tilecraft.cuda.intrinsics.mma_layouts import mma_accumulator
 from tilecraft.layout import LinearLayout
-from tilecraft.layout.fragment import (
-    blocked,
-    linear_from_layout,
-    mma_accumulator,
-    mma_accumulator_coords,
-    mma_operand_a,
-    mma_operand_a_coords,
-    mma_operand_b,
-    mma_operand_b_coords,
-    slice_layout,
-)
+from tilecraft.layout.fragment import blocked, linear_from_layout, slice_layout, thread_dims
 from tilecraft.layout.shared import swizzled
 
-# ---------------------------------------------------------------- the ISA, restated
-# PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type", .f16/.bf16 A and B, f32/f16 C/D:
-# groupID = laneid >> 2, threadID_in_group = laneid % 4.
-
-
-def isa_a(lane: int, i: int) -> tuple[int, int]:
-    """(row, col) of a_i (i = 0..7) in the 16x16 A tile."""
-    group, tig = lane >> 2, lane % 4
-    row = group if (i < 2 or 4 <= i < 6) else group + 8
-    col = tig * 2 + (i & 1) + (8 if i >= 4 else 0)
-    return row, col
-
-
-def isa_b(lane: int, i: int) -> tuple[int, int]:
-    """(row, col) = (k, n) of b_i (i = 0..3) in the 16x8 B tile."""
-    group, tig = lane >> 2, lane % 4
-    row = tig * 2 + (i & 1) + (8 if i >= 2 else 0)
-    return row, group
-
-
-def isa_c(lane: int, i: int) -> tuple[int, int]:
-    """(row, col) of c_i (i = 0..3) in the 16x8 accumulator tile."""
-    group, tig = lane >> 2, lane % 4
-    row = group if i < 2 else group + 8
-    return row, tig * 2 + (i & 1)
+WARP = 32  # the width most tests use; the wave64 tests say 64
 
 
 def points(layout: LinearLayout):
@@ -59,168 +25,12 @@ def coords(layout: LinearLayout, reg: int, lane: int, warp: int) -> tuple[int, i
     return out["dim0"], out["dim1"]
 
 
-# ---------------------------------------------------------------- one mma tile
-
-
-def test_single_tile_accumulator_is_the_isa_layout():
-    layout = mma_accumulator(16, 8, 1, 1)
-    assert layout.in_dims == (("register", 4), ("lane", 32), ("warp", 1))
-    for lane, i in itertools.product(range(32), range(4)):
-        assert coords(layout, i, lane, 0) == isa_c(lane, i)
-
-
-def test_single_tile_operand_a_is_the_isa_layout():
-    layout = mma_operand_a(16, 16, 1, 1)
-    assert layout.in_size("register") == 8
-    for lane, i in itertools.product(range(32), range(8)):
-        assert coords(layout, i, lane, 0) == isa_a(lane, i)
-
-
-def test_single_tile_operand_b_is_the_isa_layout():
-    layout = mma_operand_b(16, 8, 1, 1)
-    assert layout.in_size("register") == 4
-    for lane, i in itertools.product(range(32), range(4)):
-        assert coords(layout, i, lane, 0) == isa_b(lane, i)
-
-
-def _thread_value(shape, strides, rows: int, thread: int, value: int) -> tuple[int, int]:
-    """A thread-value statement of a fragment table: thread = (t0 in 4, t1 in 8), value = mixed-radix
-    digits; the strides index the tile column-major (offset = row + rows * col)."""
-    t_digits = (thread % 4, thread // 4)
-    v_digits, rest = [], value
-    for size in shape:
-        v_digits.append(rest % size)
-        rest //= size
-    offset = sum(d * s for d, s in zip(t_digits, strides[0])) + sum(
-        d * s for d, s in zip(v_digits, strides[1])
-    )
-    return offset % rows, offset // rows
-
-
-@pytest.mark.parametrize(
-    "fn, regs, value_shape, strides, rows",
-    [
-        (isa_a, 8, (2, 2, 2), ((32, 1), (16, 8, 128)), 16),
-        (lambda lane, i: isa_b(lane, i)[::-1], 4, (2, 2), ((16, 1), (8, 64)), 8),
-        (isa_c, 4, (2, 2), ((32, 1), (16, 8)), 16),
-    ],
-    ids=["A", "B-transposed", "C"],
-)
-def test_isa_reference_agrees_with_a_thread_value_statement(fn, regs, value_shape, strides, rows):
-    """A second, stride-based statement of the same three tables gives the same coordinates (B is
-    stated as n x k, hence transposed)."""
-    for lane, i in itertools.product(range(32), range(regs)):
-        assert fn(lane, i) == _thread_value(value_shape, strides, rows, lane, i)
-
-
-def test_isa_reference_covers_each_tile_once():
-    """The restated ISA maps are bijections of 32 lanes x registers onto their tiles."""
-    for fn, regs, shape in ((isa_a, 8, (16, 16)), (isa_b, 4, (16, 8)), (isa_c, 4, (16, 8))):
-        cells = Counter(fn(lane, i) for lane in range(32) for i in range(regs))
-        assert len(cells) == shape[0] * shape[1] and set(cells.values()) == {1}
-
-
-# ---------------------------------------------------------------- warp grids
-
-ACC_CONFIGS = [
-    (16, 8, 1, 1),
-    (32, 32, 2, 2),
-    (64, 64, 2, 2),
-    (128, 64, 4, 2),
-    (64, 128, 2, 4),
-    (32, 16, 1, 2),
-]
-
-
-@pytest.mark.parametrize("m, n, warps_m, warps_n", ACC_CONFIGS)
-def test_accumulator_matches_its_reference_formula(m, n, warps_m, warps_n):
-    """Every (register, lane, warp) of the layout lands where mma_accumulator_coords says."""
-    layout = mma_accumulator(m, n, warps_m, warps_n)
-    assert layout.in_size("warp") == warps_m * warps_n
-    assert layout.in_size("register") == (m // warps_m // 16) * (n // warps_n // 8) * 4
-    for reg, lane, warp in points(layout):
-        expected = mma_accumulator_coords(warp * 32 + lane, reg, m, n, warps_m, warps_n)
-        assert coords(layout, reg, lane, warp) == expected
-
-
-@pytest.mark.parametrize("m, n, warps_m, warps_n", ACC_CONFIGS)
-def test_accumulator_is_the_isa_tile_repeated(m, n, warps_m, warps_n):
-    """Within each mma tile the reference formula is the ISA's c0..c3 layout; every element has one owner."""
-    wm_size, wn_size, tn = m // warps_m, n // warps_n, n // warps_n // 8
-    seen = set()
-    for thread, reg in itertools.product(range(32 * warps_m * warps_n), range(wm_size // 16 * tn * 4)):
-        warp, lane = divmod(thread, 32)
-        wm, wn = divmod(warp, warps_n)
-        mi, ni = divmod(reg // 4, tn)
-        row, col = mma_accumulator_coords(thread, reg, m, n, warps_m, warps_n)
-        base = (wm * wm_size + mi * 16, wn * wn_size + ni * 8)
-        assert (row - base[0], col - base[1]) == isa_c(lane, reg % 4)
-        seen.add((row, col))
-    assert len(seen) == m * n
-    assert mma_accumulator(m, n, warps_m, warps_n).is_bijective()
-
-
-OPERAND_CONFIGS = [(16, 16, 1, 1), (32, 32, 2, 2), (64, 32, 2, 2), (64, 64, 4, 2), (32, 64, 1, 4)]
-
-
-@pytest.mark.parametrize("m, k, warps_m, warps_n", OPERAND_CONFIGS)
-def test_operand_a_matches_reference_and_isa(m, k, warps_m, warps_n):
-    """A: the ISA's a0..a7 per 16x16 tile, tiles (mi, ki) row-major, replicated over warps_n."""
-    layout = mma_operand_a(m, k, warps_m, warps_n)
-    owners = Counter()
-    for reg, lane, warp in points(layout):
-        row, col = coords(layout, reg, lane, warp)
-        assert (row, col) == mma_operand_a_coords(warp * 32 + lane, reg, m, k, warps_m, warps_n)
-        mi, ki = divmod(reg // 8, k // 16)
-        base_row = (warp // warps_n) * (m // warps_m) + mi * 16
-        assert (row - base_row, col - ki * 16) == isa_a(lane, reg % 8)
-        owners[row, col] += 1
-    assert len(owners) == m * k and set(owners.values()) == {warps_n}
-    assert layout.is_surjective()
-    assert layout.free_input_bits("warp") == tuple(range(warps_n.bit_length() - 1))
-
-
-@pytest.mark.parametrize("k, n, warps_m, warps_n", [(c[1], c[0], c[2], c[3]) for c in OPERAND_CONFIGS])
-def test_operand_b_matches_reference_and_isa(k, n, warps_m, warps_n):
-    """B: the ISA's b0..b3 per 16x8 tile, tiles (ki, ni) row-major, replicated over warps_m."""
-    if n % (8 * warps_n):
-        pytest.skip("tile does not split over the warps")
-    layout = mma_operand_b(k, n, warps_m, warps_n)
-    tn = n // warps_n // 8
-    owners = Counter()
-    for reg, lane, warp in points(layout):
-        row, col = coords(layout, reg, lane, warp)
-        assert (row, col) == mma_operand_b_coords(warp * 32 + lane, reg, k, n, warps_m, warps_n)
-        ki, ni = divmod(reg // 4, tn)
-        base_col = (warp % warps_n) * (n // warps_n) + ni * 8
-        assert (row - ki * 16, col - base_col) == isa_b(lane, reg % 4)
-        owners[row, col] += 1
-    assert len(owners) == k * n and set(owners.values()) == {warps_m}
-    warp_n_bits = warps_n.bit_length() - 1
-    assert layout.free_input_bits("warp") == tuple(range(warp_n_bits, warp_n_bits + warps_m.bit_length() - 1))
-
-
-@pytest.mark.parametrize(
-    "call, message",
-    [
-        (lambda: mma_accumulator(48, 32, 1, 1), "not a power of two"),
-        (lambda: mma_accumulator(32, 20, 1, 1), "not a multiple"),
-        (lambda: mma_accumulator(64, 64, 3, 1), "power of two"),
-        (lambda: mma_operand_a(32, 24, 1, 1), "not a multiple"),
-        (lambda: mma_operand_b(16, 16, 1, 3), "power of two"),
-    ],
-)
-def test_mma_layouts_reject_unsupported_tiles(call, message):
-    with pytest.raises(ValueError, match=message):
-        call()
-
-
 # ---------------------------------------------------------------- blocked
 
 
 def test_blocked_gives_each_thread_contiguous_vectors():
     """128 threads x 4 elements over a 16x64 tile: thread t's register r < 4 holds flat t * 4 + r."""
-    layout = blocked((16, 64), 128, 4)
+    layout = blocked((16, 64), 128, 4, width=WARP)
     assert layout.in_dims == (("register", 8), ("lane", 32), ("warp", 4))
     assert layout.is_bijective()
     assert layout.num_consecutive("register", "dim1") == 4
@@ -231,7 +41,7 @@ def test_blocked_gives_each_thread_contiguous_vectors():
 
 def test_blocked_replicates_threads_beyond_a_small_tile():
     """A 4x4 tile with 4-wide vectors needs 4 threads; the other lane and all warp bits replicate."""
-    layout = blocked((4, 4), 128, 4)
+    layout = blocked((4, 4), 128, 4, width=WARP)
     assert layout.free_input_bits("lane") == (2, 3, 4)
     assert layout.free_input_bits("warp") == (0, 1)
     assert layout.in_size("register") == 4
@@ -239,18 +49,37 @@ def test_blocked_replicates_threads_beyond_a_small_tile():
 
 
 def test_blocked_pads_to_powers_of_two_and_caps_the_vector():
-    layout = blocked((10, 3), 16, 8)
+    layout = blocked((10, 3), 16, 8, width=WARP)
     assert layout.out_dims == (("dim0", 16), ("dim1", 4))
     assert layout.num_consecutive("register", "dim1") == 4
     assert layout.is_bijective()
-    assert blocked((10, 3), 32, 8).free_input_bits("lane") == (4,)
+    assert blocked((10, 3), 32, 8, width=WARP).free_input_bits("lane") == (4,)
 
 
 def test_blocked_for_fewer_threads_than_a_warp():
-    layout = blocked((8,), 4, 1)
+    layout = blocked((8,), 4, 1, width=WARP)
     assert layout.in_dims == (("register", 2), ("lane", 4), ("warp", 1))
     flat = [layout.apply(register=r, lane=lane)["dim0"] for r in range(2) for lane in range(4)]
     assert flat == list(range(8))
+
+
+def test_blocked_in_groups_of_64_puts_six_thread_bits_on_lanes():
+    """A wave64 target: the same flat order over threads, named (lane, warp) = (t % 64, t / 64)."""
+    layout = blocked((16, 64), 128, 4, width=64)
+    assert layout.in_dims == (("register", 8), ("lane", 64), ("warp", 2))
+    for reg, lane, warp in points(layout):
+        flat = (reg // 4) * 512 + (warp * 64 + lane) * 4 + reg % 4
+        assert coords(layout, reg, lane, warp) == divmod(flat, 64)
+
+
+@pytest.mark.parametrize("threads, width, split", [(128, 32, (32, 4)), (128, 64, (64, 2)), (32, 64, (32, 1))])
+def test_thread_dims_split_a_block_into_groups_of_the_width(threads, width, split):
+    assert thread_dims(threads, width) == (("lane", split[0]), ("warp", split[1]))
+
+
+def test_thread_dims_reject_a_width_that_is_not_a_power_of_two():
+    with pytest.raises(ValueError, match="width must be a power of two, got 48"):
+        thread_dims(128, 48)
 
 
 # ---------------------------------------------------------------- slices
@@ -281,28 +110,29 @@ def test_slice_over_rows_renames_the_remaining_dim():
 # ---------------------------------------------------------------- legacy fragments
 
 
-def test_fragment_to_linear_recovers_the_mma_tile():
-    fragment = T.Fragment(
-        (16, 8),
-        forward_thread_fn=lambda i, j: (i % 8) * 4 + j // 2,
-        forward_index_fn=lambda i, j: (i // 8) * 2 + j % 2,
-    )
-    assert fragment.to_linear() == mma_accumulator(16, 8, 1, 1)
-
-
 def test_fragment_to_linear_turns_replicas_into_zero_bases():
     fragment = T.Fragment((32,), forward_thread_fn=lambda i, rep: i + rep * 32, replicate=4)
-    layout = fragment.to_linear()
+    layout = fragment.to_linear(WARP)
     assert layout.in_dims == (("register", 1), ("lane", 32), ("warp", 4))
     assert layout.free_input_bits("warp") == (0, 1)
+
+
+def test_fragment_to_linear_splits_threads_by_the_width_it_is_given():
+    """One T.Fragment over 128 threads is 4 groups of 32 lanes or 2 groups of 64: the same threads."""
+    fragment = T.Fragment((128,), forward_thread_fn=lambda i: i)
+    for width in (32, 64):
+        layout = fragment.to_linear(width)
+        assert layout.in_dims == (("register", 1), ("lane", width), ("warp", 128 // width))
+        for lane, warp in itertools.product(range(width), range(128 // width)):
+            assert layout.apply(lane=lane, warp=warp) == {"dim0": warp * width + lane}
 
 
 def test_fragment_to_linear_rejects_nonlinear_maps():
     fragment = T.Fragment((8,), forward_thread_fn=lambda i: (i * 3) % 8)
     with pytest.raises(ValueError, match="not linear"):
-        fragment.to_linear()
+        fragment.to_linear(WARP)
     with pytest.raises(ValueError, match="not a power of two"):
-        T.Fragment((6,), forward_thread_fn=lambda i: i).to_linear()
+        T.Fragment((6,), forward_thread_fn=lambda i: i).to_linear(WARP)
 
 
 def test_layout_to_linear_recovers_the_swizzle():

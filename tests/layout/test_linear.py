@@ -8,12 +8,13 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from tilecraft.cuda.intrinsics.mma_layouts import mma_accumulator
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir.eval import evaluate
 from tilecraft.ir.structural import structural_hash
 from tilecraft.layout import LinearLayout, identity, zeros
-from tilecraft.layout.fragment import blocked, mma_accumulator
+from tilecraft.layout.fragment import blocked
 from tilecraft.layout.shared import swizzled
 
 MMA_TILE = LinearLayout(
@@ -128,7 +129,7 @@ def assert_expr_matches_apply(layout: LinearLayout) -> None:
     [
         MMA_TILE,
         mma_accumulator(32, 32, 2, 2),
-        blocked((8, 16), 32, 4),
+        blocked((8, 16), 32, 4, width=32),
         swizzled(16, 64, 2),
         swizzled(8, 32, 2),
         LinearLayout({"a": [(3,), (6,), (5,)]}, {"x": 8}),
@@ -175,7 +176,7 @@ def test_apply_expr_of_an_unfed_output_is_zero():
 
 def test_compose_applies_the_inner_layout_first():
     """`outer.compose(inner)(x) == outer(inner(x))`, with inner's outputs feeding by name."""
-    inner = blocked((8, 16), 32, 4)
+    inner = blocked((8, 16), 32, 4, width=32)
     outer = LinearLayout({"dim0": [(16,), (32,), (64,)], "dim1": [(1,), (2,), (4,), (8,)]}, {"offset": 128})
     composed = outer.compose(inner)
     assert composed.in_dims == inner.in_dims and composed.out_dims == outer.out_dims
@@ -286,7 +287,7 @@ def test_input_bits_feeding_names_the_shuffle_lanes():
 
 
 def test_num_consecutive_measures_vector_width():
-    assert blocked((16, 64), 128, 8).num_consecutive("register", "dim1") == 8
+    assert blocked((16, 64), 128, 8, width=32).num_consecutive("register", "dim1") == 8
     assert MMA_TILE.num_consecutive("register", "col") == 2
     assert MMA_TILE.num_consecutive("lane", "col") == 1
 
@@ -303,7 +304,8 @@ def test_injective_and_surjective():
 
 
 @pytest.mark.parametrize(
-    "layout", [MMA_TILE, mma_accumulator(64, 32, 2, 2), blocked((16, 32), 128, 4), swizzled(32, 64, 2)]
+    "layout",
+    [MMA_TILE, mma_accumulator(64, 32, 2, 2), blocked((16, 32), 128, 4, width=32), swizzled(32, 64, 2)],
 )
 def test_invert_round_trips(layout):
     """inverse after layout is the identity on inputs, layout after inverse the identity on outputs."""
@@ -366,7 +368,7 @@ def test_pseudo_invert_of_an_injective_layout_is_a_left_inverse():
 def test_invert_and_compose_converts_between_layouts_of_one_tensor():
     """For each (register, lane, warp) of the accumulator, the blocked layout's owner of the same element."""
     acc = mma_accumulator(32, 32, 2, 2)
-    dst = blocked((32, 32), 128, 4)
+    dst = blocked((32, 32), 128, 4, width=32)
     conversion = acc.invert_and_compose(dst)
     assert conversion.in_dims == acc.in_dims and conversion.out_dims == dst.in_dims
     for point in inputs_of(acc):

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import itertools
 
+from tilecraft.backend.simt import SimtTarget
 from tilecraft.layout.tile import blocked_layout, covers, register_map, widen, within
+
+GROUPS = SimtTarget(width=32, max_threads=1024, vector_bytes=16)
 
 
 def holders(layout, threads):
     """{element: {(thread, register)}} of every unmasked position of a 1-D or 2-D tile layout."""
     out = {}
     for tid, reg in itertools.product(range(threads), range(layout.num_registers)):
-        coords = layout.linear.apply(register=reg, lane=tid % 32, warp=tid // 32)
+        coords = layout.linear.apply(register=reg, lane=tid % GROUPS.width, warp=tid // GROUPS.width)
         element = tuple(coords[f"dim{d}"] for d in range(len(layout.shape)))
         if all(c < s for c, s in zip(element, layout.shape)):
             out.setdefault(element, set()).add((tid, reg))
@@ -24,7 +27,7 @@ def test_covers_is_a_strict_leading_part():
 
 
 def test_widen_keeps_the_part_in_place_and_adds_registers_of_the_same_threads():
-    part = blocked_layout((64,), 128)  # 64 elements over 128 threads: two replicas
+    part = blocked_layout((64,), 128, GROUPS)  # 64 elements over 128 threads: two replicas
     wide = widen(part, (100,))
     held, old = holders(wide, 128), holders(part, 128)
     assert set(held) == {(e,) for e in range(100)}
@@ -35,10 +38,12 @@ def test_widen_keeps_the_part_in_place_and_adds_registers_of_the_same_threads():
 
 
 def test_a_nest_within_a_wider_fragment_reads_its_own_registers():
-    frag = blocked_layout((128, 16), 128, None)
+    frag = blocked_layout((128, 16), 128, GROUPS)
     nest = within(frag, (96, 16))
     assert set(holders(nest, 128)) == set(itertools.product(range(96), range(16)))
     mapping = register_map(nest, [0, 1], frag)
     assert mapping is not None
     for reg, tid in itertools.product(range(nest.num_registers), range(128)):
-        assert mapping.apply(register=reg, lane=tid % 32, warp=tid // 32)["register"] == reg
+        assert (
+            mapping.apply(register=reg, lane=tid % GROUPS.width, warp=tid // GROUPS.width)["register"] == reg
+        )

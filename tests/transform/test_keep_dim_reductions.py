@@ -27,7 +27,7 @@ def test_keep_dim_reductions_lower_for_opencl(build):
 
 def test_kept_unit_dim_round_trips():
     """Keeping the reduced dim inserts an extent-1 dim no thread or register walks along."""
-    tile = TileLayout((32, 64), blocked((32, 64), 128))
+    tile = TileLayout((32, 64), blocked((32, 64), 128, width=32))
     rows = project(tile, 1)
     kept = keep_unit_dim(rows, 1)
     assert kept.shape == (32, 1) and kept.linear.out_dims == (("dim0", 32), ("dim1", 1))

@@ -131,9 +131,10 @@ def test_a_user_fragment_is_the_fragments_layout_on_simt_targets():
     from tilecraft.ir import stmt as S
     from tilecraft.ir.visitor import walk
     from tilecraft.layout.inference import Inference
+    from tilecraft.opencl.simt import WORK_GROUPS
 
     launch = next(n for n in walk(_user_fragment().body) if isinstance(n, S.KernelLaunch))
-    inference = Inference(launch, 128, Target.parse(OPENCL))
+    inference = Inference(launch, 128, Target.parse(OPENCL), WORK_GROUPS)
     inference.run()
     layout = next(d for d in inference.layouts.values() if d.why == "T.annotate_layout").layout
     # element (i, j) lives in thread j + 64 * (i // 32), register i % 32

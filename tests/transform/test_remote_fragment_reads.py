@@ -13,8 +13,9 @@ import tilecraft
 import tilecraft.language as T
 from tests.transform.helpers import OPENCL, assert_nvcc_compiles, opencl_source, run
 from tests.transform.kernels import decode_reference, decode_scores, remote_reads, remote_reference
+from tilecraft.cuda.intrinsics.mma_layouts import mma_accumulator
+from tilecraft.cuda.intrinsics.simt import WARPS
 from tilecraft.errors import LoweringError
-from tilecraft.layout.fragment import mma_accumulator
 from tilecraft.layout.inference import extend
 from tilecraft.layout.tile import TileLayout, blocked_layout, project, register_map
 
@@ -50,7 +51,7 @@ def test_extended_layouts_keep_the_read_fragment_local_and_cover_the_loop():
         assert nest is not None and nest.shape == extents
         assert nest.linear.is_surjective()
         assert register_map(nest, dims, rows) is not None
-    tile = blocked_layout((16, 64), 128)
+    tile = blocked_layout((16, 64), 128, WARPS)
     nest = extend(tile, [1, 2], (5, 16, 64))
     assert nest is not None and register_map(nest, [1, 2], tile) is not None
 

@@ -38,6 +38,7 @@ from tilecraft.backend.registry import (
     target_kinds,
     unregister_backend,
 )
+from tilecraft.backend.simt import LaneExchange, SimtFacts, SimtTarget
 from tilecraft.backend.split import DEVICE, HOST, ROLE_ATTR, mark_role, split_host_device
 from tilecraft.backend.target import Target, check_idempotent
 from tilecraft.backend.target_kind import (
@@ -52,9 +53,9 @@ __all__ = [
     "DEVICE", "HOST", "ROLE_ATTR", "ArtifactError", "Availability", "BackendContext", "BackendModule", "Built",
     "CompiledArtifact", "DetectionResult", "DeviceCode", "DeviceCodegen", "ExecutionBackend",
     "ExecutionBackendNotDeclared", "ExecutionBackendSpec", "ExecutionBackendUnavailable", "FastPath",
-    "FunctionPass", "HostCode", "HostCodegen", "HostCodegenHook", "IRDumper", "KernelInfo", "Launcher",
+    "FunctionPass", "HostCode", "HostCodegen", "HostCodegenHook", "IRDumper", "KernelInfo", "LaneExchange", "Launcher",
     "Loaded", "ManifestError", "NoExecutionBackendAvailable", "ParamInfo",
-    "Pass", "PassContext", "PassError", "PassInstrument", "PassPipeline", "PassTiming", "Target",
+    "Pass", "PassContext", "PassError", "PassInstrument", "PassPipeline", "PassTiming", "SimtFacts", "SimtTarget", "Target",
     "TargetError", "TargetKind", "backend_for", "check_idempotent", "create_backend_context", "detect_target",
     "detection_report", "isolated_registry", "lookup_target_kind", "mark_role", "module_pass",
     "register_backend", "register_target_kind", "registered_backends", "registered_target_kinds",

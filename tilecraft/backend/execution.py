@@ -191,12 +191,14 @@ class FastPath:
 
     `launch(values, dims, stream)` takes raw values (a buffer's data pointer, a scalar's number) and a raw
     stream handle; `device` is the torch device index every tensor must be on; `stream(device)` is the
-    handle of torch's current stream there.
+    handle of torch's current stream there; `alignment` is the byte alignment every buffer needs (a power
+    of two; 1: none), the one the backend's full path enforces.
     """
 
     launch: Callable[[Sequence[Any], Sequence[int], Any], None]
     device: int
     stream: Callable[[int], Any]
+    alignment: int = 1
 
 
 class ExecutionBackend(ABC):

@@ -7,6 +7,7 @@ from functools import partial
 
 from tilecraft.backend.pipeline import PassPipeline, module_pass
 from tilecraft.cuda.codegen import shared_alignment
+from tilecraft.cuda.intrinsics.simt import cuda_simt
 from tilecraft.cuda.ir import shared_accesses
 from tilecraft.cuda.op import OP_TABLE
 from tilecraft.cuda.op.copy import lower_copy
@@ -85,7 +86,9 @@ def _per_function(mod: IRModule, ctx, make_pass) -> IRModule:
 @module_pass("infer-layouts")
 def cuda_infer_layouts(mod: IRModule, ctx) -> IRModule:
     """Every fragment has a layout (mma/wgmma accumulators, propagation, defaults); swizzled gemm tiles."""
-    return _per_function(mod, ctx, lambda wgmma: infer_layouts(partial(cuda_strict_layouts, wgmma=wgmma)))
+    return _per_function(
+        mod, ctx, lambda wgmma: infer_layouts(cuda_simt, partial(cuda_strict_layouts, wgmma=wgmma))
+    )
 
 
 @module_pass("lower-to-threads")
@@ -98,7 +101,9 @@ def cuda_lower_to_threads(mod: IRModule, ctx) -> IRModule:
     def make(wgmma: bool):
         # TMA loads fill wgmma operand tiles, so they exist where wgmma does
         copy = partial(lower_copy, tma=wgmma and tma)
-        return lower_to_threads({**OP_TABLE, S.Gemm: partial(lower_gemm, wgmma=wgmma), S.Copy: copy})
+        return lower_to_threads(
+            {**OP_TABLE, S.Gemm: partial(lower_gemm, wgmma=wgmma), S.Copy: copy}, cuda_simt
+        )
 
     return _per_function(mod, ctx, make)
 

@@ -9,6 +9,7 @@ threadIdx/blockIdx once at the top of the kernel.
 from __future__ import annotations
 
 from tilecraft.codegen.c_family import CFamilyPrinter, static_size, storage_type, value_type
+from tilecraft.cuda.intrinsics.simt import SHUFFLE_XOR
 from tilecraft.cuda.ir import (
     AsyncCommit,
     AsyncCopy,
@@ -59,7 +60,7 @@ class CudaPrinter(CFamilyPrinter):
     # ------------------------------------------------------------------ intrinsics
 
     def intrinsic(self, e: E.Call, args: list[str]) -> str:
-        if e.op == "shfl_xor":
+        if e.op == SHUFFLE_XOR:
             return f"__shfl_xor_sync(0xffffffffu, {args[0]}, {args[1]})"
         return super().intrinsic(e, args)
 

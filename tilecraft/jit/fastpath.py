@@ -1,7 +1,8 @@
 """A generated fast path for calls whose arrays are torch tensors.
 
-The backend's fast-path support fixes the device; buffers must also be 16-byte aligned (what the
-generated kernels assume), else the call takes the full path and its error.
+The execution backend's fast-path support fixes the device and the alignment every buffer's address
+needs (`fast.alignment` bytes: what the generated kernels assume, and what the backend's full path
+checks); a call that breaks either takes the full path and its error.
 
 For the common case (torch tensors of the right dtype, rank, contiguity and device; Python scalars
 within their dtype's range), a function generated for one kernel checks exactly what the full
@@ -27,6 +28,13 @@ MISS = object()
 _TORCH_MAX_SIZE = 2**63 - 1  # torch sizes are int64: an int64 dim needs no range check
 
 
+def _alignment(value: Any) -> int:
+    """The declared alignment, which the generated test `ptr & (alignment - 1)` needs a power of two."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1 or value & (value - 1):
+        raise ValueError(f"the fast path's buffer alignment must be a power of two >= 1, got {value!r}")
+    return value
+
+
 def _dim_source(e: Any, names: dict[int, str]) -> str | None:
     value = E.const_value(e) if isinstance(e, E.Expr) else e
     if isinstance(value, int):
@@ -37,10 +45,11 @@ def _dim_source(e: Any, names: dict[int, str]) -> str | None:
 
 
 class _Writer:
-    def __init__(self, artifact: CompiledArtifact, out_idx: tuple[int, ...], device: int, torch: Any) -> None:
+    def __init__(self, artifact: CompiledArtifact, out_idx: tuple[int, ...], fast: Any, torch: Any) -> None:
         self.art = artifact
         self.out_idx = out_idx
-        self.device = device
+        self.device = fast.device
+        self.alignment = _alignment(fast.alignment)
         self.torch = torch
         self.names = {id(v): f"v{j}" for j, v in enumerate(artifact.symbolic_dims)}
         self.limits = {f"v{j}": integer_range(v.dtype)[1] for j, v in enumerate(artifact.symbolic_dims)}
@@ -62,7 +71,8 @@ class _Writer:
         self.line(f"if a{i}.__class__ is not _Tensor or a{i}.dtype is not _dt{i}: return _MISS")
         self.line(f"if a{i}.get_device() != {self.device} or not a{i}.is_contiguous(): return _MISS")
         self.line(f"p{i} = a{i}.data_ptr()")
-        self.line(f"if p{i} & 15: return _MISS")
+        if self.alignment > 1:
+            self.line(f"if p{i} & {self.alignment - 1}: return _MISS")
         self.line(f"s{i} = a{i}.shape")
         self.line(f"if len(s{i}) != {len(p.shape)}: return _MISS")
         dims = []
@@ -124,7 +134,7 @@ def build_fast_path(artifact: CompiledArtifact, out_idx: tuple[int, ...], fast: 
     buffers = [i for i in inputs if artifact.params[i].kind == "buffer"]
     if not buffers:
         return None
-    w = _Writer(artifact, out_idx, fast.device, torch)
+    w = _Writer(artifact, out_idx, fast, torch)
     w.lines.append("def fast(*args):")
     w.line(f"if len(args) != {len(inputs)}: return _MISS")
     w.line("".join(f"a{i}, " for i in inputs) + "= args")

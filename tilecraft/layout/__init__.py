@@ -1,8 +1,9 @@
 """Layouts of shared buffers and fragments (see docs/layouts.md).
 
 `Layout` and `Fragment` are the expression-based layouts of `T.annotate_layout`; `LinearLayout` is the
-GF(2) linear-layout algebra the SIMT backends reason with, and `fragment`/`shared` build the layouts
-their instructions impose.
+GF(2) linear-layout algebra the SIMT backends reason with, `fragment` the generic fragment layouts built
+on it (for any thread-group width), and `shared` row-major and swizzled shared-tile layouts. The layouts
+an instruction imposes live in the backend that emits it.
 """
 
 from tilecraft.layout.layout import Fragment, Layout

@@ -1,11 +1,12 @@
-"""Fragment (register) layouts as linear layouts.
+"""Fragment (register) layouts as linear layouts: the generic algebra every SIMT backend shares.
 
 Every constructor returns a `LinearLayout` with input dims ``("register", "lane", "warp")`` (a thread's
-local index, its lane in the warp and its warp in the block; thread = warp * 32 + lane) and output dims
-``dim0, dim1, ...``: the fragment's logical dims, each padded to a power of two.
+local index, its lane in its thread group and its group in the block; thread = warp * width + lane, the
+group `width` being the target's: see `tilecraft.backend.simt.SimtTarget`) and output dims ``dim0, dim1,
+...``: the fragment's logical dims, each padded to a power of two.
 
-The tensor-core layouts follow `mma.sync.aligned.m16n8k16` with f16/bf16 operands and an f32 (or f16)
-accumulator; ``groupID = lane >> 2`` and ``threadID_in_group = lane % 4`` below are the ISA's names.
+Layouts an instruction imposes (the mma.sync and wgmma operand and accumulator layouts, say) live in the
+`intrinsics` package of the backend that emits the instruction, not here.
 """
 
 from __future__ import annotations
@@ -17,26 +18,14 @@ from tilecraft.layout.linear import LinearLayout, is_power_of_two, log2, next_po
 
 __all__ = [
     "FRAGMENT_INS",
-    "WARP_SIZE",
     "blocked",
     "fragment_dims",
     "linear_from_fragment",
     "linear_from_layout",
-    "mma_accumulator",
-    "mma_accumulator_coords",
-    "mma_operand_a",
-    "mma_operand_a_coords",
-    "mma_operand_b",
-    "mma_operand_b_coords",
     "slice_layout",
     "thread_dims",
-    "wgmma_accumulator",
-    "wgmma_accumulator_coords",
-    "wgmma_operand_a",
-    "wgmma_operand_a_coords",
 ]
 
-WARP_SIZE = 32
 FRAGMENT_INS = ("register", "lane", "warp")
 
 
@@ -45,10 +34,12 @@ def fragment_dims(ndim: int) -> tuple[str, ...]:
     return tuple(f"dim{k}" for k in range(ndim))
 
 
-def thread_dims(threads: int) -> tuple[tuple[str, int], tuple[str, int]]:
-    """`(("lane", n), ("warp", m))` for a block of `threads` threads (a power of two)."""
+def thread_dims(threads: int, width: int) -> tuple[tuple[str, int], tuple[str, int]]:
+    """`(("lane", n), ("warp", m))` for a block of `threads` threads in groups of `width` (both powers
+    of two); a block smaller than one group is all lanes."""
     _require_power_of_two("threads", threads)
-    lanes = min(threads, WARP_SIZE)
+    _require_power_of_two("width", width)
+    lanes = min(threads, width)
     return ("lane", lanes), ("warp", threads // lanes)
 
 
@@ -57,242 +48,24 @@ def _require_power_of_two(what: str, value: int) -> None:
         raise ValueError(f"{what} must be a power of two, got {value}")
 
 
-def _chain(*pieces: tuple[str, int, int]) -> list[tuple[int, ...]]:
-    """Basis vectors of an input dim from `(dim, count, first_bit)` pieces, lowest input bits first;
-    dim -1 gives zero (replicated) bases."""
-    vectors = []
-    for dim, count, first in pieces:
-        for b in range(count):
-            vectors.append(
-                (1 << (first + b), 0) if dim == 0 else (0, 1 << (first + b)) if dim == 1 else (0, 0)
-            )
-    return vectors
-
-
-def _fragment(register, lane, warp, shape: tuple[int, int]) -> LinearLayout:
-    bases = {"register": register, "lane": lane, "warp": warp}
-    return LinearLayout(bases, {"dim0": shape[0], "dim1": shape[1]})
-
-
-# ---------------------------------------------------------------- mma.sync m16n8k16
-
-
-def _warp_grid(rows: int, cols: int, warps_m: int, warps_n: int, tile: tuple[int, int], what: str):
-    """The per-warp tile counts `(tiles_m, tiles_n)` of a (rows x cols) tile split over the warp grid
-    into mma tiles of `tile`; raises unless everything is a power of two that divides evenly."""
-    for name, value in (("warps_m", warps_m), ("warps_n", warps_n)):
-        _require_power_of_two(f"{what}: {name}", value)
-    counts = []
-    for extent, warps, step, name in ((rows, warps_m, tile[0], "rows"), (cols, warps_n, tile[1], "cols")):
-        if extent % (warps * step):
-            raise ValueError(f"{what}: {name}={extent} is not a multiple of {warps} warps x {step}")
-        count = extent // (warps * step)
-        if not is_power_of_two(count):
-            raise ValueError(
-                f"{what}: {name}={extent} gives {count} mma tiles of {step} per warp, not a power of two; "
-                "pad the tile or choose another warp partition"
-            )
-        counts.append(count)
-    return counts[0], counts[1]
-
-
-def mma_accumulator(m: int, n: int, warps_m: int, warps_n: int) -> LinearLayout:
-    """The accumulator of an (m x n) block tile computed with m16n8k16 by a (warps_m x warps_n) grid.
-
-    Warp w = wm * warps_n + wn owns rows [wm * m/warps_m, ...) and cols [wn * n/warps_n, ...), made of
-    tm x tn mma tiles (tm = m/warps_m/16, tn = n/warps_n/8). Lane l holds, in mma tile (mi, ni):
-
-        reg = ((mi * tn + ni) * 4 + half * 2 + b)        half, b in {0, 1}
-        row = wm * (m / warps_m) + mi * 16 + half * 8 + l // 4
-        col = wn * (n / warps_n) + ni * 8 + (l % 4) * 2 + b
-
-    i.e. c0, c1 at row groupID and c2, c3 at groupID + 8, cols threadID_in_group * 2 + {0, 1}.
-    """
-    tm, tn = _warp_grid(m, n, warps_m, warps_n, (16, 8), "mma_accumulator")
-    register = _chain((1, 1, 0), (0, 1, 3), (1, log2(tn), 3), (0, log2(tm), 4))
-    lane = _chain((1, 2, 1), (0, 3, 0))
-    warp = _chain((1, log2(warps_n), log2(n // warps_n)), (0, log2(warps_m), log2(m // warps_m)))
-    return _fragment(register, lane, warp, (m, n))
-
-
-def mma_accumulator_coords(
-    thread: int, reg: int, m: int, n: int, warps_m: int, warps_n: int
-) -> tuple[int, int]:
-    """The (row, col) that register `reg` of thread `thread` holds in `mma_accumulator(m, n, ...)`;
-    a plain-Python statement of the formulas, which the tensor-core gemm templates follow."""
-    warp, lane = divmod(thread, WARP_SIZE)
-    wm, wn = divmod(warp, warps_n)
-    tn = n // warps_n // 8
-    tile, within = divmod(reg, 4)
-    mi, ni = divmod(tile, tn)
-    half, b = divmod(within, 2)
-    row = wm * (m // warps_m) + mi * 16 + half * 8 + lane // 4
-    col = wn * (n // warps_n) + ni * 8 + (lane % 4) * 2 + b
-    return row, col
-
-
-def mma_operand_a(m: int, k: int, warps_m: int, warps_n: int) -> LinearLayout:
-    """The register-resident A operand (m x k) of m16n8k16, replicated over the warps_n warps that
-    share a row block.
-
-    Lane l holds a0..a7 of each 16x16 mma tile (mi, ki), tk = k/16 tiles along k:
-
-        reg = (mi * tk + ki) * 8 + i                      i = a-index 0..7
-        row = wm * (m / warps_m) + mi * 16 + l // 4 + 8 * ((i >> 1) & 1)
-        col = ki * 16 + (l % 4) * 2 + (i & 1) + 8 * (i >> 2)
-    """
-    tm, tk = _warp_grid(m, k, warps_m, 1, (16, 16), "mma_operand_a")
-    _require_power_of_two("mma_operand_a: warps_n", warps_n)
-    register = _chain((1, 1, 0), (0, 1, 3), (1, 1, 3), (1, log2(tk), 4), (0, log2(tm), 4))
-    lane = _chain((1, 2, 1), (0, 3, 0))
-    warp = _chain((-1, log2(warps_n), 0), (0, log2(warps_m), log2(m // warps_m)))
-    return _fragment(register, lane, warp, (m, k))
-
-
-def mma_operand_a_coords(
-    thread: int, reg: int, m: int, k: int, warps_m: int, warps_n: int
-) -> tuple[int, int]:
-    """The (row, col) of A that register `reg` of thread `thread` holds in `mma_operand_a`."""
-    warp, lane = divmod(thread, WARP_SIZE)
-    wm = warp // warps_n
-    tile, i = divmod(reg, 8)
-    mi, ki = divmod(tile, k // 16)
-    row = wm * (m // warps_m) + mi * 16 + lane // 4 + 8 * ((i >> 1) & 1)
-    col = ki * 16 + (lane % 4) * 2 + (i & 1) + 8 * (i >> 2)
-    return row, col
-
-
-def mma_operand_b(k: int, n: int, warps_m: int, warps_n: int) -> LinearLayout:
-    """The register-resident B operand (k x n, dim0 = k) of m16n8k16, replicated over the warps_m
-    warps that share a column block.
-
-    Lane l holds b0..b3 of each 16x8 mma tile (ki, ni), tn = n/warps_n/8 tiles along n:
-
-        reg = (ki * tn + ni) * 4 + i                      i = b-index 0..3
-        row = ki * 16 + (l % 4) * 2 + (i & 1) + 8 * (i >> 1)
-        col = wn * (n / warps_n) + ni * 8 + l // 4
-    """
-    tk, tn = _warp_grid(k, n, 1, warps_n, (16, 8), "mma_operand_b")
-    _require_power_of_two("mma_operand_b: warps_m", warps_m)
-    register = _chain((0, 1, 0), (0, 1, 3), (1, log2(tn), 3), (0, log2(tk), 4))
-    lane = _chain((0, 2, 1), (1, 3, 0))
-    warp = _chain((1, log2(warps_n), log2(n // warps_n)), (-1, log2(warps_m), 0))
-    return _fragment(register, lane, warp, (k, n))
-
-
-def mma_operand_b_coords(
-    thread: int, reg: int, k: int, n: int, warps_m: int, warps_n: int
-) -> tuple[int, int]:
-    """The (row, col) of B that register `reg` of thread `thread` holds in `mma_operand_b`."""
-    warp, lane = divmod(thread, WARP_SIZE)
-    wn = warp % warps_n
-    tile, i = divmod(reg, 4)
-    ki, ni = divmod(tile, n // warps_n // 8)
-    row = ki * 16 + (lane % 4) * 2 + (i & 1) + 8 * (i >> 1)
-    col = wn * (n // warps_n) + ni * 8 + lane // 4
-    return row, col
-
-
-# ---------------------------------------------------------------- wgmma m64nNk16 (sm_90a)
-
-WARPGROUP = 4  # warps that issue one wgmma together
-
-
-def wgmma_accumulator(m: int, n: int, groups_m: int, groups_n: int) -> LinearLayout:
-    """The f32 accumulator of an (m x n) block tile computed with wgmma m64nNk16 by a
-    (groups_m x groups_n) grid of warpgroups (4 consecutive warps each).
-
-    Warpgroup g = gm * groups_n + gn owns rows [gm * m/groups_m, ...) and cols [gn * n/groups_n, ...),
-    made of tm = m/groups_m/64 instructions along M; in each, warp w of the group owns 16 rows exactly
-    as one mma.sync m16n8 accumulator, its registers ordered by 8-column chunk (PTX ISA, "Register
-    fragment: wgmma .m64nNk16 accumulator D"). With tn = n/groups_n/8 chunks per group, lane l of warp
-    w holds
-
-        reg = ((mi * tn + ni) * 4 + half * 2 + b)        half, b in {0, 1}
-        row = gm * (m / groups_m) + mi * 64 + w * 16 + half * 8 + l // 4
-        col = gn * (n / groups_n) + ni * 8 + (l % 4) * 2 + b
-    """
-    tm, tn = _warp_grid(m, n, groups_m, groups_n, (64, 8), "wgmma_accumulator")
-    register = _chain((1, 1, 0), (0, 1, 3), (1, log2(tn), 3), (0, log2(tm), 6))
-    lane = _chain((1, 2, 1), (0, 3, 0))
-    warp = _chain(
-        (0, 2, 4), (1, log2(groups_n), log2(n // groups_n)), (0, log2(groups_m), log2(m // groups_m))
-    )
-    return _fragment(register, lane, warp, (m, n))
-
-
-def wgmma_accumulator_coords(
-    thread: int, reg: int, m: int, n: int, groups_m: int, groups_n: int
-) -> tuple[int, int]:
-    """The (row, col) that register `reg` of thread `thread` holds in `wgmma_accumulator(m, n, ...)`;
-    the formulas of the PTX figure, which the wgmma gemm template follows."""
-    warp, lane = divmod(thread, WARP_SIZE)
-    group, w = divmod(warp, WARPGROUP)
-    gm, gn = divmod(group, groups_n)
-    tn = n // groups_n // 8
-    tile, within = divmod(reg, 4)
-    mi, ni = divmod(tile, tn)
-    half, b = divmod(within, 2)
-    row = gm * (m // groups_m) + mi * 64 + w * 16 + half * 8 + lane // 4
-    col = gn * (n // groups_n) + ni * 8 + (lane % 4) * 2 + b
-    return row, col
-
-
-def wgmma_operand_a(m: int, k: int, groups_m: int, groups_n: int) -> LinearLayout:
-    """The register-resident A operand (m x k) of wgmma m64nNk16 (the "rs" form), replicated over the
-    groups_n warpgroups that share a row block.
-
-    Per k16 step each warp w of a warpgroup holds its 16 rows of the instruction's 64x16 A tile exactly
-    as mma.sync m16n8k16 holds A (PTX ISA, "Register fragment: wgmma .m64nNk16 A"): with tk = k/16,
-    lane l holds a0..a7 of each (mi, ki) step at
-
-        reg = (mi * tk + ki) * 8 + i                      i = a-index 0..7
-        row = gm * (m / groups_m) + mi * 64 + w * 16 + l // 4 + 8 * ((i >> 1) & 1)
-        col = ki * 16 + (l % 4) * 2 + (i & 1) + 8 * (i >> 2)
-
-    which is `wgmma_accumulator(m, k, groups_m, 1)` register for register: an accumulator of a wgmma
-    gemm with one warpgroup column converts into this operand in-thread (flash attention's P tile).
-    """
-    tm, tk = _warp_grid(m, k, groups_m, 1, (64, 16), "wgmma_operand_a")
-    _require_power_of_two("wgmma_operand_a: groups_n", groups_n)
-    register = _chain((1, 1, 0), (0, 1, 3), (1, 1, 3), (1, log2(tk), 4), (0, log2(tm), 6))
-    lane = _chain((1, 2, 1), (0, 3, 0))
-    warp = _chain((0, 2, 4), (-1, log2(groups_n), 0), (0, log2(groups_m), log2(m // groups_m)))
-    return _fragment(register, lane, warp, (m, k))
-
-
-def wgmma_operand_a_coords(
-    thread: int, reg: int, m: int, k: int, groups_m: int, groups_n: int
-) -> tuple[int, int]:
-    """The (row, col) of A that register `reg` of thread `thread` holds in `wgmma_operand_a`."""
-    warp, lane = divmod(thread, WARP_SIZE)
-    group, w = divmod(warp, WARPGROUP)
-    gm = group // groups_n
-    tile, i = divmod(reg, 8)
-    mi, ki = divmod(tile, k // 16)
-    row = gm * (m // groups_m) + mi * 64 + w * 16 + lane // 4 + 8 * ((i >> 1) & 1)
-    col = ki * 16 + (lane % 4) * 2 + (i & 1) + 8 * (i >> 2)
-    return row, col
-
-
 # ---------------------------------------------------------------- free default
 
 
-def blocked(shape: Sequence[int], threads: int, vector: int = 1) -> LinearLayout:
+def blocked(shape: Sequence[int], threads: int, vector: int = 1, *, width: int) -> LinearLayout:
     """The default layout: the tile flattened row-major, each thread owning `vector` contiguous
     elements of the innermost dim per step, consecutive threads owning consecutive vectors.
 
     With f = flat index of the padded tile, v = log2(vector), t = log2(threads):
     register bits 0..v-1 -> f bits 0..v-1, thread bits -> f bits v..v+t-1 (lane bits first, then
-    warp bits), remaining register bits -> the f bits above. `vector` is capped at the padded
-    innermost size. When the tile has fewer than threads * vector elements, the thread bits that find
+    warp bits, in groups of `width` lanes), remaining register bits -> the f bits above. `vector` is
+    capped at the padded innermost size. When the tile has fewer than threads * vector elements, the thread bits that find
     no flat bit get zero bases: those threads replicate the ones below them.
     """
     padded = tuple(next_power_of_two(int(s)) for s in shape)
     if not padded:
         raise ValueError("blocked() needs at least one dim")
     _require_power_of_two("vector", vector)
-    (_, lanes), (_, warps) = thread_dims(threads)
+    (_, lanes), (_, warps) = thread_dims(threads, width)
     vector = min(vector, padded[-1])
     total_bits = sum(log2(s) for s in padded)
     v_bits, t_bits = log2(vector), log2(threads)
@@ -328,9 +101,10 @@ def slice_layout(layout: LinearLayout, dim: int | str) -> LinearLayout:
 MAX_PROBE_POINTS = 1 << 18
 
 
-def linear_from_fragment(fragment) -> LinearLayout:
+def linear_from_fragment(fragment, width: int) -> LinearLayout:
     """The linear layout of a `tilecraft.layout.Fragment` whose thread and local index expressions are
-    linear over GF(2) on a power-of-two shape; raises ValueError otherwise.
+    linear over GF(2) on a power-of-two shape, its threads split into groups of `width` lanes; raises
+    ValueError otherwise.
 
     The fragment's forward map (logical index, replica) -> (local index, thread) is sampled at every
     point, checked to be linear and bijective, inverted, and the replica dim is projected away.
@@ -351,7 +125,7 @@ def linear_from_fragment(fragment) -> LinearLayout:
         raise ValueError(f"fragment {fragment!r} does not map its elements one to one onto (thread, local)")
     inverse = forward.invert().project(["rep"])
     threads = inverse.in_size("thread")
-    (lane, lanes), (warp, warps) = thread_dims(threads)
+    (lane, lanes), (warp, warps) = thread_dims(threads, width)
     split = inverse.reshape_ins([("register", inverse.in_size("register")), (warp, warps), (lane, lanes)])
     return split.transpose_ins(FRAGMENT_INS)
 

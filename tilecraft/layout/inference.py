@@ -11,12 +11,13 @@ extended over its other dims, so the read stays in the thread's registers. Next,
 nest that indexes it by its variables (`sinks[i]` of a `(128,)` fragment in `T.Parallel(64)`) takes the
 nest's layout for that part and further registers for the rest, and a free nest over a leading part of a
 known fragment iterates the fragment's layout with the rest masked. Then what stays free gets the default
-(row-major over threads, 16-byte runs), and propagation resumes. Two different layouts demanded for one
-fragment stop with both ops' lines.
+(row-major over threads, runs as wide as the target's widest access), and propagation resumes. Two
+different layouts demanded for one fragment stop with both ops' lines.
 
 The mechanism is shared; the strict layouts come from the backend (`strict(op, threads, target)`
 yields `(buffer, layout, why)` for the tile ops whose instructions impose one, e.g. an mma accumulator
-or a swizzled shared operand tile).
+or a swizzled shared operand tile), and so do the thread-group width and access width the layouts are
+built for (`simt(target)`, a `SimtTarget`).
 
 The result is written into the IR: an `AnnotateLayout` after each fragment's (and strictly laid out
 shared buffer's) allocation and a `("layout", TileLayout)` annotation on each nest's outer loop.
@@ -29,6 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from tilecraft.backend.pipeline import module_pass
+from tilecraft.backend.simt import SimtFacts, SimtTarget
 from tilecraft.errors import LoweringError
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
@@ -177,11 +179,17 @@ class Inference:
     """The fixed-point layout inference of one kernel."""
 
     def __init__(
-        self, launch: S.KernelLaunch, threads: int, target, strict: StrictLayouts | None = None
+        self,
+        launch: S.KernelLaunch,
+        threads: int,
+        target,
+        simt: SimtTarget,
+        strict: StrictLayouts | None = None,
     ) -> None:
         self.launch = launch
         self.threads = threads
         self.target = target
+        self.simt = simt
         self.strict = strict
         self.found = _Collect()
         self.found.visit(launch.body)
@@ -246,7 +254,7 @@ class Inference:
         """The user's `T.Fragment` as a tile layout over this kernel's threads."""
         frag, name = note.layout, note.buffer.name
         try:
-            linear = linear_from_fragment(frag)
+            linear = linear_from_fragment(frag, self.simt.width)
         except ValueError as err:
             raise LoweringError(
                 f"the T.Fragment annotated on {name} cannot be lowered to threads: {err}",
@@ -363,7 +371,7 @@ class Inference:
         for buf in self._free_in_order():
             self.set(
                 buf,
-                blocked_layout(static_shape(buf), self.threads, buf.dtype),
+                blocked_layout(static_shape(buf), self.threads, self.simt, buf.dtype),
                 "the default layout",
                 buf.span,
             )
@@ -371,7 +379,7 @@ class Inference:
         for nest in self.found.nests:
             if nest.layout is None:
                 dtype = _widest_access_dtype(nest)
-                nest.layout = blocked_layout(nest.extents, self.threads, dtype)
+                nest.layout = blocked_layout(nest.extents, self.threads, self.simt, dtype)
                 return True
         return False
 
@@ -467,13 +475,16 @@ class _Annotate(Mutator):
         return new
 
 
-def kernel_threads(launch: S.KernelLaunch, target) -> int:
+def kernel_threads(launch: S.KernelLaunch, target, simt: SimtTarget) -> int:
+    """The block's thread count: one power of two, from one thread group to the target's maximum."""
     threads = 1
     for t in launch.threads:
         threads *= t
-    if len(launch.threads) != 1 or threads & (threads - 1) or not 32 <= threads <= 1024:
+    low, high = simt.width, simt.max_threads
+    if len(launch.threads) != 1 or threads & (threads - 1) or not low <= threads <= high:
         raise LoweringError(
-            f"this target needs `threads` to be one power of two between 32 and 1024, got {launch.threads}",
+            f"this target needs `threads` to be one power of two between {low} and {high}, "
+            f"got {launch.threads}",
             launch.span,
             "use threads=128 (or 64, 256, ...)",
             target=target,
@@ -482,27 +493,29 @@ def kernel_threads(launch: S.KernelLaunch, target) -> int:
 
 
 class _PerKernel(Mutator):
-    def __init__(self, target, strict: StrictLayouts | None) -> None:
+    def __init__(self, target, simt: SimtTarget, strict: StrictLayouts | None) -> None:
         super().__init__()
         self.target = target
+        self.simt = simt
         self.strict = strict
 
     def mutate_Buffer(self, buf):
         return buf
 
     def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
-        inference = Inference(launch, kernel_threads(launch, self.target), self.target, self.strict)
+        threads = kernel_threads(launch, self.target, self.simt)
+        inference = Inference(launch, threads, self.target, self.simt, self.strict)
         inference.run()
         return dataclasses.replace(launch, body=_Annotate(inference).mutate(launch.body))
 
 
-def infer_layouts(strict: StrictLayouts | None = None):
-    """The `infer-layouts` pass, with the backend's strict layouts."""
+def infer_layouts(simt: SimtFacts, strict: StrictLayouts | None = None):
+    """The `infer-layouts` pass, for the backend's thread groups (`simt`) and with its strict layouts."""
 
     @module_pass("infer-layouts")
     def run(mod: IRModule, ctx) -> IRModule:
         """Every fragment has a layout annotation and every T.Parallel nest a thread partition."""
-        mutator = _PerKernel(ctx.target, strict)
+        mutator = _PerKernel(ctx.target, simt(ctx.target), strict)
         return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)
 
     return run

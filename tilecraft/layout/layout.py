@@ -103,12 +103,13 @@ class Fragment:
         args = (*self.vars, self.replica_var)[:nargs]
         return convert(fn(*args))
 
-    def to_linear(self):
-        """This fragment as a `LinearLayout` ("register", "lane", "warp") -> ("dim0", ...); raises
+    def to_linear(self, width: int):
+        """This fragment as a `LinearLayout` ("register", "lane", "warp") -> ("dim0", ...), its threads
+        in groups of `width` lanes (the target's thread-group width: a warp's 32, a wavefront's 64); raises
         ValueError when the shape is not a power of two or the map is not linear over GF(2)."""
         from tilecraft.layout.fragment import linear_from_fragment
 
-        return linear_from_fragment(self)
+        return linear_from_fragment(self, width)
 
     def structural_key(self):
         return ("Fragment", self.shape, self.vars, self.replica_var, self.replicate, self.thread, self.index)

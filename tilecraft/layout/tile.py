@@ -10,6 +10,7 @@ positions past the shape are masked the same way.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
@@ -17,7 +18,8 @@ from tilecraft.ir.expr import Expr
 from tilecraft.layout.fragment import blocked, fragment_dims, slice_layout
 from tilecraft.layout.linear import LinearLayout, log2, next_power_of_two
 
-WARP = 32
+if TYPE_CHECKING:
+    from tilecraft.backend.simt import SimtTarget
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,11 +71,14 @@ class TileLayout:
         return lanes, warps
 
 
-def blocked_layout(shape: tuple[int, ...], threads: int, dtype: dt.DataType | None = None) -> TileLayout:
-    """The free default: row-major over threads, 16-byte runs of the innermost dim per thread."""
+def blocked_layout(
+    shape: tuple[int, ...], threads: int, simt: SimtTarget, dtype: dt.DataType | None = None
+) -> TileLayout:
+    """The free default: row-major over threads in `simt`'s thread groups; with a `dtype`, each thread
+    takes runs of the innermost dim as wide as the target's widest access (`simt.vector_bytes`)."""
     vector = 1
     if dtype is not None:
-        vector = max(1, 16 // max(1, dtype.bytes))
+        vector = max(1, simt.vector_bytes // max(1, dtype.bytes))
     total = 1
     for s in shape:
         total *= s
@@ -81,7 +86,7 @@ def blocked_layout(shape: tuple[int, ...], threads: int, dtype: dt.DataType | No
     # Prefer keeping every thread busy over wider runs.
     while vector > 1 and (inner % vector or total < threads * vector):
         vector //= 2
-    return TileLayout(tuple(shape), blocked(shape, threads, vector))
+    return TileLayout(tuple(shape), blocked(shape, threads, vector, width=simt.width))
 
 
 def covers(outer: tuple[int, ...], inner: tuple[int, ...]) -> bool:
@@ -203,7 +208,3 @@ def _embed(access: LinearLayout, frag: LinearLayout) -> LinearLayout | None:
         for name in access.in_names
     }
     return LinearLayout(bases, frag.out_dims)
-
-
-def mask_of(bits) -> int:
-    return sum(1 << b for b in bits)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tilecraft.backend.pipeline import PassPipeline, module_pass
 from tilecraft.layout.inference import infer_layouts
 from tilecraft.opencl.op import OP_TABLE
+from tilecraft.opencl.simt import opencl_simt
 from tilecraft.opencl.target import KIND
 from tilecraft.opencl.transform.check import check_opencl_support
 from tilecraft.transform.buffer_views import lower_buffer_views
@@ -43,8 +44,8 @@ PIPELINE = PassPipeline(
         apply_layout_annotations(
             keep_fragments=True
         ),  # permuted global buffers addressed through their T.Layout; T.Fragment kept for inference
-        infer_layouts(),  # fragment layouts by propagation and defaults (no instruction imposes one)
-        lower_to_threads(OP_TABLE, shuffles=False),  # per-work-item code; reductions through local memory
+        infer_layouts(opencl_simt),  # fragment layouts by propagation and defaults (no instruction's)
+        lower_to_threads(OP_TABLE, opencl_simt),  # per-work-item code; reductions through local memory
         lower_buffer_views,  # accesses through T.Tensor(shape, dtype, A.data) views address A
         simplify_pass,  # fold the per-thread index arithmetic
         widen_index_arithmetic,  # int64 where an index value may not fit its dtype

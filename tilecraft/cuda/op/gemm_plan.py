@@ -11,11 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilecraft.cuda.intrinsics.mma_layouts import (
+    mma_accumulator,
+    mma_operand_a,
+    wgmma_accumulator,
+    wgmma_operand_a,
+)
 from tilecraft.cuda.shared_layout import wgmma_atom
 from tilecraft.cuda.wgmma import instruction_n
 from tilecraft.errors import LoweringError
 from tilecraft.ir import stmt as S
-from tilecraft.layout.fragment import mma_accumulator, mma_operand_a, wgmma_accumulator, wgmma_operand_a
 from tilecraft.layout.linear import is_power_of_two
 from tilecraft.layout.tile import TileLayout
 from tilecraft.transform.simt.gemm import gemm_shape

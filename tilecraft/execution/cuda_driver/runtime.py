@@ -172,7 +172,7 @@ class CudaRuntimeBackend(CachedExecutionBackend):
         )
         functions = tuple(entry.function(f) for f in handle.functions)
         raw = build_launcher(artifact, functions, handle.device, hooks, keep_alive=handle, raw=True)
-        return FastPath(raw, handle.device, torch_current_stream)
+        return FastPath(raw, handle.device, torch_current_stream, interop.ALIGNMENT)
 
     def synchronize(self, loaded: Loaded) -> None:
         """Wait until every kernel launched so far on the module's device has finished."""

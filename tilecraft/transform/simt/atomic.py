@@ -5,7 +5,6 @@ from __future__ import annotations
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import BufferRegion
-from tilecraft.layout.tile import blocked_layout
 from tilecraft.transform.tile_loops import atomic_as_loops
 
 
@@ -20,6 +19,6 @@ def lower_atomic(op: S.AtomicOp, ctx) -> S.Stmt:
         layout = ctx.layout(op.value.buffer, op.span)
     else:
         extents = tuple(E.const_value(e) for e in op.value.shape if E.const_value(e) != 1)
-        layout = blocked_layout(extents, ctx.threads)
+        layout = ctx.blocked(extents)
     return S.For(lowered.loop_var, lowered.min, lowered.extent, lowered.kind, lowered.body,
                  lowered.annotations + (("layout", layout),), span=op.span)  # fmt: skip

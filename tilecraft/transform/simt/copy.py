@@ -11,7 +11,6 @@ from __future__ import annotations
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import BufferRegion
-from tilecraft.layout.tile import blocked_layout
 from tilecraft.transform.tile_loops import (
     conjunction,
     copy_body,
@@ -90,7 +89,7 @@ def element_copy(op: S.Copy, ctx) -> S.Stmt:
                  "give the copied region a compile-time shape (a tile), with edges clipped by the buffer")  # fmt: skip
     loop_vars = make_loop_vars(len(extents))
     body = copy_body(op, loop_vars, True)
-    layout = blocked_layout(tuple(static), ctx.threads, op.dst.dtype)
+    layout = ctx.blocked(tuple(static), op.dst.dtype)
     return with_layout(parallel_nest(loop_vars, extents, body, op.span), layout)
 
 
@@ -103,7 +102,7 @@ def lower_fill(op: S.Fill, ctx) -> S.Stmt:
     if not all(isinstance(v, int) for v in static):
         ctx.fail("T.fill needs static extents on this target", op.span)
     nest = fill_as_loops(op) if loop_extents(region) else _unit_fill(op)
-    return with_layout(nest, blocked_layout(tuple(static), ctx.threads, region.dtype))
+    return with_layout(nest, ctx.blocked(tuple(static), region.dtype))
 
 
 def fragment_fill(op: S.Fill, ctx) -> S.Stmt:

@@ -13,7 +13,6 @@ from tilecraft.errors import LoweringError
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion
-from tilecraft.layout.tile import blocked_layout
 from tilecraft.transform.simt.copy import with_layout
 from tilecraft.transform.tile_loops import make_loop_vars, parallel_nest
 
@@ -65,7 +64,7 @@ def fma_gemm(op: S.Gemm, m: int, n: int, k_extent: int, ctx) -> S.Stmt:
     if op.c.buffer.scope == FRAGMENT:
         layout = ctx.layout(op.c.buffer, op.span)
     else:
-        layout = blocked_layout((m, n), ctx.threads, acc_dtype)
+        layout = ctx.blocked((m, n), acc_dtype)
     return with_layout(nest, layout)
 
 

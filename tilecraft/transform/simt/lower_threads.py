@@ -19,6 +19,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from tilecraft.backend.pipeline import module_pass
+from tilecraft.backend.simt import SimtFacts, SimtTarget
 from tilecraft.errors import LoweringError
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
@@ -27,7 +28,7 @@ from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import Mutator, Visitor, substitute, walk
 from tilecraft.layout.inference import kernel_threads, parallel_nest, var_positions
-from tilecraft.layout.tile import TileLayout, register_map
+from tilecraft.layout.tile import TileLayout, blocked_layout, register_map
 from tilecraft.transform.simt.broadcast import SCALAR_STATEMENTS, Copies, RemoteReads
 
 FRAGMENT = "local.fragment"
@@ -35,26 +36,31 @@ FRAGMENT = "local.fragment"
 
 @dataclass
 class ThreadContext:
-    """What op lowering needs to know about the kernel being lowered."""
+    """What op lowering needs to know about the kernel being lowered; `simt` is the target's thread
+    groups, lane exchange and access width."""
 
     target: object
     threads: int
     tid: E.Var
+    simt: SimtTarget
     layouts: dict[int, TileLayout] = field(default_factory=dict)
     shared_layouts: dict[int, object] = field(default_factory=dict)
     registers: dict[int, Buffer] = field(default_factory=dict)
     pipelined_depth: int = 0
     in_nest: bool = False
-    shuffles: bool = True
     fresh: int = 0
 
     @property
     def lane(self) -> E.Expr:
-        return E.floormod(self.tid, 32)
+        return E.floormod(self.tid, self.simt.width)
 
     @property
     def warp(self) -> E.Expr:
-        return E.floordiv(self.tid, 32)
+        return E.floordiv(self.tid, self.simt.width)
+
+    def blocked(self, shape: tuple[int, ...], dtype=None) -> TileLayout:
+        """The default layout of a tile of `shape` over this kernel's threads."""
+        return blocked_layout(shape, self.threads, self.simt, dtype)
 
     def layout(self, buf: Buffer, span=None) -> TileLayout:
         layout = self.layouts.get(id(buf))
@@ -314,31 +320,31 @@ def _writes_memory(body: S.Stmt) -> bool:
 
 
 class _PerKernel(Mutator):
-    def __init__(self, target, op_table, shuffles: bool) -> None:
+    def __init__(self, target, op_table, simt: SimtTarget) -> None:
         super().__init__()
         self.target = target
         self.op_table = op_table
-        self.shuffles = shuffles
+        self.simt = simt
 
     def mutate_Buffer(self, buf):
         return buf
 
     def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
-        ctx = ThreadContext(self.target, kernel_threads(launch, self.target), launch.thread_vars[0])
-        ctx.shuffles = self.shuffles
+        threads = kernel_threads(launch, self.target, self.simt)
+        ctx = ThreadContext(self.target, threads, launch.thread_vars[0], self.simt)
         _Layouts(ctx).visit(launch.body)
         body = LowerToThreads(ctx, self.op_table).mutate(launch.body)
         return dataclasses.replace(launch, body=body)
 
 
-def lower_to_threads(op_table, shuffles: bool = True):
-    """The `lower-to-threads` pass with the backend's op table; `shuffles` says whether cross-thread
-    reductions may use warp shuffles (`shfl_xor` calls the backend prints)."""
+def lower_to_threads(op_table, simt: SimtFacts):
+    """The `lower-to-threads` pass with the backend's op table, for the thread groups `simt(target)`
+    describes (their width, and the lane exchange cross-thread reductions use where there is one)."""
 
     @module_pass("lower-to-threads")
     def run(mod: IRModule, ctx) -> IRModule:
         """Tile ops and T.Parallel nests are per-thread code; fragments are per-thread register arrays."""
-        mutator = _PerKernel(ctx.target, op_table, shuffles)
+        mutator = _PerKernel(ctx.target, op_table, simt(ctx.target))
         return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)
 
     return run

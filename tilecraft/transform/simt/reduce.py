@@ -1,8 +1,9 @@
 """Reductions of fragments for SIMT targets: within each thread's registers, then across the threads
-that split the reduced dim: with warp shuffles over those lane bits where the target has them
-(`ctx.shuffles`), and through shared memory for the rest (warp bits, or every bit without shuffles).
+that split the reduced dim: by the target's lane exchange over those lane bits where it has one
+(`ctx.simt.exchange`, a warp shuffle say), and through shared memory for the rest (the bits naming the
+thread group, or every bit without an exchange).
 
-The register grouping and the shuffle masks come from the source's layout: a reduction is only a
+The register grouping and the exchange masks come from the source's layout: a reduction is only a
 function of which input bits of the layout feed the reduced dim.
 """
 
@@ -14,7 +15,7 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.layout.fragment import fragment_dims
-from tilecraft.layout.tile import blocked_layout, drop_unit_dim, register_map
+from tilecraft.layout.tile import drop_unit_dim, register_map
 from tilecraft.transform.reductions import combine, cumsum_loops, identity
 
 FRAGMENT = "local.fragment"
@@ -64,14 +65,17 @@ def lower_reduce(op: S.Reduce, ctx) -> S.Stmt:
     name = fragment_dims(len(src.shape))[op.dim]
     lane_bits = src.linear.input_bits_feeding("lane", name) if "lane" in src.linear.in_names else ()
     warp_bits = src.linear.input_bits_feeding("warp", name) if "warp" in src.linear.in_names else ()
-    shuffled_bits = lane_bits if ctx.shuffles else ()
-    for bit in shuffled_bits:
+    exchange = ctx.simt.exchange
+    exchanged_bits = lane_bits if exchange is not None else ()
+    for bit in exchanged_bits:
         for acc in accs:
             load = _load(acc)
-            shuffled = E.call("shfl_xor", load, E.const(1 << bit), dtype=acc_dtype)
-            stmts.append(S.BufferStore(acc, combine(_plain(op.kind), load, shuffled), (E.const(0),)))
+            other = exchange(load, 1 << bit)
+            stmts.append(S.BufferStore(acc, combine(_plain(op.kind), load, other), (E.const(0),)))
     body = S.seq(*stmts)
-    thread_bits = [b for b in lane_bits if b not in shuffled_bits] + [b + 5 for b in warp_bits]
+    # Group bit b of the layout is bit b + log2(width) of the thread index.
+    group_bits = [b + ctx.simt.lane_bits for b in warp_bits]
+    thread_bits = [b for b in lane_bits if b not in exchanged_bits] + group_bits
     if thread_bits:
         body = S.seq(body, *_through_shared_memory(accs, thread_bits, op, ctx))
     finish = []
@@ -131,9 +135,7 @@ def lower_cumsum(op: S.Cumsum, ctx) -> S.Stmt:
     if not kept:
         return S.IfThenElse(E.compare(E.EQ, ctx.tid, 0), scan, span=op.span)
     nest = _parallelize(scan, len(kept))
-    return dataclasses.replace(
-        nest, annotations=nest.annotations + (("layout", blocked_layout(kept, ctx.threads)),)
-    )
+    return dataclasses.replace(nest, annotations=nest.annotations + (("layout", ctx.blocked(kept)),))
 
 
 def _parallelize(loop: S.For, depth: int) -> S.For:

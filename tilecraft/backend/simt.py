@@ -1,0 +1,71 @@
+"""`SimtTarget`: the hardware facts a SIMT backend gives the shared SIMT passes.
+
+The shared passes (`infer-layouts`, `lower-to-threads` and the SIMT tile-op lowerings) split a block's
+threads into thread groups, choose a default layout and combine partial results across threads. Every
+number that takes, and every instruction that moves a value between threads, depends on the hardware,
+so a backend states them here and hands a `SimtFacts` function (target -> `SimtTarget`) to the passes
+its pipeline builds. No shared module assumes a warp of 32 (the boundary test checks it): a wavefront
+of 64 or a sub-group of 16 is a different `SimtTarget`, not an edit of shared code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tilecraft.errors import BackendError
+
+if TYPE_CHECKING:
+    from tilecraft.backend.target import Target
+    from tilecraft.ir.expr import Expr
+
+# (value, mask) -> the value `value` has in the lane whose index is this lane's XOR `mask`; every lane
+# of the thread group runs it together. `mask` is a power of two below the group width.
+LaneExchange = Callable[["Expr", int], "Expr"]
+
+
+@dataclass(frozen=True)
+class SimtTarget:
+    """What the shared SIMT passes ask of the hardware instead of assuming it.
+
+    * `width`: threads of one thread group, which run in lockstep and may exchange registers (a warp,
+      a wavefront, a SIMD group, a sub-group). Fragment layouts name a thread by (lane, group) =
+      (tid % width, tid / width), and a block has at least `width` threads.
+    * `max_threads`: threads one block may have.
+    * `vector_bytes`: the widest access one thread makes at once; the default layout gives each thread
+      runs of this many bytes of the innermost dim.
+    * `exchange`: how a lane reads another lane's value (a warp shuffle), or None when the target has
+      no such instruction or does not use it: cross-thread reductions then go through shared memory.
+    """
+
+    width: int
+    max_threads: int
+    vector_bytes: int
+    exchange: LaneExchange | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("width", "max_threads", "vector_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1 or value & (value - 1):
+                raise BackendError(f"SimtTarget.{name} must be a power of two >= 1, got {value!r}")
+        if self.max_threads < self.width:
+            raise BackendError(
+                f"SimtTarget: max_threads ({self.max_threads}) is below the thread-group width "
+                f"({self.width}); a block must hold at least one whole thread group"
+            )
+        if self.exchange is not None and not callable(self.exchange):
+            raise BackendError(
+                "SimtTarget.exchange must be a callable (value, mask) -> value, or None for targets that "
+                "reduce across threads through shared memory"
+            )
+
+    @property
+    def lane_bits(self) -> int:
+        """log2(width): thread-index bits that name a lane within its group."""
+        return self.width.bit_length() - 1
+
+
+# What a backend passes to the shared SIMT passes: the facts for the target being lowered (an
+# architecture may change them, e.g. wave32 and wave64 GPUs of one vendor).
+SimtFacts = Callable[["Target"], SimtTarget]
