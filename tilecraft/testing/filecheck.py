@@ -5,12 +5,12 @@ A test states what it expects as directive lines, usually comments of the golden
     @T.prim_func
     def stage(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
         # CHECK: s[tx] = A[
-        # CHECK-NEXT: barrier(CLK_LOCAL_MEM_FENCE);
+        # CHECK-NEXT: barrier(
         # CHECK-NOT: barrier(
         # CHECK: B[tx] = s[
         ...
 
-    filecheck(opencl_source(stage), stage)
+    filecheck(generated_source_of(stage), stage)
 
 Directives, matched in order against the text (`CHECK` is the default prefix):
 
@@ -22,7 +22,9 @@ Directives, matched in order against the text (`CHECK` is the default prefix):
   text when none follows).
 
 A pattern is literal text: surrounding whitespace is ignored, a run of whitespace matches any run of
-spaces and tabs, and `{{regex}}` embeds a regular expression. Failures raise `FileCheckError` (an
+spaces and tabs, and `{{regex}}` embeds a regular expression. As in FileCheck, a `CHECK:` takes the
+first match and is never revisited: when a later `CHECK-NEXT:` or `CHECK-SAME:` fails because `CHECK:`
+matched an earlier, similar line, make the `CHECK:` pattern specific enough to find the intended one. Failures raise `FileCheckError` (an
 `AssertionError`) saying which directive failed, where the search was, and the text around it; a pattern
 that does occur, but before the previous match, is reported as out of order.
 """

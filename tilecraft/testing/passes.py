@@ -1,7 +1,7 @@
 """Before/Expected tests of single passes: run one named pass of a target's pipeline on a module and
 compare the result with the expected IR.
 
-    @pass_test("lower-buffer-views", "c", OPENCL)
+    @pass_test("lower-buffer-views", *TARGETS)
     def test_view_accesses_address_the_base_buffer(target):
         \"""A load through a view reads the viewed buffer at the view's flattened index.\"""
         assert_pass(target, "lower-buffer-views", before, expected)
@@ -274,7 +274,7 @@ def _diff(wanted: str, got: str) -> str:
 
 
 def _target_id(target: str) -> str:
-    """A short test id: the kind and the arch, if any (`cuda-sm_90a`), not every attribute."""
+    """A short test id: the kind and the arch, if any (`kind-arch`), not every attribute."""
     parsed = Target.parse(target)
     arch = parsed.attr("arch")
     return f"{parsed.kind}-{arch}" if arch else parsed.kind
