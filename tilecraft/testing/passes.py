@@ -69,7 +69,8 @@ def run_pass(
     pass_configs: Mapping[str, Any] | None = None,
     prefix: bool = False,
 ) -> IRModule:
-    """The module after the pass named `pass_name` of `target`'s pipeline ran on `before`."""
+    """The module after the pass named `pass_name` of `target`'s pipeline ran on `before` (the first
+    pass of that name, where a pipeline runs one twice); `prefix=True` runs the earlier ones first."""
     _, result = _run(target, pass_name, before, pass_configs, prefix)
     return result
 

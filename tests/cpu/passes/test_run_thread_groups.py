@@ -9,8 +9,9 @@ from tilecraft.testing.passes import assert_pass, pass_test
 
 @pass_test("run-thread-groups", "c")
 def test_every_branch_some_thread_takes_runs_in_order_and_the_rest_go(target):
-    """`tx < 64` splits 128 threads in two: both branches run, then-branch first; `tx >= 128` holds for
-    no thread, so its branch is gone; the thread index is no longer read."""
+    """Every branch some thread of the block takes runs, in program order; a branch none takes is gone."""
+    # `tx < 64` splits 128 threads in two: both branches run, then-branch first; `tx >= 128` holds for no
+    # thread; the thread index is no longer read.
 
     @T.prim_func
     def before(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):

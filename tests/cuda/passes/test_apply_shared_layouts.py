@@ -11,8 +11,9 @@ from tilecraft.testing.passes import assert_pass, pass_test
 
 @pass_test("apply-shared-layouts", SM80)
 def test_accesses_of_a_swizzled_tile_use_its_physical_offsets(target):
-    """s[r, c] of a swizzle16 tile with 64-element rows is s[f ^ ((f >> 6 & 7) << 3)], f = r * 64 + c;
-    the layout annotation is gone and other buffers keep their indices."""
+    """Each access of a swizzled tile goes to the element's physical offset in a 1-D buffer."""
+    # s[r, c] of a swizzle16 tile with 64-element rows is s[f ^ ((f >> 6 & 7) << 3)], f = r * 64 + c; the
+    # layout annotation is gone and other buffers keep their indices.
 
     @T.prim_func
     def before(A: T.Tensor((8, 64), "float16"), B: T.Tensor((8, 64), "float16")):
@@ -42,8 +43,8 @@ def test_accesses_of_a_swizzled_tile_use_its_physical_offsets(target):
 
 @pass_test("apply-shared-layouts", SM80)
 def test_leading_dims_of_a_staged_tile_count_whole_tiles(target):
-    """A (2, 8, 64) tile (two pipeline stages): stage k's element sits at k * 512 plus its swizzled
-    offset within the 8 x 64 tile."""
+    """A staged tile's leading dim counts whole tiles: stage k starts at k times the tile's size."""
+    # (2, 8, 64): stage k's element sits at k * 512 plus its swizzled offset within the 8 x 64 tile.
 
     @T.prim_func
     def before(A: T.Tensor((8, 64), "float16"), B: T.Tensor((8, 64), "float16")):

@@ -11,8 +11,9 @@ from tilecraft.testing.passes import assert_pass, pass_test
 
 @pass_test("inject-software-pipeline", SM80)
 def test_cp_async_copies_of_the_next_stage_are_issued_before_this_stage_is_read(target):
-    """Two stages: the tile gets a stage dim; stage 0 is copied before the loop; iteration k waits for
-    its copy, issues stage k + 1's copy (if any), then reads stage k % 2; the loop ends with a wait."""
+    """Iteration k waits for its stage, issues the next stage's copy, then reads its own stage."""
+    # Two stages: the tile gets a stage dim; stage 0 is copied before the loop; iteration k waits for its
+    # copy, issues stage k + 1's copy (if any), then reads stage k % 2; the loop ends with a wait.
 
     expected = """
 
@@ -49,8 +50,9 @@ def test_cp_async_copies_of_the_next_stage_are_issued_before_this_stage_is_read(
 
 @pass_test("inject-software-pipeline", SM90A)
 def test_tma_copies_feed_wgmma_through_full_and_empty_mbarrier_rings(target):
-    """sm_90a: one producer loop issues both tiles' TMA loads into stage k % 2 after waiting on the empty
-    ring; the consumer loop waits on the full ring, runs the gemm, and releases the previous stage."""
+    """TMA copies feeding wgmma go through a producer loop and full and empty mbarrier rings."""
+    # One producer loop issues both tiles' TMA loads into stage k % 2 after waiting on the empty ring;
+    # the consumer loop waits on the full ring, runs the gemm, and releases the previous stage.
 
     expected = """
     @T.prim_func

@@ -10,8 +10,9 @@ from tilecraft.testing.passes import UNCHANGED, assert_pass, pass_test
 
 @pass_test("warp-specialize", SM90A)
 def test_the_producer_loop_runs_on_one_thread_of_an_extra_warpgroup(target):
-    """The block grows to 256 threads: threads >= 128 give up registers and thread 128 alone issues the
-    TMA loads; threads < 128 take registers and run the rings' setup, the gemm loop and the stores."""
+    """The producer loop runs on one thread of an extra warpgroup; the consumers run everything else."""
+    # The block grows to 256 threads: threads >= 128 give up registers and thread 128 alone issues the
+    # TMA loads; threads < 128 take registers and run the rings' setup, the gemm loop and the stores.
 
     expected = """
 

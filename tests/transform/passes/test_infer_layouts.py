@@ -11,8 +11,9 @@ from tilecraft.testing.passes import assert_pass, pass_test
 
 @pass_test("infer-layouts", SM80, OPENCL)
 def test_a_fragment_and_the_nests_over_it_share_the_default_layout(target):
-    """A 128-element fragment over 128 threads: one register each, lanes then warps; both T.Parallel
-    nests over it carry that layout as their thread partition."""
+    """A fragment without a constraint gets the default layout, and each nest over it that partition."""
+    # A 128-element fragment over 128 threads: one register each, lanes then warps; both T.Parallel
+    # nests over it carry that layout as their thread partition.
 
     @T.prim_func
     def scale(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
@@ -40,8 +41,9 @@ def test_a_fragment_and_the_nests_over_it_share_the_default_layout(target):
 
 @pass_test("infer-layouts", SM80)
 def test_a_gemm_accumulator_gets_the_mma_layout_and_its_operand_tiles_a_swizzle(target):
-    """The accumulator of an m16n8k16 gemm on one warp holds 8 registers a thread in the mma layout; the
-    nest reading it follows that layout; the shared operand tiles are swizzled."""
+    """A gemm imposes the mma layout on its accumulator, the nests over it follow, its tiles are swizzled."""
+    # m16n8k16 on one warp: 8 accumulator registers a thread in the mma layout; the nest reading it
+    # follows that layout; the shared operand tiles get the 16-bit swizzle.
 
     @T.prim_func
     def mma(

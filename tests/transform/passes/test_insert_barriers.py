@@ -12,8 +12,9 @@ TARGETS = (SM80, OPENCL)
 
 @pass_test("insert-barriers", *TARGETS)
 def test_each_hazard_between_threads_gets_a_barrier_before_the_second_access(target):
-    """Write then another thread's read (RAW), read then overwrite (WAR): a barrier before each second
-    access; consecutive reads share the first barrier."""
+    """A barrier precedes the second access of each hazard between threads, and only there."""
+    # Write then another thread's read (RAW), read then overwrite (WAR): a barrier before each second
+    # access; consecutive reads share the first barrier.
 
     @T.prim_func
     def before(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
@@ -68,8 +69,8 @@ def test_a_hazard_before_a_loop_is_resolved_before_it_not_in_every_iteration(tar
 
 @pass_test("insert-barriers", *TARGETS)
 def test_a_loop_that_refills_the_tile_it_reads_has_barriers_in_its_body(target):
-    """Each iteration overwrites what the previous one read and then reads what other threads wrote:
-    a barrier before the refill and one before the reads."""
+    """A loop refilling the tile it reads has a barrier before the refill and one before the reads."""
+    # Each iteration overwrites what the previous one read, then reads what other threads wrote.
 
     @T.prim_func
     def before(A: T.Tensor((512,), "float32"), B: T.Tensor((512,), "float32")):

@@ -37,8 +37,9 @@ def test_a_parallel_nest_runs_one_element_per_thread_and_the_fragment_is_a_regis
 
 @pass_test("lower-to-threads", SM80)
 def test_a_gemm_is_one_call_on_the_tiles_and_its_accumulator_eight_registers(target):
-    """m16n8k16 on one warp: 16-byte vector copies into the swizzled tiles, one mma gemm call, and each
-    thread stores its 8 accumulator registers at their mma-layout positions."""
+    """A gemm is one call on the tiles; each thread stores its accumulator registers where they belong."""
+    # m16n8k16 on one warp: 16-byte vector copies into the swizzled tiles, one mma gemm call, and each
+    # thread stores its 8 accumulator registers at their mma-layout positions.
 
     @T.prim_func
     def mma(

@@ -21,8 +21,9 @@ def scopes(mod) -> dict[str, list[str]]:
 
 @pass_test("narrow-shared-scopes", SM80, OPENCL)
 def test_a_buffer_first_used_after_another_is_done_is_allocated_after_it(target):
-    """`b` is first used after `a`'s last use: its scope follows `a`'s instead of nesting in it, so
-    storage planning can give both the same bytes."""
+    """A buffer first used after another's last use gets a scope of its own after the other's."""
+    # `b` is first used after `a`'s last use: its scope follows `a`'s instead of nesting in it, so
+    # storage planning can give both the same bytes.
 
     @T.prim_func
     def before(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):

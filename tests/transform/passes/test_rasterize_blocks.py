@@ -9,8 +9,7 @@ from tilecraft.testing.passes import UNCHANGED, assert_pass, pass_test
 
 @pass_test("rasterize-blocks", SM80, OPENCL)
 def test_block_indices_are_renumbered_in_panels(target):
-    """With T.use_swizzle(panel_size=2) the body reads the panel-order block indices bx_r, by_r; the hint
-    is gone."""
+    """With T.use_swizzle the body reads panel-order block indices (bx_r, by_r); the hint is gone."""
 
     @T.prim_func
     def before(A: T.Tensor((256, 256), "float32"), B: T.Tensor((256, 256), "float32")):

@@ -10,8 +10,9 @@ from tilecraft.testing.passes import assert_pass, pass_test
 
 @pass_test("split-host-device", "c", SM80, OPENCL)
 def test_each_kernel_is_a_device_function_launched_in_order_by_the_host(target):
-    """Two T.Kernel launches: two device functions (each taking the parameters it uses), launched one
-    after the other by the host function with their grids and block sizes."""
+    """Each T.Kernel is a device function; the host function launches them in order."""
+    # Two launches: two device functions, each taking the parameters it uses, launched one after the
+    # other by the host function with their grids and block sizes.
 
     @T.prim_func
     def twice(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32"), n: T.int32):
