@@ -163,16 +163,17 @@ def test_a_missing_dependency_inside_a_builtin_package_propagates(builtin_packag
 def test_importing_the_backend_package_is_light():
     import subprocess
 
+    # What is imported, not how long it takes (that is benchmarks/startup.py's: CI machines are loaded).
     code = (
-        "import sys, time; t = time.perf_counter(); import tilecraft.backend; "
-        "dt = time.perf_counter() - t; "
+        "import sys; import tilecraft.backend; "
         "heavy = [m for m in ('numpy', 'ctypes', 'subprocess', 'tilecraft.execution.cache') "
         "if m in sys.modules]; "
         "loaded = [m for m in sys.modules if m.startswith('tilecraft.') and m != 'tilecraft.jit' and "
         "m.split('.')[1] not in ('backend', 'execution', 'errors', 'ir', 'settings', '_builtin', '_origin')]; "
-        "print(dt, heavy, loaded)"
+        "print(heavy, loaded)"
     )
     root = str(__import__("pathlib").Path(__file__).resolve().parents[2])
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True)
-    _seconds, rest = out.stdout.split(" ", 1)  # the time is printed, not asserted: CI machines are loaded
-    assert rest.strip() == "[] []", rest  # no toolchain, array library or backend package imported
+    assert out.stdout.strip() == "[] []", (
+        out.stdout
+    )  # no toolchain, array library or backend package imported

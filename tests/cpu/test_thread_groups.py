@@ -9,6 +9,7 @@ import pytest
 import tilecraft
 import tilecraft.language as T
 from tilecraft.errors import LoweringError
+from tilecraft.testing.filecheck import filecheck
 
 
 def groups(n: int, split: int):
@@ -40,6 +41,24 @@ def test_both_thread_groups_run(split):
     ref_c = np.exp(a.astype(np.float64)) if split < 96 else np.full((5, 64), 3.0)
     assert np.abs(b - ref_b).max() / np.abs(ref_b).max() < 1e-6
     assert np.abs(c - ref_c).max() / np.abs(ref_c).max() < 1e-6
+
+
+def test_the_groups_run_one_after_the_other_as_plain_loops():
+    """The block's one thread fills the shared row, runs group A's loop, then group B's: no branch on a
+    thread index is left in the C."""
+    source = tilecraft.lower(groups(5, 32), target="c").source("c-source")
+    checks = """
+        CHECK: static void main_kernel0(
+        CHECK-NOT: if (
+        CHECK: row[(int64_t)i0] = A[
+        CHECK-NOT: if (
+        CHECK: B[(int64_t)bx * 64 + (int64_t)j] = (row[(int64_t)j] * 2.0f);
+        CHECK-NOT: if (
+        CHECK: C[(int64_t)bx * 64 + (int64_t)j_1] = expf(row[(int64_t)j_1]);
+        CHECK-NOT: if (
+        CHECK: tc_sites[]
+    """
+    filecheck(source, checks, name="main.c")
 
 
 def test_other_thread_index_reads_are_still_an_error():

@@ -7,6 +7,7 @@ import hashlib
 from tilecraft.backend import CompiledArtifact, KernelInfo, ParamInfo, Target
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
+from tilecraft.testing.filecheck import filecheck
 
 ADD_SOURCE = """
 extern "C" __global__ void add_kernel(const float* __restrict__ A, const float* __restrict__ B,
@@ -46,3 +47,9 @@ class FakeContext:
 
 def _digest(*parts) -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+
+def check_in_order(text: str, *patterns: str) -> None:
+    """Each literal pattern occurs after the previous one (as FileCheck `CHECK:` lines, whose failure
+    names the pattern, where the search stood and the text around it)."""
+    filecheck(text, [f"CHECK: {p}" for p in patterns], name="kernel")

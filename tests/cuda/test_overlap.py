@@ -17,6 +17,7 @@ import pytest
 
 import tilecraft
 from tests.conformance import attention_bhsd as AB
+from tests.cuda.helpers import check_in_order
 from tilecraft.cuda.ir import GemmCall, MbarWait, TmaCopy, TmaLoad, WgmmaWait
 from tilecraft.cuda.transform.overlap import OVERLAP, Overlap, accesses, overlap_plan, overlapped
 from tilecraft.cuda.transform.warp_specialize import GENERAL, entry_registers
@@ -183,7 +184,7 @@ def test_the_next_qk_is_issued_before_the_previous_pv_and_the_softmax_runs_besid
     n = "(bx + 1)" if causal else "32"
     consumer = kernel[kernel.index("tc_setmaxnreg_inc<240>();") :]
     steady = "for (int32_t k = 0; k < " + ("(loop_range - 1)" if causal else "31")
-    _check(consumer,
+    check_in_order(consumer,
            # prologue: tile 0's Q @ K^T and softmax, the gemm completing in place
            "tc_mbar_wait(&tc_mbar[1], (uint32_t)(0));", "tc::gemm_wgmma<128, 128, 128, 2, 1, false, true, false, 64, 64>"
            "(Q_shared, K_shared, acc_s);", "tc_mbar_arrive(&tc_mbar[3]);", "exp2f(", "acc_s_cast[(int32_t)r11] = ",
@@ -202,14 +203,6 @@ def test_the_next_qk_is_issued_before_the_previous_pv_and_the_softmax_runs_besid
            "}",
            "tc_mbar_wait(&tc_mbar[5 + ", "tc::gemm_wgmma_rs<128, 128, 128, 2, 1, false, false, 64>(", "/ logsum[")  # fmt: skip
     assert art.kernels[0].block == (384,) and n in kernel
-
-
-def _check(text: str, *patterns: str) -> None:
-    at = 0
-    for p in patterns:
-        found = text.find(p, at)
-        assert found >= 0, f"{p!r} not found after offset {at}"
-        at = found + len(p)
 
 
 def test_the_overlap_is_off_by_default():

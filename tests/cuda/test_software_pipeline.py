@@ -7,6 +7,7 @@ import pytest
 
 import tilecraft
 from tests.conformance.pipelined_stages import copy_through_stages
+from tilecraft.testing.filecheck import filecheck
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
@@ -14,10 +15,21 @@ def test_a_vector_copy_out_of_a_staged_tile_reads_the_iterations_stage(arch):
     art = tilecraft.lower(copy_through_stages(), target=f"cuda -arch={arch}")
     src = art.source("cuda-source")
     kernel = src[src.index('extern "C" __global__') :]
-    loop = kernel[kernel.index("for (int32_t k = 0;") :]
-    store = next(line for line in loop.splitlines() if line.strip().startswith("*(uint4*)(B + "))
     tile = 64 * 64
-    assert f"= *(const uint4*)(A_s + (((int64_t)(((k % 3) * {tile}))) + " in store, store
+    # each iteration waits for its stage's copy and meets the other threads, refills the stage two
+    # ahead, then reads its own stage, k % 3
+    checks = f"""
+        CHECK: for (int32_t k = 0; k < 8; ++k) {{
+        CHECK-NEXT: tc_cp_async_wait<1>();
+        CHECK-NEXT: __syncthreads();
+        CHECK-NEXT: if (((k + 2) < 8)) {{
+        CHECK: tc_cp_async16(A_s + ((((k + 2) % 3) * {tile})
+        CHECK: tc_cp_async_commit();
+        CHECK: *(uint4*)(B +
+        CHECK-SAME: = *(const uint4*)(A_s + (((int64_t)(((k % 3) * {tile}))) +
+        CHECK: tc_cp_async_wait<0>();
+    """
+    filecheck(kernel, checks)
 
 
 def test_two_copies_into_one_tile_keep_the_loop_synchronous(capsys):

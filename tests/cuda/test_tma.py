@@ -21,6 +21,7 @@ from tilecraft.execution.cuda_driver.launch import LaunchHooks, build_launcher, 
 from tilecraft.execution.cuda_driver.tensor_map import TensorMaps, encode_arguments
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
+from tilecraft.testing.filecheck import filecheck
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from hopper_check import build  # noqa: E402
@@ -151,25 +152,37 @@ def _source(layout="NT", size=(1000, 1030, 520), cfg=(128, 128, 64, 128, 3), dty
     return art, art.device_sources["cuda-source"]
 
 
-def _check(text: str, *patterns: str) -> None:
-    """FileCheck-style: each pattern occurs after the previous one."""
-    at = 0
-    for p in patterns:
-        found = text.find(p, at)
-        assert found >= 0, f"{p!r} not found after offset {at}"
-        at = found + len(p)
-
-
 def test_pipelined_gemm_loads_through_an_mbarrier_ring_and_keeps_one_wgmma_group_in_flight():
     art, src = _source(**{"tl.disable_warp_specialized": True})
     kernel = src[src.index('extern "C" __global__') :]
-    _check(kernel, "const __grid_constant__ tc_tensor_map tc_tmap0", "const __grid_constant__ tc_tensor_map tc_tmap1",
-           "uint64_t tc_mbar[3]", "tc_mbar_init(&tc_mbar[i], 2)", "tc_mbar_init_fence()", "__syncthreads()",
-           "tc_mbar_expect_tx(&tc_mbar[0], 16384u)", "tc_tma_load<2>(A_s + 0, tc_tmap0",
-           "for (int32_t ko = 0; ko < 9; ++ko)", "tc_mbar_wait(&tc_mbar[0 + tc_stage], (tc_phase1 >> tc_stage) & 1u)",
-           "tc::gemm_wgmma<128, 128, 64, 1, 1, false, true, true, 64, 64, 1>", "__syncthreads()",
-           "tc_mbar_expect_tx(&tc_mbar[0 + ((ko + 2) % 3)]", "tc_wgmma_wait<0>();",
-           "tc_wgmma_fence_operands<128>(C_l)")  # fmt: skip
+    # Two stages are loaded before the loop; each iteration waits for its stage, leaves its wgmma group
+    # in flight (the trailing 1), and refills the stage two ahead once every thread is past the gemm
+    # that read it; the last group is waited for after the loop.
+    checks = """
+        CHECK: const __grid_constant__ tc_tensor_map tc_tmap0
+        CHECK-SAME: const __grid_constant__ tc_tensor_map tc_tmap1
+        CHECK: uint64_t tc_mbar[3]
+        CHECK: tc_mbar_init(&tc_mbar[i], 2)
+        CHECK-NEXT: tc_mbar_init_fence()
+        CHECK: __syncthreads()
+        CHECK: tc_mbar_expect_tx(&tc_mbar[0], 16384u)
+        CHECK-NEXT: tc_tma_load<2>(A_s + 0, tc_tmap0
+        CHECK: tc_tma_load<2>(A_s + 8192, tc_tmap0
+        CHECK: for (int32_t ko = 0; ko < 9; ++ko)
+        CHECK: tc_mbar_wait(&tc_mbar[0 + tc_stage], (tc_phase1 >> tc_stage) & 1u)
+        CHECK-NEXT: tc_phase1 ^= 1u << tc_stage;
+        CHECK-NEXT: }
+        CHECK-NEXT: tc::gemm_wgmma<128, 128, 64, 1, 1, false, true, true, 64, 64, 1>
+        CHECK-NEXT: tc_fence_proxy_async(); __syncthreads();
+        CHECK-NEXT: if (((ko + 2) < 9)) {
+        CHECK-NEXT: if (tc_leader()) {
+        CHECK-NEXT: tc_mbar_expect_tx(&tc_mbar[0 + ((ko + 2) % 3)]
+        CHECK-NEXT: tc_tma_load<2>(A_s + ((((ko + 2) % 3) * 8192) + 0)
+        CHECK-NOT: tc_wgmma_wait
+        CHECK: tc_wgmma_wait<0>();
+        CHECK-NEXT: tc_wgmma_fence_operands<128>(C_l)
+    """
+    filecheck(kernel, checks)
     assert "tc_cp_async" not in kernel.replace("tc_cp_async_wait", "")
     assert len(art.kernels[0].tensor_maps) == 2
 
@@ -193,7 +206,13 @@ def test_rows_off_16_bytes_stay_on_cp_async_with_a_verbose_note(capsys):
     kernel = src[src.index('extern "C" __global__') :]
     assert [m.buffer for m in art.kernels[0].tensor_maps] == ["A"]
     # mixed producers: the wait covers the mbarrier and the barrier publishes the cp.async writes
-    _check(kernel, "for (int32_t ko", "tc_mbar_wait(", "__syncthreads()", "tc_tma_load<2>(A_s")
+    checks = """
+        CHECK: for (int32_t ko
+        CHECK: tc_mbar_wait(
+        CHECK: __syncthreads()
+        CHECK: tc_tma_load<2>(A_s
+    """
+    filecheck(kernel, checks)
 
 
 def test_a_copy_outside_a_pipeline_waits_on_the_synchronous_barrier():
@@ -205,6 +224,16 @@ def test_a_copy_outside_a_pipeline_waits_on_the_synchronous_barrier():
         B: T.Tensor((64, 128), "float16"),
         C: T.Tensor((256, 128), "float32"),
     ):
+        # Each copy is waited for (and the phase flipped) before the next copy or the gemm reads it.
+        # CHECK: uint64_t tc_mbar[1]
+        # CHECK: tc_tma_load<2>(A_s + 0
+        # CHECK: tc_mbar_wait(&tc_mbar[0], tc_phase0 & 1u)
+        # CHECK-NEXT: tc_phase0 ^= 1u;
+        # CHECK: tc_tma_load<2>(B_s + 0
+        # CHECK: tc_tma_load<2>(B_s + 4096
+        # CHECK-NOT: tc::gemm
+        # CHECK: tc_mbar_wait(&tc_mbar[0]
+        # CHECK: tc::gemm
         with T.Kernel(1, 2, threads=128) as (bx, by):
             A_s = T.alloc_shared((128, 64), "float16")
             B_s = T.alloc_shared((64, 128), "float16")
@@ -215,9 +244,7 @@ def test_a_copy_outside_a_pipeline_waits_on_the_synchronous_barrier():
             T.copy(C_l, C[by * 128, 0])
 
     src = tilecraft.lower(f, target=SM90A).device_sources["cuda-source"]
-    kernel = src[src.index('extern "C" __global__') :]
-    _check(kernel, "uint64_t tc_mbar[1]", "tc_tma_load<2>(A_s + 0", "tc_mbar_wait(&tc_mbar[0], tc_phase0 & 1u)",
-           "tc_phase0 ^= 1u;", "tc_tma_load<2>(B_s + 0", "tc_tma_load<2>(B_s + 4096", "tc_mbar_wait(&tc_mbar[0]")  # fmt: skip
+    filecheck(src[src.index('extern "C" __global__') :], f)
 
 
 # ---------------------------------------------------------------- nvcc

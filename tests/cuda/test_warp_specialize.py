@@ -21,6 +21,7 @@ from tilecraft.cuda.transform.warp_specialize import (
     SPLITS,
     entry_registers,
 )
+from tilecraft.testing.filecheck import filecheck
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from hopper_check import build  # noqa: E402
@@ -47,15 +48,6 @@ def _gemm(layout="NT", size=RAGGED, cfg=(128, 128, 64, 128, 3), dtype="bfloat16"
     return _lower(build(*size, *cfg, dtype, layout), configs)
 
 
-def _check(text: str, *patterns: str) -> None:
-    """FileCheck-style: each pattern occurs after the previous one."""
-    at = 0
-    for p in patterns:
-        found = text.find(p, at)
-        assert found >= 0, f"{p!r} not found after offset {at}"
-        at = found + len(p)
-
-
 def _between(text: str, start: str, end: str) -> str:
     begin = text.index(start)
     return text[begin : text.index(end, begin)]
@@ -70,33 +62,62 @@ def test_a_producer_warpgroup_issues_the_tiles_and_the_consumers_run_wgmma(cfg):
     threads = cfg[3]
     art, kernel = _gemm(cfg=cfg)
     n = -(-RAGGED[2] // cfg[2])  # k tiles
-    _check(kernel, f"__launch_bounds__({bounds})", "uint64_t tc_mbar[6]",
-           "for (int i = 0; i < 3; ++i) tc_mbar_init(&tc_mbar[i], 1);",  # full: the producer's expect-tx
-           f"for (int i = 3; i < 6; ++i) tc_mbar_init(&tc_mbar[i], {warps});",  # empty: one per consumer warp
-           "tc_mbar_init_fence();", "__syncthreads();",
-           f"if ((tx >= {threads})) {{", f"tc_setmaxnreg_dec<{dec}>();", f"if ((tx == {threads})) {{",
-           f"for (int32_t ko = 0; ko < {n}; ++ko) {{",
-           "tc_mbar_wait(&tc_mbar[3 + (ko % 3)], (uint32_t)((((ko / 3) + 1) % 2)));",
-           "tc_mbar_expect_tx(&tc_mbar[0 + (ko % 3)], ", "tc_tma_load<2>(A_s + (((ko % 3) * ",
-           "tc_tma_load<2>(B_s + (((ko % 3) * ",
-           "} else {", f"tc_setmaxnreg_inc<{inc}>();",
-           f"for (int32_t ko = 0; ko < {n}; ++ko) {{",
-           "tc_mbar_wait(&tc_mbar[0 + (ko % 3)], (uint32_t)(((ko / 3) % 2)));",
-           "tc::gemm_wgmma<", ", 1>(A_s + (((ko % 3) * ",
-           "if ((ko > 0)) {", "if ((threadIdx.x & 31u) == 0u) tc_mbar_arrive(&tc_mbar[3 + ((ko + 2) % 3)]);",
-           "tc_wgmma_wait<0>();", "C[")  # fmt: skip
+    # full ring: the producer's expect-tx; empty ring: one arrival per consumer warp. The only block
+    # barrier publishes the rings' initialisation, before the roles split; the parities come from the
+    # iteration (no tc_phase state).
+    checks = f"""
+        CHECK: __launch_bounds__({bounds})
+        CHECK: uint64_t tc_mbar[6]
+        CHECK: for (int i = 0; i < 3; ++i) tc_mbar_init(&tc_mbar[i], 1);
+        CHECK-NEXT: for (int i = 3; i < 6; ++i) tc_mbar_init(&tc_mbar[i], {warps});
+        CHECK-NEXT: tc_mbar_init_fence();
+        CHECK: __syncthreads();
+        CHECK: if ((tx >= {threads})) {{
+        CHECK-NEXT: tc_setmaxnreg_dec<{dec}>();
+        CHECK-NEXT: if ((tx == {threads})) {{
+        CHECK-NEXT: for (int32_t ko = 0; ko < {n}; ++ko) {{
+        CHECK-NEXT: tc_mbar_wait(&tc_mbar[3 + (ko % 3)], (uint32_t)((((ko / 3) + 1) % 2)));
+        CHECK-NEXT: tc_mbar_expect_tx(&tc_mbar[0 + (ko % 3)],
+        CHECK-NEXT: tc_tma_load<2>(A_s + (((ko % 3) *
+        CHECK: tc_tma_load<2>(B_s + (((ko % 3) *
+        CHECK: }} else {{
+        CHECK-NEXT: tc_setmaxnreg_inc<{inc}>();
+        CHECK: for (int32_t ko = 0; ko < {n}; ++ko) {{
+        CHECK-NEXT: tc_mbar_wait(&tc_mbar[0 + (ko % 3)], (uint32_t)(((ko / 3) % 2)));
+        CHECK-NEXT: tc::gemm_wgmma<
+        CHECK-SAME: , 1>(A_s + (((ko % 3) *
+        CHECK-NEXT: if ((ko > 0)) {{
+        CHECK-NEXT: if ((threadIdx.x & 31u) == 0u) tc_mbar_arrive(&tc_mbar[3 + ((ko + 2) % 3)]);
+        CHECK: tc_wgmma_wait<0>();
+        CHECK: C[
+    """
+    filecheck(kernel, checks)
     assert art.kernels[0].block == (threads + PRODUCER_THREADS,)
-    # the only block barrier publishes the mbarriers' initialisation, before the roles split
     assert kernel.count("__syncthreads()") == 1
-    assert kernel.index("__syncthreads()") < kernel.index("tc_setmaxnreg_dec")
     producer = _between(kernel, "tc_setmaxnreg_dec", "} else {")
     assert "tc_leader()" not in producer and producer.count("tc_mbar_expect_tx(") == 1  # one per tile
-    assert "tc_phase" not in kernel  # the parities come from the iteration
+    assert "tc_phase" not in kernel
 
 
 @T.prim_func
 def gemm_through_shared(A: T.Tensor((1024, 512), "float16"), B: T.Tensor((512, 1024), "float16"),
                         C: T.Tensor((1024, 1024), "float16"), Flag: T.Tensor((8, 8), "int32")):  # fmt: skip
+    # The consumers' code around the loop, with the thread indices it was written for; they meet at a
+    # named barrier among themselves, never at a block barrier the producer would have to join.
+    # CHECK: } else {
+    # CHECK-NEXT: tc_setmaxnreg_inc<232>();
+    # CHECK-NOT: __syncthreads
+    # CHECK: tc_wgmma_wait<0>();
+    # CHECK-NOT: __syncthreads
+    # CHECK: C_s[
+    # CHECK-NEXT: }
+    # CHECK-NEXT: tc_fence_proxy_async(); tc_named_barrier(1, 128);
+    # CHECK-NOT: __syncthreads
+    # CHECK: *(uint4*)(C +
+    # CHECK-NOT: __syncthreads
+    # CHECK: if ((tx == 127)) {
+    # CHECK-NEXT: Flag[
+    # CHECK-NOT: __syncthreads
     with T.Kernel(8, 8, threads=128) as (bx, by):
         A_s = T.alloc_shared((128, 64), "float16")
         B_s = T.alloc_shared((64, 128), "float16")
@@ -117,19 +138,23 @@ def gemm_through_shared(A: T.Tensor((1024, 512), "float16"), B: T.Tensor((512, 1
 def test_the_consumers_epilogue_meets_at_a_named_barrier_without_the_producer():
     """Code around the loop runs on the consumers only, with the thread indices it was written for."""
     art, kernel = _lower(gemm_through_shared)
-    consumer = kernel[kernel.index("} else {") :]
-    _check(consumer, "tc_setmaxnreg_inc<232>();", "tc_wgmma_wait<0>();", "C_s[",
-           "tc_fence_proxy_async(); tc_named_barrier(1, 128);", "C + ", "if ((tx == 127))")  # fmt: skip
-    assert "__syncthreads" not in consumer and art.kernels[0].block == (256,)
+    filecheck(kernel, gemm_through_shared)
+    assert art.kernels[0].block == (256,)
 
 
 def test_disable_warp_specialized_keeps_the_ring_without_a_producer():
     art, kernel = _gemm(configs=OFF)
     assert "setmaxnreg" not in kernel and "tc_mbar_arrive" not in kernel
     assert "__launch_bounds__(128)" in kernel and art.kernels[0].block == (128,)
-    _check(
-        kernel, "for (int32_t ko", "tc_mbar_wait(", "tc::gemm_wgmma<", "__syncthreads()", "tc_tma_load<2>("
-    )
+    # each iteration waits for its stage, multiplies, and refills the stage after a block barrier
+    checks = """
+        CHECK: for (int32_t ko
+        CHECK: tc_mbar_wait(
+        CHECK: tc::gemm_wgmma<
+        CHECK: __syncthreads()
+        CHECK: tc_tma_load<2>(
+    """
+    filecheck(kernel, checks)
 
 
 def test_the_other_paths_are_unchanged():
@@ -142,8 +167,16 @@ def test_the_other_paths_are_unchanged():
 
 def test_fewer_k_tiles_than_stages():
     _, kernel = _gemm(size=(256, 256, 64))  # one k tile, three stages
-    _check(kernel, "tc_setmaxnreg_dec<24>();", "tc_mbar_wait(&tc_mbar[3", "tc_tma_load<2>(A_s",
-           "tc_setmaxnreg_inc<232>();", "tc_mbar_wait(&tc_mbar[0", "tc::gemm_wgmma<", "tc_wgmma_wait<0>();")  # fmt: skip
+    checks = """
+        CHECK: tc_setmaxnreg_dec<24>();
+        CHECK: tc_mbar_wait(&tc_mbar[3
+        CHECK: tc_tma_load<2>(A_s
+        CHECK: tc_setmaxnreg_inc<232>();
+        CHECK: tc_mbar_wait(&tc_mbar[0
+        CHECK-NEXT: tc::gemm_wgmma<
+        CHECK: tc_wgmma_wait<0>();
+    """
+    filecheck(kernel, checks)
 
 
 # ---------------------------------------------------------------- registers
@@ -315,14 +348,26 @@ def test_code_beside_the_gemm_takes_the_general_schedule():
     copy's tile has its own full and empty ring, the gemm completes (no group in flight across
     iterations), and each tile is released after the gemm that reads it."""
     art, kernel = _lower(gemm_with_a_scale, {GENERAL: True})
-    _check(kernel, "__launch_bounds__(256, 2)", "uint64_t tc_mbar[12]",
-           "tc_setmaxnreg_dec<24>();", "for (int32_t ko = 0; ko < 8; ++ko) {",
-           "tc_mbar_wait(&tc_mbar[3 + (ko % 3)]", "tc_tma_load<2>(A_s", "tc_mbar_wait(&tc_mbar[9 + (ko % 3)]",
-           "tc_tma_load<2>(B_s", "tc_setmaxnreg_inc<232>();", "for (int32_t ko = 0; ko < 8; ++ko) {",
-           "tc_mbar_wait(&tc_mbar[0 + (ko % 3)]", "tc_mbar_wait(&tc_mbar[6 + (ko % 3)]",
-           "tc::gemm_wgmma<128, 128, 64, 1, 1, false, false, false, 64, 64>(A_s",
-           "tc_mbar_arrive(&tc_mbar[3 + (ko % 3)]);", "tc_mbar_arrive(&tc_mbar[9 + (ko % 3)]);",
-           "(C_l[(int32_t)r2] * 0.5f)")  # fmt: skip
+    checks = """
+        CHECK: __launch_bounds__(256, 2)
+        CHECK: uint64_t tc_mbar[12]
+        CHECK: tc_setmaxnreg_dec<24>();
+        CHECK: for (int32_t ko = 0; ko < 8; ++ko) {
+        CHECK: tc_mbar_wait(&tc_mbar[3 + (ko % 3)]
+        CHECK: tc_tma_load<2>(A_s
+        CHECK: tc_mbar_wait(&tc_mbar[9 + (ko % 3)]
+        CHECK: tc_tma_load<2>(B_s
+        CHECK: tc_setmaxnreg_inc<232>();
+        CHECK: for (int32_t ko = 0; ko < 8; ++ko) {
+        CHECK: tc_mbar_wait(&tc_mbar[0 + (ko % 3)]
+        CHECK: tc_mbar_wait(&tc_mbar[6 + (ko % 3)]
+        CHECK-NOT: tc_mbar_arrive(
+        CHECK: tc::gemm_wgmma<128, 128, 64, 1, 1, false, false, false, 64, 64>(A_s
+        CHECK: tc_mbar_arrive(&tc_mbar[3 + (ko % 3)]);
+        CHECK: tc_mbar_arrive(&tc_mbar[9 + (ko % 3)]);
+        CHECK: (C_l[(int32_t)r2] * 0.5f)
+    """
+    filecheck(kernel, checks)
     assert art.kernels[0].block == (256,) and "tc_wgmma_wait<0>" not in kernel
 
 

@@ -18,6 +18,7 @@ import pytest
 import tilecraft
 import tilecraft.language as T
 from tests.conformance import attention_bhsd as AB
+from tests.cuda.helpers import check_in_order
 from tilecraft.cuda.transform.warp_specialize import (
     GENERAL,
     GENERAL_SPLITS,
@@ -39,15 +40,6 @@ def _lower(func, configs=None):
     art = tilecraft.lower(func, target=SM90A, pass_configs={GENERAL: True, **(configs or {})})
     src = art.device_sources["cuda-source"]
     return art, src[src.index('extern "C" __global__') :]
-
-
-def _check(text: str, *patterns: str) -> None:
-    """FileCheck-style: each pattern occurs after the previous one."""
-    at = 0
-    for p in patterns:
-        found = text.find(p, at)
-        assert found >= 0, f"{p!r} not found after offset {at}"
-        at = found + len(p)
 
 
 def _between(text: str, start: str, end: str) -> str:
@@ -89,7 +81,7 @@ CONSUMER_LOOP = (
 def test_the_producer_issues_k_and_v_and_the_consumers_wait_where_the_copies_were(causal):
     art, kernel = _lower(build(*SIZE, causal))
     trips = ("(bx + 1)", "loop_range") if causal else ("32", "32")  # min(32, bx + 1) for bx < 32
-    _check(kernel, "__launch_bounds__(384, 1)", "uint64_t tc_mbar[9]",
+    check_in_order(kernel, "__launch_bounds__(384, 1)", "uint64_t tc_mbar[9]",
            "for (int i = 0; i < 1; ++i) tc_mbar_init(&tc_mbar[i], 1);",  # Q's synchronous barrier
            "for (int i = 1; i < 3; ++i) tc_mbar_init(&tc_mbar[i], 1);",  # K full: the producer's expect-tx
            "for (int i = 3; i < 5; ++i) tc_mbar_init(&tc_mbar[i], 8);",  # K empty: one per consumer warp
@@ -131,7 +123,7 @@ def test_the_producer_inlines_only_the_lets_below_the_split():
 
 def test_one_consumer_warpgroup_keeps_two_blocks_per_sm():
     art, kernel = _lower(AB.mha_fwd_bhsd(*AB.CONFIGS["causal_one_warpgroup"]))
-    _check(kernel, "__launch_bounds__(256, 2)", "if ((tx >= 128)) {", "tc_setmaxnreg_dec<24>();",
+    check_in_order(kernel, "__launch_bounds__(256, 2)", "if ((tx >= 128)) {", "tc_setmaxnreg_dec<24>();",
            "if ((tx == 128)) {", "for (int32_t k = 0; k < (bx + 1); ++k) {", "} else {",
            "tc_setmaxnreg_inc<232>();", "for (int32_t k = 0; k < loop_range; ++k) {",
            "tc_mbar_wait(&tc_mbar[1 + (k % 2)]", "tc::gemm_wgmma<64, 64, 64, 1, 1,",
@@ -146,7 +138,7 @@ def test_barriers_among_the_consumers_inside_the_loop_are_named_ones():
     art, kernel = _lower(AB.build("p_shared")())
     consumer = kernel[kernel.index("tc_setmaxnreg_inc<232>();") :]
     loop = _between(consumer, "for (int32_t k = 0; k < 5; ++k) {", "/ logsum[")
-    _check(loop, "tc::gemm_wgmma<64, 64, 64, 1, 1, false, true,", "tc_mbar_arrive(&tc_mbar[3 + (k % 2)]);",
+    check_in_order(loop, "tc::gemm_wgmma<64, 64, 64, 1, 1, false, true,", "tc_mbar_arrive(&tc_mbar[3 + (k % 2)]);",
            "tc_fence_proxy_async(); tc_named_barrier(1, 128);", "P_shared[",
            "tc_mbar_wait(&tc_mbar[5 + (k % 2)]", "tc_fence_proxy_async(); tc_named_barrier(1, 128);",
            "tc::gemm_wgmma<64, 64, 64, 1, 1, false, false, false, 64, 64>(P_shared, V_shared",
@@ -157,7 +149,7 @@ def test_barriers_among_the_consumers_inside_the_loop_are_named_ones():
 def test_fewer_tiles_than_stages():
     """One tile and three stages: the producer's first waits pass at once (the phase before)."""
     art, kernel = _lower(AB.mha_fwd_bhsd(*AB.CONFIGS["one_tile_three_stages"]))
-    _check(kernel, "uint64_t tc_mbar[13]", "tc_setmaxnreg_dec<24>();", "for (int32_t k = 0; k < 1; ++k) {",
+    check_in_order(kernel, "uint64_t tc_mbar[13]", "tc_setmaxnreg_dec<24>();", "for (int32_t k = 0; k < 1; ++k) {",
            "tc_mbar_wait(&tc_mbar[4 + (k % 3)], (uint32_t)((((k / 3) + 1) % 2)));", "tc_setmaxnreg_inc<240>();",
            "for (int32_t k = 0; k < 1; ++k) {", "tc_mbar_wait(&tc_mbar[1 + (k % 3)], (uint32_t)(((k / 3) % 2)));")  # fmt: skip
     assert art.kernels[0].block == (384,)
@@ -227,7 +219,7 @@ def test_disable_warp_specialized_keeps_the_ring_without_a_producer(nvcc, tmp_pa
     assert "setmaxnreg" not in kernel and "tc_mbar_arrive" not in kernel
     assert "__launch_bounds__(256)" in kernel and art.kernels[0].block == (256,)
     # one barrier per stage for K and V together, every thread waits, then meets the others and refills
-    _check(kernel, "for (int i = 1; i < 3; ++i) tc_mbar_init(&tc_mbar[i], 2);", "for (int32_t k = 0; k < ",
+    check_in_order(kernel, "for (int i = 1; i < 3; ++i) tc_mbar_init(&tc_mbar[i], 2);", "for (int32_t k = 0; k < ",
            "tc_mbar_wait(&tc_mbar[1 + tc_stage], (tc_phase1 >> tc_stage) & 1u);", "__syncthreads();",
            "tc_tma_load<4>(K_shared", "tc_tma_load<4>(V_shared", "tc::gemm_wgmma<", "tc::gemm_wgmma_rs<")  # fmt: skip
     _ptxas(nvcc, art.device_sources["cuda-source"], tmp_path)

@@ -12,6 +12,7 @@ import tilecraft
 import tilecraft.language as T
 from tests.language import kernels as K
 from tilecraft.errors import LoweringError
+from tilecraft.testing.filecheck import filecheck
 
 # A fully described device: lowering never has to ask one.
 FULL = "opencl -fp16=false -fp64=true -int64_atomics=true -local_mem=65536 -max_work_group_size=1024"
@@ -43,8 +44,26 @@ def test_source_is_opencl_c_with_work_group_builtins():
 
 
 def test_reductions_go_through_local_memory_without_shuffles():
+    """Each butterfly step of the row max stores the partials, meets at a barrier, then reads the
+    partner's (tx ^ 1, 2, 4, 8, 16); the row sum's scratch reuses the same bytes only after a barrier
+    that follows the last read of the max's."""
     source = lower_source(K.softmax(256, 128, 16, "float16"))
-    assert "shfl" not in source and "red_smem" in source
+    steps = "\n".join(
+        f"CHECK: red_smem1[(int32_t)tx] = red0;\n"
+        f"CHECK: barrier(CLK_LOCAL_MEM_FENCE\n"
+        f"CHECK-NEXT: red0 = tc_max_f32(red0, red_smem1[(int32_t)(tx ^ {mask})]);"
+        for mask in (1, 2, 4, 8, 16)
+    )
+    checks = f"""
+        CHECK-NOT: shfl
+        {steps}
+        CHECK: barrier(CLK_LOCAL_MEM_FENCE
+        CHECK-NEXT: {{
+        CHECK-NEXT: __local float* restrict red_smem3 = (__local float*)((__local char*)tc_smem + 0);
+        CHECK-NEXT: red_smem3[(int32_t)tx] = red0_1;
+        CHECK-NOT: shfl
+    """
+    filecheck(source, checks, name="softmax.cl")
 
 
 def test_float64_needs_the_device_to_have_it():

@@ -44,3 +44,6 @@ def run(func, ctx, *arrays) -> None:
     tilecraft.compile(func, ctx=ctx)(*device)
     for a, d in zip(arrays, device):
         a[...] = backend.to_host(d)
+
+
+SM80 = "cuda -arch=sm_80"

@@ -9,6 +9,7 @@ import re
 import tilecraft
 import tilecraft.language as T
 from tests.language import kernels as K
+from tilecraft.testing.filecheck import filecheck
 
 # Every capability given, so nothing asks a device.
 TARGET = "opencl -fp16=false -fp64=true -int64_atomics=true -local_mem=65536 -max_work_group_size=1024"
@@ -41,10 +42,30 @@ def barrier_count(lines) -> int:
 
 def test_a_hazard_before_a_loop_is_resolved_before_it_not_in_every_iteration():
     lines = kernel_lines(K.transpose(256, 128, 32))
-    # tile is written, then read by other threads; tile_t is written, then read: two barriers
-    assert barrier_count(lines) == 2
-    for body in loop_bodies(lines):
-        assert barrier_count(body) == 0, "\n".join(body)
+    # tile is written, then read by other threads; tile_t is written, then read: two barriers, each
+    # just before the loop that reads, none inside a loop
+    checks = """
+        CHECK-NOT: barrier(
+        CHECK: for (
+        CHECK-NEXT: tile[
+        CHECK-SAME: = A[
+        CHECK-NEXT: }
+        CHECK-NOT: barrier(
+        CHECK: barrier(CLK_LOCAL_MEM_FENCE
+        CHECK-NEXT: #pragma unroll
+        CHECK-NEXT: for (
+        CHECK-NEXT: tile_t[
+        CHECK-SAME: = tile[
+        CHECK-NEXT: }
+        CHECK-NEXT: barrier(CLK_LOCAL_MEM_FENCE
+        CHECK-NEXT: #pragma unroll
+        CHECK-NEXT: for (
+        CHECK-NEXT: B[
+        CHECK-SAME: = tile_t[
+        CHECK-NEXT: }
+        CHECK-NOT: barrier(
+    """
+    filecheck("\n".join(lines), checks, name="transpose")
 
 
 def test_a_loop_that_refills_shared_memory_it_reads_has_barriers_in_its_body():
@@ -81,6 +102,13 @@ def test_sibling_shared_scopes_that_may_share_bytes_are_separated():
 def test_no_barrier_under_a_condition_that_depends_on_the_thread():
     @T.prim_func
     def guarded(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        # CHECK: s[(int32_t)tx] = A[
+        # CHECK-NOT: barrier(
+        # CHECK: }
+        # CHECK-NEXT: barrier(CLK_LOCAL_MEM_FENCE
+        # CHECK-NEXT: if ((tx < 64)) {
+        # CHECK-NEXT: B[(int64_t)tx] = s[
+        # CHECK-NOT: barrier(
         with T.Kernel(1, threads=128):
             s = T.alloc_shared((128,), "float32")
             tx = T.get_thread_binding(0)
@@ -88,15 +116,16 @@ def test_no_barrier_under_a_condition_that_depends_on_the_thread():
             if tx < 64:
                 B[tx] = s[127 - tx]
 
-    lines = kernel_lines(guarded)
-    branch = next(k for k, line in enumerate(lines) if line.lstrip().startswith("if ((tx < 64))"))
-    assert barrier_count(lines[:branch]) == 1
-    assert barrier_count(lines[branch:]) == 0
+    filecheck("\n".join(kernel_lines(guarded)), guarded)
 
 
 def test_an_if_whose_condition_reads_what_other_threads_wrote_has_a_barrier_before_it():
     @T.prim_func
     def flag(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        # CHECK: s[(int32_t)tx] = A[
+        # CHECK-NOT: barrier(
+        # CHECK: barrier(CLK_LOCAL_MEM_FENCE
+        # CHECK-NEXT: if ((s[(int32_t)5] > 0.0f)) {
         with T.Kernel(1, threads=128):
             s = T.alloc_shared((128,), "float32")
             T.copy(A, s)
@@ -104,7 +133,4 @@ def test_an_if_whose_condition_reads_what_other_threads_wrote_has_a_barrier_befo
                 for i in T.Parallel(128):
                     B[i] = 1.0
 
-    lines = kernel_lines(flag)
-    branch = next(k for k, line in enumerate(lines) if line.lstrip().startswith("if ((s["))
-    store = max(k for k, line in enumerate(lines[:branch]) if re.search(r"\bs\[[^\]]*\] = ", line))
-    assert barrier_count(lines[store:branch]) == 1, "\n".join(lines[store : branch + 1])
+    filecheck("\n".join(kernel_lines(flag)), flag)

@@ -13,6 +13,7 @@ import tilecraft.language as T
 from tests.transform.helpers import assert_nvcc_compiles, run
 from tests.transform.kernels import ragged_gemm_inputs, ragged_gemm_reference, ragged_gemm_store
 from tilecraft.ir import structural_equal
+from tilecraft.testing.filecheck import filecheck
 from tilecraft.transform.guard_accesses import guard_func
 
 
@@ -144,9 +145,13 @@ def test_stores_past_the_edge_are_skipped_and_loads_read_zero(target, request):
 
 def test_generated_cuda_guards_the_ragged_store_and_compiles(nvcc, tmp_path):
     source = assert_nvcc_compiles(ragged_gemm_store(), tmp_path)
-    store = next(line for line in source.splitlines() if " C[" in line and "] = " in line)
-    guard = source.splitlines()[source.splitlines().index(store) - 1]
-    assert "< 100" in guard and "< 96" in guard, guard
+    # the store of each accumulator register is the only statement under its row and column guard
+    checks = r"""
+        CHECK: {{if \(.* < 100\) && \(.* < 96\)\)\) \{$}}
+        CHECK-NEXT: C[
+        CHECK-NEXT: }
+    """
+    filecheck(source[source.index('extern "C" __global__') :], checks, name="ragged_gemm_store.cu")
 
 
 def test_every_pipeline_guards_accesses_before_tile_ops_are_lowered():

@@ -1,0 +1,85 @@
+"""inject-software-pipeline (CUDA), Before/Expected: a T.Pipelined loop overlaps the copies of later
+stages with the compute of the current one. Its input holds the asynchronous copies lower-to-threads
+made, which the language does not spell, so each Before is a kernel taken through the earlier passes."""
+
+from __future__ import annotations
+
+from tests.cuda.passes.kernels import SM90A, staged, tma_gemm
+from tests.transform.helpers import SM80
+from tilecraft.testing.passes import assert_pass, pass_test
+
+
+@pass_test("inject-software-pipeline", SM80)
+def test_cp_async_copies_of_the_next_stage_are_issued_before_this_stage_is_read(target):
+    """Iteration k waits for its stage, issues the next stage's copy, then reads its own stage."""
+    # Two stages: the tile gets a stage dim; stage 0 is copied before the loop; iteration k waits for its
+    # copy, issues stage k + 1's copy (if any), then reads stage k % 2; the loop ends with a wait.
+
+    expected = """
+
+    @T.prim_func
+    def staged(A: T.Tensor((512,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tx = T.get_thread_binding(0)
+            s = T.alloc_shared((2, 128), "float32")
+            acc = T.alloc_local((1,), "float32")
+            for r1 in T.serial(1, annotations={'unroll': True}):
+                acc[0] = 0.0
+            if True:
+                for c2 in T.serial(1, annotations={'unroll': True}):
+                    if c2 * 128 + tx < 32:
+                        T.async_copy(dst=s, dst_offset=0 + T.cast(0 + T.cast((c2 * 128 + tx) * 4, "int64") * 1, "int32"), src=A, src_offset=0 + T.cast(0 * 128 + (c2 * 128 + tx) * 4, "int64") * 1, bytes=16, valid=0 * 128 + (c2 * 128 + tx) * 4 < 512)
+            T.async_commit()
+            for k in T.serial(4, annotations={'pipelined_buffers': (s,)}):
+                T.async_wait(pending=0)
+                T.sync_threads()
+                if k + 1 < 4:
+                    for c2 in T.serial(1, annotations={'unroll': True}):
+                        if c2 * 128 + tx < 32:
+                            T.async_copy(dst=s, dst_offset=(k + 1) % 2 * 128 + T.cast(0 + T.cast((c2 * 128 + tx) * 4, "int64") * 1, "int32"), src=A, src_offset=0 + T.cast((k + 1) * 128 + (c2 * 128 + tx) * 4, "int64") * 1, bytes=16, valid=(k + 1) * 128 + (c2 * 128 + tx) * 4 < 512)
+                T.async_commit()
+                for r3 in T.serial(1, annotations={'unroll': True}):
+                    acc[0] = acc[0] + s[k % 2, tx % 32 + tx // 32 * 32]
+            T.async_wait(pending=0)
+            for r4 in T.serial(1, annotations={'unroll': True}):
+                B[tx % 32 + tx // 32 * 32] = acc[0]
+    """
+
+    assert_pass(target, "inject-software-pipeline", staged, expected, prefix=True)
+
+
+@pass_test("inject-software-pipeline", SM90A)
+def test_tma_copies_feed_wgmma_through_full_and_empty_mbarrier_rings(target):
+    """TMA copies feeding wgmma go through a producer loop and full and empty mbarrier rings."""
+    # One producer loop issues both tiles' TMA loads into stage k % 2 after waiting on the empty ring;
+    # the consumer loop waits on the full ring, runs the gemm, and releases the previous stage.
+
+    expected = """
+    @T.prim_func
+    def ws(A: T.Tensor((64, 128), "float16"), B: T.Tensor((128, 64), "float16"), C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tx = T.get_thread_binding(0)
+            As = T.alloc_shared((2, 64, 64), "float16")
+            T.annotate_layout({As: SharedLayout('wgmma', rows=64, row_length=64, atom=64)})
+            Bs = T.alloc_shared((2, 64, 64), "float16")
+            T.annotate_layout({Bs: SharedLayout('wgmma', rows=64, row_length=64, atom=64)})
+            Cf = T.alloc_local((32,), "float32")
+            for r1 in T.serial(32, annotations={'unroll': True}):
+                Cf[r1] = 0.0
+            T.mbar_ring(ring=1, stages=2, arrivals=1)
+            T.mbar_ring(ring=2, stages=2, arrivals=4)
+            with T.producer_loop(consumer_threads=128, general=False):  # body
+                for k in T.serial(2):
+                    T.mbar_wait(ring=2, stage=k % 2, parity=(k // 2 + 1) % 2)
+                    T.tma_copy(loads=(<TmaLoad>, <TmaLoad>), bytes=16384, ring=1, stage=k % 2, elected=True)
+            for k in T.serial(2, annotations={'pipelined_buffers': (As, Bs)}):
+                T.mbar_wait(ring=1, stage=k % 2, parity=k // 2 % 2)
+                T.gemm_call(variant='wgmma', a=As, b=Bs, c=Cf, m=64, n=64, k=64, warps_m=1, warps_n=1, trans_a=False, trans_b=False, bf16=False, a_offset=k % 2 * 4096 + 0, b_offset=k % 2 * 4096 + 0, atom_a=64, atom_b=64, wait=1)
+                if k > 0:
+                    T.mbar_arrive(ring=2, stage=(k + 1) % 2, converge=False)
+            T.wgmma_wait(pending=0, c=(Cf,), keep=())
+            for v2 in T.serial(16, annotations={'unroll': True}):
+                T.vector_store(dst=C, dst_offset=0 + T.cast((v2 * 2 & 1) + (tx % 32 & 3) * 2 + (v2 * 2 >> 2) * 8, "int64") * 1 + T.cast((tx % 32 >> 2) + (v2 * 2 >> 1 & 1) * 8 + tx // 32 * 16, "int64") * 64, values=(Cf[v2 * 2 + 0], Cf[v2 * 2 + 1]))
+    """
+
+    assert_pass(target, "inject-software-pipeline", tma_gemm, expected, prefix=True)

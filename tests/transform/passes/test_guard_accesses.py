@@ -1,0 +1,48 @@
+"""guard-accesses, Before/Expected: global accesses of T.Parallel tile code past a tensor's edge."""
+
+from __future__ import annotations
+
+import tilecraft.language as T
+from tests.transform.helpers import OPENCL, SM80
+from tilecraft.testing.passes import UNCHANGED, assert_pass, pass_test
+
+TARGETS = ("c", SM80, OPENCL)
+
+
+@pass_test("guard-accesses", *TARGETS)
+def test_loads_past_the_edge_read_zero_and_stores_past_it_are_skipped(target):
+    """A load that may pass the edge reads 0 there; a store that may pass it is predicated."""
+
+    @T.prim_func
+    def before(A: T.Tensor((100,), "float32"), B: T.Tensor((100,), "float32")):
+        with T.Kernel(2, threads=64) as bx:
+            s = T.alloc_shared((64,), "float32")
+            for i in T.Parallel(64):
+                s[i] = A[bx * 64 + i]
+            for i in T.Parallel(64):
+                B[bx * 64 + i] = s[i] + 1.0
+
+    @T.prim_func
+    def expected(A: T.Tensor((100,), "float32"), B: T.Tensor((100,), "float32")):
+        with T.Kernel(2, threads=64) as bx:
+            s = T.alloc_shared((64,), "float32")
+            for i in T.Parallel(64):
+                s[i] = T.if_then_else(bx * 64 + i < 100, A[bx * 64 + i], 0.0)
+            for i in T.Parallel(64):
+                if bx * 64 + i < 100:
+                    B[bx * 64 + i] = s[i] + 1.0
+
+    assert_pass(target, "guard-accesses", before, expected)
+
+
+@pass_test("guard-accesses", *TARGETS)
+def test_accesses_that_stay_inside_are_not_guarded(target):
+    """Accesses provably inside their tensor (the grid tiles it exactly) keep no guard."""
+
+    @T.prim_func
+    def before(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(2, threads=64) as bx:
+            for i in T.Parallel(64):
+                B[bx * 64 + i] = A[bx * 64 + i] + 1.0
+
+    assert_pass(target, "guard-accesses", before, UNCHANGED)

@@ -1,0 +1,80 @@
+"""infer-layouts, Before/Expected: every fragment gets a layout over the block's threads, and every
+T.Parallel nest the partition of the fragment it writes or reads. Layouts print in a form for reading
+(not parsed back), so the expected IR is text."""
+
+from __future__ import annotations
+
+import tilecraft.language as T
+from tests.transform.helpers import OPENCL, SM80
+from tilecraft.testing.passes import assert_pass, pass_test
+
+
+@pass_test("infer-layouts", SM80, OPENCL)
+def test_a_fragment_and_the_nests_over_it_share_the_default_layout(target):
+    """A fragment without a constraint gets the default layout, and each nest over it that partition."""
+    # A 128-element fragment over 128 threads: one register each, lanes then warps; both T.Parallel
+    # nests over it carry that layout as their thread partition.
+
+    @T.prim_func
+    def scale(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+        with T.Kernel(2, threads=128) as bx:
+            f = T.alloc_fragment((128,), "float32")
+            for i in T.Parallel(128):
+                f[i] = A[bx * 128 + i] * 2.0
+            for i in T.Parallel(128):
+                B[bx * 128 + i] = f[i]
+
+    expected = """
+    @T.prim_func
+    def scale(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+        with T.Kernel(2, threads=128) as bx:
+            f = T.alloc_fragment((128,), "float32")
+            T.annotate_layout({f: TileLayout(shape=(128,), registers=1, LinearLayout({'register': [], 'lane': [(1,), (2,), (4,), (8,), (16,)], 'warp': [(32,), (64,)]}, {'dim0': 128}))})
+            for i in T.Parallel(128, annotations={'layout': TileLayout(shape=(128,), registers=1, LinearLayout({'register': [], 'lane': [(1,), (2,), (4,), (8,), (16,)], 'warp': [(32,), (64,)]}, {'dim0': 128}))}):
+                f[i] = A[bx * 128 + i] * 2.0
+            for i_1 in T.Parallel(128, annotations={'layout': TileLayout(shape=(128,), registers=1, LinearLayout({'register': [], 'lane': [(1,), (2,), (4,), (8,), (16,)], 'warp': [(32,), (64,)]}, {'dim0': 128}))}):
+                B[bx * 128 + i_1] = f[i_1]
+    """
+
+    assert_pass(target, "infer-layouts", scale, expected)
+
+
+@pass_test("infer-layouts", SM80)
+def test_a_gemm_accumulator_gets_the_mma_layout_and_its_operand_tiles_a_swizzle(target):
+    """A gemm imposes the mma layout on its accumulator, the nests over it follow, its tiles are swizzled."""
+    # m16n8k16 on one warp: 8 accumulator registers a thread in the mma layout; the nest reading it
+    # follows that layout; the shared operand tiles get the 16-bit swizzle.
+
+    @T.prim_func
+    def mma(
+        A: T.Tensor((16, 16), "float16"), B: T.Tensor((16, 16), "float16"), C: T.Tensor((16, 16), "float32")
+    ):
+        with T.Kernel(1, threads=32):
+            As = T.alloc_shared((16, 16), "float16")
+            Bs = T.alloc_shared((16, 16), "float16")
+            Cf = T.alloc_fragment((16, 16), "float32")
+            T.copy(A, As)
+            T.copy(B, Bs)
+            T.gemm(As, Bs, Cf, clear_accum=True)
+            for i, j in T.Parallel(16, 16):
+                C[i, j] = Cf[i, j]
+
+    expected = """
+    @T.prim_func
+    def mma(A: T.Tensor((16, 16), "float16"), B: T.Tensor((16, 16), "float16"), C: T.Tensor((16, 16), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            As = T.alloc_shared((16, 16), "float16")
+            T.annotate_layout({As: SharedLayout('swizzle16', line_shift=6)})
+            Bs = T.alloc_shared((16, 16), "float16")
+            T.annotate_layout({Bs: SharedLayout('swizzle16', line_shift=6)})
+            Cf = T.alloc_fragment((16, 16), "float32")
+            T.annotate_layout({Cf: TileLayout(shape=(16, 16), registers=8, LinearLayout({'register': [(0, 1), (8, 0), (0, 8)], 'lane': [(0, 2), (0, 4), (1, 0), (2, 0), (4, 0)], 'warp': []}, {'dim0': 16, 'dim1': 16}))})
+            T.copy(A, As)
+            T.copy(B, Bs)
+            T.gemm(As, Bs, Cf, clear_accum=True)
+            for i in T.Parallel(16, annotations={'layout': TileLayout(shape=(16, 16), registers=8, LinearLayout({'register': [(0, 1), (8, 0), (0, 8)], 'lane': [(0, 2), (0, 4), (1, 0), (2, 0), (4, 0)], 'warp': []}, {'dim0': 16, 'dim1': 16}))}):
+                for j in T.Parallel(16):
+                    C[i, j] = Cf[i, j]
+    """
+
+    assert_pass(target, "infer-layouts", mma, expected)

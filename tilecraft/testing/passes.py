@@ -1,0 +1,281 @@
+"""Before/Expected tests of single passes: run one named pass of a target's pipeline on a module and
+compare the result with the expected IR.
+
+    @pass_test("lower-buffer-views", *TARGETS)
+    def test_view_accesses_address_the_base_buffer(target):
+        \"""A load through a view reads the viewed buffer at the view's flattened index.\"""
+        assert_pass(target, "lower-buffer-views", before, expected)
+
+`before` and `expected` are kernels written in the kernel language (`@T.prim_func`), IR modules, or
+printed IR text (what `func.script()` and `TILECRAFT_DUMP_IR` write; `T.parse_script` reads it back).
+`expected=UNCHANGED` states that the pass leaves the module as it is. The comparison is structural
+(`tilecraft.ir.structural_equal`) whenever the expected IR is IR or text the language parses. Lowered
+IR that holds backend statements prints in a generic `T.<node>(...)` form the parser does not read;
+for it, the printed result must equal the expected text (blank lines, surrounding indentation and the
+dump header aside).
+
+A pass whose input the kernel language cannot spell (it runs after a lowering that introduced backend
+statements) is tested with `prefix=True`: `before` is then a kernel, and the pass's input is what
+`tilecraft.lower` hands it (the frontend and every earlier pass of the pipeline).
+
+`pass_test` records which (target kind, pass) pairs have a test; `untested_passes` lists the passes of
+given pipelines that have none, so a suite can fail when a pass is added without a test.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import textwrap
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from tilecraft.backend.context import create_backend_context
+from tilecraft.backend.pipeline import PassContext, PassPipeline
+from tilecraft.backend.target import Target
+from tilecraft.ir import IRModule, PrimFunc, structural_equal
+from tilecraft.ir import stmt as S
+from tilecraft.ir.printer import print_ir
+from tilecraft.ir.visitor import Mutator
+
+__all__ = [
+    "UNCHANGED",
+    "assert_pass",
+    "covered_passes",
+    "pass_test",
+    "pipeline_of",
+    "run_pass",
+    "untested_passes",
+]
+
+UNCHANGED = "<the pass leaves the module unchanged>"
+
+_COVERED: set[tuple[str, str]] = set()
+
+IRLike = PrimFunc | IRModule | str
+
+
+def pipeline_of(target: Target | str) -> tuple[PassPipeline, PassContext]:
+    """The pipeline that lowers for `target`, and a pass context like the one `tilecraft.lower` makes."""
+    ctx = create_backend_context(target, require_available=False)
+    return ctx.backend.pipelines[ctx.target.kind], PassContext(ctx.target, {}, ctx)
+
+
+def run_pass(
+    target: Target | str,
+    pass_name: str,
+    before: IRLike,
+    *,
+    pass_configs: Mapping[str, Any] | None = None,
+    prefix: bool = False,
+) -> IRModule:
+    """The module after the pass named `pass_name` of `target`'s pipeline ran on `before` (the first
+    pass of that name, where a pipeline runs one twice); `prefix=True` runs the earlier ones first."""
+    _, result = _run(target, pass_name, before, pass_configs, prefix)
+    return result
+
+
+def assert_pass(
+    target: Target | str,
+    pass_name: str,
+    before: IRLike,
+    expected: IRLike,
+    *,
+    pass_configs: Mapping[str, Any] | None = None,
+    prefix: bool = False,
+    as_text: bool = False,
+) -> IRModule:
+    """Run the pass on `before` and require `expected` (or the input itself, for `UNCHANGED`).
+
+    `as_text=True` compares the printed forms even where the expected text parses: for what the printed
+    form cannot show (where a scope ends, say), which the test then checks itself on the returned module.
+    An `expected` equal to the pass's input is refused: such a test would pass without the pass.
+    """
+    given, result = _run(target, pass_name, before, pass_configs, prefix)
+    if isinstance(expected, str) and expected == UNCHANGED:
+        _require(
+            structural_equal(result, given), given, result, f"'{pass_name}' changed a module it must keep"
+        )
+        return result
+    wanted = None if as_text else _expected_module(expected)
+    if wanted is None:
+        _assert_text(pass_name, given, result, expected)
+    else:
+        if _same_functions(given, wanted):
+            raise AssertionError(f"expected IR of '{pass_name}' equals its input: write UNCHANGED instead")
+        _require(
+            _same_functions(result, wanted), wanted, result, f"'{pass_name}' did not give the expected IR"
+        )
+    return result
+
+
+def pass_test(pass_name: str, *targets: str) -> Callable[[Callable[..., Any]], Any]:
+    """Decorator of a Before/Expected test of `pass_name`: parametrizes its `target` argument over
+    `targets` and records the pass as tested for each target's kind. The test's docstring must name
+    the invariant it checks (one line)."""
+    import pytest
+
+    if not targets:
+        raise ValueError(f"pass_test({pass_name!r}) needs at least one target")
+    kinds = [Target.parse(t).kind for t in targets]
+
+    def decorate(fn: Callable[..., Any]) -> Any:
+        if not (fn.__doc__ or "").strip():
+            raise ValueError(f"{fn.__name__}: a pass test's docstring names the invariant it checks")
+        _COVERED.update((kind, pass_name) for kind in kinds)
+        ids = [_target_id(t) for t in targets]
+        return pytest.mark.parametrize("target", targets, ids=ids)(fn)
+
+    return decorate
+
+
+def covered_passes() -> frozenset[tuple[str, str]]:
+    """The (target kind, pass name) pairs that a `pass_test` imported so far tests."""
+    return frozenset(_COVERED)
+
+
+def untested_passes(pipelines: Iterable[PassPipeline]) -> list[str]:
+    """`kind: pass-name` for every pass of `pipelines` that no imported `pass_test` tests."""
+    covered = covered_passes()
+    missing = []
+    for pipeline in pipelines:
+        for name in dict.fromkeys(pipeline.pass_names):
+            if (pipeline.name, name) not in covered:
+                missing.append(f"{pipeline.name}: {name}")
+    return missing
+
+
+# ---------------------------------------------------------------------------------- running
+
+
+def _run(target, pass_name, before, pass_configs, prefix) -> tuple[IRModule, IRModule]:
+    """(the pass's input, its output)."""
+    pipeline, ctx = pipeline_of(target)
+    ctx = PassContext(ctx.target, pass_configs or {}, ctx.backend_context)
+    index = _index_of(pipeline, pass_name)
+    mod = _module(before)
+    if prefix:
+        # the earlier passes as one pipeline run, so TILECRAFT_DUMP_IR shows them too
+        mod = PassPipeline(pipeline.name, pipeline.passes[:index]).run(_frontend(mod), ctx)
+    return mod, PassPipeline(pipeline.name, pipeline.passes[index : index + 1]).run(mod, ctx)
+
+
+def _index_of(pipeline: PassPipeline, pass_name: str) -> int:
+    names = pipeline.pass_names
+    if pass_name not in names:
+        raise ValueError(
+            f"pipeline {pipeline.name!r} has no pass {pass_name!r}; its passes: {', '.join(names)}"
+        )
+    return names.index(pass_name)
+
+
+def _frontend(mod: IRModule) -> IRModule:
+    """What `tilecraft.lower` does to a kernel before the pipeline: fragment sizing and the check."""
+    from tilecraft.transform.check import check_semantics
+    from tilecraft.transform.widen_fragments import widen_fragments
+
+    mod = widen_fragments(mod)
+    check_semantics(mod)
+    return mod
+
+
+def _module(ir: IRLike) -> IRModule:
+    if isinstance(ir, IRModule):
+        return ir
+    if isinstance(ir, PrimFunc):
+        return IRModule.from_func(ir)
+    if isinstance(ir, str):
+        return _module(_parse(ir))
+    raise TypeError(f"expected a PrimFunc, an IRModule or IR text, got {type(ir).__name__}")
+
+
+def _parse(text: str) -> PrimFunc | IRModule:
+    from tilecraft.language import parse_script
+
+    body = textwrap.dedent(text).strip() + "\n"
+    if "import tilecraft.language as T" not in body:
+        body = "import tilecraft.language as T\n\n" + body
+    return parse_script(body)
+
+
+def _expected_module(expected: IRLike) -> IRModule | None:
+    """`expected` as a module, or None when it is text of lowered IR the language cannot read."""
+    if not isinstance(expected, str):
+        return _module(expected)
+    try:
+        return _module(_parse(expected))
+    except Exception:  # the generic `T.<node>(...)` form: compared as text
+        return None
+
+
+# ---------------------------------------------------------------------------------- comparing
+
+
+def _same_functions(a: IRModule, b: IRModule) -> bool:
+    """Equal functions, in order; the name of a module's only function is not compared (a test names
+    its kernels `before` and `expected`)."""
+    if len(a.functions) != len(b.functions):
+        return False
+    pairs = [(_canonical(f), _canonical(g)) for f, g in zip(a.functions, b.functions)]
+    if len(pairs) == 1:
+        ((f, g),) = pairs
+        return structural_equal(f, PrimFunc(f.name, g.params, g.body, g.attrs, span=g.span))
+    return all(structural_equal(f, g) for f, g in pairs)
+
+
+class _FlattenSequences(Mutator):
+    """Nested and empty statement sequences flattened: a pass that deletes a statement may leave an
+    empty sequence behind, which prints as nothing and means nothing."""
+
+    def mutate_Buffer(self, buf):
+        return buf
+
+    def mutate_SeqStmt(self, s: S.SeqStmt) -> S.Stmt:
+        return S.seq(*(self.mutate(child) for child in s.stmts))
+
+
+def _canonical(f: PrimFunc) -> PrimFunc:
+    return f.with_body(_FlattenSequences().mutate(f.body))
+
+
+def _require(ok: bool, wanted: IRModule, got: IRModule, what: str) -> None:
+    if not ok:
+        raise AssertionError(f"{what}:\n{_diff(_normalized(print_ir(wanted)), _normalized(print_ir(got)))}")
+
+
+def _assert_text(pass_name: str, given: IRModule, result: IRModule, expected: IRLike) -> None:
+    wanted = _normalized(expected if isinstance(expected, str) else print_ir(_module(expected)))
+    if _normalized(print_ir(given)) == wanted:
+        raise AssertionError(f"expected IR of '{pass_name}' equals its input: write UNCHANGED instead")
+    got = _normalized(print_ir(result))
+    if got != wanted:
+        raise AssertionError(
+            f"'{pass_name}' did not give the expected IR (compared as text):\n{_diff(wanted, got)}"
+        )
+
+
+def _normalized(text: str) -> str:
+    """Printed IR without the dump header, the import line, surrounding indentation and blank lines."""
+    lines = [line.rstrip() for line in textwrap.dedent(text).splitlines()]
+    kept = [
+        line
+        for line in lines
+        if line.strip() and not line.startswith(("# tilecraft IR after", "import tilecraft.language as T"))
+    ]
+    if sum(line.startswith("def ") for line in kept) == 1:  # the only function's name is not compared
+        kept = [re.sub(r"^def \w+\(", "def _(", line) for line in kept]
+    return "\n".join(kept)
+
+
+def _diff(wanted: str, got: str) -> str:
+    lines = difflib.unified_diff(wanted.splitlines(), got.splitlines(), "expected", "actual", lineterm="")
+    return (
+        "\n".join(lines) or "(the printed forms are equal; the IR differs in what the printer does not show)"
+    )
+
+
+def _target_id(target: str) -> str:
+    """A short test id: the kind and the arch, if any (`kind-arch`), not every attribute."""
+    parsed = Target.parse(target)
+    arch = parsed.attr("arch")
+    return f"{parsed.kind}-{arch}" if arch else parsed.kind
