@@ -83,32 +83,43 @@ def compile_and_check(case_name: str, target: str, execution_backend: str, seed:
         assert err <= case.tol, f"{case_name}: output {index} relative error {err:.3e} > {case.tol:.1e}"
 
 
+def backend_packages() -> list[str]:
+    """The package of every backend entry point (read from the metadata; nothing is imported)."""
+    from tilecraft.backend import _loader
+
+    return [
+        ep.module.rpartition(".")[0]
+        for ep in _loader.discovered_entry_points()
+        if ep.group == _loader.BACKENDS
+    ]
+
+
 def fresh_process_main(target: str, execution_backend: str) -> None:
     """In a new interpreter: 8 threads make the process's first compiles at the same moment."""
     import tilecraft  # noqa: F401 - what a user imports; must not load the backends yet
-    from tilecraft._builtin import BUILTIN_BACKEND_PACKAGES
 
-    loaded = [p for p in BUILTIN_BACKEND_PACKAGES if p in sys.modules]
+    loaded = [p for p in backend_packages() if p in sys.modules]
     assert not loaded, f"backend packages {loaded} loaded before the first compile; the race is not exercised"
     run_in_threads(lambda i: compile_and_check(FIRST_COMPILES[i], target, execution_backend, seed=i))
     print("ok")
 
 
 def imports_main() -> None:
-    """In a new interpreter: threads import the built-in backend packages themselves while others look
-    targets up; nobody deadlocks, and everybody sees every package registered."""
+    """In a new interpreter: threads import the backend packages themselves while others look targets
+    up; nobody deadlocks, and everybody sees every package registered."""
     import importlib
 
-    from tilecraft._builtin import BUILTIN_BACKEND_PACKAGES
     from tilecraft.backend import registered_backends
 
+    packages = backend_packages()
+
     def work(i: int) -> int:
-        if i < len(BUILTIN_BACKEND_PACKAGES):
-            importlib.import_module(BUILTIN_BACKEND_PACKAGES[i])
+        if i < len(packages):
+            importlib.import_module(packages[i])
         return len(registered_backends())
 
     counts = run_in_threads(work)
-    expected = len(BUILTIN_BACKEND_PACKAGES)
+    expected = len(packages)
     assert counts == [expected] * len(counts), f"threads saw registries of {counts} manifests, not {expected}"
     print("ok")
 
@@ -145,11 +156,11 @@ def backend_ctx(target_case):
 
 
 def test_a_lookup_during_a_backend_package_import_leaves_loading_unfinished(tmp_path, monkeypatch):
-    """A lookup made while a built-in package is still importing cannot mark the backends loaded:
+    """A lookup made while a backend package is still importing cannot mark the backends loaded:
     another thread would then trust a registry that package has not filled yet."""
     import importlib
+    from importlib.metadata import EntryPoint
 
-    import tilecraft._builtin
     from tilecraft.backend import _loader, isolated_registry, registered_backends
 
     package = tmp_path / "tctest_lookup_on_import"
@@ -159,8 +170,11 @@ def test_a_lookup_during_a_backend_package_import_leaves_loading_unfinished(tmp_
         "registered_backends()\n"
         "LOADED_DURING_IMPORT = _loader._loaded\n"
     )
+    (package / "backend.py").write_text("MANIFEST = 'registered by a test double'\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(tilecraft._builtin, "BUILTIN_BACKEND_PACKAGES", (package.name,))
+    entry_point = EntryPoint("lookup-on-import", f"{package.name}.backend:MANIFEST", _loader.BACKENDS)
+    monkeypatch.setattr(_loader, "discovered_entry_points", lambda: [entry_point])
+    monkeypatch.setattr(_loader, "_register", lambda ep, obj: None)  # only the loading order is tested
     monkeypatch.delitem(sys.modules, package.name, raising=False)
     with isolated_registry():
         _loader._loaded = False  # re-armed; isolated_registry restores it on exit

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tilecraft.backend.api import API_VERSION
 from tilecraft.backend.codegen import DeviceCode, DeviceCodegen, HostCodegen
 from tilecraft.backend.module import BackendModule
 from tilecraft.backend.registry import register_backend
@@ -43,5 +44,6 @@ CPU_BACKEND = register_backend(
             MAX_BLOCK_SCRATCH: "bytes of per-block scratch a kernel may use (default 1 GiB)",
         },
         doc="the host processor through C: a block runs as one thread, blocks spread over OpenMP threads",
+        api_version=API_VERSION,
     )
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tilecraft.backend.api import API_VERSION
 from tilecraft.backend.codegen import DeviceCodegen
 from tilecraft.backend.errors import TargetError
 from tilecraft.backend.module import BackendModule
@@ -51,5 +52,6 @@ CUDA_BACKEND = register_backend(
         },
         dialect="tilecraft.cuda.language",
         doc="NVIDIA GPUs (sm_80+) through CUDA C++: mma.sync (wgmma on sm_90a) tensor cores, cp.async (TMA on sm_90a) pipelines",
+        api_version=API_VERSION,
     )
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tilecraft.backend.api import API_VERSION
 from tilecraft.backend.codegen import DeviceCodegen
 from tilecraft.backend.module import BackendModule
 from tilecraft.backend.registry import register_backend
@@ -19,5 +20,6 @@ OPENCL_BACKEND = register_backend(
         execution_backends=(OPENCL,),
         dialect="tilecraft.opencl.language",
         doc="OpenCL 1.2 devices through OpenCL C: work-groups of work-items, local-memory reductions",
+        api_version=API_VERSION,
     )
 )

@@ -9,12 +9,14 @@ import argparse
 import os
 import platform
 import sys
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from tilecraft import __version__, settings
-from tilecraft.backend import BackendModule, Target, detection_report, registered_backends
-from tilecraft.errors import TilecraftError
+from tilecraft.backend import BackendModule, Target, detection_report, plugin_problems, registered_backends
+from tilecraft.errors import PluginWarning, TilecraftError
 from tilecraft.execution import KernelCache, registered_execution_backends
 
 
@@ -61,16 +63,30 @@ def run_tilelang(argv: Sequence[str]) -> int:
 
 
 def cmd_backends() -> int:
-    """Print each registered target backend, its kinds, variant, dialect and execution backends."""
-    backends = registered_backends()
+    """Print each registered target backend, its kinds, variant, dialect and execution backends, then
+    the plugins that failed to load; the status is 1 when there is no backend or a plugin failed."""
+    with _plugin_warnings_listed():
+        backends = registered_backends()
+        problems = plugin_problems()
     if not backends:
         print("no target backends are registered")
-        return 1
     for i, backend in enumerate(backends):
         if i:
             print()
         print("\n".join(describe_backend(backend)))
-    return 0
+    if problems:
+        print("\nplugins that failed to load:")
+        for problem in problems:
+            print(f"  {problem.describe()}")
+    return 1 if problems or not backends else 0
+
+
+@contextmanager
+def _plugin_warnings_listed() -> Iterator[None]:
+    # The commands list broken plugins themselves; the warning would say it twice.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PluginWarning)
+        yield
 
 
 def describe_backend(backend: BackendModule) -> list[str]:
@@ -92,13 +108,15 @@ def cmd_doctor() -> int:
     print(f"python    {platform.python_version()} ({sys.executable})")
     print(f"numpy     {_numpy_version()}")
     print(f"platform  {platform.platform()}")
+    with _plugin_warnings_listed():
+        plugin_lines = _plugin_lines()
     _section("target detection (in `auto` order)", _detection_lines())
     _section("execution backends", _execution_lines())
     cache_line, cache_problems = _cache_report()
     _section("cache", [cache_line])
     setting_problems = _setting_problems()
     _section("settings", _guarded(lambda: settings.describe(setting_problems).splitlines(), "settings table"))
-    _section("problems", [*setting_problems.values(), *cache_problems])
+    _section("problems", [*plugin_lines, *setting_problems.values(), *cache_problems])
     return 0
 
 
@@ -126,6 +144,10 @@ def _guarded(lines: Callable[[], list[str]], what: str) -> list[str]:
 
 def _detection_lines() -> list[str]:
     return _guarded(lambda: [result.describe() for result in detection_report()], "detection")
+
+
+def _plugin_lines() -> list[str]:
+    return _guarded(lambda: [problem.describe() for problem in plugin_problems()], "loading the plugins")
 
 
 def _execution_lines() -> list[str]:

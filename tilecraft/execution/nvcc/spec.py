@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tilecraft.backend.api import API_VERSION
 from tilecraft.execution.base import Availability, ExecutionBackendSpec
 
 DLPACK_CUDA = 2  # kDLCUDA: the DLPack device code of the arrays its launcher accepts
@@ -32,4 +33,5 @@ NVCC = ExecutionBackendSpec(
     device_types=(DLPACK_CUDA,),
     doc="nvcc compiles the CUDA source to a cubin ahead of time (eagerly, in codegen); loaded and launched "
     "through the CUDA driver",
+    api_version=API_VERSION,
 )

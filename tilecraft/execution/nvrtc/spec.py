@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tilecraft.backend.api import API_VERSION
 from tilecraft.execution.base import Availability, ExecutionBackendSpec
 
 DLPACK_CUDA = 2  # kDLCUDA: the DLPack device code of the arrays its launcher accepts
@@ -22,4 +23,5 @@ NVRTC = ExecutionBackendSpec(
     eager_device_compile=False,
     device_types=(DLPACK_CUDA,),
     doc="NVRTC compiles the CUDA source to a cubin in process; loaded and launched through the CUDA driver",
+    api_version=API_VERSION,
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tilecraft.backend.api import API_VERSION
 from tilecraft.execution.base import Availability, ExecutionBackendSpec
 
 SOURCE_FORMAT = "opencl-source"
@@ -22,4 +23,5 @@ OPENCL = ExecutionBackendSpec(
     eager_device_compile=False,
     device_types=("cpu",),  # host memory, as the cc backend declares it: arrays are copied in and out
     doc="pyopencl builds the OpenCL C program for one device; host arrays are copied in and out per call",
+    api_version=API_VERSION,
 )
