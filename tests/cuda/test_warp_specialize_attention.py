@@ -17,7 +17,6 @@ import pytest
 
 import tilecraft
 import tilecraft.language as T
-from tests.conformance import attention_bhsd as AB
 from tilecraft.cuda.transform.warp_specialize import (
     GENERAL,
     GENERAL_SPLITS,
@@ -25,6 +24,7 @@ from tilecraft.cuda.transform.warp_specialize import (
     REGISTERS_PER_SM,
     entry_registers,
 )
+from tilecraft.testing.conformance import attention_bhsd as AB
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from hopper_attention import build  # noqa: E402

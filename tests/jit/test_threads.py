@@ -69,7 +69,7 @@ def rel_error(out: Any, ref: np.ndarray) -> float:
 def compile_and_check(case_name: str, target: str, execution_backend: str, seed: int) -> None:
     """Compile one conformance case, run it on fresh inputs, compare with its float64 reference."""
     import tilecraft
-    from tests.conformance.cases import CASES
+    from tilecraft.testing.conformance.cases import CASES
 
     case = next(c for c in CASES if c.name == case_name)
     kernel = tilecraft.compile(case.build(), target=target, execution_backend=execution_backend)
@@ -198,9 +198,9 @@ def test_importing_backend_packages_from_threads_in_a_fresh_process(tmp_path):
 def test_concurrent_calls_of_one_kernel(backend_ctx):
     """One compiled kernel called from 8 threads at once: each call gets its own inputs' result."""
     import tilecraft
-    from tests.conformance.cases import _dynamic_scale
+    from tilecraft.testing.conformance.cases import dynamic_scale
 
-    kernel = tilecraft.compile(_dynamic_scale(), ctx=backend_ctx)
+    kernel = tilecraft.compile(dynamic_scale(), ctx=backend_ctx)
 
     def calls(i: int) -> None:
         rng = np.random.default_rng(i)
@@ -228,8 +228,8 @@ def frequent_thread_switches():
 def test_parsing_in_threads_builds_the_same_ir(frequent_thread_switches):
     """Kernels parsed by 8 threads at once are the kernels parsed one at a time (the parser's state is
     per thread)."""
-    from tests.language import kernels as K
     from tilecraft.ir.structural import structural_hash
+    from tilecraft.testing.conformance import kernels as K
 
     factories = [lambda: K.softmax(256, 128, 16), lambda: K.layer_norm(256, 128, 8), lambda: K.gemm(128, 128, 64),
                  lambda: K.transpose(256, 128, 32), lambda: K.cumsum(128, 64, 32), lambda: K.rms_norm(256, 128, 8),
@@ -260,7 +260,7 @@ def test_parsing_in_threads_with_garbage_collection_during_parses():
     collection inside one lets the other run. tilecraft's parses take turns, so kernels parsed (and
     jit functions defined) in threads of a busy program still work."""
     import tilecraft
-    from tests.language import kernels as K
+    from tilecraft.testing.conformance import kernels as K
 
     def parse(i: int) -> None:
         for _ in range(50):
@@ -294,7 +294,7 @@ def test_a_jit_function_compiles_each_key_once_across_threads(counted_compiles, 
     """8 threads call one lazy @tilecraft.jit function, 4 with each of two sizes: two compiles, and
     the threads asking for the same size get the same Kernel."""
     import tilecraft
-    from tests.language import kernels as K
+    from tilecraft.testing.conformance import kernels as K
 
     @tilecraft.jit(target="c", out_idx=2)
     def add(n: int):

@@ -10,8 +10,8 @@ import pytest
 
 import tilecraft
 import tilecraft.language as T
-from tests.language import kernels as K
 from tilecraft.errors import LoweringError
+from tilecraft.testing.conformance import kernels as K
 
 # A fully described device: lowering never has to ask one.
 FULL = "opencl -fp16=false -fp64=true -int64_atomics=true -local_mem=65536 -max_work_group_size=1024"

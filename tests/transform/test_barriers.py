@@ -8,7 +8,7 @@ import re
 
 import tilecraft
 import tilecraft.language as T
-from tests.language import kernels as K
+from tilecraft.testing.conformance import kernels as K
 
 # Every capability given, so nothing asks a device.
 TARGET = "opencl -fp16=false -fp64=true -int64_atomics=true -local_mem=65536 -max_work_group_size=1024"
