@@ -86,5 +86,10 @@ class ToolchainError(TilecraftError):
     """An external compiler or runtime failed or is missing."""
 
 
+class ToolchainNotFound(ToolchainError):
+    """The compiler or runtime a step needs is not installed or not usable here (the message says which,
+    where it was looked for and how to get one); `tilecraft backend check` skips a compile check on it."""
+
+
 class ArgumentError(TilecraftError, TypeError):
     """A kernel was called with arrays or scalars that do not match its parameters."""

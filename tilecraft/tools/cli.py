@@ -1,4 +1,5 @@
-"""The `tilecraft` command line: `backends`, `doctor`, `settings` and `run-tilelang`, in plain text.
+"""The `tilecraft` command line: `backends`, `backend new`, `backend check`, `doctor`, `settings` and
+`run-tilelang`, in plain text.
 
 Everything printed comes from the registries; the command line knows no backend by name.
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from tilecraft import __version__, settings
 from tilecraft.backend import BackendModule, Target, detection_report, plugin_problems, registered_backends
-from tilecraft.errors import PluginWarning, TilecraftError
+from tilecraft.errors import KernelWarning, PluginWarning, TilecraftError
 from tilecraft.execution import KernelCache, registered_execution_backends
 
 
@@ -31,9 +32,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return args.run()
+        return args.run(args) if getattr(args, "takes_args", False) else args.run()
     except TilecraftError as err:
-        print(f"tilecraft {args.command}: error: {err}", file=sys.stderr)
+        command = " ".join(filter(None, (args.command, getattr(args, "action", None))))
+        print(f"tilecraft {command}: error: {err}", file=sys.stderr)
         return 1
 
 
@@ -47,12 +49,78 @@ def _parser() -> argparse.ArgumentParser:
         ("settings", cmd_settings, "print every TILECRAFT_* setting with its current value"),
     ):
         commands.add_parser(name, help=text, description=text).set_defaults(run=run)
+    _backend_parser(commands)
     # Listed for --help only: main() hands its arguments to the runner, which parses them itself.
     commands.add_parser(RUN_TILELANG, help="run a TileLang script unchanged (see run-tilelang --help)")
     return parser
 
 
 RUN_TILELANG = "run-tilelang"
+
+
+def _backend_parser(commands) -> None:
+    text = "scaffold (new) or audit (check) a target backend; docs/backends.md is the guide"
+    backend = commands.add_parser("backend", help=text, description=text)
+    actions = backend.add_subparsers(dest="action", metavar="action", required=True)
+    text = "write a pip-installable backend package: a renamed variant of the backend of kind --from"
+    new = actions.add_parser("new", help=text, description=text)
+    new.add_argument("name", help="the new backend's name, also its target kind (lower case, digits, _)")
+    new.add_argument("--from", dest="template", required=True, metavar="KIND",
+                     help="the target kind whose backend it starts from (see `tilecraft backends`)")  # fmt: skip
+    new.add_argument("--out", type=Path, help="the folder to write (default: ./tilecraft-NAME)")
+    new.set_defaults(run=cmd_backend_new, takes_args=True)
+    text = "audit a backend: manifest, boundaries, codegen, compile and the conformance kit, as a table"
+    check = actions.add_parser("check", help=text, description=text)
+    check.add_argument("name", help="a backend's name or one of its target kinds")
+    check.add_argument("--execution", metavar="E", help="run the conformance kit only on execution backend E")
+    check.add_argument("--jobs", "-j", type=int, default=0, help="kernels at a time (default: one per core)")
+    check.add_argument("--verbose", "-v", action="store_true", help="list every kernel's verdict")
+    check.set_defaults(run=cmd_backend_check, takes_args=True)
+
+
+def cmd_backend_new(args: argparse.Namespace) -> int:
+    """Write the package; print where, and what to run next."""
+    from tilecraft.tools.scaffold import scaffold
+
+    out = args.out if args.out is not None else Path(f"tilecraft-{args.name}")
+    written = scaffold(args.name, args.template, out)
+    print(f"wrote backend {args.name!r} (a variant of the {args.template!r} backend) to {out}:")
+    for path in written:
+        print(f"  {path.relative_to(out)}")
+    print(f"next: pip install -e {out} && tilecraft backend check {args.name}   (see {out / 'README.md'})")
+    return 0
+
+
+def cmd_backend_check(args: argparse.Namespace) -> int:
+    """Print the audit's table as it runs, then the failed kernels; the status is 1 when a row fails."""
+    from tilecraft.tools.audit import audit, default_jobs, find_backend, format_details, format_row
+
+    with _plugin_warnings_listed():
+        manifest = find_backend(args.name)
+    print(f"tilecraft backend check {manifest.name}")
+    print(format_row_header())
+    rows = []
+    with warnings.catch_warnings():
+        # Some conformance kernels warn by design (a fragment sized from its loop); the table is the report.
+        warnings.simplefilter("ignore", KernelWarning)
+        for row in audit(manifest, args.execution, args.jobs or default_jobs()):
+            rows.append(row)
+            print(format_row(row), flush=True)
+    details = format_details(rows, args.verbose)
+    if details:
+        print()
+        print("\n".join(details))
+    failed = [r.check for r in rows if r.verdict.status == "fail"]
+    print(f"\n{len(rows)} checks: {len(failed)} failed" + (f" ({', '.join(failed)})" if failed else ""))
+    return 1 if failed else 0
+
+
+def format_row_header() -> str:
+    from tilecraft.testing.conformance import Verdict
+    from tilecraft.tools.audit import Row, format_row
+
+    line = format_row(Row("check", Verdict("verdict", "reason")))
+    return f"{line}\n{'-' * len(line)}"
 
 
 def run_tilelang(argv: Sequence[str]) -> int:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tilecraft import settings
-from tilecraft.errors import ToolchainError
+from tilecraft.errors import ToolchainError, ToolchainNotFound
 from tilecraft.execution.nvrtc.compiler import SOURCE_NAME, keep_source
 
 BASE_FLAGS = ("-cubin", "-O3", "-std=c++17", "-lineinfo")
@@ -73,10 +73,10 @@ def missing_reason() -> str:
 
 
 def nvcc_path() -> str:
-    """The nvcc to use; ToolchainError saying where it looked and how to install one."""
+    """The nvcc to use; ToolchainNotFound saying where it looked and how to install one."""
     path = find_nvcc()
     if path is None:
-        raise ToolchainError(f"{missing_reason()}; {INSTALL_HINT}")
+        raise ToolchainNotFound(f"{missing_reason()}; {INSTALL_HINT}")
     return path
 
 
