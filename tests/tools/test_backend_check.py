@@ -37,6 +37,13 @@ def test_an_unknown_backend_is_an_error_listing_the_registered_ones(capsys):
     assert "registered backends: cpu (kinds c)" in err
 
 
+def test_an_execution_backend_the_backend_does_not_declare_is_an_error(capsys):
+    assert main(["backend", "check", "c", "--execution", "nvrtc"]) == 1
+    captured = capsys.readouterr()
+    assert "backend 'cpu' declares no execution backend 'nvrtc'; declared: cc" in captured.err
+    assert captured.out == ""
+
+
 def test_a_backend_is_found_by_name_kind_or_alias():
     assert audit.find_backend("cpu") is audit.find_backend("c")
     with pytest.raises(BackendError, match="no backend or target kind named 'cpux'"):

@@ -52,6 +52,7 @@ from tilecraft.testing.conformance import (
     Verdict,
     declared,
     declared_cases,
+    expect,
     resolve,
     run_case,
     verdict_of,
@@ -99,7 +100,13 @@ def find_backend(name: str) -> BackendModule:
 
 
 def audit(manifest: BackendModule, execution: str | None = None, jobs: int = 1) -> Iterator[Row]:
-    """Every row of the audit of `manifest`, in order (each computed when asked for)."""
+    """Every row of the audit of `manifest`, in order (each computed when asked for); `execution` limits
+    the conformance rows to that execution backend, which the manifest must declare."""
+    if execution is not None and manifest.execution_backend(execution) is None:
+        declared_names = ", ".join(s.name for s in manifest.execution_backends)
+        raise BackendError(
+            f"backend {manifest.name!r} declares no execution backend {execution!r}; declared: {declared_names}"
+        )
     yield _entry_point_row(manifest)
     yield _manifest_row(manifest)
     for kind in manifest.target_kinds:
@@ -135,7 +142,7 @@ def _manifest_row(manifest: BackendModule) -> Row:
             for example in lookup_target_kind(kind).examples:
                 target = Target.parse(example)
                 chosen = backend_for(target)
-                assert chosen is manifest, f"example target {target} selects backend {chosen.name!r}"
+                expect(chosen is manifest, f"example target {target} selects backend {chosen.name!r}")
 
     found = verdict_of(check)
     if found.status != PASS:
@@ -177,7 +184,7 @@ def _dialect_row(manifest: BackendModule) -> Row:
 
         dialect = importlib.import_module(manifest.dialect)
         missing = [name for name in common.__all__ if not hasattr(dialect, name)]
-        assert not missing, f"{manifest.dialect} lacks common names {', '.join(missing[:8])}"
+        expect(not missing, f"{manifest.dialect} lacks common names {', '.join(missing[:8])}")
 
     found = verdict_of(check)
     return Row(f"dialect {manifest.dialect}", found if found.status != PASS else Verdict(PASS, "imports; "

@@ -97,13 +97,14 @@ def cmd_backend_check(args: argparse.Namespace) -> int:
 
     with _plugin_warnings_listed():
         manifest = find_backend(args.name)
-    print(f"tilecraft backend check {manifest.name}")
-    print(format_row_header())
+    rows_ahead = audit(manifest, args.execution, args.jobs or default_jobs())
     rows = []
     with warnings.catch_warnings():
         # Some conformance kernels warn by design (a fragment sized from its loop); the table is the report.
         warnings.simplefilter("ignore", KernelWarning)
-        for row in audit(manifest, args.execution, args.jobs or default_jobs()):
+        for row in rows_ahead:
+            if not rows:
+                print(f"tilecraft backend check {manifest.name}\n{format_row_header()}")
             rows.append(row)
             print(format_row(row), flush=True)
     details = format_details(rows, args.verbose)

@@ -26,14 +26,17 @@ from tilecraft.testing.conformance.runner import (
     check_case,
     compile_kernel,
     declared,
+    expect,
     rel_error,
     run_case,
     verdict_of,
+    within,
 )
 from tilecraft.testing.conformance.targets import NotHere, TargetCase, declared_cases, resolve
 
 __all__ = [
     "CASES", "CHECKS", "DYNAMIC_SIZES", "FAIL", "PASS", "SKIP", "Case", "NotHere", "TargetCase",
     "UndeclaredLimit", "Unsupported", "Verdict", "check_case", "compile_kernel", "declared",
-    "declared_cases", "f64", "poison", "randn", "rel_error", "resolve", "run_case", "verdict_of",
+    "declared_cases", "expect", "f64", "poison", "randn", "rel_error", "resolve", "run_case", "verdict_of",
+    "within",
 ]  # fmt: skip

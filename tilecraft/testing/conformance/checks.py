@@ -23,7 +23,7 @@ from tilecraft.testing.conformance.cases import (
     randn,
     sinks_past_a_shared_buffer,
 )
-from tilecraft.testing.conformance.runner import compile_kernel, declared, rel_error
+from tilecraft.testing.conformance.runner import compile_kernel, declared, expect, within
 
 
 def dynamic_shapes_bind_per_call(ctx) -> None:
@@ -35,8 +35,7 @@ def dynamic_shapes_bind_per_call(ctx) -> None:
         x, y = randn(rng, n), poison(n)
         dx, dy = backend.to_device(x), backend.to_device(y)
         kernel(dx, dy, 1.5)
-        err = rel_error(backend.to_host(dy), f64(x) * 1.5)
-        assert err <= 1e-6, f"n={n}: relative error {err:.3e}"
+        within(backend.to_host(dy), f64(x) * 1.5, 1e-6, f"n={n}")
 
 
 def eager_style_outputs(ctx) -> None:
@@ -61,7 +60,7 @@ def eager_style_outputs(ctx) -> None:
         c = scaled_add(backend.to_device(a), backend.to_device(b))
     except LoweringError as err:
         raise declared(err, ctx) from err
-    assert rel_error(backend.to_host(c), f64(a) * 2 + f64(b)) <= 1e-6
+    within(backend.to_host(c), f64(a) * 2 + f64(b), 1e-6, "C")
 
 
 def convolution_in_the_eager_style(ctx) -> None:
@@ -102,7 +101,7 @@ def convolution_in_the_eager_style(ctx) -> None:
         out = convolution(*(backend.to_device(a) for a in arrays[:2]), *args)
     except LoweringError as err:
         raise declared(err, ctx) from err
-    assert rel_error(backend.to_host(out), expected) <= 3e-3
+    within(backend.to_host(out), expected, 3e-3, "out")
 
 
 def shared_buffer_indexed_past_its_shape_is_a_located_error(ctx) -> None:
@@ -111,9 +110,9 @@ def shared_buffer_indexed_past_its_shape_is_a_located_error(ctx) -> None:
     try:
         tilecraft.compile(sinks_past_a_shared_buffer(), ctx=ctx)
     except SemanticError as err:
-        assert "shared buffer sinks of shape (2,)" in err.message, err.message
-        assert "index i runs over 0..15" in err.message, err.message
-        assert err.span is not None and err.span.file.endswith("cases.py"), err.span
+        expect("shared buffer sinks of shape (2,)" in err.message, err.message)
+        expect("index i runs over 0..15" in err.message, err.message)
+        expect(err.span is not None and err.span.file.endswith("cases.py"), f"located at {err.span}")
         return
     raise AssertionError("the kernel compiled; a SemanticError naming the shared buffer was expected")
 

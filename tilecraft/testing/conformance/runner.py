@@ -65,6 +65,18 @@ def compile_kernel(func: Any, ctx: BackendContext, **kwargs: Any):
         raise declared(err, ctx) from err
 
 
+def expect(condition: bool, message: str) -> None:
+    """Raise AssertionError(message) unless `condition`; unlike `assert`, also under `python -O`."""
+    if not condition:
+        raise AssertionError(message)
+
+
+def within(out: Any, ref: np.ndarray, tol: float, what: str) -> None:
+    """The relative error of `out` against the float64 `ref` is at most `tol`."""
+    err = rel_error(out, ref)
+    expect(err <= tol, f"{what}: relative error {err:.3e} > {tol:.1e}")
+
+
 def rel_error(out: Any, ref: np.ndarray) -> float:
     """||out - ref|| / ||ref|| in float64; infinite when `out` holds a NaN (a poisoned output not written)."""
     out = np.asarray(out, dtype=np.float64)
@@ -85,8 +97,7 @@ def check_case(case: Case, ctx: BackendContext, pass_configs: Mapping[str, Any] 
     device = [backend.to_device(a) for a in arrays]
     kernel(*device)
     for index, ref in expected.items():
-        err = rel_error(backend.to_host(device[index]), ref)
-        assert err <= case.tol, f"{case.name}: output {index} relative error {err:.3e} > {case.tol:.1e}"
+        within(backend.to_host(device[index]), ref, case.tol, f"{case.name}: output {index}")
 
 
 @dataclass(frozen=True)
