@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything a GPU machine should check, in one go: toolchain report, the GPU tests, the conformance
-# suite through both CUDA execution backends, and the CUDA benchmark. Logs go to $OUT (or ./gpu-logs).
+# suite through both CUDA execution backends, `tilecraft backend check cuda`, and the CUDA benchmark. Logs
+# go to $OUT (or ./gpu-logs).
 # Usage: bash benchmarks/gpu_session.sh [--quick]
 set -u
 OUT=${OUT:-gpu-logs}
@@ -13,6 +14,8 @@ timeout 240 python3 -m pytest tests/cuda -q -rs -p no:cacheprovider > "$OUT/cuda
 tail -5 "$OUT/cuda-tests.txt"
 timeout 400 python3 -m pytest tests/conformance -q -rs -p no:cacheprovider -k "cuda" > "$OUT/conformance.txt" 2>&1
 grep -E "passed|failed|FAILED|Error" "$OUT/conformance.txt" | tail -40
+timeout 600 python3 -m tilecraft backend check cuda > "$OUT/backend-check-cuda.txt" 2>&1
+tail -25 "$OUT/backend-check-cuda.txt"
 timeout 120 python3 benchmarks/profile_launch.py > "$OUT/profile.txt" 2>&1; head -40 "$OUT/profile.txt"
 if [ "${1:-}" != "--no-bench" ]; then
   timeout 600 python3 benchmarks/cuda.py ${1:-} --json "$OUT/bench.json" > "$OUT/bench.txt" 2>&1

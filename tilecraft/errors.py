@@ -43,6 +43,10 @@ class KernelWarning(UserWarning):
     """A kernel compiles, but with a meaning its author may not expect; the message says where and why."""
 
 
+class PluginWarning(UserWarning):
+    """An installed backend plugin (an entry point) could not be loaded; the other backends still work."""
+
+
 class ParseError(KernelError):
     """The kernel's Python source cannot be turned into tile IR."""
 
@@ -52,10 +56,23 @@ class SemanticError(KernelError):
 
 
 class LoweringError(KernelError):
-    """A backend cannot lower a construct of the kernel for its target."""
+    """A backend cannot lower a construct of the kernel for its target.
 
-    def __init__(self, message: str, span: Span | None = None, hint: str | None = None, target=None):
+    `unsupported` names the limit the error reports when it is one a backend may declare in its
+    manifest's `unsupported` (`"dtype:float64"`, `"op:Cumsum"`, `"feature:..."`, `"resource:..."`): the
+    conformance kit skips a kernel only for a limit its backend declares, and fails it otherwise.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        span: Span | None = None,
+        hint: str | None = None,
+        target=None,
+        unsupported: str | None = None,
+    ):
         self.target = target
+        self.unsupported = unsupported
         if target is not None:
             message = f"{message} (target: {target})"
         super().__init__(message, span, hint)
@@ -67,6 +84,11 @@ class BackendError(TilecraftError):
 
 class ToolchainError(TilecraftError):
     """An external compiler or runtime failed or is missing."""
+
+
+class ToolchainNotFound(ToolchainError):
+    """The compiler or runtime a step needs is not installed or not usable here (the message says which,
+    where it was looked for and how to get one); `tilecraft backend check` skips a compile check on it."""
 
 
 class ArgumentError(TilecraftError, TypeError):

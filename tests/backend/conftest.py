@@ -16,6 +16,7 @@ if str(_ROOT) not in sys.path:  # until pyproject sets pytest's `pythonpath`, te
     sys.path.insert(0, str(_ROOT))
 
 from tilecraft.backend import (  # noqa: E402
+    API_VERSION,
     BackendModule,
     DeviceCode,
     DeviceCodegen,
@@ -121,6 +122,7 @@ class Toy:
         kw.setdefault("device_codegens", {k: cls.device_codegen() for k in kinds})
         kw.setdefault("host_codegens", {"toy-host": cls.host_codegen()})
         kw.setdefault("dialect", "tests.toy.language")
+        kw.setdefault("api_version", API_VERSION)
         specs = (cls.spec(),) if specs is None else specs
         return BackendModule(name=name, target_kinds=kinds, execution_backends=specs, **kw)
 

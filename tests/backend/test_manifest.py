@@ -1,13 +1,18 @@
 """Every `BackendModule` rule, one test each; the messages list what was allowed."""
 
+import re
+
 import pytest
 
 from tilecraft.backend import (
+    API_VERSION,
+    MIN_API_VERSION,
     BackendModule,
     DeviceCodegen,
     HostCodegenHook,
     ManifestError,
     PassPipeline,
+    PluginAPIError,
     register_backend,
     registered_backends,
     unregister_backend,
@@ -175,3 +180,32 @@ def test_pipeline_rejects_bad_pass_names():
 
     with pytest.raises(BackendError, match="must be kebab-case"):
         PassPipeline("toyk", (Bad(),))
+
+
+def test_unsupported_declares_kinded_keys_with_reasons(kinds):
+    manifest = kinds.manifest(unsupported={"dtype:float64": "no double precision", "op:Cumsum": "not yet"})
+    assert dict(manifest.unsupported) == {"dtype:float64": "no double precision", "op:Cumsum": "not yet"}
+    with pytest.raises(ManifestError, match="kind one of op, dtype, feature, resource .* got 'float64'"):
+        kinds.manifest(unsupported={"float64": "no double precision"})
+    with pytest.raises(ManifestError, match="unsupported 'dtype:float64' needs a one-line reason"):
+        kinds.manifest(unsupported={"dtype:float64": ""})
+
+
+@pytest.mark.parametrize("version, words", [
+    (None, "backend manifest 'toy' declares no api_version; declare the plugin API it was written for"),
+    (API_VERSION + 1, f"written for tilecraft plugin API {API_VERSION + 1}; this tilecraft supports plugin API"),
+    (MIN_API_VERSION - 1, f"written for tilecraft plugin API {MIN_API_VERSION - 1}; this tilecraft supports"),
+    ("1", "api_version must be an int, got '1'"),
+])  # fmt: skip
+def test_the_plugin_api_version_is_checked_first(kinds, version, words):
+    with pytest.raises(PluginAPIError, match=re.escape(words)):
+        kinds.manifest(api_version=version, pipelines={})  # the version is reported, not the missing pipeline
+
+
+def test_an_execution_backend_spec_for_another_api_is_refused(kinds):
+    with pytest.raises(
+        PluginAPIError,
+        match=f"execution backend 'toy-exec' was written for tilecraft plugin API {API_VERSION + 1}",
+    ):
+        kinds.spec(api_version=API_VERSION + 1)
+    assert kinds.spec(api_version=API_VERSION).api_version == API_VERSION

@@ -1,18 +1,14 @@
-"""Registry lookups: variant selection by predicate, isolation, and lazy import of built-in packages."""
+"""Registry lookups: variant selection by predicate and isolation (plugin loading: test_plugins.py)."""
 
 import sys
-import textwrap
 
 import pytest
 
-import tilecraft._builtin
 from tilecraft.backend import (
     Target,
-    _loader,
     backend_for,
     isolated_registry,
     registered_backends,
-    registered_target_kinds,
     target_kinds,
 )
 from tilecraft.errors import BackendError
@@ -93,71 +89,6 @@ def test_isolated_registry_restores_the_outer_state(toy):
         assert target_kinds() == ()
     assert registered_backends() == (outer,)
     assert target_kinds() == ("toyk",)
-
-
-def _write_package(root, name, init, backend=None):
-    pkg = root / name
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text(textwrap.dedent(init))
-    if backend is not None:
-        (pkg / "backend.py").write_text(textwrap.dedent(backend))
-
-
-@pytest.fixture
-def builtin_packages(toy, monkeypatch, tmp_path):
-    """Point the built-in list at packages written under tmp_path, with lazy loading re-armed."""
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(_loader, "_loaded", False)
-
-    def use(*names):
-        monkeypatch.setattr(tilecraft._builtin, "BUILTIN_BACKEND_PACKAGES", names)
-        for name in names:
-            monkeypatch.delitem(sys.modules, name, raising=False)
-
-    yield use
-    for name in [m for m in sys.modules if m.startswith("tctest_")]:
-        del sys.modules[name]
-
-
-BACKEND_PY = """
-    from tilecraft.backend import TargetKind, register_target_kind
-    CALLS = []
-    def register():
-        CALLS.append(1)
-        register_target_kind(TargetKind("toyloaded"))
-    register()
-"""
-
-
-def test_missing_builtin_package_is_skipped(builtin_packages):
-    builtin_packages("tctest_not_written_yet")
-    assert registered_backends() == ()
-
-
-def test_builtin_packages_load_lazily_on_first_lookup(builtin_packages, tmp_path):
-    _write_package(tmp_path, "tctest_ok", "from tctest_ok import backend\n", BACKEND_PY)
-    builtin_packages("tctest_ok")
-    assert "tctest_ok" not in sys.modules
-    assert [k.name for k in registered_target_kinds()] == ["toyloaded"]
-    assert sys.modules["tctest_ok.backend"].CALLS == [1, 1]  # once on import, once by the loader
-
-
-def test_an_already_imported_package_registers_again(builtin_packages, tmp_path):
-    _write_package(tmp_path, "tctest_ok", "from tctest_ok import backend\n", BACKEND_PY)
-    builtin_packages("tctest_ok")
-    target_kinds()
-    with isolated_registry():
-        _loader._loaded = False  # restored by isolated_registry on exit
-        assert target_kinds() == ("toyloaded",)
-
-
-def test_a_missing_dependency_inside_a_builtin_package_propagates(builtin_packages, tmp_path):
-    _write_package(tmp_path, "tctest_broken", "import tctest_dependency_that_does_not_exist\n")
-    builtin_packages("tctest_broken")
-    with pytest.raises(ModuleNotFoundError, match="tctest_dependency_that_does_not_exist"):
-        registered_backends()
-    with pytest.raises(ModuleNotFoundError):  # not marked loaded: the error repeats, it is not swallowed
-        registered_backends()
 
 
 def test_importing_the_backend_package_is_light():

@@ -197,8 +197,8 @@ def test_a_changed_compiler_does_not_reuse_old_lowerings(tmp_path, monkeypatch):
 
 
 def test_float8_runs_on_the_cpu():
-    """float8 used to be rejected by check-block-model; the conformance tests skip on a LoweringError, so
-    this one makes sure the CPU target really compiles and runs it (numbers: tests/conformance/test_float8.py)."""
+    """float8 used to be rejected by check-block-model, when the conformance tests still skipped on every
+    LoweringError; this one makes sure the CPU target compiles and runs it (numbers: test_float8.py)."""
     import ml_dtypes
 
     from tests.conformance.test_float8 import _cast_kernel, reference_bits

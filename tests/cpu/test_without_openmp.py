@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import tilecraft
-from tests.conformance.cases import CASES
 from tests.conformance.test_conformance import rel_error
 from tilecraft import settings
+from tilecraft.testing.conformance.cases import CASES
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import tilecraft
-from tests.conformance.cases import CASES
 from tilecraft.errors import LoweringError, ToolchainError
+from tilecraft.testing.conformance.cases import CASES
 
 ARCHS = ("sm_80", "sm_90a")
 

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 import tilecraft
-from tests.conformance import attention_bhsd as AB
 from tests.cuda.helpers import check_in_order
 from tilecraft.cuda.ir import GemmCall, MbarWait, TmaCopy, TmaLoad, WgmmaWait
 from tilecraft.cuda.transform.overlap import OVERLAP, Overlap, accesses, overlap_plan, overlapped
@@ -26,6 +25,7 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.eval import evaluate
+from tilecraft.testing.conformance import attention_bhsd as AB
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from hopper_attention import build  # noqa: E402

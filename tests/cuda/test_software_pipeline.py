@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import tilecraft
-from tests.conformance.pipelined_stages import copy_through_stages
+from tilecraft.testing.conformance.pipelined_stages import copy_through_stages
 from tilecraft.testing.filecheck import filecheck
 
 
@@ -35,7 +35,7 @@ def test_a_vector_copy_out_of_a_staged_tile_reads_the_iterations_stage(arch):
 def test_two_copies_into_one_tile_keep_the_loop_synchronous(capsys):
     """A stage holds one tile: with two copies into it per iteration the loop is not pipelined, so each
     gemm reads the half copied just before it (the conformance case checks the result)."""
-    from tests.conformance.pipelined_stages import two_copies_per_tile
+    from tilecraft.testing.conformance.pipelined_stages import two_copies_per_tile
 
     for arch in ("sm_80", "sm_90a"):
         with tilecraft.settings.override(TILECRAFT_VERBOSE=True):

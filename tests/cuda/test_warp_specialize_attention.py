@@ -17,7 +17,6 @@ import pytest
 
 import tilecraft
 import tilecraft.language as T
-from tests.conformance import attention_bhsd as AB
 from tests.cuda.helpers import check_in_order
 from tilecraft.cuda.transform.warp_specialize import (
     GENERAL,
@@ -26,6 +25,7 @@ from tilecraft.cuda.transform.warp_specialize import (
     REGISTERS_PER_SM,
     entry_registers,
 )
+from tilecraft.testing.conformance import attention_bhsd as AB
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from hopper_attention import build  # noqa: E402

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance import attention_bhsd as AB
 from tilecraft.backend.context import create_backend_context
 from tilecraft.cuda.ir import (
     GemmCall,
@@ -41,6 +40,7 @@ from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.eval import evaluate
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import Mutator, walk
+from tilecraft.testing.conformance import attention_bhsd as AB
 from tilecraft.transform.simt.barriers import PIPELINED_BUFFERS
 from tilecraft.transform.widen_fragments import widen_fragments
 

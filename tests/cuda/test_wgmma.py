@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 import tilecraft
-from tests.language import kernels as K
 from tilecraft.backend.target import Target
 from tilecraft.cuda.intrinsics.mma_layouts import (
     mma_accumulator,
@@ -27,6 +26,7 @@ from tilecraft.cuda.wgmma import asm_functions, descriptor, operand_strides
 from tilecraft.errors import LoweringError
 from tilecraft.ir import stmt as S
 from tilecraft.ir.visitor import walk
+from tilecraft.testing.conformance import kernels as K
 
 SM90A, SM80 = "cuda -arch=sm_90a", "cuda -arch=sm_80"
 
@@ -340,7 +340,7 @@ def test_a_tile_read_through_wgmma_and_ldmatrix_keeps_the_function_on_mma_sync()
     """K_shared feeds a 128-row gemm (wgmma-able) and a 32-row one (mma.sync only): the two paths
     need different layouts of it, so the function keeps mma.sync (on the H200 the wgmma gemm read
     the other gemm's layout: TileLang's mha_sink_bwd gave dV off by 5.8)."""
-    from tests.conformance.shared_operands import k_shared_by_two_gemms
+    from tilecraft.testing.conformance.shared_operands import k_shared_by_two_gemms
 
     body = _kernel_source(k_shared_by_two_gemms()).split('extern "C"')[1]
     assert "tc::gemm_wgmma" not in body and body.count("tc::gemm_ss<") == 2
@@ -350,7 +350,7 @@ def test_two_layouts_demanded_of_one_shared_tile_are_an_error_not_an_overwrite(m
     """Were the path chosen per gemm anyway, layout inference refuses the tile instead of letting the
     later gemm's layout silently win."""
     import tilecraft.cuda.pipeline as cuda_pipeline
-    from tests.conformance.shared_operands import k_shared_by_two_gemms
+    from tilecraft.testing.conformance.shared_operands import k_shared_by_two_gemms
 
     monkeypatch.setattr(cuda_pipeline, "_shared_operands_agree", lambda *a: True)
     with pytest.raises(LoweringError, match=r"shared buffer K_shared needs two different layouts"):

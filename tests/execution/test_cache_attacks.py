@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 
 import tilecraft
-from tests.language import kernels as K
 from tilecraft import settings
 from tilecraft.backend.artifact import ARTIFACT_JSON, artifact_from_files
 from tilecraft.errors import BackendError
@@ -28,6 +27,7 @@ from tilecraft.execution import cache as cache_module
 from tilecraft.execution.cache import INDEX, CacheSecurityError, read_entry
 from tilecraft.execution.cc import toolchain
 from tilecraft.jit.kernel import Kernel
+from tilecraft.testing.conformance import kernels as K
 
 REPO = Path(__file__).resolve().parents[2]
 AS_ROOT = os.geteuid() == 0
@@ -311,7 +311,7 @@ COMPILE = """
 import sys
 import numpy as np
 import tilecraft
-from tests.language import kernels as K
+from tilecraft.testing.conformance import kernels as K
 kernel = tilecraft.compile(K.elementwise_add(300, 64), target="c")
 a = np.arange(300, dtype=np.float32); c = np.zeros(300, np.float32)
 kernel(a, a, c)

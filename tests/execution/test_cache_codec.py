@@ -6,7 +6,6 @@ import json
 import pytest
 
 import tilecraft
-from tests.conformance import cases as C
 from tilecraft.backend import CompiledArtifact, DeviceCode, HostCode, KernelInfo, ParamInfo, Target
 from tilecraft.backend.artifact import ArtifactDecodeError, ArtifactError, artifact_files, artifact_from_files
 from tilecraft.execution.base import artifact_content_hash
@@ -14,6 +13,7 @@ from tilecraft.ir import Buffer, PrimFunc, Var
 from tilecraft.ir import dtype as dt
 from tilecraft.ir.expr import BufferLoad, FloorDiv, const, select
 from tilecraft.ir.stmt import Evaluate
+from tilecraft.testing.conformance import cases as C
 
 
 def toy_artifact(extra=(("compile_flags", ("-O2", "-DX=1")),), grid=None):
@@ -69,7 +69,7 @@ def test_values_without_a_json_form_are_refused_when_storing():
 @pytest.mark.parametrize("target", ["c", "cuda -arch=sm_90a", "opencl"])
 def test_lowered_conformance_kernels_roundtrip(target):
     """Every kind of launch metadata the backends produce (dynamic dims, several kernels, gemm, flash)."""
-    for case in C.CASES[::5] + [C.Case("dynamic", C._dynamic_scale, None, None)]:
+    for case in C.CASES[::5] + [C.Case("dynamic", C.dynamic_scale, None, None)]:
         art = tilecraft.lower(case.build(), target=target, compile_flags=["-DX"])
         back, files = roundtrip(art)
         assert artifact_files(back) == files, case.name

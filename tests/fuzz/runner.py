@@ -15,14 +15,6 @@ _KERNELS: OrderedDict[tuple[int, str], object] = OrderedDict()
 _KEEP = 48  # compiled kernels kept: replays and shrinking often ask for the same source again
 
 
-# Lowering errors the targets' documentation lists as limits ("Not supported yet"): a case that meets
-# one is not applicable to that target, not a failure.
-DOCUMENTED_LIMITS = (
-    "cl_khr_fp64",  # opencl.md: float64 needs the extension
-    "a register-resident A operand cannot be transposed",  # targets.md: A in registers on the tensor-core path
-)
-
-
 class FuzzTarget:
     """A resolved backend context, with a short repr for Hypothesis' falsifying-example report (a plain
     class: Hypothesis prints a dataclass field by field, the whole context included)."""
@@ -39,7 +31,7 @@ class CompileFailure(AssertionError):
 
 
 class Unsupported(Exception):
-    """The target rejected the case with one of its documented limits."""
+    """The target rejected the case with a limit its manifest declares (`BackendModule.unsupported`)."""
 
 
 def compiled(source: str, ctx):
@@ -50,7 +42,9 @@ def compiled(source: str, ctx):
     try:
         kernel = tilecraft.compile(T.parse_script(source), ctx=ctx)
     except Exception as err:  # noqa: BLE001 - any failure here is a finding; the source is the reproducer
-        if isinstance(err, LoweringError) and any(limit in str(err) for limit in DOCUMENTED_LIMITS):
+        # A limit the backend declares in its manifest (opencl's float64 without cl_khr_fp64, say) makes
+        # the case not applicable to that target; anything else is a finding.
+        if isinstance(err, LoweringError) and err.unsupported in ctx.backend.unsupported:
             raise Unsupported(str(err)) from err
         raise CompileFailure(
             f"compiling for {ctx.target} failed: {type(err).__name__}: {err}\n{source}"

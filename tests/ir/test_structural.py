@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 import tilecraft.language as T
-from tests.language import kernels
 from tilecraft.ir import IRModule, Var, structural_equal, structural_hash
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
+from tilecraft.testing.conformance import kernels
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -144,7 +144,7 @@ def test_module_hash_depends_on_every_function():
 _HASH_SCRIPT = """
 import sys
 sys.path.insert(0, {root!r})
-from tests.language import kernels
+from tilecraft.testing.conformance import kernels
 from tilecraft.ir import structural_hash
 for name in sorted(kernels.KERNELS):
     print(name, structural_hash(kernels.KERNELS[name]()))

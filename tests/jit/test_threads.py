@@ -69,7 +69,7 @@ def rel_error(out: Any, ref: np.ndarray) -> float:
 def compile_and_check(case_name: str, target: str, execution_backend: str, seed: int) -> None:
     """Compile one conformance case, run it on fresh inputs, compare with its float64 reference."""
     import tilecraft
-    from tests.conformance.cases import CASES
+    from tilecraft.testing.conformance.cases import CASES
 
     case = next(c for c in CASES if c.name == case_name)
     kernel = tilecraft.compile(case.build(), target=target, execution_backend=execution_backend)
@@ -83,32 +83,43 @@ def compile_and_check(case_name: str, target: str, execution_backend: str, seed:
         assert err <= case.tol, f"{case_name}: output {index} relative error {err:.3e} > {case.tol:.1e}"
 
 
+def backend_packages() -> list[str]:
+    """The package of every backend entry point (read from the metadata; nothing is imported)."""
+    from tilecraft.backend import _loader
+
+    return [
+        ep.module.rpartition(".")[0]
+        for ep in _loader.discovered_entry_points()
+        if ep.group == _loader.BACKENDS
+    ]
+
+
 def fresh_process_main(target: str, execution_backend: str) -> None:
     """In a new interpreter: 8 threads make the process's first compiles at the same moment."""
     import tilecraft  # noqa: F401 - what a user imports; must not load the backends yet
-    from tilecraft._builtin import BUILTIN_BACKEND_PACKAGES
 
-    loaded = [p for p in BUILTIN_BACKEND_PACKAGES if p in sys.modules]
+    loaded = [p for p in backend_packages() if p in sys.modules]
     assert not loaded, f"backend packages {loaded} loaded before the first compile; the race is not exercised"
     run_in_threads(lambda i: compile_and_check(FIRST_COMPILES[i], target, execution_backend, seed=i))
     print("ok")
 
 
 def imports_main() -> None:
-    """In a new interpreter: threads import the built-in backend packages themselves while others look
-    targets up; nobody deadlocks, and everybody sees every package registered."""
+    """In a new interpreter: threads import the backend packages themselves while others look targets
+    up; nobody deadlocks, and everybody sees every package registered."""
     import importlib
 
-    from tilecraft._builtin import BUILTIN_BACKEND_PACKAGES
     from tilecraft.backend import registered_backends
 
+    packages = backend_packages()
+
     def work(i: int) -> int:
-        if i < len(BUILTIN_BACKEND_PACKAGES):
-            importlib.import_module(BUILTIN_BACKEND_PACKAGES[i])
+        if i < len(packages):
+            importlib.import_module(packages[i])
         return len(registered_backends())
 
     counts = run_in_threads(work)
-    expected = len(BUILTIN_BACKEND_PACKAGES)
+    expected = len(packages)
     assert counts == [expected] * len(counts), f"threads saw registries of {counts} manifests, not {expected}"
     print("ok")
 
@@ -145,11 +156,11 @@ def backend_ctx(target_case):
 
 
 def test_a_lookup_during_a_backend_package_import_leaves_loading_unfinished(tmp_path, monkeypatch):
-    """A lookup made while a built-in package is still importing cannot mark the backends loaded:
+    """A lookup made while a backend package is still importing cannot mark the backends loaded:
     another thread would then trust a registry that package has not filled yet."""
     import importlib
+    from importlib.metadata import EntryPoint
 
-    import tilecraft._builtin
     from tilecraft.backend import _loader, isolated_registry, registered_backends
 
     package = tmp_path / "tctest_lookup_on_import"
@@ -159,8 +170,11 @@ def test_a_lookup_during_a_backend_package_import_leaves_loading_unfinished(tmp_
         "registered_backends()\n"
         "LOADED_DURING_IMPORT = _loader._loaded\n"
     )
+    (package / "backend.py").write_text("MANIFEST = 'registered by a test double'\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(tilecraft._builtin, "BUILTIN_BACKEND_PACKAGES", (package.name,))
+    entry_point = EntryPoint("lookup-on-import", f"{package.name}.backend:MANIFEST", _loader.BACKENDS)
+    monkeypatch.setattr(_loader, "discovered_entry_points", lambda: [entry_point])
+    monkeypatch.setattr(_loader, "_register", lambda ep, obj: None)  # only the loading order is tested
     monkeypatch.delitem(sys.modules, package.name, raising=False)
     with isolated_registry():
         _loader._loaded = False  # re-armed; isolated_registry restores it on exit
@@ -184,9 +198,9 @@ def test_importing_backend_packages_from_threads_in_a_fresh_process(tmp_path):
 def test_concurrent_calls_of_one_kernel(backend_ctx):
     """One compiled kernel called from 8 threads at once: each call gets its own inputs' result."""
     import tilecraft
-    from tests.conformance.cases import _dynamic_scale
+    from tilecraft.testing.conformance.cases import dynamic_scale
 
-    kernel = tilecraft.compile(_dynamic_scale(), ctx=backend_ctx)
+    kernel = tilecraft.compile(dynamic_scale(), ctx=backend_ctx)
 
     def calls(i: int) -> None:
         rng = np.random.default_rng(i)
@@ -214,8 +228,8 @@ def frequent_thread_switches():
 def test_parsing_in_threads_builds_the_same_ir(frequent_thread_switches):
     """Kernels parsed by 8 threads at once are the kernels parsed one at a time (the parser's state is
     per thread)."""
-    from tests.language import kernels as K
     from tilecraft.ir.structural import structural_hash
+    from tilecraft.testing.conformance import kernels as K
 
     factories = [lambda: K.softmax(256, 128, 16), lambda: K.layer_norm(256, 128, 8), lambda: K.gemm(128, 128, 64),
                  lambda: K.transpose(256, 128, 32), lambda: K.cumsum(128, 64, 32), lambda: K.rms_norm(256, 128, 8),
@@ -246,7 +260,7 @@ def test_parsing_in_threads_with_garbage_collection_during_parses():
     collection inside one lets the other run. tilecraft's parses take turns, so kernels parsed (and
     jit functions defined) in threads of a busy program still work."""
     import tilecraft
-    from tests.language import kernels as K
+    from tilecraft.testing.conformance import kernels as K
 
     def parse(i: int) -> None:
         for _ in range(50):
@@ -280,7 +294,7 @@ def test_a_jit_function_compiles_each_key_once_across_threads(counted_compiles, 
     """8 threads call one lazy @tilecraft.jit function, 4 with each of two sizes: two compiles, and
     the threads asking for the same size get the same Kernel."""
     import tilecraft
-    from tests.language import kernels as K
+    from tilecraft.testing.conformance import kernels as K
 
     @tilecraft.jit(target="c", out_idx=2)
     def add(n: int):

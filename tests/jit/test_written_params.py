@@ -7,7 +7,6 @@ import pytest
 
 import tilecraft
 import tilecraft.language as T
-from tests.conformance.cases import CASES
 from tilecraft.backend.artifact import CompiledArtifact, ParamInfo
 from tilecraft.backend.codegen import DeviceCode
 from tilecraft.backend.errors import ArtifactError
@@ -16,6 +15,7 @@ from tilecraft.ir import dtype as dt
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import PrimFunc
+from tilecraft.testing.conformance.cases import CASES
 from tilecraft.transform.written import written_params
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.language import kernels
 from tests.language.helpers import assert_roundtrip, node_types
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir import walk
+from tilecraft.testing.conformance import kernels
 from tilecraft.transform.check import check_semantics
 
 

@@ -10,8 +10,8 @@ import pytest
 
 import tilecraft
 import tilecraft.language as T
-from tests.language import kernels as K
 from tilecraft.errors import LoweringError
+from tilecraft.testing.conformance import kernels as K
 from tilecraft.testing.filecheck import filecheck
 
 # A fully described device: lowering never has to ask one.

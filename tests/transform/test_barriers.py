@@ -8,7 +8,7 @@ import re
 
 import tilecraft
 import tilecraft.language as T
-from tests.language import kernels as K
+from tilecraft.testing.conformance import kernels as K
 from tilecraft.testing.filecheck import filecheck
 
 # Every capability given, so nothing asks a device.

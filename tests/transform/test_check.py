@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 import tilecraft.language as T
-from tests.language import kernels
 from tilecraft.errors import SemanticError
 from tilecraft.ir import Buffer, BufferRegion, IRModule, PrimFunc, Range, Var
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.visitor import substitute
+from tilecraft.testing.conformance import kernels
 from tilecraft.transform.check import GEMM_ACCUMULATORS, check_semantics
 
 

@@ -5,8 +5,8 @@ memory. Numbers on every target: tests/conformance, case copy_row_of_a_fragment_
 
 from __future__ import annotations
 
-from tests.conformance import fragment_rows
 from tests.transform.helpers import assert_nvcc_compiles, opencl_source
+from tilecraft.testing.conformance import fragment_rows
 
 
 def test_row_copy_compiles_for_cuda(tmp_path):

@@ -11,8 +11,12 @@ import pytest
 import tilecraft
 import tilecraft.language as T
 from tests.transform.helpers import assert_nvcc_compiles, run
-from tests.transform.kernels import ragged_gemm_inputs, ragged_gemm_reference, ragged_gemm_store
 from tilecraft.ir import structural_equal
+from tilecraft.testing.conformance.regressions import (
+    ragged_gemm_inputs,
+    ragged_gemm_reference,
+    ragged_gemm_store,
+)
 from tilecraft.testing.filecheck import filecheck
 from tilecraft.transform.guard_accesses import guard_func
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conformance import keep_dim
 from tests.transform.helpers import assert_nvcc_compiles, opencl_source
 from tilecraft.layout.fragment import blocked
 from tilecraft.layout.tile import TileLayout, drop_unit_dim, keep_unit_dim, project
+from tilecraft.testing.conformance import keep_dim
 
 BUILDS = ["rows_and_columns", "whole_tile_accumulated"]
 

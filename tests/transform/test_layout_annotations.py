@@ -175,7 +175,7 @@ def test_a_user_fragment_must_cover_the_block(target):
 def test_permuted_globals_compile_for_cuda(name, tmp_path):
     """TileLang's flash-attention backward pattern, no longer refused on CUDA (the GPU run is
     tests/conformance, cases global_layout_*)."""
-    from tests.conformance import global_layouts
+    from tilecraft.testing.conformance import global_layouts
 
     source = assert_nvcc_compiles(getattr(global_layouts, name)(), tmp_path)
     assert "tc_atomic" in source

@@ -9,13 +9,13 @@ import pytest
 import tilecraft
 import tilecraft.language as T
 from tests.transform.helpers import OPENCL, assert_nvcc_compiles, run
-from tests.transform.kernels import (
+from tilecraft.backend import PassError
+from tilecraft.testing.conformance.regressions import (
     head_of_a_wide_fragment,
     online_softmax,
     sink_logsumexp,
     sink_logsumexp_reference,
 )
-from tilecraft.backend import PassError
 
 
 def partial_fill(n: int = 64):

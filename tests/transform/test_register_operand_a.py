@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 
 import tilecraft
-from tests.conformance import register_operands
 from tests.transform.helpers import CUDA, assert_nvcc_compiles
 from tilecraft.backend import Target
 from tilecraft.cuda.intrinsics.mma_layouts import mma_operand_a_coords
 from tilecraft.cuda.op.gemm_plan import plan_gemm
 from tilecraft.ir import stmt as S
 from tilecraft.ir.visitor import walk
+from tilecraft.testing.conformance import register_operands
 
 
 def _gemms(func):

@@ -12,12 +12,17 @@ import pytest
 import tilecraft
 import tilecraft.language as T
 from tests.transform.helpers import OPENCL, assert_nvcc_compiles, opencl_source, run
-from tests.transform.kernels import decode_reference, decode_scores, remote_reads, remote_reference
 from tilecraft.cuda.intrinsics.mma_layouts import mma_accumulator
 from tilecraft.cuda.intrinsics.simt import WARPS
 from tilecraft.errors import LoweringError
 from tilecraft.layout.inference import extend
 from tilecraft.layout.tile import TileLayout, blocked_layout, project, register_map
+from tilecraft.testing.conformance.regressions import (
+    decode_reference,
+    decode_scores,
+    remote_reads,
+    remote_reference,
+)
 
 
 def _shared_copies(source: str) -> set[str]:

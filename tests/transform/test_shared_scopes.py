@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 import tilecraft
-from tests.conformance import shared_reuse as SR
 from tests.transform.helpers import CUDA, OPENCL
 from tilecraft.errors import LoweringError
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
+from tilecraft.testing.conformance import shared_reuse as SR
 from tilecraft.transform.shared_scopes import narrow_kernel_body
 
 

@@ -18,7 +18,6 @@ import pytest
 
 import tilecraft
 import tilecraft.language as T
-from tests.conformance.cases import CASES
 from tests.transform.helpers import OPENCL
 from tilecraft.backend import (
     BackendModule,
@@ -36,6 +35,7 @@ from tilecraft.ir import expr as E
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import walk
 from tilecraft.layout.inference import infer_layouts
+from tilecraft.testing.conformance.cases import CASES
 from tilecraft.transform.simt.lower_threads import lower_to_threads
 
 KIND = "simt64"
@@ -69,7 +69,7 @@ def wave_pipeline(simt: SimtTarget, until: str | None = None) -> PassPipeline:
 @pytest.fixture(scope="module")
 def simt64():
     """The `simt64` kind and backend, registered for this module only."""
-    from tilecraft.backend import registered_backends
+    from tilecraft.backend import API_VERSION, registered_backends
 
     opencl = next(m for m in registered_backends() if KIND not in m.target_kinds and m.name == "opencl")
     register_target_kind(
@@ -82,6 +82,7 @@ def simt64():
         device_codegens={KIND: next(iter(opencl.device_codegens.values()))},
         execution_backends=opencl.execution_backends,
         doc="tests: the OpenCL backend with thread groups of 64",
+        api_version=API_VERSION,
     )
     register_backend(manifest)
     try:

@@ -9,9 +9,9 @@ import pytest
 import tilecraft
 import tilecraft.language as T
 from tests.transform.helpers import assert_nvcc_compiles, opencl_source, run
-from tests.transform.kernels import collatz, collatz_steps, walk_tiles
 from tilecraft.ir import stmt as S
 from tilecraft.ir import walk
+from tilecraft.testing.conformance.regressions import collatz, collatz_steps, walk_tiles
 from tilecraft.transform.simplify import simplify_func
 
 

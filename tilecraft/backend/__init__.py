@@ -5,6 +5,8 @@ backend, a target kind or an execution backend; backends register themselves (se
 Importing this package is cheap: no toolchain or hardware probes, no IR import, no backend import.
 """
 
+from tilecraft.backend._loader import PluginProblem, plugin_problems
+from tilecraft.backend.api import API_VERSION, MIN_API_VERSION
 from tilecraft.backend.artifact import CompiledArtifact, KernelInfo, ParamInfo
 from tilecraft.backend.codegen import DeviceCode, DeviceCodegen, HostCode, HostCodegen, HostCodegenHook
 from tilecraft.backend.context import BackendContext, create_backend_context, select_execution_backend
@@ -16,6 +18,7 @@ from tilecraft.backend.errors import (
     ManifestError,
     NoExecutionBackendAvailable,
     PassError,
+    PluginAPIError,
     TargetError,
 )
 from tilecraft.backend.execution import (
@@ -50,14 +53,16 @@ from tilecraft.backend.target_kind import (
 )
 
 __all__ = [
-    "DEVICE", "HOST", "ROLE_ATTR", "ArtifactError", "Availability", "BackendContext", "BackendModule", "Built",
-    "CompiledArtifact", "DetectionResult", "DeviceCode", "DeviceCodegen", "ExecutionBackend",
-    "ExecutionBackendNotDeclared", "ExecutionBackendSpec", "ExecutionBackendUnavailable", "FastPath",
-    "FunctionPass", "HostCode", "HostCodegen", "HostCodegenHook", "IRDumper", "KernelInfo", "LaneExchange", "Launcher",
-    "Loaded", "ManifestError", "NoExecutionBackendAvailable", "ParamInfo",
-    "Pass", "PassContext", "PassError", "PassInstrument", "PassPipeline", "PassTiming", "SimtFacts", "SimtTarget", "Target",
-    "TargetError", "TargetKind", "backend_for", "check_idempotent", "create_backend_context", "detect_target",
-    "detection_report", "isolated_registry", "lookup_target_kind", "mark_role", "module_pass",
+    "API_VERSION", "DEVICE", "HOST", "MIN_API_VERSION", "ROLE_ATTR", "ArtifactError", "Availability",
+    "BackendContext", "BackendModule", "Built", "CompiledArtifact", "DetectionResult", "DeviceCode",
+    "DeviceCodegen", "ExecutionBackend", "ExecutionBackendNotDeclared", "ExecutionBackendSpec",
+    "ExecutionBackendUnavailable", "FastPath", "FunctionPass", "HostCode", "HostCodegen",
+    "HostCodegenHook", "IRDumper", "KernelInfo", "LaneExchange", "Launcher", "Loaded", "ManifestError",
+    "NoExecutionBackendAvailable", "ParamInfo", "Pass", "PassContext", "PassError", "PassInstrument",
+    "PassPipeline", "PassTiming", "PluginAPIError", "PluginProblem", "SimtFacts", "SimtTarget", "Target",
+    "TargetError", "TargetKind", "backend_for", "check_idempotent", "create_backend_context",
+    "detect_target", "detection_report", "isolated_registry", "lookup_target_kind", "mark_role",
+    "module_pass", "plugin_problems",
     "register_backend", "register_target_kind", "registered_backends", "registered_target_kinds",
     "select_execution_backend", "split_host_device", "target_kinds", "unregister_backend",
     "unregister_target_kind",

@@ -14,6 +14,10 @@ class ManifestError(BackendError):
     """A `BackendModule` breaks a manifest rule, or conflicts with one already registered."""
 
 
+class PluginAPIError(ManifestError):
+    """A manifest or execution-backend spec declares a plugin API version this tilecraft does not support."""
+
+
 class ExecutionBackendNotDeclared(BackendError):
     """An execution backend was named explicitly but the selected target backend does not declare it."""
 

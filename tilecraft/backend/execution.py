@@ -91,6 +91,9 @@ class ExecutionBackendSpec:
     target_predicate: Callable[[Target], bool] | None = None
     device_types: tuple[int, ...] = (DLPACK_HOST,)
     doc: str = ""
+    # The plugin API the spec was written for (tilecraft.backend.API_VERSION); required of a spec
+    # installed through the `tilecraft.execution_backends` entry-point group, checked whenever given.
+    api_version: int | None = None
     _cache: list[Availability] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -109,6 +112,13 @@ class ExecutionBackendSpec:
             raise BackendError(f"execution backend {self.name!r} must consume at least one artifact format")
         if not callable(self.availability):
             raise BackendError(f"execution backend {self.name!r}: availability must be a callable probe")
+        if self.api_version is not None:
+            from tilecraft.backend.api import api_version_problem
+            from tilecraft.backend.errors import PluginAPIError
+
+            problem = api_version_problem(f"execution backend {self.name!r}", self.api_version)
+            if problem:
+                raise PluginAPIError(problem)
 
     def __hash__(self) -> int:
         return hash(self.name)

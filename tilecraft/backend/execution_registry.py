@@ -1,7 +1,8 @@
 """Registry of execution backends: each spec once per name, and its implementation as a lazy singleton.
 
 Specs usually arrive through `register_backend(manifest)`, which registers the specs a manifest
-declares; registering the same spec again is harmless, a different spec under the same name is an error.
+declares, or through the `tilecraft.execution_backends` entry points; registering the same spec again is
+harmless, a different spec under the same name is an error. Lookups load the plugins first.
 """
 
 from __future__ import annotations
@@ -48,8 +49,16 @@ def unregister_execution_backend(name: str) -> None:
         _implementations.pop(name, None)
 
 
+def _ensure_plugins() -> None:
+    # Imported here: the loader lives with the backend registry, which imports this module.
+    from tilecraft.backend._loader import ensure_backends
+
+    ensure_backends()
+
+
 def get_spec(name: str) -> ExecutionBackendSpec:
     """The registered spec called `name`; the error lists the registered names."""
+    _ensure_plugins()
     with _lock:
         spec = _specs.get(name)
         if spec is None:
@@ -59,6 +68,7 @@ def get_spec(name: str) -> ExecutionBackendSpec:
 
 def registered_execution_backends() -> tuple[ExecutionBackendSpec, ...]:
     """Every registered spec, sorted by name."""
+    _ensure_plugins()
     with _lock:
         return tuple(_specs[name] for name in sorted(_specs))
 

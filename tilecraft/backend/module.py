@@ -2,9 +2,11 @@
 
 It names the target kinds the backend owns, its variant predicate, one pipeline and one device codegen
 per owned kind, host codegens by format, host-codegen hooks, the execution backends that can consume
-its output (in `auto` order), callbacks (toolchain helpers the backend exposes), and the pass configs its
-pipeline reads (key -> one-line doc), so `pass_configs` can be checked against them. Every rule is
-checked when the manifest is built; each message lists what was allowed.
+its output (in `auto` order), callbacks (toolchain helpers the backend exposes), the pass configs its
+pipeline reads (key -> one-line doc), so `pass_configs` can be checked against them, what it does not
+support (`unsupported`: limit -> one-line reason, the only lowering errors the conformance kit accepts as
+a skip), and the plugin API version it was written for. Every rule is checked when the manifest is built;
+each message lists what was allowed.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tilecraft.backend.api import api_version_problem
 from tilecraft.backend.codegen import DeviceCodegen, HostCodegen, HostCodegenHook
-from tilecraft.backend.errors import ManifestError
+from tilecraft.backend.errors import ManifestError, PluginAPIError
 from tilecraft.backend.execution import ExecutionBackendSpec
 from tilecraft.backend.formats import first_doc_line, frozen_mapping
 from tilecraft.backend.pipeline import PassPipeline
@@ -24,6 +27,10 @@ if TYPE_CHECKING:
     from tilecraft.backend.target import Target
 
 _NAME = re.compile(r"[a-z][a-z0-9_-]*")
+# `unsupported` keys: what kind of thing is missing, then its name (a tile-op class, a dtype, a feature or a
+# resource in kebab case).
+UNSUPPORTED_KINDS = ("op", "dtype", "feature", "resource")
+_UNSUPPORTED = re.compile(rf"({'|'.join(UNSUPPORTED_KINDS)}):[A-Za-z0-9][A-Za-z0-9_.-]*")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
@@ -45,13 +52,15 @@ class BackendModule:
     dialect: str = ""
     doc: str = ""
     pass_configs: Mapping[str, str] = field(default_factory=dict)
+    unsupported: Mapping[str, str] = field(default_factory=dict)
+    api_version: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "target_kinds", tuple(self.target_kinds))
         object.__setattr__(self, "execution_backends", tuple(self.execution_backends))
         object.__setattr__(self, "host_codegen_hooks", tuple(self.host_codegen_hooks))
         object.__setattr__(self, "callbacks", frozen_mapping(_unique_callbacks(self.name, self.callbacks)))
-        for name in ("pipelines", "device_codegens", "host_codegens", "pass_configs"):
+        for name in ("pipelines", "device_codegens", "host_codegens", "pass_configs", "unsupported"):
             object.__setattr__(self, name, frozen_mapping(getattr(self, name)))
         for check in _CHECKS:
             check(self)
@@ -188,6 +197,23 @@ def _check_pass_configs(m: BackendModule) -> None:
             raise m.fail(f"pass config {key!r} needs a one-line doc string saying what it does")
 
 
+def _check_api_version(m: BackendModule) -> None:
+    problem = api_version_problem(f"backend manifest {m.name!r}", m.api_version)
+    if problem:
+        raise PluginAPIError(problem)
+
+
+def _check_unsupported(m: BackendModule) -> None:
+    for key, reason in m.unsupported.items():
+        if not isinstance(key, str) or not _UNSUPPORTED.fullmatch(key):
+            raise m.fail(
+                f"unsupported keys are '<kind>:<name>' with kind one of {', '.join(UNSUPPORTED_KINDS)} "
+                f"(such as 'dtype:float64' or 'op:Cumsum'), got {key!r}"
+            )
+        if not isinstance(reason, str) or not reason:
+            raise m.fail(f"unsupported {key!r} needs a one-line reason saying why (and what to do instead)")
+
+
 def _check_callbacks(m: BackendModule) -> None:
     for name, fn in m.callbacks.items():
         if not isinstance(name, str) or not name:
@@ -198,6 +224,7 @@ def _check_callbacks(m: BackendModule) -> None:
 
 _CHECKS = (
     _check_identity,
+    _check_api_version,  # first after the name: a manifest for another API may break the other rules
     _check_pipelines,
     _check_device_codegens,
     _check_host_codegens,
@@ -205,4 +232,5 @@ _CHECKS = (
     _check_compatibility,
     _check_callbacks,
     _check_pass_configs,
+    _check_unsupported,
 )

@@ -5,7 +5,8 @@ checked at registration is: a manifest without a predicate matches every target 
 not share a kind with any other manifest. Whether two predicates overlap is checked when a target is
 looked up: more than one match is an error naming them.
 
-The built-in backend packages (`tilecraft._builtin`) are imported on the first lookup, not at import.
+Backends are found through entry points (tilecraft/backend/_loader.py), loaded on the first lookup, not
+at import.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from tilecraft.backend import execution_registry
-from tilecraft.backend._loader import builtins_suspended, ensure_builtin_backends
+from tilecraft.backend._loader import ensure_backends, plugin_problems, plugins_suspended
 from tilecraft.backend.errors import ManifestError
 from tilecraft.backend.module import BackendModule
 from tilecraft.backend.target import Target
@@ -35,12 +36,12 @@ def register_backend(module: BackendModule) -> BackendModule:
     if not isinstance(module, BackendModule):
         raise ManifestError(f"register_backend expects a BackendModule, got {type(module).__name__}")
     if any(kind not in KINDS.kinds for kind in module.target_kinds):
-        # A variant of a built-in kind needs that kind, and the built-in manifest to be checked against.
+        # A variant of another backend's kind needs that kind, and that manifest to be checked against.
         # A package that registered its own kind first (every built-in one does) loads nothing here:
-        # importing the other built-in packages from inside its import could deadlock two threads that
+        # importing the other backend packages from inside its import could deadlock two threads that
         # import two of them at once, on Python's import locks. Exclusivity is still checked: by
         # whichever of two manifests sharing a kind registers second.
-        ensure_builtin_backends()
+        ensure_backends()
     with _lock:
         existing = _manifests.get(module.name)
         if existing is not None:
@@ -89,26 +90,26 @@ def unregister_backend(name: str) -> None:
 
 def registered_backends() -> tuple[BackendModule, ...]:
     """Every registered manifest, in registration order."""
-    ensure_builtin_backends()
+    ensure_backends()
     with _lock:
         return tuple(_manifests.values())
 
 
 def target_kinds() -> tuple[str, ...]:
     """The names of every registered target kind, sorted."""
-    ensure_builtin_backends()
+    ensure_backends()
     return tuple(sorted(KINDS.kinds))
 
 
 def backend_for(target: Target) -> BackendModule:
     """The one manifest that handles `target` (owned kind and matching predicate)."""
-    ensure_builtin_backends()
+    ensure_backends()
     with _lock:
         candidates = [m for m in _manifests.values() if target.kind in m.target_kinds]
     if not candidates:
         raise BackendError(
             f"no backend is registered for target kind {target.kind!r}; backends: "
-            f"{_describe_backends()}; import the package that provides it"
+            f"{_describe_backends()}; install the plugin that provides it{_describe_problems()}"
         )
     matches = [m for m in candidates if m.matches(target)]
     if len(matches) == 1:
@@ -125,6 +126,13 @@ def backend_for(target: Target) -> BackendModule:
     )
 
 
+def _describe_problems() -> str:
+    problems = plugin_problems()
+    if not problems:
+        return ""
+    return f"; plugins that failed to load: {'; '.join(p.describe() for p in problems)}"
+
+
 def _describe_backends() -> str:
     return (
         ", ".join(f"{m.name} (kinds: {', '.join(m.target_kinds)})" for m in _manifests.values()) or "(none)"
@@ -133,15 +141,15 @@ def _describe_backends() -> str:
 
 @contextmanager
 def isolated_registry() -> Iterator[None]:
-    """For tests: start with empty manifest, target-kind and execution registries, no built-in backend
-    imports; the previous state comes back on exit, even after an error."""
+    """For tests: start with empty manifest, target-kind and execution registries, no plugin loading;
+    the previous state comes back on exit, even after an error."""
     with _lock, KINDS.lock:
         saved_manifests = dict(_manifests)
         saved_kinds = KINDS.snapshot()
         _manifests.clear()
         KINDS.restore(({}, {}))
     try:
-        with builtins_suspended(), execution_registry.isolated():
+        with plugins_suspended(), execution_registry.isolated():
             yield
     finally:
         with _lock, KINDS.lock:

@@ -168,9 +168,9 @@ def unregister_target_kind(name: str) -> None:
 
 def lookup_target_kind(name: str) -> TargetKind:
     """The kind named `name` or one of its aliases; the error lists every kind and alias."""
-    from tilecraft.backend._loader import ensure_builtin_backends
+    from tilecraft.backend._loader import ensure_backends
 
-    ensure_builtin_backends()
+    ensure_backends()
     kind = KINDS.kinds.get(KINDS.aliases.get(name, name))
     if kind is None:
         raise TargetError(f"unknown target kind {name!r}; {describe_kinds()}")
@@ -179,9 +179,9 @@ def lookup_target_kind(name: str) -> TargetKind:
 
 def registered_target_kinds() -> tuple[TargetKind, ...]:
     """Every registered kind, sorted by name."""
-    from tilecraft.backend._loader import ensure_builtin_backends
+    from tilecraft.backend._loader import ensure_backends
 
-    ensure_builtin_backends()
+    ensure_backends()
     return tuple(KINDS.kinds[name] for name in sorted(KINDS.kinds))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tilecraft.backend.api import API_VERSION
 from tilecraft.backend.codegen import DeviceCode, DeviceCodegen, HostCodegen
 from tilecraft.backend.module import BackendModule
 from tilecraft.backend.registry import register_backend
@@ -9,6 +10,7 @@ from tilecraft.cpu.codegen import DEVICE_FORMAT, HOST_FORMAT, OBJECT_FORMAT, dev
 from tilecraft.cpu.pipeline import BOUNDS_CHECK, PIPELINE
 from tilecraft.cpu.storage import MAX_BLOCK_SCRATCH
 from tilecraft.cpu.target import KIND
+from tilecraft.cpu.transform.block_model import THREAD_INDEX
 from tilecraft.execution.cc.spec import CC
 
 
@@ -42,6 +44,11 @@ CPU_BACKEND = register_backend(
             BOUNDS_CHECK: "check every buffer access; an out-of-bounds one raises naming the kernel line",
             MAX_BLOCK_SCRATCH: "bytes of per-block scratch a kernel may use (default 1 GiB)",
         },
+        unsupported={
+            THREAD_INDEX: "a block runs as one thread, so T.get_thread_binding has no thread to name; write "
+            "per-thread work as T.Parallel over the tile",
+        },
         doc="the host processor through C: a block runs as one thread, blocks spread over OpenMP threads",
+        api_version=API_VERSION,
     )
 )

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from tilecraft.backend.api import API_VERSION
 from tilecraft.backend.codegen import DeviceCodegen
 from tilecraft.backend.errors import TargetError
 from tilecraft.backend.module import BackendModule
 from tilecraft.backend.registry import register_backend
 from tilecraft.cuda.carver import CUDA
 from tilecraft.cuda.codegen import BINARY_FORMAT, SOURCE_FORMAT, compile_cubin, device_source
-from tilecraft.cuda.op.gemm_plan import DISABLE_TMA, DISABLE_WARP_SPECIALIZED, DISABLE_WGMMA
+from tilecraft.cuda.op.gemm_plan import (
+    DISABLE_TMA,
+    DISABLE_WARP_SPECIALIZED,
+    DISABLE_WGMMA,
+    TRANSPOSED_REGISTER_A,
+)
 from tilecraft.cuda.pipeline import PIPELINE
 from tilecraft.cuda.target import KIND
+from tilecraft.cuda.transform.check import SHARED_MEMORY
 from tilecraft.cuda.transform.overlap import OVERLAP
 from tilecraft.cuda.transform.warp_specialize import GENERAL
 from tilecraft.execution.nvcc.spec import NVCC
@@ -49,7 +56,14 @@ CUDA_BACKEND = register_backend(
             "before the previous P @ V and overlaps the softmax with it (FA3's intra-warpgroup overlap; off by "
             "default; implies the general schedule)",
         },
+        unsupported={
+            SHARED_MEMORY: "a block has the GPU's max_shared_memory_per_block_optin bytes of shared memory (99 KiB "
+            "on sm_86/sm_89, 163 KiB on sm_80, 227 KiB on sm_90; the conformance tiles need up to 128 KiB)",
+            TRANSPOSED_REGISTER_A: "mma.sync takes A from registers only in its own (untransposed) layout; store A "
+            "untransposed, or stage it through shared memory",
+        },
         dialect="tilecraft.cuda.language",
         doc="NVIDIA GPUs (sm_80+) through CUDA C++: mma.sync (wgmma on sm_90a) tensor cores, cp.async (TMA on sm_90a) pipelines",
+        api_version=API_VERSION,
     )
 )

@@ -23,6 +23,7 @@ from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.visitor import walk
 from tilecraft.opencl.printer import SMEM, OpenCLPrinter
+from tilecraft.opencl.transform.check import LOCAL_MEMORY
 from tilecraft.transform.storage import STORAGE_ATTR, launch_info, plan_storage
 
 SOURCE_FORMAT = "opencl-source"
@@ -79,6 +80,7 @@ def _check_local_memory(func: PrimFunc, target) -> None:
             launch.span,
             "use smaller shared tiles (block sizes) or fewer shared buffers",
             target=target,
+            unsupported=LOCAL_MEMORY,
         )
 
 

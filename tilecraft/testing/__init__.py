@@ -2,7 +2,8 @@
 
 `main()`, the `requires_*` skip decorators, `set_random_seed`, `process_func`, `regression` and
 `torch_assert_close`; they are described in tilecraft.compat.testing, where they live beside the rest of
-the TileLang compatibility layer.
+the TileLang compatibility layer. `tilecraft.testing.conformance` is the conformance kit every backend
+runs (docs/backends.md).
 """
 
 from tilecraft.compat.testing import *  # noqa: F403 - this module is their public path

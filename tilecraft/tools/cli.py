@@ -1,4 +1,5 @@
-"""The `tilecraft` command line: `backends`, `doctor`, `settings` and `run-tilelang`, in plain text.
+"""The `tilecraft` command line: `backends`, `backend new`, `backend check`, `doctor`, `settings` and
+`run-tilelang`, in plain text.
 
 Everything printed comes from the registries; the command line knows no backend by name.
 """
@@ -9,12 +10,14 @@ import argparse
 import os
 import platform
 import sys
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from tilecraft import __version__, settings
-from tilecraft.backend import BackendModule, Target, detection_report, registered_backends
-from tilecraft.errors import TilecraftError
+from tilecraft.backend import BackendModule, Target, detection_report, plugin_problems, registered_backends
+from tilecraft.errors import KernelWarning, PluginWarning, TilecraftError
 from tilecraft.execution import KernelCache, registered_execution_backends
 
 
@@ -29,9 +32,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return args.run()
+        return args.run(args) if getattr(args, "takes_args", False) else args.run()
     except TilecraftError as err:
-        print(f"tilecraft {args.command}: error: {err}", file=sys.stderr)
+        command = " ".join(filter(None, (args.command, getattr(args, "action", None))))
+        print(f"tilecraft {command}: error: {err}", file=sys.stderr)
         return 1
 
 
@@ -45,12 +49,79 @@ def _parser() -> argparse.ArgumentParser:
         ("settings", cmd_settings, "print every TILECRAFT_* setting with its current value"),
     ):
         commands.add_parser(name, help=text, description=text).set_defaults(run=run)
+    _backend_parser(commands)
     # Listed for --help only: main() hands its arguments to the runner, which parses them itself.
     commands.add_parser(RUN_TILELANG, help="run a TileLang script unchanged (see run-tilelang --help)")
     return parser
 
 
 RUN_TILELANG = "run-tilelang"
+
+
+def _backend_parser(commands) -> None:
+    text = "scaffold (new) or audit (check) a target backend; docs/backends.md is the guide"
+    backend = commands.add_parser("backend", help=text, description=text)
+    actions = backend.add_subparsers(dest="action", metavar="action", required=True)
+    text = "write a pip-installable backend package: a renamed variant of the backend of kind --from"
+    new = actions.add_parser("new", help=text, description=text)
+    new.add_argument("name", help="the new backend's name, also its target kind (lower case, digits, _)")
+    new.add_argument("--from", dest="template", required=True, metavar="KIND",
+                     help="the target kind whose backend it starts from (see `tilecraft backends`)")  # fmt: skip
+    new.add_argument("--out", type=Path, help="the folder to write (default: ./tilecraft-NAME)")
+    new.set_defaults(run=cmd_backend_new, takes_args=True)
+    text = "audit a backend: manifest, boundaries, codegen, compile and the conformance kit, as a table"
+    check = actions.add_parser("check", help=text, description=text)
+    check.add_argument("name", help="a backend's name or one of its target kinds")
+    check.add_argument("--execution", metavar="E", help="run the conformance kit only on execution backend E")
+    check.add_argument("--jobs", "-j", type=int, default=0, help="kernels at a time (default: one per core)")
+    check.add_argument("--verbose", "-v", action="store_true", help="list every kernel's verdict")
+    check.set_defaults(run=cmd_backend_check, takes_args=True)
+
+
+def cmd_backend_new(args: argparse.Namespace) -> int:
+    """Write the package; print where, and what to run next."""
+    from tilecraft.tools.scaffold import scaffold
+
+    out = args.out if args.out is not None else Path(f"tilecraft-{args.name}")
+    written = scaffold(args.name, args.template, out)
+    print(f"wrote backend {args.name!r} (a variant of the {args.template!r} backend) to {out}:")
+    for path in written:
+        print(f"  {path.relative_to(out)}")
+    print(f"next: pip install -e {out} && tilecraft backend check {args.name}   (see {out / 'README.md'})")
+    return 0
+
+
+def cmd_backend_check(args: argparse.Namespace) -> int:
+    """Print the audit's table as it runs, then the failed kernels; the status is 1 when a row fails."""
+    from tilecraft.tools.audit import audit, default_jobs, find_backend, format_details, format_row
+
+    with _plugin_warnings_listed():
+        manifest = find_backend(args.name)
+    rows_ahead = audit(manifest, args.execution, args.jobs or default_jobs())
+    rows = []
+    with warnings.catch_warnings():
+        # Some conformance kernels warn by design (a fragment sized from its loop); the table is the report.
+        warnings.simplefilter("ignore", KernelWarning)
+        for row in rows_ahead:
+            if not rows:
+                print(f"tilecraft backend check {manifest.name}\n{format_row_header()}")
+            rows.append(row)
+            print(format_row(row), flush=True)
+    details = format_details(rows, args.verbose)
+    if details:
+        print()
+        print("\n".join(details))
+    failed = [r.check for r in rows if r.verdict.status == "fail"]
+    print(f"\n{len(rows)} checks: {len(failed)} failed" + (f" ({', '.join(failed)})" if failed else ""))
+    return 1 if failed else 0
+
+
+def format_row_header() -> str:
+    from tilecraft.testing.conformance import Verdict
+    from tilecraft.tools.audit import Row, format_row
+
+    line = format_row(Row("check", Verdict("verdict", "reason")))
+    return f"{line}\n{'-' * len(line)}"
 
 
 def run_tilelang(argv: Sequence[str]) -> int:
@@ -61,16 +132,30 @@ def run_tilelang(argv: Sequence[str]) -> int:
 
 
 def cmd_backends() -> int:
-    """Print each registered target backend, its kinds, variant, dialect and execution backends."""
-    backends = registered_backends()
+    """Print each registered target backend, its kinds, variant, dialect and execution backends, then
+    the plugins that failed to load; the status is 1 when there is no backend or a plugin failed."""
+    with _plugin_warnings_listed():
+        backends = registered_backends()
+        problems = plugin_problems()
     if not backends:
         print("no target backends are registered")
-        return 1
     for i, backend in enumerate(backends):
         if i:
             print()
         print("\n".join(describe_backend(backend)))
-    return 0
+    if problems:
+        print("\nplugins that failed to load:")
+        for problem in problems:
+            print(f"  {problem.describe()}")
+    return 1 if problems or not backends else 0
+
+
+@contextmanager
+def _plugin_warnings_listed() -> Iterator[None]:
+    # The commands list broken plugins themselves; the warning would say it twice.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PluginWarning)
+        yield
 
 
 def describe_backend(backend: BackendModule) -> list[str]:
@@ -92,13 +177,15 @@ def cmd_doctor() -> int:
     print(f"python    {platform.python_version()} ({sys.executable})")
     print(f"numpy     {_numpy_version()}")
     print(f"platform  {platform.platform()}")
+    with _plugin_warnings_listed():
+        plugin_lines = _plugin_lines()
     _section("target detection (in `auto` order)", _detection_lines())
     _section("execution backends", _execution_lines())
     cache_line, cache_problems = _cache_report()
     _section("cache", [cache_line])
     setting_problems = _setting_problems()
     _section("settings", _guarded(lambda: settings.describe(setting_problems).splitlines(), "settings table"))
-    _section("problems", [*setting_problems.values(), *cache_problems])
+    _section("problems", [*plugin_lines, *setting_problems.values(), *cache_problems])
     return 0
 
 
@@ -126,6 +213,10 @@ def _guarded(lines: Callable[[], list[str]], what: str) -> list[str]:
 
 def _detection_lines() -> list[str]:
     return _guarded(lambda: [result.describe() for result in detection_report()], "detection")
+
+
+def _plugin_lines() -> list[str]:
+    return _guarded(lambda: [problem.describe() for problem in plugin_problems()], "loading the plugins")
 
 
 def _execution_lines() -> list[str]:

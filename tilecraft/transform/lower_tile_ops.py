@@ -39,6 +39,7 @@ class _LowerTileOps(Mutator):
                 op.span,
                 f"supported tile ops: {supported}",
                 target=self.ctx.target,
+                unsupported=f"op:{type(op).__name__}",
             )
         return lower(op, self.ctx)
 

@@ -39,7 +39,9 @@ class StorageBudget:
     """At most `limit` bytes of the buffers in `scopes` may be live at once in one block, or in one
     thread when `per_thread` (a fragment then counts its share: its elements over the block's threads).
 
-    `memory` names the storage in messages ("shared memory"); `hint` says how to fit.
+    `memory` names the storage in messages ("shared memory"); `hint` says how to fit; `unsupported` is
+    the limit key a kernel over the budget reports (`LoweringError.unsupported`), for a backend whose
+    manifest declares it (a device-dependent size, say).
     """
 
     memory: str
@@ -48,6 +50,7 @@ class StorageBudget:
     per_thread: bool = False
     align: int = 1
     hint: str = "use smaller tiles (block sizes) or fewer buffers"
+    unsupported: str | None = None
 
     def bytes_of(self, buf: Buffer, threads: int) -> int | None:
         """The bytes `buf` takes from this budget; None when its shape is not static."""
@@ -133,7 +136,8 @@ class _BudgetWalk(Visitor):
             others = ", ".join(b.name for b, _ in live[:-1])
             message += f"; with {others} live beside it, {format_bytes(total)}"
         message += f"; the target allows {format_bytes(budget.limit)} per {per}"
-        raise LoweringError(message, s.span or buf.span or self.func_span, budget.hint, target=self.target)
+        span = s.span or buf.span or self.func_span
+        raise LoweringError(message, span, budget.hint, target=self.target, unsupported=budget.unsupported)
 
 
 def _describe(buf: Buffer) -> str:

@@ -34,6 +34,9 @@ class _ThreadUse(Visitor):
             self.found = self.span
 
 
+THREAD_INDEX = "feature:thread-index"  # the limit this check reports (declared in the manifest)
+
+
 class _BlockModelCheck(Visitor):
     def __init__(self, target) -> None:
         self.target = target
@@ -48,6 +51,7 @@ class _BlockModelCheck(Visitor):
                 "a block runs as one thread on the CPU; express per-thread work as T.Parallel over the tile "
                 "so the backend partitions it",
                 target=self.target,
+                unsupported=THREAD_INDEX,
             )
         self.generic_visit(launch)
 

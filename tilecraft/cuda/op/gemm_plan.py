@@ -34,6 +34,9 @@ DISABLE_WARP_SPECIALIZED = "tl.disable_warp_specialized"
 WGMMA_ARCH = "sm_90a"
 WARPGROUP_THREADS = 128
 WGMMA_VARIANTS = ("wgmma", "wgmma_rs")
+TRANSPOSED_REGISTER_A = (
+    "feature:transposed-register-a"  # the limit plan_gemm reports (declared in the manifest)
+)
 
 
 @dataclass(frozen=True)
@@ -163,6 +166,7 @@ def plan_gemm(op: S.Gemm, threads: int, target, wgmma: bool = False) -> GemmPlan
                 op.span,
                 "store A untransposed (T.copy it into a fragment of shape (M, K)), or copy it to shared memory",
                 target=target,
+                unsupported=TRANSPOSED_REGISTER_A,
             )
         c_layout = TileLayout((m, n), mma_accumulator(m, n, wm, wn))
         # Every warp reads whole rows of A, so the warps_n warps sharing a row block hold copies of it.

@@ -25,6 +25,9 @@ def check_cuda_support(mod: IRModule, ctx) -> IRModule:
     return mod
 
 
+SHARED_MEMORY = "resource:shared-memory"  # the limit of a kernel over the shared-memory budget (declared)
+
+
 def storage_budgets(target) -> tuple[StorageBudget, ...]:
     """A thread's registers and local memory, and a block's shared memory where the target knows it."""
     budgets = [
@@ -46,6 +49,7 @@ def storage_budgets(target) -> tuple[StorageBudget, ...]:
                 shared,
                 align=128,
                 hint="use smaller shared tiles (block sizes) or fewer shared buffers",
+                unsupported=SHARED_MEMORY,
             )
         )
     return tuple(budgets)

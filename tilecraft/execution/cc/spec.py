@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 
+from tilecraft.backend.api import API_VERSION
 from tilecraft.backend.devices import DLPACK_HOST
 from tilecraft.backend.execution import Availability, ExecutionBackendSpec
 
@@ -27,4 +28,5 @@ CC = ExecutionBackendSpec(
     eager_device_compile=False,
     device_types=(DLPACK_HOST,),
     doc="the system C compiler (gcc or clang, -O3 -march=native, OpenMP when supported); loaded with ctypes",
+    api_version=API_VERSION,
 )

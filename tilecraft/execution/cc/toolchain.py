@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tilecraft import settings
-from tilecraft.errors import ToolchainError
+from tilecraft.errors import ToolchainError, ToolchainNotFound
 
 try:
     import fcntl
@@ -105,7 +105,7 @@ def _fix(variable: str) -> str:
     )
 
 
-class CompilerNotFound(ToolchainError):
+class CompilerNotFound(ToolchainNotFound):
     """No usable compiler command: `reason` says what is wrong and where it looked, `fix` what to do."""
 
     def __init__(self, reason: str, fix: str = INSTALL_HINT) -> None:

@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from tilecraft.errors import ToolchainError
+from tilecraft.errors import ToolchainError, ToolchainNotFound
 from tilecraft.execution.cuda_driver import toolkit
 from tilecraft.execution.cuda_driver.sources import SOURCE_NAME, keep_source
 
@@ -26,10 +26,10 @@ _RELEASE = re.compile(r"release (\d+\.\d+), V([\d.]+)")
 
 
 def nvcc_path() -> str:
-    """The nvcc to use; ToolchainError saying where it looked and how to install one."""
+    """The nvcc to use; ToolchainNotFound saying where it looked and how to install one."""
     path = toolkit.find_nvcc()
     if path is None:
-        raise ToolchainError(f"{toolkit.missing_reason()}; {toolkit.INSTALL_HINT}")
+        raise ToolchainNotFound(f"{toolkit.missing_reason()}; {toolkit.INSTALL_HINT}")
     return path
 
 

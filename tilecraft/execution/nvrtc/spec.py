@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tilecraft.backend.api import API_VERSION
 from tilecraft.backend.execution import Availability, ExecutionBackendSpec
 from tilecraft.execution.cuda_driver import DEVICE_TYPES
 
@@ -31,4 +32,5 @@ NVRTC = ExecutionBackendSpec(
     eager_device_compile=False,
     device_types=DEVICE_TYPES,
     doc="NVRTC compiles the CUDA source to a cubin in process; loaded and launched through the CUDA driver",
+    api_version=API_VERSION,
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tilecraft.backend.api import API_VERSION
 from tilecraft.backend.devices import DLPACK_HOST
 from tilecraft.backend.execution import Availability, ExecutionBackendSpec
 
@@ -23,4 +24,5 @@ OPENCL = ExecutionBackendSpec(
     eager_device_compile=False,
     device_types=(DLPACK_HOST,),  # host arrays: the launcher copies them to the device and back
     doc="pyopencl builds the OpenCL C program for one device; host arrays are copied in and out per call",
+    api_version=API_VERSION,
 )

@@ -16,6 +16,12 @@ from tilecraft.ir.visitor import Visitor
 from tilecraft.transform.storage_budget import StorageBudget, check_storage_budgets
 
 WIDE_ATOMIC_TYPES = ("int64", "uint64", "float64")
+# The limits these checks report (LoweringError.unsupported), declared in the manifest: they depend on the
+# device a target names.
+FLOAT64 = "dtype:float64"
+INT64_ATOMICS = "feature:int64-atomics"
+WORK_GROUP_SIZE = "resource:work-group-size"
+LOCAL_MEMORY = "resource:local-memory"
 # OpenCL has no query for a work-item's private memory. This is the largest any tested device offers
 # (NVIDIA: 512 KiB of local memory per thread); past it no device runs the kernel.
 PRIVATE_MEMORY_PER_WORK_ITEM = 512 * 1024
@@ -26,8 +32,10 @@ class _Check(Visitor):
         self.target = target
         self.func_span = func_span  # where a parameter without a span of its own is reported
 
-    def _fail(self, message: str, span, hint: str) -> None:
-        raise LoweringError(message, span or self.func_span, hint, target=self.target)
+    def _fail(self, message: str, span, hint: str, unsupported: str | None = None) -> None:
+        raise LoweringError(
+            message, span or self.func_span, hint, target=self.target, unsupported=unsupported
+        )
 
     def visit_KernelLaunch(self, s: S.KernelLaunch) -> None:
         limit = self.target.attr("max_work_group_size")
@@ -36,13 +44,13 @@ class _Check(Visitor):
             threads *= t
         if limit is not None and threads > limit:
             self._fail(f"the kernel asks for {threads} threads per block; this OpenCL device runs at most "
-                       f"{limit} work-items per work-group", s.span, f"use threads={limit} or fewer")  # fmt: skip
+                       f"{limit} work-items per work-group", s.span, f"use threads={limit} or fewer", WORK_GROUP_SIZE)  # fmt: skip
         self.generic_visit(s)
 
     def visit_Buffer(self, buf) -> None:
         if buf.dtype.name == "float64" and self.target.attr("fp64") is False:
             self._fail(f"buffer {buf.name} is float64, but this OpenCL device has no cl_khr_fp64", buf.span,
-                       "use float32, or a device with double precision")  # fmt: skip
+                       "use float32, or a device with double precision", FLOAT64)  # fmt: skip
         self.generic_visit(buf)
 
     def visit_AtomicOp(self, s: S.AtomicOp) -> None:
@@ -57,7 +65,7 @@ class _Check(Visitor):
         if buf.dtype.name in WIDE_ATOMIC_TYPES and self.target.attr("int64_atomics") is False:
             self._fail(f"an atomic update of {buf.dtype} buffer {buf.name} needs the device's "
                        "cl_khr_int64_base_atomics (and extended atomics for max/min), which it lacks", span,
-                       "accumulate in a float32 or int32 buffer")  # fmt: skip
+                       "accumulate in a float32 or int32 buffer", INT64_ATOMICS)  # fmt: skip
 
 
 @module_pass("check-opencl-support")
@@ -92,6 +100,7 @@ def storage_budgets(target) -> tuple[StorageBudget, ...]:
                 local_mem,
                 align=128,
                 hint="use smaller shared tiles (block sizes) or fewer shared buffers",
+                unsupported=LOCAL_MEMORY,
             )
         )
     return tuple(budgets)

@@ -1,7 +1,8 @@
 """Conformance cases: a kernel, fresh random inputs (outputs poisoned), and a float64 NumPy reference.
 
-Most kernels come from tests/language/kernels.py (written as TileLang users write them); the rest are
-here. Each case lists every parameter's array, so outputs can be poisoned before the run.
+Most kernels come from kernels.py (written as TileLang users write them) and regressions.py; the rest are
+here and in the modules beside it. Each case lists every parameter's array, so outputs can be poisoned
+before the run. Case names are stable: tests and `tilecraft backend check` report by them.
 """
 
 from __future__ import annotations
@@ -13,18 +14,18 @@ import ml_dtypes
 import numpy as np
 
 import tilecraft.language as T
-from tests.conformance import attention_bhsd as AB
-from tests.conformance import convolution as CV
-from tests.conformance import fragment_rows as FR
-from tests.conformance import global_layouts as G
-from tests.conformance import keep_dim as KD
-from tests.conformance import pipelined_stages as PS
-from tests.conformance import register_operands as R
-from tests.conformance import shared_operands as SO
-from tests.conformance import shared_reuse as SR
-from tests.conformance import views as V
-from tests.language import kernels as K
-from tests.transform import kernels as D
+from tilecraft.testing.conformance import attention_bhsd as AB
+from tilecraft.testing.conformance import convolution as CV
+from tilecraft.testing.conformance import fragment_rows as FR
+from tilecraft.testing.conformance import global_layouts as G
+from tilecraft.testing.conformance import keep_dim as KD
+from tilecraft.testing.conformance import kernels as K
+from tilecraft.testing.conformance import pipelined_stages as PS
+from tilecraft.testing.conformance import register_operands as R
+from tilecraft.testing.conformance import regressions as D
+from tilecraft.testing.conformance import shared_operands as SO
+from tilecraft.testing.conformance import shared_reuse as SR
+from tilecraft.testing.conformance import views as V
 
 F16, BF16, F32 = np.float16, ml_dtypes.bfloat16, np.float32
 TOL = {F16: 3e-3, BF16: 2e-2, F32: 1e-5}
@@ -73,7 +74,7 @@ def _cast_scale(n=777, block=128):
     return cast_scale
 
 
-def _int16_fragment(m=80, n=64, bm=32):
+def int16_fragment(m=80, n=64, bm=32):
     # 16-bit integers through a fragment: on CUDA the runs of a thread's registers are stored as one
     # vector, so a negative value must not spill its sign into the neighbouring element.
     @T.prim_func
@@ -119,7 +120,7 @@ def _row_sum(m=300, n=64, bm=32):
     return row_sum
 
 
-def _gemm_16bit_out(m, n, k, dtype):
+def gemm_16bit_out(m, n, k, dtype):
     # A 16-bit C: on CUDA the accumulator's column pairs are stored as one 32-bit access where the
     # row length allows (even n), element by element otherwise (odd n).
     return K.gemm(m, n, k, 64, 64, 32, dtype=dtype, accum_dtype="float32", out_dtype=dtype)
@@ -127,7 +128,7 @@ def _gemm_16bit_out(m, n, k, dtype):
 
 def _gemm_16bit_case(name, m, n, k, dtype):
     dname = np.dtype(dtype).name
-    return Case(name, lambda: _gemm_16bit_out(m, n, k, dname),
+    return Case(name, lambda: gemm_16bit_out(m, n, k, dname),
                 lambda r: [randn(r, (m, k), dtype), randn(r, (k, n), dtype), poison((m, n), dtype)],
                 lambda a: {2: f64(a[0]) @ f64(a[1])}, TOL[dtype])  # fmt: skip
 
@@ -154,7 +155,7 @@ def _abs_reductions(m=64, n=80):
 # ---------------------------------------------------------------- dynamic shapes and several kernels
 
 
-def _dynamic_scale(block=128):
+def dynamic_scale(block=128):
     n = T.dynamic("n")
 
     @T.prim_func
@@ -309,7 +310,7 @@ def _walk_tiles_ref(a):
 def sinks_past_the_fragment(heads=2, bm=16, n=50):
     """TileLang's attention-sink backward examples: `T.alloc_fragment([heads])` filled by a T.Parallel
     loop over the block's `bm` rows (heads < bm) and read in another. It once wrote past the fragment (a
-    wrong result on the CPU, a misleading layout error on CUDA); as in TileLang, the loop sizes it now."""
+    wrong result on the host processor, a misleading layout error on a GPU); as in TileLang, the loop sizes it now."""
 
     @T.prim_func
     def sinks_past_the_fragment(
@@ -365,7 +366,7 @@ CASES = [
          lambda a: {2: f64(a[0]) + f64(a[1])}),
     Case("cast_scale_f16_to_f32_bf16", _cast_scale, lambda r: [randn(r, 777, F16), poison(777), poison(777, BF16)],
          lambda a: {1: f64(a[0]) * 2 + 1, 2: f64(a[0]) * 2 + 1}, 8e-3),
-    Case("int16_through_a_fragment", _int16_fragment, lambda r: [_random_int16(r, (80, 64)), np.full((80, 64), 7, np.int16)],
+    Case("int16_through_a_fragment", int16_fragment, lambda r: [_random_int16(r, (80, 64)), np.full((80, 64), 7, np.int16)],
          lambda a: {1: -f64(a[0]) - 1}, 0.0),
     Case("broadcast_bias_relu", _bias_relu, lambda r: [randn(r, (200, 96)), randn(r, 96), poison((200, 96))],
          lambda a: {2: np.maximum(f64(a[0]) + f64(a[1]), 0)}),
@@ -412,7 +413,7 @@ CASES = [
          lambda a: {1: _cumsum_ref(a[0], True)}, 1e-5),
     Case("two_kernels_in_order", _two_kernels, lambda r: [randn(r, 1000), poison(1000), poison(1000)],
          lambda a: {1: f64(a[0]) ** 2, 2: (f64(a[0]) ** 2)[::-1] + 1}),
-    # Shapes of TileLang's examples that lowering once refused or miscompiled (tests/transform/kernels.py).
+    # Shapes of TileLang's examples that lowering once refused or miscompiled (regressions.py).
     Case("online_softmax_unit_rows", D.online_softmax, lambda r: [randn(r, (4, 512), F16), poison((4, 512), F16)],
          lambda a: {1: _online_softmax_ref(a[0])}, 3e-3),
     Case("row_vectors_across_a_tile", D.decode_scores,

@@ -1,4 +1,4 @@
-"""Software pipelines of `T.Pipelined` loops that CUDA once miscompiled.
+"""Software pipelines of `T.Pipelined` loops that a GPU backend once miscompiled.
 
 - A staged tile read by a vector copy: `T.copy(A_s, B[...])` in the loop body lowers to 16-byte
   copies, which kept the unstaged tile's offsets and so read stage 0 whatever the iteration (tiles 1

@@ -1,5 +1,5 @@
 """Kernels of the shapes TileLang's examples use that the compiler once refused or miscompiled, with
-their float64 references; the pass tests and the conformance suite (tests/conformance/cases.py) share
+their float64 references; the pass tests (tests/transform) and the conformance cases (cases.py) share
 them."""
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def remote_reference(x, w):
 def sink_logsumexp(heads: int = 3, m: int = 100, n: int = 64, bm: int = 32, wide: int = 64):
     """TileLang's attention-sink forward, reduced: `sinks = T.alloc_fragment([wide])`, wider than the
     `T.Parallel(bm)` loop that fills it with `Sinks[by]`, read beside a row reduction's result. Per row:
-    log(sum_j exp(x_j) + exp(sink)). CUDA once refused it (the loop wrote elements its threads did not
+    log(sum_j exp(x_j) + exp(sink)). A GPU backend once refused it (the loop wrote elements its threads did not
     hold under the fragment's own layout)."""
 
     @T.prim_func
