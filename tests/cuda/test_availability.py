@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -113,3 +114,10 @@ def test_nvcc_available_with_driver_and_device(tmp_path, fake_driver):
     with settings.override(TILECRAFT_NVCC=nvcc.parent):  # a directory holding nvcc is accepted too
         status = NVCC.availability()
     assert status.ok and status.reason.startswith(f"nvcc {nvcc}; 1 CUDA device(s)")
+
+
+def test_no_test_module_puts_benchmarks_on_the_path():
+    """benchmarks/cuda.py would shadow cuda-python's `cuda` package, and NVRTC would then look absent to
+    every later test of the run (on a GPU machine they skipped): test modules import `benchmarks.X`."""
+    benchmarks = (Path(__file__).resolve().parents[2] / "benchmarks").as_posix()
+    assert benchmarks not in [Path(p).resolve().as_posix() for p in sys.path if p]

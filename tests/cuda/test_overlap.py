@@ -1,7 +1,7 @@
 """The gemm-softmax overlap of warp-specialized attention (sm_90a, `tilecraft.cuda.gemm_softmax_overlap`)
 without a GPU: the rotation keeps every dependence of the loop (an interpreter of the rotated schedule
 against the loop as written, registers included, wgmma groups in flight from issue to wait), the
-generated code's structure, ptxas's report, the loops it leaves alone with a note, and that it is off
+generated code's structure, ptxas's report, the loops it leaves alone with a note, and that it is on
 by default. tests/cuda/test_warp_specialize_protocol.py runs its mbarrier protocol."""
 
 from __future__ import annotations
@@ -10,12 +10,11 @@ import dataclasses
 import itertools
 import re
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 import tilecraft
+from benchmarks.hopper_attention import build
 from tests.cuda.helpers import check_in_order
 from tilecraft.cuda.ir import GemmCall, MbarWait, TmaCopy, TmaLoad, WgmmaWait
 from tilecraft.cuda.transform.overlap import OVERLAP, Overlap, accesses, overlap_plan, overlapped
@@ -26,9 +25,6 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.eval import evaluate
 from tilecraft.testing.conformance import attention_bhsd as AB
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from hopper_attention import build  # noqa: E402
 
 SM90A = "cuda -arch=sm_90a"
 ON = {OVERLAP: True}
@@ -172,8 +168,8 @@ def test_the_rotation_keeps_every_dependence_of_the_loop(n):
 
 
 def _lower(func, configs=None):
-    # the general schedule is opt-in until it has run on a GPU
-    art = tilecraft.lower(func, target=SM90A, pass_configs={GENERAL: True, **(configs or {})})
+    # without ON: the general schedule alone, to compare against
+    art = tilecraft.lower(func, target=SM90A, pass_configs={OVERLAP: False, **(configs or {})})
     src = art.device_sources["cuda-source"]
     return art, src[src.index('extern "C" __global__') :]
 
@@ -205,9 +201,17 @@ def test_the_next_qk_is_issued_before_the_previous_pv_and_the_softmax_runs_besid
     assert art.kernels[0].block == (384,) and n in kernel
 
 
-def test_the_overlap_is_off_by_default():
-    _, kernel = _lower(build(8, 16, 4096, False))
-    assert "tc_wgmma_wait<1>" not in kernel and ", 1>(Q_shared" not in kernel
+def test_the_overlap_is_on_by_default_and_each_switch_turns_it_off():
+    def kernel(configs):
+        art = tilecraft.lower(build(8, 16, 4096, False), target=SM90A, pass_configs=configs)
+        src = art.device_sources["cuda-source"]
+        return src[src.index('extern "C" __global__') :]
+
+    assert "tc_wgmma_wait<1>" in kernel(None) and ", 1>(Q_shared" in kernel(None)
+    for off in ({OVERLAP: False}, {GENERAL: False}, {GENERAL: False, OVERLAP: True}):
+        text = kernel(off)
+        assert "tc_wgmma_wait<1>" not in text and ", 1>(Q_shared" not in text, off
+    assert "setmaxnreg" in kernel({OVERLAP: False}) and "setmaxnreg" not in kernel({GENERAL: False})
 
 
 def test_loops_of_other_shapes_keep_their_gemms_apart_with_a_note(capsys):

@@ -7,12 +7,11 @@ from __future__ import annotations
 import ctypes
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 import tilecraft
+from benchmarks.hopper_check import build
 from tilecraft.backend import CompiledArtifact, KernelInfo, ParamInfo, Target
 from tilecraft.backend.arrays import ArrayArg
 from tilecraft.backend.artifact import TensorMapInfo, artifact_files, artifact_from_files
@@ -22,9 +21,6 @@ from tilecraft.execution.cuda_driver.tensor_map import TensorMaps, encode_argume
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.testing.filecheck import filecheck
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from hopper_check import build  # noqa: E402
 
 SM90A = "cuda -arch=sm_90a"
 BOX = TensorMapInfo("A", dt.bfloat16, (64, 128), 128)

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import tilecraft
 import tilecraft.language as T
+from benchmarks.hopper_check import build
 from tilecraft.cuda.transform.warp_specialize import (
     GENERAL,
     PRODUCER_THREADS,
@@ -22,9 +22,6 @@ from tilecraft.cuda.transform.warp_specialize import (
     entry_registers,
 )
 from tilecraft.testing.filecheck import filecheck
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from hopper_check import build  # noqa: E402
 
 SM90A = "cuda -arch=sm_90a"
 OFF = {"tl.disable_warp_specialized": True}
@@ -335,11 +332,14 @@ def test_operands_off_tma_keep_the_ring_with_a_note(capsys):
     assert "setmaxnreg" not in kernel and art.kernels[0].block == (128,)
 
 
-def test_the_general_schedule_is_opt_in_until_it_has_run_on_a_gpu(capsys):
-    """Loops with code between their gemms keep the ring by default, and the note says how to opt in."""
+def test_the_general_schedule_is_on_by_default_and_its_switch_keeps_the_ring(capsys):
+    """Loops with code between their gemms are specialized by default; with the switch off they keep
+    the ring, and the note names the switch."""
+    art, kernel = _lower(gemm_with_a_scale)
+    assert "setmaxnreg" in kernel and art.kernels[0].block == (256,)
     with tilecraft.settings.override(TILECRAFT_VERBOSE=True):
-        art, kernel = _lower(gemm_with_a_scale)
-    assert f"opt in with {GENERAL}=True" in capsys.readouterr().err
+        art, kernel = _lower(gemm_with_a_scale, {GENERAL: False})
+    assert f"switched off ({GENERAL}=False)" in capsys.readouterr().err
     assert "setmaxnreg" not in kernel and art.kernels[0].block == (128,)
 
 

@@ -17,7 +17,9 @@ import pytest
 
 import tilecraft
 import tilecraft.language as T
+from benchmarks.hopper_attention import build
 from tests.cuda.helpers import check_in_order
+from tilecraft.cuda.transform.overlap import OVERLAP
 from tilecraft.cuda.transform.warp_specialize import (
     GENERAL,
     GENERAL_SPLITS,
@@ -27,17 +29,14 @@ from tilecraft.cuda.transform.warp_specialize import (
 )
 from tilecraft.testing.conformance import attention_bhsd as AB
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from hopper_attention import build  # noqa: E402
-
 SM90A = "cuda -arch=sm_90a"
 OFF = {"tl.disable_warp_specialized": True}
 SIZE = (8, 16, 4096)  # the benchmark's B8 H16 S4096 (D 128, 128x128 tiles, 2 stages, 256 threads)
 
 
 def _lower(func, configs=None):
-    # the general schedule is opt-in until it has run on a GPU
-    art = tilecraft.lower(func, target=SM90A, pass_configs={GENERAL: True, **(configs or {})})
+    # the general schedule alone, as written out; tests/cuda/test_overlap.py covers the overlap on top of it
+    art = tilecraft.lower(func, target=SM90A, pass_configs={GENERAL: True, OVERLAP: False, **(configs or {})})
     src = art.device_sources["cuda-source"]
     return art, src[src.index('extern "C" __global__') :]
 
@@ -111,7 +110,7 @@ def test_the_producer_issues_k_and_v_and_the_consumers_wait_where_the_copies_wer
 def test_the_producer_inlines_only_the_lets_below_the_split():
     """The causal `loop_range` is bound inside the consumers' branch, so the producer computes its value;
     the GEMM's rasterized block indices (T.use_swizzle) are bound above the split, in both branches."""
-    from hopper_check import build as gemm
+    from benchmarks.hopper_check import build as gemm
 
     _, kernel = _lower(build(*SIZE, True))
     producer = _between(kernel, "tc_setmaxnreg_dec", "} else {")
@@ -289,17 +288,19 @@ def test_the_conformance_attention_cases_are_specialized(name):
 
 
 def test_the_attention_benchmark_measures_the_specialized_path():
-    from hopper_attention import PATHS
+    from benchmarks.hopper_attention import PATHS
+
+    def kernel(causal, path):  # as the benchmark lowers it
+        art = tilecraft.lower(build(*SIZE, causal), target=SM90A, pass_configs=PATHS[path] or None)
+        src = art.device_sources["cuda-source"]
+        return src[src.index('extern "C" __global__') :]
 
     for causal in (False, True):
-        _, kernel = _lower(build(*SIZE, causal), PATHS["sm90"] or None)
-        assert "tc_setmaxnreg_inc<240>" in kernel and "tc_wgmma_wait<1>" not in kernel
-        _, kernel = _lower(build(*SIZE, causal), PATHS["overlap"])
-        assert "tc_setmaxnreg_inc<240>" in kernel and "tc_wgmma_wait<1>" in kernel
-        for path in ("ring", "ampere"):  # as the benchmark lowers them: without the opt-in key
-            art = tilecraft.lower(build(*SIZE, causal), target=SM90A, pass_configs=PATHS[path] or None)
-            src = art.device_sources["cuda-source"]
-            assert "setmaxnreg" not in src[src.index('extern "C" __global__') :]
+        sm90, overlap = kernel(causal, "sm90"), kernel(causal, "overlap")
+        assert "tc_setmaxnreg_inc<240>" in sm90 and "tc_wgmma_wait<1>" not in sm90
+        assert "tc_setmaxnreg_inc<240>" in overlap and "tc_wgmma_wait<1>" in overlap
+        for path in ("ring", "ampere"):
+            assert "setmaxnreg" not in kernel(causal, path)
 
 
 def test_the_contender_attention_text_is_specialized(monkeypatch):

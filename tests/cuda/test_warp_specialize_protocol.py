@@ -15,13 +15,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
+from benchmarks.hopper_attention import build as attention
+from benchmarks.hopper_check import build as gemm
 from tilecraft.backend.context import create_backend_context
 from tilecraft.cuda.ir import (
     GemmCall,
@@ -44,16 +44,13 @@ from tilecraft.testing.conformance import attention_bhsd as AB
 from tilecraft.transform.simt.barriers import PIPELINED_BUFFERS
 from tilecraft.transform.widen_fragments import widen_fragments
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from hopper_attention import build as attention  # noqa: E402
-from hopper_check import build as gemm  # noqa: E402
-
 PROTOCOL = (MbarWait, MbarArrive, TmaCopy, GemmCall, WgmmaWait, NamedBarrier)
 
 
 def _launch(func, configs=None) -> S.KernelLaunch:
     ctx = create_backend_context("cuda -arch=sm_90a", None, "auto", require_available=False)
-    configs = {GENERAL: True, **(configs or {})}  # the general schedule is opt-in until it has run on a GPU
+    # the general schedule alone unless a test asks for the overlap (OVERLAP below)
+    configs = {GENERAL: True, "tilecraft.cuda.gemm_softmax_overlap": False, **(configs or {})}
     _, device = ctx.split(ctx.lower(widen_fragments(IRModule.from_func(func)), configs))
     return device.functions[0].body
 

@@ -5,6 +5,7 @@ backend, a target kind or an execution backend; backends register themselves (se
 Importing this package is cheap: no toolchain or hardware probes, no IR import, no backend import.
 """
 
+from tilecraft._modules import imported as imported_module
 from tilecraft.backend._loader import PluginProblem, plugin_problems
 from tilecraft.backend.api import API_VERSION, MIN_API_VERSION
 from tilecraft.backend.artifact import CompiledArtifact, KernelInfo, ParamInfo
@@ -61,7 +62,7 @@ __all__ = [
     "NoExecutionBackendAvailable", "ParamInfo", "Pass", "PassContext", "PassError", "PassInstrument",
     "PassPipeline", "PassTiming", "PluginAPIError", "PluginProblem", "SimtFacts", "SimtTarget", "Target",
     "TargetError", "TargetKind", "backend_for", "check_idempotent", "create_backend_context",
-    "detect_target", "detection_report", "isolated_registry", "lookup_target_kind", "mark_role",
+    "detect_target", "detection_report", "imported_module", "isolated_registry", "lookup_target_kind", "mark_role",
     "module_pass", "plugin_problems",
     "register_backend", "register_target_kind", "registered_backends", "registered_target_kinds",
     "select_execution_backend", "split_host_device", "target_kinds", "unregister_backend",

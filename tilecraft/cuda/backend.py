@@ -51,10 +51,10 @@ CUDA_BACKEND = register_backend(
             DISABLE_WARP_SPECIALIZED: "on sm_90a, no producer warpgroup: the kernel's own threads issue the TMA "
             "loads of a T.Pipelined loop in program order (the mbarrier ring without setmaxnreg)",
             GENERAL: "on sm_90a, also warp-specialize T.Pipelined loops with other code between their TMA-fed "
-            "gemms (flash attention): off by default until it has run on a GPU",
+            "gemms (flash attention); on by default, False keeps such loops on the ring without a producer",
             OVERLAP: "on sm_90a, a warp-specialized loop of two wgmma gemms (flash attention) issues the next Q @ K^T "
-            "before the previous P @ V and overlaps the softmax with it (FA3's intra-warpgroup overlap; off by "
-            "default; implies the general schedule)",
+            "before the previous P @ V and overlaps the softmax with it (FA3's intra-warpgroup overlap); on by "
+            "default where the general schedule applies, False switches it off",
         },
         unsupported={
             SHARED_MEMORY: "a block has the GPU's max_shared_memory_per_block_optin bytes of shared memory (99 KiB "

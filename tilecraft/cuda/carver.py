@@ -11,7 +11,7 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
-from tilecraft._modules import imported
+from tilecraft.backend import imported_module as imported
 from tilecraft.backend.errors import TargetError
 from tilecraft.backend.target import Target
 from tilecraft.carver.arch.arch_base import TileDevice

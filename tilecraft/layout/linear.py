@@ -25,7 +25,7 @@ Dims = tuple[tuple[str, int], ...]
 Vector = tuple[int, ...]
 Bases = tuple[tuple[str, tuple[Vector, ...]], ...]
 
-__all__ = ["LinearLayout", "identity", "is_power_of_two", "zeros"]
+__all__ = ["LinearLayout", "identity", "is_power_of_two", "log2", "zeros"]
 
 
 def is_power_of_two(n: int) -> bool:

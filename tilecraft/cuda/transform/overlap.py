@@ -1,5 +1,6 @@
 """FA3's intra-warpgroup overlap for a warp-specialized loop of two wgmma gemms (flash attention's
-Q @ K^T and P @ V), opt-in through the pass config `tilecraft.cuda.gemm_softmax_overlap`: the consumers
+Q @ K^T and P @ V), on by default (the pass config `tilecraft.cuda.gemm_softmax_overlap` False switches it
+off): the consumers
 issue iteration k's first gemm, then iteration k-1's last one, and run iteration k's softmax while the
 last one is still on the tensor cores (FlashAttention-3, "intra-warpgroup overlapping GEMMs and
 softmax").

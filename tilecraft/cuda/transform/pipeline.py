@@ -183,7 +183,7 @@ class _Pipeline(Mutator):
     def __init__(self, specialize: bool = False, overlap: bool = False, general: bool = False) -> None:
         super().__init__()
         self.overlap = overlap  # the consumers overlap the softmax with P @ V (overlap.py, opt-in)
-        self.general = general  # the general schedule is allowed (warp_specialize.GENERAL, opt-in)
+        self.general = general  # the general schedule is allowed (warp_specialize.GENERAL, on by default)
         self.staged: dict[int, Buffer] = {}
         # every staged buffer made for one tile: two pipelined loops over a tile make one each
         self.versions: dict[int, list[Buffer]] = {}
@@ -426,10 +426,10 @@ def _synchronous(loop: S.For) -> S.Stmt:
 def inject_software_pipeline(mod: IRModule, ctx) -> IRModule:
     """Pipelined loops overlap the cp.async copies of later tiles with the compute of the current one."""
     specialize = warp_specialization_enabled(ctx.target, ctx.pass_configs)
-    overlap = specialize and bool(ctx.pass_configs.get(OVERLAP, False))
-    general = overlap or bool(
-        ctx.pass_configs.get(GENERAL, False)
-    )  # the overlap runs on the general schedule
+    # Both are on by default since the H200 run of 2026-12-01 (benchmarks/RESULTS.md); the overlap runs on
+    # the general schedule, so switching the general schedule off switches the overlap off too.
+    general = bool(ctx.pass_configs.get(GENERAL, True))
+    overlap = specialize and general and bool(ctx.pass_configs.get(OVERLAP, True))
     return mod.with_functions(
         f.with_body(_Pipeline(specialize, overlap, general).mutate(f.body)) for f in mod.functions
     )

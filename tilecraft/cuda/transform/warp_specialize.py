@@ -62,8 +62,8 @@ from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import Mutator, children, free_vars, substitute, walk
 from tilecraft.transform.simt.barriers import SHARED, Accesses, is_sync
 
-# The general schedule (loops with code between their TMA-fed gemms) is built and checked without a GPU
-# (nvcc, a simulation of the mbarrier protocol) but has not run on one; it stays opt-in until it has.
+# The general schedule (loops with code between their TMA-fed gemms): on by default; False switches it
+# off (its results and speed on an H200: benchmarks/RESULTS.md, 2026-12-01).
 GENERAL = "tilecraft.cuda.warp_specialize_general"
 PRODUCER_THREADS = 128  # one warpgroup: setmaxnreg applies to whole warpgroups
 CONSUMER_THREADS = (128, 256)  # one or two consumer warpgroups (SPLITS)
@@ -111,7 +111,7 @@ def specialization_candidate(
 ) -> tuple[S.For | None, str | None]:
     """The kernel's pipelined loop and why it cannot get a producer warpgroup (None: it can); (None,
     None) when the kernel has no pipelined loop. `general` allows the general schedule (pass config
-    GENERAL)."""
+    GENERAL, on by default)."""
     loops = [n for n in walk(launch.body) if isinstance(n, S.For) and n.kind is S.ForKind.PIPELINED]
     if not loops:
         return None, None
@@ -160,8 +160,8 @@ def _loop_refusal(loop: S.For, general: bool) -> str | None:
         return None
     if not general:
         return (
-            "the loop has other code than TMA loads and gemms; warp specialization of such loops (the "
-            f"general schedule, flash attention's) has not run on a GPU yet: opt in with {GENERAL}=True"
+            "the loop has other code than TMA loads and gemms, and the general schedule of warp "
+            f"specialization (flash attention's) is switched off ({GENERAL}=False)"
         )
     return _consumer_refusal(stmts)
 
