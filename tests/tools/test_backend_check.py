@@ -100,7 +100,7 @@ def test_private_tilecraft_imports_are_found(tmp_path, monkeypatch):
         import tilecraft.backend._loader
         from tilecraft.backend import API_VERSION, BackendModule, __all__
         from tilecraft.backend.registry import _manifests
-        from tilecraft.layout.linear import log2, identity
+        from tilecraft.layout.linear import next_power_of_two, identity
         from tilecraft.testing import conformance
         from . import backend
     """)
@@ -110,5 +110,5 @@ def test_private_tilecraft_imports_are_found(tmp_path, monkeypatch):
     assert problems == [
         "imports tilecraft.backend._loader, a private module ('_loader' starts with an underscore)",
         "imports _manifests from tilecraft.backend.registry, a private name",
-        "imports log2 from tilecraft.layout.linear, which does not list it in __all__",
+        "imports next_power_of_two from tilecraft.layout.linear, which does not list it in __all__",
     ]
