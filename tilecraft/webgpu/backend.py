@@ -17,6 +17,7 @@ from tilecraft.webgpu.transform.check import (
     INT64,
     PRINT,
     STORAGE_BUFFERS,
+    WIDE_WORKGROUP,
     WORKGROUP_MEMORY,
     WORKGROUP_SIZE,
 )
@@ -34,10 +35,11 @@ WEBGPU_BACKEND = register_backend(
             FLOAT8: "WGSL has no 8-bit floats; convert float8 data to float16 or float32 on the host",
             ATOMICS: "WebGPU atomics are 32-bit words of storage buffers: int32, uint32 and float32 (the last "
             "through compare-exchange); no 64- or 16-bit atomics, none on workgroup memory here",
+            WIDE_WORKGROUP: "workgroup memory holds 32-bit words (narrower elements packed); 64-bit elements are "
+            "not placed there",
             PRINT: "WGSL has no printf; write the values to an output buffer",
             WORKGROUP_MEMORY: "a workgroup has the adapter's workgroup_memory bytes (WebGPU guarantees 16 KiB, "
-            "lavapipe 32 KiB; bfloat16 and int16 take 4 bytes an element there); the conformance tiles need up "
-            "to 96 KiB",
+            "lavapipe 32 KiB); the conformance tiles need up to 96 KiB",
             WORKGROUP_SIZE: "a workgroup holds at most the adapter's max_workgroup_size invocations (WebGPU "
             "guarantees 256)",
             STORAGE_BUFFERS: "a shader binds at most the adapter's max_storage_buffers storage buffers (WebGPU "

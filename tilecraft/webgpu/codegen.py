@@ -4,9 +4,10 @@ Format `wgsl-source`, with the bindings and uniform block of `tilecraft.executio
 uniform block `tc_args<k>` (the logical grid, then its scalars) and one storage buffer per buffer
 parameter, `var<storage, read>` unless the kernel writes it, `array<atomic<..>>` when it updates it
 atomically. Blocks are rebuilt from the linear workgroup index, so the launcher may fold a grid past
-the device's per-dim limit; the extra workgroups return at once. Workgroup buffers share one workgroup
-array per element type at offsets planned here (a buffer's words are reused once its scope ends), and
-the total is checked against the adapter's `workgroup_memory`, which drivers do not enforce. Pipelines
+the device's per-dim limit; the extra workgroups return at once. Workgroup buffers share one array of
+u32 words at the byte offsets the shared storage planner gives (a buffer's bytes are reused once its
+scope ends; 8- and 16-bit elements packed), and its size is checked against the adapter's
+`workgroup_memory`, which drivers do not enforce. Pipelines
 are created by the `wgpu` execution backend, so there is no compile step here.
 """
 
@@ -21,40 +22,14 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.lowered import AtomicUpdate
-from tilecraft.ir.visitor import Visitor, walk
-from tilecraft.transform.storage import launch_info, static_elements
+from tilecraft.ir.visitor import walk
+from tilecraft.transform.storage import launch_info, plan_storage
 from tilecraft.webgpu.printer import SHARED, WgslPrinter
 from tilecraft.webgpu.transform.check import WORKGROUP_MEMORY
-from tilecraft.webgpu.types import TYPE_BYTES, storage_type, value_type
+from tilecraft.webgpu.types import storage_type, value_type
 
 SOURCE_FORMAT = WGSL_SOURCE
 BLOCK_AXES = ("x", "y", "z")
-
-
-class WorkgroupPlan(Visitor):
-    """Offsets (in elements) of every workgroup buffer in the array of its WGSL element type; a
-    buffer's elements are free again once its scope ends. `peaks` is each array's length."""
-
-    def __init__(self, f16: bool) -> None:
-        self.f16 = f16
-        self.offsets: dict[int, tuple[str, int]] = {}
-        self.top: dict[str, int] = {}
-        self.peaks: dict[str, int] = {}
-
-    def visit_Allocate(self, s: S.Allocate) -> None:
-        if s.buffer.scope not in SHARED:
-            self.visit(s.body)
-            return
-        kind = storage_type(s.buffer.dtype, s.buffer.scope, self.f16)
-        start = self.top.get(kind, 0)
-        self.offsets[id(s.buffer)] = (kind, start)
-        self.top[kind] = start + static_elements(s.buffer, "shared buffer")
-        self.peaks[kind] = max(self.peaks.get(kind, 0), self.top[kind])
-        self.visit(s.body)
-        self.top[kind] = start
-
-    def bytes(self) -> int:
-        return sum(n * TYPE_BYTES[kind] for kind, n in self.peaks.items())
 
 
 def _atomic_kinds(func: PrimFunc) -> dict[int, set[str]]:
@@ -92,18 +67,20 @@ class KernelSource:
     def text(self) -> tuple[str, set[str]]:
         """(the kernel's WGSL, the helper functions it calls)."""
         launch: S.KernelLaunch = self.func.body
-        plan = WorkgroupPlan(self.f16)
-        plan.visit(launch.body)
-        self._check_workgroup_memory(plan, launch)
+        plan = plan_storage(launch.body, SHARED, align=4)
+        self._check_workgroup_memory(plan.peak, launch)
         k = self.index
         atomic_kinds = _atomic_kinds(self.func)
         atomics = {id(b): _atomic_type(b, atomic_kinds[id(b)], self.target) for b in self.buffers
                    if id(b) in atomic_kinds}  # fmt: skip
         names = self._global_names()
-        arenas = {key: (f"tc_wg{k}_{kind}", offset) for key, (kind, offset) in plan.offsets.items()}
-        printer = WgslPrinter(self.f16, names, atomics, arenas)
+        packed = any(isinstance(n, S.Allocate) and n.buffer.scope in SHARED and n.buffer.dtype.bytes < 4
+                     for n in walk(launch.body))  # fmt: skip
+        printer = WgslPrinter(self.f16, names, atomics, f"tc_wg{k}", plan.offsets, packed)
         decls = self._uniform_block() + self._storage_buffers(names, atomics)
-        decls += [f"var<workgroup> tc_wg{k}_{kind}: array<{kind}, {n}>;" for kind, n in sorted(plan.peaks.items())]
+        if plan.peak:
+            word = "atomic<u32>" if packed else "u32"
+            decls.append(f"var<workgroup> tc_wg{k}: array<{word}, {(plan.peak + 3) // 4}>;")
         self._prologue(printer, launch)
         printer.stmt(launch.body)
         size = ", ".join(str(t) for t in launch.threads)
@@ -158,13 +135,12 @@ class KernelSource:
                 value = f"{wgsl}({field})"
             printer.line(f"let {printer.name(var)}: {wgsl} = {value};")
 
-    def _check_workgroup_memory(self, plan: WorkgroupPlan, launch: S.KernelLaunch) -> None:
+    def _check_workgroup_memory(self, used: int, launch: S.KernelLaunch) -> None:
         limit = self.target.attr("workgroup_memory") if self.target is not None else None
-        used = plan.bytes()
         if limit is not None and used > limit:
             raise LoweringError(
-                f"kernel {self.func.name} needs {used} bytes of workgroup memory as WGSL stores it (16-bit "
-                f"types other than float16 with shader-f16 take 4 bytes an element); the adapter has {limit}",
+                f"kernel {self.func.name} needs {used} bytes of workgroup memory after lowering (its shared "
+                f"buffers and the scratch of cross-thread reductions); the adapter has {limit}",
                 launch.span,
                 "use smaller shared tiles (block sizes) or fewer shared buffers",
                 target=self.target,

@@ -27,7 +27,6 @@ from tilecraft.webgpu.simt import SHUFFLE_XOR
 from tilecraft.webgpu.types import storage_type, value_type
 
 SHARED = ("shared", "shared.dyn")
-_BINARY = {"Add": "+", "Sub": "-", "Mul": "*"}
 _COMPARE = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
 _LOGIC = {"And": "&&", "Or": "||"}
 _BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
@@ -65,18 +64,22 @@ class WgslPrinter(CFamilyPrinter):
 
     `globals` maps each global buffer parameter to its module-scope name and `atomics` the ones declared
     as atomic arrays to their atomic element type (`atomic<u32>` holds a float32 updated by
-    compare-exchange); `arenas` maps each workgroup buffer to (workgroup array name, offset in elements).
+    compare-exchange). Workgroup buffers live in one array of u32 words, `arena`, at the byte offsets of
+    `arena_offsets`; elements narrower than a word are packed, and their stores change only their own
+    bits through atomicAnd/atomicOr, so the array is `atomic<u32>` (`arena_atomic`) when a kernel has one.
     """
 
     target_name = "the WebGPU target"
 
     def __init__(self, f16: bool, globals_: dict[int, str], atomics: dict[int, str],
-                 arenas: dict[int, tuple[str, int]]) -> None:  # fmt: skip
+                 arena: str, arena_offsets: dict[int, int], arena_atomic: bool) -> None:  # fmt: skip
         super().__init__()
         self.f16 = f16
         self.globals = globals_
         self.atomics = atomics
-        self.arenas = arenas
+        self.arena = arena
+        self.arena_offsets = arena_offsets
+        self.arena_atomic = arena_atomic
         self.helpers: set[str] = set()
         self.reserve(*WGSL_WORDS)
 
@@ -116,6 +119,10 @@ class WgslPrinter(CFamilyPrinter):
             return f"({text} & {_MASK[dtype.name]})"
         return text
 
+    def arithmetic(self, e: E.BinaryOp, op: str) -> str:
+        """WGSL's i32 and i64 arithmetic wraps around; narrower data wraps at its width."""
+        return self.narrowed(e, f"({self.typed(e.a, e.dtype)} {op} {self.typed(e.b, e.dtype)})")
+
     def narrowed(self, e: Expr, text: str) -> str:
         return self.wrap(e.dtype, text) if self.wraps(e) else text
 
@@ -126,8 +133,6 @@ class WgslPrinter(CFamilyPrinter):
         method = getattr(self, "_e_" + kind, None)
         if method is not None:
             return method(e)
-        if kind in _BINARY:
-            return self.narrowed(e, f"({self.typed(e.a, e.dtype)} {_BINARY[kind]} {self.typed(e.b, e.dtype)})")
         if kind in _COMPARE:
             common = _common(e.a.dtype, e.b.dtype)
             return f"({self.typed(e.a, common)} {_COMPARE[kind]} {self.typed(e.b, common)})"
@@ -251,10 +256,57 @@ class WgslPrinter(CFamilyPrinter):
 
     def element(self, buf: Buffer, offset: str) -> str:
         """The array element `offset` of `buf` (an l-value)."""
-        if id(buf) in self.arenas:
-            arena, base = self.arenas[id(buf)]
-            return f"{arena}[{base} + {offset}]" if base else f"{arena}[{offset}]"
         return f"{self.name(buf)}[{offset}]"
+
+    # ------------------------------------------------------------------ workgroup memory (packed words)
+
+    def _word(self, buf: Buffer, offset: str) -> tuple[str, str | None]:
+        """The arena word holding element `offset` of `buf`, and the bit shift of a sub-word element."""
+        base, size = self.arena_offsets[id(buf)], buf.dtype.bytes
+        per_word = 4 // size
+        if per_word == 1:
+            return f"{self.arena}[{base // 4} + {offset}]", None
+        word = f"{self.arena}[{base // 4} + ({offset}) / {per_word}]"
+        return word, f"u32(({offset}) % {per_word}) * {8 * size}u"
+
+    def _read_word(self, word: str) -> str:
+        return f"atomicLoad(&{word})" if self.arena_atomic else word
+
+    def shared_load(self, buf: Buffer, offset: str) -> str:
+        word, shift = self._word(buf, offset)
+        bits = self._read_word(word)
+        dtype = buf.dtype
+        if shift is None:
+            return bits if value_type(dtype) == "u32" else f"bitcast<{value_type(dtype)}>({bits})"
+        width = 8 * dtype.bytes
+        raw = f"(({bits} >> ({shift})) & {hex((1 << width) - 1)}u)"
+        if dtype.name == "float16":
+            return f"unpack2x16float({raw}).x"
+        if dtype.name == "bfloat16":
+            return f"bitcast<f32>({raw} << 16u)"
+        if dtype.is_bool:
+            return f"({raw} != 0u)"
+        if dtype.is_int:
+            return f"(bitcast<i32>({raw} << {32 - width}u) >> {32 - width}u)"
+        return raw
+
+    def shared_store(self, buf: Buffer, offset: str, value: str) -> str:
+        word, shift = self._word(buf, offset)
+        dtype = buf.dtype
+        if shift is None:
+            bits = value if value_type(dtype) == "u32" else f"bitcast<u32>({value})"
+            return f"atomicStore(&{word}, {bits});" if self.arena_atomic else f"{word} = {bits};"
+        mask = hex((1 << (8 * dtype.bytes)) - 1) + "u"
+        if dtype.name == "float16":
+            bits = f"(pack2x16float(vec2<f32>({value}, 0.0f)) & {mask})"
+        elif dtype.name == "bfloat16":
+            bits = f"(bitcast<u32>({self.helper('tc_round_bf16')}({value})) >> 16u)"
+        elif dtype.is_bool:
+            bits = f"select(0u, 1u, {value})"
+        else:
+            bits = f"(bitcast<u32>({value}) & {mask})"
+        return (f"atomicAnd(&{word}, ~({mask} << ({shift}))); "
+                f"atomicOr(&{word}, {bits} << ({shift}));")  # fmt: skip
 
     def load_raw(self, buf: Buffer, offset: str) -> str:
         atomic = self.atomics.get(id(buf))
@@ -300,6 +352,8 @@ class WgslPrinter(CFamilyPrinter):
         buf = e.buffer
         if buf.scope == "local.var":
             return self.name(buf)
+        if buf.scope in SHARED:
+            return self.shared_load(buf, self.offset(buf, e.indices))
         return self.from_storage(self.load_raw(buf, self.offset(buf, e.indices)), buf)
 
     def strides(self, buf: Buffer) -> list[str]:
@@ -347,6 +401,9 @@ class WgslPrinter(CFamilyPrinter):
         if buf.scope == "local.var":
             self.line(f"{self.name(buf)} = {self.typed(s.value, buf.dtype)};")
             return
+        if buf.scope in SHARED:
+            self.line(self.shared_store(buf, self.offset(buf, s.indices), self.typed(s.value, buf.dtype)))
+            return
         raw = self.raw_copy(s)
         value = raw if raw is not None else self.to_storage(self.typed(s.value, buf.dtype), buf)
         self.line(self.store_line(buf, self.offset(buf, s.indices), value))
@@ -355,7 +412,7 @@ class WgslPrinter(CFamilyPrinter):
         """The stored form of `e`, copied unchanged, when it is an element of a buffer with the same
         dtype and WGSL storage (guarded selects of such included)."""
         target = buf_or_dtype
-        if isinstance(e, E.BufferLoad) and e.buffer.scope != "local.var" and e.buffer.dtype == target.dtype:
+        if isinstance(e, E.BufferLoad) and e.buffer.scope not in ("local.var", *SHARED) and e.buffer.dtype == target.dtype:
             if self.storage(e.buffer) == self.storage(target) and id(e.buffer) not in self.atomics:
                 return self.load_raw(e.buffer, self.offset(e.buffer, e.indices))
         if isinstance(e, E.Select):
@@ -428,7 +485,7 @@ class WgslPrinter(CFamilyPrinter):
     def _s_Allocate(self, s: S.Allocate) -> None:
         buf = s.buffer
         if buf.scope in SHARED:
-            self.stmt(s.body)  # its words are in the kernel's workgroup arrays
+            self.stmt(s.body)  # its bytes are in the kernel's workgroup array
             return
         self.line("{")
         self.indent += 1
