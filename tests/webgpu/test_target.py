@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from tests.webgpu.conftest import BARE, FULL
 from tilecraft.backend import Target
 from tilecraft.backend.errors import TargetError
 from tilecraft.execution.wgpu import device
 from tilecraft.webgpu import target as webgpu_target
-from tests.webgpu.conftest import BARE, FULL
 
 
 def test_the_alias_names_the_same_kind_and_given_capabilities_are_kept():

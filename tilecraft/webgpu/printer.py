@@ -37,26 +37,7 @@ _WRAP = {"int8": "tc_wrap_i8", "int16": "tc_wrap_i16"}
 _MASK = {"uint8": "0xffu", "uint16": "0xffffu"}
 # WGSL keywords, reserved words and the predeclared names this printer calls: a kernel's names that
 # equal one are renamed.
-WGSL_WORDS = frozenset("""
-alias break case const const_assert continue continuing default diagnostic discard else enable false fn
-for if let loop override requires return struct switch true var while bool f16 f32 f64 i32 i64 u32 u64
-array atomic vec2 vec3 vec4 mat2x2 mat3x3 mat4x4 ptr sampler texture_2d function private workgroup
-uniform storage read write read_write NULL Self abstract active alignas alignof as asm asm_fragment async
-attribute auto await become cast catch class co_await co_return co_yield coherent column_major common
-compile compile_fragment concept const_cast consteval constexpr constinit crate debugger decltype delete
-demote demote_to_helper do dynamic_cast enum explicit export extends extern external fallthrough filter
-final finally friend from fxgroup get goto groupshared highp impl implements import inline instanceof
-interface layout lowp macro macro_rules match mediump meta mod module move mut mutable namespace new nil
-noexcept noinline nointerpolation non_coherent noncoherent noperspective null nullptr of operator package
-packoffset partition pass patch pixelfragment precise precision premerge priv protected pub public
-readonly ref regardless register reinterpret_cast require resource restrict self set shared sizeof
-smooth snorm static static_assert static_cast std subroutine super target template this thread_local
-throw trait try type typedef typeid typename typeof union unless unorm unsafe unsized use using varying
-virtual volatile wgsl where with writeonly yield
-exp exp2 log log2 sqrt floor ceil round sin cos pow abs min max select bitcast tanh clamp inverseSqrt
-atomicLoad atomicStore atomicAdd atomicMax atomicMin atomicCompareExchangeWeak workgroupBarrier
-storageBarrier subgroupShuffleXor unpack2x16float pack2x16float
-""".split())
+WGSL_WORDS = frozenset(["alias", "break", "case", "const", "const_assert", "continue", "continuing", "default", "diagnostic", "discard", "else", "enable", "false", "fn", "for", "if", "let", "loop", "override", "requires", "return", "struct", "switch", "true", "var", "while", "bool", "f16", "f32", "f64", "i32", "i64", "u32", "u64", "array", "atomic", "vec2", "vec3", "vec4", "mat2x2", "mat3x3", "mat4x4", "ptr", "sampler", "texture_2d", "function", "private", "workgroup", "uniform", "storage", "read", "write", "read_write", "NULL", "Self", "abstract", "active", "alignas", "alignof", "as", "asm", "asm_fragment", "async", "attribute", "auto", "await", "become", "cast", "catch", "class", "co_await", "co_return", "co_yield", "coherent", "column_major", "common", "compile", "compile_fragment", "concept", "const_cast", "consteval", "constexpr", "constinit", "crate", "debugger", "decltype", "delete", "demote", "demote_to_helper", "do", "dynamic_cast", "enum", "explicit", "export", "extends", "extern", "external", "fallthrough", "filter", "final", "finally", "friend", "from", "fxgroup", "get", "goto", "groupshared", "highp", "impl", "implements", "import", "inline", "instanceof", "interface", "layout", "lowp", "macro", "macro_rules", "match", "mediump", "meta", "mod", "module", "move", "mut", "mutable", "namespace", "new", "nil", "noexcept", "noinline", "nointerpolation", "non_coherent", "noncoherent", "noperspective", "null", "nullptr", "of", "operator", "package", "packoffset", "partition", "pass", "patch", "pixelfragment", "precise", "precision", "premerge", "priv", "protected", "pub", "public", "readonly", "ref", "regardless", "register", "reinterpret_cast", "require", "resource", "restrict", "self", "set", "shared", "sizeof", "smooth", "snorm", "static", "static_assert", "static_cast", "std", "subroutine", "super", "target", "template", "this", "thread_local", "throw", "trait", "try", "type", "typedef", "typeid", "typename", "typeof", "union", "unless", "unorm", "unsafe", "unsized", "use", "using", "varying", "virtual", "volatile", "wgsl", "where", "with", "writeonly", "yield", "exp", "exp2", "log", "log2", "sqrt", "floor", "ceil", "round", "sin", "cos", "pow", "abs", "min", "max", "select", "bitcast", "tanh", "clamp", "inverseSqrt", "atomicLoad", "atomicStore", "atomicAdd", "atomicMax", "atomicMin", "atomicCompareExchangeWeak", "workgroupBarrier", "storageBarrier", "subgroupShuffleXor", "unpack2x16float", "pack2x16float"])
 
 
 class WgslPrinter(CFamilyPrinter):
