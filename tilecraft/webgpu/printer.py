@@ -393,9 +393,10 @@ class WgslPrinter(CFamilyPrinter):
         """The stored form of `e`, copied unchanged, when it is an element of a buffer with the same
         dtype and WGSL storage (guarded selects of such included)."""
         target = buf_or_dtype
-        if isinstance(e, E.BufferLoad) and e.buffer.scope not in ("local.var", *SHARED) and e.buffer.dtype == target.dtype:
-            if self.storage(e.buffer) == self.storage(target) and id(e.buffer) not in self.atomics:
-                return self.load_raw(e.buffer, self.offset(e.buffer, e.indices))
+        if (isinstance(e, E.BufferLoad) and e.buffer.scope not in ("local.var", *SHARED)
+                and e.buffer.dtype == target.dtype and self.storage(e.buffer) == self.storage(target)
+                and id(e.buffer) not in self.atomics):  # fmt: skip
+            return self.load_raw(e.buffer, self.offset(e.buffer, e.indices))
         if isinstance(e, E.Select):
             t, f = self.raw_value(e.true_value, target), self.raw_value(e.false_value, target)
             if t is not None and f is not None:
