@@ -157,7 +157,9 @@ def _measure_subgroup_size(runtime: DeviceRuntime) -> int | None:
     """The subgroup size compute shaders get, when the adapter fixes it (minimum == maximum) or one
     probe dispatch shows every invocation the same power of two; None otherwise."""
     info = runtime.adapter.info
-    low, high = info.get("subgroup_min_size"), info.get("subgroup_max_size")
+    # wgpu 0.32 spells the keys "stackgroup_*"
+    low = info.get("subgroup_min_size", info.get("stackgroup_min_size"))
+    high = info.get("subgroup_max_size", info.get("stackgroup_max_size"))
     if low and low == high:
         return int(low)
     import numpy as np
