@@ -4,11 +4,11 @@ a T.Fragment stays for layout inference on SIMT targets and is dropped where a b
 from __future__ import annotations
 
 import tilecraft.language as T
-from tests.transform.helpers import OPENCL, SM80
+from tests.transform.helpers import OPENCL, SM80, WEBGPU
 from tilecraft.testing.passes import UNCHANGED, assert_pass, pass_test
 
 
-@pass_test("apply-layout-annotations", "c", SM80, OPENCL)
+@pass_test("apply-layout-annotations", "c", SM80, OPENCL, WEBGPU)
 def test_a_permuted_global_buffer_is_addressed_through_its_layout(target):
     """A[i, j] of a buffer stored with the layout (i, j) -> (j, i) reads the element at j * 16 + i."""
 
@@ -39,7 +39,7 @@ def fragment_hint(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")
             B[i] = f[i]
 
 
-@pass_test("apply-layout-annotations", SM80, OPENCL)
+@pass_test("apply-layout-annotations", SM80, OPENCL, WEBGPU)
 def test_a_fragment_layout_is_kept_for_inference_on_simt_targets(target):
     """A user's T.Fragment on a fragment survives: layout inference takes it as that fragment's layout."""
     assert_pass(target, "apply-layout-annotations", fragment_hint, UNCHANGED)

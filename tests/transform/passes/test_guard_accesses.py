@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import tilecraft.language as T
-from tests.transform.helpers import OPENCL, SM80
+from tests.transform.helpers import OPENCL, SM80, WEBGPU
 from tilecraft.testing.passes import UNCHANGED, assert_pass, pass_test
 
-TARGETS = ("c", SM80, OPENCL)
+TARGETS = ("c", SM80, OPENCL, WEBGPU)
 
 
 @pass_test("guard-accesses", *TARGETS)

@@ -5,11 +5,11 @@ T.Parallel nest the partition of the fragment it writes or reads. Layouts print 
 from __future__ import annotations
 
 import tilecraft.language as T
-from tests.transform.helpers import OPENCL, SM80
+from tests.transform.helpers import OPENCL, SM80, WEBGPU
 from tilecraft.testing.passes import assert_pass, pass_test
 
 
-@pass_test("infer-layouts", SM80, OPENCL)
+@pass_test("infer-layouts", SM80, OPENCL, WEBGPU)
 def test_a_fragment_and_the_nests_over_it_share_the_default_layout(target):
     """A fragment without a constraint gets the default layout, and each nest over it that partition."""
     # A 128-element fragment over 128 threads: one register each, lanes then warps; both T.Parallel

@@ -4,10 +4,10 @@ between reads and other threads' later writes); never more than the hazards need
 from __future__ import annotations
 
 import tilecraft.language as T
-from tests.transform.helpers import OPENCL, SM80
+from tests.transform.helpers import OPENCL, SM80, WEBGPU
 from tilecraft.testing.passes import UNCHANGED, assert_pass, pass_test
 
-TARGETS = (SM80, OPENCL)
+TARGETS = (SM80, OPENCL, WEBGPU)
 
 
 @pass_test("insert-barriers", *TARGETS)

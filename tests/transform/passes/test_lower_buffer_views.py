@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import tilecraft.language as T
-from tests.transform.helpers import OPENCL, SM80
+from tests.transform.helpers import OPENCL, SM80, WEBGPU
 from tilecraft.testing.passes import assert_pass, pass_test
 
 
-@pass_test("lower-buffer-views", "c", SM80, OPENCL)
+@pass_test("lower-buffer-views", "c", SM80, OPENCL, WEBGPU)
 def test_a_view_access_reads_the_base_buffer_at_the_flattened_index(target):
     """V[j, i] of an 8 x 8 view of a 64-element buffer A reads A[j * 8 + i]; the view is gone."""
 
@@ -29,7 +29,7 @@ def test_a_view_access_reads_the_base_buffer_at_the_flattened_index(target):
     assert_pass(target, "lower-buffer-views", before, expected)
 
 
-@pass_test("lower-buffer-views", "c", SM80, OPENCL)
+@pass_test("lower-buffer-views", "c", SM80, OPENCL, WEBGPU)
 def test_a_store_through_a_view_writes_the_base_buffer(target):
     """A store through an 8 x 8 view of a 4 x 16 buffer writes the base at the same flat offset."""
 

@@ -5,11 +5,11 @@ spell, so each Before is a kernel taken through the passes ahead of this one (`p
 from __future__ import annotations
 
 import tilecraft.language as T
-from tests.transform.helpers import OPENCL, SM80
+from tests.transform.helpers import OPENCL, SM80, WEBGPU
 from tilecraft.testing.passes import assert_pass, pass_test
 
 
-@pass_test("lower-to-threads", SM80, OPENCL)
+@pass_test("lower-to-threads", SM80, OPENCL, WEBGPU)
 def test_a_parallel_nest_runs_one_element_per_thread_and_the_fragment_is_a_register(target):
     """128 elements over 128 threads: thread tx handles element tx; the fragment is one register."""
 

@@ -7,7 +7,7 @@ scopes' nesting is checked on the module itself."""
 from __future__ import annotations
 
 import tilecraft.language as T
-from tests.transform.helpers import OPENCL, SM80
+from tests.transform.helpers import OPENCL, SM80, WEBGPU
 from tilecraft.ir import stmt as S
 from tilecraft.ir.visitor import walk
 from tilecraft.testing.passes import assert_pass, pass_test
@@ -19,7 +19,7 @@ def scopes(mod) -> dict[str, list[str]]:
     return {a.buffer.name: [n.buffer.name for n in walk(a.body) if isinstance(n, S.Allocate)] for a in allocs}
 
 
-@pass_test("narrow-shared-scopes", SM80, OPENCL)
+@pass_test("narrow-shared-scopes", SM80, OPENCL, WEBGPU)
 def test_a_buffer_first_used_after_another_is_done_is_allocated_after_it(target):
     """A buffer first used after another's last use gets a scope of its own after the other's."""
     # `b` is first used after `a`'s last use: its scope follows `a`'s instead of nesting in it, so
@@ -53,7 +53,7 @@ def test_a_buffer_first_used_after_another_is_done_is_allocated_after_it(target)
     assert scopes(result) == {"a": [], "b": []}
 
 
-@pass_test("narrow-shared-scopes", SM80, OPENCL)
+@pass_test("narrow-shared-scopes", SM80, OPENCL, WEBGPU)
 def test_buffers_in_use_at_the_same_time_stay_nested(target):
     """`a` is read after `b` is written: `b`'s scope (from its first use) stays inside `a`'s."""
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import tilecraft.language as T
-from tests.transform.helpers import OPENCL, SM80
+from tests.transform.helpers import OPENCL, SM80, WEBGPU
 from tilecraft.testing.passes import UNCHANGED, assert_pass, pass_test
 
 
-@pass_test("rasterize-blocks", SM80, OPENCL)
+@pass_test("rasterize-blocks", SM80, OPENCL, WEBGPU)
 def test_block_indices_are_renumbered_in_panels(target):
     """With T.use_swizzle the body reads panel-order block indices (bx_r, by_r); the hint is gone."""
 
@@ -31,7 +31,7 @@ def test_block_indices_are_renumbered_in_panels(target):
     assert_pass(target, "rasterize-blocks", before, expected)
 
 
-@pass_test("rasterize-blocks", SM80, OPENCL)
+@pass_test("rasterize-blocks", SM80, OPENCL, WEBGPU)
 def test_kernels_without_the_hint_keep_their_numbering(target):
     """No T.use_swizzle: blocks keep their launch order."""
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import tilecraft.language as T
-from tests.transform.helpers import OPENCL, SM80
+from tests.transform.helpers import OPENCL, SM80, WEBGPU
 from tilecraft.testing.passes import assert_pass, pass_test
 
 
-@pass_test("simplify", "c", SM80, OPENCL)
+@pass_test("simplify", "c", SM80, OPENCL, WEBGPU)
 def test_indices_fold_and_a_guard_the_bounds_prove_true_is_gone(target):
     """`// 1 + 0` and `% 128` of an index below 128 fold away; `if bx * 64 + i < 128` is always true."""
 
@@ -27,7 +27,7 @@ def test_indices_fold_and_a_guard_the_bounds_prove_true_is_gone(target):
     assert_pass(target, "simplify", before, expected)
 
 
-@pass_test("simplify", "c", SM80, OPENCL)
+@pass_test("simplify", "c", SM80, OPENCL, WEBGPU)
 def test_a_branch_the_facts_decide_false_keeps_only_its_else(target):
     """Under `for i in T.serial(8)`, `i >= 8` never holds: only the else branch is left."""
 

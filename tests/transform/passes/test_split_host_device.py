@@ -4,11 +4,11 @@ them in order (every backend's pipeline ends with this split)."""
 from __future__ import annotations
 
 import tilecraft.language as T
-from tests.transform.helpers import OPENCL, SM80
+from tests.transform.helpers import OPENCL, SM80, WEBGPU
 from tilecraft.testing.passes import assert_pass, pass_test
 
 
-@pass_test("split-host-device", "c", SM80, OPENCL)
+@pass_test("split-host-device", "c", SM80, OPENCL, WEBGPU)
 def test_each_kernel_is_a_device_function_launched_in_order_by_the_host(target):
     """Each T.Kernel is a device function; the host function launches them in order."""
     # Two launches: two device functions, each taking the parameters it uses, launched one after the

@@ -1,0 +1,89 @@
+"""The wgpu execution backend on a real adapter (lavapipe in CI): the code paths the adapter's features
+select, grid folding, arrays in and out, and argument errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tilecraft
+import tilecraft.language as T
+from tests.webgpu.conftest import BARE
+from tilecraft.backend import create_backend_context
+from tilecraft.errors import ArgumentError
+from tilecraft.testing import conformance as kit
+
+# Without shader-f16, subgroups or f32 atomics: float16 widened on the host, reductions through
+# workgroup memory, atomic adds by compare-exchange. The device has them; the code does not use them.
+WITHOUT_FEATURES = BARE.replace("-workgroup_memory=16384", "-workgroup_memory=32768").replace(
+    "-max_workgroup_size=256", "-max_workgroup_size=1024"
+)
+CASES = ("cast_scale_f16_to_f32_bf16", "int16_through_a_fragment", "row_sum_ragged", "abs_and_min_reductions",
+         "softmax_f16", "layer_norm_row_stats_bf16", "gemm_bf16_out_ragged", "split_k_gemm_atomic",
+         "cumsum", "while_data_dependent_trip_counts")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def bare_ctx(adapter_runtime):
+    return create_backend_context(WITHOUT_FEATURES, execution_backend="wgpu")
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_code_without_optional_features_runs_correctly(bare_ctx, name):
+    kit.check_case(next(c for c in kit.CASES if c.name == name), bare_ctx)
+
+
+def _copy(n: int, block: int = 64):
+    @T.prim_func
+    def copy(X: T.Tensor((n,), "float32"), Y: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, block), threads=64) as bx:
+            for i in T.Parallel(block):
+                if bx * block + i < n:
+                    Y[bx * block + i] = X[bx * block + i] + 1.0
+
+    return copy
+
+
+def test_a_grid_past_65535_workgroups_per_dim_is_folded(adapter_runtime):
+    n = 70001 * 64 + 5  # 70002 workgroups in one dim
+    kernel = tilecraft.compile(_copy(n), target="webgpu", execution_backend="wgpu")
+    x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    y = np.full(n, np.nan, np.float32)
+    kernel(x, y)
+    np.testing.assert_array_equal(y, x + 1.0)
+
+
+def test_read_only_inputs_are_accepted_and_outputs_must_be_writable(adapter_runtime):
+    kernel = tilecraft.compile(_copy(300), target="webgpu", execution_backend="wgpu")
+    x = np.random.default_rng(1).standard_normal(300).astype(np.float32)
+    x.flags.writeable = False
+    y = np.full(300, np.nan, np.float32)
+    kernel(x, y)
+    np.testing.assert_array_equal(y, x + 1.0)
+    y.flags.writeable = False
+    with pytest.raises(ArgumentError, match="read-only memory, but the kernel writes it"):
+        kernel(x, y)
+
+
+def test_torch_cpu_tensors_in_and_out(adapter_runtime):
+    torch = pytest.importorskip("torch")
+    kernel = tilecraft.compile(_copy(300), target="webgpu", execution_backend="wgpu")
+    x = torch.randn(300)
+    y = torch.full((300,), float("nan"))
+    kernel(x, y)
+    assert torch.equal(y, x + 1.0)
+
+
+def test_a_scalar_out_of_its_range_names_the_parameter(adapter_runtime):
+    @T.prim_func
+    def fill(Y: T.Tensor((64,), "int32"), value: T.int32):
+        with T.Kernel(1, threads=64) as _:
+            for i in T.Parallel(64):
+                Y[i] = value
+
+    kernel = tilecraft.compile(fill, target="webgpu", execution_backend="wgpu")
+    y = np.zeros(64, np.int32)
+    kernel(y, -7)
+    assert (y == -7).all()
+    with pytest.raises(ArgumentError, match="'value'"):
+        kernel(y, 2**40)

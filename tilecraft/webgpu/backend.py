@@ -1,0 +1,53 @@
+"""The WebGPU backend's manifest: the one place that assembles and registers it."""
+
+from __future__ import annotations
+
+from tilecraft.backend.api import API_VERSION
+from tilecraft.backend.codegen import DeviceCodegen
+from tilecraft.backend.module import BackendModule
+from tilecraft.backend.registry import register_backend
+from tilecraft.execution.wgpu.spec import WGPU
+from tilecraft.webgpu.codegen import SOURCE_FORMAT, device_source
+from tilecraft.webgpu.pipeline import PIPELINE
+from tilecraft.webgpu.target import KIND
+from tilecraft.webgpu.transform.check import (
+    ATOMICS,
+    FLOAT8,
+    FLOAT64,
+    INT64,
+    PRINT,
+    STORAGE_BUFFERS,
+    WIDE_WORKGROUP,
+    WORKGROUP_MEMORY,
+    WORKGROUP_SIZE,
+)
+
+WEBGPU_BACKEND = register_backend(
+    BackendModule(
+        name="webgpu",
+        target_kinds=(KIND,),
+        pipelines={KIND: PIPELINE},
+        device_codegens={KIND: DeviceCodegen(device_source, None, (SOURCE_FORMAT,), ())},
+        execution_backends=(WGPU,),
+        unsupported={
+            FLOAT64: "float64 needs the adapter's shader-f64 (a target with -f64=true)",
+            INT64: "64-bit integers need the adapter's shader-int64 (a target with -int64=true)",
+            FLOAT8: "WGSL has no 8-bit floats; convert float8 data to float16 or float32 on the host",
+            ATOMICS: "WebGPU atomics are 32-bit words of storage buffers: int32, uint32 and float32 (the last "
+            "through compare-exchange); no 64- or 16-bit atomics, none on workgroup memory here",
+            WIDE_WORKGROUP: "workgroup memory holds 32-bit words (narrower elements packed); 64-bit elements are "
+            "not placed there",
+            PRINT: "WGSL has no printf; write the values to an output buffer",
+            WORKGROUP_MEMORY: "a workgroup has the adapter's workgroup_memory bytes (WebGPU guarantees 16 KiB, "
+            "lavapipe 32 KiB); the conformance tiles need up to 96 KiB",
+            WORKGROUP_SIZE: "a workgroup holds at most the adapter's max_workgroup_size invocations (WebGPU "
+            "guarantees 256)",
+            STORAGE_BUFFERS: "a shader binds at most the adapter's max_storage_buffers storage buffers (WebGPU "
+            "guarantees 8)",
+        },
+        dialect="tilecraft.webgpu.language",
+        doc="WebGPU adapters through WGSL compute shaders: workgroups of invocations, subgroup or "
+        "workgroup-memory reductions",
+        api_version=API_VERSION,
+    )
+)

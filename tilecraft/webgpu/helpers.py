@@ -1,0 +1,40 @@
+"""WGSL helper functions the printer calls, emitted once per module where used.
+
+bfloat16 rounds to nearest even on the bits (NaN kept); float16 without `shader-f16` rounds through
+`pack2x16float`; 8- and 16-bit integers wrap by sign extension; floor division and modulo follow Python
+(and NumPy) for negative operands; erf is Abramowitz and Stegun 7.1.26 (absolute error < 1.5e-7).
+"""
+
+SOURCES = {
+    "tc_round_bf16": """fn tc_round_bf16(x: f32) -> f32 {
+    let b = bitcast<u32>(x);
+    if ((b & 0x7fffffffu) > 0x7f800000u) { return x; }
+    return bitcast<f32>((b + 0x7fffu + ((b >> 16u) & 1u)) & 0xffff0000u);
+}""",
+    "tc_round_f16": """fn tc_round_f16(x: f32) -> f32 {
+    return unpack2x16float(pack2x16float(vec2<f32>(x, 0.0f))).x;
+}""",
+    "tc_wrap_i8": "fn tc_wrap_i8(x: i32) -> i32 { return (x << 24u) >> 24u; }",
+    "tc_wrap_i16": "fn tc_wrap_i16(x: i32) -> i32 { return (x << 16u) >> 16u; }",
+    "tc_floordiv_i32": """fn tc_floordiv_i32(a: i32, b: i32) -> i32 {
+    let q = a / b;
+    return select(q, q - 1i, (a % b != 0i) && ((a < 0i) != (b < 0i)));
+}""",
+    "tc_floormod_i32": """fn tc_floormod_i32(a: i32, b: i32) -> i32 {
+    let r = a % b;
+    return select(r, r + b, (r != 0i) && ((r < 0i) != (b < 0i)));
+}""",
+    "tc_floordiv_i64": """fn tc_floordiv_i64(a: i64, b: i64) -> i64 {
+    let q = a / b;
+    return select(q, q - 1li, (a % b != 0li) && ((a < 0li) != (b < 0li)));
+}""",
+    "tc_floormod_i64": """fn tc_floormod_i64(a: i64, b: i64) -> i64 {
+    let r = a % b;
+    return select(r, r + b, (r != 0li) && ((r < 0li) != (b < 0li)));
+}""",
+    "tc_erf": """fn tc_erf(x: f32) -> f32 {
+    let t = 1.0f / (1.0f + 0.3275911f * abs(x));
+    let p = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+    return sign(x) * (1.0f - p * exp(-x * x));
+}""",
+}
