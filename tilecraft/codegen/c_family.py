@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 
 from tilecraft.errors import LoweringError
 from tilecraft.ir import expr as E
@@ -52,9 +53,9 @@ MATH32 = {"exp": "expf", "exp2": "exp2f", "log": "logf", "log2": "log2f", "sqrt"
           "cos": "cosf", "pow": "powf", "abs": "fabsf"}  # fmt: skip
 # The device headers' atomic helpers: tc_atomic_<kind>_<suffix> for integers, tc_atomic_rmw_<suffix>
 # (op: 0 add, 1 max, 2 min) for floating-point types.
-_ATOMIC_SUFFIX = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int32": "i32",
+ATOMIC_SUFFIX = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int32": "i32",
                   "int64": "i64", "uint32": "u32", "uint64": "u64"}  # fmt: skip
-_ATOMIC_OP = {"add": 0, "max": 1, "min": 2}
+ATOMIC_OP = {"add": 0, "max": 1, "min": 2}
 MATH64 = {
     op: ("fabs" if op == "abs" else "nearbyint" if op == "round" else fn[:-1]) for op, fn in MATH32.items()
 }
@@ -90,13 +91,20 @@ def value_type(dtype: DataType) -> str:
 
 
 class CFamilyPrinter:
-    """Writes statements and expressions of one function; subclasses add placement and intrinsics."""
+    """Writes statements and expressions of one function; subclasses add placement and intrinsics.
+
+    `arena_offsets` are the byte offsets the storage pass planned for the buffers that live in the
+    block's arena (by buffer id: `tilecraft.transform.storage.planned_offsets`).
+    """
 
     target_name = "this target"
     math32 = MATH32
     math64 = MATH64
+    # Scopes of on-chip buffers, small enough for 32-bit offsets (cheaper); the others' need 64 bits.
+    int32_index_scopes: tuple[str, ...] = ()
 
-    def __init__(self) -> None:
+    def __init__(self, arena_offsets: Mapping[int, int] | None = None) -> None:
+        self.arena_offsets = arena_offsets or {}
         self.lines: list[str] = []
         self.indent = 1
         self.names: dict[int, str] = {}
@@ -319,8 +327,7 @@ class CFamilyPrinter:
         return list(reversed(out))
 
     def index_type(self, buf: Buffer) -> str:
-        """On-chip buffers are small: 32-bit offsets are cheaper; global ones need 64 bits."""
-        return "int64_t"
+        return "int32_t" if buf.scope in self.int32_index_scopes else "int64_t"
 
     def offset(self, buf: Buffer, indices) -> str:
         terms = []
@@ -472,13 +479,13 @@ class CFamilyPrinter:
         self.line("}")
 
     def _s_AtomicUpdate(self, s: AtomicUpdate) -> None:
-        suffix = _ATOMIC_SUFFIX.get(s.buffer.dtype.name)
+        suffix = ATOMIC_SUFFIX.get(s.buffer.dtype.name)
         if suffix is None:
             self.fail(f"atomic {s.kind} on {s.buffer.dtype} is not supported on {self.target_name}")
         ptr = f"&{self.name(s.buffer)}[{self.offset(s.buffer, s.indices)}]"
         value = self.expr(s.value)
         if s.buffer.dtype.is_float:
-            self.line(f"tc_atomic_rmw_{suffix}({ptr}, {value}, {_ATOMIC_OP[s.kind]});")
+            self.line(f"tc_atomic_rmw_{suffix}({ptr}, {value}, {ATOMIC_OP[s.kind]});")
         else:
             self.line(f"tc_atomic_{s.kind}_{suffix}({ptr}, {value});")
 

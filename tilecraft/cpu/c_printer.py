@@ -35,8 +35,7 @@ class CPrinter(CFamilyPrinter):
     def __init__(
         self, bounds_check: bool = False, sites: list[BoundsSite] | None = None, offsets: dict | None = None
     ) -> None:
-        super().__init__()
-        self.offsets = offsets or {}
+        super().__init__(offsets)
         self.bounds_check = bounds_check
         self.sites = sites if sites is not None else []
 
@@ -86,7 +85,7 @@ class CPrinter(CFamilyPrinter):
 
     def declare_buffer(self, buf: Buffer) -> str:
         ctype = storage_type(buf.dtype)
-        return f"{ctype}* const {self.name(buf)} = ({ctype}*)(tc_scratch + {self.offsets[id(buf)]});"
+        return f"{ctype}* const {self.name(buf)} = ({ctype}*)(tc_scratch + {self.arena_offsets[id(buf)]});"
 
     def _s_MatmulCall(self, s: MatmulCall) -> None:
         suffix = "f64" if s.c.dtype == dt.float64 else "f32"

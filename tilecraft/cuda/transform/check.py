@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tilecraft.backend.pipeline import module_pass
+from tilecraft.cuda.storage import SHARED_ALIGN, SHARED_SCOPES
 from tilecraft.cuda.target import capability
 from tilecraft.errors import LoweringError
 from tilecraft.ir.function import IRModule
@@ -21,7 +22,7 @@ def check_cuda_support(mod: IRModule, ctx) -> IRModule:
     if arch is not None and capability(arch) < MIN_CAPABILITY:
         raise LoweringError(f"the CUDA backend needs sm_80 or newer (cp.async, bf16, ldmatrix); target arch is {arch}",
                             None, "use a target with -arch=sm_80 or newer", target=ctx.target)  # fmt: skip
-    check_storage_budgets(mod, storage_budgets(ctx.target), ctx.target, narrowed=("shared", "shared.dyn"))
+    check_storage_budgets(mod, storage_budgets(ctx.target), ctx.target, narrowed=SHARED_SCOPES)
     return mod
 
 
@@ -45,9 +46,9 @@ def storage_budgets(target) -> tuple[StorageBudget, ...]:
         budgets.append(
             StorageBudget(
                 "shared memory",
-                ("shared", "shared.dyn"),
+                SHARED_SCOPES,
                 shared,
-                align=128,
+                align=SHARED_ALIGN,
                 hint="use smaller shared tiles (block sizes) or fewer shared buffers",
                 unsupported=SHARED_MEMORY,
             )

@@ -130,12 +130,7 @@ class KernelPlan:
 
 
 def check_kernel(info: KernelInfo, function_name: str) -> None:
-    """Launch metadata a CUDA launch accepts: no clusters yet, block dims within the hardware limits."""
-    if tuple(info.cluster) not in ((1,), (1, 1), (1, 1, 1)):
-        raise TilecraftError(
-            f"kernel {info.symbol} of {function_name} asks for thread-block clusters {info.cluster}; "
-            "cluster launches are not supported yet by the CUDA execution backends (use cluster dims 1)"
-        )
+    """Launch metadata a CUDA launch accepts: block dims within the hardware limits, at most 3 grid dims."""
     block = _three(info.block)
     threads = block[0] * block[1] * block[2]
     if threads > MAX_THREADS or any(b > m for b, m in zip(block, MAX_BLOCK)):

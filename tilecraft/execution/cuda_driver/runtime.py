@@ -172,7 +172,7 @@ class CudaRuntimeBackend(CachedExecutionBackend):
         )
         functions = tuple(entry.function(f) for f in handle.functions)
         raw = build_launcher(artifact, functions, handle.device, hooks, keep_alive=handle, raw=True)
-        return FastPath(raw, handle.device, torch_current_stream, interop.ALIGNMENT)
+        return FastPath(raw, handle.device, torch_current_stream)
 
     def synchronize(self, loaded: Loaded) -> None:
         """Wait until every kernel launched so far on the module's device has finished."""
@@ -188,11 +188,10 @@ class CudaRuntimeBackend(CachedExecutionBackend):
         return cuda_timer(int(target.attr("device", 0)), flush_bytes)
 
     def check_device(self, arg: ArrayArg, name: str) -> None:
-        """Arrays must be in GPU memory (a device type of the spec's), aligned as the kernels assume; the
-        device index is checked by the launcher, which knows it."""
+        """Arrays must be in GPU memory (a device type of the spec's); the device index is checked by the
+        launcher, which knows it, and the alignment by the JIT, from the artifact."""
         if not self.accepts_device(arg):
             raise interop.not_on_gpu(arg, name)
-        interop.check_alignment(arg, name)
 
     def empty(self, reference: ArrayArg | None, shape: tuple[int, ...], dtype: DataType) -> Any:
         """An output on `reference`'s GPU, from its library (torch or CuPy); never host memory."""

@@ -86,11 +86,6 @@ def check_artifact(artifact: CompiledArtifact) -> None:
     if not artifact.kernels:
         raise TilecraftError(f"artifact of {artifact.function_name} has no kernels to launch")
     for info in artifact.kernels:
-        if any(c != 1 for c in info.cluster):
-            raise TilecraftError(
-                f"kernel {info.symbol} of {artifact.function_name} asks for clusters {info.cluster}; "
-                "OpenCL has no clusters of work-groups (use cluster dims 1)"
-            )
         if not 1 <= len(info.grid) <= 3:
             raise TilecraftError(f"kernel {info.symbol}: grid {info.grid} must have 1 to 3 dims")
         for param in info.params:

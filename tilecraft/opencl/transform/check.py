@@ -13,6 +13,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.visitor import Visitor
+from tilecraft.opencl.storage import SHARED_ALIGN, SHARED_SCOPES
 from tilecraft.transform.storage_budget import StorageBudget, check_storage_budgets
 
 WIDE_ATOMIC_TYPES = ("int64", "uint64", "float64")
@@ -76,7 +77,7 @@ def check_opencl_support(mod: IRModule, ctx) -> IRModule:
         for p in func.params:
             checker.visit(p)
         checker.visit(func.body)
-    check_storage_budgets(mod, storage_budgets(ctx.target), ctx.target, narrowed=("shared", "shared.dyn"))
+    check_storage_budgets(mod, storage_budgets(ctx.target), ctx.target, narrowed=SHARED_SCOPES)
     return mod
 
 
@@ -96,9 +97,9 @@ def storage_budgets(target) -> tuple[StorageBudget, ...]:
         budgets.append(
             StorageBudget(
                 "shared (local) memory",
-                ("shared", "shared.dyn"),
+                SHARED_SCOPES,
                 local_mem,
-                align=128,
+                align=SHARED_ALIGN,
                 hint="use smaller shared tiles (block sizes) or fewer shared buffers",
                 unsupported=LOCAL_MEMORY,
             )
