@@ -93,8 +93,8 @@ def value_type(dtype: DataType) -> str:
 class CFamilyPrinter:
     """Writes statements and expressions of one function; subclasses add placement and intrinsics.
 
-    `arena_offsets` are the byte offsets the storage pass planned for the buffers that live in the
-    block's arena (by buffer id: `tilecraft.transform.storage.planned_offsets`).
+    `arena_offsets` are the byte offsets the storage pass planned for the buffers of the `arena_scopes`,
+    which live in the block's arena (by buffer id: `tilecraft.transform.storage.planned_offsets`).
     """
 
     target_name = "this target"
@@ -102,6 +102,8 @@ class CFamilyPrinter:
     math64 = MATH64
     # Scopes of on-chip buffers, small enough for 32-bit offsets (cheaper); the others' need 64 bits.
     int32_index_scopes: tuple[str, ...] = ()
+    # Scopes of the buffers that live in the block's arena, at the offsets the storage pass planned.
+    arena_scopes: tuple[str, ...] = ()
 
     def __init__(self, arena_offsets: Mapping[int, int] | None = None) -> None:
         self.arena_offsets = arena_offsets or {}
@@ -501,8 +503,18 @@ class CFamilyPrinter:
         self.line("}")
 
     def declare_buffer(self, buf: Buffer) -> str:
-        """The declaration of an allocated buffer: where the target places it."""
+        """The declaration of an allocated buffer: a pointer into the block's arena at its planned offset
+        for the `arena_scopes`, else a per-thread array."""
+        ctype = storage_type(buf.dtype)
+        if buf.scope in self.arena_scopes:
+            return self.arena_pointer(buf, ctype, self.arena_offsets[id(buf)])
+        return self.private_array(buf, ctype)
+
+    def arena_pointer(self, buf: Buffer, ctype: str, offset: int) -> str:
         self.fail(f"the code generator for {self.target_name} cannot place {buf.scope} buffer {buf.name}")
+
+    def private_array(self, buf: Buffer, ctype: str) -> str:
+        return f"{ctype} {self.name(buf)}[{static_size(buf)}];"
 
     # ------------------------------------------------------------------ T.print
 

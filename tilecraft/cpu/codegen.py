@@ -20,7 +20,6 @@ from tilecraft.codegen import headers
 from tilecraft.codegen.c_family import storage_type, value_type
 from tilecraft.codegen.kernel import bind_indices, function_text
 from tilecraft.cpu.c_printer import BoundsSite, CPrinter
-from tilecraft.cpu.storage import SCRATCH_SCOPES
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Var
@@ -48,7 +47,9 @@ def param_decl(printer: CPrinter, p: Buffer | Var) -> str:
 def kernel_source(func: PrimFunc, sites: list[BoundsSite]) -> str:
     """One block of the kernel as a C function."""
     launch: S.KernelLaunch = func.body
-    printer = CPrinter(func.attr(BOUNDS_CHECK_ATTR, False), sites, planned_offsets(func, SCRATCH_SCOPES))
+    printer = CPrinter(
+        func.attr(BOUNDS_CHECK_ATTR, False), sites, planned_offsets(func, CPrinter.arena_scopes)
+    )
     for name in ("tc_bx", "tc_by", "tc_bz", "tc_scratch"):
         printer.used.add(name)
     params = [param_decl(printer, p) for p in func.params]

@@ -34,7 +34,6 @@ from tilecraft.cuda.storage import (
     ASSUME_ALIGNED,
     BUFFER_ALIGN,
     SHARED_ALIGN,
-    SHARED_SCOPES,
     WGMMA_ALIGN,
     wgmma_calls,
 )
@@ -150,7 +149,7 @@ def kernel_source(func: PrimFunc) -> str:
     wgmma = bool(wgmma_calls(launch.body))
     rings, maps = _tma(launch.body)
     printer = CudaPrinter(
-        planned_offsets(func, SHARED_SCOPES),
+        planned_offsets(func, CudaPrinter.arena_scopes),
         async_proxy_fence=wgmma,
         ring_base=_ring_bases(rings),
         tensor_maps=maps,

@@ -8,7 +8,7 @@ threadIdx/blockIdx once at the top of the kernel.
 
 from __future__ import annotations
 
-from tilecraft.codegen.c_family import CFamilyPrinter, static_size, storage_type, value_type
+from tilecraft.codegen.c_family import CFamilyPrinter, static_size, value_type
 from tilecraft.cuda.intrinsics.simt import SHUFFLE_XOR
 from tilecraft.cuda.ir import (
     AsyncCommit,
@@ -42,6 +42,7 @@ class CudaPrinter(CFamilyPrinter):
     print_where = "[block %d,%d,%d thread %d] "
     print_ids = "(int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z, (int)threadIdx.x"
     int32_index_scopes = (*SHARED_SCOPES, "local", "local.fragment")
+    arena_scopes = SHARED_SCOPES
 
     def __init__(self, arena_offsets: dict[int, int] | None = None, async_proxy_fence: bool = False,
                  ring_base: dict[int, int] | None = None, tensor_maps: dict[tuple, int] | None = None) -> None:  # fmt: skip
@@ -63,11 +64,10 @@ class CudaPrinter(CFamilyPrinter):
 
     # ------------------------------------------------------------------ statements
 
-    def declare_buffer(self, buf: Buffer) -> str:
-        ctype = storage_type(buf.dtype)
-        if buf.scope in SHARED_SCOPES:
-            offset = self.arena_offsets[id(buf)]
-            return f"{ctype}* __restrict__ {self.name(buf)} = ({ctype}*)(tc_smem + {offset});"
+    def arena_pointer(self, buf: Buffer, ctype: str, offset: int) -> str:
+        return f"{ctype}* __restrict__ {self.name(buf)} = ({ctype}*)(tc_smem + {offset});"
+
+    def private_array(self, buf: Buffer, ctype: str) -> str:
         return f"{ctype} {self.name(buf)}[{static_size(buf)}] __attribute__((aligned(16)));"
 
     def _s_GemmCall(self, s: GemmCall) -> None:

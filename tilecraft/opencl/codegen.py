@@ -21,7 +21,6 @@ from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Var
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.opencl.printer import SMEM, OpenCLPrinter
-from tilecraft.opencl.storage import SHARED_SCOPES
 from tilecraft.opencl.transform.check import LOCAL_MEMORY
 from tilecraft.transform.storage import STORAGE_ATTR, launch_info, planned_offsets
 
@@ -39,7 +38,7 @@ def _param(printer: OpenCLPrinter, p: Buffer | Var, written: set[int]) -> str:
 
 def kernel_source(func: PrimFunc) -> str:
     launch: S.KernelLaunch = func.body
-    printer = OpenCLPrinter(planned_offsets(func, SHARED_SCOPES))
+    printer = OpenCLPrinter(planned_offsets(func, OpenCLPrinter.arena_scopes))
     printer.reserve(SMEM)
     written = written_buffers(func)
     params = [_param(printer, p, written) for p in func.params]

@@ -7,7 +7,7 @@ buffers are private arrays; `local.var` buffers are scalars. Math uses OpenCL's 
 
 from __future__ import annotations
 
-from tilecraft.codegen.c_family import ATOMIC_OP, ATOMIC_SUFFIX, CFamilyPrinter, static_size, storage_type
+from tilecraft.codegen.c_family import ATOMIC_OP, ATOMIC_SUFFIX, CFamilyPrinter
 from tilecraft.ir import expr as E
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.lowered import AtomicUpdate
@@ -38,6 +38,7 @@ class OpenCLPrinter(CFamilyPrinter):
     math32 = MATH
     math64 = MATH
     int32_index_scopes = (*SHARED_SCOPES, "local", "local.fragment")
+    arena_scopes = SHARED_SCOPES
 
     def __init__(self, arena_offsets: dict[int, int] | None = None) -> None:
         super().__init__(arena_offsets)
@@ -53,12 +54,9 @@ class OpenCLPrinter(CFamilyPrinter):
             return f"({one} / ({one} + exp(-({args[0]}))))"
         return super().math_call(e, args)
 
-    def declare_buffer(self, buf: Buffer) -> str:
-        ctype = storage_type(buf.dtype)
-        if buf.scope in SHARED_SCOPES:
-            offset = self.arena_offsets[id(buf)]
-            return f"__local {ctype}* restrict {self.name(buf)} = (__local {ctype}*)((__local char*){SMEM} + {offset});"
-        return f"{ctype} {self.name(buf)}[{static_size(buf)}];"
+    def arena_pointer(self, buf: Buffer, ctype: str, offset: int) -> str:
+        name = self.name(buf)
+        return f"__local {ctype}* restrict {name} = (__local {ctype}*)((__local char*){SMEM} + {offset});"
 
     def _s_AtomicUpdate(self, s: AtomicUpdate) -> None:
         buf = s.buffer
