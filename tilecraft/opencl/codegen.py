@@ -23,6 +23,7 @@ from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.opencl.printer import SMEM, OpenCLPrinter
 from tilecraft.opencl.transform.check import LOCAL_MEMORY
 from tilecraft.transform.storage import STORAGE_ATTR, launch_info, planned_offsets
+from tilecraft.transform.storage_budget import ARENA_HINT
 
 SOURCE_FORMAT = "opencl-source"
 INCLUDE_DIR = Path(__file__).parent / "include"
@@ -61,7 +62,7 @@ def _check_local_memory(func: PrimFunc, target) -> None:
         raise LoweringError(
             f"kernel {func.name} needs {used} bytes of shared (local) memory; the device has {limit}",
             launch.span,
-            "use smaller shared tiles (block sizes) or fewer shared buffers",
+            ARENA_HINT,
             target=target,
             unsupported=LOCAL_MEMORY,
         )
