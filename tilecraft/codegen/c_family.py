@@ -77,6 +77,19 @@ _UNSIGNED = {"int32": "uint32_t", "int64": "uint64_t", "uint16": "uint32_t", "in
 _FP8_STEM = {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
 
 
+def _storage_conversion(dtype: DataType) -> tuple[str, str] | None:
+    """The header functions that widen a stored element to float and narrow it back, for the dtypes
+    stored narrower than they compute (float16, bfloat16, float8); None for the others."""
+    if dtype.name == "float16":
+        return "tc_h2f", "tc_f2h"
+    if dtype.kind == "bfloat":
+        return "tc_bf2f", "tc_f2bf"
+    if dtype.kind == "float8":
+        stem = _FP8_STEM[dtype.name]
+        return f"tc_{stem}_to_f32", f"tc_f32_to_{stem}"
+    return None
+
+
 def storage_type(dtype: DataType) -> str:
     return _STORAGE[dtype.name]
 
@@ -294,21 +307,13 @@ class CFamilyPrinter:
         return f"{self.name(buf)}[{offset}]"
 
     def from_storage(self, raw: str, dtype: DataType) -> str:
-        if dtype.name == "float16":
-            return f"tc_h2f({raw})"
-        if dtype.kind == "bfloat":
-            return f"tc_bf2f({raw})"
-        if dtype.kind == "float8":
-            return f"tc_{_FP8_STEM[dtype.name]}_to_f32({raw})"
-        return raw
+        conversion = _storage_conversion(dtype)
+        return f"{conversion[0]}({raw})" if conversion else raw
 
     def to_storage(self, value: str, dtype: DataType) -> str:
-        if dtype.name == "float16":
-            return f"tc_f2h({value})"
-        if dtype.kind == "bfloat":
-            return f"tc_f2bf({value})"
-        if dtype.kind == "float8":
-            return f"tc_f32_to_{_FP8_STEM[dtype.name]}({value})"
+        conversion = _storage_conversion(dtype)
+        if conversion:
+            return f"{conversion[1]}({value})"
         if dtype.is_bool:
             return f"(uint8_t)(({value}) != 0)"
         return value
@@ -382,9 +387,12 @@ class CFamilyPrinter:
             self.stmt(s)
         self.indent -= 1
 
-    def scoped(self, opening: str, body: S.Stmt) -> None:
+    def scoped(self, opening: str, body: S.Stmt, declaration: str | None = None) -> None:
+        """`body` in the block `opening` starts, after `declaration` (a name that ends with the block)."""
         self.line(opening)
         self.indent += 1
+        if declaration is not None:
+            self.line(declaration)
         self.stmt(body)
         self.indent -= 1
         self.line("}")
@@ -439,12 +447,9 @@ class CFamilyPrinter:
             self.mark_nonneg(s.var)
         if not self.exact.is_index(s.value):
             self.exact.data_vars.add(s.var)
-        self.line("{")
-        self.indent += 1
-        self.line(f"const {value_type(s.var.dtype)} {self.name(s.var)} = {self.expr(s.value)};")
-        self.stmt(s.body)
-        self.indent -= 1
-        self.line("}")
+        self.scoped(
+            "{", s.body, f"const {value_type(s.var.dtype)} {self.name(s.var)} = {self.expr(s.value)};"
+        )
 
     def _s_IfThenElse(self, s: S.IfThenElse) -> None:
         self.line(f"if ({self.expr(s.condition)}) {{")
@@ -495,12 +500,7 @@ class CFamilyPrinter:
         if s.buffer.scope == "local.var":
             self.declare_var_buffer(s)
             return
-        self.line("{")
-        self.indent += 1
-        self.line(self.declare_buffer(s.buffer))
-        self.stmt(s.body)
-        self.indent -= 1
-        self.line("}")
+        self.scoped("{", s.body, self.declare_buffer(s.buffer))
 
     def declare_buffer(self, buf: Buffer) -> str:
         """The declaration of an allocated buffer: a pointer into the block's arena at its planned offset
@@ -551,12 +551,7 @@ class CFamilyPrinter:
         self.line(f'    printf("{text}", {self.print_ids}, {args}, {value});')
 
     def declare_var_buffer(self, s: S.Allocate) -> None:
-        self.line("{")
-        self.indent += 1
-        self.line(f"{value_type(s.buffer.dtype)} {self.name(s.buffer)};")
-        self.stmt(s.body)
-        self.indent -= 1
-        self.line("}")
+        self.scoped("{", s.body, f"{value_type(s.buffer.dtype)} {self.name(s.buffer)};")
 
 
 def static_size(buf: Buffer) -> int:
