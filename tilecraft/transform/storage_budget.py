@@ -164,4 +164,7 @@ def _describe(buf: Buffer) -> str:
     return f"{_KINDS.get(buf.scope, 'buffer')} {buf.name} ({shape}) {buf.dtype}"
 
 
-__all__ = ["StorageBudget", "check_storage_budgets", "format_bytes"]
+__all__ = [
+    "ARENA_HINT", "PRIVATE_SCOPES", "StorageBudget", "arena_budgets", "check_storage_budgets", "format_bytes",
+    "private_budget",
+]  # fmt: skip
