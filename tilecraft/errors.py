@@ -86,6 +86,15 @@ class ToolchainError(TilecraftError):
     """An external compiler or runtime failed or is missing."""
 
 
+class Unavailable(ToolchainError):
+    """A runtime, library or device a step needs is not usable here: `reason` says why, `fix` what to do."""
+
+    def __init__(self, reason: str, fix: str) -> None:
+        self.reason = reason
+        self.fix = fix
+        super().__init__(f"{reason} (fix: {fix})")
+
+
 class ToolchainNotFound(ToolchainError):
     """The compiler or runtime a step needs is not installed or not usable here (the message says which,
     where it was looked for and how to get one); `tilecraft backend check` skips a compile check on it."""

@@ -49,11 +49,9 @@ def test_param_info_validation():
 def test_kernel_info_validation():
     with pytest.raises(ArtifactError, match="block must be 1 to 3 positive ints"):
         KernelInfo("k", (), (), block=(0,))
-    with pytest.raises(ArtifactError, match="cluster must be 1 to 3 positive ints"):
-        KernelInfo("k", (), (), block=(32,), cluster=(1, 1, 1, 1))
     with pytest.raises(ArtifactError, match="dynamic_smem must be a byte count"):
         KernelInfo("k", (), (), block=(32,), dynamic_smem=-1)
-    assert KernelInfo("k", [], [], [32, 4]).cluster == (1, 1, 1)
+    assert KernelInfo("k", [], [], [32, 4]).block == (32, 4)
 
 
 def test_assemble_and_accessors(func):

@@ -39,7 +39,6 @@ SIMT_PASS_DIRS = ("transform/simt", "layout")
 NOT_SIMT_PASSES = {
     "layout/draw.py": "draws layouts as pictures: its numbers are glyph sizes and colours",
     "layout/swizzle.py": "TileLang's swizzle modes of T.annotate_layout: their byte widths are the language's",
-    "layout/shared.py": "unused by the compiler (tests only); issue 13 item 6 deletes it as dead code",
 }
 GENERIC_INTS = frozenset({0, 1, 2})
 # (module, the function or module-level name it is in): why the literal there is no hardware fact.

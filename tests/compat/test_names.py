@@ -9,13 +9,13 @@ import pytest
 
 import tilecraft
 import tilecraft.language as T
+from tests.layout.bank_model import bank_conflicts, ldmatrix_access, row_major
 from tilecraft.errors import BackendError, KernelError, TilecraftError
 from tilecraft.ir import PrimFunc
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.dtype import as_dtype
 from tilecraft.ir.expr import const
 from tilecraft.ir.structural import structural_equal
-from tilecraft.layout.shared import bank_conflicts, ldmatrix_access, row_major
 
 # ------------------------------------------------------------------ tilecraft.math
 

@@ -152,7 +152,7 @@ def test_nvcc_backend_compiles_when_codegen_did_not(cache, no_driver):
 
 
 def test_launch_metadata_is_checked_at_build(cache, no_driver):
-    """Clusters and parameters the function does not have fail before any compiler or GPU runs."""
+    """Parameters the function does not have fail before any compiler or GPU runs."""
     from dataclasses import replace
 
     from tilecraft.backend import ParamInfo
@@ -161,9 +161,6 @@ def test_launch_metadata_is_checked_at_build(cache, no_driver):
 
     backend = NvccExecutionBackend(NVCC, cache)
     artifact = add_artifact(binaries={"cubin": ELF})
-    clustered = replace(artifact, kernels=(replace(artifact.kernels[0], cluster=(2, 1, 1)),))
-    with pytest.raises(TilecraftError, match="cluster launches are not supported yet"):
-        backend.build(clustered, FakeContext())
     stray = replace(
         artifact.kernels[0], params=(*artifact.kernels[0].params, ParamInfo("Z", "scalar", dt.int32))
     )

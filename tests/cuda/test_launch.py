@@ -97,9 +97,9 @@ ALPHA = ParamInfo("alpha", "scalar", dt.float64)
 N_PARAM = ParamInfo("n", "scalar", dt.int32)
 
 
-def two_kernel_artifact(second_grid=(4, 2), cluster=(1, 1, 1), block=(32, 4)) -> CompiledArtifact:
+def two_kernel_artifact(second_grid=(4, 2), block=(32, 4)) -> CompiledArtifact:
     first = KernelInfo("scale", (A, B, ALPHA, N_PARAM), (E.floordiv(N + 127, 128),), (128,))
-    second = KernelInfo("finish", (B,), second_grid, block, dynamic_smem=1024, cluster=cluster)
+    second = KernelInfo("finish", (B,), second_grid, block, dynamic_smem=1024)
     return CompiledArtifact("f", Target.parse({"kind": "cuda", "arch": "sm_90a"}), (A, B, ALPHA), (N,),
                             (first, second), {"cuda-source": ""})  # fmt: skip
 
@@ -149,8 +149,6 @@ def test_an_empty_grid_launches_nothing_and_a_negative_one_is_an_error(no_driver
 
 
 def test_bad_launch_metadata_fails_at_load(no_driver):
-    with pytest.raises(TilecraftError, match=r"clusters \(2, 1, 1\); cluster launches are not supported yet"):
-        make_launcher(two_kernel_artifact(cluster=(2, 1, 1)), Recorder({}))
     with pytest.raises(TilecraftError, match=r"block \(64, 32, 1\) \(2048 threads\) exceeds the CUDA limits"):
         make_launcher(two_kernel_artifact(block=(64, 32)), Recorder({}))
     with pytest.raises(TilecraftError, match="grid dim y is 70000; CUDA allows 1..65535"):

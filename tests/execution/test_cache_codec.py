@@ -23,9 +23,9 @@ def toy_artifact(extra=(("compile_flags", ("-O2", "-DX=1")),), grid=None):
     func = PrimFunc("scale_rows", (a, scale), Evaluate(const(0, dt.int32)))
     params = tuple(ParamInfo.from_param(p) for p in func.params)
     grid = grid or (FloorDiv(dt.int32, n + 127, const(128, dt.int32)), select(n > 4, n, const(1, dt.int32)))
-    kernel = KernelInfo("scale_rows_kernel", params, grid, (128, 2), dynamic_smem=512, cluster=(2, 1, 1))
+    kernel = KernelInfo("scale_rows_kernel", params, grid, (128, 2), dynamic_smem=512)
     device = DeviceCode({"toy-source": "int main() { return 0; }\n"}, {"toy-binary": b"\x00\xffbin"},
-                        ("scale_rows_kernel",), (kernel,))  # fmt: skip
+                        ("scale_rows_kernel",), (kernel,), buffer_alignment=16)  # fmt: skip
     target = Target("toyk", {"arch": "x1", "count": 132, "fast": True})
     return CompiledArtifact.assemble(func, target, device, HostCode("host ü", "toy-host"), "hash", extra)
 
@@ -39,12 +39,12 @@ def test_every_field_survives_and_vars_stay_shared():
     art = toy_artifact()
     back, files = roundtrip(art)
     assert artifact_files(back) == files
-    assert (back.function_name, back.target, back.ir_hash, back.extra) == (
-        art.function_name, art.target, art.ir_hash, art.extra)  # fmt: skip
+    assert (back.function_name, back.target, back.ir_hash, back.extra, back.buffer_alignment) == (
+        art.function_name, art.target, art.ir_hash, art.extra, 16)  # fmt: skip
     assert back.source("toy-source") == art.source("toy-source") and back.source("toy-host") == "host ü"
     assert back.binary("toy-binary") == b"\x00\xffbin"
     kernel = back.kernels[0]
-    assert (kernel.block, kernel.cluster, kernel.dynamic_smem) == ((128, 2), (2, 1, 1), 512)
+    assert (kernel.block, kernel.dynamic_smem) == ((128, 2), 512)
     assert [str(g) for g in kernel.grid] == [str(g) for g in art.kernels[0].grid]
     n = back.symbolic_dims[0]
     assert back.params[0].shape[0] is n and kernel.params[0].shape[0] is n
@@ -121,6 +121,7 @@ BAD_DOCUMENTS = {
     "extra is an object": _set(["fields", "extra"], {"a": 1}),
     "format name bad": _set(["device_sources"], ["../etc/passwd"]),
     "host flag not bool": _set(["host_source"], "yes"),
+    "buffer alignment not a power of two": _set(["fields", "buffer_alignment"], 24),
     "vars not a list": _set(["vars"], {}),
 }
 
@@ -130,6 +131,23 @@ def test_documents_of_the_wrong_shape_are_refused(edit):
     files = tamper(artifact_files(toy_artifact()), edit)
     with pytest.raises(ArtifactDecodeError, match="artifact"):
         artifact_from_files(files.__getitem__)
+
+
+def _format_1(doc):
+    """An entry as the first format stored it: kernels with a `cluster`, no `buffer_alignment`."""
+    doc["version"] = 1
+    del doc["fields"]["buffer_alignment"]
+    for kernel in doc["fields"]["kernels"]:
+        kernel["cluster"] = [1, 1, 1]
+
+
+def test_an_entry_of_the_first_format_is_a_clean_miss():
+    """A cache entry written before `buffer_alignment` existed is refused whole (the cache rebuilds it), by
+    its version and by its keys alike, rather than read with the alignment it never recorded."""
+    for edit in (_format_1, lambda doc: _format_1(doc) or doc.update(version=2)):
+        files = tamper(artifact_files(toy_artifact()), edit)
+        with pytest.raises(ArtifactDecodeError, match="version 1|exactly the keys"):
+            artifact_from_files(files.__getitem__)
 
 
 @pytest.mark.parametrize(

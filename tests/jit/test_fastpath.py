@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 import tilecraft.language as T
-from tilecraft.backend.artifact import CompiledArtifact, ParamInfo
+from tilecraft.backend.artifact import ArtifactError, CompiledArtifact, ParamInfo
 from tilecraft.backend.target import Target
 from tilecraft.jit.fastpath import MISS, build_fast_path
 
@@ -54,7 +54,6 @@ def fake_torch(monkeypatch):
 @dataclass
 class FakeFast:
     device: int = 0
-    alignment: int = 16
 
     def __post_init__(self):
         self.calls = []
@@ -62,7 +61,7 @@ class FakeFast:
         self.stream = lambda device: 77
 
 
-def artifact():
+def artifact(buffer_alignment=16):
     n = T.dynamic("n")
 
     @T.prim_func
@@ -72,7 +71,9 @@ def artifact():
                 Y[bx, j] = X[bx, j] * alpha
 
     params = tuple(ParamInfo.from_param(p) for p in scale.params)
-    return CompiledArtifact("scale", Target("c", ()), params, scale.symbolic_dims, ())
+    return CompiledArtifact(
+        "scale", Target("c", ()), params, scale.symbolic_dims, (), buffer_alignment=buffer_alignment
+    )
 
 
 def test_fast_path_launches_with_bound_dims_and_allocates_outputs(fake_torch):
@@ -85,10 +86,10 @@ def test_fast_path_launches_with_bound_dims_and_allocates_outputs(fake_torch):
 
 
 @pytest.mark.parametrize("alignment, hits", [(16, [1024, 1040]), (64, [1024]), (1, [1024, 1040, 1028])])
-def test_the_alignment_a_buffer_needs_is_the_execution_backends(fake_torch, alignment, hits):
-    """Addresses that break the declared alignment miss (the full path reports them); 1 checks none."""
-    fast = FakeFast(alignment=alignment)
-    fn = build_fast_path(artifact(), (2,), fast)
+def test_the_alignment_a_buffer_needs_is_the_artifacts(fake_torch, alignment, hits):
+    """Addresses that break the alignment codegen assumed miss (the full path reports them); 1 checks none."""
+    fast = FakeFast()
+    fn = build_fast_path(artifact(alignment), (2,), fast)
     for ptr in (1024, 1040, 1028):
         fn(FakeTensor((5, 4), fake_torch.float32, ptr=ptr), 2.0)
     assert [values[0] for values, _, _ in fast.calls] == hits
@@ -96,9 +97,9 @@ def test_the_alignment_a_buffer_needs_is_the_execution_backends(fake_torch, alig
 
 
 @pytest.mark.parametrize("alignment", [0, 24, True])
-def test_an_alignment_that_is_not_a_power_of_two_is_refused(fake_torch, alignment):
-    with pytest.raises(ValueError, match="power of two"):
-        build_fast_path(artifact(), (2,), FakeFast(alignment=alignment))
+def test_an_alignment_that_is_not_a_power_of_two_is_refused(alignment):
+    with pytest.raises(ArtifactError, match="power of two"):
+        artifact(alignment)
 
 
 def row_sum_artifact():

@@ -7,10 +7,10 @@ import itertools
 import pytest
 
 import tilecraft.language as T
+from tests.layout.bank_model import swizzled
 from tilecraft.cuda.intrinsics.mma_layouts import mma_accumulator
 from tilecraft.layout import LinearLayout
 from tilecraft.layout.fragment import blocked, linear_from_layout, slice_layout, thread_dims
-from tilecraft.layout.shared import swizzled
 
 WARP = 32  # the width most tests use; the wave64 tests say 64
 

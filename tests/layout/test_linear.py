@@ -8,6 +8,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from tests.layout.bank_model import swizzled
 from tilecraft.cuda.intrinsics.mma_layouts import mma_accumulator
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
@@ -15,7 +16,6 @@ from tilecraft.ir.eval import evaluate
 from tilecraft.ir.structural import structural_hash
 from tilecraft.layout import LinearLayout, identity, zeros
 from tilecraft.layout.fragment import blocked
-from tilecraft.layout.shared import swizzled
 
 MMA_TILE = LinearLayout(
     {"register": [(0, 1), (8, 0)], "lane": [(0, 2), (0, 4), (1, 0), (2, 0), (4, 0)]}, {"row": 16, "col": 8}

@@ -358,11 +358,3 @@ def test_load_checks_the_kernels_against_the_program_and_device(backend, change,
 def test_more_local_memory_than_the_device_has(backend, opencl_device):
     with pytest.raises(TilecraftError, match=f"has {opencl_device.local_mem} bytes per work-group"):
         backend.load(backend.build(reverse_artifact(dynamic_smem=opencl_device.local_mem + 4), FakeContext()))
-
-
-def test_clusters_are_refused_before_building(backend, monkeypatch):
-    compiles = count_compiles(monkeypatch)
-    artifact = add_artifact(cluster=(2, 1, 1))
-    with pytest.raises(TilecraftError, match=r"asks for clusters \(2, 1, 1\); OpenCL has no clusters"):
-        backend.build(artifact, FakeContext())
-    assert compiles == ["add"]  # compile was entered, and refused before the OpenCL compiler ran

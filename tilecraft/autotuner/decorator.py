@@ -131,7 +131,7 @@ class AutoTuneImpl:
         options = self.jit_impl.options
         compile_args = CompileArgs(options.get("out_idx"), options.get("target", "auto"),
                                    options.get("execution_backend", "auto"), options.get("target_host"),
-                                   False, options.get("pass_configs"), options.get("compile_flags"))  # fmt: skip
+                                   self.jit_impl.verbose, options.get("pass_configs"), options.get("compile_flags"))  # fmt: skip
         factory = Factory(self._elaborator(args, kwargs), self.jit_impl.func, self.__name__,
                           lambda: self._identity(args, kwargs), (args, kwargs))  # fmt: skip
         return Session(factory, compile_args, self.profile, self.options, self.configs, get_autotune_inputs())

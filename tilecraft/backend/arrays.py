@@ -47,6 +47,17 @@ ArrayReader = Callable[[Any], "ArrayArg | None"]
 """A way to read one kind of array: its ArrayArg, or None for an object the reader does not know."""
 
 
+def check_alignment(arg: ArrayArg, name: str, alignment: int) -> None:
+    """Refuse an array whose data does not start on `alignment` bytes (what the kernel's code assumes:
+    `CompiledArtifact.buffer_alignment`); the error says how to get an aligned one."""
+    if alignment > 1 and arg.ptr % alignment:
+        raise ArgumentError(
+            f"parameter {name!r} starts at an address that is not {alignment}-byte aligned (a view with an "
+            f"offset, such as x[1:]); the kernel's code assumes {alignment}-byte aligned buffers (vector "
+            "accesses): pass a fresh array (x.clone(), x.copy()) or an aligned slice"
+        )
+
+
 def is_array(x: Any) -> bool:
     return (
         isinstance(x, np.ndarray)

@@ -1,8 +1,9 @@
 """`CompiledArtifact`: the typed, frozen record between codegen and the execution backends.
 
 Everything a launcher needs is a named field: device sources and binaries by format, host source and
-its format, the kernel's parameters in order, symbolic dims, and per device kernel its symbol, ABI
-parameter list, grid and block dims, dynamic shared memory and cluster dims. There is no dict of
+its format, the kernel's parameters in order, symbolic dims, the alignment the device code assumes of
+buffer arguments, and per device kernel its symbol, ABI parameter list, grid and block dims, dynamic
+shared memory and tensor maps. There is no dict of
 unknown keys; backend-specific facts that no launcher reads go in `extra`, a tuple of pairs.
 
 The records hold IR expressions, whose `==` builds IR, so they compare by identity (`eq=False`).
@@ -120,15 +121,14 @@ class TensorMapInfo:
 
 @dataclass(frozen=True, eq=False)
 class KernelInfo:
-    """One device kernel: its symbol, ABI parameters in order, grid, block, shared memory, cluster, and
-    the tensor maps it takes after its parameters."""
+    """One device kernel: its symbol, ABI parameters in order, grid, block, shared memory, and the tensor
+    maps it takes after its parameters."""
 
     symbol: str
     params: tuple[ParamInfo, ...]
     grid: tuple[Expr, ...]
     block: tuple[int, ...]
     dynamic_smem: int = 0
-    cluster: tuple[int, ...] = (1, 1, 1)
     tensor_maps: tuple[TensorMapInfo, ...] = ()
 
     def __post_init__(self) -> None:
@@ -142,11 +142,9 @@ class KernelInfo:
                 )
         object.__setattr__(self, "grid", tuple(self.grid))
         object.__setattr__(self, "block", tuple(self.block))
-        object.__setattr__(self, "cluster", tuple(self.cluster))
         if not self.symbol or not isinstance(self.symbol, str):
             raise ArtifactError(f"kernel symbol must be a non-empty string, got {self.symbol!r}")
         _check_dims(self.symbol, "block", self.block, max_len=3)
-        _check_dims(self.symbol, "cluster", self.cluster, max_len=3)
         if not isinstance(self.dynamic_smem, int) or self.dynamic_smem < 0:
             raise ArtifactError(f"kernel {self.symbol}: dynamic_smem must be a byte count >= 0")
 
@@ -158,7 +156,12 @@ def _check_dims(symbol: str, what: str, dims: tuple[int, ...], max_len: int) -> 
 
 @dataclass(frozen=True, eq=False)
 class CompiledArtifact:
-    """What codegen produced for one PrimFunc on one target."""
+    """What codegen produced for one PrimFunc on one target.
+
+    `buffer_alignment`: the byte alignment (a power of two; 1: none) the device code assumes of every
+    buffer argument's address, as codegen reported it; a call whose buffer lacks it is refused (the
+    JIT's full path) or missed (its fast path).
+    """
 
     function_name: str
     target: Target
@@ -171,8 +174,14 @@ class CompiledArtifact:
     host_format: str | None = None
     ir_hash: str = ""
     extra: tuple[tuple[str, Any], ...] = ()
+    buffer_alignment: int = 1
 
     def __post_init__(self) -> None:
+        align = self.buffer_alignment
+        if isinstance(align, bool) or not isinstance(align, int) or align < 1 or align & (align - 1):
+            raise ArtifactError(
+                f"CompiledArtifact: buffer_alignment must be a power of two >= 1, got {align!r}"
+            )
         for name in ("params", "symbolic_dims", "kernels", "extra"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "device_sources", frozen_mapping(self.device_sources))
@@ -257,6 +266,7 @@ class CompiledArtifact:
             host_format=host.format if host else None,
             ir_hash=ir_hash,
             extra=extra,
+            buffer_alignment=device.buffer_alignment,
         )
 
 
@@ -268,7 +278,7 @@ def _rebuild_artifact(values: dict[str, Any]) -> CompiledArtifact:
 
 ARTIFACT_JSON = "artifact.json"
 _DOC_FORMAT = "tilecraft-artifact"
-_DOC_VERSION = 1
+_DOC_VERSION = 2  # 2: `buffer_alignment` added, KernelInfo's unused `cluster` removed
 _SOURCE_PREFIX = "artifact.source."
 _BINARY_PREFIX = "artifact.binary."
 _HOST_FILE = "artifact.host-source"

@@ -24,12 +24,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, eq=False)
 class DeviceCode:
-    """The output of device codegen: sources and binaries by format, plus launch metadata per kernel."""
+    """The output of device codegen: sources and binaries by format, plus launch metadata per kernel
+    and the byte alignment the code assumes of every buffer argument (`CompiledArtifact.buffer_alignment`)."""
 
     sources: Mapping[str, str] = field(default_factory=dict)
     binaries: Mapping[str, bytes] = field(default_factory=dict)
     entry_symbols: tuple[str, ...] = ()
     kernels: tuple[KernelInfo, ...] = ()
+    buffer_alignment: int = 1
     # What the user asks of the device compiler, for a compile step to apply: `fast_math` (bool) and
     # `flags` (extra compiler flags, a tuple of str). Set by `DeviceCodegen.generate`.
     compile_options: Mapping[str, Any] = field(default_factory=dict)

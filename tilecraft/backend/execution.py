@@ -201,14 +201,13 @@ class FastPath:
 
     `launch(values, dims, stream)` takes raw values (a buffer's data pointer, a scalar's number) and a raw
     stream handle; `device` is the torch device index every tensor must be on; `stream(device)` is the
-    handle of torch's current stream there; `alignment` is the byte alignment every buffer needs (a power
-    of two; 1: none), the one the backend's full path enforces.
+    handle of torch's current stream there. (The alignment every buffer needs is the artifact's
+    `buffer_alignment`, what codegen assumed; both paths read it there.)
     """
 
     launch: Callable[[Sequence[Any], Sequence[int], Any], None]
     device: int
     stream: Callable[[int], Any]
-    alignment: int = 1
 
 
 class ExecutionBackend(ABC):

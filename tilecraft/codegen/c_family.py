@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 
 from tilecraft.errors import LoweringError
 from tilecraft.ir import expr as E
@@ -52,9 +53,9 @@ MATH32 = {"exp": "expf", "exp2": "exp2f", "log": "logf", "log2": "log2f", "sqrt"
           "cos": "cosf", "pow": "powf", "abs": "fabsf"}  # fmt: skip
 # The device headers' atomic helpers: tc_atomic_<kind>_<suffix> for integers, tc_atomic_rmw_<suffix>
 # (op: 0 add, 1 max, 2 min) for floating-point types.
-_ATOMIC_SUFFIX = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int32": "i32",
+ATOMIC_SUFFIX = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int32": "i32",
                   "int64": "i64", "uint32": "u32", "uint64": "u64"}  # fmt: skip
-_ATOMIC_OP = {"add": 0, "max": 1, "min": 2}
+ATOMIC_OP = {"add": 0, "max": 1, "min": 2}
 MATH64 = {
     op: ("fabs" if op == "abs" else "nearbyint" if op == "round" else fn[:-1]) for op, fn in MATH32.items()
 }
@@ -76,6 +77,19 @@ _UNSIGNED = {"int32": "uint32_t", "int64": "uint64_t", "uint16": "uint32_t", "in
 _FP8_STEM = {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
 
 
+def _storage_conversion(dtype: DataType) -> tuple[str, str] | None:
+    """The header functions that widen a stored element to float and narrow it back, for the dtypes
+    stored narrower than they compute (float16, bfloat16, float8); None for the others."""
+    if dtype.name == "float16":
+        return "tc_h2f", "tc_f2h"
+    if dtype.kind == "bfloat":
+        return "tc_bf2f", "tc_f2bf"
+    if dtype.kind == "float8":
+        stem = _FP8_STEM[dtype.name]
+        return f"tc_{stem}_to_f32", f"tc_f32_to_{stem}"
+    return None
+
+
 def storage_type(dtype: DataType) -> str:
     return _STORAGE[dtype.name]
 
@@ -90,13 +104,22 @@ def value_type(dtype: DataType) -> str:
 
 
 class CFamilyPrinter:
-    """Writes statements and expressions of one function; subclasses add placement and intrinsics."""
+    """Writes statements and expressions of one function; subclasses add placement and intrinsics.
+
+    `arena_offsets` are the byte offsets the storage pass planned for the buffers of the `arena_scopes`,
+    which live in the block's arena (by buffer id: `tilecraft.transform.storage.planned_offsets`).
+    """
 
     target_name = "this target"
     math32 = MATH32
     math64 = MATH64
+    # Scopes of on-chip buffers, small enough for 32-bit offsets (cheaper); the others' need 64 bits.
+    int32_index_scopes: tuple[str, ...] = ()
+    # Scopes of the buffers that live in the block's arena, at the offsets the storage pass planned.
+    arena_scopes: tuple[str, ...] = ()
 
-    def __init__(self) -> None:
+    def __init__(self, arena_offsets: Mapping[int, int] | None = None) -> None:
+        self.arena_offsets = arena_offsets or {}
         self.lines: list[str] = []
         self.indent = 1
         self.names: dict[int, str] = {}
@@ -284,21 +307,13 @@ class CFamilyPrinter:
         return f"{self.name(buf)}[{offset}]"
 
     def from_storage(self, raw: str, dtype: DataType) -> str:
-        if dtype.name == "float16":
-            return f"tc_h2f({raw})"
-        if dtype.kind == "bfloat":
-            return f"tc_bf2f({raw})"
-        if dtype.kind == "float8":
-            return f"tc_{_FP8_STEM[dtype.name]}_to_f32({raw})"
-        return raw
+        conversion = _storage_conversion(dtype)
+        return f"{conversion[0]}({raw})" if conversion else raw
 
     def to_storage(self, value: str, dtype: DataType) -> str:
-        if dtype.name == "float16":
-            return f"tc_f2h({value})"
-        if dtype.kind == "bfloat":
-            return f"tc_f2bf({value})"
-        if dtype.kind == "float8":
-            return f"tc_f32_to_{_FP8_STEM[dtype.name]}({value})"
+        conversion = _storage_conversion(dtype)
+        if conversion:
+            return f"{conversion[1]}({value})"
         if dtype.is_bool:
             return f"(uint8_t)(({value}) != 0)"
         return value
@@ -319,8 +334,7 @@ class CFamilyPrinter:
         return list(reversed(out))
 
     def index_type(self, buf: Buffer) -> str:
-        """On-chip buffers are small: 32-bit offsets are cheaper; global ones need 64 bits."""
-        return "int64_t"
+        return "int32_t" if buf.scope in self.int32_index_scopes else "int64_t"
 
     def offset(self, buf: Buffer, indices) -> str:
         terms = []
@@ -373,9 +387,12 @@ class CFamilyPrinter:
             self.stmt(s)
         self.indent -= 1
 
-    def scoped(self, opening: str, body: S.Stmt) -> None:
+    def scoped(self, opening: str, body: S.Stmt, declaration: str | None = None) -> None:
+        """`body` in the block `opening` starts, after `declaration` (a name that ends with the block)."""
         self.line(opening)
         self.indent += 1
+        if declaration is not None:
+            self.line(declaration)
         self.stmt(body)
         self.indent -= 1
         self.line("}")
@@ -430,12 +447,9 @@ class CFamilyPrinter:
             self.mark_nonneg(s.var)
         if not self.exact.is_index(s.value):
             self.exact.data_vars.add(s.var)
-        self.line("{")
-        self.indent += 1
-        self.line(f"const {value_type(s.var.dtype)} {self.name(s.var)} = {self.expr(s.value)};")
-        self.stmt(s.body)
-        self.indent -= 1
-        self.line("}")
+        self.scoped(
+            "{", s.body, f"const {value_type(s.var.dtype)} {self.name(s.var)} = {self.expr(s.value)};"
+        )
 
     def _s_IfThenElse(self, s: S.IfThenElse) -> None:
         self.line(f"if ({self.expr(s.condition)}) {{")
@@ -472,13 +486,13 @@ class CFamilyPrinter:
         self.line("}")
 
     def _s_AtomicUpdate(self, s: AtomicUpdate) -> None:
-        suffix = _ATOMIC_SUFFIX.get(s.buffer.dtype.name)
+        suffix = ATOMIC_SUFFIX.get(s.buffer.dtype.name)
         if suffix is None:
             self.fail(f"atomic {s.kind} on {s.buffer.dtype} is not supported on {self.target_name}")
         ptr = f"&{self.name(s.buffer)}[{self.offset(s.buffer, s.indices)}]"
         value = self.expr(s.value)
         if s.buffer.dtype.is_float:
-            self.line(f"tc_atomic_rmw_{suffix}({ptr}, {value}, {_ATOMIC_OP[s.kind]});")
+            self.line(f"tc_atomic_rmw_{suffix}({ptr}, {value}, {ATOMIC_OP[s.kind]});")
         else:
             self.line(f"tc_atomic_{s.kind}_{suffix}({ptr}, {value});")
 
@@ -486,16 +500,21 @@ class CFamilyPrinter:
         if s.buffer.scope == "local.var":
             self.declare_var_buffer(s)
             return
-        self.line("{")
-        self.indent += 1
-        self.line(self.declare_buffer(s.buffer))
-        self.stmt(s.body)
-        self.indent -= 1
-        self.line("}")
+        self.scoped("{", s.body, self.declare_buffer(s.buffer))
 
     def declare_buffer(self, buf: Buffer) -> str:
-        """The declaration of an allocated buffer: where the target places it."""
+        """The declaration of an allocated buffer: a pointer into the block's arena at its planned offset
+        for the `arena_scopes`, else a per-thread array."""
+        ctype = storage_type(buf.dtype)
+        if buf.scope in self.arena_scopes:
+            return self.arena_pointer(buf, ctype, self.arena_offsets[id(buf)])
+        return self.private_array(buf, ctype)
+
+    def arena_pointer(self, buf: Buffer, ctype: str, offset: int) -> str:
         self.fail(f"the code generator for {self.target_name} cannot place {buf.scope} buffer {buf.name}")
+
+    def private_array(self, buf: Buffer, ctype: str) -> str:
+        return f"{ctype} {self.name(buf)}[{static_size(buf)}];"
 
     # ------------------------------------------------------------------ T.print
 
@@ -532,12 +551,7 @@ class CFamilyPrinter:
         self.line(f'    printf("{text}", {self.print_ids}, {args}, {value});')
 
     def declare_var_buffer(self, s: S.Allocate) -> None:
-        self.line("{")
-        self.indent += 1
-        self.line(f"{value_type(s.buffer.dtype)} {self.name(s.buffer)};")
-        self.stmt(s.body)
-        self.indent -= 1
-        self.line("}")
+        self.scoped("{", s.body, f"{value_type(s.buffer.dtype)} {self.name(s.buffer)};")
 
 
 def static_size(buf: Buffer) -> int:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from tilecraft.codegen.c_family import CFamilyPrinter, storage_type
 from tilecraft.cpu.ir import MatmulCall
+from tilecraft.cpu.storage import SCRATCH_SCOPES
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
@@ -30,13 +31,13 @@ class CPrinter(CFamilyPrinter):
     """Writes C statements and expressions for one CPU function."""
 
     target_name = "the CPU target"
+    arena_scopes = SCRATCH_SCOPES
     print_flush = True  # blocks run on worker threads; a crash must not swallow what was printed
 
     def __init__(
         self, bounds_check: bool = False, sites: list[BoundsSite] | None = None, offsets: dict | None = None
     ) -> None:
-        super().__init__()
-        self.offsets = offsets or {}
+        super().__init__(offsets)
         self.bounds_check = bounds_check
         self.sites = sites if sites is not None else []
 
@@ -84,9 +85,8 @@ class CPrinter(CFamilyPrinter):
             return "#pragma omp simd"
         return None
 
-    def declare_buffer(self, buf: Buffer) -> str:
-        ctype = storage_type(buf.dtype)
-        return f"{ctype}* const {self.name(buf)} = ({ctype}*)(tc_scratch + {self.offsets[id(buf)]});"
+    def arena_pointer(self, buf: Buffer, ctype: str, offset: int) -> str:
+        return f"{ctype}* const {self.name(buf)} = ({ctype}*)(tc_scratch + {offset});"
 
     def _s_MatmulCall(self, s: MatmulCall) -> None:
         suffix = "f64" if s.c.dtype == dt.float64 else "f32"

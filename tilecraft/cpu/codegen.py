@@ -18,14 +18,14 @@ from pathlib import Path
 from tilecraft.backend.codegen import DeviceCode, HostCode
 from tilecraft.codegen import headers
 from tilecraft.codegen.c_family import storage_type, value_type
+from tilecraft.codegen.kernel import bind_indices, function_text
 from tilecraft.cpu.c_printer import BoundsSite, CPrinter
-from tilecraft.cpu.storage import scratch_plan
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Var
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.host import KernelCall
-from tilecraft.transform.storage import launch_info
+from tilecraft.transform.storage import launch_info, planned_offsets
 
 DEVICE_FORMAT = "c-source"
 HOST_FORMAT = "c-host-source"
@@ -47,18 +47,17 @@ def param_decl(printer: CPrinter, p: Buffer | Var) -> str:
 def kernel_source(func: PrimFunc, sites: list[BoundsSite]) -> str:
     """One block of the kernel as a C function."""
     launch: S.KernelLaunch = func.body
-    printer = CPrinter(func.attr(BOUNDS_CHECK_ATTR, False), sites, scratch_plan(launch.body).offsets)
+    printer = CPrinter(
+        func.attr(BOUNDS_CHECK_ATTR, False), sites, planned_offsets(func, CPrinter.arena_scopes)
+    )
     for name in ("tc_bx", "tc_by", "tc_bz", "tc_scratch"):
         printer.used.add(name)
     params = [param_decl(printer, p) for p in func.params]
     params += ["int32_t tc_bx", "int32_t tc_by", "int32_t tc_bz", "char* tc_scratch"]
-    printer.mark_nonneg(*launch.block_vars, *func.symbolic_dims)
-    for k, var in enumerate(launch.block_vars):
-        printer.line(f"const int32_t {printer.name(var)} = tc_b{'xyz'[k]};")
+    bind_indices(printer, func, lambda k: f"tc_b{'xyz'[k]}")
     printer.line("(void)tc_scratch; (void)tc_bx; (void)tc_by; (void)tc_bz;")
     printer.stmt(launch.body)
-    body = "\n".join(printer.lines)
-    return f"static void {func.name}({', '.join(params)}) {{\n{body}\n}}\n"
+    return function_text(f"static void {func.name}({', '.join(params)})", printer)
 
 
 def device_source(mod: IRModule, ctx) -> DeviceCode:

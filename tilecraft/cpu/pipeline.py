@@ -12,16 +12,10 @@ from tilecraft.transform.guard_accesses import guard_accesses
 from tilecraft.transform.layout_annotations import apply_layout_annotations
 from tilecraft.transform.lower_tile_ops import lower_tile_ops
 from tilecraft.transform.simplify import simplify_pass
-from tilecraft.transform.split_kernels import split_kernels
+from tilecraft.transform.split_kernels import split_host_device_pass
 from tilecraft.transform.widen import widen_index_arithmetic
 
 BOUNDS_CHECK = "tilecraft.bounds_check"
-
-
-@module_pass("split-host-device")
-def split_host_device(mod, ctx):
-    """Each T.Kernel is a device function (one block per call); the host function launches them in order."""
-    return split_kernels(mod)
 
 
 @module_pass("mark-bounds-checks")
@@ -48,7 +42,7 @@ PIPELINE = PassPipeline(
         lower_buffer_views,  # accesses through T.Tensor(shape, dtype, A.data) views address A
         simplify_pass,  # fold the index arithmetic the lowering produced
         widen_index_arithmetic,  # int64 where an index value may not fit its dtype
-        split_host_device,  # one device function per T.Kernel, a host function that launches them
+        split_host_device_pass,  # one device function per T.Kernel, a host function that launches them
         plan_block_storage,  # per-block scratch offsets, with reuse; launches carry the size
         mark_bounds_checks,  # opt-in debug checks on every buffer access
     ),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from tilecraft.backend.pipeline import module_pass
 from tilecraft.errors import LoweringError
-from tilecraft.transform.storage import STORAGE_ATTR, plan_storage, storage_pass
+from tilecraft.transform.storage import STORAGE_ATTR, storage_pass
 from tilecraft.transform.storage_budget import StorageBudget, check_storage_budgets
 
 SCRATCH_SCOPES = ("shared", "shared.dyn", "local", "local.fragment")
@@ -47,8 +47,10 @@ def plan_block_storage(mod, ctx):
     return _plan_arenas(mod, ctx)
 
 
-def scratch_plan(body):
-    return plan_storage(body, SCRATCH_SCOPES, align=ARENA_ALIGN)
-
-
-__all__ = ["DEFAULT_BLOCK_SCRATCH", "MAX_BLOCK_SCRATCH", "STORAGE_ATTR", "plan_block_storage", "scratch_plan"]
+__all__ = [
+    "DEFAULT_BLOCK_SCRATCH",
+    "MAX_BLOCK_SCRATCH",
+    "SCRATCH_SCOPES",
+    "STORAGE_ATTR",
+    "plan_block_storage",
+]

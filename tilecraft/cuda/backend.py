@@ -16,6 +16,7 @@ from tilecraft.cuda.op.gemm_plan import (
     TRANSPOSED_REGISTER_A,
 )
 from tilecraft.cuda.pipeline import PIPELINE
+from tilecraft.cuda.storage import ASSUME_ALIGNED, ASSUME_ALIGNED_DOC
 from tilecraft.cuda.target import KIND
 from tilecraft.cuda.transform.check import SHARED_MEMORY
 from tilecraft.cuda.transform.overlap import OVERLAP
@@ -55,6 +56,7 @@ CUDA_BACKEND = register_backend(
             OVERLAP: "on sm_90a, a warp-specialized loop of two wgmma gemms (flash attention) issues the next Q @ K^T "
             "before the previous P @ V and overlaps the softmax with it (FA3's intra-warpgroup overlap); on by "
             "default where the general schedule applies, False switches it off",
+            ASSUME_ALIGNED: ASSUME_ALIGNED_DOC,
         },
         unsupported={
             SHARED_MEMORY: "a block has the GPU's max_shared_memory_per_block_optin bytes of shared memory (99 KiB "

@@ -14,56 +14,48 @@ The CUDA execution backends launch kernels from the KernelInfo records; no host 
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 from tilecraft.backend.artifact import KernelInfo, TensorMapInfo
 from tilecraft.backend.codegen import DeviceCode
 from tilecraft.codegen import headers
-from tilecraft.codegen.c_family import storage_type, value_type
+from tilecraft.codegen.kernel import (
+    bind_indices,
+    device_code,
+    function_text,
+    param_decl,
+    pointer_type,
+    written_buffers,
+)
 from tilecraft.cuda.ir import MIN_BLOCKS_PER_SM
-from tilecraft.cuda.op.gemm_plan import WGMMA_VARIANTS
 from tilecraft.cuda.printer import CudaPrinter
+from tilecraft.cuda.storage import (
+    ASSUME_ALIGNED,
+    BUFFER_ALIGN,
+    SHARED_ALIGN,
+    WGMMA_ALIGN,
+    wgmma_calls,
+)
 from tilecraft.cuda.wgmma import asm_functions, instruction_n
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Var
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import walk
-from tilecraft.transform.storage import launch_info, plan_storage
+from tilecraft.transform.storage import launch_info, planned_offsets
 
 SOURCE_FORMAT = "cuda-source"
 BINARY_FORMAT = "cubin"
-SHARED_SCOPES = ("shared", "shared.dyn")
-SHARED_ALIGN = 128
 INCLUDE_DIR = Path(__file__).parent / "include"
-ASSUME_ALIGNED = True  # module switch for ablation runs (benchmarks/ablate_alignment.py)
 # Measured on an H200 (benchmarks/NOTES-cuda.md): the assumption turns float32 accesses into 16-byte
 # vectors (add: 0.88x -> 0.99x torch) but makes nvcc drop the read-only path for 16-bit loads
 # (rms norm in bfloat16: 0.79x -> 0.54x), so only buffers of 4-byte and wider elements get it.
 ALIGNED_MIN_BYTES = 4
 
 
-WGMMA_ALIGN = 1024  # the 128-byte swizzle repeats every 1024 bytes of absolute shared address
-
-
 def header_text() -> str:
     return headers.header_text(INCLUDE_DIR / "tc_cuda.h")
-
-
-def _wgmma_calls(body: S.Stmt) -> list:
-    from tilecraft.cuda.ir import GemmCall
-
-    return [n for n in walk(body) if isinstance(n, GemmCall) and n.variant in WGMMA_VARIANTS]
-
-
-def shared_alignment(body: S.Stmt):
-    """Each shared buffer's alignment in a kernel body: wgmma operand tiles start on 1024 bytes (the
-    hardware swizzles absolute addresses), the rest on SHARED_ALIGN. The plan-shared-memory pass and
-    the code generator both plan with it, so launch sizes and offsets agree."""
-    operands = {
-        id(buf) for call in _wgmma_calls(body) for buf in (call.a, call.b) if buf.scope in SHARED_SCOPES
-    }
-    return lambda buf: WGMMA_ALIGN if id(buf) in operands else SHARED_ALIGN
 
 
 def _tma(body: S.Stmt) -> tuple[dict[int, tuple[int, int]], dict[tuple, int]]:
@@ -129,79 +121,68 @@ def _declare_barriers(printer: CudaPrinter, rings: dict[int, tuple[int, int]], p
 
 def _written(func: PrimFunc) -> set[int]:
     from tilecraft.cuda.ir import AsyncCopy, VectorCopy, VectorZero
-    from tilecraft.ir.lowered import AtomicUpdate
 
-    out = set()
-    for n in walk(func.body):
-        if isinstance(n, (S.BufferStore, AtomicUpdate)):
-            out.add(id(n.buffer))
-        elif isinstance(n, (AsyncCopy, VectorCopy, VectorZero)):
-            out.add(id(n.dst))
-    return out
-
-
-def _pointer_type(p: Buffer, written: set[int]) -> str:
-    return ("" if id(p) in written else "const ") + storage_type(p.dtype) + "*"
+    return written_buffers(func, AsyncCopy, VectorCopy, VectorZero)
 
 
 def _param(printer: CudaPrinter, p: Buffer | Var, written: set[int]) -> str:
-    if isinstance(p, Buffer):
-        return f"{_pointer_type(p, written)} __restrict__ {printer.name(p)}_arg"
-    return f"{value_type(p.dtype)} {printer.name(p)}"
+    return param_decl(printer, p, written, lambda buf, ptr: f"{ptr} __restrict__ {printer.name(buf)}_arg")
+
+
+def _buffer_pointers(printer: CudaPrinter, func: PrimFunc, written: set[int]) -> None:
+    """The kernel's names for its buffer arguments: restrict-qualified, and assumed BUFFER_ALIGN-aligned
+    where the pass config allows it (the launchers check that alignment, so the compiler may vectorize);
+    a new restrict-qualified pointer keeps read-only loads on the non-coherent path."""
+    assume = func.attr(ASSUME_ALIGNED, False)
+    for p in func.buffer_params:
+        ptr, name = pointer_type(p, written), printer.name(p)
+        if assume and p.dtype.bytes >= ALIGNED_MIN_BYTES:
+            printer.line(
+                f"{ptr} __restrict__ {name} = ({ptr})__builtin_assume_aligned({name}_arg, {BUFFER_ALIGN});"
+            )
+        else:
+            printer.line(f"{ptr} __restrict__ {name} = {name}_arg;")
 
 
 def kernel_source(func: PrimFunc) -> str:
     launch: S.KernelLaunch = func.body
-    plan = plan_storage(launch.body, SHARED_SCOPES, SHARED_ALIGN, shared_alignment)
-    wgmma = bool(_wgmma_calls(launch.body))
+    wgmma = bool(wgmma_calls(launch.body))
     rings, maps = _tma(launch.body)
     printer = CudaPrinter(
-        plan.offsets, async_proxy_fence=wgmma, ring_base=_ring_bases(rings), tensor_maps=maps
+        planned_offsets(func, CudaPrinter.arena_scopes),
+        async_proxy_fence=wgmma,
+        ring_base=_ring_bases(rings),
+        tensor_maps=maps,
     )
     printer.reserve("tc_smem")
     written = _written(func)
     params = ", ".join([_param(printer, p, written) for p in func.params]
                        + [f"const __grid_constant__ tc_tensor_map tc_tmap{i}" for i in range(len(maps))])  # fmt: skip
-    threads = 1
-    for t in launch.threads:
-        threads *= t
-    printer.mark_nonneg(*launch.block_vars, *launch.thread_vars, *func.symbolic_dims)
     printer.line(f"extern __shared__ __align__({WGMMA_ALIGN if wgmma else SHARED_ALIGN}) char tc_smem[];")
-    for p in func.params:
-        if isinstance(p, Buffer) and (not ASSUME_ALIGNED or p.dtype.bytes < ALIGNED_MIN_BYTES):
-            ptr, name = _pointer_type(p, written), printer.name(p)
-            printer.line(f"{ptr} __restrict__ {name} = {name}_arg;")
-        elif isinstance(p, Buffer):
-            # The launchers check 16-byte alignment, so the compiler may use vector accesses; a new
-            # restrict-qualified pointer keeps read-only loads on the non-coherent path.
-            ptr, name = _pointer_type(p, written), printer.name(p)
-            printer.line(f"{ptr} __restrict__ {name} = ({ptr})__builtin_assume_aligned({name}_arg, 16);")
-    for k, var in enumerate(launch.block_vars):
-        printer.line(f"const int32_t {printer.name(var)} = (int32_t)blockIdx.{'xyz'[k]};")
-    for k, var in enumerate(launch.thread_vars):
-        printer.line(f"const int32_t {printer.name(var)} = (int32_t)threadIdx.{'xyz'[k]};")
+    _buffer_pointers(printer, func, written)
+    bind_indices(
+        printer, func, lambda k: f"(int32_t)blockIdx.{'xyz'[k]}", lambda k: f"(int32_t)threadIdx.{'xyz'[k]}"
+    )
     if rings:
         _declare_barriers(printer, rings, _phased_rings(launch.body))
     printer.stmt(launch.body)
     min_blocks = S.annotation(launch.annotations, MIN_BLOCKS_PER_SM)
+    threads = math.prod(launch.threads)
     bounds = f"{threads}, {min_blocks}" if min_blocks else f"{threads}"
-    head = f'extern "C" __global__ void __launch_bounds__({bounds}) {func.name}({params})'
-    return f"{head} {{\n{printer.text()}\n}}\n"
+    return function_text(
+        f'extern "C" __global__ void __launch_bounds__({bounds}) {func.name}({params})', printer
+    )
 
 
 def device_source(mod: IRModule, ctx) -> DeviceCode:
     parts = [header_text()]
-    calls = [c for f in mod.functions for c in _wgmma_calls(f.body)]
+    calls = [c for f in mod.functions for c in wgmma_calls(f.body)]
     widths = {instruction_n(c.n // c.warps_n) for c in calls if c.variant == "wgmma"}
     rs_widths = {instruction_n(c.n // c.warps_n) for c in calls if c.variant == "wgmma_rs"}
     if widths or rs_widths:
         parts.append(asm_functions(widths, rs_widths))
     parts += [kernel_source(f) for f in mod.functions]
-    return DeviceCode(
-        sources={SOURCE_FORMAT: "\n".join(parts)},
-        entry_symbols=tuple(f.name for f in mod.functions),
-        kernels=tuple(_kernel_info(f) for f in mod.functions),
-    )
+    return device_code(mod, SOURCE_FORMAT, parts, [_kernel_info(f) for f in mod.functions], BUFFER_ALIGN)
 
 
 def _kernel_info(func: PrimFunc) -> KernelInfo:

@@ -6,18 +6,17 @@ import math
 from functools import partial
 
 from tilecraft.backend.pipeline import PassPipeline, module_pass
-from tilecraft.cuda.codegen import shared_alignment
 from tilecraft.cuda.intrinsics.simt import cuda_simt
 from tilecraft.cuda.ir import shared_accesses
 from tilecraft.cuda.op import OP_TABLE
 from tilecraft.cuda.op.copy import lower_copy
 from tilecraft.cuda.op.gemm import lower_gemm
 from tilecraft.cuda.op.gemm_plan import register_a_on_wgmma, tma_enabled, wgmma_enabled
+from tilecraft.cuda.storage import SHARED_SCOPES, mark_assumed_alignment, plan_shared_memory
 from tilecraft.cuda.target import KIND
 from tilecraft.cuda.transform.check import check_cuda_support
 from tilecraft.cuda.transform.pipeline import inject_software_pipeline
 from tilecraft.cuda.transform.shared_layouts import apply_shared_layouts
-from tilecraft.cuda.transform.strict_layouts import SHARED as SHARED_SCOPES
 from tilecraft.cuda.transform.strict_layouts import cuda_strict_layouts
 from tilecraft.cuda.transform.warp_specialize import warp_specialize
 from tilecraft.ir import stmt as S
@@ -32,15 +31,8 @@ from tilecraft.transform.shared_scopes import narrow_shared_scopes
 from tilecraft.transform.simplify import simplify_pass
 from tilecraft.transform.simt.barriers import insert_barriers
 from tilecraft.transform.simt.lower_threads import lower_to_threads
-from tilecraft.transform.split_kernels import split_kernels
-from tilecraft.transform.storage import storage_pass
+from tilecraft.transform.split_kernels import split_host_device_pass
 from tilecraft.transform.widen import widen_index_arithmetic
-
-
-@module_pass("split-host-device")
-def split_host_device(mod, ctx):
-    """Each T.Kernel is a device kernel; the host function launches them in order."""
-    return split_kernels(mod)
 
 
 def _allows_wgmma(func: PrimFunc, ctx) -> bool:
@@ -108,14 +100,6 @@ def cuda_lower_to_threads(mod: IRModule, ctx) -> IRModule:
     return _per_function(mod, ctx, make)
 
 
-plan_shared_memory = storage_pass(
-    "plan-shared-memory",
-    ("shared", "shared.dyn"),
-    align=128,
-    doc="Shared buffers have offsets in the block's dynamic shared memory; launches carry its size.",
-    align_of=shared_alignment,
-)
-
 PIPELINE = PassPipeline(
     KIND,
     (
@@ -136,7 +120,8 @@ PIPELINE = PassPipeline(
         narrow_shared_scopes(),  # shared buffers in scope from first to last use, so later ones reuse bytes
         insert_barriers(shared_accesses),  # __syncthreads between shared writes and other threads' reads
         warp_specialize,  # a producer warpgroup issues the TMA loads of specialized pipelines (sm_90a)
-        split_host_device,  # one device kernel per T.Kernel, a host function that launches them
-        plan_shared_memory,  # dynamic shared memory offsets with reuse; launch sizes
+        split_host_device_pass,  # one device kernel per T.Kernel, a host function that launches them
+        plan_shared_memory,  # dynamic shared memory offsets with reuse, carried to codegen; launch sizes
+        mark_assumed_alignment,  # pass config tilecraft.cuda.assume_aligned, carried to codegen
     ),
 )

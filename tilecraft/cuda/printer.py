@@ -8,7 +8,7 @@ threadIdx/blockIdx once at the top of the kernel.
 
 from __future__ import annotations
 
-from tilecraft.codegen.c_family import CFamilyPrinter, static_size, storage_type, value_type
+from tilecraft.codegen.c_family import CFamilyPrinter, static_size, value_type
 from tilecraft.cuda.intrinsics.simt import SHUFFLE_XOR
 from tilecraft.cuda.ir import (
     AsyncCommit,
@@ -26,11 +26,11 @@ from tilecraft.cuda.ir import (
     VectorZero,
     WgmmaWait,
 )
+from tilecraft.cuda.storage import SHARED_SCOPES
 from tilecraft.ir import expr as E
 from tilecraft.ir.buffer import Buffer
 
 _VECTOR = {4: "uint32_t", 8: "uint2", 16: "uint4"}
-ON_CHIP_32BIT = ("shared", "shared.dyn", "local", "local.fragment")
 
 
 class CudaPrinter(CFamilyPrinter):
@@ -41,11 +41,12 @@ class CudaPrinter(CFamilyPrinter):
     thread_index = "(int32_t)threadIdx.x"
     print_where = "[block %d,%d,%d thread %d] "
     print_ids = "(int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z, (int)threadIdx.x"
+    int32_index_scopes = (*SHARED_SCOPES, "local", "local.fragment")
+    arena_scopes = SHARED_SCOPES
 
-    def __init__(self, shared_offsets: dict[int, int] | None = None, async_proxy_fence: bool = False,
+    def __init__(self, arena_offsets: dict[int, int] | None = None, async_proxy_fence: bool = False,
                  ring_base: dict[int, int] | None = None, tensor_maps: dict[tuple, int] | None = None) -> None:  # fmt: skip
-        super().__init__()
-        self.shared_offsets = shared_offsets or {}
+        super().__init__(arena_offsets)
         # mbarrier ring -> index of its first barrier in tc_mbar; (buffer, box, swizzle) -> tc_tmap<i>
         self.ring_base = ring_base or {}
         self.tensor_maps = tensor_maps or {}
@@ -53,9 +54,6 @@ class CudaPrinter(CFamilyPrinter):
         # fenced by their writer before the barrier that publishes them
         self.fence = "tc_fence_proxy_async(); " if async_proxy_fence else ""
         self.barrier_statement = self.fence + "__syncthreads();"
-
-    def index_type(self, buf: Buffer) -> str:
-        return "int32_t" if buf.scope in ON_CHIP_32BIT else "int64_t"
 
     # ------------------------------------------------------------------ intrinsics
 
@@ -66,11 +64,10 @@ class CudaPrinter(CFamilyPrinter):
 
     # ------------------------------------------------------------------ statements
 
-    def declare_buffer(self, buf: Buffer) -> str:
-        ctype = storage_type(buf.dtype)
-        if buf.scope in ("shared", "shared.dyn"):
-            offset = self.shared_offsets[id(buf)]
-            return f"{ctype}* __restrict__ {self.name(buf)} = ({ctype}*)(tc_smem + {offset});"
+    def arena_pointer(self, buf: Buffer, ctype: str, offset: int) -> str:
+        return f"{ctype}* __restrict__ {self.name(buf)} = ({ctype}*)(tc_smem + {offset});"
+
+    def private_array(self, buf: Buffer, ctype: str) -> str:
         return f"{ctype} {self.name(buf)}[{static_size(buf)}] __attribute__((aligned(16)));"
 
     def _s_GemmCall(self, s: GemmCall) -> None:

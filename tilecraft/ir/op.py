@@ -13,12 +13,4 @@ MATH_ANY = ("abs",)
 BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "shift_left", "shift_right")
 EFFECTS = ("sync_threads",)
 
-ARITY = {"pow": 2, "bitwise_and": 2, "bitwise_or": 2, "bitwise_xor": 2, "shift_left": 2, "shift_right": 2,
-         "sync_threads": 0}  # fmt: skip
-
-
-def arity(op: str) -> int:
-    return ARITY.get(op, 1)
-
-
 KNOWN = frozenset(MATH_FLOAT + MATH_ANY + BITWISE + EFFECTS)

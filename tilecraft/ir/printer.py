@@ -1,4 +1,5 @@
-"""Prints IR as kernel-language text that `tilecraft.ir.parse` reads back into an equal IR.
+"""Prints IR as kernel-language text that `T.parse_script` (tilecraft.language.script) reads back into an
+equal IR.
 
 Statements of lowered IR that the language cannot spell (backend nodes) print in a generic
 `T.<node>(...)` form: readable in dumps, not meant to be parsed back.

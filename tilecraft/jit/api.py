@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import inspect
 import textwrap
@@ -10,6 +11,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tilecraft import settings
 from tilecraft.backend.arrays import as_array_arg, is_array
 from tilecraft.backend.context import BackendContext
 from tilecraft.errors import ArgumentError, TilecraftError
@@ -115,9 +117,10 @@ class JITFunction:
     """What `@tilecraft.jit` returns; see `jit`. Safe to call from several threads: each specialization
     is compiled once, by the first thread that needs it; the others wait for it."""
 
-    def __init__(self, func, options: dict[str, Any]) -> None:
+    def __init__(self, func, options: dict[str, Any], verbose: bool = False) -> None:
         self.func = func
         self.options = options
+        self.verbose = verbose
         self.eager = _is_eager(func)
         self.signature = inspect.signature(func)
         self._kernels = _Memo()
@@ -137,7 +140,14 @@ class JITFunction:
                 f"@tilecraft.jit function {self.func.__name__} returned {type(func).__name__}; in the lazy "
                 "style it must return a @T.prim_func, in the eager style its body opens `with T.Kernel(...)`"
             )
-        return compile(func, **self.options)
+        return self._compile(func)
+
+    def _compile(self, func: PrimFunc) -> Kernel:
+        # `verbose=True` is TILECRAFT_VERBOSE for this function's compiles: the lowering time and the
+        # notes of the passes (process-wide while it compiles, as every setting override is).
+        verbosity = settings.override(TILECRAFT_VERBOSE=True) if self.verbose else contextlib.nullcontext()
+        with verbosity:
+            return compile(func, **self.options)
 
     # ------------------------------------------------------------------ eager style
 
@@ -165,7 +175,7 @@ class JITFunction:
 
     def _compile_specialized(self, func: PrimFunc, symbols, consts: Mapping[str, int]) -> Kernel:
         mapping = {v: E.const(int(consts[v.name]), v.dtype) for v in symbols}
-        return compile(substitute(func, mapping).with_attr("tilecraft.consts", ()), **self.options)
+        return self._compile(substitute(func, mapping).with_attr("tilecraft.consts", ()))
 
     def _split_args(self, args, kwargs) -> tuple[dict[str, Any], dict[str, Any]]:
         try:
@@ -296,9 +306,11 @@ def jit(
     Lazy: `kernel = f(1024, 1024)` returns a compiled Kernel, memoized per argument values.
     Eager: `c = f(a, b, 128)` compiles once per specialization (T.const values, Python params) and runs;
     `f.compile(M=..., block_M=...)` returns the Kernel.
+    `verbose=True` prints what TILECRAFT_VERBOSE=1 prints while this function's kernels compile (and
+    are tuned, under `tilecraft.autotune`): the lowering time and the passes' notes.
     """
     options = dict(out_idx=out_idx, target=target, target_host=target_host, execution_backend=execution_backend,
                    pass_configs=pass_configs, compile_flags=compile_flags)  # fmt: skip
     if func is None:
-        return lambda f: JITFunction(f, options)
-    return JITFunction(func, options)
+        return lambda f: JITFunction(f, options, verbose)
+    return JITFunction(func, options, verbose)

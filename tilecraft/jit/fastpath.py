@@ -1,8 +1,8 @@
 """A generated fast path for calls whose arrays are torch tensors.
 
-The execution backend's fast-path support fixes the device and the alignment every buffer's address
-needs (`fast.alignment` bytes: what the generated kernels assume, and what the backend's full path
-checks); a call that breaks either takes the full path and its error.
+The execution backend's fast-path support fixes the device; the artifact fixes the alignment every
+buffer's address needs (`artifact.buffer_alignment` bytes: what the generated code assumes, and what
+the full path checks). A call that breaks either takes the full path and its error.
 
 For the common case (torch tensors of the right dtype, rank, contiguity and device; Python scalars
 within their dtype's range), a function generated for one kernel checks exactly what the full
@@ -28,13 +28,6 @@ MISS = object()
 _TORCH_MAX_SIZE = 2**63 - 1  # torch sizes are int64: an int64 dim needs no range check
 
 
-def _alignment(value: Any) -> int:
-    """The declared alignment, which the generated test `ptr & (alignment - 1)` needs a power of two."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1 or value & (value - 1):
-        raise ValueError(f"the fast path's buffer alignment must be a power of two >= 1, got {value!r}")
-    return value
-
-
 def _dim_source(e: Any, names: dict[int, str]) -> str | None:
     value = E.const_value(e) if isinstance(e, E.Expr) else e
     if isinstance(value, int):
@@ -49,7 +42,7 @@ class _Writer:
         self.art = artifact
         self.out_idx = out_idx
         self.device = fast.device
-        self.alignment = _alignment(fast.alignment)
+        self.alignment = artifact.buffer_alignment  # a power of two (the artifact checks it)
         self.torch = torch
         self.names = {id(v): f"v{j}" for j, v in enumerate(artifact.symbolic_dims)}
         self.limits = {f"v{j}": integer_range(v.dtype)[1] for j, v in enumerate(artifact.symbolic_dims)}

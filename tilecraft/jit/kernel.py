@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tilecraft.backend.arrays import ArrayArg, as_array_arg
+from tilecraft.backend.arrays import ArrayArg, as_array_arg, check_alignment
 from tilecraft.backend.artifact import ParamInfo
 from tilecraft.backend.context import BackendContext
 from tilecraft.backend.execution import Loaded
@@ -239,6 +239,7 @@ class Kernel:
         check = self._checks[i]
         check.bind(arg, env, deferred)
         self._backend.check_device(arg, info.name)
+        check_alignment(arg, info.name, self.artifact.buffer_alignment)
         if check.strides is None and not check.contiguous(arg):
             raise ArgumentError(
                 f"parameter {info.name!r} must be contiguous (row-major), got strides {arg.strides} for shape "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import math as pymath
+from typing import Any
 
 import numpy as np
 
@@ -95,28 +96,25 @@ def _all_py(*xs) -> bool:
     return all(isinstance(x, _PY) for x in xs)
 
 
-def max(*xs):  # noqa: A001
-    """Maximum of two or more values (a Python number when all are Python numbers)."""
+def _extremum(name: str, xs: tuple, python, ir) -> Any:
     if len(xs) < 2:
-        raise IRError("T.max takes at least two values; for a tile use T.reduce_max")
+        raise IRError(f"T.{name} takes at least two values; for a tile use T.reduce_{name}")
     if _all_py(*xs):
-        return builtins.max(xs)
+        return python(xs)
     result = xs[0]
     for x in xs[1:]:
-        result = E.max_(result, x)
+        result = ir(result, x)
     return result
+
+
+def max(*xs):  # noqa: A001
+    """Maximum of two or more values (a Python number when all are Python numbers)."""
+    return _extremum("max", xs, builtins.max, E.max_)
 
 
 def min(*xs):  # noqa: A001
     """Minimum of two or more values (a Python number when all are Python numbers)."""
-    if len(xs) < 2:
-        raise IRError("T.min takes at least two values; for a tile use T.reduce_min")
-    if _all_py(*xs):
-        return builtins.min(xs)
-    result = xs[0]
-    for x in xs[1:]:
-        result = E.min_(result, x)
-    return result
+    return _extremum("min", xs, builtins.min, E.min_)
 
 
 def _py_divisor(name: str, b) -> None:

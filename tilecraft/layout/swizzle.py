@@ -4,7 +4,7 @@
 Here the request is a hint: each target chooses its shared layouts itself (a GPU target swizzles the
 tiles its tensor-core instructions read; targets without swizzles have nothing to choose), so
 `T.annotate_layout` accepts a `SwizzledLayout` and adds nothing to the kernel (docs/compat.md). The object still describes its layout exactly
-(`linear()`), so it can be inspected, drawn and checked with `tilecraft.layout.shared.bank_conflicts`.
+(`linear()`), so it can be inspected, drawn and checked for bank conflicts (the tests do).
 
 The swizzle is TileLang's (CUTLASS's `Swizzle<s, 4, 3>` on byte offsets): within every 128-byte line of
 the row-major tile, the low `s` bits of the 16-byte chunk index are XOR-ed with the low `s` bits of the

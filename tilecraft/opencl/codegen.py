@@ -14,21 +14,18 @@ from pathlib import Path
 
 from tilecraft.backend.codegen import DeviceCode
 from tilecraft.codegen import headers
-from tilecraft.codegen.c_family import storage_type, value_type
+from tilecraft.codegen.kernel import bind_indices, device_code, function_text, param_decl, written_buffers
 from tilecraft.errors import LoweringError
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Var
 from tilecraft.ir.function import IRModule, PrimFunc
-from tilecraft.ir.lowered import AtomicUpdate
-from tilecraft.ir.visitor import walk
 from tilecraft.opencl.printer import SMEM, OpenCLPrinter
 from tilecraft.opencl.transform.check import LOCAL_MEMORY
-from tilecraft.transform.storage import STORAGE_ATTR, launch_info, plan_storage
+from tilecraft.transform.storage import STORAGE_ATTR, launch_info, planned_offsets
+from tilecraft.transform.storage_budget import ARENA_HINT
 
 SOURCE_FORMAT = "opencl-source"
-SHARED_SCOPES = ("shared", "shared.dyn")
-SHARED_ALIGN = 128
 INCLUDE_DIR = Path(__file__).parent / "include"
 
 
@@ -36,38 +33,25 @@ def header_text() -> str:
     return headers.header_text(INCLUDE_DIR / "tc_opencl.h")
 
 
-def _written(func: PrimFunc) -> set[int]:
-    return {id(n.buffer) for n in walk(func.body) if isinstance(n, (S.BufferStore, AtomicUpdate))}
-
-
 def _param(printer: OpenCLPrinter, p: Buffer | Var, written: set[int]) -> str:
-    if isinstance(p, Buffer):
-        const = "" if id(p) in written else "const "
-        return f"__global {const}{storage_type(p.dtype)}* restrict {printer.name(p)}"
-    return f"{value_type(p.dtype)} {printer.name(p)}"
+    return param_decl(printer, p, written, lambda buf, ptr: f"__global {ptr} restrict {printer.name(buf)}")
 
 
 def kernel_source(func: PrimFunc) -> str:
     launch: S.KernelLaunch = func.body
-    plan = plan_storage(launch.body, SHARED_SCOPES, SHARED_ALIGN)
-    printer = OpenCLPrinter(plan.offsets)
+    printer = OpenCLPrinter(planned_offsets(func, OpenCLPrinter.arena_scopes))
     printer.reserve(SMEM)
-    written = _written(func)
+    written = written_buffers(func)
     params = [_param(printer, p, written) for p in func.params]
     if func.attr(STORAGE_ATTR, 0):
         params.append(f"__local uint4* {SMEM}")
-    threads = 1
-    for t in launch.threads:
-        threads *= t
-    printer.mark_nonneg(*launch.block_vars, *launch.thread_vars, *func.symbolic_dims)
-    for k, var in enumerate(launch.block_vars):
-        printer.line(f"const int32_t {printer.name(var)} = (int32_t)get_group_id({k});")
-    for k, var in enumerate(launch.thread_vars):
-        printer.line(f"const int32_t {printer.name(var)} = (int32_t)get_local_id({k});")
+    bind_indices(
+        printer, func, lambda k: f"(int32_t)get_group_id({k})", lambda k: f"(int32_t)get_local_id({k})"
+    )
     printer.stmt(launch.body)
     size = ", ".join(str(t) for t in (*launch.threads, 1, 1)[:3])
     head = f"__kernel __attribute__((reqd_work_group_size({size}))) void {func.name}({', '.join(params)})"
-    return f"{head} {{\n{printer.text()}\n}}\n"
+    return function_text(head, printer)
 
 
 def _check_local_memory(func: PrimFunc, target) -> None:
@@ -78,7 +62,7 @@ def _check_local_memory(func: PrimFunc, target) -> None:
         raise LoweringError(
             f"kernel {func.name} needs {used} bytes of shared (local) memory; the device has {limit}",
             launch.span,
-            "use smaller shared tiles (block sizes) or fewer shared buffers",
+            ARENA_HINT,
             target=target,
             unsupported=LOCAL_MEMORY,
         )
@@ -87,10 +71,5 @@ def _check_local_memory(func: PrimFunc, target) -> None:
 def device_source(mod: IRModule, ctx) -> DeviceCode:
     for f in mod.functions:
         _check_local_memory(f, ctx.target)
-    parts = [header_text()]
-    parts += [kernel_source(f) for f in mod.functions]
-    return DeviceCode(
-        sources={SOURCE_FORMAT: "\n".join(parts)},
-        entry_symbols=tuple(f.name for f in mod.functions),
-        kernels=tuple(launch_info(f) for f in mod.functions),
-    )
+    parts = [header_text(), *(kernel_source(f) for f in mod.functions)]
+    return device_code(mod, SOURCE_FORMAT, parts, [launch_info(f) for f in mod.functions])

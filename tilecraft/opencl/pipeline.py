@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from tilecraft.backend.pipeline import PassPipeline, module_pass
+from tilecraft.backend.pipeline import PassPipeline
 from tilecraft.layout.inference import infer_layouts
 from tilecraft.opencl.op import OP_TABLE
 from tilecraft.opencl.simt import opencl_simt
+from tilecraft.opencl.storage import plan_local_memory
 from tilecraft.opencl.target import KIND
 from tilecraft.opencl.transform.check import check_opencl_support
 from tilecraft.transform.buffer_views import lower_buffer_views
@@ -16,23 +17,8 @@ from tilecraft.transform.shared_scopes import narrow_shared_scopes
 from tilecraft.transform.simplify import simplify_pass
 from tilecraft.transform.simt.barriers import insert_barriers
 from tilecraft.transform.simt.lower_threads import lower_to_threads
-from tilecraft.transform.split_kernels import split_kernels
-from tilecraft.transform.storage import storage_pass
+from tilecraft.transform.split_kernels import split_host_device_pass
 from tilecraft.transform.widen import widen_index_arithmetic
-
-
-@module_pass("split-host-device")
-def split_host_device(mod, ctx):
-    """Each T.Kernel is a device kernel; the host function launches them in order."""
-    return split_kernels(mod)
-
-
-plan_local_memory = storage_pass(
-    "plan-local-memory",
-    ("shared", "shared.dyn"),
-    align=128,
-    doc="Shared buffers have offsets in the work-group's local memory; launches carry its size.",
-)
 
 PIPELINE = PassPipeline(
     KIND,
@@ -51,7 +37,7 @@ PIPELINE = PassPipeline(
         widen_index_arithmetic,  # int64 where an index value may not fit its dtype
         narrow_shared_scopes(),  # local buffers in scope from first to last use, so later ones reuse bytes
         insert_barriers(),  # barrier() between local-memory writes and other work-items' reads
-        split_host_device,  # one __kernel per T.Kernel, a host function that launches them
-        plan_local_memory,  # local memory offsets with reuse; launch sizes
+        split_host_device_pass,  # one __kernel per T.Kernel, a host function that launches them
+        plan_local_memory,  # local memory offsets with reuse, carried to codegen; launch sizes
     ),
 )

@@ -7,27 +7,23 @@ buffers are private arrays; `local.var` buffers are scalars. Math uses OpenCL's 
 
 from __future__ import annotations
 
-from tilecraft.codegen.c_family import CFamilyPrinter, static_size, storage_type
+from tilecraft.codegen.c_family import ATOMIC_OP, ATOMIC_SUFFIX, CFamilyPrinter
 from tilecraft.ir import expr as E
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.lowered import AtomicUpdate
+from tilecraft.opencl.storage import SHARED_SCOPES
 
 MATH = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "tanh": "tanh",
         "erf": "erf", "floor": "floor", "ceil": "ceil", "round": "rint", "sin": "sin", "cos": "cos",
         "pow": "pow", "abs": "fabs"}  # fmt: skip
-SHARED = ("shared", "shared.dyn")
-ON_CHIP_32BIT = (*SHARED, "local", "local.fragment")
 SMEM = "tc_smem"
-_ATOMIC_SUFFIX = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int32": "i32",
-                  "int64": "i64", "uint32": "u32", "uint64": "u64"}  # fmt: skip
-_ATOMIC_OP = {"add": 0, "max": 1, "min": 2}
 # OpenCL C reserves these words beyond C's.
 RESERVED = ("kernel", "global", "local", "constant", "private", "half", "uchar", "ushort", "uint", "ulong",
             "read_only", "write_only", "image2d_t", "sampler_t", "event_t", "vec_type_hint", "complex")  # fmt: skip
 
 
 def address_space(buf: Buffer) -> str:
-    return "__local" if buf.scope in SHARED else "__global" if buf.scope == "global" else ""
+    return "__local" if buf.scope in SHARED_SCOPES else "__global" if buf.scope == "global" else ""
 
 
 class OpenCLPrinter(CFamilyPrinter):
@@ -41,14 +37,12 @@ class OpenCLPrinter(CFamilyPrinter):
     print_ids = "(int)get_group_id(0), (int)get_group_id(1), (int)get_group_id(2), (int)get_local_id(0)"
     math32 = MATH
     math64 = MATH
+    int32_index_scopes = (*SHARED_SCOPES, "local", "local.fragment")
+    arena_scopes = SHARED_SCOPES
 
-    def __init__(self, shared_offsets: dict[int, int] | None = None) -> None:
-        super().__init__()
-        self.shared_offsets = shared_offsets or {}
+    def __init__(self, arena_offsets: dict[int, int] | None = None) -> None:
+        super().__init__(arena_offsets)
         self.reserve(*RESERVED)
-
-    def index_type(self, buf: Buffer) -> str:
-        return "int32_t" if buf.scope in ON_CHIP_32BIT else "int64_t"
 
     # ------------------------------------------------------------------ expressions
 
@@ -60,16 +54,13 @@ class OpenCLPrinter(CFamilyPrinter):
             return f"({one} / ({one} + exp(-({args[0]}))))"
         return super().math_call(e, args)
 
-    def declare_buffer(self, buf: Buffer) -> str:
-        ctype = storage_type(buf.dtype)
-        if buf.scope in SHARED:
-            offset = self.shared_offsets[id(buf)]
-            return f"__local {ctype}* restrict {self.name(buf)} = (__local {ctype}*)((__local char*){SMEM} + {offset});"
-        return f"{ctype} {self.name(buf)}[{static_size(buf)}];"
+    def arena_pointer(self, buf: Buffer, ctype: str, offset: int) -> str:
+        name = self.name(buf)
+        return f"__local {ctype}* restrict {name} = (__local {ctype}*)((__local char*){SMEM} + {offset});"
 
     def _s_AtomicUpdate(self, s: AtomicUpdate) -> None:
         buf = s.buffer
-        suffix = _ATOMIC_SUFFIX.get(buf.dtype.name)
+        suffix = ATOMIC_SUFFIX.get(buf.dtype.name)
         space = {"__global": "g", "__local": "l"}.get(address_space(buf))
         if suffix is None or space is None:
             self.fail(f"atomic {s.kind} on a {buf.scope} buffer of {buf.dtype} is not supported on "
@@ -77,7 +68,7 @@ class OpenCLPrinter(CFamilyPrinter):
         where = f"{self.name(buf)}, (long)({self.offset(buf, s.indices)})"
         value = self.expr(s.value)
         if buf.dtype.is_float:
-            self.line(f"tc_atomic_rmw_{suffix}_{space}({where}, {value}, {_ATOMIC_OP[s.kind]});")
+            self.line(f"tc_atomic_rmw_{suffix}_{space}({where}, {value}, {ATOMIC_OP[s.kind]});")
         else:
             self.line(f"tc_atomic_{s.kind}_{suffix}_{space}({where}, {value});")
 

@@ -10,7 +10,6 @@ accepts. Errors point at the kernel's source line.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 
 from tilecraft.errors import SemanticError
@@ -18,11 +17,9 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion, element_count, holds_more
 from tilecraft.ir.dtype import DataType
-from tilecraft.ir.eval import evaluate
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.span import Span
-from tilecraft.ir.visitor import Visitor
-from tilecraft.transform.index_ranges import IndexRanges
+from tilecraft.transform.index_ranges import RangeWalk, constant
 
 ON_CHIP = ("shared", "shared.dyn", "local", "local.fragment", "local.var")
 SCOPE_WORDS = {"local.fragment": "fragment", "shared": "shared buffer", "shared.dyn": "shared buffer"}
@@ -54,12 +51,12 @@ def check_semantics(node: IRModule | PrimFunc) -> None:
         raise exc.with_traceback(None) from None
 
 
-class _Checker(Visitor):
+class _Checker(RangeWalk):
     def __init__(self, func: PrimFunc) -> None:
+        super().__init__()
         self.func = func
         self.in_kernel = False
         self.span = func.span
-        self.ranges = IndexRanges()
         self.allocated_at: dict[int, Span | None] = {}
         self.views: set[int] = set()
 
@@ -154,40 +151,6 @@ class _Checker(Visitor):
                       "give the bounds as (start, stop) with start <= stop")  # fmt: skip
         with self.ranges.loop(s.loop_var, constant(s.min), n):
             self.generic_visit(s)
-
-    def visit_While(self, s: S.While) -> None:
-        self.visit(s.condition)
-        with self.ranges.conditional():
-            self.visit(s.body)
-
-    def visit_LetStmt(self, s: S.LetStmt) -> None:
-        self.visit(s.value)
-        with self.ranges.let(s.var, s.value):
-            self.visit(s.body)
-
-    def visit_IfThenElse(self, s: S.IfThenElse) -> None:
-        """Only a branch that can run is judged: after `T.const` specialization a guard such as
-        `if K % 32 != 0:` may be constant, and the code it skips (`x // (K % 32)`) never runs."""
-        self.visit(s.condition)
-        taken = constant(s.condition)
-        with self._branches(taken):
-            if taken is None or taken:
-                self.visit(s.then_case)
-            if s.else_case is not None and not taken:
-                self.visit(s.else_case)
-
-    def visit_Select(self, e: E.Select) -> None:
-        self.visit(e.condition)
-        taken = constant(e.condition)
-        with self._branches(taken):
-            if taken is None or taken:
-                self.visit(e.true_value)
-            if taken is None or not taken:
-                self.visit(e.false_value)
-
-    def _branches(self, taken):
-        """A branch of a condition known only at run time may run for some iterations only."""
-        return self.ranges.conditional() if taken is None else contextlib.nullcontext()
 
     def visit_BufferStore(self, s: S.BufferStore) -> None:
         self._require_kernel(f"storing into {s.buffer.name}")
@@ -399,18 +362,6 @@ def _past_the_end_hint(buf: Buffer, axis: int, hi: int) -> str:
             "(T.copy, T.gemm, T.reduce, T.fill ...) or layout annotation takes the fragment whole"
         )
     return hint
-
-
-def constant(e: E.Expr) -> int | float | None:
-    """The value of an expression without free variables, folded here because passes such as the
-    specialization of `T.const` symbols substitute values without re-folding; None when it has any."""
-    value = E.const_value(e)
-    if value is not None:
-        return value
-    try:
-        return evaluate(e)
-    except (ValueError, ArithmeticError, TypeError):
-        return None  # a Var, a load, an intrinsic: not a compile-time constant
 
 
 def _value(e: E.Expr, value) -> str:

@@ -7,14 +7,34 @@ no `if`, `while`, select branch or short-circuit operand between the loop and th
 coefficient, plus a constant, takes every value between its smallest and its largest: the loops are
 independent and nothing skips an iteration. That is what lets a semantic check call an access out of
 bounds without a false alarm. Any other index (a block index, data, a division) has no range here.
+
+`RangeWalk` is the traversal that keeps an `IndexRanges` current through lets and through the branches of
+`if`, `while` and selects; the semantic check and the fragment sizing of `widen_fragments` both build on
+it, so they judge which accesses are certainly reached alike.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from tilecraft.ir import expr as E
+from tilecraft.ir import stmt as S
+from tilecraft.ir.eval import evaluate
+from tilecraft.ir.visitor import Visitor
+
+
+def constant(e: E.Expr) -> int | float | None:
+    """The value of an expression without free variables, folded here because passes such as the
+    specialization of `T.const` symbols substitute values without re-folding; None when it has any."""
+    value = E.const_value(e)
+    if value is not None:
+        return value
+    try:
+        return evaluate(e)
+    except (ValueError, ArithmeticError, TypeError):
+        return None  # a Var, a load, an intrinsic: not a compile-time constant
 
 
 class IndexRanges:
@@ -117,3 +137,46 @@ def _combine(a, b, sign: int):
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+class RangeWalk(Visitor):
+    """A traversal that keeps `self.ranges` current: the bodies of lets bind their names, and code that
+    may not run (a `while` body, an `if` branch or a select operand whose condition is not constant) is
+    conditional. Subclasses enter their loops with `self.ranges.loop`."""
+
+    def __init__(self) -> None:
+        self.ranges = IndexRanges()
+
+    def visit_While(self, s: S.While) -> None:
+        self.visit(s.condition)
+        with self.ranges.conditional():
+            self.visit(s.body)
+
+    def visit_LetStmt(self, s: S.LetStmt) -> None:
+        self.visit(s.value)
+        with self.ranges.let(s.var, s.value):
+            self.visit(s.body)
+
+    def visit_IfThenElse(self, s: S.IfThenElse) -> None:
+        """Only a branch that can run is judged: after `T.const` specialization a guard such as
+        `if K % 32 != 0:` may be constant, and the code it skips (`x // (K % 32)`) never runs."""
+        self.visit(s.condition)
+        taken = constant(s.condition)
+        with self._branches(taken):
+            if taken is None or taken:
+                self.visit(s.then_case)
+            if s.else_case is not None and not taken:
+                self.visit(s.else_case)
+
+    def visit_Select(self, e: E.Select) -> None:
+        self.visit(e.condition)
+        taken = constant(e.condition)
+        with self._branches(taken):
+            if taken is None or taken:
+                self.visit(e.true_value)
+            if taken is None or not taken:
+                self.visit(e.false_value)
+
+    def _branches(self, taken):
+        """A branch of a condition known only at run time may run for some iterations only."""
+        return self.ranges.conditional() if taken is None else contextlib.nullcontext()

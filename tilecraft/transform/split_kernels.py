@@ -2,11 +2,13 @@
 
 After it runs, each KernelLaunch is a device PrimFunc (role "device") whose body is that launch and
 whose params are the buffers, scalars and symbolic dims it uses; the host PrimFunc (role "host") keeps
-the original params and calls the kernels in order with `KernelCall`.
+the original params and calls the kernels in order with `KernelCall`. `split_host_device_pass` is the
+pass every pipeline runs for it (`split-host-device`).
 """
 
 from __future__ import annotations
 
+from tilecraft.backend.pipeline import module_pass
 from tilecraft.backend.split import ROLE_ATTR as ROLE
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
@@ -54,3 +56,9 @@ def split_kernels(mod: IRModule) -> IRModule:
         out.append(func.with_body(body).with_attr(ROLE, "host"))
         out.extend(extract.kernels)
     return mod.with_functions(out)
+
+
+@module_pass("split-host-device")
+def split_host_device_pass(mod: IRModule, ctx) -> IRModule:
+    """Each T.Kernel is a device function; the host function launches them in order."""
+    return split_kernels(mod)

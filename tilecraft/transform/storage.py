@@ -3,6 +3,11 @@
 Allocations are nested scopes, so offsets form a stack: a buffer's bytes are free again once its
 scope ends. The peak is the arena size a launch needs (a host worker thread's scratch, an accelerator block's
 shared memory); host launches carry it.
+
+The plan is made once, by a backend's storage pass (`storage_pass`), and carried on each device
+function: `STORAGE_ATTR` holds the arena's bytes and `OFFSETS_ATTR` each arena buffer's offset, as
+`(buffer name, offset)` pairs in the order the allocations appear. Code generators read it back with
+`planned_offsets` and never plan again.
 """
 
 from __future__ import annotations
@@ -17,11 +22,12 @@ from tilecraft.errors import LoweringError
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
-from tilecraft.ir.function import IRModule
+from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.host import KernelCall
-from tilecraft.ir.visitor import Mutator, Visitor
+from tilecraft.ir.visitor import Mutator, Visitor, walk
 
 STORAGE_ATTR = "tilecraft.arena_bytes"
+OFFSETS_ATTR = "tilecraft.arena_offsets"
 
 
 def static_elements(buf: Buffer, what: str = "on-chip buffer") -> int:
@@ -44,7 +50,7 @@ AlignOf = Callable[[S.Stmt], Callable[[Buffer], int]]
 
 
 class StoragePlan(Visitor):
-    """Offsets of every arena-resident buffer and the peak bytes in use."""
+    """The offset of every arena-resident buffer, in allocation order, and the peak bytes in use."""
 
     def __init__(
         self, scopes: Sequence[str], align: int, align_of: Callable[[Buffer], int] | None = None
@@ -52,7 +58,7 @@ class StoragePlan(Visitor):
         self.scopes = tuple(scopes)
         self.align = align
         self.align_of = align_of
-        self.offsets: dict[int, int] = {}
+        self.placements: list[tuple[str, int]] = []  # (buffer name, offset) in allocation order
         self.top = 0
         self.peak = 0
 
@@ -64,7 +70,7 @@ class StoragePlan(Visitor):
         if self.align_of is not None:
             align = self.align_of(s.buffer)
             start = (start + align - 1) // align * align
-        self.offsets[id(s.buffer)] = start
+        self.placements.append((s.buffer.name, start))
         self.top = start + buffer_bytes(s.buffer, self.align)
         self.peak = max(self.peak, self.top)
         self.visit(s.body)
@@ -94,16 +100,17 @@ class _SetCallStorage(Mutator):
 def storage_pass(
     name: str, scopes: Sequence[str], align: int = 64, doc: str = "", align_of: AlignOf | None = None
 ):
-    """A pass that plans each kernel's arena for `scopes` and records its size on the host's launches;
-    `align_of` raises the alignment of some buffers (the device code generator must plan with the same)."""
+    """A pass that plans each kernel's arena for `scopes`, records the plan on the kernel (`STORAGE_ATTR`,
+    `OFFSETS_ATTR`) and its size on the host's launches; `align_of` raises the alignment of some buffers."""
 
     def run(mod: IRModule, ctx) -> IRModule:
         sizes = {}
         funcs = []
         for f in mod.functions:
             if f.attr(ROLE_ATTR) == "device":
-                sizes[f.name] = plan_storage(f.body, scopes, align, align_of).peak
-                f = f.with_attr(STORAGE_ATTR, sizes[f.name])
+                plan = plan_storage(f.body, scopes, align, align_of)
+                sizes[f.name] = plan.peak
+                f = f.with_attr(STORAGE_ATTR, plan.peak).with_attr(OFFSETS_ATTR, tuple(plan.placements))
             funcs.append(f)
         mutator = _SetCallStorage(sizes)
         return mod.with_functions(
@@ -112,6 +119,23 @@ def storage_pass(
 
     run.__doc__ = doc or "Each kernel's on-chip buffers have arena offsets; launches carry the arena size."
     return module_pass(name)(run)
+
+
+def planned_offsets(func: PrimFunc, scopes: Sequence[str]) -> dict[int, int]:
+    """Each arena buffer's offset (keyed by the buffer's id), as the storage pass planned it for `scopes`.
+
+    The plan lists the allocations in the order they appear, so a pass after the storage pass that adds,
+    drops or reorders one would make it stale: that is a bug in the pipeline, reported here."""
+    buffers = [n.buffer for n in walk(func.body) if isinstance(n, S.Allocate) and n.buffer.scope in scopes]
+    plan = func.attr(OFFSETS_ATTR)
+    if plan is None or [name for name, _ in plan] != [buf.name for buf in buffers]:
+        planned = "no plan" if plan is None else f"a plan for {[name for name, _ in plan]}"
+        raise ValueError(
+            f"{func.name}: the storage plan does not match the kernel: {planned}, but the kernel allocates "
+            f"{[buf.name for buf in buffers]} in {tuple(scopes)}; the backend's storage pass must run after "
+            "every pass that adds or moves an allocation"
+        )
+    return {id(buf): offset for buf, (_, offset) in zip(buffers, plan)}
 
 
 def launch_info(func) -> KernelInfo:

@@ -66,6 +66,25 @@ class StorageBudget:
         return -(-size // self.align) * self.align
 
 
+PRIVATE_SCOPES = ("local.fragment", "local", "local.var")
+ARENA_HINT = "use smaller shared tiles (block sizes) or fewer shared buffers"
+
+
+def private_budget(memory: str, limit: int, hint: str) -> StorageBudget:
+    """A thread's private storage (its fragments' share, local buffers, variables) of `limit` bytes."""
+    return StorageBudget(memory, PRIVATE_SCOPES, limit, per_thread=True, hint=hint)
+
+
+def arena_budgets(
+    memory: str, scopes: tuple[str, ...], limit: int | None, align: int, unsupported: str | None = None
+) -> tuple[StorageBudget, ...]:
+    """A block's arena (shared memory) of `limit` bytes, its buffers rounded up to `align`; none when the
+    target does not know its size."""
+    if limit is None:
+        return ()
+    return (StorageBudget(memory, scopes, limit, align=align, hint=ARENA_HINT, unsupported=unsupported),)
+
+
 def check_storage_budgets(
     node: IRModule | PrimFunc, budgets: Sequence[StorageBudget], target=None, narrowed: Sequence[str] = ()
 ) -> None:
@@ -145,4 +164,7 @@ def _describe(buf: Buffer) -> str:
     return f"{_KINDS.get(buf.scope, 'buffer')} {buf.name} ({shape}) {buf.dtype}"
 
 
-__all__ = ["StorageBudget", "check_storage_budgets", "format_bytes"]
+__all__ = [
+    "ARENA_HINT", "PRIVATE_SCOPES", "StorageBudget", "arena_budgets", "check_storage_budgets", "format_bytes",
+    "private_budget",
+]  # fmt: skip

@@ -18,7 +18,6 @@ TILECRAFT_VERBOSE.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import sys
 import warnings
@@ -30,9 +29,8 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.span import Span
-from tilecraft.ir.visitor import Mutator, Visitor
-from tilecraft.transform.check import constant
-from tilecraft.transform.index_ranges import IndexRanges
+from tilecraft.ir.visitor import Mutator
+from tilecraft.transform.index_ranges import RangeWalk, constant
 
 __all__ = ["widen_fragments"]
 
@@ -76,12 +74,12 @@ class _Use:
         return tuple(shape)
 
 
-class _FragmentUses(Visitor):
+class _FragmentUses(RangeWalk):
     """Follows the loops whose every value is reached, as the semantic check does (check.py), and
     records each fragment's accesses past its shape."""
 
     def __init__(self) -> None:
-        self.ranges = IndexRanges()
+        super().__init__()
         self.parallel: dict[E.Var, S.For] = {}
         self.fragments: dict[Buffer, _Use] = {}
 
@@ -108,37 +106,6 @@ class _FragmentUses(Visitor):
                 self.visit(s.body)
         finally:
             self.parallel.pop(s.loop_var, None)
-
-    def visit_While(self, s: S.While) -> None:
-        self.visit(s.condition)
-        with self.ranges.conditional():
-            self.visit(s.body)
-
-    def visit_LetStmt(self, s: S.LetStmt) -> None:
-        self.visit(s.value)
-        with self.ranges.let(s.var, s.value):
-            self.visit(s.body)
-
-    def visit_IfThenElse(self, s: S.IfThenElse) -> None:
-        self.visit(s.condition)
-        taken = constant(s.condition)
-        with self._branches(taken):
-            if taken is None or taken:
-                self.visit(s.then_case)
-            if s.else_case is not None and not taken:
-                self.visit(s.else_case)
-
-    def visit_Select(self, e: E.Select) -> None:
-        self.visit(e.condition)
-        taken = constant(e.condition)
-        with self._branches(taken):
-            if taken is None or taken:
-                self.visit(e.true_value)
-            if taken is None or not taken:
-                self.visit(e.false_value)
-
-    def _branches(self, taken):
-        return self.ranges.conditional() if taken is None else contextlib.nullcontext()
 
     def visit_BufferStore(self, s: S.BufferStore) -> None:
         self._access(s.buffer, s.indices, store=True)

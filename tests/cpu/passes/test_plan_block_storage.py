@@ -10,7 +10,7 @@ from tilecraft.testing.passes import assert_pass, pass_test
 
 @pass_test("plan-block-storage", "c")
 def test_the_scratch_size_is_the_tiles_bytes_and_the_launch_carries_it(target):
-    """One 8 x 16 float32 tile: 512 bytes of scratch, on the device function and its kernel call."""
+    """One 8 x 16 float32 tile: 512 bytes of scratch, on the device function and its kernel call; its offset (0) is in the plan codegen reads."""
 
     @T.prim_func
     def tileops(A: T.Tensor((8, 16), "float32"), B: T.Tensor((8, 16), "float32")):
@@ -28,7 +28,7 @@ def test_the_scratch_size_is_the_tiles_bytes_and_the_launch_carries_it(target):
 
     @T.prim_func
     def tileops_kernel0(A: T.Tensor((8, 16), "float32"), B: T.Tensor((8, 16), "float32")):
-        T.func_attr({'tilecraft.role': 'device', 'tilecraft.host_function': 'tileops', 'tilecraft.arena_bytes': 512})
+        T.func_attr({'tilecraft.role': 'device', 'tilecraft.host_function': 'tileops', 'tilecraft.arena_bytes': 512, 'tilecraft.arena_offsets': (('s', 0),)})
         with T.Kernel(1, threads=128) as bx:
             s = T.alloc_shared((8, 16), "float32")
             for i0, i1 in T.Parallel(8, 16):

@@ -20,6 +20,8 @@ import sys
 from tilecraft import settings
 from tilecraft.cuda.ir import AsyncCopy, TmaCopy, TmaLoad, VectorCopy, VectorStore, VectorZero
 from tilecraft.cuda.shared_layout import SharedLayout
+from tilecraft.cuda.storage import BUFFER_ALIGN
+from tilecraft.cuda.storage import SHARED_SCOPES as SHARED
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.arith import Analyzer
@@ -31,8 +33,7 @@ from tilecraft.transform.tile_loops import conjunction, edge_conditions, loop_ex
 
 __all__ = ["lower_copy", "lower_fill"]
 
-SHARED = ("shared", "shared.dyn")
-CHUNK = 16
+CHUNK = BUFFER_ALIGN  # a 16-byte vector: as wide as buffer arguments are aligned
 
 
 TMA_MAX_RANK = 5

@@ -18,6 +18,7 @@ from tilecraft.cuda.intrinsics.mma_layouts import (
     wgmma_operand_a,
 )
 from tilecraft.cuda.shared_layout import wgmma_atom
+from tilecraft.cuda.storage import SHARED_SCOPES as SHARED
 from tilecraft.cuda.wgmma import instruction_n
 from tilecraft.errors import LoweringError
 from tilecraft.ir import stmt as S
@@ -26,7 +27,6 @@ from tilecraft.layout.tile import TileLayout
 from tilecraft.transform.simt.gemm import gemm_shape
 
 MMA_INPUTS = ("float16", "bfloat16")
-SHARED = ("shared", "shared.dyn")
 DISABLE_WGMMA = "tl.disable_wgmma"  # TileLang's pass config: the mma.sync path on sm_90a too
 DISABLE_TMA = "tl.disable_tma_lower"  # TileLang's pass config: no TMA loads (cp.async instead)
 # TileLang's pass config: no producer warpgroup (the TMA loads issued by the consumers, in program order)

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from tilecraft.backend.pipeline import module_pass
+from tilecraft.cuda.storage import SHARED_ALIGN, SHARED_SCOPES
 from tilecraft.cuda.target import capability
 from tilecraft.errors import LoweringError
 from tilecraft.ir.function import IRModule
-from tilecraft.transform.storage_budget import StorageBudget, check_storage_budgets
+from tilecraft.transform.storage_budget import (
+    StorageBudget,
+    arena_budgets,
+    check_storage_budgets,
+    private_budget,
+)
 
 MIN_CAPABILITY = (8, 0)
 # "Maximum amount of local memory per thread: 512 KB" for every compute capability (CUDA C++ Programming
@@ -21,7 +27,7 @@ def check_cuda_support(mod: IRModule, ctx) -> IRModule:
     if arch is not None and capability(arch) < MIN_CAPABILITY:
         raise LoweringError(f"the CUDA backend needs sm_80 or newer (cp.async, bf16, ldmatrix); target arch is {arch}",
                             None, "use a target with -arch=sm_80 or newer", target=ctx.target)  # fmt: skip
-    check_storage_budgets(mod, storage_budgets(ctx.target), ctx.target, narrowed=("shared", "shared.dyn"))
+    check_storage_budgets(mod, storage_budgets(ctx.target), ctx.target, narrowed=SHARED_SCOPES)
     return mod
 
 
@@ -30,26 +36,11 @@ SHARED_MEMORY = "resource:shared-memory"  # the limit of a kernel over the share
 
 def storage_budgets(target) -> tuple[StorageBudget, ...]:
     """A thread's registers and local memory, and a block's shared memory where the target knows it."""
-    budgets = [
-        StorageBudget(
-            "registers and local memory",
-            ("local.fragment", "local", "local.var"),
-            LOCAL_MEMORY_PER_THREAD,
-            per_thread=True,
-            hint="use smaller tiles or more threads; a CUDA thread has at most 512 KiB of local memory, "
-            "and anything past its 255 registers spills there",
-        )
-    ]
+    private = private_budget(
+        "registers and local memory",
+        LOCAL_MEMORY_PER_THREAD,
+        "use smaller tiles or more threads; a CUDA thread has at most 512 KiB of local memory, "
+        "and anything past its 255 registers spills there",
+    )
     shared = target.attr("max_shared_memory_per_block_optin")
-    if shared is not None:
-        budgets.append(
-            StorageBudget(
-                "shared memory",
-                ("shared", "shared.dyn"),
-                shared,
-                align=128,
-                hint="use smaller shared tiles (block sizes) or fewer shared buffers",
-                unsupported=SHARED_MEMORY,
-            )
-        )
-    return tuple(budgets)
+    return (private, *arena_budgets("shared memory", SHARED_SCOPES, shared, SHARED_ALIGN, SHARED_MEMORY))

@@ -7,12 +7,12 @@ from collections.abc import Iterator
 
 from tilecraft.cuda.op.gemm_plan import WGMMA_VARIANTS, GemmPlan, plan_gemm
 from tilecraft.cuda.shared_layout import SharedLayout, swizzle16, wgmma_operand
+from tilecraft.cuda.storage import SHARED_SCOPES as SHARED
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 
 FRAGMENT = "local.fragment"
-SHARED = ("shared", "shared.dyn")
 
 
 def cuda_strict_layouts(

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from tilecraft.errors import ToolchainError
+from tilecraft.errors import ToolchainError, Unavailable
 
 CUDA_SUCCESS = 0
 CUDA_ERROR_STUB_LIBRARY = 34
@@ -102,13 +102,8 @@ class DriverError(ToolchainError):
         super().__init__(f"{message}; {detail}" if detail else message)
 
 
-class DriverUnavailable(ToolchainError):
+class DriverUnavailable(Unavailable):
     """No usable CUDA driver or device here; `reason` says why and `fix` what to do."""
-
-    def __init__(self, reason: str, fix: str) -> None:
-        self.reason = reason
-        self.fix = fix
-        super().__init__(f"{reason} (fix: {fix})")
 
 
 @dataclass(frozen=True)

@@ -55,19 +55,6 @@ def _device_of(x: Any, ptr: int) -> int:
     return get_driver().pointer_device(ptr)
 
 
-ALIGNMENT = 16  # generated kernels assume 16-byte aligned buffers (vector loads and cp.async)
-
-
-def check_alignment(arg: ArrayArg, name: str) -> None:
-    """GPU arrays must start 16-byte aligned; the error says how to get such an array."""
-    if arg.ptr % ALIGNMENT:
-        raise ArgumentError(
-            f"parameter {name!r} starts at an address that is not {ALIGNMENT}-byte aligned (a view with an "
-            "offset, such as x[1:]); kernels read buffers in 16-byte vectors: pass a fresh tensor "
-            "(x.clone()) or an aligned slice"
-        )
-
-
 def not_on_gpu(arg: ArrayArg, name: str) -> ArgumentError:
     """The error for an array outside GPU memory: where it is, and how to move it."""
     return ArgumentError(

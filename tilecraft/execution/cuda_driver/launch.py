@@ -38,6 +38,7 @@ from typing import Any
 from tilecraft._modules import imported
 from tilecraft.backend.artifact import CompiledArtifact, KernelInfo, ParamInfo
 from tilecraft.errors import ArgumentError, TilecraftError
+from tilecraft.execution.abi import arg_source
 from tilecraft.execution.cuda_driver.tensor_map import aligned_map
 from tilecraft.execution.grid import GRID_HELPERS, GridScope, python_source
 
@@ -130,12 +131,7 @@ class KernelPlan:
 
 
 def check_kernel(info: KernelInfo, function_name: str) -> None:
-    """Launch metadata a CUDA launch accepts: no clusters yet, block dims within the hardware limits."""
-    if tuple(info.cluster) not in ((1,), (1, 1), (1, 1, 1)):
-        raise TilecraftError(
-            f"kernel {info.symbol} of {function_name} asks for thread-block clusters {info.cluster}; "
-            "cluster launches are not supported yet by the CUDA execution backends (use cluster dims 1)"
-        )
+    """Launch metadata a CUDA launch accepts: block dims within the hardware limits, at most 3 grid dims."""
     block = _three(info.block)
     threads = block[0] * block[1] * block[2]
     if threads > MAX_THREADS or any(b > m for b, m in zip(block, MAX_BLOCK)):
@@ -165,23 +161,12 @@ def scope_for(artifact: CompiledArtifact) -> GridScope:
 
 
 def _value_source(param: ParamInfo, artifact: CompiledArtifact, symbol: str, raw: bool = False) -> str:
-    """Where a kernel parameter's value comes from: a function parameter or a symbolic dim, by name."""
-    for i, p in enumerate(artifact.params):
-        if p.name == param.name:
-            if p.kind != param.kind:
-                raise TilecraftError(
-                    f"kernel {symbol}: parameter {param.name!r} is a {param.kind} but the function's "
-                    f"parameter of that name is a {p.kind}"
-                )
-            return f"a{i}.ptr" if p.kind == "buffer" and not raw else f"a{i}"
-    for j, var in enumerate(artifact.symbolic_dims):
-        if var.name == param.name and param.kind == "scalar":
-            return f"d{j}"
-    known = [p.name for p in artifact.params] + [v.name for v in artifact.symbolic_dims]
-    raise TilecraftError(
-        f"kernel {symbol}: parameter {param.name!r} is neither a parameter nor a symbolic dim of "
-        f"{artifact.function_name} (known: {', '.join(known) or 'none'})"
-    )
+    """The launcher's Python source for a kernel parameter's value: a buffer's pointer (the argument
+    itself when `raw`), a scalar argument, or a symbolic dim."""
+    source = arg_source(param, artifact, symbol)
+    if source.kind == "dim":
+        return f"d{source.index}"
+    return f"a{source.index}.ptr" if source.kind == "buffer" and not raw else f"a{source.index}"
 
 
 def check_parameters(artifact: CompiledArtifact) -> None:

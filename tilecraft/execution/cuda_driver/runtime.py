@@ -140,39 +140,14 @@ class CudaRuntimeBackend(CachedExecutionBackend):
         return Loaded(built, CudaModule(driver, device, context, module, functions))
 
     def launcher(self, loaded: Loaded) -> Callable[..., None]:
-        handle: CudaModule = loaded.handle
-        artifact = loaded.built.artifact
-        entry = handle.driver.launch_entry()
-        hooks = LaunchHooks(
-            launch_kernel=entry.call,
-            returns_tuple=entry.returns_tuple,
-            resolve_stream=make_stream_resolver(
-                [i for i, p in enumerate(artifact.params) if p.kind == "buffer"]
-            ),
-            failed=_failure_handler(handle, entry, artifact.kernels),
-            wrong_device=_wrong_device_handler(handle.device, [p.name for p in artifact.params]),
-            tensor_maps=_tensor_maps(handle),
-        )
-        functions = tuple(entry.function(f) for f in handle.functions)
-        return build_launcher(artifact, functions, handle.device, hooks, keep_alive=handle)
+        buffers = [i for i, p in enumerate(loaded.built.artifact.params) if p.kind == "buffer"]
+        return _build_launcher(loaded, make_stream_resolver(buffers), raw=False)
 
     def fast_path(self, loaded: Loaded) -> FastPath:
         """What tilecraft.jit's generated fast path for torch tensors needs: a launcher taking raw device
         pointers and a raw stream, the device the tensors must be on, and torch's stream getter."""
-        handle: CudaModule = loaded.handle
-        artifact = loaded.built.artifact
-        entry = handle.driver.launch_entry()
-        hooks = LaunchHooks(
-            launch_kernel=entry.call,
-            returns_tuple=entry.returns_tuple,
-            resolve_stream=lambda stream, args: stream,
-            failed=_failure_handler(handle, entry, artifact.kernels),
-            wrong_device=_wrong_device_handler(handle.device, [p.name for p in artifact.params]),
-            tensor_maps=_tensor_maps(handle),
-        )
-        functions = tuple(entry.function(f) for f in handle.functions)
-        raw = build_launcher(artifact, functions, handle.device, hooks, keep_alive=handle, raw=True)
-        return FastPath(raw, handle.device, torch_current_stream, interop.ALIGNMENT)
+        raw = _build_launcher(loaded, lambda stream, args: stream, raw=True)
+        return FastPath(raw, loaded.handle.device, torch_current_stream)
 
     def synchronize(self, loaded: Loaded) -> None:
         """Wait until every kernel launched so far on the module's device has finished."""
@@ -188,11 +163,10 @@ class CudaRuntimeBackend(CachedExecutionBackend):
         return cuda_timer(int(target.attr("device", 0)), flush_bytes)
 
     def check_device(self, arg: ArrayArg, name: str) -> None:
-        """Arrays must be in GPU memory (a device type of the spec's), aligned as the kernels assume; the
-        device index is checked by the launcher, which knows it."""
+        """Arrays must be in GPU memory (a device type of the spec's); the device index is checked by the
+        launcher, which knows it, and the alignment by the JIT, from the artifact."""
         if not self.accepts_device(arg):
             raise interop.not_on_gpu(arg, name)
-        interop.check_alignment(arg, name)
 
     def empty(self, reference: ArrayArg | None, shape: tuple[int, ...], dtype: DataType) -> Any:
         """An output on `reference`'s GPU, from its library (torch or CuPy); never host memory."""
@@ -240,6 +214,23 @@ def _allow_dynamic_smem(driver: Any, device: int, info: KernelInfo, function: in
         function, cuda_driver.FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES, info.dynamic_smem,
         detail=f"raising the dynamic shared memory of kernel {info.symbol} to {info.dynamic_smem} bytes",
     )  # fmt: skip
+
+
+def _build_launcher(loaded: Loaded, resolve_stream: Callable[[Any, Sequence[Any]], Any], raw: bool):
+    """The generated launcher of every kernel of `loaded`: from ArrayArgs, or from raw pointers (`raw`)."""
+    handle: CudaModule = loaded.handle
+    artifact = loaded.built.artifact
+    entry = handle.driver.launch_entry()
+    hooks = LaunchHooks(
+        launch_kernel=entry.call,
+        returns_tuple=entry.returns_tuple,
+        resolve_stream=resolve_stream,
+        failed=_failure_handler(handle, entry, artifact.kernels),
+        wrong_device=_wrong_device_handler(handle.device, [p.name for p in artifact.params]),
+        tensor_maps=_tensor_maps(handle),
+    )
+    functions = tuple(entry.function(f) for f in handle.functions)
+    return build_launcher(artifact, functions, handle.device, hooks, keep_alive=handle, raw=raw)
 
 
 def _failure_handler(

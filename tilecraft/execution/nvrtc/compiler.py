@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from tilecraft.errors import ToolchainError
+from tilecraft.errors import ToolchainError, Unavailable
 from tilecraft.execution.cuda_driver.sources import SOURCE_NAME, keep_source
 from tilecraft.execution.cuda_driver.toolkit import toolkit_roots
 
@@ -26,13 +26,8 @@ INSTALL_NVRTC = (
 )
 
 
-class NvrtcUnavailable(ToolchainError):
+class NvrtcUnavailable(Unavailable):
     """cuda-python or the NVRTC library is missing; `reason` says which and `fix` what to install."""
-
-    def __init__(self, reason: str, fix: str) -> None:
-        self.reason = reason
-        self.fix = fix
-        super().__init__(f"{reason}; {fix}")
 
 
 def nvrtc_module() -> ModuleType:

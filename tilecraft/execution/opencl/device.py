@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from tilecraft.backend.execution import Availability
-from tilecraft.errors import ToolchainError
+from tilecraft.errors import Unavailable
 
 PYOPENCL_FIX = (
     "`pip install pyopencl`; for an OpenCL platform on the CPU also `pip install pocl-binary-distribution`"
@@ -41,13 +41,8 @@ FP64 = "cl_khr_fp64"
 INT64_ATOMICS = "cl_khr_int64_base_atomics"
 
 
-class OpenCLUnavailable(ToolchainError):
+class OpenCLUnavailable(Unavailable):
     """pyopencl, an OpenCL platform or the requested device is missing; `reason` and `fix` say which."""
-
-    def __init__(self, reason: str, fix: str) -> None:
-        self.reason = reason
-        self.fix = fix
-        super().__init__(f"{reason} (fix: {fix})")
 
 
 def import_pyopencl() -> ModuleType:

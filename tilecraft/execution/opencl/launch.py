@@ -24,6 +24,7 @@ import numpy as np
 
 from tilecraft.backend.artifact import CompiledArtifact, KernelInfo, ParamInfo
 from tilecraft.errors import ArgumentError, TilecraftError
+from tilecraft.execution.abi import ArgSource, arg_source
 from tilecraft.execution.grid import grid_function
 from tilecraft.execution.opencl.device import DeviceInfo, DeviceRuntime, import_pyopencl
 from tilecraft.execution.opencl.memory import Staging
@@ -35,35 +36,6 @@ SCALAR_CODES = {
     "float16": "f", "bfloat16": "f", "float32": "f", "float64": "d",
 }  # fmt: skip
 PACK_ERRORS = (struct.error, TypeError, OverflowError, ValueError)
-
-
-@dataclass(frozen=True)
-class ArgSource:
-    """Where one kernel argument comes from: function parameter `index` (a buffer or a scalar), or
-    symbolic dim `index`."""
-
-    kind: str  # "buffer", "scalar" or "dim"
-    index: int
-
-
-def arg_source(param: ParamInfo, artifact: CompiledArtifact, symbol: str) -> ArgSource:
-    """The function parameter or symbolic dim a kernel parameter names, of the same kind."""
-    for i, p in enumerate(artifact.params):
-        if p.name == param.name:
-            if p.kind != param.kind:
-                raise TilecraftError(
-                    f"kernel {symbol}: parameter {param.name!r} is a {param.kind} but the function's "
-                    f"parameter of that name is a {p.kind}"
-                )
-            return ArgSource(p.kind, i)
-    for j, var in enumerate(artifact.symbolic_dims):
-        if var.name == param.name and param.kind == "scalar":
-            return ArgSource("dim", j)
-    known = [p.name for p in artifact.params] + [v.name for v in artifact.symbolic_dims]
-    raise TilecraftError(
-        f"kernel {symbol}: parameter {param.name!r} is neither a parameter nor a symbolic dim of "
-        f"{artifact.function_name} (known: {', '.join(known) or 'none'})"
-    )
 
 
 def scalar_code(param: ParamInfo, symbol: str) -> str:
@@ -86,11 +58,6 @@ def check_artifact(artifact: CompiledArtifact) -> None:
     if not artifact.kernels:
         raise TilecraftError(f"artifact of {artifact.function_name} has no kernels to launch")
     for info in artifact.kernels:
-        if any(c != 1 for c in info.cluster):
-            raise TilecraftError(
-                f"kernel {info.symbol} of {artifact.function_name} asks for clusters {info.cluster}; "
-                "OpenCL has no clusters of work-groups (use cluster dims 1)"
-            )
         if not 1 <= len(info.grid) <= 3:
             raise TilecraftError(f"kernel {info.symbol}: grid {info.grid} must have 1 to 3 dims")
         for param in info.params:

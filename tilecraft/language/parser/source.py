@@ -50,7 +50,7 @@ def function_source(func) -> Source:
     except (OSError, TypeError) as exc:
         raise ParseError(
             f"cannot read the source of {getattr(func, '__qualname__', func)!r}: {exc}",
-            hint="kernels must be defined in a file (or via tilecraft.ir.parse for text); "
+            hint="kernels must be defined in a file (or given as text to T.parse_script); "
             "the interactive prompt keeps no source",
         ) from None
     text = "".join(lines)

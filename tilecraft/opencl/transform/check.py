@@ -13,7 +13,13 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.visitor import Visitor
-from tilecraft.transform.storage_budget import StorageBudget, check_storage_budgets
+from tilecraft.opencl.storage import SHARED_ALIGN, SHARED_SCOPES
+from tilecraft.transform.storage_budget import (
+    StorageBudget,
+    arena_budgets,
+    check_storage_budgets,
+    private_budget,
+)
 
 WIDE_ATOMIC_TYPES = ("int64", "uint64", "float64")
 # The limits these checks report (LoweringError.unsupported), declared in the manifest: they depend on the
@@ -76,31 +82,18 @@ def check_opencl_support(mod: IRModule, ctx) -> IRModule:
         for p in func.params:
             checker.visit(p)
         checker.visit(func.body)
-    check_storage_budgets(mod, storage_budgets(ctx.target), ctx.target, narrowed=("shared", "shared.dyn"))
+    check_storage_budgets(mod, storage_budgets(ctx.target), ctx.target, narrowed=SHARED_SCOPES)
     return mod
 
 
 def storage_budgets(target) -> tuple[StorageBudget, ...]:
     """A work-item's private memory, and a work-group's local memory where the target knows it."""
-    budgets = [
-        StorageBudget(
-            "private memory",
-            ("local.fragment", "local", "local.var"),
-            PRIVATE_MEMORY_PER_WORK_ITEM,
-            per_thread=True,
-            hint="use smaller tiles or more threads (work-items per work-group)",
-        )
-    ]
-    local_mem = target.attr("local_mem")
-    if local_mem is not None:
-        budgets.append(
-            StorageBudget(
-                "shared (local) memory",
-                ("shared", "shared.dyn"),
-                local_mem,
-                align=128,
-                hint="use smaller shared tiles (block sizes) or fewer shared buffers",
-                unsupported=LOCAL_MEMORY,
-            )
-        )
-    return tuple(budgets)
+    private = private_budget(
+        "private memory",
+        PRIVATE_MEMORY_PER_WORK_ITEM,
+        "use smaller tiles or more threads (work-items per work-group)",
+    )
+    local = arena_budgets(
+        "shared (local) memory", SHARED_SCOPES, target.attr("local_mem"), SHARED_ALIGN, LOCAL_MEMORY
+    )
+    return (private, *local)

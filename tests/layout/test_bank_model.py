@@ -1,4 +1,4 @@
-"""Shared-memory layouts: row-major and the ldmatrix swizzle, proved conflict-free by the bank model."""
+"""The bank model (bank_model.py): row-major and the ldmatrix swizzle, and the conflicts it counts."""
 
 from __future__ import annotations
 
@@ -6,18 +6,12 @@ import itertools
 
 import pytest
 
-from tilecraft.ir import dtype as dt
-from tilecraft.ir import expr as E
-from tilecraft.ir.eval import evaluate
-from tilecraft.layout import Layout
-from tilecraft.layout.shared import (
+from tests.layout.bank_model import (
     Access,
-    as_layout,
     bank_conflicts,
     column_access,
     cp_async_access,
     ldmatrix_access,
-    offset_expr,
     row_access,
     row_major,
     swizzled,
@@ -109,18 +103,3 @@ def test_vector_access_must_be_contiguous():
     transposed = row_major(64, 64).rename_ins({"row": "col", "col": "row"})
     with pytest.raises(ValueError, match="not contiguous"):
         bank_conflicts(transposed, ldmatrix_access(0, 0))
-
-
-def test_offset_expr_evaluates_like_apply():
-    layout = swizzled(16, 64, 2)
-    row, col = E.Var(dt.int32, "row"), E.Var(dt.int32, "col")
-    expr = offset_expr(layout, row, col)
-    for r, c in itertools.product(range(16), range(64)):
-        assert evaluate(expr, {row: r, col: c}) == layout.apply(row=r, col=c)["offset"]
-
-
-def test_as_layout_builds_an_annotation_layout():
-    linear = swizzled(32, 32, 4)
-    layout = as_layout(linear)
-    assert isinstance(layout, Layout) and layout.shape == (32, 32)
-    assert layout.to_linear().rename_ins({"dim0": "row", "dim1": "col"}) == linear

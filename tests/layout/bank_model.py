@@ -1,34 +1,18 @@
-"""Shared-memory layouts as linear layouts ("row", "col") -> ("offset",), and a bank-conflict model.
+"""A model of NVIDIA shared-memory banks, the oracle tests use to prove a shared layout conflict-free.
 
-Offsets count elements. A swizzled layout permutes the 16-byte chunks of each row by XOR with row bits,
-so that the eight 16-byte rows one `ldmatrix` phase reads (and the 16-byte `cp.async` writes of a
-quarter warp) land in eight different bank groups. `bank_conflicts` counts what a warp access costs
-under a layout, so tests can prove the swizzle conflict-free where row-major is not.
+Layouts are linear layouts ("row", "col") -> ("offset",), offsets in elements. `row_major` and the
+classic ldmatrix swizzle (`swizzled`: the 16-byte chunks of each row permuted by XOR with row bits, so
+that the eight 16-byte rows one `ldmatrix` phase reads, and the 16-byte `cp.async` writes of a quarter
+warp, land in eight different bank groups) are reference layouts; `bank_conflicts` counts what a warp
+access costs under a layout. It is test code: the compiler never asks it anything (it lived in
+tilecraft/layout until nothing but tests used it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tilecraft.ir import expr as E
-from tilecraft.layout.layout import Layout
 from tilecraft.layout.linear import LinearLayout, log2, next_power_of_two
-
-__all__ = [
-    "BANKS",
-    "BANK_BYTES",
-    "Access",
-    "as_layout",
-    "bank_conflicts",
-    "column_access",
-    "cp_async_access",
-    "ldmatrix_access",
-    "offset_expr",
-    "row_access",
-    "row_major",
-    "swizzled",
-]
 
 BANKS = 32
 BANK_BYTES = 4
@@ -70,18 +54,6 @@ def swizzled(rows: int, cols: int, elem_bytes: int) -> LinearLayout:
         if row_bit < len(row_bases):
             row_bases[row_bit] = (row_bases[row_bit][0] ^ (per_chunk << j),)
     return LinearLayout({"row": row_bases, "col": base.bases[1][1]}, base.out_dims)
-
-
-def offset_expr(layout: LinearLayout, row: E.Expr | int, col: E.Expr | int) -> E.Expr:
-    """The element offset of (row, col) as an IR expression."""
-    return layout.apply_expr(row=row, col=col)["offset"]
-
-
-def as_layout(layout: LinearLayout, shape: Sequence[int] | None = None) -> Layout:
-    """The `T.Layout` (for `T.annotate_layout`) of a shared linear layout; `shape` defaults to the
-    padded (row, col) sizes."""
-    shape = tuple(shape) if shape is not None else (layout.in_size("row"), layout.in_size("col"))
-    return Layout(shape, lambda i, j: offset_expr(layout, i, j))
 
 
 # ---------------------------------------------------------------- bank conflicts
