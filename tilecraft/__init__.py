@@ -42,6 +42,7 @@ _SUBMODULES = (
     "math",
     "profiler",
     "tools",
+    "torch",
     "transform",
 )
 
