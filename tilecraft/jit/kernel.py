@@ -17,6 +17,7 @@ from typing import Any
 from tilecraft.backend.arrays import ArrayArg, as_array_arg
 from tilecraft.backend.artifact import ParamInfo
 from tilecraft.backend.context import BackendContext
+from tilecraft.backend.dlpack import as_callers_array
 from tilecraft.backend.execution import Loaded
 from tilecraft.errors import ArgumentError
 from tilecraft.ir import expr as E
@@ -212,6 +213,9 @@ class Kernel:
         if not outputs:
             return None
         result = [outputs[i] for i in self.out_idx]
+        reference = next(iter(arrays.values()))
+        if reference.library == "dlpack":  # a DLPack producer's caller gets its own array type back
+            result = [as_callers_array(r, reference.obj) for r in result]
         return result[0] if len(result) == 1 else result
 
     def _arrange(self, args: tuple) -> list:
