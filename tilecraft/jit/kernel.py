@@ -131,6 +131,7 @@ class Kernel:
         self._inputs = [i for i in range(n) if i not in self.out_idx]
         # The generated fast path passes the caller's arrays straight through: it has no workspaces.
         self._fast: Any = False if self._workspaces else None
+        self._plan: Any = None  # the compiled launcher's plan, made on the first call (False: none)
 
     def _fast_path(self):
         """The generated fast path for torch tensors, built on first use (None: not available)."""
@@ -187,7 +188,21 @@ class Kernel:
         """A self-contained copy of the built kernel, loadable without a compiler."""
         return self._backend.export(self.built, path)
 
+    def _native_plan(self) -> Any:
+        """The compiled launcher's plan for this kernel, or False (calls take the Python path)."""
+        from tilecraft.jit.native import build_plan
+
+        return build_plan(self) or False
+
     def __call__(self, *args: Any, stream: Any = None) -> Any:
+        if stream is None:
+            plan = self._plan
+            if plan is None:
+                plan = self._plan = self._native_plan()
+            if plan:
+                result = plan(*args)
+                if result is not MISS:
+                    return result
         fast = self._fast
         if fast is None and stream is None and args and _is_torch_tensor(args[0]):
             fast = self._fast = self._fast_path() or False
