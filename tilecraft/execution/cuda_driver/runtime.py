@@ -10,6 +10,7 @@ Launch: the generated launcher of launch.py.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -18,13 +19,15 @@ from typing import Any
 
 from tilecraft.backend.arrays import ArrayArg
 from tilecraft.backend.artifact import CompiledArtifact, KernelInfo
-from tilecraft.backend.execution import Built, FastPath, Loaded
+from tilecraft.backend.execution import Built, FastPath, Loaded, NativeKernel, NativeLaunch
 from tilecraft.backend.timing import DeviceTimer
 from tilecraft.errors import TilecraftError
+from tilecraft.execution import native
 from tilecraft.execution.base import CachedExecutionBackend
 from tilecraft.execution.cuda_driver import driver as cuda_driver
 from tilecraft.execution.cuda_driver import interop
 from tilecraft.execution.cuda_driver.launch import (
+    SCALAR_CODES,
     LaunchHooks,
     build_launcher,
     check_kernel,
@@ -174,6 +177,28 @@ class CudaRuntimeBackend(CachedExecutionBackend):
         raw = build_launcher(artifact, functions, handle.device, hooks, keep_alive=handle, raw=True)
         return FastPath(raw, handle.device, torch_current_stream, interop.ALIGNMENT)
 
+    def native_launch(self, loaded: Loaded) -> NativeLaunch | None:
+        """`cuLaunchKernel` of the driver library the Python path loaded, called by the compiled launcher
+        for each kernel (None for kernels taking tensor maps, and grids the bytecode cannot express:
+        their calls take the Python path)."""
+        handle: CudaModule = loaded.handle
+        artifact = loaded.built.artifact
+        if any(info.tensor_maps for info in artifact.kernels):
+            return None
+        try:
+            kernels = tuple(
+                _native_kernel(artifact, info, function) for info, function in zip(artifact.kernels, handle.functions)
+            )
+        except native.NotCompilable:
+            return None
+        driver = handle.driver
+        ctypes_entry = cuda_driver.LaunchEntry(driver.launch_kernel, False, int, "ctypes")
+        return NativeLaunch(
+            "kernel-params", ctypes.cast(driver.launch_kernel, ctypes.c_void_p).value,
+            _failure_handler(handle, ctypes_entry, artifact.kernels), handle.device, interop.ALIGNMENT,
+            stream=torch_current_stream, kernels=kernels, keep_alive=handle,
+        )  # fmt: skip
+
     def synchronize(self, loaded: Loaded) -> None:
         """Wait until every kernel launched so far on the module's device has finished."""
         handle: CudaModule = loaded.handle
@@ -203,6 +228,21 @@ class CudaRuntimeBackend(CachedExecutionBackend):
 
     def to_host(self, array: Any) -> Any:
         return interop.to_host(array)
+
+
+def _native_kernel(artifact: CompiledArtifact, info: KernelInfo, function: int) -> NativeKernel:
+    n = len(artifact.params)
+    names = {p.name: i for i, p in enumerate(artifact.params) if p.kind == "scalar"}
+    names.update({v.name: n + j for j, v in enumerate(artifact.symbolic_dims)})
+    grid = tuple(native.program(e, names) for e in info.grid) + ((native.OPS["const"], 1),) * (3 - len(info.grid))
+    slots = []
+    for param in info.params:
+        index = next((i for i, p in enumerate(artifact.params) if p.name == param.name), None)
+        if index is None:
+            index = next(n + j for j, v in enumerate(artifact.symbolic_dims) if v.name == param.name)
+        slots.append((index, "p" if param.kind == "buffer" else SCALAR_CODES[param.dtype.name]))
+    block = tuple(info.block) + (1,) * (3 - len(info.block))
+    return NativeKernel(function, grid, block, info.dynamic_smem, tuple(slots))
 
 
 def _load_image(driver: Any, image: bytes, artifact: CompiledArtifact, device: int) -> int:
