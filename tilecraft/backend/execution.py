@@ -298,6 +298,12 @@ class ExecutionBackend(ABC):
         """How the compiled launcher launches `loaded`, or None (the default: calls take the Python path)."""
         return None
 
+    def compiled_launcher(self, loaded: Loaded, out_idx: Sequence[int], miss: Any) -> Callable[..., Any] | None:
+        """`plan(*args)`: checks a call with `out_idx` allocated (or every parameter given), allocates,
+        launches and returns the outputs, or returns `miss` for any call its rules do not accept; None
+        when this backend has no compiled launcher (the default) or the kernel cannot have one."""
+        return None
+
     def synchronize(self, loaded: Loaded) -> None:  # noqa: B027 - a no-op is right for synchronous launches
         """Wait for the kernels launched through `loaded` (launches that return only when done need nothing)."""
 

@@ -190,9 +190,9 @@ class Kernel:
 
     def _native_plan(self) -> Any:
         """The compiled launcher's plan for this kernel, or False (calls take the Python path)."""
-        from tilecraft.jit.native import build_plan
-
-        return build_plan(self) or False
+        if self._workspaces:
+            return False
+        return self._backend.compiled_launcher(self.loaded, self.out_idx, MISS) or False
 
     def __call__(self, *args: Any, stream: Any = None) -> Any:
         if stream is None:

@@ -14,6 +14,7 @@ from tilecraft.backend.execution import Built, Loaded, NativeLaunch
 from tilecraft.errors import ArgumentError, TilecraftError
 from tilecraft.execution.base import CachedExecutionBackend
 from tilecraft.execution.cc import toolchain
+from tilecraft.execution.native.plan import build_plan
 from tilecraft.ir.dtype import DataType
 
 # Fast math (pass config tl.enable_fast_math): the parts of gcc's and clang's -ffast-math that keep NaN
@@ -116,6 +117,11 @@ class CCExecutionBackend(CachedExecutionBackend):
         return NativeLaunch("packed-call", ctypes.cast(packed, ctypes.c_void_p).value,
                             lambda rc: _raise_failure(rc, message), device=-1, host_arrays=True, slots=slots,
                             keep_alive=loaded.handle)  # fmt: skip
+
+    def compiled_launcher(self, loaded: Loaded, out_idx: Sequence[int], miss: Any) -> Callable[..., Any] | None:
+        """The compiled launcher's plan over `native_launch` (tilecraft/execution/native)."""
+        launch = self.native_launch(loaded)
+        return None if launch is None else build_plan(loaded.built.artifact, tuple(out_idx), launch, miss)
 
     def launcher(self, loaded: Loaded) -> Callable[..., Any]:
         _, entry, message = loaded.handle

@@ -37,6 +37,7 @@ from tilecraft.execution.cuda_driver.launch import (
 )
 from tilecraft.execution.cuda_driver.sources import SOURCE_NAME
 from tilecraft.execution.cuda_driver.tensor_map import TensorMaps
+from tilecraft.execution.native.plan import build_plan
 from tilecraft.ir.dtype import DataType
 
 SOURCE_FORMAT = "cuda-source"
@@ -198,6 +199,11 @@ class CudaRuntimeBackend(CachedExecutionBackend):
             _failure_handler(handle, ctypes_entry, artifact.kernels), handle.device, interop.ALIGNMENT,
             stream=torch_current_stream, kernels=kernels, keep_alive=handle,
         )  # fmt: skip
+
+    def compiled_launcher(self, loaded: Loaded, out_idx: Sequence[int], miss: Any) -> Callable[..., Any] | None:
+        """The compiled launcher's plan over `native_launch` (tilecraft/execution/native)."""
+        launch = self.native_launch(loaded)
+        return None if launch is None else build_plan(loaded.built.artifact, tuple(out_idx), launch, miss)
 
     def synchronize(self, loaded: Loaded) -> None:
         """Wait until every kernel launched so far on the module's device has finished."""

@@ -1,14 +1,15 @@
 """The compiled launcher: `launcher.c`, one CPython extension built once per interpreter and platform.
 
-`launcher_module()` builds it with the system C compiler the CPU target uses (tilecraft/execution/cc/
-toolchain.py) on first use, keeps it in the kernel cache (an atomic, checked entry, like every build;
+`launcher_module()` builds it with the system C compiler the CPU target uses (found as
+tilecraft/execution/system_cc.py says) on first use, keeps it in the kernel cache (an atomic, checked entry, like every build;
 an unwritable or disabled cache gets a private scratch copy) and loads it; a warm process only loads
 it. Nothing is built at install time. Where no compiler exists (or the build fails) calls take the
 Python path, after one warning; `TILECRAFT_LAUNCHER=compiled` makes that an error instead, `python`
 never builds it.
 
-`program(expr, scope)` turns a grid expression into the bytecode the extension evaluates (grid.py's
-semantics: `//` and `%` floor, `Div` and `TruncMod` truncate, as in C).
+`program(expr, slots)` turns a grid expression into the bytecode the extension evaluates (grid.py's
+semantics: `//` and `%` floor, `Div` and `TruncMod` truncate, as in C); plan.py binds a kernel's
+argument rules and an execution backend's `NativeLaunch` into the extension's Plan.
 """
 
 from __future__ import annotations
@@ -74,8 +75,8 @@ def reset() -> None:
 
 
 def _build_and_load() -> ModuleType:
+    from tilecraft.execution import system_cc
     from tilecraft.execution.cache import KernelCache, cache_key
-    from tilecraft.execution.cc import toolchain
 
     source = SOURCE.read_bytes()
     include = sysconfig.get_paths()["include"]
@@ -89,8 +90,8 @@ def _build_and_load() -> ModuleType:
     entry = cache.get(key)
     if entry is None:
         try:
-            cc = toolchain.compiler()
-        except (toolchain.CompilerNotFound, ToolchainError) as err:
+            cc = system_cc.locate()
+        except system_cc.CompilerNotFound as err:
             raise LauncherUnavailable(f"no C compiler for the compiled launcher ({err})") from None
         library = _compile(cc, source.decode(), include)
         entry = cache.put(key, {FILE_NAME: library}, {"what": "tilecraft's compiled launcher"})
@@ -100,14 +101,14 @@ def _build_and_load() -> ModuleType:
 def _compile(cc: Any, source: str, include: str) -> bytes:
     import subprocess
 
-    from tilecraft.execution.cc import toolchain
+    from tilecraft.execution.system_cc import build_dir
 
     if not Path(include, "Python.h").is_file():
         raise LauncherUnavailable(
             f"the Python headers are missing ({include}/Python.h), so the compiled launcher cannot be built; "
             "install them (Debian/Ubuntu: apt install python3-dev)"
         )
-    with toolchain.build_dir("tilecraft-cc-") as tmp:
+    with build_dir("tilecraft-cc-") as tmp:
         src, out = tmp / "launcher.c", tmp / FILE_NAME
         src.write_text(source)
         cmd = [*cc.program, *FLAGS, *cc.options, f"-I{include}", str(src), "-o", str(out)]

@@ -74,7 +74,7 @@ typedef struct {
     KernelRule call; /* the packed call's slots */
 } Plan;
 
-static PyObject *s_dtype, *s_get_device, *s_is_contiguous, *s_data_ptr, *s_shape, *s_device, *s_kwnames;
+static PyObject *s_dtype, *s_is_cpu, *s_get_device, *s_is_contiguous, *s_data_ptr, *s_shape, *s_device, *s_kwnames;
 
 typedef struct { Py_buffer views[MAX_PARAMS]; int held[MAX_PARAMS]; } Views;
 
@@ -109,7 +109,7 @@ static PyObject *call_method(PyObject *obj, PyObject *name) {
 }
 
 /* 1: accepted, 0: miss, -1: error set */
-static int read_tensor(Plan *p, PyObject *obj, const ParamRule *r, Value *value, int64_t *shape) {
+static int read_tensor_checked(Plan *p, PyObject *obj, const ParamRule *r, Value *value, int64_t *shape) {
     PyObject *t = PyObject_GetAttr(obj, s_dtype);
     if (t == NULL) return -1;
     int same = t == r->torch_dtype;
@@ -120,6 +120,13 @@ static int read_tensor(Plan *p, PyObject *obj, const ParamRule *r, Value *value,
     long device = PyLong_AsLong(t);
     Py_DECREF(t);
     if (device != p->torch_device) return PyErr_Occurred() ? -1 : 0;
+    if (device < 0) { /* -1 is the host and also meta and other non-device tensors: ask is_cpu */
+        t = PyObject_GetAttr(obj, s_is_cpu);
+        if (t == NULL) return -1;
+        same = t == Py_True;
+        Py_DECREF(t);
+        if (!same) return 0;
+    }
     t = call_method(obj, s_is_contiguous);
     if (t == NULL) return -1;
     same = t == Py_True;
@@ -140,6 +147,17 @@ static int read_tensor(Plan *p, PyObject *obj, const ParamRule *r, Value *value,
     Py_DECREF(t);
     if (PyErr_Occurred()) return -1;
     return (value->u & (p->alignment - 1)) == 0;
+}
+
+/* 1: accepted, 0: miss. A tensor that raises when asked (a meta tensor's data_ptr) is a miss too: the
+ * Python path asks the same and reports it. */
+static int read_tensor(Plan *p, PyObject *obj, const ParamRule *r, Value *value, int64_t *shape) {
+    int ok = read_tensor_checked(p, obj, r, value, shape);
+    if (ok < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    return ok;
 }
 
 static int format_kind(const char *format, int *kind) {
@@ -697,12 +715,13 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_tclaunch", "tilecra
 PyMODINIT_FUNC PyInit__tclaunch(void) {
     s_dtype = PyUnicode_InternFromString("dtype");
     s_get_device = PyUnicode_InternFromString("get_device");
+    s_is_cpu = PyUnicode_InternFromString("is_cpu");
     s_is_contiguous = PyUnicode_InternFromString("is_contiguous");
     s_data_ptr = PyUnicode_InternFromString("data_ptr");
     s_shape = PyUnicode_InternFromString("shape");
     s_device = PyUnicode_InternFromString("device");
     s_kwnames = Py_BuildValue("(ss)", "dtype", "device");
-    if (!s_dtype || !s_get_device || !s_is_contiguous || !s_data_ptr || !s_shape || !s_device || !s_kwnames)
+    if (!s_dtype || !s_is_cpu || !s_get_device || !s_is_contiguous || !s_data_ptr || !s_shape || !s_device || !s_kwnames)
         return NULL;
     if (PyType_Ready(&PlanType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);

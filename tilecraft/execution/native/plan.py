@@ -1,5 +1,5 @@
-"""A Kernel's plan for the compiled launcher (tilecraft/execution/native): its argument rules, output
-allocation and the execution backend's launch, bound once, so a call runs no Python.
+"""A kernel's plan for the compiled launcher: its argument rules, output allocation and the execution
+backend's launch (`NativeLaunch`), bound once, so a call runs no Python.
 
 The rules are the Python path's checks written as data: per buffer its dtype (torch dtype object; numpy
 element kind and size), rank, each dim static or a symbolic dim (bound by the first buffer that has
@@ -19,11 +19,8 @@ import numpy as np
 
 from tilecraft._modules import imported
 from tilecraft.backend.execution import NativeLaunch
-from tilecraft.execution import native
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
-from tilecraft.jit.fastpath import MISS
-from tilecraft.jit.scalars import integer_range
 
 P_BUFFER, P_INT, P_UINT, P_FLOAT, P_BOOL = range(5)
 _ELEMENT_KINDS = {"int": 0, "uint": 1, "float": 2, "bool": 3}
@@ -35,26 +32,35 @@ class _NoPlan(Exception):
     """This kernel's calls cannot be described by the launcher's rules."""
 
 
-def build_plan(kernel: Any) -> Any | None:
-    """The compiled launcher's Plan for `kernel`, or None when its calls take the Python path."""
-    module = native.launcher_module()
-    if module is None or kernel._workspaces:
-        return None
-    launch = kernel._backend.native_launch(kernel.loaded)
-    if launch is None:
+def integer_range(dtype: Any) -> tuple[int, int]:
+    if dtype.is_uint:
+        return 0, (1 << dtype.bits) - 1
+    half = 1 << (dtype.bits - 1)
+    return -half, half - 1
+
+
+def build_plan(artifact: Any, out_idx: tuple[int, ...], launch: NativeLaunch, miss: Any) -> Any | None:
+    """The compiled launcher's Plan for `artifact` called with `out_idx` allocated (a call it does not
+    accept returns `miss`), or None when its calls take the Python path."""
+    from tilecraft.execution.native import launcher_module
+
+    module = launcher_module()
+    if module is None or any(p.workspace for p in artifact.params):
         return None
     try:
-        return _Builder(kernel, launch, module).plan()
+        return _Builder(artifact, out_idx, launch, module, miss).plan()
     except _NoPlan:
         return None
 
 
 class _Builder:
-    def __init__(self, kernel: Any, launch: NativeLaunch, module: Any) -> None:
-        self.art = kernel.artifact
-        self.params = kernel.params
-        self.out_idx = kernel.out_idx
-        self.inputs = tuple(kernel._inputs)
+    def __init__(self, artifact: Any, out_idx: tuple[int, ...], launch: NativeLaunch, module: Any, miss: Any
+                 ) -> None:  # fmt: skip
+        self.art = artifact
+        self.params = artifact.params
+        self.out_idx = out_idx
+        self.inputs = tuple(i for i in range(len(artifact.params)) if i not in out_idx)
+        self.miss = miss
         self.launch = launch
         self.module = module
         self.torch = imported("torch")
@@ -74,7 +80,7 @@ class _Builder:
         var_high = tuple(min(integer_range(v.dtype)[1], _INT64_MAX) for v in self.art.symbolic_dims)
         launch = self.launch
         return self.module.Plan(
-            MISS, torch.Tensor if torch is not None else None, np.ndarray if launch.host_arrays else None,
+            self.miss, torch.Tensor if torch is not None else None, np.ndarray if launch.host_arrays else None,
             launch.device, launch.alignment, rules, self.inputs, outputs, var_high, alloc, self._launch_spec(),
             launch.keep_alive,
         )  # fmt: skip
