@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tilecraft._modules import imported
 from tilecraft.backend.arrays import ArrayArg, as_array_arg
 from tilecraft.backend.artifact import ParamInfo
 from tilecraft.backend.context import BackendContext
@@ -132,6 +133,7 @@ class Kernel:
         # The generated fast path passes the caller's arrays straight through: it has no workspaces.
         self._fast: Any = False if self._workspaces else None
         self._plan: Any = None  # the compiled launcher's plan, made on the first call (False: none)
+        self._plan_without_torch = False
 
     def _fast_path(self):
         """The generated fast path for torch tensors, built on first use (None: not available)."""
@@ -190,6 +192,7 @@ class Kernel:
 
     def _native_plan(self) -> Any:
         """The compiled launcher's plan for this kernel, or False (calls take the Python path)."""
+        self._plan_without_torch = imported("torch") is None
         if self._workspaces:
             return False
         return self._backend.compiled_launcher(self.loaded, self.out_idx, MISS) or False
@@ -203,6 +206,10 @@ class Kernel:
                 result = plan(*args)
                 if result is not MISS:
                     return result
+                if self._plan_without_torch and imported("torch") is not None:
+                    # Made before torch was imported, the plan cannot read tensors: make it again, once.
+                    self._plan = None
+                    return self(*args)
         fast = self._fast
         if fast is None and stream is None and args and _is_torch_tensor(args[0]):
             fast = self._fast = self._fast_path() or False
