@@ -353,8 +353,14 @@ class ExecutionBackend(ABC):
 
         return np.asarray(array)
 
-    def export(self, built: Built, path: str | Path) -> Path:
-        """Write a self-contained copy of `built` to directory `path`, loadable by `import_built`."""
+    def c_api(self, built: Built) -> Mapping[str, bytes]:
+        """Files an export adds so a C program can load and call the kernel without Python (a header and
+        a loader source); none by default."""
+        return {}
+
+    def export(self, built: Built, path: str | Path, out_idx: Sequence[int] = ()) -> Path:
+        """Write a self-contained copy of `built` to directory `path`, loadable by `import_built`
+        (`out_idx`: the outputs a Kernel loaded from it allocates, kept for `tilecraft.load`)."""
         raise BackendError(f"execution backend {self.spec.name!r} cannot export built kernels")
 
     def import_built(self, path: str | Path) -> Built:

@@ -187,8 +187,10 @@ class Kernel:
         )
 
     def export(self, path) -> Any:
-        """A self-contained copy of the built kernel, loadable without a compiler."""
-        return self._backend.export(self.built, path)
+        """Write a self-contained copy of the built kernel to directory `path`: the device binary, the
+        artifact, and (where the execution backend has one) a C header and loader source for calling it
+        from C; `tilecraft.load(path)` loads it back without a compiler (docs/runtime.md)."""
+        return self._backend.export(self.built, path, self.out_idx)
 
     def _native_plan(self) -> Any:
         """The compiled launcher's plan for this kernel, or False (calls take the Python path)."""

@@ -118,6 +118,12 @@ class CCExecutionBackend(CachedExecutionBackend):
                             lambda rc: _raise_failure(rc, message), device=-1, host_arrays=True, slots=slots,
                             keep_alive=loaded.handle)  # fmt: skip
 
+    def c_api(self, built: Built) -> Mapping[str, bytes]:
+        """`<function>.h` and `<function>.c`: load kernel.so with dlopen and call its entry (export_c.py)."""
+        from tilecraft.execution.cc.export_c import c_api
+
+        return c_api(built.artifact)
+
     def compiled_launcher(self, loaded: Loaded, out_idx: Sequence[int], miss: Any) -> Callable[..., Any] | None:
         """The compiled launcher's plan over `native_launch` (tilecraft/execution/native)."""
         launch = self.native_launch(loaded)

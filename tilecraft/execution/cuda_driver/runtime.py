@@ -200,6 +200,12 @@ class CudaRuntimeBackend(CachedExecutionBackend):
             stream=torch_current_stream, kernels=kernels, keep_alive=handle,
         )  # fmt: skip
 
+    def c_api(self, built: Built) -> Mapping[str, bytes]:
+        """`<function>.h` and `<function>.c`: load kernel.cubin and launch it with the driver API."""
+        from tilecraft.execution.cuda_driver.export_c import c_api
+
+        return c_api(built.artifact)
+
     def compiled_launcher(self, loaded: Loaded, out_idx: Sequence[int], miss: Any) -> Callable[..., Any] | None:
         """The compiled launcher's plan over `native_launch` (tilecraft/execution/native)."""
         launch = self.native_launch(loaded)
