@@ -14,7 +14,7 @@ python3 -c "import torch; print('torch', torch.__version__, torch.version.cuda)"
 python3 -c "import tilelang; print('tilelang', tilelang.__version__)" >> "$OUT/versions.txt" 2>&1
 timeout 300 python3 -m pytest -q -rs -p no:cacheprovider \
   tests/torch tests/cuda/test_native_launch.py tests/cuda/test_gpu.py tests/execution/test_argument_attacks.py \
-  tests/execution/test_native_launcher.py tests/execution/test_export_c.py \
+  tests/execution/test_native_launcher.py tests/execution/test_export_c.py tests/cuda/test_export_c.py \
   > "$OUT/tests.txt" 2>&1
 echo "tests (exit $?):"; grep -E "passed|failed|FAILED|SKIPPED|Error" "$OUT/tests.txt" | tail -30
 timeout 180 python3 benchmarks/cuda.py --launch-only --json "$OUT/launch.json" > "$OUT/launch.txt" 2>&1

@@ -280,3 +280,21 @@ def test_processes_building_at_once_all_load_one_entry(tmp_path):
     assert all(p.returncode == 0 for p in procs), results
     assert all(out.strip().endswith(native.FILE_NAME) for out, _ in results)
     assert len(list((tmp_path / "cache").rglob(native.FILE_NAME))) == 1
+
+
+def test_an_output_numpy_cannot_export_is_allocated_by_the_python_path():
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def to_bf16(X: T.Tensor((n,), "float32"), Y: T.Tensor((n,), "bfloat16")):
+        with T.Kernel(T.ceildiv(n, BLOCK), threads=1) as bx:
+            for i in T.Parallel(BLOCK):
+                if bx * BLOCK + i < n:
+                    Y[bx * BLOCK + i] = T.cast(X[bx * BLOCK + i], "bfloat16")
+
+    with settings.override(TILECRAFT_LAUNCHER="compiled"):
+        kernel = tilecraft.compile(to_bf16, out_idx=[1], target="c")
+        x = np.random.default_rng(3).standard_normal(77).astype(np.float32)
+        y = kernel(x)
+    assert type(kernel._plan).__name__ == "Plan"
+    np.testing.assert_allclose(y.astype(np.float32), x, rtol=1e-2)

@@ -139,3 +139,24 @@ def test_a_dlpack_only_cuda_array_is_read_without_a_copy(torch, kernel):
     y = torch.empty_like(x)
     kernel(OnlyDLPack(x), 3.0, OnlyDLPack(y))  # written in place: y is the same memory
     np.testing.assert_allclose(y.cpu().numpy(), expected(x, 3.0), rtol=1e-6)
+
+
+def test_the_compiled_launcher_runs_cuda_tensors(torch, kernel):
+    from tilecraft import settings
+
+    with settings.override(TILECRAFT_LAUNCHER="compiled"):
+        fresh = tilecraft.compile(_axpb(), out_idx=[-1])
+        x = torch.randn(5000, device="cuda")
+        fresh(x, 1.0)
+    assert type(fresh._plan).__name__ == "Plan"
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the Python launcher ran a call the compiled one accepts")
+
+    fresh._launch, fresh._fast = refuse, False
+    y = fresh(x, -2.0)
+    out = torch.full_like(x, float("nan"))
+    assert fresh(x, 0.5, out) is None
+    torch.cuda.synchronize()
+    np.testing.assert_allclose(y.cpu().numpy(), expected(x, -2.0), rtol=1e-6)
+    np.testing.assert_allclose(out.cpu().numpy(), expected(x, 0.5), rtol=1e-6)
