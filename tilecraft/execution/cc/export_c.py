@@ -43,7 +43,8 @@ def header(artifact: CompiledArtifact) -> str:
     signature = ", ".join(f"{t}{n}" for t, n in arguments(artifact)) or "void"
     guard = f"TILECRAFT_{name.upper()}_H"
     return f"""/* {name}.h: the C API of the tilecraft kernel {artifact.function_name} (target {artifact.target}).
- * Link {name}.c (and -ldl); load kernel.so once, then call tilecraft_{name} from any thread.
+ * Link {name}.c (and -ldl); load kernel.so once, then call tilecraft_{name} (a bounds-checked build
+ * keeps its out-of-bounds report in process-wide state: call it from one thread at a time).
  * Arguments, contiguous row-major arrays of exactly these shapes (nothing checks them in C):
 {shapes_comment(artifact)}
  */

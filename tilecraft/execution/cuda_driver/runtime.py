@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tilecraft._modules import imported
 from tilecraft.backend.arrays import ArrayArg
 from tilecraft.backend.artifact import CompiledArtifact, KernelInfo
 from tilecraft.backend.execution import Built, FastPath, Loaded, NativeKernel, NativeLaunch
@@ -32,6 +33,7 @@ from tilecraft.execution.cuda_driver.launch import (
     build_launcher,
     check_kernel,
     check_parameters,
+    current_stream_getter,
     make_stream_resolver,
     torch_current_stream,
 )
@@ -197,7 +199,7 @@ class CudaRuntimeBackend(CachedExecutionBackend):
         return NativeLaunch(
             "kernel-params", ctypes.cast(driver.launch_kernel, ctypes.c_void_p).value,
             _failure_handler(handle, ctypes_entry, artifact.kernels), handle.device, interop.ALIGNMENT,
-            stream=torch_current_stream, kernels=kernels, keep_alive=handle,
+            stream=_stream_getter(), kernels=kernels, keep_alive=handle,
         )  # fmt: skip
 
     def c_api(self, built: Built) -> Mapping[str, bytes]:
@@ -240,6 +242,14 @@ class CudaRuntimeBackend(CachedExecutionBackend):
 
     def to_host(self, array: Any) -> Any:
         return interop.to_host(array)
+
+
+def _stream_getter() -> Callable[[int], int]:
+    """torch's raw current-stream getter itself when torch is imported (no Python frame per call), else
+    the wrapper that finds it once a tensor brings torch in."""
+    if imported("torch") is not None:
+        return current_stream_getter()
+    return torch_current_stream
 
 
 def _native_kernel(artifact: CompiledArtifact, info: KernelInfo, function: int) -> NativeKernel:
