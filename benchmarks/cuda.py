@@ -3,7 +3,9 @@
     python benchmarks/cuda.py [--quick] [--json out.json]
 
 GEMM (float16, bfloat16) at 4096^3 and 8192^3; elementwise add (float32, bandwidth); row softmax and
-RMS norm against torch; host launch overhead; cold compile and warm (cached) load of the GEMM.
+RMS norm against torch; host launch overhead (output allocated and passed in; the compiled launcher and the Python path; torch's
+`x + 1` and TileLang's call when importable), CUDA-graph replay of 100 tiny kernels, the compiled
+launcher's build and warm load; cold compile and warm (cached) load of the GEMM.
 Times are CUDA-event medians (triton.testing.do_bench) after warm-up, on random data larger than L2,
 taken in alternating rounds (the median of three rounds per contender); every result is checked
 against torch before it is timed.
@@ -15,6 +17,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -29,6 +32,7 @@ from triton.testing import do_bench  # noqa: E402
 
 import tilecraft  # noqa: E402
 import tilecraft.language as T  # noqa: E402
+from tilecraft import settings  # noqa: E402
 
 GEMM_CONFIGS = [  # block_M, block_N, block_K, threads, stages
     (128, 128, 32, 128, 4),
@@ -253,40 +257,113 @@ def bench_rms_norm(m: int = 16384, n: int = 4096) -> dict:
     return {"torch_tbs": moved / t_torch / 1e9, "tilecraft_tbs": moved / t_tc / 1e9, "ratio": t_torch / t_tc}
 
 
-def bench_launch(batches: int = 200, batch: int = 100) -> dict:
+def _host_us_per_call(fn, batches: int = 100, batch: int = 100) -> float:
     """Host time per call: batches of calls timed on the host clock, the device drained (untimed)
     between batches, so the launch queue never fills and the GPU's own time per tiny kernel (which
-    depends on its clock, often idle-low here) cannot leak into the figure."""
-    a = torch.randn(32, device="cuda")
-    kernel = tc_tiny()
-    check("tiny", kernel(a), a + 1, 1e-7)
-
-    def per_call(fn) -> float:
-        for _ in range(batch):
-            fn()
-        samples = []
-        for _ in range(batches):
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            for _ in range(batch):
-                fn()
-            samples.append((time.perf_counter() - start) / batch * 1e6)
-        torch.cuda.synchronize()
-        return statistics.median(samples)
-
-    def back_to_back(fn, calls: int = 20000) -> float:  # also bound by the GPU's time per kernel
+    depends on its clock, often idle-low here) cannot leak into the figure; the median batch."""
+    for _ in range(batch):
+        fn()
+    samples = []
+    for _ in range(batches):
         torch.cuda.synchronize()
         start = time.perf_counter()
-        for _ in range(calls):
+        for _ in range(batch):
             fn()
-        torch.cuda.synchronize()
-        return (time.perf_counter() - start) / calls * 1e6
+        samples.append((time.perf_counter() - start) / batch * 1e6)
+    torch.cuda.synchronize()
+    return statistics.median(samples)
 
-    rounds = [(per_call(lambda: kernel(a)), per_call(lambda: a + 1.0)) for _ in range(3)]
-    return {"tilecraft_us": statistics.median(r[0] for r in rounds),
-            "torch_add_us": statistics.median(r[1] for r in rounds),
-            "back_to_back_tilecraft_us": back_to_back(lambda: kernel(a)),
-            "back_to_back_torch_add_us": back_to_back(lambda: a + 1.0)}  # fmt: skip
+
+def _launch_contenders(a, b) -> dict:
+    """name -> a call of a 32-element `x + 1` kernel, output allocated or passed in (`b`)."""
+    contenders = {}
+    for mode in ("compiled", "python"):
+        with settings.override(TILECRAFT_LAUNCHER=mode):
+            allocating = tilecraft.compile(tc_tiny.func(32), out_idx=[-1])
+            given = tilecraft.compile(tc_tiny.func(32))
+            check(f"tiny ({mode})", allocating(a), a + 1, 1e-7)
+            given(a, b)
+            check(f"tiny ({mode}, given)", b, a + 1, 1e-7)
+        contenders[f"tilecraft_{mode}_allocated"] = lambda k=allocating: k(a)
+        contenders[f"tilecraft_{mode}_given"] = lambda k=given: k(a, b)
+    contenders["torch_allocated"] = lambda: a + 1.0
+    contenders["torch_given"] = lambda: torch.add(a, 1.0, out=b)
+    try:
+        from benchmarks._tilelang_tiny import tiny as tilelang_tiny
+    except ImportError as err:
+        print(f"launch: TileLang not importable ({err}); not compared", flush=True)
+        return contenders
+    tl_allocating, tl_given = tilelang_tiny(32), tilelang_tiny(32, out_idx=())
+    check("tiny (TileLang)", tl_allocating(a), a + 1, 1e-7)
+    contenders["tilelang_allocated"] = lambda: tl_allocating(a)
+    contenders["tilelang_given"] = lambda: tl_given(a, b)
+    return contenders
+
+
+def bench_graph_replay(kernels: int = 100, replays: int = 50) -> dict:
+    """Device time per kernel of a CUDA graph of `kernels` tiny tilecraft launches, replayed."""
+    a = torch.randn(32, device="cuda")
+    kernel = tilecraft.compile(tc_tiny.func(32), out_idx=[-1])
+    kernel(a)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        x = a
+        for _ in range(kernels):
+            x = kernel(x)
+    graph.replay()
+    torch.cuda.synchronize()
+    check("graph replay", x, a + kernels, 1e-5)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(replays):
+        graph.replay()
+    end.record()
+    torch.cuda.synchronize()
+    host_start = time.perf_counter()
+    for _ in range(replays):
+        graph.replay()
+    torch.cuda.synchronize()
+    host = (time.perf_counter() - host_start) / (replays * kernels) * 1e6
+    return {"graph_us_per_kernel": start.elapsed_time(end) * 1e3 / (replays * kernels),
+            "graph_wall_us_per_kernel": host}  # fmt: skip
+
+
+def bench_launcher_build() -> dict:
+    """The compiled launcher's build in a fresh cache, and its load in a warm process (imports excluded)."""
+    code = ("import time; from tilecraft.execution import native, cache; t = time.perf_counter(); "
+            "assert native.launcher_module() is not None; print((time.perf_counter() - t) * 1e3)")  # fmt: skip
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "TILECRAFT_CACHE_DIR": cache, "TILECRAFT_LAUNCHER": "compiled",
+               "PYTHONPATH": str(Path(__file__).resolve().parents[1])}  # fmt: skip
+        def run() -> float:
+            done = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True)
+            return float(done.stdout)
+
+        cold = run()
+        warm = statistics.median(run() for _ in range(5))
+    return {"launcher_build_ms": cold, "launcher_warm_load_ms": warm}
+
+
+def bench_launch(rounds: int = 5) -> dict:
+    """Host time per call of each contender (`_host_us_per_call`), in alternating rounds; the median of
+    the rounds. Also one back-to-back figure, which the GPU's time per kernel bounds."""
+    a = torch.randn(32, device="cuda")
+    b = torch.empty(32, device="cuda")
+    contenders = _launch_contenders(a, b)
+    samples: dict = {name: [] for name in contenders}
+    for _ in range(rounds):
+        for name, fn in contenders.items():
+            samples[name].append(_host_us_per_call(fn))
+    result = {f"{name}_us": statistics.median(s) for name, s in samples.items()}
+    fn = contenders["tilecraft_compiled_allocated"]
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(20000):
+        fn()
+    torch.cuda.synchronize()
+    result["back_to_back_tilecraft_compiled_allocated_us"] = (time.perf_counter() - start) / 20000 * 1e6
+    return result
 
 
 def bench_compile(cfg) -> dict:
@@ -305,6 +382,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="only the 4096 GEMMs and no config sweep")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--launch-only", action="store_true", help="only the launch, graph and launcher figures")
     args = parser.parse_args()
     results: dict = {
         "device": torch.cuda.get_device_name(),
@@ -313,6 +391,14 @@ def main() -> None:
     }
     results["launch"] = bench_launch()
     print(f"launch: {results['launch']}", flush=True)
+    results["graph"] = bench_graph_replay()
+    print(f"graph: {results['graph']}", flush=True)
+    results["launcher"] = bench_launcher_build()
+    print(f"launcher: {results['launcher']}", flush=True)
+    if args.launch_only:
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=2, default=str))
+        return
     for dtype in ("float16", "bfloat16"):
         configs = GEMM_CONFIGS[:1] if args.quick else GEMM_CONFIGS
         print(f"gemm {dtype}: choosing a config at 4096", flush=True)

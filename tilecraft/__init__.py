@@ -17,6 +17,7 @@ from tilecraft.jit import compile, jit  # noqa: E402,A004 - light front doors; t
 
 _LAZY = {
     "JITFunction": "tilecraft.jit.api",
+    "load": "tilecraft.jit.load",
     "lower": "tilecraft.jit.lower",
     "Kernel": "tilecraft.jit.kernel",
     "JITKernel": "tilecraft.jit.kernel",
@@ -42,6 +43,7 @@ _SUBMODULES = (
     "math",
     "profiler",
     "tools",
+    "torch",
     "transform",
 )
 

@@ -116,6 +116,11 @@ def _check_program_or_directory(path: Path) -> None:
     raise ValueError(f"{path} {'is not executable' if path.is_file() else 'does not exist'}")
 
 
+def _check_launcher(text: str) -> None:
+    if text not in ("auto", "compiled", "python"):
+        raise ValueError(f"must be 'auto', 'compiled' or 'python', got {text!r}")
+
+
 def _check_directory(path: Path) -> None:
     """A directory that exists, or can be created: nothing on the way to it is a file."""
     for candidate in (path, *path.parents):
@@ -341,6 +346,10 @@ for _setting in (
             "default: found on PATH", check=_check_program_or_directory),
     Setting("TILECRAFT_TARGET", str, None,
             "target used when a kernel asks for 'auto' or gives none; default: detect the hardware"),
+    Setting("TILECRAFT_LAUNCHER", str, "auto",
+            "how kernel calls are checked and launched: 'compiled' (the C extension built once into the cache; "
+            "an error where it cannot be built), 'python' (the generated Python path), 'auto' (compiled "
+            "where a C compiler exists, else python with a one-time warning)", check=_check_launcher),
 ):  # fmt: skip
     REGISTRY.declare(_setting)
 

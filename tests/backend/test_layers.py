@@ -33,7 +33,7 @@ LAYER_NAMES = {
     CORE: "core",
 }
 LAYERS = {
-    FRONT_END: ("jit", "tools", "autotuner", "profiler", "engine", "compat", "testing", "utils", "env", "math",
+    FRONT_END: ("jit", "tools", "autotuner", "profiler", "engine", "compat", "testing", "utils", "env", "math", "torch",
                 "__main__"),
     EXECUTION: ("execution",),
     CORE: ("backend", "transform", "layout", "codegen", "language", "ir", "carver", "errors", "settings",

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from tests.cuda.helpers import ADD_SOURCE, FakeContext, add_artifact
+from tilecraft import settings
 from tilecraft.errors import ArgumentError, TilecraftError, ToolchainError
 from tilecraft.execution.cuda_driver import driver as cuda_driver
 from tilecraft.execution.cuda_driver import toolkit
@@ -298,9 +299,10 @@ def test_kernel_calls_with_torch_tensors_take_the_fast_path(cache, fake_driver, 
 
     monkeypatch.setattr(launch_module, "_torch_stream", [])
     backend, built, loaded = _loaded(cache)
-    kernel = Kernel(loaded, FakeContext(backend), (2,))
-    fake_driver.set("fake_param_count", 5)
-    out = kernel(Tensor(0xA000, (1000,)), Tensor(0xB000, (1000,)), 1.5)
+    with settings.override(TILECRAFT_LAUNCHER="python"):  # the compiled launcher's are in test_native_launch
+        kernel = Kernel(loaded, FakeContext(backend), (2,))
+        fake_driver.set("fake_param_count", 5)
+        out = kernel(Tensor(0xA000, (1000,)), Tensor(0xB000, (1000,)), 1.5)
     assert callable(kernel._fast) and out.shape == (1000,)
     assert fake_driver.stream() == 0x77 and fake_driver.dims()[0] == 8
 

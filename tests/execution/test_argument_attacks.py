@@ -7,6 +7,9 @@ GPU ones on a GPU machine. Arrays are made with the backend's `to_device`; the c
 memory (huge shapes, byte-swapped dtypes) rely on shapes and dtypes being checked before the device,
 which is what a call does first. Nothing here launches a kernel on bad input: a huge shape is an
 untouched allocation or a view of a few bytes.
+
+Every case runs against both launchers (TILECRAFT_LAUNCHER=python and =compiled): the compiled one
+must refuse exactly what the Python path refuses, with the same message.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import pytest
 import tilecraft
 import tilecraft.language as T
 from tests.conformance.targets import declared_cases, resolve
+from tilecraft import settings
 from tilecraft.errors import ArgumentError, LoweringError
 
 CASES = declared_cases()
@@ -29,8 +33,15 @@ def int_range(name: str) -> tuple[int, int]:
     return int(info.min), int(info.max)
 
 
+@pytest.fixture(scope="module", params=["python", "compiled"], autouse=True)
+def launcher(request):
+    """The launcher every call of the module goes through."""
+    with settings.override(TILECRAFT_LAUNCHER=request.param):
+        yield request.param
+
+
 @pytest.fixture(scope="module", params=CASES, ids=[c.id for c in CASES])
-def ctx(request):
+def ctx(request, launcher):
     return resolve(request.param)
 
 
@@ -44,7 +55,7 @@ _compiled: dict = {}
 
 def compiled(ctx, make, **options):
     """`make()` compiled for `ctx`, once per module and backend; a LoweringError is a skip reason."""
-    key = (id(ctx), make.__name__, tuple(sorted(options.items())))
+    key = (id(ctx), make.__name__, tuple(sorted(options.items())), settings.get("TILECRAFT_LAUNCHER"))
     if key not in _compiled:
         try:
             _compiled[key] = tilecraft.compile(make(), ctx=ctx, **options)
@@ -461,3 +472,25 @@ def test_a_static_stride_must_match(ctx, backend):
         kernel(backend.to_device(base)[::2][:8], y)
     kernel(backend.to_device(base)[::4][:8], y)
     np.testing.assert_array_equal(backend.to_host(y), base[::4][:8])
+
+
+def test_the_compiled_launcher_runs_the_good_calls(ctx, backend, launcher):
+    """Under TILECRAFT_LAUNCHER=compiled, a backend with a native launch never reaches the Python one."""
+    kernel = compiled(ctx, scale, out_idx=(1,))
+    x = backend.to_device(np.random.rand(4, 64).astype(np.float32))
+    kernel(x, 2.0)
+    if launcher == "python" or backend.native_launch(kernel.loaded) is None:
+        assert not kernel._plan
+        return
+    assert type(kernel._plan).__name__ == "Plan"
+    python_launch = kernel._launch
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the Python launcher ran a call the compiled one accepts")
+
+    kernel._launch = refuse
+    try:
+        y = kernel(x, 3.0)
+    finally:
+        kernel._launch = python_launch
+    np.testing.assert_allclose(backend.to_host(y), backend.to_host(x).astype(np.float64) * 3.0, rtol=1e-6)

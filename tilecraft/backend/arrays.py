@@ -179,15 +179,16 @@ def from_array_interface(x: Any, info: dict, device: int, index: int) -> ArrayAr
 
 
 def _from_dlpack(x: Any, name: str) -> ArrayArg:
-    code, index = x.__dlpack_device__()
-    if int(code) != DLPACK_HOST:
-        raise ArgumentError(
-            f"parameter {name!r}: this {type(x).__name__} lives on {describe_device(int(code), int(index))}, "
-            "which the selected execution backend cannot read; pass a torch tensor"
-        )
-    arg = _from_numpy(np.from_dlpack(x))  # numpy keeps DLPack's read-only flag
-    return ArrayArg(x, arg.ptr, arg.shape, arg.strides, arg.dtype, DLPACK_HOST, int(index), "dlpack",
-                    arg.writable)  # fmt: skip
+    """Any `__dlpack__` producer, wherever its memory lives (the execution backend's `check_device` says
+    whether its launcher reads there); read in place."""
+    from tilecraft.backend import dlpack
+
+    try:
+        view = dlpack.read(x)
+    except dlpack.DLPackError as err:
+        raise UnusableArray(str(err)) from None
+    return ArrayArg(x, view.ptr, view.shape, view.strides, view.dtype, view.device_type, view.device_id, "dlpack",
+                    view.writable)  # fmt: skip
 
 
 def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -210,6 +210,49 @@ class FastPath:
     stream: Callable[[int], Any]
 
 
+@dataclass(frozen=True)
+class NativeKernel:
+    """One device kernel as the compiled launcher launches it (kind "kernel-params").
+
+    `function` is the driver's function handle; `grid` three bytecode programs
+    (`tilecraft.execution.native.program`) over the call's values; `slots` the kernel's parameters in
+    ABI order, each (value index, struct code: "p" a pointer, "b".."Q" integers, "f" float, "d" double).
+    A call's values are the function's parameters in order (a buffer's address, a scalar's number),
+    then its symbolic dims.
+    """
+
+    function: int
+    grid: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+    block: tuple[int, int, int]
+    dynamic_smem: int
+    slots: tuple[tuple[int, str], ...]
+
+
+@dataclass(frozen=True)
+class NativeLaunch:
+    """How the compiled launcher (tilecraft/execution/native) launches a loaded artifact.
+
+    `kind` "kernel-params": `address` is a `cuLaunchKernel`-shaped function, called for each of
+    `kernels` on the stream `stream(device)` returns; a non-zero result calls `failed(k, rc, call)`,
+    which retries or raises. `kind` "packed-call": `address` is `int32_t f(void **slots)` taking the
+    addresses of `slots` (as in NativeKernel), run without the GIL; a non-zero result calls
+    `failed(rc)`, which raises. `device` is the torch device index tensors must be on (-1: the host);
+    `host_arrays`: numpy arrays are read too (host memory); `alignment`: the byte alignment every
+    buffer needs; `keep_alive`: what must outlive the launcher (the loaded module).
+    """
+
+    kind: str
+    address: int
+    failed: Callable[..., None]
+    device: int
+    alignment: int = 1
+    host_arrays: bool = False
+    stream: Callable[[int], int] | None = None
+    kernels: tuple[NativeKernel, ...] = ()
+    slots: tuple[tuple[int, str], ...] = ()
+    keep_alive: Any = None
+
+
 class ExecutionBackend(ABC):
     """Build -> Load -> Launch of artifacts of the formats its spec consumes, and what a `Kernel` needs
     around a launch: reading, checking and allocating its device's arrays, copies, waiting, timing.
@@ -248,6 +291,16 @@ class ExecutionBackend(ABC):
 
     def fast_path(self, loaded: Loaded) -> FastPath | None:
         """A raw launcher for torch tensors on one device, or None (the default: calls take the full path)."""
+        return None
+
+    def native_launch(self, loaded: Loaded) -> NativeLaunch | None:
+        """How the compiled launcher launches `loaded`, or None (the default: calls take the Python path)."""
+        return None
+
+    def compiled_launcher(self, loaded: Loaded, out_idx: Sequence[int], miss: Any) -> Callable[..., Any] | None:
+        """`plan(*args)`: checks a call with `out_idx` allocated (or every parameter given), allocates,
+        launches and returns the outputs, or returns `miss` for any call its rules do not accept; None
+        when this backend has no compiled launcher (the default) or the kernel cannot have one."""
         return None
 
     def synchronize(self, loaded: Loaded) -> None:  # noqa: B027 - a no-op is right for synchronous launches
@@ -299,8 +352,14 @@ class ExecutionBackend(ABC):
 
         return np.asarray(array)
 
-    def export(self, built: Built, path: str | Path) -> Path:
-        """Write a self-contained copy of `built` to directory `path`, loadable by `import_built`."""
+    def c_api(self, built: Built) -> Mapping[str, bytes]:
+        """Files an export adds so a C program can load and call the kernel without Python (a header and
+        a loader source); none by default."""
+        return {}
+
+    def export(self, built: Built, path: str | Path, out_idx: Sequence[int] = ()) -> Path:
+        """Write a self-contained copy of `built` to directory `path`, loadable by `import_built`
+        (`out_idx`: the outputs a Kernel loaded from it allocates, kept for `tilecraft.load`)."""
         raise BackendError(f"execution backend {self.spec.name!r} cannot export built kernels")
 
     def import_built(self, path: str | Path) -> Built:

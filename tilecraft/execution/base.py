@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tilecraft.backend.execution import Built, ExecutionBackend, ExecutionBackendSpec
@@ -85,8 +85,9 @@ class CachedExecutionBackend(ExecutionBackend):
                     entry = self.cache.put(key, files, meta)
         return Built(self.spec.name, key, artifact, entry)
 
-    def export(self, built: Built, path: str | Path) -> Path:
-        """Write a self-contained copy of `built` (its files, the artifact, metadata) to directory `path`."""
+    def export(self, built: Built, path: str | Path, out_idx: Sequence[int] = ()) -> Path:
+        """Write a self-contained copy of `built` (its files, the artifact, metadata, the backend's C API
+        and the `out_idx` a loaded Kernel allocates) to directory `path`."""
         import json
         from pathlib import Path
 
@@ -94,7 +95,7 @@ class CachedExecutionBackend(ExecutionBackend):
         from tilecraft.execution.cache import write_export
 
         files = {name: built.read(name) for name in built.entry.files}
-        stored = artifact_files(built.artifact)
+        stored = {**artifact_files(built.artifact), **self.c_api(built)}
         clash = sorted(set(files) & {*stored, EXPORT_FILE})
         if clash:
             raise BackendError(
@@ -102,7 +103,8 @@ class CachedExecutionBackend(ExecutionBackend):
                 "artifact; rename them in its compile()"
             )
         files.update(stored)
-        files[EXPORT_FILE] = json.dumps({"execution_backend": self.spec.name, "key": built.key}).encode()
+        info = {"execution_backend": self.spec.name, "key": built.key, "out_idx": [int(i) for i in out_idx]}
+        files[EXPORT_FILE] = json.dumps(info).encode()
         return write_export(Path(path), built.key, files, built.entry.meta)
 
     def import_built(self, path: str | Path) -> Built:
@@ -145,7 +147,18 @@ def _export_info(entry: CacheEntry, path: Any) -> dict[str, str]:
         info = json.loads(entry.read(EXPORT_FILE))
     except (BackendError, OSError, ValueError):
         info = None
-    if not (isinstance(info, dict) and set(info) == {"execution_backend", "key"}
-            and isinstance(info["execution_backend"], str) and is_cache_key(info["key"])):  # fmt: skip
+    if not (isinstance(info, dict) and set(info) - {"out_idx"} == {"execution_backend", "key"}
+            and isinstance(info["execution_backend"], str) and is_cache_key(info["key"])
+            and all(type(i) is int for i in info.get("out_idx", ()))):  # fmt: skip
         raise BackendError(f"export at {path} has no valid {EXPORT_FILE}; export the kernel again")
     return info
+
+
+def export_info(path: str | Path) -> dict[str, Any]:
+    """What an export's `export.json` says: the execution backend that wrote it, its key and `out_idx`
+    (verified with the rest of the export)."""
+    from pathlib import Path
+
+    from tilecraft.execution.cache import read_export
+
+    return _export_info(read_export(Path(path)), path)

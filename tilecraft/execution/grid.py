@@ -113,7 +113,7 @@ def _translate(e: E.Expr, scope: GridScope, where: str) -> str:
         return f"({_translate(e.a, scope, where)} {_ARITH[kind]} {_translate(e.b, scope, where)})"
     if kind in _CALLS:
         return f"{_CALLS[kind]}({_translate(e.a, scope, where)}, {_translate(e.b, scope, where)})"
-    if kind is E.Cast and _preserves_value(e.value.dtype, e.dtype):
+    if kind is E.Cast and preserves_value(e.value.dtype, e.dtype):
         return _translate(e.value, scope, where)
     raise _Fallback
 
@@ -123,7 +123,7 @@ def _integer_operands(e: E.BinaryOp) -> None:
         raise _Fallback
 
 
-def _preserves_value(src: Any, dst: Any) -> bool:
+def preserves_value(src: Any, dst: Any) -> bool:
     """Whether every value of integer type `src` is unchanged by a cast to integer type `dst`."""
     if not (src.is_integer or src.is_bool) or not dst.is_integer:
         return False

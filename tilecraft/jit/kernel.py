@@ -14,9 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tilecraft._modules import imported
 from tilecraft.backend.arrays import ArrayArg, as_array_arg, check_alignment
 from tilecraft.backend.artifact import ParamInfo
 from tilecraft.backend.context import BackendContext
+from tilecraft.backend.dlpack import as_callers_array
 from tilecraft.backend.execution import Loaded
 from tilecraft.errors import ArgumentError
 from tilecraft.ir import expr as E
@@ -130,6 +132,8 @@ class Kernel:
         self._inputs = [i for i in range(n) if i not in self.out_idx]
         # The generated fast path passes the caller's arrays straight through: it has no workspaces.
         self._fast: Any = False if self._workspaces else None
+        self._plan: Any = None  # the compiled launcher's plan, made on the first call (False: none)
+        self._plan_without_torch = False
 
     def _fast_path(self):
         """The generated fast path for torch tensors, built on first use (None: not available)."""
@@ -183,10 +187,31 @@ class Kernel:
         )
 
     def export(self, path) -> Any:
-        """A self-contained copy of the built kernel, loadable without a compiler."""
-        return self._backend.export(self.built, path)
+        """Write a self-contained copy of the built kernel to directory `path`: the device binary, the
+        artifact, and (where the execution backend has one) a C header and loader source for calling it
+        from C; `tilecraft.load(path)` loads it back without a compiler (docs/runtime.md)."""
+        return self._backend.export(self.built, path, self.out_idx)
+
+    def _native_plan(self) -> Any:
+        """The compiled launcher's plan for this kernel, or False (calls take the Python path)."""
+        self._plan_without_torch = imported("torch") is None
+        if self._workspaces:
+            return False
+        return self._backend.compiled_launcher(self.loaded, self.out_idx, MISS) or False
 
     def __call__(self, *args: Any, stream: Any = None) -> Any:
+        if stream is None:
+            plan = self._plan
+            if plan is None:
+                plan = self._plan = self._native_plan()
+            if plan:
+                result = plan(*args)
+                if result is not MISS:
+                    return result
+                if self._plan_without_torch and imported("torch") is not None:
+                    # Made before torch was imported, the plan cannot read tensors: make it again, once.
+                    self._plan = None
+                    return self(*args)
         fast = self._fast
         if fast is None and stream is None and args and _is_torch_tensor(args[0]):
             fast = self._fast = self._fast_path() or False
@@ -212,6 +237,9 @@ class Kernel:
         if not outputs:
             return None
         result = [outputs[i] for i in self.out_idx]
+        reference = next(iter(arrays.values()))
+        if reference.library == "dlpack":  # a DLPack producer's caller gets its own array type back
+            result = [as_callers_array(r, reference.obj) for r in result]
         return result[0] if len(result) == 1 else result
 
     def _arrange(self, args: tuple) -> list:

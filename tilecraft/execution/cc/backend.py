@@ -10,10 +10,11 @@ from typing import Any
 from tilecraft.backend.arrays import ArrayArg
 from tilecraft.backend.artifact import CompiledArtifact
 from tilecraft.backend.devices import describe_device
-from tilecraft.backend.execution import Built, Loaded
+from tilecraft.backend.execution import Built, Loaded, NativeLaunch
 from tilecraft.errors import ArgumentError, TilecraftError
 from tilecraft.execution.base import CachedExecutionBackend
 from tilecraft.execution.cc import toolchain
+from tilecraft.execution.native.plan import build_plan
 from tilecraft.ir.dtype import DataType
 
 # Fast math (pass config tl.enable_fast_math): the parts of gcc's and clang's -ffast-math that keep NaN
@@ -26,6 +27,15 @@ LIBRARY = "kernel.so"
 SOURCE = "kernel.c"
 DEVICE_FORMAT = "c-source"
 HOST_FORMAT = "c-host-source"
+
+# The C type a packed-entry slot is read as, and the struct code the compiled launcher writes it with.
+_SLOT_TYPES = {
+    "bool": ("int32_t", "i"), "int8": ("int8_t", "b"), "int16": ("int16_t", "h"), "int32": ("int32_t", "i"),
+    "int64": ("int64_t", "q"), "uint8": ("uint8_t", "B"), "uint16": ("uint16_t", "H"),
+    "uint32": ("uint32_t", "I"), "uint64": ("uint64_t", "Q"), "float16": ("float", "f"),
+    "bfloat16": ("float", "f"), "float32": ("float", "f"), "float64": ("double", "d"),
+}  # fmt: skip
+PACKED_ENTRY = "packed-v1"  # the `<function>_packed` wrapper's ABI, part of the cache key
 
 _SCALAR_CTYPES = {
     "bool": ctypes.c_int, "int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32,
@@ -62,6 +72,7 @@ class CCExecutionBackend(CachedExecutionBackend):
             "flags": list(cc.flags(openmp)) + extra,
             "openmp": openmp,
             "extra_flags": extra,
+            "packed_entry": PACKED_ENTRY,
         }
 
     def compile(self, artifact: CompiledArtifact, ctx) -> tuple[Mapping[str, bytes], Mapping[str, Any]]:
@@ -70,7 +81,7 @@ class CCExecutionBackend(CachedExecutionBackend):
                 f"the cc execution backend needs host source of format {HOST_FORMAT!r}, "
                 f"got {artifact.host_format!r}"
             )
-        source = artifact.source(DEVICE_FORMAT) + "\n" + (artifact.host_source or "")
+        source = artifact.source(DEVICE_FORMAT) + "\n" + (artifact.host_source or "") + packed_entry(artifact)
         options = self.build_options(artifact, ctx)
         # Only used when the compile fails (the cache says where a failed build keeps its source).
         keep = self.cache.failure_dir(self.cache_key(artifact, ctx))
@@ -91,6 +102,34 @@ class CCExecutionBackend(CachedExecutionBackend):
         message.restype = ctypes.c_char_p
         return Loaded(built, (lib, entry, message))
 
+    def native_launch(self, loaded: Loaded) -> NativeLaunch | None:
+        """The compiled launcher calls `<function>_packed(void **slots)` (None for a library built
+        without it: an export from an older version)."""
+        lib, _, message = loaded.handle
+        art = loaded.built.artifact
+        try:
+            packed = getattr(lib, f"{art.function_name}_packed")
+        except AttributeError:
+            return None
+        n = len(art.params)
+        slots = tuple((i, slot_code(p)) for i, p in enumerate(art.params))
+        slots += tuple((n + j, _SLOT_TYPES[v.dtype.name][1]) for j, v in enumerate(art.symbolic_dims))
+        return NativeLaunch("packed-call", ctypes.cast(packed, ctypes.c_void_p).value,
+                            lambda rc: _raise_failure(rc, message), device=-1, alignment=art.buffer_alignment,
+                            host_arrays=True, slots=slots,
+                            keep_alive=loaded.handle)  # fmt: skip
+
+    def c_api(self, built: Built) -> Mapping[str, bytes]:
+        """`<function>.h` and `<function>.c`: load kernel.so with dlopen and call its entry (export_c.py)."""
+        from tilecraft.execution.cc.export_c import c_api
+
+        return c_api(built.artifact)
+
+    def compiled_launcher(self, loaded: Loaded, out_idx: Sequence[int], miss: Any) -> Callable[..., Any] | None:
+        """The compiled launcher's plan over `native_launch` (tilecraft/execution/native)."""
+        launch = self.native_launch(loaded)
+        return None if launch is None else build_plan(loaded.built.artifact, tuple(out_idx), launch, miss)
+
     def launcher(self, loaded: Loaded) -> Callable[..., Any]:
         _, entry, message = loaded.handle
 
@@ -110,6 +149,24 @@ class CCExecutionBackend(CachedExecutionBackend):
                 f"parameter {name!r} is on {describe_device(arg.device_type, arg.device_id)}, but this "
                 "kernel runs on the host; pass a host array (for torch: tensor.cpu())"
             )
+
+
+def slot_code(param: Any) -> str:
+    return "p" if param.kind == "buffer" else _SLOT_TYPES[param.dtype.name][1]
+
+
+def packed_entry(artifact: CompiledArtifact) -> str:
+    """`int32_t <function>_packed(void **slots)`: the entry with every argument read from a slot (the
+    parameters, then the symbolic dims), which the compiled launcher calls."""
+    reads = [
+        f"*(void**)tc_slots[{i}]" if p.kind == "buffer" else f"*({_SLOT_TYPES[p.dtype.name][0]}*)tc_slots[{i}]"
+        for i, p in enumerate(artifact.params)
+    ]
+    n = len(artifact.params)
+    reads += [f"*({_SLOT_TYPES[v.dtype.name][0]}*)tc_slots[{n + j}]" for j, v in enumerate(artifact.symbolic_dims)]
+    name = artifact.function_name
+    return (f"\nint32_t {name}_packed(void** tc_slots) {{\n    (void)tc_slots;\n"
+            f"    return {name}_entry({', '.join(reads)});\n}}\n")  # fmt: skip
 
 
 def _raise_failure(rc: int, message) -> None:

@@ -100,9 +100,17 @@ def empty_like_library(reference: ArrayArg | None, shape: tuple[int, ...], dtype
         return torch.empty(shape, dtype=torch_dtype(torch, dtype), device=reference.obj.device)
     if _is_cupy(reference.obj):
         return _cupy_empty(shape, dtype, reference.device_id)
+    if reference.library == "dlpack":  # allocated with torch or CuPy, handed back as the caller's type
+        torch = optional("torch")
+        if torch is not None:
+            return torch.empty(shape, dtype=torch_dtype(torch, dtype), device=f"cuda:{reference.device_id}")
+        if optional("cupy") is not None:
+            return _cupy_empty(shape, dtype, reference.device_id)
     raise ArgumentError(
         f"cannot allocate the kernel's outputs next to a {type(reference.obj).__name__}: the CUDA execution "
         "backends allocate with torch or CuPy; pass torch tensors or CuPy arrays, or pass the outputs"
+        + (" (or install torch or CuPy: a DLPack caller gets its own array type back)"
+           if reference.library == "dlpack" else "")
     )
 
 

@@ -391,9 +391,14 @@ _torch_stream: list[Callable[[int], int]] = []
 def torch_current_stream(device: int) -> int:
     """The raw handle of torch's current stream on `device` (torch is already imported: a tensor was
     passed)."""
+    return current_stream_getter()(device)
+
+
+def current_stream_getter() -> Callable[[int], int]:
+    """torch's function from a device index to its current stream's raw handle (found once)."""
     if not _torch_stream:
         _torch_stream.append(_torch_stream_getter())
-    return _torch_stream[0](device)
+    return _torch_stream[0]
 
 
 def _torch_stream_getter() -> Callable[[int], int]:

@@ -10,30 +10,36 @@ Launch: the generated launcher of launch.py.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tilecraft._modules import imported
 from tilecraft.backend.arrays import ArrayArg
 from tilecraft.backend.artifact import CompiledArtifact, KernelInfo
-from tilecraft.backend.execution import Built, FastPath, Loaded
+from tilecraft.backend.execution import Built, FastPath, Loaded, NativeKernel, NativeLaunch
 from tilecraft.backend.timing import DeviceTimer
 from tilecraft.errors import TilecraftError
+from tilecraft.execution import native
 from tilecraft.execution.base import CachedExecutionBackend
 from tilecraft.execution.cuda_driver import driver as cuda_driver
 from tilecraft.execution.cuda_driver import interop
 from tilecraft.execution.cuda_driver.launch import (
+    SCALAR_CODES,
     LaunchHooks,
     build_launcher,
     check_kernel,
     check_parameters,
+    current_stream_getter,
     make_stream_resolver,
     torch_current_stream,
 )
 from tilecraft.execution.cuda_driver.sources import SOURCE_NAME
 from tilecraft.execution.cuda_driver.tensor_map import TensorMaps
+from tilecraft.execution.native.plan import build_plan
 from tilecraft.ir.dtype import DataType
 
 SOURCE_FORMAT = "cuda-source"
@@ -149,6 +155,39 @@ class CudaRuntimeBackend(CachedExecutionBackend):
         raw = _build_launcher(loaded, lambda stream, args: stream, raw=True)
         return FastPath(raw, loaded.handle.device, torch_current_stream)
 
+    def native_launch(self, loaded: Loaded) -> NativeLaunch | None:
+        """`cuLaunchKernel` of the driver library the Python path loaded, called by the compiled launcher
+        for each kernel (None for kernels taking tensor maps, and grids the bytecode cannot express:
+        their calls take the Python path)."""
+        handle: CudaModule = loaded.handle
+        artifact = loaded.built.artifact
+        if any(info.tensor_maps for info in artifact.kernels):
+            return None
+        try:
+            kernels = tuple(
+                _native_kernel(artifact, info, function) for info, function in zip(artifact.kernels, handle.functions)
+            )
+        except native.NotCompilable:
+            return None
+        driver = handle.driver
+        ctypes_entry = cuda_driver.LaunchEntry(driver.launch_kernel, False, int, "ctypes")
+        return NativeLaunch(
+            "kernel-params", ctypes.cast(driver.launch_kernel, ctypes.c_void_p).value,
+            _failure_handler(handle, ctypes_entry, artifact.kernels), handle.device, artifact.buffer_alignment,
+            stream=_stream_getter(), kernels=kernels, keep_alive=handle,
+        )  # fmt: skip
+
+    def c_api(self, built: Built) -> Mapping[str, bytes]:
+        """`<function>.h` and `<function>.c`: load kernel.cubin and launch it with the driver API."""
+        from tilecraft.execution.cuda_driver.export_c import c_api
+
+        return c_api(built.artifact)
+
+    def compiled_launcher(self, loaded: Loaded, out_idx: Sequence[int], miss: Any) -> Callable[..., Any] | None:
+        """The compiled launcher's plan over `native_launch` (tilecraft/execution/native)."""
+        launch = self.native_launch(loaded)
+        return None if launch is None else build_plan(loaded.built.artifact, tuple(out_idx), launch, miss)
+
     def synchronize(self, loaded: Loaded) -> None:
         """Wait until every kernel launched so far on the module's device has finished."""
         handle: CudaModule = loaded.handle
@@ -177,6 +216,29 @@ class CudaRuntimeBackend(CachedExecutionBackend):
 
     def to_host(self, array: Any) -> Any:
         return interop.to_host(array)
+
+
+def _stream_getter() -> Callable[[int], int]:
+    """torch's raw current-stream getter itself when torch is imported (no Python frame per call), else
+    the wrapper that finds it once a tensor brings torch in."""
+    if imported("torch") is not None:
+        return current_stream_getter()
+    return torch_current_stream
+
+
+def _native_kernel(artifact: CompiledArtifact, info: KernelInfo, function: int) -> NativeKernel:
+    n = len(artifact.params)
+    names = {p.name: i for i, p in enumerate(artifact.params) if p.kind == "scalar"}
+    names.update({v.name: n + j for j, v in enumerate(artifact.symbolic_dims)})
+    grid = tuple(native.program(e, names) for e in info.grid) + ((native.OPS["const"], 1),) * (3 - len(info.grid))
+    slots = []
+    for param in info.params:
+        index = next((i for i, p in enumerate(artifact.params) if p.name == param.name), None)
+        if index is None:
+            index = next(n + j for j, v in enumerate(artifact.symbolic_dims) if v.name == param.name)
+        slots.append((index, "p" if param.kind == "buffer" else SCALAR_CODES[param.dtype.name]))
+    block = tuple(info.block) + (1,) * (3 - len(info.block))
+    return NativeKernel(function, grid, block, info.dynamic_smem, tuple(slots))
 
 
 def _load_image(driver: Any, image: bytes, artifact: CompiledArtifact, device: int) -> int:
