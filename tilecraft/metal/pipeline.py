@@ -44,7 +44,9 @@ PIPELINE = PassPipeline(
         rasterize_blocks,  # T.use_swizzle: threadgroups renumbered in cache-friendly panels
         simplify_pass,  # index arithmetic, before layouts are chosen
         guard_accesses,  # T.Parallel loads/stores of global memory past an edge: zero / skipped
-        apply_layout_annotations(keep_fragments=True),  # permuted global buffers addressed through their T.Layout
+        apply_layout_annotations(
+            keep_fragments=True
+        ),  # permuted global buffers addressed through their T.Layout
         stage_simdgroup_gemms,  # fragment-C gemms through a threadgroup tile for simdgroup_matrix, where it fits
         infer_layouts(metal_simt),  # fragment layouts by propagation and defaults
         lower_to_threads(OP_TABLE, metal_simt),  # per-thread code; simd_shuffle_xor / simd_sum reductions
@@ -52,7 +54,9 @@ PIPELINE = PassPipeline(
         simplify_pass,  # fold the per-thread index arithmetic
         widen_index_arithmetic,  # int64 where an index value may not fit its dtype
         narrow_shared_scopes(),  # threadgroup buffers in scope from first to last use, so later ones reuse bytes
-        insert_barriers(shared_accesses),  # threadgroup_barrier between threadgroup writes and other threads' reads
+        insert_barriers(
+            shared_accesses
+        ),  # threadgroup_barrier between threadgroup writes and other threads' reads
         split_host_device,  # one kernel function per T.Kernel, a host function that launches them
         plan_threadgroup_memory,  # threadgroup memory offsets with reuse; launch sizes
     ),

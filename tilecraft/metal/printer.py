@@ -94,14 +94,14 @@ class MetalPrinter(CFamilyPrinter):
         super()._s_Evaluate(s)
 
     def simdgroup_gemm(self, call: E.Call) -> str:
-        """tc_simdgroup_gemm(c, ldc, a, lda, a_step, ta, b, ldb, b_step, tb, ksteps, clear); c, a and b
-        are the first elements of their tiles (BufferLoads), the rest integers (op/gemm.py)."""
-        c, ldc, a, lda, a_step, ta, b, ldb, b_step, tb, ksteps, clear = call.args
-        return (
-            f"tc_simdgroup_gemm({self.address(c)}, {self.expr(ldc)}, {self.address(a)}, {self.expr(lda)}, "
-            f"{self.expr(a_step)}, {self._flag(ta)}, {self.address(b)}, {self.expr(ldb)}, {self.expr(b_step)}, "
-            f"{self._flag(tb)}, {self.expr(ksteps)}, {self._flag(clear)})"
-        )
+        """tc_simdgroup_gemm(c, ldc, a, lda, ta, b, ldb, tb, m_tiles, n_tiles, ksteps, clear, simdgroup,
+        simdgroups): c, a and b are the first elements of their tiles (BufferLoads), the flags 0 or 1,
+        the rest integers (op/gemm.py)."""
+        c, ldc, a, lda, ta, b, ldb, tb, *counts, clear, simdgroup, groups = call.args
+        parts = [self.address(c), self.expr(ldc), self.address(a), self.expr(lda), self._flag(ta),
+                 self.address(b), self.expr(ldb), self._flag(tb), *(self.expr(x) for x in counts),
+                 self._flag(clear), self.expr(simdgroup), self.expr(groups)]  # fmt: skip
+        return f"tc_simdgroup_gemm({', '.join(parts)})"
 
     def address(self, load: E.Expr) -> str:
         """A pointer to the element a BufferLoad names, as the matrix element type."""

@@ -42,8 +42,9 @@ def normalize(attrs: dict[str, Any]) -> dict[str, Any]:
         family = _device_family()
     return {
         "family": _family(family),
-        "threadgroup_memory": _limit(attrs.get("threadgroup_memory", THREADGROUP_MEMORY), "threadgroup_memory",
-                                     THREADGROUP_MEMORY),  # fmt: skip
+        "threadgroup_memory": _limit(
+            attrs.get("threadgroup_memory", THREADGROUP_MEMORY), "threadgroup_memory", THREADGROUP_MEMORY
+        ),  # fmt: skip
         "max_threads": _limit(attrs.get("max_threads", MAX_THREADS), "max_threads", MAX_THREADS),
     }
 

@@ -21,8 +21,8 @@ from tilecraft.errors import ToolchainError
 
 PYOBJC_FIX = "`pip install pyobjc-framework-Metal` (macOS)"
 MACOS_FIX = (
-    "run on a Mac with an Apple GPU; elsewhere generate the MSL only (tilecraft.compile(..., "
-    "target='metal -family=apple8'), kernel.source)"
+    "run on a Mac with an Apple GPU; elsewhere generate the MSL only: "
+    "tilecraft.lower(kernel, target='metal -family=apple8').source('metal-source')"
 )
 DEVICE_FIX = "use a Mac whose GPU supports Metal (MTLCreateSystemDefaultDevice returned nothing)"
 # MTLGPUFamilyApple<n> = 1000 + n (MTLGPUFamilyApple1 is 1001).

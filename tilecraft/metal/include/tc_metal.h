@@ -13,8 +13,10 @@
 #include <metal_stdlib>
 using namespace metal;
 
+#ifndef INT64_C
 #define INT64_C(c) ((int64_t)(c##L))
 #define UINT64_C(c) ((uint64_t)(c##UL))
+#endif
 #define TC_INFINITY INFINITY
 #define TC_NAN NAN
 #define TC_NO_FP64 1
@@ -62,24 +64,32 @@ TC_FN int64_t tc_simd_shuffle_xor(int64_t v, ushort m) { return (int64_t)tc_simd
 /* ------------------------------------------------------------------ simdgroup_matrix gemm (apple7+) */
 
 #if TC_APPLE_FAMILY >= 7
-/* One 8x8 tile of C (float, row-major, row stride ldc) += the product of a row of 8x8 tiles of A and a
- * column of 8x8 tiles of B, over ksteps steps of 8. A tile of A starts at a + k * a_step (row stride
- * lda, loaded transposed when ta), one of B at b + k * b_step. Every thread of the SIMD group calls it
- * with the same arguments. */
+/* C (+)= op(A) op(B) on 8x8 simdgroup_matrix tiles. C is float, row-major (row stride ldc) and
+ * m_tiles x n_tiles tiles big; A is M x K (stored K x M, row stride lda, when ta), B is K x N (stored
+ * N x K when tb); ksteps = K / 8. SIMD group `simdgroup` of `simdgroups` takes tiles simdgroup,
+ * simdgroup + simdgroups, ... of C; every thread of a SIMD group calls it with the same arguments, so
+ * the matrix operations run with the whole group. */
 template <typename TA, typename TB>
-TC_FN void tc_simdgroup_gemm(threadgroup float* c, ulong ldc, const threadgroup TA* a, ulong lda, int a_step,
-                             bool ta, const threadgroup TB* b, ulong ldb, int b_step, bool tb, int ksteps,
-                             bool clear) {
-    simdgroup_float8x8 acc = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
-    if (!clear) simdgroup_load(acc, c, ldc);
-    for (int k = 0; k < ksteps; ++k) {
-        simdgroup_matrix<TA, 8, 8> ma;
-        simdgroup_matrix<TB, 8, 8> mb;
-        simdgroup_load(ma, a + k * a_step, lda, ulong2(0, 0), ta);
-        simdgroup_load(mb, b + k * b_step, ldb, ulong2(0, 0), tb);
-        simdgroup_multiply_accumulate(acc, ma, mb, acc);
+TC_FN void tc_simdgroup_gemm(threadgroup float* c, int ldc, const threadgroup TA* a, int lda, bool ta,
+                             const threadgroup TB* b, int ldb, bool tb, int m_tiles, int n_tiles, int ksteps,
+                             bool clear, int simdgroup, int simdgroups) {
+    const int a_step = ta ? 8 * lda : 8, b_step = tb ? 8 : 8 * ldb;
+    for (int t = simdgroup; t < m_tiles * n_tiles; t += simdgroups) {
+        const int tm = (t / n_tiles) * 8, tn = (t % n_tiles) * 8;
+        threadgroup float* ct = c + tm * ldc + tn;
+        const threadgroup TA* at = ta ? a + tm : a + tm * lda;
+        const threadgroup TB* bt = tb ? b + tn * ldb : b + tn;
+        simdgroup_float8x8 acc = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+        if (!clear) simdgroup_load(acc, ct, (ulong)ldc);
+        for (int k = 0; k < ksteps; ++k) {
+            simdgroup_matrix<TA, 8, 8> ma;
+            simdgroup_matrix<TB, 8, 8> mb;
+            simdgroup_load(ma, at + k * a_step, (ulong)lda, ulong2(0, 0), ta);
+            simdgroup_load(mb, bt + k * b_step, (ulong)ldb, ulong2(0, 0), tb);
+            simdgroup_multiply_accumulate(acc, ma, mb, acc);
+        }
+        simdgroup_store(acc, ct, (ulong)ldc);
     }
-    simdgroup_store(acc, c, ldc);
 }
 #endif
 

@@ -39,7 +39,11 @@ def lower_gemm(op: S.Gemm, ctx) -> S.Stmt:
         ctx.fail("T.gemm operand B cannot be a fragment", op.span, "keep B in a shared buffer")
     m, n, k = gemm_shape(op, ctx.target)
     laid_out = any(id(r.buffer) in ctx.shared_layouts for r in (op.a, op.b, op.c))
-    if laid_out or not simdgroup_fits(op, m, n, k, ctx.target, ctx.threads) or op.c.buffer.scope not in SHARED:
+    if (
+        laid_out
+        or not simdgroup_fits(op, m, n, k, ctx.target, ctx.threads)
+        or op.c.buffer.scope not in SHARED
+    ):
         return staged_fma_gemm(op, m, n, k, ctx)
     return _tile_loop(op, op.c, m, n, k, op.clear_accum, ctx)
 
@@ -59,14 +63,20 @@ def simdgroup_fits(op: S.Gemm, m: int, n: int, k: int, target, threads: int) -> 
     a, b, c = op.a, op.b, op.c
     if a.buffer.scope not in SHARED or b.buffer.scope not in SHARED or a.dtype != b.dtype:
         return False
-    if a.dtype.name not in MATRIX_DTYPES or c.dtype != dt.float32 or c.buffer.scope not in (*SHARED, FRAGMENT):
+    if (
+        a.dtype.name not in MATRIX_DTYPES
+        or c.dtype != dt.float32
+        or c.buffer.scope not in (*SHARED, FRAGMENT)
+    ):
         return False
     return _plain_rows(a) and _plain_rows(b) and (c.buffer.scope == FRAGMENT or _plain_rows(c))
 
 
 def staged(op: S.Gemm, m: int, n: int) -> S.Stmt:
     """The gemm with its fragment C staged through a threadgroup tile (tile-level IR)."""
-    stage = Buffer(f"{op.c.buffer.name}_simdgroup", (E.const(m), E.const(n)), dt.float32, "shared.dyn", span=op.span)
+    stage = Buffer(
+        f"{op.c.buffer.name}_simdgroup", (E.const(m), E.const(n)), dt.float32, "shared.dyn", span=op.span
+    )
     whole = stage.full_region()
     body = [] if op.clear_accum else [S.Copy(op.c, whole, span=op.span)]
     body += [dataclasses.replace(op, c=whole), S.Copy(whole, op.c, span=op.span)]
@@ -85,36 +95,20 @@ def _at(region: BufferRegion, row, col) -> E.BufferLoad:
 
 
 def _tile_loop(op: S.Gemm, c: BufferRegion, m: int, n: int, k: int, clear: bool, ctx) -> S.Stmt:
-    """Each SIMD group takes tiles warp, warp + groups, ... of C's (m/8) x (n/8) tiles."""
-    groups = ctx.threads // ctx.simt.width
-    tiles_n, tiles = n // TILE, (m // TILE) * (n // TILE)
-    step = ctx.var("sg_step")
-    tile = E.add(E.mul(step, groups), ctx.warp)
-    tm, tn = E.mul(E.floordiv(tile, tiles_n), TILE), E.mul(E.floormod(tile, tiles_n), TILE)
-    lda, ldb = _row_length(op.a), _row_length(op.b)
+    """One call of the header's tc_simdgroup_gemm: SIMD group w takes C's tiles w, w + groups, ..."""
     zero = E.const(0)
-    if op.transpose_a:  # A is stored K x M
-        a, a_step = _at(op.a, zero, tm), TILE * lda
-    else:
-        a, a_step = _at(op.a, tm, zero), TILE
-    if op.transpose_b:  # B is stored N x K
-        b, b_step = _at(op.b, tn, zero), TILE
-    else:
-        b, b_step = _at(op.b, zero, tn), TILE * ldb
-    call = E.Call(dt.int32, SIMDGROUP_GEMM, (
-        _at(c, tm, tn), E.const(_row_length(c)), a, E.const(lda), E.const(a_step), E.const(int(op.transpose_a)),
-        b, E.const(ldb), E.const(b_step), E.const(int(op.transpose_b)), E.const(k // TILE), E.const(int(clear)),
-    ))  # fmt: skip
-    body: S.Stmt = S.Evaluate(call)
-    if tiles % groups:
-        body = S.IfThenElse(E.compare(E.LT, tile, tiles), body)
-    steps = -(-tiles // groups)
-    return S.For(step, E.const(0), E.const(steps), S.ForKind.SERIAL, body, span=op.span)
+    args = (
+        _at(c, zero, zero), _row_length(c), _at(op.a, zero, zero), _row_length(op.a), int(op.transpose_a),
+        _at(op.b, zero, zero), _row_length(op.b), int(op.transpose_b), m // TILE, n // TILE, k // TILE,
+        int(clear), ctx.warp, ctx.threads // ctx.simt.width,
+    )  # fmt: skip
+    call = E.Call(dt.int32, SIMDGROUP_GEMM, tuple(E.convert(a) for a in args))
+    return S.Evaluate(call, span=op.span)
 
 
 def shared_accesses(node) -> tuple[list[Buffer], list[Buffer]] | None:
     """For `insert-barriers`: a simdgroup gemm reads its A and B tiles and reads and writes its C tile."""
     if isinstance(node, S.Evaluate) and isinstance(node.value, E.Call) and node.value.op == SIMDGROUP_GEMM:
-        c, a, b = node.value.args[0], node.value.args[2], node.value.args[6]
+        c, a, b = node.value.args[0], node.value.args[2], node.value.args[5]
         return [a.buffer, b.buffer, c.buffer], [c.buffer]
     return None

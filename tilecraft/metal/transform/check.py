@@ -30,7 +30,9 @@ class _Check(Visitor):
         self.func_span = func_span  # where a parameter without a span of its own is reported
 
     def _fail(self, message: str, span, hint: str, unsupported: str) -> None:
-        raise LoweringError(message, span or self.func_span, hint, target=self.target, unsupported=unsupported)
+        raise LoweringError(
+            message, span or self.func_span, hint, target=self.target, unsupported=unsupported
+        )
 
     def visit_KernelLaunch(self, s: S.KernelLaunch) -> None:
         limit = self.target.attr("max_threads")
@@ -82,8 +84,13 @@ def check_metal_support(mod: IRModule, ctx) -> IRModule:
 def storage_budgets(target) -> tuple[StorageBudget, ...]:
     """A thread's private memory and a threadgroup's threadgroup memory."""
     return (
-        StorageBudget("thread memory", ("local.fragment", "local", "local.var"), THREAD_MEMORY, per_thread=True,
-                      hint="use smaller tiles or more threads per threadgroup"),  # fmt: skip
+        StorageBudget(
+            "thread memory",
+            ("local.fragment", "local", "local.var"),
+            THREAD_MEMORY,
+            per_thread=True,
+            hint="use smaller tiles or more threads per threadgroup",
+        ),  # fmt: skip
         StorageBudget(
             "threadgroup memory",
             ("shared", "shared.dyn"),
