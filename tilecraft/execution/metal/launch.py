@@ -27,7 +27,6 @@ from tilecraft.backend.artifact import CompiledArtifact, KernelInfo, ParamInfo
 from tilecraft.errors import ArgumentError, TilecraftError, ToolchainError
 from tilecraft.execution.grid import grid_function
 from tilecraft.execution.metal.device import MetalRuntime
-from tilecraft.execution.opencl.launch import ArgSource, arg_source
 
 SCALAR_CODES = {
     "bool": "i", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
@@ -38,6 +37,35 @@ PACK_ERRORS = (struct.error, TypeError, OverflowError, ValueError)
 STORAGE_MODE_SHARED = 0  # MTLResourceStorageModeShared: CPU and GPU see the same memory
 COMMAND_BUFFER_COMPLETED = 4  # MTLCommandBufferStatusCompleted
 THREADGROUP_MEMORY_GRANULE = 16
+
+
+@dataclass(frozen=True)
+class ArgSource:
+    """Where one kernel argument comes from: function parameter `index` (a buffer or a scalar), or
+    symbolic dim `index`."""
+
+    kind: str  # "buffer", "scalar" or "dim"
+    index: int
+
+
+def arg_source(param: ParamInfo, artifact: CompiledArtifact, symbol: str) -> ArgSource:
+    """The function parameter or symbolic dim a kernel parameter names, of the same kind."""
+    for i, p in enumerate(artifact.params):
+        if p.name == param.name:
+            if p.kind != param.kind:
+                raise TilecraftError(
+                    f"kernel {symbol}: parameter {param.name!r} is a {param.kind} but the function's parameter of "
+                    f"that name is a {p.kind}"
+                )
+            return ArgSource(p.kind, i)
+    for j, var in enumerate(artifact.symbolic_dims):
+        if var.name == param.name and param.kind == "scalar":
+            return ArgSource("dim", j)
+    known = [p.name for p in artifact.params] + [v.name for v in artifact.symbolic_dims]
+    raise TilecraftError(
+        f"kernel {symbol}: parameter {param.name!r} is neither a parameter nor a symbolic dim of "
+        f"{artifact.function_name} (known: {', '.join(known) or 'none'})"
+    )
 
 
 def scalar_code(param: ParamInfo, symbol: str) -> str:
