@@ -152,3 +152,17 @@ def test_threadgroup_memory_past_the_target_limit_is_refused():
         msl(K.transpose(256, 128, 64), threadgroup_memory=8192)
     assert info.value.unsupported == "resource:threadgroup-memory"
     assert "8192" in str(info.value)
+
+
+def test_the_compile_step_needs_apples_metal_compiler(monkeypatch):
+    """Off macOS there is no Metal compiler: the compile step says so (a skip in `backend check`)."""
+    from tilecraft.errors import ToolchainNotFound
+    from tilecraft.metal import toolchain
+
+    monkeypatch.setattr(toolchain.sys, "platform", "linux")
+    with pytest.raises(ToolchainNotFound, match="no Metal compiler exists for linux"):
+        toolchain.compile_metallib("kernel void k() {}", fast_math=False)
+    monkeypatch.setattr(toolchain.sys, "platform", "darwin")
+    monkeypatch.setattr(toolchain.shutil, "which", lambda name: None)
+    with pytest.raises(ToolchainNotFound, match="xcrun is not on PATH"):
+        toolchain.compile_metallib("kernel void k() {}", fast_math=False)

@@ -6,8 +6,9 @@ bound at consecutive buffer indices: buffers as `device` pointers (`const` when 
 them), scalars as `constant T&` (set with setBytes). When the kernel uses shared memory, a
 `threadgroup uint4* tc_smem [[threadgroup(0)]]` of `dynamic_smem` bytes follows (the length the launch
 sets, rounded up to 16 as Metal requires). Grids count threadgroups; blocks are threadgroup sizes.
-There is no compile step on Linux (no Metal compiler exists there); the `metal` execution backend
-compiles the source on the device, and the test suite type-checks it as C++17 against a shim of
+The compile step (format `metallib`) runs Apple's offline compiler where Xcode has it (toolchain.py);
+elsewhere no Metal compiler exists and it raises ToolchainNotFound. The `metal` execution backend
+compiles the source on the device itself, and the test suite type-checks it as C++17 against a shim of
 metal_stdlib (tests/metal/shim).
 """
 
@@ -31,6 +32,7 @@ from tilecraft.metal.transform.check import THREADGROUP_MEMORY
 from tilecraft.transform.storage import STORAGE_ATTR, launch_info, plan_storage
 
 SOURCE_FORMAT = "metal-source"
+BINARY_FORMAT = "metallib"
 SHARED_SCOPES = ("shared", "shared.dyn")
 SHARED_ALIGN = 16
 INCLUDE_DIR = Path(__file__).parent / "include"
@@ -104,4 +106,14 @@ def device_source(mod: IRModule, ctx) -> DeviceCode:
     )
 
 
-DEVICE_CODEGEN = DeviceCodegen(device_source, None, (SOURCE_FORMAT,), ())
+def compile_metallib(code: DeviceCode, ctx) -> DeviceCode:
+    """The source compiled by Apple's Metal compiler, with the fast math and flags the user asked for."""
+    from tilecraft.metal.toolchain import compile_metallib as xcrun_compile
+
+    options = code.compile_options
+    binary = xcrun_compile(code.sources[SOURCE_FORMAT], bool(options.get("fast_math", False)),
+                           tuple(options.get("flags", ())))  # fmt: skip
+    return code.with_binaries({BINARY_FORMAT: binary})
+
+
+DEVICE_CODEGEN = DeviceCodegen(device_source, compile_metallib, (SOURCE_FORMAT,), (BINARY_FORMAT,))
