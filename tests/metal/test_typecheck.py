@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 import tilecraft
@@ -14,6 +16,7 @@ from tilecraft.testing import conformance as kit
 FAMILIES = ("apple6", "apple7")
 
 
+@functools.cache
 def library_sources(family: str) -> tuple[dict[str, str], dict[str, str]]:
     """(MSL by case name, declared limit by case name of those that do not lower)."""
     sources, skipped = {}, {}
