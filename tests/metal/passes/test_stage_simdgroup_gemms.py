@@ -27,7 +27,9 @@ def gemm_kernel(dtype: str = "float16", clear: bool = True):
 
 def stage_scope(mod) -> list[str]:
     """The statements in the staging tile's scope (the printer does not show where a scope ends)."""
-    (alloc,) = [n for n in walk(mod.functions[0].body) if isinstance(n, S.Allocate) and n.buffer.name == "c_simdgroup"]
+    (alloc,) = [
+        n for n in walk(mod.functions[0].body) if isinstance(n, S.Allocate) and n.buffer.name == "c_simdgroup"
+    ]
     body = alloc.body.stmts if isinstance(alloc.body, S.SeqStmt) else (alloc.body,)
     return [type(s).__name__ for s in body]
 
@@ -37,7 +39,9 @@ def test_a_cleared_fragment_accumulator_is_produced_in_a_threadgroup_tile(target
     """clear_accum: nothing to copy in; the gemm writes the tile and the tile is copied to the fragment."""
 
     @T.prim_func
-    def expected(A: T.Tensor((64, 32), "float16"), B: T.Tensor((32, 64), "float16"), C: T.Tensor((64, 64), "float32")):
+    def expected(
+        A: T.Tensor((64, 32), "float16"), B: T.Tensor((32, 64), "float16"), C: T.Tensor((64, 64), "float32")
+    ):
         with T.Kernel(1, threads=128):
             a = T.alloc_shared((64, 32), "float16")
             b = T.alloc_shared((32, 64), "float16")
@@ -58,7 +62,9 @@ def test_an_accumulating_gemm_copies_its_fragment_in_first(target):
     """Without clear_accum the fragment's values are the gemm's input: copied to the tile before it."""
 
     @T.prim_func
-    def expected(A: T.Tensor((64, 32), "float16"), B: T.Tensor((32, 64), "float16"), C: T.Tensor((64, 64), "float32")):
+    def expected(
+        A: T.Tensor((64, 32), "float16"), B: T.Tensor((32, 64), "float16"), C: T.Tensor((64, 64), "float32")
+    ):
         with T.Kernel(1, threads=128):
             a = T.alloc_shared((64, 32), "float16")
             b = T.alloc_shared((32, 64), "float16")
