@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from tilecraft.backend.pipeline import module_pass
 from tilecraft.errors import LoweringError
+from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import Mutator, walk
@@ -35,7 +36,7 @@ def _candidates(func: PrimFunc, target) -> list[tuple[S.Gemm, S.Stmt]]:
         for t in launch.threads:
             threads *= t
         for op in walk(launch.body):
-            if isinstance(op, S.Gemm) and op.c.buffer.scope == FRAGMENT:
+            if isinstance(op, S.Gemm) and op.c.buffer.scope == FRAGMENT and _whole(op.c):
                 try:
                     m, n, k = gemm_shape(op, target)
                 except LoweringError:
@@ -43,6 +44,13 @@ def _candidates(func: PrimFunc, target) -> list[tuple[S.Gemm, S.Stmt]]:
                 if simdgroup_fits(op, m, n, k, target, threads):
                     found.append((op, staged(op, m, n)))
     return found
+
+
+def _whole(region) -> bool:
+    """The region is its whole buffer (the SIMT copies move whole fragments, not parts of one)."""
+    return all(E.const_value(r.min) == 0 for r in region.ranges) and all(
+        E.const_value(r.extent) == E.const_value(d) for r, d in zip(region.ranges, region.buffer.shape)
+    )
 
 
 def _fits(func: PrimFunc, target) -> bool:
