@@ -30,6 +30,7 @@ def scaled(n: int = 1000):
     return scale
 
 
+@pytest.mark.skipif(__import__("sys").platform == "darwin", reason="a Mac has Metal")
 def test_unavailable_off_macos_with_the_reason_and_fix():
     forget()
     found = METAL.availability()

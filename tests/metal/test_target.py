@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from tilecraft.backend import Target
@@ -35,6 +37,10 @@ def test_impossible_attributes_are_refused_with_the_choices(text, words):
         assert word in str(info.value)
 
 
+OFF_MACOS = pytest.mark.skipif(sys.platform == "darwin", reason="a Mac may have a Metal device to read")
+
+
+@OFF_MACOS
 def test_without_a_device_the_family_must_be_given():
     with pytest.raises(TargetError) as info:
         Target.parse("metal")
@@ -43,6 +49,7 @@ def test_without_a_device_the_family_must_be_given():
     assert "metal -family=apple8" in text
 
 
+@OFF_MACOS
 def test_the_detector_says_why_there_is_no_device_here():
     found = METAL_TARGET_KIND.detect()
     assert isinstance(found, str) and "macOS" in found
