@@ -1,7 +1,8 @@
 """Reductions of fragments for SIMT targets: within each thread's registers, then across the threads
 that split the reduced dim: by the target's lane exchange over those lane bits where it has one
-(`ctx.simt.exchange`, a warp shuffle say), and through shared memory for the rest (the bits naming the
-thread group, or every bit without an exchange).
+(`ctx.simt.exchange`, a warp shuffle say), or in one instruction when those bits are every lane bit and
+the target has a whole-group reduction (`ctx.simt.reduce_group`), and through shared memory for the
+rest (the bits naming the thread group, or every bit without an exchange).
 
 The register grouping and the exchange masks come from the source's layout: a reduction is only a
 function of which input bits of the layout feed the reduced dim.
