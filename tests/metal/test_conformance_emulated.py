@@ -9,7 +9,7 @@ does not: Apple's compiler (the MSL is compiled as C++ against the shim), the ha
 layout of simdgroup_matrix, timing, and memory-model effects of truly concurrent threads.
 
 CI runs REPRESENTATIVE on apple7 (the simdgroup_matrix path) and the FMA gemms on apple6;
-TILECRAFT_METAL_EMULATE_ALL=1 runs every case on both (about 3 minutes of one core).
+TILECRAFT_METAL_EMULATE_ALL=1 runs every case on both (about 80 s of CPU).
 """
 
 from __future__ import annotations
