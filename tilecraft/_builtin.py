@@ -16,6 +16,7 @@ BUILTIN_ENTRY_POINTS: dict[str, tuple[str, ...]] = {
         "cuda = tilecraft.cuda.backend:CUDA_BACKEND",
         "opencl = tilecraft.opencl.backend:OPENCL_BACKEND",
         "webgpu = tilecraft.webgpu.backend:WEBGPU_BACKEND",
+        "metal = tilecraft.metal.backend:METAL_BACKEND",
     ),
     "tilecraft.execution_backends": (
         "cc = tilecraft.execution.cc.spec:CC",
@@ -23,5 +24,6 @@ BUILTIN_ENTRY_POINTS: dict[str, tuple[str, ...]] = {
         "nvrtc = tilecraft.execution.nvrtc.spec:NVRTC",
         "opencl = tilecraft.execution.opencl.spec:OPENCL",
         "wgpu = tilecraft.execution.wgpu.spec:WGPU",
+        "metal = tilecraft.execution.metal.spec:METAL",
     ),
 }

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 # (value, mask) -> the value `value` has in the lane whose index is this lane's XOR `mask`; every lane
 # of the thread group runs it together. `mask` is a power of two below the group width.
 LaneExchange = Callable[["Expr", int], "Expr"]
+# (kind, value) -> `value` combined over every lane of the thread group ("sum", "max" or "min"), which
+# every lane receives (a SIMD-group or wave reduction instruction); None where the target has no such
+# instruction for that kind or dtype, and the lanes exchange values bit by bit instead.
+GroupReduction = Callable[[str, "Expr"], "Expr | None"]
 
 
 @dataclass(frozen=True)
@@ -37,12 +41,15 @@ class SimtTarget:
       runs of this many bytes of the innermost dim.
     * `exchange`: how a lane reads another lane's value (a warp shuffle), or None when the target has
       no such instruction or does not use it: cross-thread reductions then go through shared memory.
+    * `reduce_group`: a whole-group reduction instruction, used when a reduction's partners are every
+      lane of the group (needs `exchange`), or None.
     """
 
     width: int
     max_threads: int
     vector_bytes: int
     exchange: LaneExchange | None = None
+    reduce_group: GroupReduction | None = None
 
     def __post_init__(self) -> None:
         for name in ("width", "max_threads", "vector_bytes"):
@@ -58,6 +65,11 @@ class SimtTarget:
             raise BackendError(
                 "SimtTarget.exchange must be a callable (value, mask) -> value, or None for targets that "
                 "reduce across threads through shared memory"
+            )
+        if self.reduce_group is not None and (self.exchange is None or not callable(self.reduce_group)):
+            raise BackendError(
+                "SimtTarget.reduce_group must be a callable (kind, value) -> value or None, and needs an "
+                "exchange (the lanes of a partial group still exchange bit by bit)"
             )
 
     @property

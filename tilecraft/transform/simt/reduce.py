@@ -1,7 +1,8 @@
 """Reductions of fragments for SIMT targets: within each thread's registers, then across the threads
 that split the reduced dim: by the target's lane exchange over those lane bits where it has one
-(`ctx.simt.exchange`, a warp shuffle say), and through shared memory for the rest (the bits naming the
-thread group, or every bit without an exchange).
+(`ctx.simt.exchange`, a warp shuffle say), or in one instruction when those bits are every lane bit and
+the target has a whole-group reduction (`ctx.simt.reduce_group`), and through shared memory for the
+rest (the bits naming the thread group, or every bit without an exchange).
 
 The register grouping and the exchange masks come from the source's layout: a reduction is only a
 function of which input bits of the layout feed the reduced dim.
@@ -67,7 +68,10 @@ def lower_reduce(op: S.Reduce, ctx) -> S.Stmt:
     warp_bits = src.linear.input_bits_feeding("warp", name) if "warp" in src.linear.in_names else ()
     exchange = ctx.simt.exchange
     exchanged_bits = lane_bits if exchange is not None else ()
-    for bit in exchanged_bits:
+    whole = _whole_group(ctx.simt, _plain(op.kind), accs, exchanged_bits)
+    for acc, combined in zip(accs, whole or ()):
+        stmts.append(S.BufferStore(acc, combined, (E.const(0),)))
+    for bit in exchanged_bits if whole is None else ():
         for acc in accs:
             load = _load(acc)
             other = exchange(load, 1 << bit)
@@ -89,6 +93,15 @@ def lower_reduce(op: S.Reduce, ctx) -> S.Stmt:
     for acc in reversed(accs):
         out = S.Allocate(acc, out, span=op.span)
     return out
+
+
+def _whole_group(simt, kind: str, accs: list[Buffer], exchanged_bits) -> list[E.Expr] | None:
+    """Each accumulator combined over the whole thread group by the target's group reduction, when
+    the exchanged bits are all the lane bits and the target has one for this kind and dtype."""
+    if simt.reduce_group is None or sorted(exchanged_bits) != list(range(simt.lane_bits)):
+        return None
+    combined = [simt.reduce_group(kind, _load(acc)) for acc in accs]
+    return None if any(c is None for c in combined) else combined
 
 
 def _load(acc: Buffer) -> E.Expr:

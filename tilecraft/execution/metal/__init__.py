@@ -1,0 +1,1 @@
+"""The `metal` execution backend: MSL built and run on the default Metal device through PyObjC (macOS)."""

@@ -1,0 +1,12 @@
+"""The Metal target backend: kernel -> MSL -> built for the default Metal device through PyObjC (macOS).
+
+Import order follows the architecture: target, transforms, language, ops, then the manifest.
+"""
+
+# isort: off
+from tilecraft.metal import target  # noqa: F401  (registers the target kind)
+from tilecraft.metal import transform  # noqa: F401
+from tilecraft.metal import language  # noqa: F401
+from tilecraft.metal import op  # noqa: F401
+from tilecraft.metal import backend  # noqa: F401  (registers the manifest)
+# isort: on

@@ -1,0 +1,119 @@
+"""MSL codegen: one library source holding every device kernel, and their launch metadata.
+
+Format `metal-source`: `#define TC_APPLE_FAMILY n` and the text of include/tc_metal.h (with the shared
+C helpers), then one `kernel void` function per T.Kernel. Its arguments, in KernelInfo order, are
+bound at consecutive buffer indices: buffers as `device` pointers (`const` when the kernel only reads
+them), scalars as `constant T&` (set with setBytes). When the kernel uses shared memory, a
+`threadgroup uint4* tc_smem [[threadgroup(0)]]` of `dynamic_smem` bytes follows (the length the launch
+sets, rounded up to 16 as Metal requires). Grids count threadgroups; blocks are threadgroup sizes.
+The compile step (format `metallib`) runs Apple's offline compiler where Xcode has it (toolchain.py);
+elsewhere no Metal compiler exists and it raises ToolchainNotFound. The `metal` execution backend
+compiles the source on the device itself, and the test suite type-checks it as C++17 against a shim of
+metal_stdlib (tests/metal/shim).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tilecraft.backend.codegen import DeviceCode, DeviceCodegen
+from tilecraft.codegen import headers
+from tilecraft.codegen.c_family import storage_type, value_type
+from tilecraft.errors import LoweringError
+from tilecraft.ir import stmt as S
+from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.expr import Var
+from tilecraft.ir.function import IRModule, PrimFunc
+from tilecraft.ir.lowered import AtomicUpdate
+from tilecraft.ir.visitor import walk
+from tilecraft.metal.printer import SMEM, MetalPrinter
+from tilecraft.metal.target import family_number
+from tilecraft.metal.transform.check import THREADGROUP_MEMORY
+from tilecraft.transform.storage import STORAGE_ATTR, launch_info, plan_storage
+
+SOURCE_FORMAT = "metal-source"
+BINARY_FORMAT = "metallib"
+SHARED_SCOPES = ("shared", "shared.dyn")
+SHARED_ALIGN = 16
+INCLUDE_DIR = Path(__file__).parent / "include"
+GROUP = "tc_group"
+TID = "tc_tid"
+
+
+def header_text() -> str:
+    return headers.header_text(INCLUDE_DIR / "tc_metal.h")
+
+
+def _written(func: PrimFunc) -> set[int]:
+    return {id(n.buffer) for n in walk(func.body) if isinstance(n, (S.BufferStore, AtomicUpdate))}
+
+
+def _param(printer: MetalPrinter, p: Buffer | Var, index: int, written: set[int]) -> str:
+    if isinstance(p, Buffer):
+        const = "" if id(p) in written else "const "
+        return f"{const}device {storage_type(p.dtype)}* {printer.name(p)} [[buffer({index})]]"
+    return f"constant {value_type(p.dtype)}& {printer.name(p)} [[buffer({index})]]"
+
+
+def kernel_source(func: PrimFunc) -> str:
+    launch: S.KernelLaunch = func.body
+    plan = plan_storage(launch.body, SHARED_SCOPES, SHARED_ALIGN)
+    printer = MetalPrinter(plan.offsets)
+    printer.reserve(SMEM, GROUP, TID)
+    written = _written(func)
+    params = [_param(printer, p, i, written) for i, p in enumerate(func.params)]
+    if func.attr(STORAGE_ATTR, 0):
+        params.append(f"threadgroup uint4* {SMEM} [[threadgroup(0)]]")
+    params.append(f"uint3 {GROUP} [[threadgroup_position_in_grid]]")
+    params.append(f"uint3 {TID} [[thread_position_in_threadgroup]]")
+    threads = 1
+    for t in launch.threads:
+        threads *= t
+    printer.mark_nonneg(*launch.block_vars, *launch.thread_vars, *func.symbolic_dims)
+    for k, var in enumerate(launch.block_vars):
+        printer.line(f"const int32_t {printer.name(var)} = (int32_t){GROUP}.{'xyz'[k]};")
+    for k, var in enumerate(launch.thread_vars):
+        printer.line(f"const int32_t {printer.name(var)} = (int32_t){TID}.{'xyz'[k]};")
+    printer.stmt(launch.body)
+    args = ",\n    ".join(params)
+    head = f"[[max_total_threads_per_threadgroup({threads})]] kernel void {func.name}(\n    {args})"
+    return f"{head} {{\n{printer.text()}\n}}\n"
+
+
+def _check_threadgroup_memory(func: PrimFunc, target) -> None:
+    limit = target.attr("threadgroup_memory")
+    used = func.attr(STORAGE_ATTR, 0)
+    if used > limit:
+        launch: S.KernelLaunch = func.body
+        raise LoweringError(
+            f"kernel {func.name} needs {used} bytes of threadgroup memory; the target has {limit}",
+            launch.span,
+            "use smaller shared tiles (block sizes) or fewer shared buffers",
+            target=target,
+            unsupported=THREADGROUP_MEMORY,
+        )
+
+
+def device_source(mod: IRModule, ctx) -> DeviceCode:
+    for f in mod.functions:
+        _check_threadgroup_memory(f, ctx.target)
+    parts = [f"#define TC_APPLE_FAMILY {family_number(ctx.target)}\n" + header_text()]
+    parts += [kernel_source(f) for f in mod.functions]
+    return DeviceCode(
+        sources={SOURCE_FORMAT: "\n".join(parts)},
+        entry_symbols=tuple(f.name for f in mod.functions),
+        kernels=tuple(launch_info(f) for f in mod.functions),
+    )
+
+
+def compile_metallib(code: DeviceCode, ctx) -> DeviceCode:
+    """The source compiled by Apple's Metal compiler, with the fast math and flags the user asked for."""
+    from tilecraft.metal.toolchain import compile_metallib as xcrun_compile
+
+    options = code.compile_options
+    binary = xcrun_compile(code.sources[SOURCE_FORMAT], bool(options.get("fast_math", False)),
+                           tuple(options.get("flags", ())))  # fmt: skip
+    return code.with_binaries({BINARY_FORMAT: binary})
+
+
+DEVICE_CODEGEN = DeviceCodegen(device_source, compile_metallib, (SOURCE_FORMAT,), (BINARY_FORMAT,))

@@ -1,0 +1,4 @@
+"""The Metal dialect: `from tilecraft.metal import language as T`. Common language for now."""
+
+from tilecraft.language import *  # noqa: F403
+from tilecraft.language import __all__  # noqa: F401

@@ -1,0 +1,138 @@
+"""Prints lowered tile IR as the Metal Shading Language (MSL, a C++14 dialect).
+
+Global buffers are `device` kernel parameters; shared buffers are `threadgroup` pointers into the
+threadgroup's memory (one `threadgroup uint4*` argument, at offsets the plan chose); per-thread buffers
+are `thread` arrays; `local.var` buffers are scalars. Math uses MSL's overloaded functions.
+"""
+
+from __future__ import annotations
+
+from tilecraft.codegen.c_family import CFamilyPrinter, static_size, storage_type
+from tilecraft.ir import expr as E
+from tilecraft.ir import stmt as S
+from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.lowered import AtomicUpdate
+from tilecraft.metal.simt import GROUP_REDUCTIONS, SHUFFLE_XOR
+from tilecraft.metal.transform.check import PRINT
+
+MATH = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "tanh": "tanh",
+        "erf": "tc_erf", "floor": "floor", "ceil": "ceil", "round": "rint", "sin": "sin", "cos": "cos",
+        "pow": "pow", "abs": "fabs"}  # fmt: skip
+SHARED = ("shared", "shared.dyn")
+ON_CHIP_32BIT = (*SHARED, "local", "local.fragment")
+SMEM = "tc_smem"
+SIMDGROUP_GEMM = "metal_simdgroup_gemm"
+_ATOMIC_SUFFIX = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "i32", "uint32": "u32"}
+_ATOMIC_OP = {"add": 0, "max": 1, "min": 2}
+_SIMD_REDUCE = {op: f"simd_{kind}" for kind, op in GROUP_REDUCTIONS.items()}
+_MATRIX_ELEMENT = {"float32": "float", "float16": "half"}
+# MSL reserves these words beyond C++'s (address spaces, attributes, vector and matrix types).
+RESERVED = ("kernel", "vertex", "fragment", "device", "threadgroup", "constant", "thread", "half", "uchar",
+            "ushort", "uint", "ulong", "metal", "simd", "texture", "sampler", "float2", "float4", "uint3",
+            "bfloat", "ptrdiff_t", "size_t", "using", "namespace", "template", "typename", "operator",
+            "private", "public", "protected", "friend", "virtual", "explicit", "mutable", "true", "false",
+            "nullptr", "decltype", "alignas", "alignof", "noexcept", "static_assert", "thread_local")  # fmt: skip
+
+
+def address_space(buf: Buffer) -> str:
+    return "threadgroup" if buf.scope in SHARED else "device" if buf.scope == "global" else "thread"
+
+
+class MetalPrinter(CFamilyPrinter):
+    """Writes the body of one MSL kernel function."""
+
+    target_name = "the Metal target"
+    # like __syncthreads: threadgroup memory and the threadgroup's view of device memory
+    barrier_statement = "threadgroup_barrier(mem_flags::mem_threadgroup | mem_flags::mem_device);"
+    thread_index = "(int32_t)tc_tid.x"
+    math32 = MATH
+    math64 = MATH
+
+    def __init__(self, shared_offsets: dict[int, int] | None = None) -> None:
+        super().__init__()
+        self.shared_offsets = shared_offsets or {}
+        self.reserve(*RESERVED)
+
+    def index_type(self, buf: Buffer) -> str:
+        return "int32_t" if buf.scope in ON_CHIP_32BIT else "int64_t"
+
+    # ------------------------------------------------------------------ expressions
+
+    def math_call(self, e: E.Call, args: list[str]) -> str:
+        if e.op == "rsqrt":
+            return f"rsqrt({args[0]})"
+        if e.op == "sigmoid":
+            return f"(1.0f / (1.0f + exp(-({args[0]}))))"
+        return super().math_call(e, args)
+
+    def intrinsic(self, e: E.Call, args: list[str]) -> str:
+        if e.op == SHUFFLE_XOR:
+            return f"tc_simd_shuffle_xor(({self._value_type(e)})({args[0]}), (ushort){args[1]})"
+        if e.op in _SIMD_REDUCE:
+            return f"{_SIMD_REDUCE[e.op]}({args[0]})"
+        return super().intrinsic(e, args)
+
+    @staticmethod
+    def _value_type(e: E.Expr) -> str:
+        from tilecraft.codegen.c_family import value_type
+
+        return value_type(e.dtype)
+
+    def declare_buffer(self, buf: Buffer) -> str:
+        ctype = storage_type(buf.dtype)
+        if buf.scope in SHARED:
+            offset = self.shared_offsets[id(buf)]
+            return f"threadgroup {ctype}* {self.name(buf)} = (threadgroup {ctype}*)((threadgroup char*){SMEM} + {offset});"
+        return f"{ctype} {self.name(buf)}[{static_size(buf)}];"
+
+    # ------------------------------------------------------------------ statements
+
+    def _s_Evaluate(self, s: S.Evaluate) -> None:
+        if isinstance(s.value, E.Call) and s.value.op == SIMDGROUP_GEMM:
+            self.line(self.simdgroup_gemm(s.value) + ";")
+            return
+        super()._s_Evaluate(s)
+
+    def simdgroup_gemm(self, call: E.Call) -> str:
+        """tc_simdgroup_gemm(c, ldc, a, lda, ta, b, ldb, tb, m_tiles, n_tiles, ksteps, clear, simdgroup,
+        simdgroups): c, a and b are the first elements of their tiles (BufferLoads), the flags 0 or 1,
+        the rest integers (op/gemm.py)."""
+        c, ldc, a, lda, ta, b, ldb, tb, *counts, clear, simdgroup, groups = call.args
+        parts = [self.address(c), self.expr(ldc), self.address(a), self.expr(lda), self._flag(ta),
+                 self.address(b), self.expr(ldb), self._flag(tb), *(self.expr(x) for x in counts),
+                 self._flag(clear), self.expr(simdgroup), self.expr(groups)]  # fmt: skip
+        return f"tc_simdgroup_gemm({', '.join(parts)})"
+
+    def address(self, load: E.Expr) -> str:
+        """A pointer to the element a BufferLoad names, as the matrix element type."""
+        if not isinstance(load, E.BufferLoad):
+            self.fail(f"a simdgroup_matrix operand must be a buffer element, got {load}")
+        buf = load.buffer
+        element = _MATRIX_ELEMENT[buf.dtype.name]
+        return f"(threadgroup {element}*)&{self.name(buf)}[{self.offset(buf, load.indices)}]"
+
+    @staticmethod
+    def _flag(e: E.Expr) -> str:
+        return "true" if E.const_value(e) else "false"
+
+    def _s_AtomicUpdate(self, s: AtomicUpdate) -> None:
+        buf = s.buffer
+        suffix = _ATOMIC_SUFFIX.get(buf.dtype.name)
+        space = {"device": "g", "threadgroup": "l"}.get(address_space(buf))
+        if suffix is None or space is None:
+            self.fail(f"atomic {s.kind} on a {buf.scope} buffer of {buf.dtype} is not supported on "
+                      f"{self.target_name}", "use a float32 or int32 buffer in global or shared memory")  # fmt: skip
+        where = f"{self.name(buf)}, (int64_t)({self.offset(buf, s.indices)})"
+        value = self.expr(s.value)
+        if buf.dtype.is_float:
+            self.line(f"tc_atomic_rmw_{suffix}_{space}({where}, {value}, {_ATOMIC_OP[s.kind]});")
+        else:
+            self.line(f"tc_atomic_{s.kind}_{suffix}_{space}({where}, {value});")
+
+    def _s_Print(self, s: S.Print) -> None:
+        from tilecraft.errors import LoweringError
+
+        raise LoweringError(
+            "T.print is not supported on the Metal target: MSL has no printf", s.span,
+            "print on another target (cpu, cuda, opencl), or copy the values to an output buffer", unsupported=PRINT,
+        )  # fmt: skip

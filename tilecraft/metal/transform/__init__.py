@@ -1,0 +1,1 @@
+"""The Metal backend's own passes."""
