@@ -29,7 +29,7 @@ from tilecraft.ir.visitor import walk
 from tilecraft.metal.printer import SMEM, MetalPrinter
 from tilecraft.metal.target import family_number
 from tilecraft.metal.transform.check import THREADGROUP_MEMORY
-from tilecraft.transform.storage import STORAGE_ATTR, launch_info, plan_storage
+from tilecraft.transform.storage import STORAGE_ATTR, launch_info, planned_offsets
 
 SOURCE_FORMAT = "metal-source"
 BINARY_FORMAT = "metallib"
@@ -57,8 +57,7 @@ def _param(printer: MetalPrinter, p: Buffer | Var, index: int, written: set[int]
 
 def kernel_source(func: PrimFunc) -> str:
     launch: S.KernelLaunch = func.body
-    plan = plan_storage(launch.body, SHARED_SCOPES, SHARED_ALIGN)
-    printer = MetalPrinter(plan.offsets)
+    printer = MetalPrinter(planned_offsets(func, SHARED_SCOPES))  # the plan of plan-threadgroup-memory
     printer.reserve(SMEM, GROUP, TID)
     written = _written(func)
     params = [_param(printer, p, i, written) for i, p in enumerate(func.params)]

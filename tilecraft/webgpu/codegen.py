@@ -23,7 +23,7 @@ from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.visitor import walk
-from tilecraft.transform.storage import launch_info, plan_storage
+from tilecraft.transform.storage import StoragePlan, launch_info, plan_storage
 from tilecraft.webgpu.printer import SHARED, WgslPrinter
 from tilecraft.webgpu.transform.check import WORKGROUP_MEMORY
 from tilecraft.webgpu.types import storage_type, value_type
@@ -76,7 +76,7 @@ class KernelSource:
         names = self._global_names()
         packed = any(isinstance(n, S.Allocate) and n.buffer.scope in SHARED and n.buffer.dtype.bytes < 4
                      for n in walk(launch.body))  # fmt: skip
-        printer = WgslPrinter(self.f16, names, atomics, f"tc_wg{k}", plan.offsets, packed)
+        printer = WgslPrinter(self.f16, names, atomics, f"tc_wg{k}", _arena_offsets(launch.body, plan), packed)
         decls = self._uniform_block() + self._storage_buffers(names, atomics)
         if plan.peak:
             word = "atomic<u32>" if packed else "u32"
@@ -166,3 +166,10 @@ def device_source(mod: IRModule, ctx) -> DeviceCode:
         entry_symbols=tuple(f.name for f in funcs),
         kernels=tuple(launch_info(f) for f in funcs),
     )
+
+
+def _arena_offsets(body: S.Stmt, plan: StoragePlan) -> dict[int, int]:
+    """Each workgroup buffer's byte offset, keyed by the buffer's id (the plan lists them in allocation
+    order). The webgpu pipeline has no storage pass: this plan, made here once, is the only one."""
+    buffers = [n.buffer for n in walk(body) if isinstance(n, S.Allocate) and n.buffer.scope in plan.scopes]
+    return {id(buf): offset for buf, (_, offset) in zip(buffers, plan.placements, strict=True)}

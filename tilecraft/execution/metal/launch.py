@@ -87,11 +87,6 @@ def check_artifact(artifact: CompiledArtifact) -> None:
     if not artifact.kernels:
         raise TilecraftError(f"artifact of {artifact.function_name} has no kernels to launch")
     for info in artifact.kernels:
-        if any(c != 1 for c in info.cluster):
-            raise TilecraftError(
-                f"kernel {info.symbol} of {artifact.function_name} asks for clusters {info.cluster}; Metal has "
-                "no clusters of threadgroups (use cluster dims 1)"
-            )
         if not 1 <= len(info.grid) <= 3 or not 1 <= len(info.block) <= 3:
             raise TilecraftError(
                 f"kernel {info.symbol}: grid {info.grid} and block {info.block} need 1 to 3 dims"

@@ -59,9 +59,6 @@ def check_artifact(artifact: CompiledArtifact) -> None:
     if not artifact.kernels:
         raise TilecraftError(f"artifact of {artifact.function_name} has no kernels to launch")
     for info in artifact.kernels:
-        if any(c != 1 for c in info.cluster):
-            raise TilecraftError(f"kernel {info.symbol} asks for clusters {info.cluster}; WebGPU has no clusters "
-                                 "of workgroups (use cluster dims 1)")  # fmt: skip
         if info.dynamic_smem:
             raise TilecraftError(f"kernel {info.symbol} asks for {info.dynamic_smem} bytes of dynamic shared "
                                  "memory; WebGPU declares workgroup memory in the shader")  # fmt: skip
