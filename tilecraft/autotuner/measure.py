@@ -44,6 +44,15 @@ class Measurement:
         self.ref_error = ""
         self._cached: list[Any] | None = None
 
+    def portable(self) -> bytes:
+        """These options pickled for a benchmark worker (fresh state: no reference latency, no inputs
+        kept); raises when one of them cannot travel (a lambda, a local function, an open handle)."""
+        import pickle
+
+        fresh = Measurement(self.profile, self.warmup, self.rep, self.timeout, self.early_stop_factor,
+                            self.captured)  # fmt: skip
+        return pickle.dumps(fresh)
+
     def _inputs(self, profiler: Profiler) -> list[Any]:
         if self.captured is not None:
             return list(self.captured)

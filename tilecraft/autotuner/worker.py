@@ -74,3 +74,54 @@ def build(job: CompileJob, where: WorkerContext) -> tuple[str, float, str]:
     except Exception as err:  # noqa: BLE001 - a failing candidate is reported, never fatal to the worker
         return FAILED, time.perf_counter() - start, describe_error(err)
     return OK, time.perf_counter() - start, ""
+
+
+# ---------------------------------------------------------------------- benchmark workers
+
+FATAL = "fatal"  # the tuning itself cannot go on (no inputs can be made): raised in the tuning process
+
+_measurements: dict[str, Any] = {}  # digest of a pickled Measurement -> the one this worker keeps
+
+
+def pin(environment: Mapping[str, str]) -> None:
+    """A benchmark worker's initializer: see only its own device (set before any runtime starts)."""
+    os.environ.update(environment)
+
+
+def _measurement(spec: bytes, best: float | None) -> Any:
+    """The Measurement `spec` pickles, kept across candidates: the reference program is timed, and
+    cached inputs are made, once per worker."""
+    import hashlib
+    import pickle
+
+    digest = hashlib.sha256(spec).hexdigest()
+    measurement = _measurements.get(digest)
+    if measurement is None:
+        _measurements.clear()  # one tuning at a time per worker
+        measurement = _measurements[digest] = pickle.loads(spec)
+    measurement.best = best
+    return measurement
+
+
+def measure_built(job: CompileJob, where: WorkerContext, spec: bytes,
+                  best: float | None) -> tuple[str, float | None, str, float | None]:  # fmt: skip
+    """(status, latency, error, reference latency): load `job` (built, in the cache) and measure it as
+    the pickled Measurement `spec` says; `best` is the best latency so far (for early stopping)."""
+    from tilecraft import settings
+    from tilecraft.autotuner.result import RUN_FAILED, AutotuneError
+    from tilecraft.backend.context import create_backend_context
+    from tilecraft.jit.api import compile as compile_kernel
+
+    with settings.override(**where.settings):
+        measurement = _measurement(spec, best)
+        try:
+            ctx = create_backend_context(where.target, where.target_host, where.execution_backend)
+            kernel = compile_kernel(job.func, out_idx=job.out_idx, pass_configs=job.pass_configs,
+                                    compile_flags=job.compile_flags, ctx=ctx)  # fmt: skip
+        except Exception as err:  # noqa: BLE001 - loading failed: this candidate is skipped, say why
+            return RUN_FAILED, None, f"loading the compiled kernel failed: {describe_error(err)}", None
+        try:
+            measured = measurement.measure(kernel)
+        except AutotuneError as err:
+            return FATAL, None, str(err), None
+    return measured.status, measured.latency, measured.error, measurement.ref_latency

@@ -211,6 +211,32 @@ class FastPath:
     alignment: int = 1
 
 
+@dataclass(frozen=True)
+class BenchmarkDevice:
+    """One device an autotuning can time candidates on: its name and architecture (a tuning database's
+    key) and the environment that gives a fresh process this device alone (a pinned benchmark worker)."""
+
+    name: str
+    arch: str
+    environment: Mapping[str, str] = field(default_factory=dict)
+
+
+def host_device() -> BenchmarkDevice:
+    """The host CPU: its model name (from /proc/cpuinfo on Linux) and machine type."""
+    import platform
+
+    name = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    name = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return BenchmarkDevice(name, platform.machine())
+
+
 class ExecutionBackend(ABC):
     """Build -> Load -> Launch of artifacts of the formats its spec consumes, and what a `Kernel` needs
     around a launch: reading, checking and allocating its device's arrays, copies, waiting, timing.
@@ -262,6 +288,11 @@ class ExecutionBackend(ABC):
         from tilecraft.backend.timing import DeviceTimer
 
         return DeviceTimer()
+
+    def benchmark_devices(self, target: Target) -> tuple[BenchmarkDevice, ...]:
+        """The devices an autotuning of `target` times candidates on, one benchmark worker process each
+        (all of one model, so their latencies compare). The default: the host, once."""
+        return (host_device(),)
 
     def accepts_device(self, arg: ArrayArg) -> bool:
         """Whether the launcher reads memory of `arg`'s DLPack device type (the spec's `device_types`)."""

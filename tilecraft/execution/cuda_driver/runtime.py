@@ -18,7 +18,7 @@ from typing import Any
 
 from tilecraft.backend.arrays import ArrayArg
 from tilecraft.backend.artifact import CompiledArtifact, KernelInfo
-from tilecraft.backend.execution import Built, FastPath, Loaded
+from tilecraft.backend.execution import BenchmarkDevice, Built, FastPath, Loaded
 from tilecraft.backend.timing import DeviceTimer
 from tilecraft.errors import TilecraftError
 from tilecraft.execution.base import CachedExecutionBackend
@@ -187,6 +187,18 @@ class CudaRuntimeBackend(CachedExecutionBackend):
 
         return cuda_timer(int(target.attr("device", 0)), flush_bytes)
 
+    def benchmark_devices(self, target: Any) -> tuple[BenchmarkDevice, ...]:
+        """Every visible GPU of the target device's model, each pinned through CUDA_VISIBLE_DEVICES (the
+        target's device ordinal is then 0 in the worker); only the target's device when it is not 0."""
+        index = int(target.attr("device", 0))
+        first = cuda_driver.get_driver().device_info(index)
+        arch = f"sm_{first.major}{first.minor}"
+        if index != 0:
+            return (BenchmarkDevice(first.name, arch),)
+        visible = _visible_ordinals(cuda_driver.get_driver().device_count())
+        same = [i for i in range(len(visible)) if cuda_driver.get_driver().device_info(i).name == first.name]
+        return tuple(BenchmarkDevice(first.name, arch, {"CUDA_VISIBLE_DEVICES": visible[i]}) for i in same)
+
     def check_device(self, arg: ArrayArg, name: str) -> None:
         """Arrays must be in GPU memory (a device type of the spec's), aligned as the kernels assume; the
         device index is checked by the launcher, which knows it."""
@@ -278,3 +290,12 @@ def _wrong_device_handler(device: int, names: list[str]) -> Callable[[Sequence[A
         raise interop.wrong_device_error(args, device, names)
 
     return wrong_device
+
+
+def _visible_ordinals(count: int) -> list[str]:
+    """What CUDA_VISIBLE_DEVICES must say to show device i of this process alone (the parent's list
+    narrowed, when it set one)."""
+    import os
+
+    listed = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    return listed[:count] if len(listed) >= count else [str(i) for i in range(count)]
