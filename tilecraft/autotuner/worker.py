@@ -125,3 +125,49 @@ def measure_built(job: CompileJob, where: WorkerContext, spec: bytes,
         except AutotuneError as err:
             return FATAL, None, str(err), None
     return measured.status, measured.latency, measured.error, measurement.ref_latency
+
+
+# ---------------------------------------------------------------------- builds that travel
+
+Entry = tuple[str, dict[str, bytes], dict[str, Any]]  # a cache entry: key, files, metadata
+
+
+def _entry(cache: Any, key: str) -> Entry | None:
+    found = cache.get(key)
+    if found is None:
+        return None
+    return key, {name: found.read(name) for name in found.files}, dict(found.meta)
+
+
+def build_portable(job: CompileJob, where: WorkerContext) -> tuple[tuple[str, float, str], list[Entry]]:
+    """`build`, and the cache entries it made (the lowering and the build) as plain data, for a process
+    on another machine to install (`install`): how a remote executor moves artifacts."""
+    from tilecraft import settings
+    from tilecraft.backend.context import create_backend_context
+    from tilecraft.execution.cache import KernelCache
+    from tilecraft.jit.lower import artifact_key, lower_artifact
+
+    start = time.perf_counter()
+    try:
+        with settings.override(**where.settings):
+            ctx = create_backend_context(where.target, where.target_host, where.execution_backend)
+            artifact = lower_artifact(job.func, ctx, job.pass_configs, job.compile_flags)
+            built = ctx.execution_backend().build(artifact, ctx)
+            cache = KernelCache()
+            keys = (artifact_key(job.func, ctx, job.pass_configs, job.compile_flags), built.key)
+            entries = [e for e in (_entry(cache, k) for k in keys) if e is not None]
+    except Exception as err:  # noqa: BLE001 - a failing candidate is reported, never fatal to the worker
+        return (FAILED, time.perf_counter() - start, describe_error(err)), []
+    return (OK, time.perf_counter() - start, ""), entries
+
+
+def install(entries: list[Entry], where: WorkerContext) -> None:
+    """Put built candidates' cache entries into this machine's cache (those it lacks)."""
+    from tilecraft import settings
+    from tilecraft.execution.cache import KernelCache
+
+    with settings.override(**where.settings):
+        cache = KernelCache()
+        for key, files, meta in entries:
+            if cache.get(key) is None:
+                cache.put(key, files, meta)

@@ -289,6 +289,10 @@ class ExecutionBackend(ABC):
 
         return DeviceTimer()
 
+    benchmark_resource: str | None = None
+    """The cluster resource, as schedulers such as Ray name it ("GPU"), of which a process timing this
+    backend's kernels holds one unit; None: a CPU."""
+
     def benchmark_devices(self, target: Target) -> tuple[BenchmarkDevice, ...]:
         """The devices an autotuning of `target` times candidates on, one benchmark worker process each
         (all of one model, so their latencies compare). The default: the host, once."""

@@ -112,6 +112,7 @@ class CudaRuntimeBackend(CachedExecutionBackend):
     """Load and Launch of `kernel.cubin` through the CUDA driver; subclasses implement Build."""
 
     array_readers = (interop.read_cuda_array_interface,)
+    benchmark_resource = "GPU"
 
     def build_files(self, artifact: CompiledArtifact, cubin: bytes, meta: Mapping[str, Any]
                     ) -> tuple[dict[str, bytes], dict[str, Any]]:  # fmt: skip

@@ -1,0 +1,368 @@
+"""The `ray` executor: compile tasks on the cluster's CPUs, timing on actors, artifacts in the object store.
+
+    executor="ray" (or TILECRAFT_AUTOTUNE_EXECUTOR=ray); connect first with ray.init(address=...)
+
+Compiling: one Ray task per candidate (`num_cpus=1`), at most as many at a time as the cluster has CPUs
+(so a task's timeout counts from when it runs, not from when it queued). A task returns two objects:
+its status, fetched here, and the cache entries it built (the lowering and the device build), left in
+the object store. Measuring: one actor per GPU of the cluster (`num_gpus=1`; Ray gives each its own
+device) when the execution backend times on one (`benchmark_resource`), else one actor (`num_cpus=1`);
+each actor takes a candidate's entries straight from the object store into its node's cache, loads
+the kernel and measures it. Outcomes stream back as they finish.
+
+Failures: a task or actor that dies (a crash, a killed worker, a node that left the cluster) loses only
+its candidate, which is run once more (Ray places it), then scored as crashed; a compile past the
+timeout is cancelled (its worker killed) and scored as timed out; a measurement past twice the timeout
+has its actor killed and replaced, and the candidate is measured once more on another actor.
+
+When Ray is not initialized, a local instance is started (`ray.init()`), and a line says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from tilecraft.autotuner import executor as executors
+from tilecraft.autotuner.executor import CompileOutcome, Executor, worker_context
+from tilecraft.autotuner.local import BENCH_CRASH_MESSAGE, BENCH_SLACK, START_LIMIT, bench_limit
+from tilecraft.autotuner.measure import Measured
+from tilecraft.autotuner.progress import say
+from tilecraft.autotuner.result import COMPILE_FAILED, CRASHED, OK, RUN_FAILED, TIMEOUT, AutotuneError
+from tilecraft.autotuner.worker import (
+    FAILED,
+    FATAL,
+    CompileJob,
+    WorkerContext,
+    build_portable,
+    install,
+    measure_built,
+    ready,
+)
+
+if TYPE_CHECKING:
+    from tilecraft.autotuner.measure import Measurement
+    from tilecraft.backend.context import BackendContext
+    from tilecraft.jit.kernel import Kernel
+
+INSTALL_HINT = "pip install 'tilecraft[ray]' (or pip install 'ray>=2.9')"
+RAY_CRASH_MESSAGE = (
+    "the Ray worker compiling it died (a crash in a compiler or in native code, a killed worker, or its "
+    "node left the cluster), also when run again"
+)
+
+
+def import_ray() -> Any:
+    """The `ray` module; an AutotuneError saying what to install when it is missing."""
+    try:
+        import ray
+    except ImportError as err:
+        raise AutotuneError(f"executor='ray' needs Ray, which is not installed ({err}): {INSTALL_HINT}") from None
+    return ray
+
+
+def connect(ray: Any, verbose: bool) -> float:
+    """Seconds it took to make Ray ready: 0 when the user connected already; else a local instance is
+    started and a line on stderr says so."""
+    if ray.is_initialized():
+        return 0.0
+    start = time.perf_counter()
+    say("autotune: Ray is not initialized, so a local Ray instance is started on this machine (ray.init()); "
+        "call ray.init(address=...) before tuning to use a cluster")  # fmt: skip
+    ray.init(log_to_driver=verbose)
+    return time.perf_counter() - start
+
+
+def _bench_actor(ray: Any) -> Any:
+    class BenchActor:
+        """A process that measures candidates one at a time (on its own GPU when it holds one)."""
+
+        def ready(self) -> int:
+            return ready()
+
+        def measure(self, job: CompileJob, where: WorkerContext, spec: bytes, best: float | None,
+                    entries: list) -> tuple:  # fmt: skip
+            install(entries, where)  # Ray resolved the entries' reference from the object store
+            return measure_built(job, where, spec, best)
+
+    return ray.remote(max_restarts=0, max_task_retries=0)(BenchActor)
+
+
+class RayExecutor(Executor):
+    """Compiles in Ray tasks and measures in Ray actors (see the module's docstring). `actors`: timing
+    actors (default: one per GPU of the cluster when the kernels run on one, else 1)."""
+
+    name = "ray"
+
+    def __init__(self, verbose: bool = False, actors: int | None = None) -> None:
+        self.ray = import_ray()
+        self.verbose = verbose
+        self.actors = actors
+        self.startup_seconds = connect(self.ray, verbose)
+        self.first_task_seconds: float | None = None
+        self._entries: dict[int, Any] = {}  # candidate index -> ObjectRef of its built cache entries
+        self._compile_task = self.ray.remote(num_cpus=1, max_retries=0)(_compile_remote).options(num_returns=2)
+        self._ready_task = self.ray.remote(num_cpus=1, max_retries=0)(ready)
+        self._actor_class = _bench_actor(self.ray)
+
+    def _cpus(self) -> int:
+        return max(1, int(self.ray.cluster_resources().get("CPU", 1)))
+
+    # ------------------------------------------------------------------ compiling
+
+    def _warm_up(self, count: int) -> None:
+        """Start `count` task workers (importing tilecraft) so that no compile timeout pays for it; the
+        first one's round trip is `first_task_seconds`."""
+        start = time.perf_counter()
+        pending = [self._ready_task.remote() for _ in range(count)]
+        first, rest = self.ray.wait(pending, num_returns=1, timeout=START_LIMIT)
+        if not first:
+            raise AutotuneError(f"no Ray task started within {START_LIMIT:g} s: does the cluster have free CPUs?")
+        if self.first_task_seconds is None:
+            self.first_task_seconds = time.perf_counter() - start
+        self.ray.wait(rest, num_returns=len(rest), timeout=START_LIMIT)
+        if self.verbose:
+            say(f"autotune: Ray ready (start-up {self.startup_seconds:.2f} s, first task "
+                f"{self.first_task_seconds:.2f} s, {self._cpus()} CPUs)")  # fmt: skip
+
+    def compile(self, jobs: Sequence[CompileJob], ctx: BackendContext,
+                timeout: float | None) -> Iterator[CompileOutcome]:  # fmt: skip
+        if not jobs:
+            return
+        window = min(self._cpus(), len(jobs))
+        self._warm_up(window)
+        where = worker_context(ctx)
+        queue, tries = deque(jobs), {}
+        running: dict[Any, tuple[CompileJob, Any, float]] = {}  # status ref -> (job, entries ref, start)
+        try:
+            while queue or running:
+                while queue and len(running) < window:
+                    job = queue.popleft()
+                    status, entries = self._compile_task.remote(job, where)
+                    running[status] = (job, entries, time.perf_counter())
+                yield from self._compile_wait(running, queue, tries, timeout)
+        finally:
+            for ref in running:
+                self.ray.cancel(ref, force=True)
+
+    def _compile_wait(self, running: dict, queue: deque, tries: dict[int, int],
+                      timeout: float | None) -> Iterator[CompileOutcome]:  # fmt: skip
+        now = time.perf_counter()
+        deadlines = [start + timeout for (_, _, start) in running.values()] if timeout is not None else []
+        wait = max(0.0, min(deadlines) - now) + 0.01 if deadlines else None
+        done, _ = self.ray.wait(list(running), num_returns=1, timeout=wait)
+        for ref in done:
+            job, entries, start = running.pop(ref)
+            outcome = self._compiled(ref, job, entries, start, queue, tries)
+            if outcome is not None:
+                yield outcome
+        for ref, (job, entries, start) in list(running.items()):
+            if timeout is not None and time.perf_counter() > start + timeout:
+                del running[ref]
+                self.ray.cancel(ref, force=True)
+                self._discard(ref)
+                self._discard(entries)
+                message = f"compiling took longer than the timeout of {timeout:g} s; its Ray task was cancelled"
+                yield CompileOutcome(job.index, TIMEOUT, time.perf_counter() - start, message)
+
+    def _compiled(self, ref: Any, job: CompileJob, entries: Any, start: float, queue: deque,
+                  tries: dict[int, int]) -> CompileOutcome | None:  # fmt: skip
+        errors = self.ray.exceptions
+        try:
+            status, seconds, error = self.ray.get(ref)
+        except errors.RayTaskError as err:  # raised outside the build (sending the job, say)
+            self._discard(entries)
+            return CompileOutcome(job.index, COMPILE_FAILED, time.perf_counter() - start, str(err).splitlines()[0])
+        except errors.RayError as err:  # the worker or its node died
+            self._discard(entries)
+            tries[job.index] = tries.get(job.index, 0) + 1
+            if tries[job.index] < 2:
+                if self.verbose:
+                    say(f"autotune: #{job.index}: its Ray worker was lost ({type(err).__name__}); running it once more")
+                queue.append(job)
+                return None
+            return CompileOutcome(job.index, CRASHED, time.perf_counter() - start, RAY_CRASH_MESSAGE)
+        if status == OK:
+            self._entries[job.index] = entries
+        return CompileOutcome(job.index, COMPILE_FAILED if status == FAILED else OK, seconds, error)
+
+    def _discard(self, ref: Any) -> None:
+        """Read a failed task's other object, so that Ray does not log its error a second time."""
+        with contextlib.suppress(Exception):  # the error is the task's, reported already
+            self.ray.get(ref, timeout=0)
+
+    # ------------------------------------------------------------------ measuring
+
+    def benchmark(
+        self, job: CompileJob, ctx: BackendContext, measure: Callable[[Kernel], Any]
+    ) -> Any:
+        entries = self._entries.get(job.index)
+        if entries is not None:
+            install(self.ray.get(entries), worker_context(ctx))
+        return measure(executors.compile_here(job, ctx))
+
+    def benchmark_all(self, jobs: Sequence[CompileJob], ctx: BackendContext,
+                      measurement: Measurement) -> Iterator[tuple[int, Measured]]:  # fmt: skip
+        if not jobs:
+            return
+        try:
+            spec = measurement.portable()
+        except Exception as err:  # noqa: BLE001 - pickle raises several types for what cannot travel
+            raise AutotuneError(
+                f"executor='ray': the profile options cannot be sent to a timing actor ({type(err).__name__}: "
+                f"{err}); give ref_prog / supply_prog / manual_check_prog as module-level functions"
+            ) from None
+        resource = ctx.execution_backend().benchmark_resource
+        pool = ActorPool(self, resource, self._actor_count(resource, len(jobs)))
+        if self.verbose:
+            say(f"autotune: measuring on {len(pool.actors)} Ray actor(s) ({resource or 'CPU'} each)")
+        try:
+            yield from pool.run(jobs, worker_context(ctx), spec, measurement)
+        finally:
+            pool.close()
+
+    def _actor_count(self, resource: str | None, jobs: int) -> int:
+        if self.actors is not None:
+            return max(1, min(self.actors, jobs))
+        if resource is None:
+            return 1
+        have = int(self.ray.cluster_resources().get(resource, 0))
+        if have < 1:
+            raise AutotuneError(
+                f"executor='ray': the kernels are timed on a {resource}, and the Ray cluster has none "
+                f"(its resources: {self.ray.cluster_resources()}); start Ray on machines with one"
+            )
+        return min(have, jobs)
+
+    def entries_ref(self, index: int) -> Any:
+        return self._entries.get(index, [])
+
+    def close(self) -> None:
+        self._entries.clear()
+
+
+def _compile_remote(job: CompileJob, where: WorkerContext) -> tuple[tuple[str, float, str], list]:
+    return build_portable(job, where)
+
+
+class ActorPool:
+    """Timing actors, each measuring one candidate at a time; a lost or hung actor is replaced."""
+
+    def __init__(self, executor: RayExecutor, resource: str | None, count: int) -> None:
+        self.executor = executor
+        self.ray = executor.ray
+        self.options = {"num_gpus": 1} if resource == "GPU" else (
+            {"resources": {resource: 1}} if resource else {"num_cpus": 1})  # fmt: skip
+        self.actors: list[Any] = []
+        self.starting: dict[Any, int] = {}  # ready() ref -> slot, while the actor's process starts
+        self.ready_at: dict[int, float] = {}  # slot -> when its actor was ready
+        for slot in range(count):
+            self.actors.append(None)
+            self._start(slot)
+
+    def _start(self, slot: int) -> None:
+        actor = self.executor._actor_class.options(**self.options).remote()
+        self.actors[slot] = actor
+        self.ready_at.pop(slot, None)
+        self.starting[actor.ready.remote()] = slot
+
+    def run(self, jobs: Sequence[CompileJob], where: WorkerContext, spec: bytes,
+            measurement: Measurement) -> Iterator[tuple[int, Measured]]:  # fmt: skip
+        queue = deque(jobs)
+        lost_on: dict[int, int] = {}  # candidate index -> the actor slot it was lost on
+        running: dict[Any, tuple[CompileJob, int, float]] = {}  # result ref -> (job, slot, submitted)
+        limit = bench_limit(measurement.timeout)
+        while queue or running:
+            self._feed(queue, running, lost_on, where, spec, measurement)
+            if not running:
+                raise AutotuneError("executor='ray': no timing actor is left to measure the remaining candidates")
+            yield from self._wait(running, queue, lost_on, measurement, limit)
+
+    def _feed(self, queue: deque, running: dict, lost_on: dict[int, int], where: WorkerContext, spec: bytes,
+              measurement: Measurement) -> None:  # fmt: skip
+        busy = {slot for (_, slot, _) in running.values()}
+        for slot, actor in enumerate(self.actors):
+            if slot in busy or actor is None:
+                continue
+            for job in list(queue):
+                if len(self.actors) == 1 or lost_on.get(job.index) != slot:
+                    queue.remove(job)
+                    ref = actor.measure.remote(job, where, spec, measurement.best,
+                                               self.executor.entries_ref(job.index))  # fmt: skip
+                    running[ref] = (job, slot, time.perf_counter())
+                    break
+
+    def _deadline(self, slot: int, submitted: float, limit: float | None) -> float | None:
+        """When the slot's measurement is overdue: its clock starts when the actor is ready."""
+        if slot not in self.ready_at:  # the actor's process is still starting (importing tilecraft)
+            return submitted + START_LIMIT + (limit or 0.0)
+        return None if limit is None else max(submitted, self.ready_at[slot]) + limit
+
+    def _mark_ready(self, done: list) -> None:
+        for ref in done:
+            slot = self.starting.pop(ref, None)
+            if slot is not None:
+                self.ready_at[slot] = time.perf_counter()
+
+    def _wait(self, running: dict, queue: deque, lost_on: dict[int, int], measurement: Measurement,
+              limit: float | None) -> Iterator[tuple[int, Measured]]:  # fmt: skip
+        deadlines = [d for d in (self._deadline(s, t, limit) for (_, s, t) in running.values()) if d is not None]
+        wait = max(0.0, min(deadlines) - time.perf_counter()) + 0.01 if deadlines else None
+        # An actor becoming ready starts its job's clock: wake up for that too.
+        done, _ = self.ray.wait([*running, *self.starting], num_returns=1, timeout=wait)
+        self._mark_ready(done)
+        for ref in done:
+            if ref not in running:
+                continue
+            job, slot, _ = running.pop(ref)
+            result = self._result(ref, job, slot, queue, lost_on, measurement)
+            if result is not None:
+                yield result
+        for ref, (job, slot, submitted) in list(running.items()):
+            deadline = self._deadline(slot, submitted, limit)
+            if deadline is not None and time.perf_counter() > deadline:
+                del running[ref]
+                message = (f"measuring it did not finish within {limit:g} s (twice the timeout, plus "
+                           f"{BENCH_SLACK:g} s), also when measured again; its actor was stopped")  # fmt: skip
+                result = self._lost(job, slot, queue, lost_on, TIMEOUT, message)
+                if result is not None:
+                    yield result
+
+    def _result(self, ref: Any, job: CompileJob, slot: int, queue: deque, lost_on: dict[int, int],
+                measurement: Measurement) -> tuple[int, Measured] | None:  # fmt: skip
+        try:
+            status, latency, error, ref_latency = self.ray.get(ref)
+        except self.ray.exceptions.RayTaskError as err:  # raised outside the measurement (sending the job)
+            return job.index, Measured(RUN_FAILED, error=str(err).splitlines()[0])
+        except self.ray.exceptions.RayError:  # the actor's process or node died
+            return self._lost(job, slot, queue, lost_on, CRASHED, BENCH_CRASH_MESSAGE)
+        if status == FATAL:
+            raise AutotuneError(error)
+        if measurement.ref_latency is None:
+            measurement.ref_latency = ref_latency
+        return job.index, Measured(status, latency, error)
+
+    def _lost(self, job: CompileJob, slot: int, queue: deque, lost_on: dict[int, int], status: str,
+              message: str) -> tuple[int, Measured] | None:  # fmt: skip
+        """Replace the slot's actor; measure the job once more elsewhere, or score it `status`."""
+        self.ray.kill(self.actors[slot], no_restart=True)
+        if slot in self.ready_at:
+            self._start(slot)
+        else:  # it never started (no room for it on the cluster, say): go on without it
+            self.actors[slot] = None
+            self.starting = {r: s for r, s in self.starting.items() if s != slot}
+        if job.index in lost_on:
+            return job.index, Measured(status, error=message)
+        if self.executor.verbose:
+            say(f"autotune: #{job.index}: its timing actor was lost ({status}); measuring it once more")
+        lost_on[job.index] = slot
+        queue.appendleft(job)
+        return None
+
+    def close(self) -> None:
+        for actor in self.actors:
+            if actor is not None:
+                self.ray.kill(actor, no_restart=True)
