@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import tilecraft.language as T
 
@@ -66,9 +67,9 @@ class Survived:
 
 def _die_on_unpickle(path: str, nth: int) -> Survived:
     """Count the unpickles in `path`; the `nth` one kills its process."""
-    count = int(open(path).read() or 0) + 1 if os.path.exists(path) else 1
-    with open(path, "w") as f:
-        f.write(str(count))
+    marker = Path(path)
+    count = int(marker.read_text() or 0) + 1 if marker.exists() else 1
+    marker.write_text(str(count))
     if count == nth:
         os._exit(3)
     return Survived()
@@ -107,7 +108,7 @@ def spin_kernel(n: int, block: int):
         with T.Kernel(T.ceildiv(n, block), threads=64) as bx:
             for i in T.Parallel(block):
                 C[bx * block + i] = 2 * A[bx * block + i] + B[bx * block + i]
-            for k in T.serial(1 << 30):
+            for _k in T.serial(1 << 30):
                 for i in T.Parallel(block):
                     C[bx * block + i] = C[bx * block + i] * 0.999 + A[bx * block + i] * 0.001
 
