@@ -91,8 +91,10 @@ class Slot:
     loaded machine is not charged to the first candidate; starting has its own, generous limit.
     """
 
-    def __init__(self, context: Any, environment: Mapping[str, str] | None = None, label: str = "") -> None:
+    def __init__(self, context: Any, where: WorkerContext, environment: Mapping[str, str] | None = None,
+                 label: str = "") -> None:  # fmt: skip
         self._context = context
+        self._where = where
         self._environment = dict(environment or {})
         self.label = label
         self._pool: futures.ProcessPoolExecutor | None = None
@@ -106,7 +108,7 @@ class Slot:
         if self._pool is None:
             self._pool = futures.ProcessPoolExecutor(max_workers=1, mp_context=self._context, initializer=pin,
                                                      initargs=(self._environment,))  # fmt: skip
-            self._ready = self._pool.submit(ready)
+            self._ready = self._pool.submit(ready, self._where)
             self._ready.add_done_callback(self._mark_ready)
         self.job, self.submitted = job, time.perf_counter()
         self.future = self._pool.submit(fn, *args)
@@ -205,7 +207,7 @@ class LocalProcessExecutor(Executor):
         where = worker_context(ctx)
         queue = deque(jobs)
         tries: dict[int, int] = {}
-        slots = [Slot(self._context) for _ in range(min(self.workers, len(jobs)))]
+        slots = [Slot(self._context, where) for _ in range(min(self.workers, len(jobs)))]
         try:
             while queue or any(s.job is not None for s in slots):
                 for slot in slots:
@@ -269,12 +271,13 @@ class LocalProcessExecutor(Executor):
             yield from super().benchmark_all(jobs, ctx, measurement)
             return
         devices = ctx.execution_backend().benchmark_devices(ctx.target)
-        slots = [Slot(self._context, d.environment, f"device {i}") for i, d in enumerate(devices)]
+        where = worker_context(ctx)
+        slots = [Slot(self._context, where, d.environment, f"device {i}") for i, d in enumerate(devices)]
         slots = slots[: max(1, min(len(slots), len(jobs)))]
         if self.verbose:
             say(f"autotune: measuring on {len(slots)} benchmark worker(s): {devices[0].name}")
         try:
-            yield from BenchLoop(slots, jobs, worker_context(ctx), spec, measurement, self.verbose).run()
+            yield from BenchLoop(slots, jobs, where, spec, measurement, self.verbose).run()
         finally:
             for slot in slots:
                 slot.close()

@@ -2,10 +2,10 @@
 
     executor="ray" (or TILECRAFT_AUTOTUNE_EXECUTOR=ray); connect first with ray.init(address=...)
 
-Compiling: one Ray task per candidate (`num_cpus=1`), at most as many at a time as the cluster has CPUs
-(so a task's timeout counts from when it runs, not from when it queued). A task returns two objects:
-its status, fetched here, and the cache entries it built (the lowering and the device build), left in
-the object store. Measuring: one actor per GPU of the cluster (`num_gpus=1`; Ray gives each its own
+Compiling: one Ray task per candidate (`num_cpus=1`), at most as many at a time as the cluster has CPUs.
+A task streams three items: that it started (its timeout counts from there, not from when it queued or
+its worker started), its status, fetched here, and the cache entries it built (the lowering and the
+device build), left in the object store. Measuring: one actor per GPU of the cluster (`num_gpus=1`; Ray gives each its own
 device) when the execution backend times on one (`benchmark_resource`), else one actor (`num_cpus=1`);
 each actor takes a candidate's entries straight from the object store into its node's cache, loads
 the kernel and measures it. Outcomes stream back as they finish.
@@ -20,10 +20,11 @@ When Ray is not initialized, a local instance is started (`ray.init()`), and a l
 
 from __future__ import annotations
 
-import contextlib
+import pickle
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tilecraft.autotuner import executor as executors
@@ -80,8 +81,8 @@ def _bench_actor(ray: Any) -> Any:
     class BenchActor:
         """A process that measures candidates one at a time (on its own GPU when it holds one)."""
 
-        def ready(self) -> int:
-            return ready()
+        def ready(self, where: WorkerContext) -> int:
+            return ready(where)
 
         def measure(self, job: CompileJob, where: WorkerContext, spec: bytes, best: float | None,
                     entries: list) -> tuple:  # fmt: skip
@@ -104,7 +105,8 @@ class RayExecutor(Executor):
         self.startup_seconds = connect(self.ray, verbose)
         self.first_task_seconds: float | None = None
         self._entries: dict[int, Any] = {}  # candidate index -> ObjectRef of its built cache entries
-        self._compile_task = self.ray.remote(num_cpus=1, max_retries=0)(_compile_remote).options(num_returns=2)
+        self._compile_task = self.ray.remote(num_cpus=1, max_retries=0)(_compile_stream).options(
+            num_returns="streaming")
         self._ready_task = self.ray.remote(num_cpus=1, max_retries=0)(ready)
         self._actor_class = _bench_actor(self.ray)
 
@@ -113,11 +115,11 @@ class RayExecutor(Executor):
 
     # ------------------------------------------------------------------ compiling
 
-    def _warm_up(self, count: int) -> None:
+    def _warm_up(self, count: int, where: WorkerContext) -> None:
         """Start `count` task workers (importing tilecraft) so that no compile timeout pays for it; the
         first one's round trip is `first_task_seconds`."""
         start = time.perf_counter()
-        pending = [self._ready_task.remote() for _ in range(count)]
+        pending = [self._ready_task.remote(where) for _ in range(count)]
         first, rest = self.ray.wait(pending, num_returns=1, timeout=START_LIMIT)
         if not first:
             raise AutotuneError(f"no Ray task started within {START_LIMIT:g} s: does the cluster have free CPUs?")
@@ -133,66 +135,76 @@ class RayExecutor(Executor):
         if not jobs:
             return
         window = min(self._cpus(), len(jobs))
-        self._warm_up(window)
         where = worker_context(ctx)
+        self._warm_up(window, where)
         queue, tries = deque(jobs), {}
-        running: dict[Any, tuple[CompileJob, Any, float]] = {}  # status ref -> (job, entries ref, start)
+        running: dict[Any, _Task] = {}  # the task's stream -> its state
         try:
             while queue or running:
                 while queue and len(running) < window:
                     job = queue.popleft()
-                    status, entries = self._compile_task.remote(job, where)
-                    running[status] = (job, entries, time.perf_counter())
+                    stream = self._compile_task.remote(pickle.dumps(job), where)
+                    running[stream] = _Task(job, time.perf_counter())
                 yield from self._compile_wait(running, queue, tries, timeout)
         finally:
-            for ref in running:
-                self.ray.cancel(ref, force=True)
+            for stream in running:
+                self.ray.cancel(stream, force=True)
 
-    def _compile_wait(self, running: dict, queue: deque, tries: dict[int, int],
+    def _compile_wait(self, running: dict[Any, _Task], queue: deque, tries: dict[int, int],
                       timeout: float | None) -> Iterator[CompileOutcome]:  # fmt: skip
-        now = time.perf_counter()
-        deadlines = [start + timeout for (_, _, start) in running.values()] if timeout is not None else []
-        wait = max(0.0, min(deadlines) - now) + 0.01 if deadlines else None
-        done, _ = self.ray.wait(list(running), num_returns=1, timeout=wait)
-        for ref in done:
-            job, entries, start = running.pop(ref)
-            outcome = self._compiled(ref, job, entries, start, queue, tries)
+        deadlines = [d for d in (t.deadline(timeout) for t in running.values()) if d is not None]
+        wait = max(0.0, min(deadlines) - time.perf_counter()) + 0.01 if deadlines else None
+        ready, _ = self.ray.wait(list(running), num_returns=1, timeout=wait)
+        for stream in ready:
+            outcome = self._advance(stream, running[stream], queue, tries)
+            if outcome is not None or running[stream].over:
+                del running[stream]
             if outcome is not None:
                 yield outcome
-        for ref, (job, entries, start) in list(running.items()):
-            if timeout is not None and time.perf_counter() > start + timeout:
-                del running[ref]
-                self.ray.cancel(ref, force=True)
-                self._discard(ref)
-                self._discard(entries)
-                message = f"compiling took longer than the timeout of {timeout:g} s; its Ray task was cancelled"
-                yield CompileOutcome(job.index, TIMEOUT, time.perf_counter() - start, message)
+        for stream, task in list(running.items()):
+            deadline = task.deadline(timeout)
+            if deadline is not None and time.perf_counter() > deadline:
+                del running[stream]
+                self.ray.cancel(stream, force=True)
+                yield self._overdue(task, timeout)
 
-    def _compiled(self, ref: Any, job: CompileJob, entries: Any, start: float, queue: deque,
-                  tries: dict[int, int]) -> CompileOutcome | None:  # fmt: skip
+    @staticmethod
+    def _overdue(task: _Task, timeout: float | None) -> CompileOutcome:
+        if task.started is None:
+            raise AutotuneError(
+                f"a Ray task did not start within {START_LIMIT:g} s: does the cluster have free CPUs, and can its "
+                "workers import tilecraft and the kernel's modules?"
+            )
+        message = f"compiling took longer than the timeout of {timeout:g} s; its Ray task was cancelled"
+        return CompileOutcome(task.job.index, TIMEOUT, time.perf_counter() - task.started, message)
+
+    def _advance(self, stream: Any, task: _Task, queue: deque, tries: dict[int, int]) -> CompileOutcome | None:
+        """Read the task's next item: its start, or its status and artifacts (the outcome)."""
         errors = self.ray.exceptions
+        job = task.job
         try:
-            status, seconds, error = self.ray.get(ref)
-        except errors.RayTaskError as err:  # raised outside the build (sending the job, say)
-            self._discard(entries)
-            return CompileOutcome(job.index, COMPILE_FAILED, time.perf_counter() - start, str(err).splitlines()[0])
+            if task.started is None:
+                self.ray.get(next(stream))
+                task.started = time.perf_counter()
+                return None
+            status, seconds, error = self.ray.get(next(stream))
+            entries = next(stream)
+        except errors.RayTaskError as err:  # raised in the task, outside the build (reading the job, say)
+            task.over = True
+            return CompileOutcome(job.index, COMPILE_FAILED, task.elapsed(), str(err).splitlines()[0])
         except errors.RayError as err:  # the worker or its node died
-            self._discard(entries)
+            task.over = True
             tries[job.index] = tries.get(job.index, 0) + 1
             if tries[job.index] < 2:
                 if self.verbose:
                     say(f"autotune: #{job.index}: its Ray worker was lost ({type(err).__name__}); running it once more")
                 queue.append(job)
                 return None
-            return CompileOutcome(job.index, CRASHED, time.perf_counter() - start, RAY_CRASH_MESSAGE)
+            return CompileOutcome(job.index, CRASHED, task.elapsed(), RAY_CRASH_MESSAGE)
+        task.over = True
         if status == OK:
             self._entries[job.index] = entries
         return CompileOutcome(job.index, COMPILE_FAILED if status == FAILED else OK, seconds, error)
-
-    def _discard(self, ref: Any) -> None:
-        """Read a failed task's other object, so that Ray does not log its error a second time."""
-        with contextlib.suppress(Exception):  # the error is the task's, reported already
-            self.ray.get(ref, timeout=0)
 
     # ------------------------------------------------------------------ measuring
 
@@ -216,11 +228,12 @@ class RayExecutor(Executor):
                 f"{err}); give ref_prog / supply_prog / manual_check_prog as module-level functions"
             ) from None
         resource = ctx.execution_backend().benchmark_resource
-        pool = ActorPool(self, resource, self._actor_count(resource, len(jobs)))
+        where = worker_context(ctx)
+        pool = ActorPool(self, resource, self._actor_count(resource, len(jobs)), where)
         if self.verbose:
             say(f"autotune: measuring on {len(pool.actors)} Ray actor(s) ({resource or 'CPU'} each)")
         try:
-            yield from pool.run(jobs, worker_context(ctx), spec, measurement)
+            yield from pool.run(jobs, where, spec, measurement)
         finally:
             pool.close()
 
@@ -244,15 +257,44 @@ class RayExecutor(Executor):
         self._entries.clear()
 
 
-def _compile_remote(job: CompileJob, where: WorkerContext) -> tuple[tuple[str, float, str], list]:
-    return build_portable(job, where)
+STARTED = "started"
+
+
+def _compile_stream(job: bytes, where: WorkerContext) -> Iterator[Any]:
+    """A compile task's items: that it started (its timeout counts from here, not from its worker's
+    start), then the status, then the built cache entries (left in the object store). The job arrives
+    pickled and is read here: reading it is part of the candidate's work."""
+    ready(where)  # a fresh worker's one-time start, not the candidate's
+    yield STARTED
+    status, entries = build_portable(pickle.loads(job), where)
+    yield status
+    yield entries
+
+
+@dataclass
+class _Task:
+    """A running compile task."""
+
+    job: CompileJob
+    submitted: float
+    started: float | None = None
+    over: bool = False
+
+    def deadline(self, timeout: float | None) -> float | None:
+        if self.started is None:
+            return self.submitted + START_LIMIT
+        return None if timeout is None else self.started + timeout
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - (self.started or self.submitted)
 
 
 class ActorPool:
     """Timing actors, each measuring one candidate at a time; a lost or hung actor is replaced."""
 
-    def __init__(self, executor: RayExecutor, resource: str | None, count: int) -> None:
+    def __init__(self, executor: RayExecutor, resource: str | None, count: int, where: WorkerContext) -> None:
         self.executor = executor
+        self.where = where
         self.ray = executor.ray
         self.options = {"num_gpus": 1} if resource == "GPU" else (
             {"resources": {resource: 1}} if resource else {"num_cpus": 1})  # fmt: skip
@@ -267,7 +309,7 @@ class ActorPool:
         actor = self.executor._actor_class.options(**self.options).remote()
         self.actors[slot] = actor
         self.ready_at.pop(slot, None)
-        self.starting[actor.ready.remote()] = slot
+        self.starting[actor.ready.remote(self.where)] = slot
 
     def run(self, jobs: Sequence[CompileJob], where: WorkerContext, spec: bytes,
             measurement: Measurement) -> Iterator[tuple[int, Measured]]:  # fmt: skip

@@ -54,8 +54,17 @@ def describe_error(err: BaseException) -> str:
     return text
 
 
-def ready() -> int:
-    """Started and imported: the worker's process id."""
+def ready(where: WorkerContext | None = None) -> int:
+    """Started and imported: the worker's process id. With `where`, also the backend context made and
+    its execution backend probed once, so that no candidate's timeout pays for a worker's start."""
+    if where is not None:
+        from tilecraft import settings
+        from tilecraft.backend.context import create_backend_context
+        from tilecraft.jit import lower  # noqa: F401 - the lowering stack, imported once here
+
+        with settings.override(**where.settings):
+            ctx = create_backend_context(where.target, where.target_host, where.execution_backend)
+            ctx.execution_backend().available()
     return os.getpid()
 
 
