@@ -56,6 +56,11 @@ RAY_CRASH_MESSAGE = (
 )
 
 
+def send_by_value(module: Any) -> None:
+    """Send `module`'s functions to Ray's workers by value (a tuning spec that is not importable there)."""
+    import_ray().cloudpickle.register_pickle_by_value(module)
+
+
 def import_ray() -> Any:
     """The `ray` module; an AutotuneError saying what to install when it is missing."""
     try:
@@ -143,7 +148,7 @@ class RayExecutor(Executor):
             while queue or running:
                 while queue and len(running) < window:
                     job = queue.popleft()
-                    stream = self._compile_task.remote(pickle.dumps(job), where)
+                    stream = self._compile_task.remote(self.ray.cloudpickle.dumps(job), where)
                     running[stream] = _Task(job, time.perf_counter())
                 yield from self._compile_wait(running, queue, tries, timeout)
         finally:
@@ -221,11 +226,11 @@ class RayExecutor(Executor):
         if not jobs:
             return
         try:
-            spec = measurement.portable()
+            spec = measurement.portable(self.ray.cloudpickle.dumps)
         except Exception as err:  # noqa: BLE001 - pickle raises several types for what cannot travel
             raise AutotuneError(
                 f"executor='ray': the profile options cannot be sent to a timing actor ({type(err).__name__}: "
-                f"{err}); give ref_prog / supply_prog / manual_check_prog as module-level functions"
+                f"{err}); give ref_prog / supply_prog / manual_check_prog that Ray's cloudpickle can send"
             ) from None
         resource = ctx.execution_backend().benchmark_resource
         where = worker_context(ctx)
