@@ -2,10 +2,10 @@
 
     executor="ray" (or TILECRAFT_AUTOTUNE_EXECUTOR=ray); connect first with ray.init(address=...)
 
-Compiling: one Ray task per candidate (`num_cpus=1`), at most as many at a time as the cluster has CPUs.
-A task streams three items: that it started (its timeout counts from there, not from when it queued or
-its worker started), its status, fetched here, and the cache entries it built (the lowering and the
-device build), left in the object store. Measuring: one actor per GPU of the cluster (`num_gpus=1`; Ray gives each its own
+Compiling: one Ray task per candidate (`num_cpus=1`), all submitted at once; Ray runs as many at a time
+as the cluster has cores. A task streams three items: that it started (its timeout counts from there,
+not from when it queued or its worker started), its status, fetched here, and the cache entries it built
+(the lowering and the device build), left in the object store. Measuring: one actor per GPU of the cluster (`num_gpus=1`; Ray gives each its own
 device) when the execution backend times on one (`benchmark_resource`), else one actor (`num_cpus=1`);
 each actor takes a candidate's entries straight from the object store into its node's cache, loads
 the kernel and measures it. Outcomes stream back as they finish.
@@ -49,6 +49,10 @@ if TYPE_CHECKING:
     from tilecraft.backend.context import BackendContext
     from tilecraft.jit.kernel import Kernel
 
+_STALLED = (
+    f"no Ray task started within {START_LIMIT:g} s: does the cluster have a free core, and can its workers "
+    "import tilecraft and the kernel's modules (ray.init(runtime_env=...))?"
+)
 INSTALL_HINT = "pip install 'tilecraft[ray]' (or pip install 'ray>=2.9')"
 RAY_CRASH_MESSAGE = (
     "the Ray worker compiling it died (a crash in a compiler or in native code, a killed worker, or its "
@@ -115,38 +119,35 @@ class RayExecutor(Executor):
         self._ready_task = self.ray.remote(num_cpus=1, max_retries=0)(ready)
         self._actor_class = _bench_actor(self.ray)
 
-    def _cpus(self) -> int:
-        return max(1, int(self.ray.cluster_resources().get("CPU", 1)))
-
     # ------------------------------------------------------------------ compiling
 
-    def _warm_up(self, count: int, where: WorkerContext) -> None:
-        """Start `count` task workers (importing tilecraft) so that no compile timeout pays for it; the
-        first one's round trip is `first_task_seconds`."""
+    def _first_task(self, where: WorkerContext) -> None:
+        """Run one task that starts a worker (importing tilecraft, making the backend context): its round
+        trip is `first_task_seconds`, Ray's latency to a first result."""
+        if self.first_task_seconds is not None:
+            return
         start = time.perf_counter()
-        pending = [self._ready_task.remote(where) for _ in range(count)]
-        first, rest = self.ray.wait(pending, num_returns=1, timeout=START_LIMIT)
-        if not first:
-            raise AutotuneError(f"no Ray task started within {START_LIMIT:g} s: does the cluster have free CPUs?")
-        if self.first_task_seconds is None:
-            self.first_task_seconds = time.perf_counter() - start
-        self.ray.wait(rest, num_returns=len(rest), timeout=START_LIMIT)
+        done, _ = self.ray.wait([self._ready_task.remote(where)], num_returns=1, timeout=START_LIMIT)
+        if not done:
+            raise AutotuneError(_STALLED)
+        self.ray.get(done[0])
+        self.first_task_seconds = time.perf_counter() - start
         if self.verbose:
             say(f"autotune: Ray ready (start-up {self.startup_seconds:.2f} s, first task "
-                f"{self.first_task_seconds:.2f} s, {self._cpus()} CPUs)")  # fmt: skip
+                f"{self.first_task_seconds:.2f} s)")  # fmt: skip
 
     def compile(self, jobs: Sequence[CompileJob], ctx: BackendContext,
                 timeout: float | None) -> Iterator[CompileOutcome]:  # fmt: skip
         if not jobs:
             return
-        window = min(self._cpus(), len(jobs))
         where = worker_context(ctx)
-        self._warm_up(window, where)
+        self._first_task(where)
         queue, tries = deque(jobs), {}
         running: dict[Any, _Task] = {}  # the task's stream -> its state
+        self._progress = time.perf_counter()
         try:
             while queue or running:
-                while queue and len(running) < window:
+                while queue:  # Ray queues what the cluster cannot run yet
                     job = queue.popleft()
                     stream = self._compile_task.remote(self.ray.cloudpickle.dumps(job), where)
                     running[stream] = _Task(job, time.perf_counter())
@@ -158,9 +159,15 @@ class RayExecutor(Executor):
     def _compile_wait(self, running: dict[Any, _Task], queue: deque, tries: dict[int, int],
                       timeout: float | None) -> Iterator[CompileOutcome]:  # fmt: skip
         deadlines = [d for d in (t.deadline(timeout) for t in running.values()) if d is not None]
+        if not any(t.started for t in running.values()):
+            deadlines.append(self._progress + START_LIMIT)  # nothing runs: is the cluster stuck?
         wait = max(0.0, min(deadlines) - time.perf_counter()) + 0.01 if deadlines else None
         ready, _ = self.ray.wait(list(running), num_returns=1, timeout=wait)
+        stalled = not any(t.started for t in running.values()) and time.perf_counter() > self._progress + START_LIMIT
+        if not ready and stalled:
+            raise AutotuneError(_STALLED)
         for stream in ready:
+            self._progress = time.perf_counter()
             outcome = self._advance(stream, running[stream], queue, tries)
             if outcome is not None or running[stream].over:
                 del running[stream]
@@ -175,11 +182,6 @@ class RayExecutor(Executor):
 
     @staticmethod
     def _overdue(task: _Task, timeout: float | None) -> CompileOutcome:
-        if task.started is None:
-            raise AutotuneError(
-                f"a Ray task did not start within {START_LIMIT:g} s: does the cluster have free CPUs, and can its "
-                "workers import tilecraft and the kernel's modules?"
-            )
         message = f"compiling took longer than the timeout of {timeout:g} s; its Ray task was cancelled"
         return CompileOutcome(task.job.index, TIMEOUT, time.perf_counter() - task.started, message)
 
@@ -236,7 +238,7 @@ class RayExecutor(Executor):
         where = worker_context(ctx)
         pool = ActorPool(self, resource, self._actor_count(resource, len(jobs)), where)
         if self.verbose:
-            say(f"autotune: measuring on {len(pool.actors)} Ray actor(s) ({resource or 'CPU'} each)")
+            say(f"autotune: measuring on {len(pool.actors)} Ray actor(s), each holding one {resource or 'core'}")
         try:
             yield from pool.run(jobs, where, spec, measurement)
         finally:
@@ -286,9 +288,10 @@ class _Task:
     over: bool = False
 
     def deadline(self, timeout: float | None) -> float | None:
-        if self.started is None:
-            return self.submitted + START_LIMIT
-        return None if timeout is None else self.started + timeout
+        """When the running task is overdue; None while it waits for a core (or without a timeout)."""
+        if self.started is None or timeout is None:
+            return None
+        return self.started + timeout
 
     def elapsed(self) -> float:
         return time.perf_counter() - (self.started or self.submitted)

@@ -291,7 +291,7 @@ class ExecutionBackend(ABC):
 
     benchmark_resource: str | None = None
     """The cluster resource, as schedulers such as Ray name it ("GPU"), of which a process timing this
-    backend's kernels holds one unit; None: a CPU."""
+    backend's kernels holds one unit; None: it needs a processor core only."""
 
     def benchmark_devices(self, target: Target) -> tuple[BenchmarkDevice, ...]:
         """The devices an autotuning of `target` times candidates on, one benchmark worker process each
