@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -195,3 +196,22 @@ def test_tilecraft_tune_runs_a_spec_into_a_database(tmp_path, capsys):
     assert listed.count("tune_spec.spec_add") == 2 and "complete, best {'block'" in listed
     assert main(["tune", str(tmp_path / "nope.py"), "--db", str(db)]) == 1
     assert "tuning spec" in capsys.readouterr().err
+
+
+def test_a_read_only_database_is_used_and_not_written(tmp_path):
+    path = tmp_path / "shipped.sqlite"
+    with TuningDatabase(path) as db:
+        db.begin(key(), 1)
+        db.record(key(), dict(block=64), OK, 1.0)
+        db.finish(key())
+    db = TuningDatabase(path)
+    db._db.close()
+    db._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)  # as root cannot chmod
+    assert db.best(key()).latency == 1.0
+    with pytest.warns(RuntimeWarning, match="is read-only .* new ones are not kept"):
+        db.record(key("new"), dict(block=32), OK, 0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # warned once only
+        db.record(key("new"), dict(block=16), OK, 0.25)
+    assert db.results(key("new")) == {} and db.read_only
+    db.close()

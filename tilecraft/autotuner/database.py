@@ -19,6 +19,7 @@ import hashlib
 import json
 import sqlite3
 import time
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -44,6 +45,19 @@ _IDENTITY = ("kernel", "signature", "target", "device", "arch", "version")
 
 class TuningDatabaseError(AutotuneError):
     """A tuning database that cannot be opened, or is not one."""
+
+
+class _NoWrites:
+    """Stands in for the connection when the file cannot be written: statements do nothing."""
+
+    def execute(self, *args: Any) -> _NoWrites:
+        return self
+
+    def fetchone(self) -> None:
+        return None
+
+
+_NO_WRITES = _NoWrites()
 
 
 @dataclass(frozen=True)
@@ -88,6 +102,7 @@ class TuningDatabase:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self.read_only = False
         if not self.path.parent.is_dir():
             raise TuningDatabaseError(
                 f"tuning database {self.path}: the directory {self.path.parent} does not exist; create it first"
@@ -114,13 +129,32 @@ class TuningDatabase:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        self._db.execute("BEGIN IMMEDIATE")
+        """One write; on a file this process may not write (shipped read-only), a warning, once, and
+        nothing is written: the tuning goes on without being kept."""
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as err:
+            self._refused(err)
+            yield _NO_WRITES
+            return
         try:
             yield self._db
+        except sqlite3.OperationalError as err:
+            self._db.execute("ROLLBACK")
+            self._refused(err)
+            return
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
+
+    def _refused(self, err: sqlite3.OperationalError) -> None:
+        if "readonly" not in str(err) and "read-only" not in str(err):
+            raise TuningDatabaseError(f"tuning database {self.path}: {err}") from None
+        if not self.read_only:
+            self.read_only = True
+            warnings.warn(f"tuning database {self.path} is read-only ({err}): tunings are used from it, and new "
+                          "ones are not kept", RuntimeWarning, stacklevel=4)  # fmt: skip
 
     # ------------------------------------------------------------------ one tuning
 
