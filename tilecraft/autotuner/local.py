@@ -6,7 +6,7 @@ hangs past the timeout is killed and reported while the others go on; the builds
 process through the disk cache.
 
 Measuring: one process per device the execution backend reports (`benchmark_devices`: one per GPU of the
-target's model, each seeing only its GPU; the host once on the CPU target), each measuring one
+target's model, each seeing only its GPU; the host once for kernels that run on it), each measuring one
 candidate at a time. A measurement that does not return within twice the timeout (plus a little) has its
 process killed; a candidate whose worker died or hung is measured once more, on another device when
 there is one, then scored as crashed or timed out.

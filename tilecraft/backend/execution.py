@@ -222,7 +222,7 @@ class BenchmarkDevice:
 
 
 def host_device() -> BenchmarkDevice:
-    """The host CPU: its model name (from /proc/cpuinfo on Linux) and machine type."""
+    """The host processor: its model name (from /proc/cpuinfo on Linux) and machine type."""
     import platform
 
     name = platform.processor() or platform.machine()
