@@ -95,9 +95,9 @@ class Recording(InProcessExecutor):
         yield from super().compile(jobs, ctx, timeout)
 
 
-def tuner():
+def tuner(n=N):
     return (
-        AutoTuner.from_kernel(add_factory(N), CONFIGS)
+        AutoTuner.from_kernel(add_factory(n), CONFIGS)
         .set_compile_args(out_idx=[-1], target="c")
         .set_profile_args(ref_prog=reference)
     )
@@ -215,3 +215,25 @@ def test_a_read_only_database_is_used_and_not_written(tmp_path):
         db.record(key("new"), dict(block=16), OK, 0.25)
     assert db.results(key("new")) == {} and db.read_only
     db.close()
+
+
+class Failing(InProcessExecutor):
+    """Every measurement fails (a device that was broken during this tuning)."""
+
+    def benchmark_all(self, jobs, ctx, measurement):
+        from tilecraft.autotuner.measure import Measured
+
+        for job in jobs:
+            yield job.index, Measured("run failed", error="the device was lost")
+
+
+def test_a_complete_tuning_with_nothing_ok_is_tuned_afresh(tmp_path):
+    db = tmp_path / "tuning.sqlite"
+    with pytest.raises(tilecraft.autotuner.AutotuneError, match="the device was lost"):
+        tuner(320).run(warmup=1, rep=2, executor=Failing(), db=db, retune=True)
+    assert rows(db, "SELECT complete FROM tunings") == [(1,)]
+    recording = Recording()
+    # 320: a size no other test tunes, so that the kernel cache holds no tuning of it
+    result = tuner(320).run(warmup=1, rep=2, executor=recording, db=db)
+    assert sorted(recording.compiled) == [0, 1, 2, 3]  # nothing taken from the failed tuning
+    assert [c.status for c in result.candidates] == [OK, COMPILE_FAILED, OK, OK]

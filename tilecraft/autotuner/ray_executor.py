@@ -20,7 +20,9 @@ When Ray is not initialized, a local instance is started (`ray.init()`), and a l
 
 from __future__ import annotations
 
+import os
 import pickle
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -39,6 +41,7 @@ from tilecraft.autotuner.worker import (
     CompileJob,
     WorkerContext,
     build_portable,
+    describe_error,
     install,
     measure_built,
     ready,
@@ -58,6 +61,15 @@ RAY_CRASH_MESSAGE = (
     "the Ray worker compiling it died (a crash in a compiler or in native code, a killed worker, or its "
     "node left the cluster), also when run again"
 )
+
+
+def task_error(err: Any) -> str:
+    """What a Ray task raised, as the candidate's error (Ray's own first line names only the task)."""
+    cause = getattr(err, "cause", None)
+    if isinstance(cause, BaseException):
+        return describe_error(cause)
+    lines = [line for line in str(err).splitlines() if line.strip()]
+    return lines[-1] if lines else type(err).__name__
 
 
 def send_by_value(module: Any) -> None:
@@ -80,9 +92,11 @@ def connect(ray: Any, verbose: bool) -> float:
     if ray.is_initialized():
         return 0.0
     start = time.perf_counter()
-    say("autotune: Ray is not initialized, so a local Ray instance is started on this machine (ray.init()); "
-        "call ray.init(address=...) before tuning to use a cluster")  # fmt: skip
-    ray.init(log_to_driver=verbose)
+    say("autotune: Ray is not initialized, so a local Ray instance is started on this machine (ray.init(), "
+        "its workers importing from this process's sys.path); call ray.init(address=...) before tuning to "
+        "use a cluster")  # fmt: skip
+    path = os.pathsep.join(p for p in sys.path if p)
+    ray.init(log_to_driver=verbose, runtime_env={"env_vars": {"PYTHONPATH": path}})
     return time.perf_counter() - start
 
 
@@ -198,7 +212,7 @@ class RayExecutor(Executor):
             entries = next(stream)
         except errors.RayTaskError as err:  # raised in the task, outside the build (reading the job, say)
             task.over = True
-            return CompileOutcome(job.index, COMPILE_FAILED, task.elapsed(), str(err).splitlines()[0])
+            return CompileOutcome(job.index, COMPILE_FAILED, task.elapsed(), task_error(err))
         except errors.RayError as err:  # the worker or its node died
             task.over = True
             tries[job.index] = tries.get(job.index, 0) + 1
@@ -385,8 +399,8 @@ class ActorPool:
                 measurement: Measurement) -> tuple[int, Measured] | None:  # fmt: skip
         try:
             status, latency, error, ref_latency = self.ray.get(ref)
-        except self.ray.exceptions.RayTaskError as err:  # raised outside the measurement (sending the job)
-            return job.index, Measured(RUN_FAILED, error=str(err).splitlines()[0])
+        except self.ray.exceptions.RayTaskError as err:  # raised outside the measurement (reading the job)
+            return job.index, Measured(RUN_FAILED, error=task_error(err))
         except self.ray.exceptions.RayError:  # the actor's process or node died
             return self._lost(job, slot, queue, lost_on, CRASHED, BENCH_CRASH_MESSAGE)
         if status == FATAL:

@@ -121,7 +121,9 @@ class Session:
                     self.link.record_all(reused.candidates)
                 return reused
         if self.link is not None:
-            self.link.begin(bool(retune))
+            # A complete tuning that got here is of no use (nothing ok, or its best no longer is): start
+            # afresh; an incomplete one is resumed.
+            self.link.begin(bool(retune) or self.link.db.complete(self.link.key))
         result = self._tune()
         result.key = key
         if key is not None:

@@ -59,7 +59,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         if (args.executor or settings.get("TILECRAFT_AUTOTUNE_EXECUTOR")) == "ray":
             from tilecraft.autotuner.ray_executor import send_by_value
 
-            send_by_value(sys.modules[entries[0][3]])
+            for module in _spec_modules(args.spec):
+                send_by_value(module)
         for kernel, call_args, call_kwargs, _ in entries:
             _tune_one(kernel, call_args, call_kwargs)
     print(f"tuning database: {args.db}")
@@ -112,6 +113,17 @@ def _import(path: Path) -> ModuleType:
     sys.modules[path.stem] = module  # worker processes find its functions under this name
     spec.loader.exec_module(module)
     return module
+
+
+def _spec_modules(spec: Path) -> list[ModuleType]:
+    """The spec and the modules it imported from its folder: Ray's workers get them by value."""
+    folder = spec.resolve().parent
+    found = []
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if file and Path(file).resolve().parent == folder:
+            found.append(module)
+    return found
 
 
 def _merge(args: argparse.Namespace) -> int:
