@@ -336,6 +336,10 @@ for _setting in (
     Setting("TILECRAFT_TUNE_WORKERS", int, None,
             "processes that compile autotuning candidates; 0: compile in the tuning process; default: one per core"),
     Setting("TILECRAFT_RETUNE", bool, False, "autotune again instead of reusing a tuning kept in the cache"),
+    Setting("TILECRAFT_AUTOTUNE_EXECUTOR", str, None,
+            "where autotuning compiles and measures: local (processes on this machine, the default) or ray"),
+    Setting("TILECRAFT_TUNING_DB", Path, None,
+            "SQLite tuning database: tunings read from it (a deployment never tunes) and written to it"),
     Setting("TILECRAFT_CC", str, None,
             "C compiler command line for generated C sources (e.g. 'ccache gcc', 'gcc -O0'); takes precedence "
             "over $CC, which is honoured too", check=_check_command),

@@ -286,7 +286,8 @@ def test_a_candidate_that_fails_to_load_is_skipped(monkeypatch):
         return real(job, ctx)
 
     monkeypatch.setattr(executor, "compile_here", flaky)
-    result = tuner([dict(block=64), dict(block=16)]).run(warmup=1, rep=2, workers=1, retune=True)
+    here = LocalProcessExecutor(1, measure_in_workers=False)  # loads (and measures) in this process
+    result = tuner([dict(block=64), dict(block=16)]).run(warmup=1, rep=2, executor=here, retune=True)
     assert result.candidates[1].status == "run failed"
     assert "loading the compiled kernel failed: OSError: cannot open" in result.candidates[1].error
     assert result.config == dict(block=64)

@@ -6,15 +6,17 @@
 
     AutoTuner.from_kernel(kernel=factory, configs=configs).set_compile_args(...).run(warmup=3, rep=20)
 
-See docs/autotuning.md.
+See docs/autotuning.md; executors (local, ray) and the tuning database: docs/autotune.md.
 """
 
 from __future__ import annotations
 
 from tilecraft.autotuner.args import CompileArgs, ProfileArgs
 from tilecraft.autotuner.capture import get_autotune_inputs, set_autotune_inputs
+from tilecraft.autotuner.database import TuningDatabase, TuningDatabaseError, merge_databases
 from tilecraft.autotuner.decorator import AutoTuneImpl, autotune
 from tilecraft.autotuner.executor import Executor, InProcessExecutor, LocalProcessExecutor
+from tilecraft.autotuner.ray_executor import RayExecutor
 from tilecraft.autotuner.result import (
     AutotuneError,
     AutotuneResult,
@@ -26,6 +28,7 @@ from tilecraft.autotuner.tuner import AutoTuner
 
 __all__ = [
     "AutoTuneImpl", "AutoTuner", "AutotuneError", "AutotuneResult", "CandidateResult", "CompileArgs", "ConfigError",
-    "Executor", "InProcessExecutor", "LocalProcessExecutor", "ProfileArgs", "TunedKernel", "autotune",
-    "get_autotune_inputs", "set_autotune_inputs",
+    "Executor", "InProcessExecutor", "LocalProcessExecutor", "ProfileArgs", "RayExecutor", "TunedKernel",
+    "TuningDatabase", "TuningDatabaseError", "autotune", "get_autotune_inputs", "merge_databases",
+    "set_autotune_inputs",
 ]  # fmt: skip

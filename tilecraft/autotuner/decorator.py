@@ -133,7 +133,8 @@ class AutoTuneImpl:
                                    options.get("execution_backend", "auto"), options.get("target_host"),
                                    self.jit_impl.verbose, options.get("pass_configs"), options.get("compile_flags"))  # fmt: skip
         factory = Factory(self._elaborator(args, kwargs), self.jit_impl.func, self.__name__,
-                          lambda: self._identity(args, kwargs), (args, kwargs))  # fmt: skip
+                          lambda: self._identity(args, kwargs), (args, kwargs),
+                          lambda: self._specialized_on(args, kwargs))  # fmt: skip
         return Session(factory, compile_args, self.profile, self.options, self.configs, get_autotune_inputs())
 
     def _identity(self, args: tuple, kwargs: dict) -> list[Any]:
@@ -199,10 +200,14 @@ def autotune(
     early_stop_factor: float = 2.0,
     retune: bool | None = None,
     workers: int | None = None,
+    executor: Any = None,
+    db: Any = None,
 ) -> Callable[[JITFunction], AutoTuneImpl]:
     """Tune a `@tilecraft.jit` function over `configs` (TileLang's `@tilelang.autotune`); place it above
     `@tilecraft.jit`. `warmup`/`rep`: calls per measurement; `timeout`: seconds per candidate (compiling,
-    and timing); `retune`: ignore the tuning cache; `workers`: compile processes (0: in this process).
+    and timing); `retune`: ignore the tuning cache; `workers`: compile processes (0: in this process);
+    `executor`: "local", "ray" or an Executor (None: TILECRAFT_AUTOTUNE_EXECUTOR, else local); `db`: a
+    SQLite tuning database to read tunings from and write them to (None: TILECRAFT_TUNING_DB).
     See AutoTuner.set_profile_args for the checking options."""
     if func is not None:
         raise ConfigError(
@@ -214,7 +219,8 @@ def autotune(
         raise ConfigError(f"early_stop_factor must be >= 1.0, got {early_stop_factor}")
     profile = ProfileArgs(warmup, rep, timeout or 0, "event", supply_type, ref_prog, supply_prog, rtol, atol,
                           max_mismatched_ratio, skip_check, manual_check_prog, cache_input_tensors)  # fmt: skip
-    options = RunOptions(warmup, rep, timeout, early_stop_factor if early_stop else None, retune, workers)
+    options = RunOptions(warmup, rep, timeout, early_stop_factor if early_stop else None, retune, workers,
+                         executor, db)  # fmt: skip
 
     def decorate(impl: Any) -> AutoTuneImpl:
         if not isinstance(impl, JITFunction):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,16 @@ class Measurement:
         self.best: float | None = None
         self.ref_error = ""
         self._cached: list[Any] | None = None
+
+    def portable(self, dumps: Callable[[Any], bytes] | None = None) -> bytes:
+        """These options pickled (by `dumps`, default pickle's) for a benchmark worker, in a fresh state
+        (no reference latency, no inputs kept); raises when one of them cannot travel (with pickle: a
+        lambda, a local function; an open handle with any)."""
+        import pickle
+
+        fresh = Measurement(self.profile, self.warmup, self.rep, self.timeout, self.early_stop_factor,
+                            self.captured)  # fmt: skip
+        return (dumps or pickle.dumps)(fresh)
 
     def _inputs(self, profiler: Profiler) -> list[Any]:
         if self.captured is not None:

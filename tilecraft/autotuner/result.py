@@ -57,7 +57,8 @@ class AutotuneResult:
 
     `ref_latency`: the reference program's latency (ms) when one was given; `from_cache`: the best config
     came from an earlier tuning stored in the disk cache (`key`), so nothing was compiled or measured but
-    the best kernel; `func`: the best candidate's PrimFunc; `libcode`: its device source.
+    the best kernel (`from_database`: the stored tuning was the tuning database's); `func`: the best
+    candidate's PrimFunc; `libcode`: its device source.
     """
 
     latency: float | None
@@ -69,12 +70,14 @@ class AutotuneResult:
     candidates: list[CandidateResult] = field(default_factory=list)
     key: str | None = None
     from_cache: bool = False
+    from_database: bool = False
 
     def summary(self) -> str:
         """One line per candidate, the best marked with `*`."""
         best = next((c.index for c in self.candidates if c.config == self.config and c.ok), None)
         lines = [("* " if c.index == best else "  ") + c.describe() for c in self.candidates]
-        origin = " (from the tuning cache)" if self.from_cache else ""
+        origin = " (from the tuning database)" if self.from_database else ""
+        origin = origin or (" (from the tuning cache)" if self.from_cache else "")
         return f"best: {self.config} at {self.latency} ms{origin}\n" + "\n".join(lines)
 
 

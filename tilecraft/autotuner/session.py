@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tilecraft import settings
@@ -22,13 +23,13 @@ from tilecraft.autotuner.configs import (
     merged_pass_configs,
     resolve_configs,
 )
+from tilecraft.autotuner.dblink import DatabaseLink, database_path
 from tilecraft.autotuner.executor import CompileOutcome, Executor, compile_here, default_executor
 from tilecraft.autotuner.measure import Measured, Measurement
 from tilecraft.autotuner.progress import Progress, say
 from tilecraft.autotuner.result import (
     ELABORATION_FAILED,
     OK,
-    RUN_FAILED,
     AutotuneError,
     AutotuneResult,
     CandidateResult,
@@ -53,12 +54,14 @@ class Factory:
     name: str
     identity: Callable[[], Any]
     config_args: tuple[tuple[Any, ...], Mapping[str, Any]] = ((), {})
+    signature_args: Callable[[], Any] = lambda: None  # what a tuning database keys the tuning on
 
 
 @dataclass(frozen=True)
 class RunOptions:
     """The options of one `run`: measurement counts, per-candidate timeout (s; None or <= 0: none, as in
-    TileLang), early stop, re-tuning, compile workers and the executor."""
+    TileLang), early stop, re-tuning, compile workers, the executor (an Executor, or "local" / "ray";
+    None: TILECRAFT_AUTOTUNE_EXECUTOR, else local) and the tuning database (None: TILECRAFT_TUNING_DB)."""
 
     warmup: int = 25
     rep: int = 100
@@ -66,7 +69,8 @@ class RunOptions:
     early_stop_factor: float | None = None
     retune: bool | None = None
     workers: int | None = None
-    executor: Executor | None = None
+    executor: Executor | str | None = None
+    db: str | Path | None = None
 
     def __post_init__(self) -> None:
         if self.timeout is not None and self.timeout <= 0:
@@ -86,6 +90,7 @@ class Session:
         self.inputs = inputs
         self.verbose = bool(compile_args.verbose or settings.get("TILECRAFT_VERBOSE"))
         self.funcs: dict[int, PrimFunc | BaseException] = {}
+        self.link: DatabaseLink | None = None
 
     # ------------------------------------------------------------------ driver
 
@@ -94,12 +99,31 @@ class Session:
         check_config_keys(configs, self.factory.signature, self.factory.name)
         self.configs = configs
         self.ctx = self._context()
-        key = self._key()
+        path = database_path(self.options.db)
+        self.link = DatabaseLink.open(self, path) if path is not None else None
+        try:
+            return self._run()
+        finally:
+            if self.link is not None:
+                self.link.close()
+
+    def _run(self) -> AutotuneResult:
         retune = self.options.retune if self.options.retune is not None else settings.get("TILECRAFT_RETUNE")
+        if self.link is not None and not retune:
+            from_db = self._from_database(self.link)
+            if from_db is not None:
+                return from_db
+        key = self._key()
         if key is not None and not retune:
             reused = self._reuse(key)
             if reused is not None:
+                if self.link is not None:
+                    self.link.record_all(reused.candidates)
                 return reused
+        if self.link is not None:
+            # A complete tuning that got here is of no use (nothing ok, or its best no longer is): start
+            # afresh; an incomplete one is resumed.
+            self.link.begin(bool(retune) or self.link.db.complete(self.link.key))
         result = self._tune()
         result.key = key
         if key is not None:
@@ -145,15 +169,42 @@ class Session:
 
     def _tune(self) -> AutotuneResult:
         candidates = [CandidateResult(i, c, OK) for i, c in enumerate(self.configs)]
-        jobs = self._jobs(candidates)
-        executor = self.options.executor or default_executor(self.options.workers, self.verbose)
+        prior = self._resume(candidates)
+        jobs = self._jobs([c for c in candidates if c.index not in prior])
+        given = self.options.executor
+        executor = given if isinstance(given, Executor) else default_executor(self.options.workers,
+                                                                               self.verbose, given)  # fmt: skip
         try:
             compiled = self._compile(executor, jobs, candidates)
-            best = self._measure_all(executor, compiled, candidates)
+            best = self._measure_all(executor, compiled, candidates, self._prior_best(prior, candidates))
         finally:
-            if self.options.executor is None:
+            if not isinstance(given, Executor):
                 executor.close()
+        if self.link is not None:
+            self.link.finish()
         return self._result(best, candidates)
+
+    def _resume(self, candidates: list[CandidateResult]) -> dict[int, CandidateResult]:
+        """The candidates an interrupted tuning in the database measured already, taken from it."""
+        if self.link is None:
+            return {}
+        prior = {}
+        for index, row in self.link.stored().items():
+            c = candidates[index]
+            c.status, c.latency, c.error, c.compile_seconds = row.status, row.latency, row.error, row.compile_seconds
+            prior[index] = c
+        if prior:
+            self._note(f"resuming: {len(prior)} of {len(candidates)} candidates are in the tuning database already")
+        return prior
+
+    @staticmethod
+    def _prior_best(prior: dict[int, CandidateResult], candidates: list[CandidateResult]
+                    ) -> tuple[CandidateResult, Measured] | None:  # fmt: skip
+        ok = [c for c in prior.values() if c.ok and c.latency is not None]
+        if not ok:
+            return None
+        best = min(ok, key=lambda c: c.latency)
+        return best, Measured(OK, best.latency)
 
     def _jobs(self, candidates: list[CandidateResult]) -> list[CompileJob]:
         jobs = []
@@ -162,9 +213,15 @@ class Session:
             if isinstance(func, BaseException):
                 candidate.status, candidate.error = ELABORATION_FAILED, describe_error(func)
                 self._note(f"#{candidate.index} {candidate.config}: {candidate.status}: {candidate.error}")
+                self._recorded(candidate)
             else:
                 jobs.append(self._job(candidate.index, func))
         return jobs
+
+    def _recorded(self, candidate: CandidateResult) -> None:
+        """Write the candidate's final result to the tuning database, now (an interruption keeps it)."""
+        if self.link is not None:
+            self.link.record(candidate)
 
     def _compile(self, executor: Executor, jobs: Sequence[CompileJob],
                  candidates: list[CandidateResult]) -> list[CompileJob]:  # fmt: skip
@@ -177,6 +234,8 @@ class Session:
                 self._compiled(outcome, candidates[outcome.index])
                 if outcome.status == OK:
                     done.append(by_index[outcome.index])
+                else:
+                    self._recorded(candidates[outcome.index])
                 bar.update(outcome.status)
         return sorted(done, key=lambda job: job.index)
 
@@ -188,34 +247,27 @@ class Session:
             f"#{candidate.index} {candidate.config}: {outcome.status} in {outcome.seconds:.2f} s{detail}"
         )
 
-    def _measure_all(self, executor: Executor, jobs: Sequence[CompileJob],
-                     candidates: list[CandidateResult]) -> tuple[CandidateResult, Measured] | None:  # fmt: skip
+    def _measure_all(self, executor: Executor, jobs: Sequence[CompileJob], candidates: list[CandidateResult],
+                     best: tuple[CandidateResult, Measured] | None) -> tuple[CandidateResult, Measured] | None:  # fmt: skip
+        """Measure the compiled jobs (as the executor streams them back); the best of them and `best`."""
         measurement = self._measurement()
-        best: tuple[CandidateResult, Measured] | None = None
+        measurement.best = best[1].latency if best else None
         with Progress(len(jobs), f"autotune {self.factory.name}: bench") as bar:
-            for job in jobs:
-                candidate = candidates[job.index]
-                measured = self._benchmark(executor, job, measurement)
+            for index, measured in executor.benchmark_all(jobs, self.ctx, measurement):
+                candidate = candidates[index]
                 candidate.status, candidate.latency, candidate.error = (
                     measured.status,
                     measured.latency,
                     measured.error,
                 )
                 self._note(candidate.describe())
+                self._recorded(candidate)
                 if candidate.ok and (best is None or measured.latency < best[1].latency):
                     best = (candidate, measured)
                     measurement.best = measured.latency
                 bar.update(f"best {best[1].latency:.4g} ms" if best else "")
         self.ref_latency = measurement.ref_latency
         return best
-
-    def _benchmark(self, executor: Executor, job: CompileJob, measurement: Measurement) -> Measured:
-        try:
-            return executor.benchmark(job, self.ctx, measurement.measure)
-        except AutotuneError:
-            raise  # the tuning cannot go on (no inputs for any candidate)
-        except Exception as err:  # noqa: BLE001 - loading the built candidate failed: skip it, say why
-            return Measured(RUN_FAILED, error=f"loading the compiled kernel failed: {describe_error(err)}")
 
     def _measurement(self) -> Measurement:
         return Measurement(self.profile, self.options.warmup, self.options.rep, self.options.timeout,
@@ -236,7 +288,13 @@ class Session:
         self._note(f"best #{candidate.index} {candidate.config}: {candidate.latency:.4g} ms")
         return result
 
-    def _finish(self, result: AutotuneResult, index: int, kernel: Kernel) -> None:
+    def _finish(self, result: AutotuneResult, index: int, kernel: Kernel | None) -> None:
+        """Attach the best candidate's kernel (loaded here when it was measured elsewhere)."""
+        if kernel is None:
+            func = self._elaborate(index)
+            if isinstance(func, BaseException):
+                raise func
+            kernel = compile_here(self._job(index, func), self.ctx)
         func = self.funcs[index]
         result.func = func if isinstance(func, PrimFunc) else None
         result.libcode = kernel.get_kernel_source()
@@ -267,6 +325,26 @@ class Session:
                                 candidates=found.candidates, key=key, from_cache=True)  # fmt: skip
         self._finish(result, found.best, kernel)
         self._note(f"best config from the tuning cache: {result.config} ({result.latency:.4g} ms)")
+        return result
+
+    def _from_database(self, link: DatabaseLink) -> AutotuneResult | None:
+        """The complete tuning the database holds, its best kernel loaded (None: tune)."""
+        best = link.best_index()
+        if best is None:
+            return None
+        stored = link.stored()
+        kernel = self._stored_kernel(rec.Record(best, stored[best].latency, None, []))
+        if kernel is None:
+            return None
+        candidates = [CandidateResult(i, c, stored[i].status if i in stored else OK,
+                                      stored[i].latency if i in stored else None,
+                                      stored[i].error if i in stored else "",
+                                      stored[i].compile_seconds if i in stored else None)
+                      for i, c in enumerate(self.configs)]  # fmt: skip
+        result = AutotuneResult(stored[best].latency, self.configs[best], None, candidates=candidates,
+                                from_cache=True, from_database=True)  # fmt: skip
+        self._finish(result, best, kernel)
+        self._note(f"best config from the tuning database {link.db.path}: {result.config} ({result.latency:.4g} ms)")
         return result
 
     def _stored_kernel(self, found: rec.Record) -> Kernel | None:

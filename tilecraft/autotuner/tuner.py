@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from tilecraft.autotuner.args import CompileArgs, ProfileArgs
@@ -22,6 +23,12 @@ from tilecraft.autotuner.record import function_identity
 from tilecraft.autotuner.result import AutotuneResult, ConfigError
 from tilecraft.autotuner.session import Factory, RunOptions, Session
 from tilecraft.profiler.supply import TensorSupplyType
+
+
+def _closure_values(fn: Any) -> Any:
+    """The values a factory closes over (the shapes of `lambda **c: matmul(M, N, K, **c)`), or None."""
+    identity = function_identity(fn)
+    return identity[4] if isinstance(identity, list) and identity[:1] == ["function"] else None
 
 
 def _factory_name(fn: Any) -> str:
@@ -89,7 +96,8 @@ class AutoTuner:
 
     def _default_factory(self) -> Factory:
         fn = self.fn
-        return Factory(lambda config: fn(**config), fn, _factory_name(fn), lambda: [function_identity(fn)])
+        return Factory(lambda config: fn(**config), fn, _factory_name(fn), lambda: [function_identity(fn)],
+                       signature_args=lambda: _closure_values(fn))
 
     def run(
         self,
@@ -106,7 +114,8 @@ class AutoTuner:
         *,
         retune: bool | None = None,
         workers: int | None = None,
-        executor: Executor | None = None,
+        executor: Executor | str | None = None,
+        db: str | Path | None = None,
     ) -> AutotuneResult:
         """Tune: compile every candidate (in `workers` processes), check and time each (`warmup` and `rep`
         calls; `timeout` seconds per candidate for compiling and for timing), keep the best.
@@ -114,7 +123,9 @@ class AutoTuner:
         The best config is kept in the disk cache; an identical tuning later (in any process) reuses it
         unless `retune` (or TILECRAFT_RETUNE=1). `use_pipeline`, `enable_grouped_compile` and
         `group_compile_size` are accepted for compatibility (each candidate compiles in its own worker);
-        `benchmark_multi_gpu` is not supported (candidates are measured on one device).
+        `benchmark_multi_gpu` is not supported (candidates are measured on one device). `executor`:
+        "local", "ray" or an Executor (None: TILECRAFT_AUTOTUNE_EXECUTOR, else local); `db`: a SQLite
+        tuning database (None: TILECRAFT_TUNING_DB), keyed on the factory's name and closure values.
         """
         if early_stop and early_stop_factor < 1.0:
             raise ConfigError(f"early_stop_factor must be >= 1.0, got {early_stop_factor}")
@@ -122,7 +133,7 @@ class AutoTuner:
             warnings.warn("benchmark_multi_gpu is not supported: candidates are measured on one device",
                           RuntimeWarning, stacklevel=2)  # fmt: skip
         options = RunOptions(warmup, rep, timeout, early_stop_factor if early_stop else None, retune, workers,
-                             executor)  # fmt: skip
+                             executor, db)  # fmt: skip
         session = Session(self.factory or self._default_factory(), self.compile_args, self.profile_args, options,
                           self.configs, get_autotune_inputs())  # fmt: skip
         self.last_result = session.run()

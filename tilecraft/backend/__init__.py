@@ -24,6 +24,7 @@ from tilecraft.backend.errors import (
 )
 from tilecraft.backend.execution import (
     Availability,
+    BenchmarkDevice,
     Built,
     ExecutionBackend,
     ExecutionBackendSpec,
@@ -55,7 +56,7 @@ from tilecraft.backend.target_kind import (
 
 __all__ = [
     "API_VERSION", "DEVICE", "HOST", "MIN_API_VERSION", "ROLE_ATTR", "ArtifactError", "Availability",
-    "BackendContext", "BackendModule", "Built", "CompiledArtifact", "DetectionResult", "DeviceCode",
+    "BackendContext", "BackendModule", "BenchmarkDevice", "Built", "CompiledArtifact", "DetectionResult", "DeviceCode",
     "DeviceCodegen", "ExecutionBackend", "ExecutionBackendNotDeclared", "ExecutionBackendSpec",
     "ExecutionBackendUnavailable", "FastPath", "FunctionPass", "HostCode", "HostCodegen",
     "HostCodegenHook", "IRDumper", "KernelInfo", "LaneExchange", "Launcher", "Loaded", "ManifestError",

@@ -253,6 +253,32 @@ class NativeLaunch:
     keep_alive: Any = None
 
 
+@dataclass(frozen=True)
+class BenchmarkDevice:
+    """One device an autotuning can time candidates on: its name and architecture (a tuning database's
+    key) and the environment that gives a fresh process this device alone (a pinned benchmark worker)."""
+
+    name: str
+    arch: str
+    environment: Mapping[str, str] = field(default_factory=dict)
+
+
+def host_device() -> BenchmarkDevice:
+    """The host processor: its model name (from /proc/cpuinfo on Linux) and machine type."""
+    import platform
+
+    name = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    name = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return BenchmarkDevice(name, platform.machine())
+
+
 class ExecutionBackend(ABC):
     """Build -> Load -> Launch of artifacts of the formats its spec consumes, and what a `Kernel` needs
     around a launch: reading, checking and allocating its device's arrays, copies, waiting, timing.
@@ -314,6 +340,15 @@ class ExecutionBackend(ABC):
         from tilecraft.backend.timing import DeviceTimer
 
         return DeviceTimer()
+
+    benchmark_resource: str | None = None
+    """The cluster resource, as schedulers such as Ray name it ("GPU"), of which a process timing this
+    backend's kernels holds one unit; None: it needs a processor core only."""
+
+    def benchmark_devices(self, target: Target) -> tuple[BenchmarkDevice, ...]:
+        """The devices an autotuning of `target` times candidates on, one benchmark worker process each
+        (all of one model, so their latencies compare). The default: the host, once."""
+        return (host_device(),)
 
     def accepts_device(self, arg: ArrayArg) -> bool:
         """Whether the launcher reads memory of `arg`'s DLPack device type (the spec's `device_types`)."""

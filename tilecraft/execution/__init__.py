@@ -9,6 +9,7 @@ Concrete execution backends each live in their own package `tilecraft/execution/
 
 from tilecraft.backend.execution import (
     Availability,
+    BenchmarkDevice,
     Built,
     ExecutionBackend,
     ExecutionBackendSpec,
@@ -26,7 +27,7 @@ from tilecraft.backend.execution_registry import (
 from tilecraft.execution.base import CachedExecutionBackend
 
 __all__ = [
-    "Availability", "Built", "CacheEntry", "CachedExecutionBackend", "ExecutionBackend", "ExecutionBackendSpec",
+    "Availability", "BenchmarkDevice", "Built", "CacheEntry", "CachedExecutionBackend", "ExecutionBackend", "ExecutionBackendSpec",
     "FastPath", "KernelCache", "Loaded", "cache_key", "get_spec", "implementation", "register_execution_backend",
     "registered_execution_backends", "reset_availability", "unregister_execution_backend",
 ]  # fmt: skip

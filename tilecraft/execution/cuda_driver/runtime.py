@@ -20,7 +20,7 @@ from typing import Any
 from tilecraft._modules import imported
 from tilecraft.backend.arrays import ArrayArg
 from tilecraft.backend.artifact import CompiledArtifact, KernelInfo
-from tilecraft.backend.execution import Built, FastPath, Loaded, NativeKernel, NativeLaunch
+from tilecraft.backend.execution import BenchmarkDevice, Built, FastPath, Loaded, NativeKernel, NativeLaunch
 from tilecraft.backend.timing import DeviceTimer
 from tilecraft.errors import TilecraftError
 from tilecraft.execution import native
@@ -118,6 +118,7 @@ class CudaRuntimeBackend(CachedExecutionBackend):
     """Load and Launch of `kernel.cubin` through the CUDA driver; subclasses implement Build."""
 
     array_readers = (interop.read_cuda_array_interface,)
+    benchmark_resource = "GPU"
 
     def build_files(self, artifact: CompiledArtifact, cubin: bytes, meta: Mapping[str, Any]
                     ) -> tuple[dict[str, bytes], dict[str, Any]]:  # fmt: skip
@@ -200,6 +201,18 @@ class CudaRuntimeBackend(CachedExecutionBackend):
         from tilecraft.execution.cuda_driver.timing import cuda_timer
 
         return cuda_timer(int(target.attr("device", 0)), flush_bytes)
+
+    def benchmark_devices(self, target: Any) -> tuple[BenchmarkDevice, ...]:
+        """Every visible GPU of the target device's model, each pinned through CUDA_VISIBLE_DEVICES (the
+        target's device ordinal is then 0 in the worker); only the target's device when it is not 0."""
+        index = int(target.attr("device", 0))
+        first = cuda_driver.get_driver().device_info(index)
+        arch = f"sm_{first.major}{first.minor}"
+        if index != 0:
+            return (BenchmarkDevice(first.name, arch),)
+        visible = _visible_ordinals(cuda_driver.get_driver().device_count())
+        same = [i for i in range(len(visible)) if cuda_driver.get_driver().device_info(i).name == first.name]
+        return tuple(BenchmarkDevice(first.name, arch, {"CUDA_VISIBLE_DEVICES": visible[i]}) for i in same)
 
     def check_device(self, arg: ArrayArg, name: str) -> None:
         """Arrays must be in GPU memory (a device type of the spec's); the device index is checked by the
@@ -331,3 +344,12 @@ def _wrong_device_handler(device: int, names: list[str]) -> Callable[[Sequence[A
         raise interop.wrong_device_error(args, device, names)
 
     return wrong_device
+
+
+def _visible_ordinals(count: int) -> list[str]:
+    """What CUDA_VISIBLE_DEVICES must say to show device i of this process alone (the parent's list
+    narrowed, when it set one)."""
+    import os
+
+    listed = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    return listed[:count] if len(listed) >= count else [str(i) for i in range(count)]
