@@ -97,6 +97,11 @@ def configs(gpu: bool, count: int) -> list[dict]:
     return out[:count]
 
 
+def on_host(target) -> bool:
+    """Whether `target` is the CPU ("cuda ..." starts with "c" too, so compare the kind)."""
+    return str(target).split()[0] in ("c", "cpu")
+
+
 class Timed(Executor):
     """Wraps an executor and times its compile and timing phases."""
 
@@ -125,7 +130,7 @@ class Timed(Executor):
 
 
 def run(args: argparse.Namespace) -> dict:
-    gpu = not str(args.target).startswith("c")
+    gpu = not on_host(args.target)
     dtype = args.dtype or ("float16" if gpu else "float32")
     n = args.size
     space = configs(gpu, args.configs)
@@ -185,7 +190,7 @@ def main() -> None:
     if args.target == "auto":
         args.target = str(tilecraft.backend.detect_target())
     if args.size is None:
-        args.size = 128 if str(args.target).startswith("c") else 4096
+        args.size = 128 if on_host(args.target) else 4096
     with tempfile.TemporaryDirectory(prefix="tune-scaleout-cache-") as cache:
         os.environ["TILECRAFT_CACHE_DIR"] = cache  # cold compiles; workers inherit it
         figures = run(args)

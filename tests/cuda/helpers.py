@@ -19,18 +19,26 @@ extern "C" __global__ void add_kernel(const float* __restrict__ A, const float* 
 
 
 def add_artifact(arch: str = "sm_90a", binaries: dict | None = None, dynamic_smem: int = 0,
-                 source: str = ADD_SOURCE, compile_flags: tuple[str, ...] = ()) -> CompiledArtifact:  # fmt: skip
-    """A hand-made artifact of `C = A + alpha * B` over a symbolic length n, as CUDA codegen makes one."""
+                 source: str = ADD_SOURCE, compile_flags: tuple[str, ...] = (), widened_grid: bool = False
+                 ) -> CompiledArtifact:  # fmt: skip
+    """A hand-made artifact of `C = A + alpha * B` over a symbolic length n, as CUDA codegen makes one
+    (`widened_grid`: the grid computed in int64 and cast back, as widen-index-arithmetic leaves it)."""
     n = E.Var(dt.int32, "n")
     a, b, c = (ParamInfo(name, "buffer", dt.float32, (n,)) for name in "ABC")
     alpha = ParamInfo("alpha", "scalar", dt.float32)
     kernel = KernelInfo("add_kernel", (a, b, c, alpha, ParamInfo("n", "scalar", dt.int32)),
-                        (E.floordiv(n + 127, 128),), (128,), dynamic_smem=dynamic_smem)  # fmt: skip
+                        (_grid(n, widened_grid),), (128,), dynamic_smem=dynamic_smem)  # fmt: skip
     return CompiledArtifact(
         "add", Target.parse(f"cuda -arch={arch}"), (a, b, c, alpha), (n,), (kernel,),
         {"cuda-source": source}, binaries or {}, ir_hash=_digest(arch, dynamic_smem, source),
-        extra=(("compile_flags", compile_flags),),
+        extra=(("compile_flags", compile_flags),), buffer_alignment=16,  # as CUDA codegen assumes (cuda/storage.py)
     )  # fmt: skip
+
+
+def _grid(n: E.Var, widened: bool) -> E.Expr:
+    if not widened:
+        return E.floordiv(n + 127, 128)
+    return E.Cast(dt.int32, E.floordiv(E.Cast(dt.int64, n) + 127, 128))
 
 
 class FakeContext:

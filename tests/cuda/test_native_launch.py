@@ -73,9 +73,10 @@ def torch(monkeypatch):
     return torch
 
 
-def _kernel(cache, out_idx=(2,)):
+def _kernel(cache, out_idx=(2,), widened_grid=False):
     backend = NvccExecutionBackend(NVCC, cache)
-    built = backend.build(add_artifact(binaries={"cubin": b"\x7fELF fake cubin"}), FakeContext())
+    artifact = add_artifact(binaries={"cubin": b"\x7fELF fake cubin"}, widened_grid=widened_grid)
+    built = backend.build(artifact, FakeContext())
     return Kernel(backend.load(built), FakeContext(backend), out_idx)
 
 
@@ -109,9 +110,12 @@ def test_the_compiled_launcher_calls_the_drivers_launch(cache, fake_driver, torc
     assert slots[3][4:] == slots[4][4:] == b"\0" * 4
 
 
+@pytest.mark.parametrize("widened", [False, True], ids=["int32", "int64-cast-back"])
 @pytest.mark.parametrize("n, grid", [(1, 1), (128, 1), (129, 2), (2**31 - 1, 16777216)])
-def test_the_grid_bytecode_matches_the_ir(cache, fake_driver, torch, compiled, n, grid):
-    kernel = _kernel(cache, out_idx=())
+def test_the_grid_bytecode_matches_the_ir(cache, fake_driver, torch, compiled, n, grid, widened):
+    """Also with the grid as real CUDA kernels have it after widen-index-arithmetic (int64, cast back to
+    int32): on an H200 the compiled launcher declined every such kernel before narrowing casts compiled."""
+    kernel = _kernel(cache, out_idx=(), widened_grid=widened)
     fake_driver.set("fake_param_count", 5)
     args = [torch.Tensor(0xA000 + 0x1000 * i, (n,)) for i in range(3)]
     _python_launcher_refused(kernel)
@@ -169,6 +173,7 @@ def test_grid_programs_follow_c_and_floor_semantics():
     exprs = [E.floordiv(n + 127, 128), E.floormod(n - 300, 7), E.truncdiv(n - 300, m), E.truncmod(n - 300, m),
              E.max_(n, m) * 2 - E.min_(n, m), E.select(n < m, n, m)]  # fmt: skip
     assert all(native.program(e, {"n": 0, "m": 1}) for e in exprs)
+    exprs.append(E.Cast(dt.int32, E.floordiv(E.Cast(dt.int64, n) + 127, 128)))  # widened, cast back
     with pytest.raises(native.NotCompilable):
         native.program(E.Var(dt.float32, "x") + 1.0, {"x": 0})
     for e in exprs:
@@ -191,6 +196,10 @@ def _run(code, values):
         if op == "select":
             no, yes, cond = stack.pop(), stack.pop(), stack.pop()
             stack.append(yes if cond else no)
+            continue
+        if op == "inrange":
+            hi, lo = stack.pop(), stack.pop()
+            assert lo <= stack[-1] <= hi
             continue
         b, a = stack.pop(), stack.pop()
         stack.append({"add": a + b, "sub": a - b, "mul": a * b, "floordiv": a // b if b else None,

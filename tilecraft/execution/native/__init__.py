@@ -141,7 +141,7 @@ def _load(path: Path) -> ModuleType:
 
 OPS = {name: code for code, name in enumerate((
     "const", "load", "add", "sub", "mul", "floordiv", "floormod", "tdiv", "tmod", "min", "max",
-    "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "select",
+    "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "select", "inrange",
 ))}  # fmt: skip
 _BINARY = {
     E.Add: "add", E.Sub: "sub", E.Mul: "mul", E.FloorDiv: "floordiv", E.FloorMod: "floormod", E.Div: "tdiv",
@@ -185,12 +185,24 @@ def _emit(e: Any, slots: dict[str, int], code: list[int]) -> None:
         return None
     if kind is E.Cast and preserves_value(e.value.dtype, e.dtype):
         return _emit(e.value, slots, code)
+    if kind is E.Cast and e.dtype.is_integer and e.value.dtype.is_integer and e.dtype.bits <= 64:
+        # Narrowing (widen-index-arithmetic's int64 grid cast back to int32): exact where the value fits;
+        # a value that does not fit takes the Python path, which reports it.
+        _emit(e.value, slots, code)
+        lo, hi = _integer_range(e.dtype)
+        code += [OPS["const"], max(lo, _INT64[0]), OPS["const"], min(hi, _INT64[1]), OPS["inrange"]]
+        return None
     if kind in _BINARY and all(x.dtype.is_integer or x.dtype.is_bool for x in (e.a, e.b)):
         _emit(e.a, slots, code)
         _emit(e.b, slots, code)
         code.append(OPS[_BINARY[kind]])
         return None
     raise NotCompilable(type(e).__name__)
+
+
+def _integer_range(dtype: Any) -> tuple[int, int]:
+    bits = dtype.bits
+    return (0, 2**bits - 1) if dtype.kind == "uint" else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
 
 
 def _const(value: int, code: list[int]) -> None:

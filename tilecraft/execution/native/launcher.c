@@ -28,7 +28,7 @@ enum { P_BUFFER = 0, P_INT = 1, P_UINT = 2, P_FLOAT = 3, P_BOOL = 4 };
 enum { E_SIGNED = 0, E_UNSIGNED = 1, E_FLOAT = 2, E_BOOL = 3 };
 enum {
     OP_CONST, OP_LOAD, OP_ADD, OP_SUB, OP_MUL, OP_FLOORDIV, OP_FLOORMOD, OP_TDIV, OP_TMOD, OP_MIN, OP_MAX,
-    OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_AND, OP_OR, OP_NOT, OP_SELECT
+    OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_AND, OP_OR, OP_NOT, OP_SELECT, OP_INRANGE
 };
 enum { L_KERNEL_PARAMS = 0, L_PACKED_CALL = 1 };
 
@@ -266,6 +266,11 @@ static int run_program(const int64_t *code, int len, const Value *values, int64_
         if (op == OP_SELECT) {
             int64_t no = stack[--top], yes = stack[--top], cond = stack[--top];
             stack[top++] = cond ? yes : no;
+            continue;
+        }
+        if (op == OP_INRANGE) { /* a narrowing cast: the value when it fits, else the Python path decides */
+            int64_t hi = stack[--top], lo = stack[--top];
+            if (stack[top - 1] < lo || stack[top - 1] > hi) return 0;
             continue;
         }
         b = stack[--top];
