@@ -6,7 +6,9 @@ loop tiles are dead once its epilogue tiles are written needs the sum of both. T
 shared allocations of a kernel body's leading chain of `Allocate`s down to the range of top-level
 statements from the first one that names the buffer to the last, so that buffers used one after the
 other become sibling scopes and share bytes. Ranges that partly overlap are widened until they nest
-(scopes form a stack). Other allocations (registers) stay where they are, around everything.
+(scopes form a stack). Other allocations (registers) stay where they are, around everything. A scalar
+binding (`n = T.min(...)` before a loop: a `LetStmt`) holds every statement after it in its body, so a
+range that is only such a binding is narrowed again among the statements of its body.
 
 The barrier pass already separates a new shared scope from the pending accesses of ended ones (their
 bytes may be reused), so the reuse this enables is race-free; the pass must run before it.
@@ -18,6 +20,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from tilecraft.backend.pipeline import module_pass
+from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.visitor import Mutator, walk
@@ -49,11 +52,40 @@ def narrow_kernel_body(body: S.Stmt, scopes: Sequence[str]) -> S.Stmt:
             kept.append(node)
     if len(stmts) < 2 or not movable:
         return body  # one statement (or none) uses everything: nothing to narrow
-    roots = _nest(movable)
-    out = _emit(stmts, 0, len(stmts) - 1, roots)
+    out = _narrow(stmts, movable)
     for node in reversed(kept):
         out = dataclasses.replace(node, body=out)
     return out
+
+
+def _narrow(stmts: list[S.Stmt], scopes: list[_Scope]) -> S.Stmt:
+    """The statements, each scope around the range from its first use to its last."""
+    return _emit(stmts, 0, len(stmts) - 1, _nest(scopes))
+
+
+def _uses(stmt: S.Stmt | E.Expr) -> set[int]:
+    return {id(n) for n in walk(stmt) if isinstance(n, Buffer)}
+
+
+def _into_binding(stmt: S.Stmt, scope: _Scope) -> S.Stmt | None:
+    """`stmt`, a binding whose body alone uses the scope's buffers, with them narrowed in that body."""
+    if not isinstance(stmt, S.LetStmt):
+        return None
+    allocs = _allocs(scope)
+    if _uses(stmt.value) & {id(a.buffer) for a in allocs}:
+        return None
+    inner = _flatten(stmt.body)
+    uses = [_uses(s) for s in inner]
+    scopes = []
+    for alloc in allocs:
+        found = [i for i, used in enumerate(uses) if id(alloc.buffer) in used]
+        scopes.append(_Scope(alloc, found[0], found[-1]))
+    return dataclasses.replace(stmt, body=_narrow(inner, scopes))
+
+
+def _allocs(scope: _Scope) -> list[S.Allocate]:
+    """The allocations of a scope and of the scopes nested in it, outermost first."""
+    return [scope.alloc] + [a for child in scope.children for a in _allocs(child)]
 
 
 def _flatten(stmt: S.Stmt) -> list[S.Stmt]:
@@ -84,8 +116,12 @@ def _emit(stmts: list[S.Stmt], lo: int, hi: int, scopes: list[_Scope]) -> S.Stmt
     at = lo
     for scope in scopes:
         out.extend(stmts[at : scope.first])
-        body = _emit(stmts, scope.first, scope.last, scope.children)
-        out.append(dataclasses.replace(scope.alloc, body=body))
+        binding = _into_binding(stmts[scope.first], scope) if scope.first == scope.last else None
+        if binding is not None:
+            out.append(binding)
+        else:
+            body = _emit(stmts, scope.first, scope.last, scope.children)
+            out.append(dataclasses.replace(scope.alloc, body=body))
         at = scope.last + 1
     out.extend(stmts[at : hi + 1])
     return out[0] if len(out) == 1 else S.SeqStmt(tuple(out))
