@@ -10,6 +10,10 @@ other become sibling scopes and share bytes. Ranges that partly overlap are wide
 binding (`n = T.min(...)` before a loop: a `LetStmt`) holds every statement after it in its body, so a
 range that is only such a binding is narrowed again among the statements of its body.
 
+Loops that list iteration-local buffers (`mark-iteration-local-shared`, which a target whose loops
+are never software-pipelined runs on tile operations) get those buffers scoped inside their bodies,
+from the first statement of the body that uses one to the last.
+
 The barrier pass already separates a new shared scope from the pending accesses of ended ones (their
 bytes may be reused), so the reuse this enables is race-free; the pass must run before it.
 """
@@ -24,6 +28,7 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.visitor import Mutator, walk
+from tilecraft.transform.iteration_local import ITERATION_LOCAL
 
 
 @dataclasses.dataclass
@@ -127,6 +132,46 @@ def _emit(stmts: list[S.Stmt], lo: int, hi: int, scopes: list[_Scope]) -> S.Stmt
     return out[0] if len(out) == 1 else S.SeqStmt(tuple(out))
 
 
+class _IntoLoops(Mutator):
+    """Buffers a loop lists as iteration-local (`mark-iteration-local-shared`) move from their
+    allocation outside it to the range of its body's statements that use them."""
+
+    def __init__(self, allocs: dict[int, S.Allocate]) -> None:
+        super().__init__()
+        self.allocs = allocs
+
+    def mutate_Buffer(self, buf):
+        return buf
+
+    def mutate_Allocate(self, s: S.Allocate) -> S.Stmt:
+        return self.mutate(s.body) if id(s.buffer) in self.allocs else self.generic_mutate(s)
+
+    def mutate_For(self, loop: S.For) -> S.Stmt:
+        loop = self.generic_mutate(loop)
+        local = S.annotation(loop.annotations, ITERATION_LOCAL)
+        if local is None:
+            return loop
+        annotations = tuple((k, v) for k, v in loop.annotations if k != ITERATION_LOCAL)
+        stmts = _flatten(loop.body)
+        uses = [_uses(s) for s in stmts]
+        scopes = []
+        for buf in local:
+            found = [i for i, used in enumerate(uses) if id(buf) in used]
+            if found and id(buf) in self.allocs:  # a buffer the lowering dropped needs no bytes
+                scopes.append(_Scope(self.allocs[id(buf)], found[0], found[-1]))
+        body = _narrow(stmts, scopes) if scopes else loop.body
+        return dataclasses.replace(loop, body=body, annotations=annotations)
+
+
+def narrow_into_loops(body: S.Stmt, scopes: Sequence[str]) -> S.Stmt:
+    """`body` with the iteration-local shared buffers of its loops scoped inside the loops' bodies."""
+    local = {id(b) for n in walk(body) if isinstance(n, S.For)
+             for b in S.annotation(n.annotations, ITERATION_LOCAL) or ()}  # fmt: skip
+    allocs = {id(n.buffer): n for n in walk(body)
+              if isinstance(n, S.Allocate) and id(n.buffer) in local and n.buffer.scope in scopes}  # fmt: skip
+    return _IntoLoops(allocs).mutate(body) if local else body
+
+
 class _PerKernel(Mutator):
     def __init__(self, scopes: Sequence[str]) -> None:
         super().__init__()
@@ -136,7 +181,8 @@ class _PerKernel(Mutator):
         return buf
 
     def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
-        return dataclasses.replace(launch, body=narrow_kernel_body(launch.body, self.scopes))
+        body = narrow_kernel_body(launch.body, self.scopes)
+        return dataclasses.replace(launch, body=narrow_into_loops(body, self.scopes))
 
 
 def narrow_shared_scopes(scopes: Sequence[str] = ("shared", "shared.dyn")):
