@@ -108,8 +108,13 @@ class _PerKernel(Mutator):
         return dataclasses.replace(launch, body=_Mark(totals).mutate(launch.body))
 
 
+def mark_iteration_local(mod: IRModule) -> IRModule:
+    """`mod` with each loop listing the shared buffers its iterations write whole before using them."""
+    mutator = _PerKernel()
+    return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)
+
+
 @module_pass("mark-iteration-local-shared")
 def mark_iteration_local_shared(mod: IRModule, ctx) -> IRModule:
     """Loops list the shared buffers each iteration writes whole before it uses them."""
-    mutator = _PerKernel()
-    return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)
+    return mark_iteration_local(mod)

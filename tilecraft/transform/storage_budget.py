@@ -23,7 +23,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import Visitor
-from tilecraft.transform.shared_scopes import narrow_kernel_body
+from tilecraft.transform.shared_scopes import narrow_into_loops, narrow_kernel_body
 
 _KINDS = {
     "shared": "shared buffer",
@@ -71,7 +71,7 @@ def check_storage_budgets(
 ) -> None:
     """Raise LoweringError at the first allocation that takes a budget past its limit. Buffers of the
     `narrowed` scopes count only from their first to their last use, as the pipeline's
-    `narrow-shared-scopes` pass will place them."""
+    `narrow-shared-scopes` pass will place them (inside the loops that list them as iteration-local)."""
     funcs = node.functions if isinstance(node, IRModule) else (node,)
     for func in funcs:
         _BudgetWalk(tuple(budgets), target, func.span, tuple(narrowed)).visit(func.body)
@@ -102,7 +102,10 @@ class _BudgetWalk(Visitor):
         saved = self.threads
         self.threads = math.prod(s.threads)
         try:
-            self.visit(narrow_kernel_body(s.body, self.narrowed) if self.narrowed else s.body)
+            body = s.body
+            if self.narrowed:
+                body = narrow_into_loops(narrow_kernel_body(body, self.narrowed), self.narrowed)
+            self.visit(body)
         finally:
             self.threads = saved
 
