@@ -7,8 +7,9 @@ shared allocations of a kernel body's leading chain of `Allocate`s down to the r
 statements from the first one that names the buffer to the last, so that buffers used one after the
 other become sibling scopes and share bytes. Ranges that partly overlap are widened until they nest
 (scopes form a stack). Other allocations (registers) stay where they are, around everything. A scalar
-binding (`n = T.min(...)` before a loop: a `LetStmt`) holds every statement after it in its body, so a
-range that is only such a binding is narrowed again among the statements of its body.
+binding (`n = T.min(...)` before a loop: a `LetStmt`) holds every statement after it in its body; where
+the target asks (`bindings`), a range that is only such a binding is narrowed again among the
+statements of its body.
 
 Loops that list iteration-local buffers (`mark-iteration-local-shared`, which a target whose loops
 are never software-pipelined runs on tile operations) get those buffers scoped inside their bodies,
@@ -39,8 +40,9 @@ class _Scope:
     children: list[_Scope] = dataclasses.field(default_factory=list)
 
 
-def narrow_kernel_body(body: S.Stmt, scopes: Sequence[str]) -> S.Stmt:
-    """`body` with its leading shared allocations (scopes in `scopes`) narrowed to their uses."""
+def narrow_kernel_body(body: S.Stmt, scopes: Sequence[str], bindings: bool = False) -> S.Stmt:
+    """`body` with its leading shared allocations (scopes in `scopes`) narrowed to their uses; with
+    `bindings`, also inside a scalar binding that is a range's only statement."""
     chain: list[S.Allocate | S.LetStmt] = []
     stmts = _flatten(body)
     while len(stmts) == 1 and isinstance(stmts[0], (S.Allocate, S.LetStmt)):
@@ -57,15 +59,15 @@ def narrow_kernel_body(body: S.Stmt, scopes: Sequence[str]) -> S.Stmt:
             kept.append(node)
     if len(stmts) < 2 or not movable:
         return body  # one statement (or none) uses everything: nothing to narrow
-    out = _narrow(stmts, movable)
+    out = _narrow(stmts, movable, bindings)
     for node in reversed(kept):
         out = dataclasses.replace(node, body=out)
     return out
 
 
-def _narrow(stmts: list[S.Stmt], scopes: list[_Scope]) -> S.Stmt:
+def _narrow(stmts: list[S.Stmt], scopes: list[_Scope], bindings: bool) -> S.Stmt:
     """The statements, each scope around the range from its first use to its last."""
-    return _emit(stmts, 0, len(stmts) - 1, _nest(scopes))
+    return _emit(stmts, 0, len(stmts) - 1, _nest(scopes), bindings)
 
 
 def _uses(stmt: S.Stmt | E.Expr) -> set[int]:
@@ -85,7 +87,7 @@ def _into_binding(stmt: S.Stmt, scope: _Scope) -> S.Stmt | None:
     for alloc in allocs:
         found = [i for i, used in enumerate(uses) if id(alloc.buffer) in used]
         scopes.append(_Scope(alloc, found[0], found[-1]))
-    return dataclasses.replace(stmt, body=_narrow(inner, scopes))
+    return dataclasses.replace(stmt, body=_narrow(inner, scopes, True))
 
 
 def _allocs(scope: _Scope) -> list[S.Allocate]:
@@ -115,17 +117,17 @@ def _nest(scopes: list[_Scope]) -> list[_Scope]:
     return roots
 
 
-def _emit(stmts: list[S.Stmt], lo: int, hi: int, scopes: list[_Scope]) -> S.Stmt:
+def _emit(stmts: list[S.Stmt], lo: int, hi: int, scopes: list[_Scope], bindings: bool) -> S.Stmt:
     """Statements lo..hi (inclusive), each scope wrapped around its own range."""
     out: list[S.Stmt] = []
     at = lo
     for scope in scopes:
         out.extend(stmts[at : scope.first])
-        binding = _into_binding(stmts[scope.first], scope) if scope.first == scope.last else None
+        binding = _into_binding(stmts[scope.first], scope) if bindings and scope.first == scope.last else None
         if binding is not None:
             out.append(binding)
         else:
-            body = _emit(stmts, scope.first, scope.last, scope.children)
+            body = _emit(stmts, scope.first, scope.last, scope.children, bindings)
             out.append(dataclasses.replace(scope.alloc, body=body))
         at = scope.last + 1
     out.extend(stmts[at : hi + 1])
@@ -159,7 +161,7 @@ class _IntoLoops(Mutator):
             found = [i for i, used in enumerate(uses) if id(buf) in used]
             if found and id(buf) in self.allocs:  # a buffer the lowering dropped needs no bytes
                 scopes.append(_Scope(self.allocs[id(buf)], found[0], found[-1]))
-        body = _narrow(stmts, scopes) if scopes else loop.body
+        body = _narrow(stmts, scopes, True) if scopes else loop.body
         return dataclasses.replace(loop, body=body, annotations=annotations)
 
 
@@ -173,26 +175,30 @@ def narrow_into_loops(body: S.Stmt, scopes: Sequence[str]) -> S.Stmt:
 
 
 class _PerKernel(Mutator):
-    def __init__(self, scopes: Sequence[str]) -> None:
+    def __init__(self, scopes: Sequence[str], bindings: bool) -> None:
         super().__init__()
         self.scopes = tuple(scopes)
+        self.bindings = bindings
 
     def mutate_Buffer(self, buf):
         return buf
 
     def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
-        body = narrow_kernel_body(launch.body, self.scopes)
+        body = narrow_kernel_body(launch.body, self.scopes, self.bindings)
         return dataclasses.replace(launch, body=narrow_into_loops(body, self.scopes))
 
 
-def narrow_shared_scopes(scopes: Sequence[str] = ("shared", "shared.dyn")):
-    """The `narrow-shared-scopes` pass for the given storage scopes."""
+def narrow_shared_scopes(scopes: Sequence[str] = ("shared", "shared.dyn"), bindings: bool = False):
+    """The `narrow-shared-scopes` pass for the given storage scopes; `bindings` narrows inside scalar
+    bindings too. That can give an epilogue tile the bytes of a loop's tiles where a binding held both,
+    so it is only for a target whose barrier pass sees every access to those tiles: CUDA's leaves a
+    software pipeline's tiles to the pipeline, which does not separate their reuse after the loop."""
 
     @module_pass("narrow-shared-scopes")
     def run(mod, ctx):
         """Each kernel's shared buffers are in scope only from their first to their last use, so
         buffers used one after the other share bytes."""
-        mutator = _PerKernel(scopes)
+        mutator = _PerKernel(scopes, bindings)
         return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)
 
     return run

@@ -111,9 +111,10 @@ def check_webgpu_support(mod: IRModule, ctx) -> IRModule:
                                 f"adapter binds at most {limit} storage buffers", func.span,
                                 "pass fewer tensors (views of one tensor count once)", target=ctx.target,
                                 unsupported=STORAGE_BUFFERS)  # fmt: skip
-    # counted where narrow-shared-scopes will place them, iteration-local tiles inside their loops
+    # counted where narrow-shared-scopes will place them: iteration-local tiles inside their loops,
+    # and inside scalar bindings
     check_storage_budgets(mark_iteration_local(mod), storage_budgets(ctx.target), ctx.target,
-                          narrowed=("shared", "shared.dyn"))  # fmt: skip
+                          narrowed=("shared", "shared.dyn"), bindings=True)  # fmt: skip
     return mod
 
 
