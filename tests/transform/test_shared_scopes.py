@@ -67,6 +67,30 @@ def test_other_scopes_stay_around_everything():
     assert _scopes(narrowed.body) == [(0, "a"), (0, "c")]
 
 
+def test_a_binding_before_the_loop_does_not_keep_the_epilogue_tile_beside_the_loop_tiles():
+    """`n = ...` holds every later statement in its body; the scopes are narrowed inside it."""
+    a, b, c = _shared("a"), _shared("b"), _shared("c")
+    n = E.Var(dt.int32, "n")
+    let = S.LetStmt(n, E.const(3), S.seq(_touch(b), _touch(b, a), _touch(c)))
+    body = S.Allocate(a, S.Allocate(b, S.Allocate(c, S.seq(_touch(a), let))))
+    assert _scopes(narrow_kernel_body(body, ("shared",))) == [(0, "a"), (1, "b"), (2, "c")]  # not asked
+    narrowed = narrow_kernel_body(body, ("shared",), bindings=True)
+    assert isinstance(narrowed, S.Allocate) and narrowed.buffer is a
+    inner = narrowed.body.stmts[-1]
+    assert isinstance(inner, S.LetStmt) and inner.var is n
+    assert _scopes(inner.body) == [(0, "b"), (0, "c")]
+
+
+def test_a_binding_whose_value_reads_the_buffer_stays_inside_its_scope():
+    a, b = _shared("a"), _shared("b")
+    n = E.Var(dt.float32, "n")
+    let = S.LetStmt(n, E.BufferLoad(dt.float32, b, (E.const(0),)), S.seq(_touch(b), _touch(a)))
+    body = S.Allocate(a, S.Allocate(b, S.seq(_touch(a), let)))
+    narrowed = narrow_kernel_body(body, ("shared",), bindings=True)
+    assert _scopes(narrowed) == [(0, "a"), (1, "b")]
+    assert isinstance(narrowed.body.stmts[-1].body, S.LetStmt)
+
+
 def _cuda_kernel():
     return tilecraft.lower(
         SR.gemm_with_shared_epilogue(), target=CUDA, execution_backend="nvrtc", pass_configs=NO_WS

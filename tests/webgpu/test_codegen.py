@@ -3,12 +3,15 @@ subgroup shuffles, and the limits checked before the driver sees the module."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import tilecraft
 import tilecraft.language as T
 from tests.webgpu.conftest import BARE, FULL
 from tilecraft.errors import LoweringError
+from tilecraft.testing.conformance import attention_bhsd as AB
 from tilecraft.testing.conformance import kernels as K
 from tilecraft.testing.filecheck import filecheck
 
@@ -71,6 +74,16 @@ def test_workgroup_memory_past_the_adapter_is_a_located_declared_error():
         wgsl(kernel)
     assert info.value.unsupported == "resource:workgroup-memory"
     assert "32768" in str(info.value) and "kernels.py" in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["causal_one_warpgroup", "p_shared"])
+def test_flash_attention_tiles_and_reduction_scratch_share_32_kib(name):
+    """Q, K, V and P (or O) take all 32 KiB as written; the reduction scratch fits only because the
+    K/V/P tiles of one iteration are dead while it is used, and the epilogue tile reuses the loop's."""
+    source = wgsl(AB.build(name)())
+    words = int(re.search(r"var<workgroup> tc_wg0: array<(?:atomic<u32>|u32), (\d+)>;", source).group(1))
+    assert words * 4 <= 32768
+    assert source.count("workgroupBarrier()") > 4
 
 
 def test_print_is_refused_at_its_line():

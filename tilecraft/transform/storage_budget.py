@@ -23,7 +23,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import Visitor
-from tilecraft.transform.shared_scopes import narrow_kernel_body
+from tilecraft.transform.shared_scopes import narrow_into_loops, narrow_kernel_body
 
 _KINDS = {
     "shared": "shared buffer",
@@ -86,14 +86,19 @@ def arena_budgets(
 
 
 def check_storage_budgets(
-    node: IRModule | PrimFunc, budgets: Sequence[StorageBudget], target=None, narrowed: Sequence[str] = ()
+    node: IRModule | PrimFunc,
+    budgets: Sequence[StorageBudget],
+    target=None,
+    narrowed: Sequence[str] = (),
+    bindings: bool = False,
 ) -> None:
     """Raise LoweringError at the first allocation that takes a budget past its limit. Buffers of the
     `narrowed` scopes count only from their first to their last use, as the pipeline's
-    `narrow-shared-scopes` pass will place them."""
+    `narrow-shared-scopes` pass will place them (inside the loops that list them as iteration-local,
+    and inside scalar bindings with `bindings`, as the pass's own flag)."""
     funcs = node.functions if isinstance(node, IRModule) else (node,)
     for func in funcs:
-        _BudgetWalk(tuple(budgets), target, func.span, tuple(narrowed)).visit(func.body)
+        _BudgetWalk(tuple(budgets), target, func.span, tuple(narrowed), bindings).visit(func.body)
 
 
 def format_bytes(n: int) -> str:
@@ -108,10 +113,11 @@ class _BudgetWalk(Visitor):
     """Live bytes per budget along the nest of allocations (a buffer's bytes free when its scope ends)."""
 
     def __init__(
-        self, budgets: tuple[StorageBudget, ...], target, func_span, narrowed: tuple[str, ...]
+        self, budgets: tuple[StorageBudget, ...], target, func_span, narrowed: tuple[str, ...], bindings: bool
     ) -> None:
         self.budgets = budgets
         self.narrowed = narrowed
+        self.bindings = bindings
         self.target = target
         self.func_span = func_span
         self.threads = 1
@@ -121,7 +127,10 @@ class _BudgetWalk(Visitor):
         saved = self.threads
         self.threads = math.prod(s.threads)
         try:
-            self.visit(narrow_kernel_body(s.body, self.narrowed) if self.narrowed else s.body)
+            body = s.body
+            if self.narrowed:
+                body = narrow_into_loops(narrow_kernel_body(body, self.narrowed, self.bindings), self.narrowed)
+            self.visit(body)
         finally:
             self.threads = saved
 

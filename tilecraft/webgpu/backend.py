@@ -39,7 +39,7 @@ WEBGPU_BACKEND = register_backend(
             "not placed there",
             PRINT: "WGSL has no printf; write the values to an output buffer",
             WORKGROUP_MEMORY: "a workgroup has the adapter's workgroup_memory bytes (WebGPU guarantees 16 KiB, "
-            "lavapipe 32 KiB); the conformance tiles need up to 96 KiB",
+            "lavapipe 32 KiB); on lavapipe 4 of the 64 conformance checks need more (40 to 96 KiB)",
             WORKGROUP_SIZE: "a workgroup holds at most the adapter's max_workgroup_size invocations (WebGPU "
             "guarantees 256)",
             STORAGE_BUFFERS: "a shader binds at most the adapter's max_storage_buffers storage buffers (WebGPU "

@@ -12,6 +12,7 @@ from tilecraft.backend.pipeline import PassPipeline, module_pass
 from tilecraft.layout.inference import infer_layouts
 from tilecraft.transform.buffer_views import lower_buffer_views
 from tilecraft.transform.guard_accesses import guard_accesses
+from tilecraft.transform.iteration_local import mark_iteration_local_shared
 from tilecraft.transform.layout_annotations import apply_layout_annotations
 from tilecraft.transform.rasterize import rasterize_blocks
 from tilecraft.transform.shared_scopes import narrow_shared_scopes
@@ -40,10 +41,11 @@ PIPELINE = PassPipeline(
         guard_accesses,  # T.Parallel loads/stores of global memory past an edge: zero / skipped
         apply_layout_annotations(keep_fragments=True),  # permuted global buffers addressed through their T.Layout
         infer_layouts(webgpu_simt),  # fragment layouts by propagation and defaults (no instruction's)
+        mark_iteration_local_shared,  # loops whose shared tiles are written whole before each use (no async copies)
         lower_to_threads(OP_TABLE, webgpu_simt),  # per-invocation code; subgroup or workgroup-memory reductions
         lower_buffer_views,  # accesses through T.Tensor(shape, dtype, A.data) views address A
         simplify_pass,  # fold the per-thread index arithmetic
-        narrow_shared_scopes(),  # workgroup buffers in scope from first to last use, so later ones reuse words
+        narrow_shared_scopes(bindings=True),  # workgroup buffers in scope from first to last use, so later ones reuse words
         insert_barriers(),  # workgroupBarrier between workgroup-memory writes and other invocations' reads
         split_host_device,  # one @compute entry point per T.Kernel, a host function that dispatches them
     ),

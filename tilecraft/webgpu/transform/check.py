@@ -15,6 +15,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.visitor import Visitor
+from tilecraft.transform.iteration_local import mark_iteration_local
 from tilecraft.transform.storage_budget import StorageBudget, check_storage_budgets
 
 # The limits these checks report (LoweringError.unsupported), declared in the manifest.
@@ -110,7 +111,10 @@ def check_webgpu_support(mod: IRModule, ctx) -> IRModule:
                                 f"adapter binds at most {limit} storage buffers", func.span,
                                 "pass fewer tensors (views of one tensor count once)", target=ctx.target,
                                 unsupported=STORAGE_BUFFERS)  # fmt: skip
-    check_storage_budgets(mod, storage_budgets(ctx.target), ctx.target, narrowed=("shared", "shared.dyn"))
+    # counted where narrow-shared-scopes will place them: iteration-local tiles inside their loops,
+    # and inside scalar bindings
+    check_storage_budgets(mark_iteration_local(mod), storage_budgets(ctx.target), ctx.target,
+                          narrowed=("shared", "shared.dyn"), bindings=True)  # fmt: skip
     return mod
 
 
