@@ -15,11 +15,13 @@ BUILTIN_ENTRY_POINTS: dict[str, tuple[str, ...]] = {
         "cpu = tilecraft.cpu.backend:CPU_BACKEND",
         "cuda = tilecraft.cuda.backend:CUDA_BACKEND",
         "opencl = tilecraft.opencl.backend:OPENCL_BACKEND",
+        "hip = tilecraft.hip.backend:HIP_BACKEND",
     ),
     "tilecraft.execution_backends": (
         "cc = tilecraft.execution.cc.spec:CC",
         "nvcc = tilecraft.execution.nvcc.spec:NVCC",
         "nvrtc = tilecraft.execution.nvrtc.spec:NVRTC",
         "opencl = tilecraft.execution.opencl.spec:OPENCL",
+        "hip = tilecraft.execution.hip.spec:HIP",
     ),
 }
