@@ -10,6 +10,7 @@ torch next to the inputs; streams are torch's current stream on the device unles
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -58,10 +59,9 @@ class HipModule:
 
 
 def _unload(runtime: Any, module: int) -> None:
-    try:
+    # best effort: a failing runtime at this point has nothing left to free
+    with contextlib.suppress(TilecraftError):
         runtime.unload_module(module)
-    except TilecraftError:
-        pass  # best effort: a failing runtime at this point has nothing left to free
 
 
 def check_artifact(artifact: CompiledArtifact) -> None:
