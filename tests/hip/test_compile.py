@@ -137,3 +137,13 @@ def test_a_work_group_smaller_than_a_wavefront_runs_as_a_partial_one(clang, read
     kernel = artifact.source("hip-source").split('extern "C"', 1)[1]
     assert "amdgpu_flat_work_group_size(32, 32)" in kernel and "% 64" not in kernel
     assert ".wavefront_size: 64" in notes(readelf, artifact.binary("hsaco"))
+
+
+def test_rdna3_is_lowered_and_compiled_for_wavefronts_of_32(clang, objdump, readelf):
+    """gfx1100 (RDNA3) runs wave32: lanes are tid % 32, the code object says 32, reductions still use
+    ds_bpermute."""
+    artifact = lowered(CASE["softmax_f16"].build(), "gfx1100")
+    assert "% 32" in artifact.source("hip-source")
+    sizes = set(re.findall(r"\.wavefront_size:\s+(\d+)", notes(readelf, artifact.binary("hsaco"))))
+    assert sizes == {"32"}
+    assert "ds_bpermute_b32" in disassembly(objdump, artifact.binary("hsaco"), "gfx1100")
