@@ -77,7 +77,7 @@ def _load_library() -> ctypes.CDLL:
             return ctypes.CDLL(name)
         except OSError as err:
             errors.append(str(err))
-    raise OSError("; ".join(errors))
+    raise OSError(f"{errors[0]} (also tried {', '.join(LIBRARY_NAMES[1:])})")
 
 
 class HipRuntime:
