@@ -6,6 +6,7 @@ Import order follows the architecture: target, transforms, language, intrinsics,
 
 # isort: off
 from tilecraft.hip import target  # noqa: F401  (registers the target kind)
+from tilecraft.hip import toolchain  # noqa: F401  (declares TILECRAFT_HIP_CLANG)
 from tilecraft.hip import transform  # noqa: F401
 from tilecraft.hip import language  # noqa: F401
 from tilecraft.hip import intrinsics  # noqa: F401
