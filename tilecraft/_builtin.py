@@ -17,6 +17,7 @@ BUILTIN_ENTRY_POINTS: dict[str, tuple[str, ...]] = {
         "opencl = tilecraft.opencl.backend:OPENCL_BACKEND",
         "webgpu = tilecraft.webgpu.backend:WEBGPU_BACKEND",
         "metal = tilecraft.metal.backend:METAL_BACKEND",
+        "hip = tilecraft.hip.backend:HIP_BACKEND",
     ),
     "tilecraft.execution_backends": (
         "cc = tilecraft.execution.cc.spec:CC",
@@ -25,5 +26,6 @@ BUILTIN_ENTRY_POINTS: dict[str, tuple[str, ...]] = {
         "opencl = tilecraft.execution.opencl.spec:OPENCL",
         "wgpu = tilecraft.execution.wgpu.spec:WGPU",
         "metal = tilecraft.execution.metal.spec:METAL",
+        "hip = tilecraft.execution.hip.spec:HIP",
     ),
 }

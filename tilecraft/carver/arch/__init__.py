@@ -11,7 +11,6 @@ from typing import Any
 
 from tilecraft.carver.arch import driver
 from tilecraft.carver.arch.arch_base import TileDevice
-from tilecraft.carver.arch.cdna import CDNA
 
 CALLBACK_PREFIX = "carver.arch."
 
@@ -30,4 +29,4 @@ def __getattr__(name: str) -> Any:
     )
 
 
-__all__ = ["CDNA", "TileDevice", "driver"]
+__all__ = ["TileDevice", "driver"]

@@ -1,15 +1,20 @@
-"""`CDNA`: TileLang's device model of an AMD Instinct GPU, from a documented table.
+"""`tilecraft.carver.arch.CDNA`: TileLang's device model of an AMD Instinct GPU, from a documented table.
 
-tilecraft has no HIP target, so the model cannot be read from a device: name the processor,
-`CDNA("hip -mcpu=gfx942")`. It describes the device for analysis (`tilecraft.tools.Analyzer`) only.
+The processor comes from a `hip` target (`CDNA("hip -arch=gfx942")`, a Target, or TileLang's spelling
+`CDNA("hip -mcpu=gfx942")`); `CDNA("hip")` reads it from the device. The figures are the table's. It
+describes the device for analysis (`tilecraft.tools.Analyzer`) only; the backend exposes it as its
+callback `carver.arch.CDNA`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from tilecraft.backend.target import Target
 from tilecraft.carver.arch.arch_base import TileDevice
 from tilecraft.errors import TilecraftError
+from tilecraft.hip.target import KIND
 
 
 @dataclass(frozen=True)
@@ -36,24 +41,29 @@ CDNA_MODELS = {
 }
 
 
-def _mcpu(target: str) -> str:
-    words = target.split() if isinstance(target, str) else []
-    if not words or words[0] not in ("hip", "rocm"):
-        raise TilecraftError(f"CDNA({target!r}): write 'hip -mcpu=gfxNNN' (known: {', '.join(CDNA_MODELS)})")
-    for word in words[1:]:
-        key, _, value = word.lstrip("-").partition("=")
-        if key == "mcpu" and value in CDNA_MODELS:
-            return value
-    raise TilecraftError(
-        f"CDNA({target!r}): tilecraft has no HIP target to read the device from; name the processor, "
-        f"e.g. CDNA('hip -mcpu=gfx942') (known: {', '.join(CDNA_MODELS)})"
-    )
+def _mcpu(target: Any) -> str:
+    if isinstance(target, str):
+        # TileLang names the processor with -mcpu; tilecraft's hip target calls it arch
+        target = " ".join(w.replace("-mcpu=", "-arch=", 1) for w in target.split())
+    try:
+        resolved = Target.parse(target)
+    except TilecraftError as err:
+        raise TilecraftError(
+            f"CDNA({target!r}): {err}; name the processor, e.g. CDNA('hip -arch=gfx942') (known: "
+            f"{', '.join(CDNA_MODELS)})"
+        ) from None
+    if resolved.kind != KIND or resolved.attr("arch") not in CDNA_MODELS:
+        raise TilecraftError(
+            f"CDNA({target!r}) describes a CDNA {KIND} target; name the processor, e.g. CDNA('hip -arch=gfx942') "
+            f"(known: {', '.join(CDNA_MODELS)})"
+        )
+    return resolved.attr("arch")
 
 
 class CDNA(TileDevice):
     """An AMD CDNA GPU named by its processor (`gfx90a`, `gfx942`)."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: Any) -> None:
         super().__init__()
         self.mcpu = _mcpu(target)
         model = CDNA_MODELS[self.mcpu]

@@ -1,0 +1,103 @@
+"""HIP C++ codegen: device kernels (source, and a code object compiled by clang) and their launch
+metadata.
+
+Formats:
+- `hip-source`: one self-contained translation unit that includes nothing: include/tc_hip.h (with the
+  shared C helpers), include/tc_mfma.h when a kernel uses MFMA, then one `extern "C"` kernel per
+  T.Kernel taking the kernel's params in KernelInfo order (buffers as device pointers, scalars by
+  value), its shared memory as dynamic LDS (`extern __shared__`), its work-group size fixed by
+  `amdgpu_flat_work_group_size`.
+- `hsaco`: the code object (an AMDGPU ELF) clang made of it for the target's arch (toolchain.py).
+The `hip` execution backend loads the code object and launches kernels from the KernelInfo records;
+no host source is needed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tilecraft.backend.codegen import DeviceCode
+from tilecraft.codegen import headers
+from tilecraft.codegen.c_family import storage_type, value_type
+from tilecraft.hip.ir import MfmaGemm
+from tilecraft.hip.printer import SMEM, HipPrinter
+from tilecraft.ir import stmt as S
+from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.expr import Var
+from tilecraft.ir.function import IRModule, PrimFunc
+from tilecraft.ir.lowered import AtomicUpdate
+from tilecraft.ir.visitor import walk
+from tilecraft.transform.storage import launch_info, plan_storage
+
+SOURCE_FORMAT = "hip-source"
+BINARY_FORMAT = "hsaco"
+SHARED_SCOPES = ("shared", "shared.dyn")
+SHARED_ALIGN = 128
+INCLUDE_DIR = Path(__file__).parent / "include"
+
+
+def header_text(mfma: bool) -> str:
+    text = headers.header_text(INCLUDE_DIR / "tc_hip.h")
+    return text + "\n" + (INCLUDE_DIR / "tc_mfma.h").read_text() if mfma else text
+
+
+def _written(func: PrimFunc) -> set[int]:
+    return {id(n.buffer) for n in walk(func.body) if isinstance(n, (S.BufferStore, AtomicUpdate))}
+
+
+def _param(printer: HipPrinter, p: Buffer | Var, written: set[int]) -> str:
+    if isinstance(p, Buffer):
+        const = "" if id(p) in written else "const "
+        return f"{const}{storage_type(p.dtype)}* __restrict__ {printer.name(p)}"
+    return f"{value_type(p.dtype)} {printer.name(p)}"
+
+
+def kernel_source(func: PrimFunc) -> str:
+    launch: S.KernelLaunch = func.body
+    plan = plan_storage(launch.body, SHARED_SCOPES, SHARED_ALIGN)
+    printer = HipPrinter(plan.offsets)
+    printer.reserve(SMEM)
+    written = _written(func)
+    params = ", ".join(_param(printer, p, written) for p in func.params)
+    threads = 1
+    for t in launch.threads:
+        threads *= t
+    printer.mark_nonneg(*launch.block_vars, *launch.thread_vars, *func.symbolic_dims)
+    printer.line(f"extern __attribute__((shared)) __attribute__((aligned({SHARED_ALIGN}))) char {SMEM}[];")
+    for k, var in enumerate(launch.block_vars):
+        printer.line(
+            f"const int32_t {printer.name(var)} = (int32_t)__builtin_amdgcn_workgroup_id_{'xyz'[k]}();"
+        )
+    for k, var in enumerate(launch.thread_vars):
+        printer.line(
+            f"const int32_t {printer.name(var)} = (int32_t)__builtin_amdgcn_workitem_id_{'xyz'[k]}();"
+        )
+    printer.stmt(launch.body)
+    head = (f'extern "C" __attribute__((global)) __attribute__((amdgpu_flat_work_group_size({threads}, {threads}))) '
+            f"void {func.name}({params})")  # fmt: skip
+    return f"{head} {{\n{printer.text()}\n}}\n"
+
+
+def uses_mfma(mod: IRModule) -> bool:
+    return any(isinstance(n, MfmaGemm) for f in mod.functions for n in walk(f.body))
+
+
+def device_source(mod: IRModule, ctx) -> DeviceCode:
+    parts = [header_text(uses_mfma(mod))]
+    parts += [kernel_source(f) for f in mod.functions]
+    return DeviceCode(
+        sources={SOURCE_FORMAT: "\n".join(parts)},
+        entry_symbols=tuple(f.name for f in mod.functions),
+        kernels=tuple(launch_info(f) for f in mod.functions),
+    )
+
+
+def compile_code_object(code: DeviceCode, ctx) -> DeviceCode:
+    """The compiled entry: the source compiled by clang for the target's arch, with the fast math and
+    flags the user asked for (`code.compile_options`)."""
+    from tilecraft.hip import toolchain
+
+    options = code.compile_options
+    flags = toolchain.requested_flags(bool(options.get("fast_math", False)), tuple(options.get("flags", ())))
+    binary = toolchain.compile_code_object(code.sources[SOURCE_FORMAT], ctx.target.attr("arch"), flags)
+    return code.with_binaries({BINARY_FORMAT: binary})

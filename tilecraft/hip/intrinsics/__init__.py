@@ -1,0 +1,1 @@
+"""AMD instructions the HIP backend emits, and the register layouts they impose."""

@@ -1,0 +1,20 @@
+"""The HIP op table: the shared SIMT lowerings (wavefront exchange for reductions) and MFMA gemms."""
+
+from __future__ import annotations
+
+from tilecraft.hip.op.gemm import lower_gemm
+from tilecraft.ir import stmt as S
+from tilecraft.transform.simt.atomic import lower_atomic
+from tilecraft.transform.simt.copy import lower_copy, lower_fill
+from tilecraft.transform.simt.reduce import lower_cumsum, lower_reduce
+
+OP_TABLE = {
+    S.Copy: lower_copy,
+    S.Fill: lower_fill,
+    S.Gemm: lower_gemm,
+    S.Reduce: lower_reduce,
+    S.Cumsum: lower_cumsum,
+    S.AtomicOp: lower_atomic,
+}
+
+__all__ = ["OP_TABLE"]

@@ -1,0 +1,103 @@
+"""Prints lowered tile IR as HIP C++ that needs no header: clang builtins only (tc_hip.h).
+
+Global buffers are kernel parameters; shared buffers are pointers into the work-group's dynamic LDS at
+offsets the storage plan chose; per-work-item buffers (lowered fragments and `local` buffers) are
+register arrays; `local.var` buffers are scalars. Math goes to the `__builtin_*` functions the AMDGPU
+backend expands itself (tanhf and erff, which it lacks, to tc_hip.h's).
+"""
+
+from __future__ import annotations
+
+from tilecraft.codegen.c_family import CFamilyPrinter, static_size, storage_type, value_type
+from tilecraft.hip.intrinsics.simt import LANE_XOR
+from tilecraft.hip.ir import MfmaGemm
+from tilecraft.ir import expr as E
+from tilecraft.ir.buffer import Buffer
+
+MATH32 = {"exp": "__builtin_expf", "exp2": "__builtin_exp2f", "log": "__builtin_logf", "log2": "__builtin_log2f",
+          "sqrt": "__builtin_sqrtf", "tanh": "tc_tanhf", "erf": "tc_erff", "floor": "__builtin_floorf",
+          "ceil": "__builtin_ceilf", "round": "__builtin_rintf", "sin": "__builtin_sinf", "cos": "__builtin_cosf",
+          "pow": "__builtin_powf", "abs": "__builtin_fabsf"}  # fmt: skip
+# The float64 functions clang expands for AMDGPU without ocml (check-hip-support refuses the others).
+MATH64 = {"sqrt": "__builtin_sqrt", "floor": "__builtin_floor", "ceil": "__builtin_ceil", "round": "__builtin_rint",
+          "abs": "__builtin_fabs"}  # fmt: skip
+ON_CHIP_32BIT = ("shared", "shared.dyn", "local", "local.fragment")
+SMEM = "tc_smem"
+MFMA_KINDS = {"f16": 0, "bf16": 1}
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+class HipPrinter(CFamilyPrinter):
+    """Writes the body of one HIP kernel."""
+
+    target_name = "the HIP target"
+    barrier_statement = "tc_syncthreads();"
+    thread_index = "(int32_t)__builtin_amdgcn_workitem_id_x()"
+    math32 = MATH32
+    math64 = MATH64
+
+    def __init__(self, shared_offsets: dict[int, int] | None = None) -> None:
+        super().__init__()
+        self.shared_offsets = shared_offsets or {}
+
+    def index_type(self, buf: Buffer) -> str:
+        return "int32_t" if buf.scope in ON_CHIP_32BIT else "int64_t"
+
+    # ------------------------------------------------------------------ expressions
+
+    def math_call(self, e: E.Call, args: list[str]) -> str:
+        single = value_type(e.dtype) == "float"
+        if e.op == "rsqrt":
+            return f"(1.0f / __builtin_sqrtf({args[0]}))" if single else f"(1.0 / __builtin_sqrt({args[0]}))"
+        if e.op == "sigmoid" and single:
+            return f"(1.0f / (1.0f + __builtin_expf(-({args[0]}))))"
+        return super().math_call(e, args)
+
+    def _floor(self, e: E.Expr, text: str) -> str:
+        return f"__builtin_floorf({text})" if value_type(e.dtype) == "float" else f"__builtin_floor({text})"
+
+    def _e_FloorDiv(self, e: E.FloorDiv) -> str:
+        if e.dtype.is_float:
+            return self._floor(e, f"{self.expr(e.a)} / {self.expr(e.b)}")
+        return super()._e_FloorDiv(e)
+
+    def _e_FloorMod(self, e: E.FloorMod) -> str:
+        if e.dtype.is_float:
+            a, b = self.expr(e.a), self.expr(e.b)
+            return f"({a} - {self._floor(e, f'{a} / {b}')} * {b})"
+        return super()._e_FloorMod(e)
+
+    def intrinsic(self, e: E.Call, args: list[str]) -> str:
+        if e.op == LANE_XOR:
+            ctype = value_type(e.dtype)
+            return f"(({ctype})tc_lane_xor(({_exchange_type(ctype)})({args[0]}), {args[1]}))"
+        return super().intrinsic(e, args)
+
+    # ------------------------------------------------------------------ statements
+
+    def declare_buffer(self, buf: Buffer) -> str:
+        ctype = storage_type(buf.dtype)
+        if buf.scope in ("shared", "shared.dyn"):
+            offset = self.shared_offsets[id(buf)]
+            return f"{ctype}* __restrict__ {self.name(buf)} = ({ctype}*)({SMEM} + {offset});"
+        return f"{ctype} {self.name(buf)}[{static_size(buf)}] __attribute__((aligned(16)));"
+
+    def _s_MfmaGemm(self, s: MfmaGemm) -> None:
+        dims = f"{s.m}, {s.n}, {s.k}, {s.waves_m}, {s.waves_n}, {_flag(s.trans_a)}, {_flag(s.trans_b)}"
+        a, b, c = self.name(s.a), self.name(s.b), self.name(s.c)
+        if s.kind == "fp8":
+            fp8 = f"{_flag(s.e5m2_a)}, {_flag(s.e5m2_b)}, {_flag(s.fnuz)}"
+            self.line(f"tc::mfma_gemm_fp8<{dims}, {fp8}>({a}, {b}, {c});")
+        else:
+            self.line(f"tc::mfma_gemm<{dims}, {MFMA_KINDS[s.kind]}>({a}, {b}, {c});")
+
+
+def _exchange_type(ctype: str) -> str:
+    """The tc_lane_xor overload a value of C type `ctype` goes through (narrow integers widen to int32)."""
+    return ctype if ctype in ("float", "double", "int64_t", "uint64_t", "uint32_t") else "int32_t"
+
+
+__all__ = ["HipPrinter"]

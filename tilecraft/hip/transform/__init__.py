@@ -1,0 +1,1 @@
+"""Passes only the HIP pipeline runs."""
