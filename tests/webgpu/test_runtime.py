@@ -87,3 +87,29 @@ def test_a_scalar_out_of_its_range_names_the_parameter(adapter_runtime):
     assert (y == -7).all()
     with pytest.raises(ArgumentError, match="'value'"):
         kernel(y, 2**40)
+
+
+def test_64_bit_comparisons_and_uint32_to_int64_are_exact(adapter_runtime):
+    """lavapipe (Mesa 22.3) gets `i64(1) > 200li` wrong and sign-extends `i64(x)` of a u32 >= 2**31;
+    the fuzz suite found both. The printer compares 64-bit halves and converts u32 -> i64 through u64."""
+    n = 256
+
+    @T.prim_func
+    def order(X: T.Tensor((n,), "uint32"), V: T.Tensor((n,), "int64"), Y: T.Tensor((n,), "int32")):
+        with T.Kernel(T.ceildiv(n, 64), threads=64) as bx:
+            for i in T.Parallel(64):
+                w = T.cast(X[bx * 64 + i], "int64")
+                Y[bx * 64 + i] = (T.if_then_else(w > T.int64(200), 1, 0) + T.if_then_else(V[bx * 64 + i] < w, 2, 0)
+                                  + T.if_then_else(V[bx * 64 + i] >= T.int64(-3), 4, 0))  # fmt: skip
+
+    kernel = tilecraft.compile(order, target="webgpu", execution_backend="wgpu")
+    rng = np.random.default_rng(7)
+    x = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    x[:4] = [1, 200, 201, 2**31]
+    v = rng.integers(-(2**40), 2**40, n, dtype=np.int64)
+    v[:4] = [-3, -4, 2**33, 0]
+    y = np.full(n, -1, np.int32)
+    kernel(x, v, y)
+    w = x.astype(np.int64)
+    expected = (w > 200) * 1 + (v < w) * 2 + (v >= -3) * 4
+    np.testing.assert_array_equal(y, expected.astype(np.int32))

@@ -14,6 +14,7 @@ from tilecraft.webgpu.transform.check import (
     ATOMICS,
     FLOAT8,
     FLOAT64,
+    FLOAT64_MATH,
     INT64,
     PRINT,
     STORAGE_BUFFERS,
@@ -38,6 +39,8 @@ WEBGPU_BACKEND = register_backend(
             WIDE_WORKGROUP: "workgroup memory holds 32-bit words (narrower elements packed); 64-bit elements are "
             "not placed there",
             PRINT: "WGSL has no printf; write the values to an output buffer",
+            FLOAT64_MATH: "WGSL's float64 has arithmetic, abs, floor, ceil, round and sqrt, but no exp, log, sin, "
+            "cos, pow, tanh or erf: compute them in float32",
             WORKGROUP_MEMORY: "a workgroup has the adapter's workgroup_memory bytes (WebGPU guarantees 16 KiB, "
             "lavapipe 32 KiB); on lavapipe 4 of the 64 conformance checks need more (40 to 96 KiB)",
             WORKGROUP_SIZE: "a workgroup holds at most the adapter's max_workgroup_size invocations (WebGPU "

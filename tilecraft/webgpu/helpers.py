@@ -6,6 +6,16 @@ bfloat16 rounds to nearest even on the bits (NaN kept); float16 without `shader-
 """
 
 SOURCES = {
+    "tc_lt_i64": """fn tc_lt_i64(a: i64, b: i64) -> bool {
+    let ah = i32(a >> 32u);
+    let bh = i32(b >> 32u);
+    return select(u32(a & 0xffffffffli) < u32(b & 0xffffffffli), ah < bh, ah != bh);
+}""",
+    "tc_lt_u64": """fn tc_lt_u64(a: u64, b: u64) -> bool {
+    let ah = u32(a >> 32u);
+    let bh = u32(b >> 32u);
+    return select(u32(a & 0xfffffffflu) < u32(b & 0xfffffffflu), ah < bh, ah != bh);
+}""",
     "tc_round_bf16": """fn tc_round_bf16(x: f32) -> f32 {
     let b = bitcast<u32>(x);
     if ((b & 0x7fffffffu) > 0x7f800000u) { return x; }

@@ -29,6 +29,9 @@ from tilecraft.webgpu.types import storage_type, value_type
 SHARED = ("shared", "shared.dyn")
 _COMPARE = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
 _LOGIC = {"And": "&&", "Or": "||"}
+# 64-bit ordering as (swap the operands, negate the result) of one less-than helper: lavapipe (Mesa 22.3)
+# gets `i64(1) > 200li` wrong, and the helper compares the 32-bit halves instead.
+_ORDER = {"LT": (False, False), "GT": (True, False), "LE": (True, True), "GE": (False, True)}
 _BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
 _SHIFTS = {"shift_left": "<<", "shift_right": ">>"}
 MATH = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "floor": "floor",
@@ -90,7 +93,7 @@ class WgslPrinter(CFamilyPrinter):
         """`e` printed as a value of `dtype`'s WGSL type, converted when its own type differs."""
         text = self.expr(e)
         want, have = value_type(dtype), value_type(e.dtype)
-        return text if want == have else f"{want}({text})"
+        return text if want == have else _conversion(have, want, text)
 
     def wrap(self, dtype: DataType, text: str) -> str:
         """An integer value of a dtype narrower than 32 bits brought back into its range."""
@@ -116,10 +119,18 @@ class WgslPrinter(CFamilyPrinter):
             return method(e)
         if kind in _COMPARE:
             common = _common(e.a.dtype, e.b.dtype)
-            return f"({self.typed(e.a, common)} {_COMPARE[kind]} {self.typed(e.b, common)})"
+            a, b = self.typed(e.a, common), self.typed(e.b, common)
+            if common.is_integer and common.bits == 64 and kind in _ORDER:
+                return self._order64(kind, value_type(common), a, b)
+            return f"({a} {_COMPARE[kind]} {b})"
         if kind in _LOGIC:
             return f"({self.truth(e.a)} {_LOGIC[kind]} {self.truth(e.b)})"
         self.fail(f"the code generator for {self.target_name} cannot print {kind}")
+
+    def _order64(self, kind: str, wgsl: str, a: str, b: str) -> str:
+        swap, negate = _ORDER[kind]
+        call = f"{self.helper('tc_lt_' + wgsl)}({b if swap else a}, {a if swap else b})"
+        return f"(!{call})" if negate else call
 
     def truth(self, e: Expr) -> str:
         return self.expr(e) if e.dtype.is_bool else f"({self.expr(e)} != {value_type(e.dtype)}(0))"
@@ -194,18 +205,26 @@ class WgslPrinter(CFamilyPrinter):
         if dst.is_bool:
             return text if src.is_bool else f"({text} != {value_type(src)}(0))"
         wgsl = value_type(dst)
-        plain = text if value_type(src) == wgsl else f"{wgsl}({text})"
+        plain = text if value_type(src) == wgsl else _conversion(value_type(src), wgsl, text)
         if dst.name == "float16":
             return f"f32(f16({plain}))" if self.f16 else f"{self.helper('tc_round_f16')}({plain})"
         if dst.name == "bfloat16":
             return f"{self.helper('tc_round_bf16')}({plain})"
         return self.wrap(dst, plain) if dst.bits < 32 else plain
 
+    def _shift_amount(self, amount: Expr) -> str:
+        # WGSL shifts by a u32; naga refuses to convert a 64-bit literal (`u32(8lu)`), so constants are
+        # written as u32 literals
+        value = E.const_value(amount)
+        if isinstance(value, int) and 0 <= value < 2**32:
+            return f"{value}u"
+        return f"u32({self.expr(amount)})"
+
     def _e_Call(self, e: E.Call) -> str:
         if e.op in _BITWISE:
             return f"({self.typed(e.args[0], e.dtype)} {_BITWISE[e.op]} {self.typed(e.args[1], e.dtype)})"
         if e.op in _SHIFTS:
-            shifted = f"({self.typed(e.args[0], e.dtype)} {_SHIFTS[e.op]} u32({self.expr(e.args[1])}))"
+            shifted = f"({self.typed(e.args[0], e.dtype)} {_SHIFTS[e.op]} {self._shift_amount(e.args[1])})"
             return self.narrowed(e, shifted)
         if e.op == "bitwise_not":
             return self.narrowed(e, f"(~{self.typed(e.args[0], e.dtype)})")
@@ -494,3 +513,11 @@ def _common(a: DataType, b: DataType) -> DataType:
     if a.is_float != b.is_float:
         return a if a.is_float else b
     return a if a.bits >= b.bits else b
+
+
+def _conversion(have: str, want: str, text: str) -> str:
+    """`text` of WGSL type `have` as a `want`. u32 -> i64 goes through u64: lavapipe (Mesa 22.3) sign-extends
+    `i64(x)` of a u32 at or above 2**31."""
+    if have == "u32" and want == "i64":
+        return f"i64(u64({text}))"
+    return f"{want}({text})"

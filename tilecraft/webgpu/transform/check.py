@@ -28,6 +28,12 @@ WORKGROUP_SIZE = "resource:workgroup-size"
 WORKGROUP_MEMORY = "resource:workgroup-memory"
 STORAGE_BUFFERS = "resource:storage-buffers"
 WIDE_WORKGROUP = "feature:64-bit-workgroup-memory"
+FLOAT64_MATH = "feature:float64-math"
+# WGSL's float64 (naga's shader-f64) has arithmetic and these; sin, exp, log, pow, tanh, ... it refuses
+# ("Cannot apply math function to type").
+FLOAT64_MATH_OK = ("abs", "floor", "ceil", "round", "sqrt")
+MATH_FUNCTIONS = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "erf", "floor", "ceil", "round", "sin",
+                  "cos", "tan", "pow", "abs", "sigmoid")  # fmt: skip
 # WGSL has atomics of 32-bit integers; float32 ones are a compare-exchange loop on their bits.
 ATOMIC_TYPES = ("int32", "uint32", "float32")
 FLOAT8_TYPES = ("float8_e4m3fn", "float8_e5m2")
@@ -71,6 +77,12 @@ class _Check(Visitor):
             self._fail(f"buffer {buf.name} is {name}; WGSL has no 8-bit float type and the WebGPU backend "
                        "does not emulate one", buf.span, "convert to float16 or float32 on the host", FLOAT8)  # fmt: skip
         self.generic_visit(buf)
+
+    def visit_Call(self, e) -> None:
+        if e.dtype.name == "float64" and e.op in MATH_FUNCTIONS and e.op not in FLOAT64_MATH_OK:
+            self._fail(f"T.{e.op} of a float64 value: WGSL has no float64 {e.op}", getattr(e, "span", None),
+                       "compute it in float32 (cast the operand), or use another target", FLOAT64_MATH)  # fmt: skip
+        self.generic_visit(e)
 
     def visit_Print(self, s: S.Print) -> None:
         self._fail("T.print is not supported on WebGPU: WGSL has no printf", s.span,
