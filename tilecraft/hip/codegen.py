@@ -27,7 +27,7 @@ from tilecraft.ir.expr import Var
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.visitor import walk
-from tilecraft.transform.storage import launch_info, plan_storage
+from tilecraft.transform.storage import launch_info, planned_offsets
 
 SOURCE_FORMAT = "hip-source"
 BINARY_FORMAT = "hsaco"
@@ -54,8 +54,7 @@ def _param(printer: HipPrinter, p: Buffer | Var, written: set[int]) -> str:
 
 def kernel_source(func: PrimFunc) -> str:
     launch: S.KernelLaunch = func.body
-    plan = plan_storage(launch.body, SHARED_SCOPES, SHARED_ALIGN)
-    printer = HipPrinter(plan.offsets)
+    printer = HipPrinter(planned_offsets(func, SHARED_SCOPES))  # the plan of plan-lds
     printer.reserve(SMEM)
     written = _written(func)
     params = ", ".join(_param(printer, p, written) for p in func.params)

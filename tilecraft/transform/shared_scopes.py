@@ -191,8 +191,8 @@ class _PerKernel(Mutator):
 def narrow_shared_scopes(scopes: Sequence[str] = ("shared", "shared.dyn"), bindings: bool = False):
     """The `narrow-shared-scopes` pass for the given storage scopes; `bindings` narrows inside scalar
     bindings too. That can give an epilogue tile the bytes of a loop's tiles where a binding held both,
-    so it is only for a target whose barrier pass sees every access to those tiles: CUDA's leaves a
-    software pipeline's tiles to the pipeline, which does not separate their reuse after the loop."""
+    so it is only for a target whose barrier pass sees every access to those tiles (a barrier pass that
+    leaves a software pipeline's tiles to the pipeline does not separate their reuse after the loop)."""
 
     @module_pass("narrow-shared-scopes")
     def run(mod, ctx):

@@ -148,7 +148,7 @@ def test_lds_tiles_used_one_after_the_other_share_their_bytes(target):
 
     @T.prim_func
     def two_tiles_kernel0(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
-        T.func_attr({'tilecraft.role': 'device', 'tilecraft.host_function': 'two_tiles', 'tilecraft.arena_bytes': 512})
+        T.func_attr({'tilecraft.role': 'device', 'tilecraft.host_function': 'two_tiles', 'tilecraft.arena_bytes': 512, 'tilecraft.arena_offsets': (('a', 0), ('b', 0))})
         with T.Kernel(1, threads=128) as bx:
             tx = T.get_thread_binding(0)
             a = T.alloc_shared((128,), "float32")
