@@ -108,8 +108,10 @@ def spin_kernel(n: int, block: int):
         with T.Kernel(T.ceildiv(n, block), threads=64) as bx:
             for i in T.Parallel(block):
                 C[bx * block + i] = 2 * A[bx * block + i] + B[bx * block + i]
+            # 2**60 rounds: it never finishes (2**30 did in about a minute on an idle machine)
             for _k in T.serial(1 << 30):
-                for i in T.Parallel(block):
-                    C[bx * block + i] = C[bx * block + i] * 0.999 + A[bx * block + i] * 0.001
+                for _j in T.serial(1 << 30):
+                    for i in T.Parallel(block):
+                        C[bx * block + i] = C[bx * block + i] * 0.999 + A[bx * block + i] * 0.001
 
     return spin
