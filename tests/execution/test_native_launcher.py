@@ -298,3 +298,22 @@ def test_an_output_numpy_cannot_export_is_allocated_by_the_python_path():
         y = kernel(x)
     assert type(kernel._plan).__name__ == "Plan"
     np.testing.assert_allclose(y.astype(np.float32), x, rtol=1e-2)
+
+
+def test_a_kernel_without_a_plan_says_so_under_verbose(capsys):
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def strided(X: T.StridedTensor((n,), (2,), "float32"), Y: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=1) as bx:
+            for i in T.serial(n):
+                Y[i] = X[i] + 1.0
+
+    kernel = tilecraft.compile(strided, target="c")
+    x = np.random.default_rng(3).standard_normal(20).astype(np.float32)
+    y = np.full(10, np.nan, np.float32)
+    with settings.override(TILECRAFT_VERBOSE=True, TILECRAFT_LAUNCHER="auto"):
+        kernel(x[::2], y)
+    np.testing.assert_allclose(y, x[::2] + 1.0, rtol=1e-6)
+    assert kernel._plan is False
+    assert "strided: no compiled launch plan" in capsys.readouterr().err

@@ -9,11 +9,13 @@ with the inputs' array library and device.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tilecraft import settings
 from tilecraft._modules import imported
 from tilecraft.backend.arrays import ArrayArg, as_array_arg, check_alignment
 from tilecraft.backend.artifact import ParamInfo
@@ -195,9 +197,13 @@ class Kernel:
     def _native_plan(self) -> Any:
         """The compiled launcher's plan for this kernel, or False (calls take the Python path)."""
         self._plan_without_torch = imported("torch") is None
-        if self._workspaces:
-            return False
-        return self._backend.compiled_launcher(self.loaded, self.out_idx, MISS) or False
+        plan = False if self._workspaces else self._backend.compiled_launcher(self.loaded, self.out_idx, MISS)
+        if not plan and settings.get("TILECRAFT_VERBOSE") and settings.get("TILECRAFT_LAUNCHER") != "python":
+            # Finding this out on a GPU took a diagnostic script once: say it where users look.
+            print(f"[tilecraft] {self.artifact.function_name}: no compiled launch plan on "
+                  f"{type(self._backend).__name__}, its calls take the Python path (docs/runtime.md, "
+                  "'What has no plan')", file=sys.stderr)  # fmt: skip
+        return plan or False
 
     def __call__(self, *args: Any, stream: Any = None) -> Any:
         if stream is None:
