@@ -135,7 +135,13 @@ def planned_offsets(func: PrimFunc, scopes: Sequence[str]) -> dict[int, int]:
             f"{[buf.name for buf in buffers]} in {tuple(scopes)}; the backend's storage pass must run after "
             "every pass that adds or moves an allocation"
         )
-    return {id(buf): offset for buf, (_, offset) in zip(buffers, plan)}
+    return buffer_offsets(buffers, plan)
+
+
+def buffer_offsets(buffers: Sequence[Buffer], placements: Sequence[tuple[str, int]]) -> dict[int, int]:
+    """Each of `buffers` (arena buffers in allocation order) to its offset in `placements` (a plan's
+    `(name, offset)` pairs in the same order), keyed by the buffer's id."""
+    return {id(buf): offset for buf, (_, offset) in zip(buffers, placements, strict=True)}
 
 
 def launch_info(func) -> KernelInfo:

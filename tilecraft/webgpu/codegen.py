@@ -23,7 +23,7 @@ from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.visitor import walk
-from tilecraft.transform.storage import StoragePlan, launch_info, plan_storage
+from tilecraft.transform.storage import StoragePlan, buffer_offsets, launch_info, plan_storage
 from tilecraft.webgpu.printer import SHARED, WgslPrinter
 from tilecraft.webgpu.transform.check import WORKGROUP_MEMORY
 from tilecraft.webgpu.types import storage_type, value_type
@@ -172,4 +172,4 @@ def _arena_offsets(body: S.Stmt, plan: StoragePlan) -> dict[int, int]:
     """Each workgroup buffer's byte offset, keyed by the buffer's id (the plan lists them in allocation
     order). The webgpu pipeline has no storage pass: this plan, made here once, is the only one."""
     buffers = [n.buffer for n in walk(body) if isinstance(n, S.Allocate) and n.buffer.scope in plan.scopes]
-    return {id(buf): offset for buf, (_, offset) in zip(buffers, plan.placements, strict=True)}
+    return buffer_offsets(buffers, plan.placements)
