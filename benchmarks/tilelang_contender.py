@@ -30,10 +30,13 @@ import torch.nn.functional as F  # noqa: E402
 
 from benchmarks.cuda import check, side_by_side_ms  # noqa: E402
 
-CONFIGS = [  # block_M, block_N, block_K, threads, stages
+CONFIGS = [  # block_M, block_N, block_K, threads, stages[, "persistent": T.Persistent over one block per SM]
     (128, 256, 64, 256, 3),
+    (256, 128, 64, 256, 4),
     (128, 128, 64, 128, 3),
     (128, 128, 32, 128, 4),
+    (256, 128, 64, 256, 4, "persistent"),
+    (256, 128, 64, 256, 3, "persistent"),
 ]
 ATTENTION = dict(batch=8, heads=16, seq=4096, dim=128, block_M=128, block_N=128, stages=2, threads=256)
 
@@ -78,6 +81,40 @@ def gemm_program(lang, M, N, K, block_M, block_N, block_K, threads, stages, dtyp
         return main
 
     return matmul()
+
+
+def persistent_gemm_program(lang, M, N, K, block_M, block_N, block_K, threads, stages, dtype):
+    """TileLang's examples/gemm/example_gemm_persistent.py (its `T.Persistent` form, one block per SM),
+    with example_gemm.py's epilogue (C stored from the fragment: the example's C_shared tile and four
+    stages of 256x128x64 do not fit in shared memory together)."""
+    T = lang.T
+    sm_num = torch.cuda.get_device_properties(0).multi_processor_count
+
+    @lang.jit(out_idx=[-1])
+    def matmul():
+        @T.prim_func
+        def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+            with T.Kernel(sm_num, threads=threads) as (block_id):
+                A_shared = T.alloc_shared((block_M, block_K), dtype)
+                B_shared = T.alloc_shared((block_K, block_N), dtype)
+                C_local = T.alloc_fragment((block_M, block_N), "float32")
+                for bx, by in T.Persistent([T.ceildiv(M, block_M), T.ceildiv(N, block_N)], sm_num, block_id):
+                    T.clear(C_local)
+                    for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=stages):
+                        T.copy(A[bx * block_M, k * block_K], A_shared)
+                        T.copy(B[k * block_K, by * block_N], B_shared)
+                        T.gemm(A_shared, B_shared, C_local)
+                    T.copy(C_local, C[bx * block_M, by * block_N])
+
+        return main
+
+    return matmul()
+
+
+def program(lang, size, cfg, dtype):
+    """The GEMM of `cfg` (CONFIGS) at size^3: example_gemm.py's text, or the persistent example's."""
+    make = persistent_gemm_program if cfg[5:] == ("persistent",) else gemm_program
+    return make(lang, size, size, size, *cfg[:5], dtype)
 
 
 def mha_program(lang, batch, heads, seq, dim, is_causal, block_M, block_N, stages, threads):
@@ -181,8 +218,8 @@ def bench_gemms(langs, sizes, dtypes) -> dict:
     jobs = {}
     for name, lang in langs.items():
         for cfg in CONFIGS:
-            jobs[(name, "float16", 4096, cfg)] = lambda lang=lang, cfg=cfg: gemm_program(
-                lang, 4096, 4096, 4096, *cfg, "float16"
+            jobs[(name, "float16", 4096, cfg)] = lambda lang=lang, cfg=cfg: program(
+                lang, 4096, cfg, "float16"
             )
     compiled = compile_all(jobs)
     results: dict = {"configs": {}}
@@ -212,8 +249,8 @@ def bench_gemms(langs, sizes, dtypes) -> dict:
     for dtype in dtypes:
         for size in sizes:
             for name, (_, cfg) in best.items():
-                jobs[(name, dtype, size)] = lambda lang=langs[name], cfg=cfg, size=size, dtype=dtype: (
-                    gemm_program(lang, size, size, size, *cfg, dtype)
+                jobs[(name, dtype, size)] = lambda lang=langs[name], cfg=cfg, size=size, dtype=dtype: program(
+                    lang, size, cfg, dtype
                 )
     compiled = compile_all(jobs)
     for dtype in dtypes:

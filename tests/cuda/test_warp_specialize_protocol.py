@@ -41,6 +41,7 @@ from tilecraft.ir.eval import evaluate
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import Mutator, walk
 from tilecraft.testing.conformance import attention_bhsd as AB
+from tilecraft.testing.conformance import persistent_tiles as PT
 from tilecraft.transform.simt.barriers import PIPELINED_BUFFERS
 from tilecraft.transform.widen_fragments import widen_fragments
 
@@ -154,6 +155,8 @@ class Process:
             if branch is not None:
                 yield from self._stmt(branch)
         elif isinstance(s, (S.Allocate, S.LetStmt)):
+            if isinstance(s, S.LetStmt) and protocol:  # a T.Persistent loop's tile and its coordinates
+                self.env[s.var] = self.value(s.value)
             yield from self._stmt(s.body)
         elif isinstance(s, PROTOCOL):
             yield from getattr(self, "_" + type(s).__name__)(s)
@@ -316,6 +319,8 @@ KERNELS = {
         lambda: gemm(256, 256, 64, 128, 128, 64, 128, 3, "float16", "TN"),
         [{"bx": 0, "by": 0}],
     ),
+    # one producer across a block's tiles (3 or 2 waves; 7 k-tiles on a ring of 3 stages)
+    "persistent-gemm": (PT.persistent_gemm, [{"block": b} for b in range(PT.BLOCKS)]),
 }
 SEEDS = range(12)
 OVERLAP = {"tilecraft.cuda.gemm_softmax_overlap": True}  # tests/cuda/test_overlap.py
@@ -363,6 +368,23 @@ def _release_in_flight(loop: S.For) -> S.Stmt:
     release = stmts.pop(wait + 1)
     issue = next(i for i, n in enumerate(stmts) if isinstance(n, GemmCall) and n.variant == "wgmma_rs")
     return dataclasses.replace(loop, body=S.seq(*stmts[: issue + 1], release, *stmts[issue + 1 :]))
+
+
+class _NoReleaseAfterTheLoop(_Edit):
+    """The T.Persistent pipeline without the release of each tile's last stage after its loop."""
+
+    def mutate_SeqStmt(self, s: S.SeqStmt) -> S.Stmt:
+        stmts = [self.mutate(c) for c in s.stmts]
+        kept = [c for i, c in enumerate(stmts) if not (i and isinstance(stmts[i - 1], WgmmaWait)
+                                                      and isinstance(c, (S.IfThenElse, MbarArrive)))]  # fmt: skip
+        return S.seq(*kept)
+
+
+def test_a_persistent_pipeline_needs_the_release_after_its_loop():
+    """Without releasing the last stage of each tile the producer of the next tile waits for it forever."""
+    launch = _NoReleaseAfterTheLoop(lambda loop: loop).mutate(_launch(PT.persistent_gemm()))
+    with pytest.raises(AssertionError, match="deadlock"):
+        simulate(launch, {"block": 0}, 0)
 
 
 class _OneArrivalShort(_Edit):

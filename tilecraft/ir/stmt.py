@@ -11,6 +11,11 @@ from tilecraft.ir.expr import Expr, Node, Var, node
 Annotations = tuple[tuple[str, Any], ...]
 
 
+# The For annotation of a `T.Persistent` loop: a serial loop over a block's waves of tiles (its trip count
+# counts only the waves whose tile exists).
+PERSISTENT = "persistent"
+
+
 def annotation(annotations: Annotations, key: str, default: Any = None) -> Any:
     for k, v in annotations:
         if k == key:

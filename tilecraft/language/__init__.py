@@ -36,7 +36,7 @@ from tilecraft.language.kernel import (
     sync_threads,
     use_swizzle,
 )
-from tilecraft.language.loops import Parallel, Pipelined, serial, unroll, vectorized
+from tilecraft.language.loops import Parallel, Persistent, Pipelined, serial, unroll, vectorized
 from tilecraft.language.macro import macro
 from tilecraft.language.math import (
     And,
@@ -105,7 +105,7 @@ tfloat32 = float32
 
 __all__ = [
     "And", "Broadcast", "Buffer", "Cast", "Fragment", "GemmWarpPolicy", "Kernel", "Layout", "Not", "Or",
-    "Parallel", "Pipelined", "Ramp", "StridedTensor", "Tensor", "abs", "alloc_fragment", "alloc_local",
+    "Parallel", "Persistent", "Pipelined", "Ramp", "StridedTensor", "Tensor", "abs", "alloc_fragment", "alloc_local",
     "alloc_shared", "alloc_var", "annotate_layout", "atomic_add", "atomic_max", "atomic_min", "bfloat16",
     "bool", "call_intrin", "cast", "ceil", "ceildiv", "clear", "const", "copy", "cos", "cumsum", "double",
     "dynamic", "empty", "erf", "evaluate", "exp", "exp2", "fill", "float", "float8_e4m3", "float8_e4m3fn",

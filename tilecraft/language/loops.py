@@ -1,6 +1,8 @@
-"""Loop iterators: `T.Parallel`, `T.Pipelined`, `T.serial`, `T.unroll`, `T.vectorized`, `range`.
+"""Loop iterators: `T.Parallel`, `T.Pipelined`, `T.serial`, `T.unroll`, `T.vectorized`, `range`,
+`T.Persistent`.
 
-Each returns a `LoopSpec`; the parser turns `for ... in spec:` into nested `For` nodes.
+Each returns a `LoopSpec` (`T.Persistent` a `PersistentSpec`); the parser turns `for ... in spec:` into
+nested `For` nodes.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tilecraft.ir import expr as E
 from tilecraft.ir.buffer import Range
 from tilecraft.ir.expr import IntImm, IRError, convert
 from tilecraft.ir.stmt import ForKind
@@ -115,3 +118,63 @@ def Pipelined(  # noqa: N802
 def python_range(start, stop=None, step=None) -> LoopSpec:
     """`range` inside a kernel is a serial loop (TileLang's rule)."""
     return serial(start, stop, step)
+
+
+@dataclass(frozen=True)
+class PersistentSpec:
+    """`T.Persistent(domain, wave_size, index, group_size)`: one loop over waves of tiles (see Persistent)."""
+
+    domain: tuple[E.Expr, ...]
+    wave_size: E.Expr
+    index: E.Expr
+    group_size: int
+
+    def __iter__(self):
+        raise IRError("T.Persistent can only be used in a `for` inside a kernel")
+
+    def total(self) -> E.Expr:
+        out = self.domain[0]
+        for d in self.domain[1:]:
+            out = E.mul(out, d)
+        return out
+
+    def waves(self) -> E.Expr:
+        """The waves this block runs: those whose tile `w * wave_size + index` exists (so the body needs
+        no guard, and a barrier in it is reached by the whole block or not at all)."""
+        left = E.sub(self.total(), self.index)
+        return E.floordiv(E.add(left, E.sub(self.wave_size, 1)), self.wave_size)
+
+    def coordinates(self, tile: E.Expr) -> tuple[E.Expr, ...]:
+        """The tile's coordinates in `domain`: row-major, or for two dims in groups of `group_size` rows
+        (neighbouring blocks share the operand tiles of those rows in L2). A bijection of [0, total)."""
+        if len(self.domain) == 2 and self.group_size > 1:
+            rows, cols = self.domain
+            per_group = E.mul(self.group_size, cols)
+            first = E.mul(E.floordiv(tile, per_group), self.group_size)
+            height = E.min_(E.sub(rows, first), self.group_size)
+            within = E.floormod(tile, per_group)
+            return E.add(first, E.floormod(within, height)), E.floordiv(within, height)
+        out = []
+        rest = tile
+        for d in reversed(self.domain[1:]):
+            out.append(E.floormod(rest, d))
+            rest = E.floordiv(rest, d)
+        return (rest, *reversed(out))
+
+
+def Persistent(domain, wave_size, index, group_size: int | None = 8) -> PersistentSpec:  # noqa: N802
+    """TileLang's persistent tile loop: `for bx, by in T.Persistent([m, n], wave_size, index):` runs the
+    tiles `w * wave_size + index` (w = 0, 1, ...) of the `m x n` domain that exist, in groups of
+    `group_size` rows (None or 1: row-major), so a kernel of `wave_size` blocks, `index` its block index,
+    visits every tile once. On sm_90a a warp-specialized pipeline inside it keeps its producer running
+    across tiles (docs/cuda.md, "Persistent kernels")."""
+    dims = tuple(convert(d) for d in (domain if isinstance(domain, (list, tuple)) else (domain,)))
+    if not dims or not all(d.dtype.is_integer for d in dims):
+        raise IRError(f"T.Persistent's domain must be one or more integer extents, got {domain!r}")
+    wave, idx = convert(wave_size), convert(index)
+    if not (wave.dtype.is_integer and idx.dtype.is_integer):
+        raise IRError("T.Persistent's wave_size and index must be integers")
+    group = 1 if group_size is None else group_size
+    if not isinstance(group, int) or group < 1:
+        raise IRError(f"T.Persistent's group_size must be a positive Python int or None, got {group_size!r}")
+    return PersistentSpec(dims, wave, idx, group)

@@ -191,6 +191,7 @@ class _Pipeline(Mutator):
         self.specialize = specialize  # warp specialization is on (warp_specialization_enabled)
         self.specialized: S.For | None = None  # the loop of the current kernel that gets a producer
         self.consumer_threads = 0
+        self.enclosing: list[S.For] = []  # the loops around the one being rebuilt, outermost first
 
     def mutate_Buffer(self, buf):
         return buf
@@ -219,7 +220,11 @@ class _Pipeline(Mutator):
 
     def mutate_For(self, s: S.For) -> S.Stmt:
         specialized = s is self.specialized
-        s = self.generic_mutate(s)
+        self.enclosing.append(s)
+        try:
+            s = self.generic_mutate(s)
+        finally:
+            self.enclosing.pop()
         if s.kind is not S.ForKind.PIPELINED:
             return s
         stages = S.annotation(s.annotations, "num_stages") or 0
@@ -273,6 +278,10 @@ class _Pipeline(Mutator):
 
         commit = [AsyncCommit()] if cp_async else []
         prologue: list[S.Stmt] = [MbarRing(ring, stages, tma)] if tma else []
+        if self.enclosing:
+            # The loop's previous run (an outer iteration earlier) may still read the stages the prologue
+            # refills: the last tile's consumers run after the last barrier of the loop.
+            prologue.append(SYNC)
         for step in range(stages - 1):
             prologue += [issue(E.const(step)), *commit]
         stage = E.floormod(k, stages)
@@ -296,7 +305,11 @@ class _Pipeline(Mutator):
         full, empty = self.rings + 1, self.rings + 2
         self.rings += 2
         k, n = loop.loop_var, loop.extent
-        stage, use = E.floormod(k, stages), E.floordiv(k, stages)
+        # Inside T.Persistent the ring runs on across tiles: wave w's iteration k is use w * n + k of it
+        # (warp_specialize.specialization_candidate: n is the same for every tile).
+        wave = self.enclosing[-1].loop_var if self.enclosing else None
+        it = k if wave is None else E.add(E.mul(wave, n), k)
+        stage, use = E.floormod(it, stages), E.floordiv(it, stages)
         copies = _stmts(_Stage(staged, stage, tiles, full).mutate(S.seq(*producers)))
         # one expect-tx per tile: the full barrier completes on one arrival and all the stage's bytes
         tile = TmaCopy(tuple(load for c in copies for load in c.loads), sum(c.bytes for c in copies), full,
@@ -306,18 +319,22 @@ class _Pipeline(Mutator):
         gemms = _Stage(staged, stage, tiles).mutate(S.seq(*consumers))
         in_flight = [dataclasses.replace(c, wait=1) for c in _stmts(gemms)]
         # tile k-1's wgmmas have completed once tile k's return with one group in flight
-        previous = E.floormod(E.add(k, stages - 1), stages)
+        previous = E.floormod(E.add(it, stages - 1), stages)
         release = S.IfThenElse(E.compare(E.GT, k, 0), MbarArrive(empty, previous))
         body = S.seq(MbarWait(full, stage, E.floormod(use, 2)), *in_flight, release)
         annotations = ((PIPELINED_BUFFERS, tuple(staged.values())),)
         consume = S.For(k, E.const(0), n, S.ForKind.SERIAL, body, annotations, span=loop.span)
         threads = self.consumer_threads
+        # the next tile's producer waits for the last stage too: release it once its wgmmas completed
+        last = [] if wave is None else [S.IfThenElse(E.compare(E.GT, n, 0), MbarArrive(empty, E.floormod(
+            E.add(E.mul(wave, n), E.sub(n, 1)), stages)))]  # fmt: skip
         return S.seq(
             MbarRing(full, stages, 1),
             MbarRing(empty, stages, threads // 32),
             ProducerLoop(produce, threads, span=loop.span),
             consume,
             WgmmaWait(0, tuple({id(c.c): c.c for c in consumers}.values())),
+            *last,
         )
 
     def _specialized_general(self, loop: S.For, stages: int, stmts: list[S.Stmt], staged: dict[int, Buffer],

@@ -121,7 +121,7 @@ def specialization_candidate(
         or _count_refusal(loops)
         or _loop_refusal(loop, general)
         or _producer_refusal(loop, launch)
-        or _placement_refusal(launch.body, loop)
+        or _placement_refusal(launch.body, loop, launch)
     )
     return loop, reason
 
@@ -278,10 +278,52 @@ def _path(node, target) -> list[S.Stmt] | None:
     return None
 
 
-def _placement_refusal(body: S.Stmt, loop: S.For) -> str | None:
+def _placement_refusal(body: S.Stmt, loop: S.For, launch: S.KernelLaunch) -> str | None:
+    persistent = persistent_loop(body, loop)
+    if persistent is not None:
+        return _persistent_refusal(body, persistent, loop, launch)
     found = split_point(body, lambda s: s is loop)
     if found is None:
-        return "the loop is inside another loop or a branch (only the kernel's top-level code is split)"
+        return (
+            "the loop is inside another loop or a branch (only the kernel's top-level code is split, "
+            "or a T.Persistent loop at its top level)"
+        )
+    return None
+
+
+def persistent_loop(body: S.Stmt, loop: S.Stmt) -> S.For | None:
+    """The T.Persistent loop around `loop`, if the loop is in one."""
+    for s in _path(body, loop) or ():
+        if isinstance(s, S.For) and S.annotation(s.annotations, S.PERSISTENT) and s is not loop:
+            return s
+    return None
+
+
+def _persistent_refusal(body: S.Stmt, persistent: S.For, loop: S.For, launch: S.KernelLaunch) -> str | None:
+    """A pipelined loop in a T.Persistent loop keeps one producer across the tiles when the persistent
+    loop is split like a top-level loop, the path down to the pipelined loop is sequences, lets and
+    branches the producer can evaluate, the loop is a GEMM's (its stages are released in its own
+    iteration or right after it) and its trip count is the same for every tile (the ring's use count of
+    wave w's iteration k is then w * n + k: only the last waves skip tiles)."""
+    if split_point(body, lambda s: s is persistent) is None:
+        return "the T.Persistent loop around it is inside another loop or a branch"
+    inner = _path(persistent.body, loop) or []
+    if any(isinstance(s, S.For) and s is not loop for s in inner):
+        return "the loop is inside another loop within the T.Persistent loop"
+    if any(isinstance(s, S.IfThenElse) and s.else_case is not None for s in inner):
+        return "the loop is in a branch with an else within the T.Persistent loop"
+    if not gemms_only(loop_statements(loop)):
+        return "inside T.Persistent only a GEMM's loop (TMA loads and wgmma gemms) keeps its producer"
+    bound = {id(s.var) for s in inner if isinstance(s, S.LetStmt)} | {id(persistent.loop_var)}
+    if any(id(v) in bound for v in free_vars(loop.extent)):
+        return "the loop's trip count differs between the tiles of the T.Persistent loop"
+    conditions = tuple(s.condition for s in inner if isinstance(s, S.IfThenElse))
+    threads = {id(v) for v in launch.thread_vars}
+    conditions = substitute(conditions, enclosing_lets(body, loop))
+    if any(id(v) in threads for v in free_vars(conditions)):
+        return "a condition around the loop depends on the thread index"
+    if any(isinstance(n, E.BufferLoad) for c in conditions for n in walk(c)):
+        return "a condition around the loop reads memory"
     return None
 
 
@@ -375,9 +417,25 @@ def _without(s: S.Stmt, producer: ProducerLoop) -> S.Stmt:
         return S.SeqStmt(())
     if isinstance(s, S.SeqStmt):
         return S.seq(*(_without(c, producer) for c in s.stmts))
-    if isinstance(s, (S.LetStmt, S.Allocate)):
+    if isinstance(s, (S.LetStmt, S.Allocate, S.For)):
         return dataclasses.replace(s, body=_without(s.body, producer))
+    if isinstance(s, S.IfThenElse) and s.else_case is None:  # a T.Persistent loop's tile guard
+        return dataclasses.replace(s, then_case=_without(s.then_case, producer))
     return s
+
+
+def _producer_path(s: S.Stmt, producer: ProducerLoop) -> S.Stmt:
+    """The producer's program in a T.Persistent loop: the loops, lets and branches from `s` down to the
+    producer loop, with the producer loop's body where it stood and nothing else."""
+    if s is producer:
+        return producer.body
+    if isinstance(s, S.SeqStmt):
+        return next(_producer_path(c, producer) for c in s.stmts if _holds(c, lambda n: n is producer))
+    if isinstance(s, S.Allocate):
+        return _producer_path(s.body, producer)
+    if isinstance(s, S.IfThenElse):
+        return S.IfThenElse(s.condition, _producer_path(s.then_case, producer), span=s.span)
+    return dataclasses.replace(s, body=_producer_path(s.body, producer))  # a For or a LetStmt
 
 
 class _ConsumerBarriers(Mutator):
@@ -412,13 +470,17 @@ def _specialize(launch: S.KernelLaunch) -> S.KernelLaunch:
         return launch
     producer = producers[0]
     launch = dataclasses.replace(launch, body=lift_allocations(launch.body, lambda s: s is producer))
-    point = split_point(launch.body, lambda s: s is producer)
+    # in a T.Persistent loop the producer runs that loop too (the split is placed above it)
+    persistent = persistent_loop(launch.body, producer)
+    outermost = producer if persistent is None else persistent
+    point = split_point(launch.body, lambda s: s is outermost)
     assert point is not None, "inject-software-pipeline made a producer loop the split cannot place"
     threads = producer.consumer_threads
     split = (GENERAL_SPLITS if producer.general else SPLITS)[threads // PRODUCER_THREADS]
     tx = launch.thread_vars[0]
     # the lets between the split and the loop stay in the consumers' branch: the producer inlines them
-    body = substitute(producer.body, enclosing_lets(point, producer))
+    body = producer.body if persistent is None else _producer_path(persistent, producer)
+    body = substitute(body, enclosing_lets(point, outermost))
     issue = S.IfThenElse(E.compare(E.EQ, tx, threads), body)  # the producer's first thread
     consume = _ConsumerBarriers(threads).mutate(_without(point, producer))
     branch = S.IfThenElse(

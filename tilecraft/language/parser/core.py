@@ -22,7 +22,7 @@ from tilecraft.ir.function import WORKSPACE_ATTR, PrimFunc
 from tilecraft.ir.visitor import substitute, walk
 from tilecraft.language import builder as B
 from tilecraft.language.kernel import KernelSpec
-from tilecraft.language.loops import LoopSpec, python_range
+from tilecraft.language.loops import LoopSpec, PersistentSpec, python_range
 from tilecraft.language.parser.evaluator import Evaluator, is_ir, truth
 from tilecraft.language.parser.scope import Scope
 from tilecraft.language.parser.source import Source, function_source
@@ -471,6 +471,9 @@ class Parser:
         if node.orelse:
             raise self.error(node, "`for ... else` is not supported in kernels")
         spec = self._loop_spec(node.iter)
+        if isinstance(spec, PersistentSpec):
+            self._persistent_for(node, spec)
+            return
         if not isinstance(spec, LoopSpec):
             self._python_for(node, spec)
             return
@@ -487,6 +490,24 @@ class Parser:
         for var, rng in reversed(list(zip(loop_vars, spec.ranges))):
             body = S.For(var, rng.min, rng.extent, spec.kind, body, spec.annotations, span=span)
         self.items.append(body)
+
+    def _persistent_for(self, node: ast.For, spec: PersistentSpec) -> None:
+        """`for i, j in T.Persistent(...)`: a serial loop over the block's waves whose body binds the
+        tile's coordinates (a block runs one wave fewer where the last is partly empty)."""
+        names = _target_names(node.target)
+        if names is None or len(names) != len(spec.domain):
+            raise self.error(node.target, f"this T.Persistent loop binds {len(spec.domain)} variable(s), one per "
+                             "dim of its domain")  # fmt: skip
+        dtype = spec.index.dtype
+        wave, tile = Var(dtype, "wave"), Var(dtype, "tile")
+        coords = [Var(dtype, n) for n in names]
+        body = self._loop_body(node.body, dict(zip(names, coords)))
+        for var, value in reversed(list(zip(coords, spec.coordinates(tile)))):
+            body = S.LetStmt(var, value, body)
+        span = self.span(node)
+        body = S.LetStmt(tile, E.add(E.mul(wave, spec.wave_size), spec.index), body)
+        self.items.append(S.For(wave, E.const(0, dtype), spec.waves(), S.ForKind.SERIAL, body,
+                                ((S.PERSISTENT, True),), span=span))  # fmt: skip
 
     def stmt_While(self, node: ast.While) -> None:
         """`while cond:` with a run-time condition is a While loop; with a Python condition it runs

@@ -20,6 +20,7 @@ from tilecraft.testing.conformance import fragment_rows as FR
 from tilecraft.testing.conformance import global_layouts as G
 from tilecraft.testing.conformance import keep_dim as KD
 from tilecraft.testing.conformance import kernels as K
+from tilecraft.testing.conformance import persistent_tiles as PT
 from tilecraft.testing.conformance import pipelined_stages as PS
 from tilecraft.testing.conformance import register_operands as R
 from tilecraft.testing.conformance import regressions as D
@@ -460,6 +461,7 @@ CASES = [
     Case("staged_tile_copied_out_in_the_loop", PS.copy_through_stages, PS.inputs, PS.reference, 0.0),
     Case("two_copies_into_one_tile_per_iteration", PS.two_copies_per_tile, PS.gemm_inputs, PS.gemm_reference,
          2e-3),
+    Case("persistent_gemm_in_waves", PT.persistent_gemm, PT.inputs, PT.reference, 2e-3),
     # Flash attention whose pipelined loop is warp-specialized on sm_90a (softmax between TMA-fed gemms).
     *(Case(f"flash_attention_bhsd_{name}", AB.build(name), AB.inputs(name), AB.reference(name), 5e-3)
       for name in AB.CONFIGS),

@@ -1,0 +1,43 @@
+"""`T.Persistent`: a kernel of a few blocks walks the tiles of a GEMM in waves (TileLang's
+examples/gemm/example_gemm_persistent.py). The sizes make the last wave partly empty, the tile columns
+ragged (N is not a multiple of the tile) and the row groups uneven (three tile rows in groups of two),
+and the K loop's trip count not a multiple of its stages, so a pipeline that runs on across tiles (the
+warp-specialized one on sm_90a) changes stage and phase in the middle of a ring round."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import tilecraft.language as T
+
+M, N, K = 192, 160, 448
+BM, BN, BK, BLOCKS, GROUP = 64, 64, 64, 4, 2
+
+
+def persistent_gemm():
+    @T.prim_func
+    def persistent_gemm(
+        A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")
+    ):
+        with T.Kernel(BLOCKS, threads=128) as block:
+            A_s = T.alloc_shared((BM, BK), "float16")
+            B_s = T.alloc_shared((BK, BN), "float16")
+            C_l = T.alloc_fragment((BM, BN), "float32")
+            for bx, by in T.Persistent([T.ceildiv(M, BM), T.ceildiv(N, BN)], BLOCKS, block, GROUP):
+                T.clear(C_l)
+                for k in T.Pipelined(T.ceildiv(K, BK), num_stages=3):
+                    T.copy(A[bx * BM, k * BK], A_s)
+                    T.copy(B[k * BK, by * BN], B_s)
+                    T.gemm(A_s, B_s, C_l)
+                T.copy(C_l, C[bx * BM, by * BN])
+
+    return persistent_gemm
+
+
+def inputs(rng) -> list[np.ndarray]:
+    return [rng.standard_normal((M, K)).astype(np.float16), rng.standard_normal((K, N)).astype(np.float16),
+            np.full((M, N), np.nan, np.float32)]  # fmt: skip
+
+
+def reference(arrays) -> dict[int, np.ndarray]:
+    return {2: np.asarray(arrays[0], np.float64) @ np.asarray(arrays[1], np.float64)}
