@@ -305,7 +305,7 @@ def test_a_kernel_without_a_plan_says_so_under_verbose(capsys):
 
     @T.prim_func
     def strided(X: T.StridedTensor((n,), (2,), "float32"), Y: T.Tensor((n,), "float32")):
-        with T.Kernel(1, threads=1) as bx:
+        with T.Kernel(1, threads=1):
             for i in T.serial(n):
                 Y[i] = X[i] + 1.0
 
