@@ -166,8 +166,8 @@ def Persistent(domain, wave_size, index, group_size: int | None = 8) -> Persiste
     """TileLang's persistent tile loop: `for bx, by in T.Persistent([m, n], wave_size, index):` runs the
     tiles `w * wave_size + index` (w = 0, 1, ...) of the `m x n` domain that exist, in groups of
     `group_size` rows (None or 1: row-major), so a kernel of `wave_size` blocks, `index` its block index,
-    visits every tile once. On sm_90a a warp-specialized pipeline inside it keeps its producer running
-    across tiles (docs/cuda.md, "Persistent kernels")."""
+    visits every tile once. A backend may schedule the body's pipeline across the block's tiles (its
+    docs say where: the For carries the `persistent` annotation)."""
     dims = tuple(convert(d) for d in (domain if isinstance(domain, (list, tuple)) else (domain,)))
     if not dims or not all(d.dtype.is_integer for d in dims):
         raise IRError(f"T.Persistent's domain must be one or more integer extents, got {domain!r}")
