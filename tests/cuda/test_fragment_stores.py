@@ -41,3 +41,27 @@ def test_16_bit_integers_are_packed_without_sign_extension():
     source = _source(int16_fragment())
     assert "*(uint4*)(Y + " in source  # 8 int16 per thread: one 16-byte store
     assert "(uint32_t)(uint16_t)(" in source
+
+
+def test_a_store_of_a_cast_to_the_buffers_16_bit_type_converts_once():
+    """f32 -> f16 at a store was cvt.rn.f16, cvt.f32.f16, cvt.rn.f16 (the cast's round trip, then the
+    store's conversion): the cast is dropped there, the rounding is the same (tests/conformance runs
+    the numbers on every target)."""
+    import tilecraft
+    import tilecraft.language as T
+
+    @T.prim_func
+    def narrow(
+        A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float16"), C: T.Tensor((256,), "bfloat16")
+    ):
+        with T.Kernel(1, threads=128):
+            for i in T.Parallel(256):
+                B[i] = T.cast(A[i] * 3.0, "float16")
+                C[i] = T.cast(A[i], "bfloat16")
+
+    for target in ("cuda -arch=sm_90a", "c"):
+        art = tilecraft.lower(narrow, target=target, execution_backend="nvrtc" if "cuda" in target else "cc")
+        source = next(iter(art.device_sources.values()))
+        kernel = source[source.rindex("narrow") :]  # the kernel, past the header's helpers
+        assert "tc_round_f16" not in kernel and "tc_round_bf16" not in kernel, kernel
+        assert "tc_f2h(" in kernel and "tc_f2bf(" in kernel

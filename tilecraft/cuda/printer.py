@@ -185,7 +185,7 @@ class CudaPrinter(CFamilyPrinter):
 
     def _s_VectorStore(self, s: VectorStore) -> None:
         dtype = s.dst.dtype
-        bits = [self.to_storage(self.expr(v), dtype) for v in s.values]
+        bits = [self.to_storage(self.stored(v, dtype), dtype) for v in s.values]
         if dtype.bits == 16:
             # through uint16_t: a negative int16 must not sign-extend into its neighbour's half
             words = [f"((uint32_t)(uint16_t)({lo}) | ((uint32_t)(uint16_t)({hi}) << 16))"
