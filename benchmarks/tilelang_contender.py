@@ -239,7 +239,7 @@ def bench_gemms(langs, sizes, dtypes) -> dict:
             results["configs"][key] = {"error": str(err)}
             print(f"  {key}: {err}", flush=True)
             continue
-        (ms,) = side_by_side_ms(lambda kernel=kernel: kernel(a, b), rounds=1)
+        (ms,) = side_by_side_ms(lambda kernel=kernel: kernel(a, b), rounds=3)
         results["configs"][key] = {"tflops": tflops(2 * 4096**3, ms), "compile_s": info}
         print(f"  {key}: {tflops(2 * 4096**3, ms):.0f} TFLOP/s (compiled in {info:.1f} s)", flush=True)
         if name not in best or ms < best[name][0]:
