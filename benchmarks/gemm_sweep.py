@@ -19,13 +19,11 @@ import json
 import os
 import statistics
 import sys
-import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.hopper_check import TOLERANCE, median_ms  # noqa: E402
+from benchmarks.hopper_check import TOLERANCE, median_ms, prewarm  # noqa: E402
 
 CONFIGS = [  # block_M, block_N, block_K, threads, stages, policy, swizzle panel (0: none), persistent
     (128, 256, 64, 256, 3, "Square", 0, False),
@@ -93,36 +91,6 @@ def compile_one(spec):
 
     size, cfg, dtype = spec
     return tilecraft.compile(build(size, size, size, *cfg, dtype), out_idx=[-1], target="cuda")
-
-
-def _prewarm(specs):
-    out = []
-    for spec in specs:
-        start = time.perf_counter()
-        try:
-            compile_one(spec)
-            out.append((spec, None, time.perf_counter() - start))
-        except Exception as err:  # recorded, reported by the main process
-            out.append((spec, f"{type(err).__name__}: {str(err)[:300]}", time.perf_counter() - start))
-    return out
-
-
-def prewarm(specs, jobs) -> dict:
-    import multiprocessing
-
-    errors, seconds = {}, []
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        for fut in as_completed(
-            [pool.submit(_prewarm, specs[i::jobs]) for i in range(jobs) if specs[i::jobs]]
-        ):
-            for spec, err, s in fut.result():
-                seconds.append(s)
-                if err:
-                    errors[spec] = err
-    if seconds:
-        print(f"compiled {len(seconds)} kernels, median {statistics.median(seconds):.2f} s each", flush=True)
-    return errors
 
 
 def label(cfg) -> str:
@@ -205,7 +173,7 @@ def main() -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
     dtypes = args.dtypes.split(",")
     specs = [(s, cfg, d) for s in sizes for d in dtypes for cfg in CONFIGS]
-    errors = prewarm(specs, args.jobs)
+    errors = prewarm(specs, args.jobs, compile_one)
     rows = []
     for size in sizes:
         for dtype in dtypes:

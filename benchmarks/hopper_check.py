@@ -102,33 +102,40 @@ def compile_one(spec):
     return kernel, variant
 
 
-def _prewarm(specs):
-    """Worker: compile specs into the disk cache; (spec, error or None, seconds) for each."""
+def _prewarm(specs, compile_fn=None):
+    """Worker: compile specs into the disk cache with `compile_fn` (compile_one); (spec, error or None,
+    seconds) for each."""
+    compile_fn = compile_fn or compile_one
     out = []
     for spec in specs:
         start = time.perf_counter()
         try:
-            compile_one(spec)
+            compile_fn(spec)
             out.append((spec, None, time.perf_counter() - start))
         except Exception as err:  # recorded, reported by the main process
             out.append((spec, f"{type(err).__name__}: {err}", time.perf_counter() - start))
     return out
 
 
-def prewarm(specs, jobs):
+def prewarm(specs, jobs, compile_fn=None):
+    """Compile `specs` in `jobs` spawned worker processes (`compile_fn`: a module-level function of a
+    spec, compile_one by default); spec -> error for those that failed."""
     import multiprocessing
 
-    errors = {}
+    errors, seconds = {}, []
     chunks = [specs[i::jobs] for i in range(jobs)]
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        for fut in as_completed([pool.submit(_prewarm, c) for c in chunks if c]):
+        for fut in as_completed([pool.submit(_prewarm, c, compile_fn) for c in chunks if c]):
             try:
-                for spec, err, _ in fut.result():
+                for spec, err, took in fut.result():
+                    seconds.append(took)
                     if err:
                         errors[spec] = err
             except Exception as err:
                 print(f"prewarm worker failed: {err}", flush=True)
+    if seconds:
+        print(f"compiled {len(seconds)} kernels, median {statistics.median(seconds):.2f} s each", flush=True)
     return errors
 
 
