@@ -13,7 +13,8 @@ the ISA guide's definitions, timing.
 
 CI runs the gemm and attention cases, which exercise MFMA and the LDS layouts, and a representative
 selection of the rest on gfx942, and the gemms on gfx90a; TILECRAFT_HIP_EMULATE_ALL=1 runs every case
-on both.
+on both. The gemm shapes of gemms.py (float16, bfloat16 and float8, transposed and not, k-packed or not,
+row lengths of 32 to 512 bytes) run too: the swizzled tiles' copies and the MFMA reads must agree.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import os
 
 import pytest
 
+from tests.hip import gemms
 from tests.hip.conftest import emulated_context
 from tilecraft.testing import conformance as kit
 
@@ -70,6 +72,15 @@ def test_check(name, emulated):
     if arch != "gfx942" and not EVERYTHING:
         pytest.skip("run on gfx942 (TILECRAFT_HIP_EMULATE_ALL=1 runs it on gfx90a too)")
     kit.CHECKS[name](ctx)
+
+
+@pytest.mark.parametrize("shape", gemms.SHAPES, ids=lambda s: s.id)
+def test_gemm_shape(shape, emulated):
+    arch, ctx, emulation = emulated
+    if arch != "gfx942" and (shape.fp8 or not EVERYTHING):
+        pytest.skip("run on gfx942 (TILECRAFT_HIP_EMULATE_ALL=1 runs the 16-bit ones on gfx90a too)")
+    kit.check_case(gemms.case(shape), ctx)
+    assert "tc::mfma_gemm" in emulation.sources[-1].split('extern "C"', 1)[1]
 
 
 def test_the_mfma_path_ran(emulated):
