@@ -114,3 +114,39 @@ def cache(tmp_path):
     from tilecraft.execution.cache import KernelCache
 
     return KernelCache(tmp_path / "cache", enabled=True)
+
+
+@pytest.fixture(scope="session")
+def emulator_build_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("hip-emulator")
+
+
+@pytest.fixture(scope="session")
+def emulator_compiler() -> str:
+    """The clang that builds kernels for the host against the emulator (it needs clang's vector types)."""
+    from tilecraft.hip.toolchain import find_clang
+
+    path = find_clang()
+    if path is None:
+        pytest.skip(
+            "no clang to build the HIP emulator with (apt-get install clang-19, or set TILECRAFT_HIP_CLANG)"
+        )
+    return path
+
+
+def emulated_context(monkeypatch, arch: str, library: Path, compiler: str, build_dir: Path):
+    """The `hip -arch=<arch>` context whose execution backend runs kernels in the CPU emulator, and the
+    Emulation (what it loaded and launched)."""
+    from tests.hip.emulator import Emulation, install
+    from tilecraft.backend import create_backend_context
+    from tilecraft.execution.hip.spec import HIP
+
+    lib = ctypes.CDLL(str(library))
+    lib.fake_reset()
+    monkeypatch.setattr(hip_runtime, "_load_library", lambda: lib)
+    hip_runtime.reset_runtime()
+    HIP.reset_availability()
+    ctx = create_backend_context(f"hip -arch={arch}", execution_backend="hip")
+    emulation = Emulation(lib, compiler, build_dir)
+    install(monkeypatch, ctx.execution_backend(), emulation)
+    return ctx, emulation

@@ -2,8 +2,16 @@
  * with the HIP ABI (hipError_t results, out-parameters), recording what they were given.
  *
  * `fake_*` globals let a test steer results (hipInit's result, the device count, a failing load or
- * launch) and read what was seen (the last launch's dims, stream and parameter slots). */
+ * launch) and read what was seen (the last launch's dims, stream and parameter slots).
+ *
+ * Emulation: after `fake_emulate_image(image, size, library)`, loading exactly those code-object bytes
+ * loads `library` instead, a host build of the same kernel source against the CPU emulator
+ * (tests/hip/emulator/tc_hip_emu.h, built by tests/hip/emulator.py), and launching one of its kernels
+ * runs `tc_run_<kernel>` there: "device" pointers are host memory. */
+#include <dlfcn.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 long fake_init_result = 0;
@@ -30,6 +38,61 @@ void fake_reset(void) {
     fake_function = 0; memset(fake_dims, 0, sizeof fake_dims); memset(fake_last_params, 0, sizeof fake_last_params);
 }
 
+/* ---------------------------------------------------------------- emulation */
+
+#define HIP_ERROR_LAUNCH_FAILURE 719
+#define EMU_IMAGES 1024
+#define EMU_MAX 8192 /* modules and functions: loads are never undone here */
+
+typedef int (*emu_run)(void **params, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                       unsigned bz, unsigned lds, char *error, int error_len);
+struct emu_image { unsigned char *bytes; long size; char library[1024]; };
+struct emu_module { void *handle; };
+struct emu_function { emu_run run; };
+static struct emu_image emu_images[EMU_IMAGES];
+static struct emu_module emu_modules[EMU_MAX];
+static struct emu_function emu_functions[EMU_MAX];
+static long emu_image_count, emu_module_count, emu_function_count;
+char fake_emu_error[1024];
+long fake_emu_launches = 0;
+
+/* Loads of `image` (`size` bytes) load `library` from now on; 0, or 1 when the table is full. */
+int fake_emulate_image(const void *image, long size, const char *library) {
+    if (emu_image_count == EMU_IMAGES || strlen(library) >= sizeof emu_images[0].library) return 1;
+    struct emu_image *e = &emu_images[emu_image_count++];
+    e->bytes = malloc((size_t)size);
+    memcpy(e->bytes, image, (size_t)size);
+    e->size = size;
+    strcpy(e->library, library);
+    return 0;
+}
+
+/* The size an ELF64 image's header gives it (lld writes the section headers last), or 0. */
+static long elf_size(const unsigned char *image) {
+    uint64_t shoff;
+    uint16_t shentsize, shnum;
+    if (memcmp(image, "\x7f" "ELF", 4) != 0 || image[4] != 2) return 0;
+    memcpy(&shoff, image + 0x28, 8);
+    memcpy(&shentsize, image + 0x3a, 2);
+    memcpy(&shnum, image + 0x3c, 2);
+    return (long)(shoff + (uint64_t)shentsize * shnum);
+}
+
+static const struct emu_image *emulated(const void *image) {
+    if (emu_image_count == 0) return NULL;
+    long size = elf_size(image);
+    for (long i = 0; i < emu_image_count; ++i)
+        if (emu_images[i].size == size && memcmp(emu_images[i].bytes, image, (size_t)size) == 0) return &emu_images[i];
+    return NULL;
+}
+
+static int is_emu_module(void *m) {
+    return (char *)m >= (char *)emu_modules && (char *)m < (char *)(emu_modules + EMU_MAX);
+}
+static int is_emu_function(void *f) {
+    return (char *)f >= (char *)emu_functions && (char *)f < (char *)(emu_functions + EMU_MAX);
+}
+
 static const char *names(int rc) {
     switch (rc) {
     case 0: return "hipSuccess";
@@ -39,12 +102,16 @@ static const char *names(int rc) {
     case 209: return "hipErrorNoBinaryForGpu";
     case 500: return "hipErrorNotFound";
     case 701: return "hipErrorLaunchOutOfResources";
+    case 719: return "hipErrorLaunchFailure";
     default: return "hipErrorUnknown";
     }
 }
 
 const char *hipGetErrorName(int rc) { return names(rc); }
-const char *hipGetErrorString(int rc) { return rc ? "fake failure" : "no error"; }
+const char *hipGetErrorString(int rc) {
+    if (rc == HIP_ERROR_LAUNCH_FAILURE || (rc == 200 && fake_emu_error[0])) return fake_emu_error;
+    return rc ? "fake failure" : "no error";
+}
 int hipInit(unsigned flags) { (void)flags; return (int)fake_init_result; }
 int hipGetDeviceCount(int *n) { *n = (int)fake_device_count; return fake_device_count ? 0 : 100; }
 int hipRuntimeGetVersion(int *v) { *v = 60241134; return 0; } /* 6.2.41134 */
@@ -59,12 +126,38 @@ int hipModuleLoadData(void **module, const void *image) {
     if (fake_load_result) return (int)fake_load_result;
     fake_image_size = memcmp(image, "\x7f" "ELF", 4) == 0;
     fake_loads++;
+    fake_emu_error[0] = 0;
+    const struct emu_image *e = emulated(image);
+    if (e != NULL) {
+        if (emu_module_count == EMU_MAX) return 2; /* hipErrorOutOfMemory */
+        void *handle = dlopen(e->library, RTLD_NOW | RTLD_LOCAL);
+        if (handle == NULL) {
+            snprintf(fake_emu_error, sizeof fake_emu_error, "%s", dlerror());
+            return 200;
+        }
+        emu_modules[emu_module_count].handle = handle;
+        *module = &emu_modules[emu_module_count++];
+        return 0;
+    }
     *module = (void *)(uintptr_t)(0x5000 + fake_loads);
     return 0;
 }
-int hipModuleUnload(void *module) { (void)module; fake_unloads++; return 0; }
+int hipModuleUnload(void *module) {
+    fake_unloads++;
+    if (is_emu_module(module)) dlclose(((struct emu_module *)module)->handle);
+    return 0;
+}
 int hipModuleGetFunction(void **fn, void *module, const char *name) {
     if (strcmp(name, "missing_kernel") == 0) return 500;
+    if (is_emu_module(module)) {
+        char symbol[512];
+        snprintf(symbol, sizeof symbol, "tc_run_%s", name);
+        void *run = dlsym(((struct emu_module *)module)->handle, symbol);
+        if (run == NULL || emu_function_count == EMU_MAX) return 500;
+        emu_functions[emu_function_count].run = (emu_run)run;
+        *fn = &emu_functions[emu_function_count++];
+        return 0;
+    }
     *fn = (void *)((uintptr_t)module * 16 + strlen(name));
     return 0;
 }
@@ -84,6 +177,13 @@ int hipModuleLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsign
     fake_stream = (long)(uintptr_t)stream;
     fake_device_at_launch = fake_device;
     for (long i = 0; i < fake_param_count && i < 64; ++i) memcpy(fake_last_params + 8 * i, params[i], 8);
+    if (is_emu_function(f)) {
+        fake_emu_launches++;
+        fake_emu_error[0] = 0;
+        if (((struct emu_function *)f)->run(params, gx, gy, gz, bx, by, bz, smem, fake_emu_error,
+                                            (int)sizeof fake_emu_error))
+            return HIP_ERROR_LAUNCH_FAILURE;
+    }
     return 0;
 }
 

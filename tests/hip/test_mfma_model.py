@@ -3,7 +3,9 @@
 The model has two halves. `mfma` is the instruction as AMD's CDNA3 ISA guide defines its lanes (which
 element of A, B and D each of the 64 lanes holds; `mfma_layouts.mfma_operand_*_coords`). `gemm` is
 tc_mfma.h's `tc::mfma_gemm` loop, statement for statement: which wavefront owns which tiles, which
-elements each lane loads per k step, and which accumulator register each MFMA result lands in. The
+elements each lane loads per k step (one MFMA's k, or with `kpack` 2 MFMAs' k read at once: lane l
+feeds k0 + 2E * (l / 16) + E * h + i to MFMA h of the step), and which accumulator register each MFMA
+result lands in. The
 product, read back through the compiler's `mfma_accumulator` layout (what every other op of the kernel
 uses to find an element of C), must be A @ B. What the model cannot check is the hardware itself: that
 the instructions behave as the ISA guide says is taken on trust until the kernels run on a GPU.
@@ -45,29 +47,39 @@ def element(x: np.ndarray, trans: bool, r: int, c: int) -> float:
     return x[c, r] if trans else x[r, c]
 
 
-def a_of(a, ta, row: int, k0: int, lane: int, per_lane: int) -> list[float]:
-    """The A elements lane `lane` loads for the MFMA whose tile starts at `row`, step `k0`."""
-    kq = lane // 16 * per_lane
+def k_of(lane: int, per_lane: int, packs: int, h: int) -> int:
+    """The first k of its step that lane `lane` feeds to MFMA `h` of the step (`packs` MFMAs a read)."""
+    return lane // 16 * per_lane * packs + h * per_lane
+
+
+def a_of(a, ta, row: int, k0: int, lane: int, per_lane: int, packs: int = 1, h: int = 0) -> list[float]:
+    """The A elements lane `lane` loads for MFMA `h` of the step `k0` whose tile starts at `row`."""
+    kq = k_of(lane, per_lane, packs, h)
     return [element(a, ta, row + lane % 16, k0 + kq + i) for i in range(per_lane)]
 
 
-def b_of(b, tb, col: int, k0: int, lane: int, per_lane: int) -> list[float]:
-    kq = lane // 16 * per_lane
+def b_of(b, tb, col: int, k0: int, lane: int, per_lane: int, packs: int = 1, h: int = 0) -> list[float]:
+    kq = k_of(lane, per_lane, packs, h)
     return [element(b, tb, k0 + kq + i, col + lane % 16) for i in range(per_lane)]
 
 
-def gemm(a, b, c_regs, m, n, k, wm, wn, ta, tb, per_lane=4):
+def gemm(a, b, c_regs, m, n, k, wm, wn, ta, tb, per_lane=4, kpack=False):
     """tc::mfma_gemm for every wavefront: c_regs (threads, registers) += op(A) @ op(B), in place."""
     tm, tn = m // wm // 16, n // wn // 16
+    packs = 2 if kpack else 1
     for wave in range(wm * wn):
         row0, col0 = wave // wn * (m // wm), wave % wn * (n // wn)
         lanes = range(WAVEFRONT)
         acc = {t: np.array([c_regs[wave * WAVEFRONT + lane, 4 * t : 4 * t + 4] for lane in lanes])
                for t in range(tm * tn)}  # fmt: skip
-        for k0 in range(0, k, 4 * per_lane):
-            for mi, ni in itertools.product(range(tm), range(tn)):
-                a_lanes = np.array([a_of(a, ta, row0 + mi * 16, k0, lane, per_lane) for lane in lanes])
-                b_lanes = np.array([b_of(b, tb, col0 + ni * 16, k0, lane, per_lane) for lane in lanes])
+        for k0 in range(0, k, 4 * per_lane * packs):
+            for mi, ni, h in itertools.product(range(tm), range(tn), range(packs)):
+                a_lanes = np.array(
+                    [a_of(a, ta, row0 + mi * 16, k0, lane, per_lane, packs, h) for lane in lanes]
+                )
+                b_lanes = np.array(
+                    [b_of(b, tb, col0 + ni * 16, k0, lane, per_lane, packs, h) for lane in lanes]
+                )
                 acc[mi * tn + ni] = mfma(a_lanes, b_lanes, acc[mi * tn + ni], per_lane)
         for t, lane in itertools.product(range(tm * tn), lanes):
             c_regs[wave * WAVEFRONT + lane, 4 * t : 4 * t + 4] = acc[t][lane]
@@ -93,8 +105,11 @@ SHAPES = [  # m, n, k, waves_m, waves_n, trans_a, trans_b
 ]
 
 
+@pytest.mark.parametrize("kpack", [False, True], ids=["one_mfma_per_read", "kpack"])
 @pytest.mark.parametrize("m, n, k, wm, wn, ta, tb", SHAPES)
-def test_the_gemm_loop_and_the_accumulator_layout_compute_a_times_b(m, n, k, wm, wn, ta, tb):
+def test_the_gemm_loop_and_the_accumulator_layout_compute_a_times_b(m, n, k, wm, wn, ta, tb, kpack):
+    if kpack and k % 32:
+        pytest.skip("k-packing needs k a multiple of 32")
     rng = np.random.default_rng(m * 7 + n * 3 + k)
     a = rng.standard_normal((k, m) if ta else (m, k))
     b = rng.standard_normal((n, k) if tb else (k, n))
@@ -105,7 +120,7 @@ def test_the_gemm_loop_and_the_accumulator_layout_compute_a_times_b(m, n, k, wm,
     for thread, reg in itertools.product(range(c_regs.shape[0]), range(regs)):
         at = layout.apply(register=reg, lane=thread % WAVEFRONT, warp=thread // WAVEFRONT)
         c_regs[thread, reg] = c0[at["dim0"], at["dim1"]]
-    gemm(a, b, c_regs, m, n, k, wm, wn, ta, tb)
+    gemm(a, b, c_regs, m, n, k, wm, wn, ta, tb, kpack=kpack)
     expected = c0 + (a.T if ta else a) @ (b.T if tb else b)
     np.testing.assert_allclose(read_through_layout(c_regs, m, n, wm, wn), expected, rtol=1e-12, atol=1e-12)
 
@@ -150,8 +165,9 @@ def test_every_ocp_byte_read_as_fnuz_is_half_its_value(e5m2):
             assert seen * 2 == value, f"byte {b:#04x}: {value} read as {seen}"
 
 
+@pytest.mark.parametrize("kpack", [False, True], ids=["one_mfma_per_read", "kpack"])
 @pytest.mark.parametrize("e5m2_a, e5m2_b", [(False, False), (False, True), (True, False), (True, True)])
-def test_the_fp8_gemm_through_fnuz_bytes_and_the_quarter_scale_is_a_times_b(e5m2_a, e5m2_b):
+def test_the_fp8_gemm_through_fnuz_bytes_and_the_quarter_scale_is_a_times_b(e5m2_a, e5m2_b, kpack):
     m, n, k, wm, wn = 32, 32, 64, 1, 2
     rng = np.random.default_rng(8)
     a8 = (rng.standard_normal((m, k)) * 4).astype(FORMATS[e5m2_a][0])
@@ -169,7 +185,18 @@ def test_the_fp8_gemm_through_fnuz_bytes_and_the_quarter_scale_is_a_times_b(e5m2
         at = layout.apply(register=reg, lane=thread % WAVEFRONT, warp=thread // WAVEFRONT)
         c_regs[thread, reg] = c0[at["dim0"], at["dim1"]] * 0.25
     gemm(
-        as_hardware_reads(a8, e5m2_a), as_hardware_reads(b8, e5m2_b), c_regs, m, n, k, wm, wn, False, False, 8
+        as_hardware_reads(a8, e5m2_a),
+        as_hardware_reads(b8, e5m2_b),
+        c_regs,
+        m,
+        n,
+        k,
+        wm,
+        wn,
+        False,
+        False,
+        8,
+        kpack,
     )
     expected = c0 + a8.astype(np.float64) @ b8.astype(np.float64)
     np.testing.assert_allclose(

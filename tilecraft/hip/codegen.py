@@ -3,7 +3,8 @@ metadata.
 
 Formats:
 - `hip-source`: one self-contained translation unit that includes nothing: include/tc_hip.h (with the
-  shared C helpers), include/tc_mfma.h when a kernel uses MFMA, then one `extern "C"` kernel per
+  shared C helpers), include/tc_mfma.h when a kernel uses MFMA and a struct per LDS layout its MFMA
+  tiles are stored in (printer.layout_struct), then one `extern "C"` kernel per
   T.Kernel taking the kernel's params in KernelInfo order (buffers as device pointers, scalars by
   value), its shared memory as dynamic LDS (`extern __shared__`), its work-group size fixed by
   `amdgpu_flat_work_group_size`.
@@ -20,7 +21,8 @@ from tilecraft.backend.codegen import DeviceCode
 from tilecraft.codegen import headers
 from tilecraft.codegen.c_family import storage_type, value_type
 from tilecraft.hip.ir import MfmaGemm
-from tilecraft.hip.printer import SMEM, HipPrinter
+from tilecraft.hip.lds_layout import LdsLayout
+from tilecraft.hip.printer import SMEM, HipPrinter, layout_struct, layout_type
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Var
@@ -81,8 +83,19 @@ def uses_mfma(mod: IRModule) -> bool:
     return any(isinstance(n, MfmaGemm) for f in mod.functions for n in walk(f.body))
 
 
+def lds_layouts(mod: IRModule) -> list[LdsLayout]:
+    """The LDS layouts the module's MFMA calls read their tiles in, each once."""
+    found: dict[str, LdsLayout] = {}
+    for n in (n for f in mod.functions for n in walk(f.body) if isinstance(n, MfmaGemm)):
+        for layout in (n.layout_a, n.layout_b):
+            if layout is not None:
+                found.setdefault(layout_type(layout), layout)
+    return [found[name] for name in sorted(found)]
+
+
 def device_source(mod: IRModule, ctx) -> DeviceCode:
     parts = [header_text(uses_mfma(mod))]
+    parts += [layout_struct(layout) for layout in lds_layouts(mod)]
     parts += [kernel_source(f) for f in mod.functions]
     return DeviceCode(
         sources={SOURCE_FORMAT: "\n".join(parts)},

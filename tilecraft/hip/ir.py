@@ -11,10 +11,12 @@ from tilecraft.ir.stmt import Stmt
 class MfmaGemm(Stmt):
     """One work-group tile of `C += op(A) @ op(B)` on MFMA (`tc::mfma_gemm` in tc_mfma.h).
 
-    `a` and `b` are whole row-major shared (LDS) tiles; `c` is the accumulator fragment's register
-    array in the `mfma_accumulator` layout of a `waves_m` x `waves_n` grid of wavefronts. `kind` names
-    the instruction: "f16", "bf16" (16x16x16), or "fp8" (16x16x32; `fp8_a` / `fp8_b` say e5m2 for the
-    bf8 forms, and `fnuz` that the arch reads fp8 as the FNUZ encodings, gfx942).
+    `a` and `b` are whole shared (LDS) tiles, stored in `layout_a` / `layout_b` (an `LdsLayout`, or None
+    for row-major: the layouts their accesses were addressed with); `c` is the accumulator fragment's
+    register array in the `mfma_accumulator` layout of a `waves_m` x `waves_n` grid of wavefronts. `kind`
+    names the instruction: "f16", "bf16" (16x16x16), or "fp8" (16x16x32; `e5m2_a` / `e5m2_b` say e5m2
+    for the bf8 forms, and `fnuz` that the arch reads fp8 as the FNUZ encodings, gfx942). `kpack`: each
+    lane reads 16 bytes of k at once, for two MFMAs (k a multiple of twice the instruction's).
     """
 
     a: Buffer
@@ -31,6 +33,9 @@ class MfmaGemm(Stmt):
     e5m2_a: bool = False
     e5m2_b: bool = False
     fnuz: bool = False
+    kpack: bool = False
+    layout_a: object = None
+    layout_b: object = None
 
 
 def shared_accesses(node) -> tuple[tuple[Buffer, ...], tuple[Buffer, ...]] | None:

@@ -20,6 +20,7 @@ from tilecraft.hip.op import OP_TABLE
 from tilecraft.hip.op.gemm_plan import hip_strict_layouts
 from tilecraft.hip.target import KIND
 from tilecraft.hip.transform.check import check_hip_support
+from tilecraft.hip.transform.lds_layouts import apply_lds_layouts
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import walk
@@ -97,6 +98,7 @@ PIPELINE = PassPipeline(
         hip_infer_layouts,  # fragment layouts: MFMA accumulators, propagation, defaults (wave64)
         hip_lower_to_threads,  # per-work-item code; reductions through ds_bpermute and LDS
         lower_buffer_views,  # accesses through T.Tensor(shape, dtype, A.data) views address A
+        apply_lds_layouts,  # MFMA operand tiles addressed at their swizzled LDS offsets
         simplify_pass,  # fold the per-thread index arithmetic
         widen_index_arithmetic,  # int64 where an index value may not fit its dtype
         narrow_shared_scopes(),  # LDS buffers in scope from first to last use, so later ones reuse bytes

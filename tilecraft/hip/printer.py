@@ -11,8 +11,11 @@ from __future__ import annotations
 from tilecraft.codegen.c_family import CFamilyPrinter, static_size, storage_type, value_type
 from tilecraft.hip.intrinsics.simt import LANE_XOR
 from tilecraft.hip.ir import MfmaGemm
+from tilecraft.hip.lds_layout import LdsLayout
+from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.expr import Var
 
 MATH32 = {"exp": "__builtin_expf", "exp2": "__builtin_exp2f", "log": "__builtin_logf", "log2": "__builtin_log2f",
           "sqrt": "__builtin_sqrtf", "tanh": "tc_tanhf", "erf": "tc_erff", "floor": "__builtin_floorf",
@@ -88,11 +91,30 @@ class HipPrinter(CFamilyPrinter):
     def _s_MfmaGemm(self, s: MfmaGemm) -> None:
         dims = f"{s.m}, {s.n}, {s.k}, {s.waves_m}, {s.waves_n}, {_flag(s.trans_a)}, {_flag(s.trans_b)}"
         a, b, c = self.name(s.a), self.name(s.b), self.name(s.c)
+        tail = f"{_flag(s.kpack)}, {layout_type(s.layout_a)}, {layout_type(s.layout_b)}"
         if s.kind == "fp8":
             fp8 = f"{_flag(s.e5m2_a)}, {_flag(s.e5m2_b)}, {_flag(s.fnuz)}"
-            self.line(f"tc::mfma_gemm_fp8<{dims}, {fp8}>({a}, {b}, {c});")
+            self.line(f"tc::mfma_gemm_fp8<{dims}, {fp8}, {tail}>({a}, {b}, {c});")
         else:
-            self.line(f"tc::mfma_gemm<{dims}, {MFMA_KINDS[s.kind]}>({a}, {b}, {c});")
+            self.line(f"tc::mfma_gemm<{dims}, {MFMA_KINDS[s.kind]}, {tail}>({a}, {b}, {c});")
+
+
+def layout_type(layout: LdsLayout | None) -> str:
+    """The C++ type tc::mfma_gemm reads a tile in layout `layout` through (`layout_struct` defines it)."""
+    if layout is None:
+        return "tc::row_major"
+    return f"tc_lds_e{layout.element_bytes}_s{layout.line_shift}"
+
+
+def layout_struct(layout: LdsLayout) -> str:
+    """The struct whose `at(f)` is `layout.physical(f)`, printed from the very expression the tile's
+    accesses are addressed with, so the gemm reads where the copies wrote."""
+    printer = HipPrinter()
+    f = Var(dt.int32, "f")
+    printer.mark_nonneg(f)
+    body = printer.expr(layout.physical(f))
+    return (f"struct {layout_type(layout)} {{  // {layout!r}\n"
+            f"    TC_DEVICE int32_t at(int32_t {printer.name(f)}) {{ return {body}; }}\n}};\n")  # fmt: skip
 
 
 def _exchange_type(ctype: str) -> str:
@@ -100,4 +122,4 @@ def _exchange_type(ctype: str) -> str:
     return ctype if ctype in ("float", "double", "int64_t", "uint64_t", "uint32_t") else "int32_t"
 
 
-__all__ = ["HipPrinter"]
+__all__ = ["HipPrinter", "layout_struct", "layout_type"]

@@ -28,15 +28,19 @@ def mfma_gemm(
 
 @pass_test("infer-layouts", HIP)
 def test_a_gemm_accumulator_gets_the_mfma_layout_over_wavefronts_of_64(target):
-    """An f16 gemm's accumulator takes the MFMA 16x16 layout: 6 lane bits, wavefronts stacked by rows."""
+    """An f16 gemm's accumulator takes the MFMA 16x16 layout: 6 lane bits, wavefronts stacked by rows;
+    its shared operand tiles take the LDS swizzle."""
     # Two wavefronts split the 32 rows (16 each) and each holds two 16x16 tiles: registers i -> rows
     # 1, 2 and the tile -> col 16; lanes 0-3 -> cols 1..8, lanes 4-5 -> rows 4, 8; the wave -> row 16.
+    # The 32 x 32 float16 tiles have 64-byte rows, so their swizzle keys on the 128-byte line (bit 6).
     expected = """
     @T.prim_func
     def mfma_gemm(A: T.Tensor((32, 32), "float16"), B: T.Tensor((32, 32), "float16"), C: T.Tensor((32, 32), "float32")):
         with T.Kernel(1, threads=128) as bx:
             As = T.alloc_shared((32, 32), "float16")
+            T.annotate_layout({As: LdsLayout(element_bytes=2, line_shift=6)})
             Bs = T.alloc_shared((32, 32), "float16")
+            T.annotate_layout({Bs: LdsLayout(element_bytes=2, line_shift=6)})
             Cf = T.alloc_fragment((32, 32), "float32")
             T.annotate_layout({Cf: TileLayout(shape=(32, 32), registers=8, LinearLayout({'register': [(1, 0), (2, 0), (0, 16)], 'lane': [(0, 1), (0, 2), (0, 4), (0, 8), (4, 0), (8, 0)], 'warp': [(16, 0)]}, {'dim0': 32, 'dim1': 32}))})
             T.copy(A, As)

@@ -6,7 +6,9 @@ MFMA takes float16 x float16 and bfloat16 x bfloat16 into float32 (16x16x16, CDN
 float8 (e4m3fn / e5m2 in any pairing) into float32 (16x16x32) where the arch has fp8 MFMA (gfx942,
 gfx950). A comes from a shared tile or a fragment (staged through a shared tile by the lowering), B
 from a shared tile; both whole 2-D buffers; C a fragment; M and N powers of two that split into 16x16
-tiles per wavefront, K a multiple of the instruction's K.
+tiles per wavefront, K a multiple of the instruction's K. Where K is a multiple of twice that, each
+lane reads 16 bytes of k at once for two MFMAs (`kpack`). The shared operand tiles of an MFMA gemm are
+laid out in LDS without bank conflicts (lds_layout.py), a strict layout like the accumulator's.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilecraft.hip.intrinsics.mfma_layouts import MFMA_TILE, mfma_accumulator
+from tilecraft.hip.lds_layout import operand_layout
 from tilecraft.hip.target import arch_info
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
@@ -37,6 +40,7 @@ class GemmPlan:
     waves_n: int
     kind: str  # "f16", "bf16", "fp8" (MFMA) or "fma"
     c_layout: TileLayout | None
+    kpack: bool = False  # 16 bytes of k per lane and read, two MFMAs' worth
 
     @property
     def mfma(self) -> bool:
@@ -106,13 +110,18 @@ def plan_gemm(op: S.Gemm, threads: int, target, width: int | None = None) -> Gem
         )
         if grid is not None:
             layout = TileLayout((m, n), mfma_accumulator(m, n, *grid))
-            return GemmPlan(m, n, k, grid[0], grid[1], kind, layout)
+            return GemmPlan(m, n, k, grid[0], grid[1], kind, layout, k % (2 * INSTRUCTION_K[kind]) == 0)
     return GemmPlan(m, n, k, 1, 1, "fma", None)
 
 
 def hip_strict_layouts(op: S.TileOp, threads: int, target, width: int | None = None):
-    """The layouts MFMA imposes, for the shared `infer-layouts`: the accumulator of an MFMA gemm."""
+    """The layouts MFMA imposes, for the shared `infer-layouts`: the accumulator of an MFMA gemm, and the
+    LDS layout of its shared operand tiles."""
     if isinstance(op, S.Gemm):
         plan = plan_gemm(op, threads, target, width)
         if plan.c_layout is not None:
             yield op.c.buffer, plan.c_layout, "the accumulator of T.gemm (MFMA)"
+            for region in (op.a, op.b):
+                layout = operand_layout(region.buffer) if region.buffer.scope in SHARED else None
+                if layout is not None:
+                    yield region.buffer, layout, "an MFMA operand tile of T.gemm"
