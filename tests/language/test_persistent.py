@@ -70,3 +70,11 @@ def test_binding_the_wrong_number_of_names_is_a_located_error():
 def test_bad_arguments_say_what_is_wrong(args, match):
     with pytest.raises(IRError, match=match):
         T.Persistent(*args)
+
+
+def test_three_dimensional_domains_are_row_major():
+    index, tile = Var(dt.int32, "index"), Var(dt.int32, "tile")
+    spec = T.Persistent([2, 3, 4], 5, index)
+    coords = spec.coordinates(tile)
+    seen = [tuple(int(evaluate(c, {tile: t})) for c in coords) for t in range(24)]
+    assert seen == [(i, j, k) for i in range(2) for j in range(3) for k in range(4)]
