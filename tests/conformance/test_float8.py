@@ -201,4 +201,8 @@ def test_float8_gemm(backend_ctx, a_fmt, b_fmt, transpose_b):
     _, _, c = run(kernel, backend_ctx, [a, b, np.full((m, n), np.nan, np.float32)])
     bf = b.astype(np.float64)
     ref = a.astype(np.float64) @ (bf.T if transpose_b else bf)
-    assert rel_error(c, ref) <= 1e-5  # exact products; float32 sums (tensor cores order them freely)
+    # exact products; float32 sums (tensor cores order them freely), except wgmma's float8 form on
+    # sm_90a (K-major operands), which accumulates with fewer bits: 1.4e-4 / 1.8e-4 measured on an H200
+    # for these sizes (docs/cuda.md, "float8 on wgmma")
+    wgmma = transpose_b and backend_ctx.target.kind == "cuda" and backend_ctx.target.attr("arch") == "sm_90a"
+    assert rel_error(c, ref) <= (1e-3 if wgmma else 1e-5)

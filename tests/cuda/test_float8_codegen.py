@@ -47,11 +47,24 @@ def test_float8_buffers_are_bytes_converted_in_software():
     assert "#include <cuda_fp8.h>" not in source  # NVRTC compiles it without include paths
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-def test_float8_gemm_takes_tensor_cores_with_plain_tiles(arch):
-    """float8 operands widen to f16 in registers for the f16 mma; their shared tiles are not swizzled."""
-    source = cuda_source(KERNELS["gemm_mixed_nt"], arch)
+def test_float8_gemm_takes_tensor_cores_with_plain_tiles():
+    """On sm_80 float8 operands widen to f16 in registers for the f16 mma; their shared tiles are not
+    swizzled."""
+    source = cuda_source(KERNELS["gemm_mixed_nt"], "sm_80")
     # CHECK: tc::gemm_ss_fp8<M, N, K, warps_m, warps_n, trans_a, trans_b, a_e5m2, b_e5m2>
     assert "tc::gemm_ss_fp8<64, 64, 64, 2, 2, false, true, false, true>(" in source
     body = source[source.index('extern "C" __global__') :]
     assert "tc_swizzle16" not in body and "^" not in body
+
+
+def test_k_major_float8_gemms_take_wgmma_on_sm90a():
+    """A (M, K) and B (N, K): wgmma m64nNk32 from 128-byte swizzled tiles loaded by TMA, warp-specialized;
+    the other orientations (wgmma has no transpose for 8-bit types) keep the widening mma.sync."""
+    source = cuda_source(KERNELS["gemm_mixed_nt"], "sm_90a")
+    body = source[source.index('extern "C" __global__') :]
+    # CHECK: tc::gemm_wgmma_fp8<M, N, K, groups_m, groups_n, a_e5m2, b_e5m2, atom_a, atom_b, wait>
+    assert "tc::gemm_wgmma_fp8<64, 64, 64, 1, 1, false, true, 64, 64, 1>(" in body
+    assert "tc_tma_load<2>" in body and "tc_setmaxnreg_inc<" in body
+    assert "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2" in source
+    nn = cuda_source(KERNELS["gemm_e5m2_nn"], "sm_90a")
+    assert "tc::gemm_ss_fp8<" in nn and "gemm_wgmma_fp8<" not in nn[nn.index('extern "C" __global__') :]

@@ -442,3 +442,25 @@ def test_flash_attention_compiles_for_sm_90a(nvcc, causal, tmp_path):
     sass = subprocess.run([tool, "-sass", str(path)], capture_output=True, text=True).stdout
     if sass:
         assert "HGMMA" in sass and "HMMA" not in sass
+
+
+@pytest.mark.parametrize(
+    "rows, row_length, atom", [(64, 128, 128), (128, 64, 64), (64, 256, 128), (8, 32, 32)]
+)
+def test_a_float8_tile_is_the_16_bit_tile_of_half_its_width_byte_for_byte(rows, row_length, atom):
+    """tc::gemm_wgmma_fp8 reads an (R x K) float8 tile through the descriptors of the (R x K/2) 16-bit
+    tile with atoms of half the elements: both layouts must put every byte in the same place."""
+    from tilecraft.cuda.shared_layout import wgmma_operand
+
+    fp8 = wgmma_operand(rows, row_length, atom, element_bytes=1)
+    half = wgmma_operand(rows, row_length // 2, atom // 2)
+    assert fp8.swizzle_bytes == half.swizzle_bytes == atom
+    for flat in range(rows * row_length):
+        assert fp8.offset(flat) == 2 * half.offset(flat // 2) + flat % 2, flat
+    placed = sorted(fp8.offset(f) for f in range(rows * row_length))
+    assert placed == list(range(rows * row_length))  # a permutation of the tile's bytes
+    from tilecraft.ir import expr as E
+    from tilecraft.ir.eval import evaluate
+
+    for f in range(0, rows * row_length, 7):  # the IR form the copies and TMA offsets use
+        assert int(evaluate(fp8.physical(E.const(f)))) == fp8.offset(f)

@@ -21,13 +21,16 @@ class SharedLayout:
 
     kind: str = "swizzle16"
     line_shift: int = 6
-    # kind "wgmma" only: the tile's rows and row length, and the swizzle atom's width in elements
+    # kind "wgmma" only: the tile's rows and row length, the swizzle atom's width in elements, and the
+    # element size (2: float16/bfloat16, 1: float8)
     rows: int = 0
     row_length: int = 0
     atom: int = 0
+    element_bytes: int = 2
 
     def structural_key(self):
-        return ("SharedLayout", self.kind, self.line_shift, self.rows, self.row_length, self.atom)
+        return ("SharedLayout", self.kind, self.line_shift, self.rows, self.row_length, self.atom,
+                self.element_bytes)  # fmt: skip
 
     def physical(self, flat: E.Expr) -> E.Expr:
         """The element offset where the element at row-major offset `flat` is stored."""
@@ -41,24 +44,34 @@ class SharedLayout:
         if self.kind == "wgmma":
             row, col = divmod(flat, self.row_length)
             linear = ((col // self.atom) * self.rows + row) * self.atom + col % self.atom
-            return linear ^ (((linear >> 6) & (self.atom // 8 - 1)) << 3)
+            line_shift, chunk_shift, mask = self._swizzle_bits()
+            return linear ^ (((linear >> line_shift) & mask) << chunk_shift)
         return flat ^ (((flat >> self.line_shift) & 7) << 3)
+
+    def _swizzle_bits(self) -> tuple[int, int, int]:
+        """(log2 of the elements of a 128-byte line, log2 of those of a 16-byte chunk, the mask of the
+        line bits XOR-ed into the chunk index): the swizzle works on bytes, the offsets count elements."""
+        per_line = (128 // self.element_bytes).bit_length() - 1
+        per_chunk = (16 // self.element_bytes).bit_length() - 1
+        return per_line, per_chunk, self.swizzle_bytes // 16 - 1
 
     def _wgmma_physical(self, flat: E.Expr) -> E.Expr:
         row, col = _divmod(flat, self.row_length)
         column_block, within = _divmod(col, self.atom)
         linear = E.add(E.mul(E.add(E.mul(column_block, self.rows), row), self.atom), within)
-        line = E.int_call("bitwise_and", E.int_call("shift_right", linear, 6), self.atom // 8 - 1)
-        return E.int_call("bitwise_xor", linear, E.int_call("shift_left", line, 3))
+        line_shift, chunk_shift, mask = self._swizzle_bits()
+        line = E.int_call("bitwise_and", E.int_call("shift_right", linear, line_shift), mask)
+        return E.int_call("bitwise_xor", linear, E.int_call("shift_left", line, chunk_shift))
 
     @property
     def swizzle_bytes(self) -> int:
-        """The swizzle width of a "wgmma" layout in bytes (16-bit elements): 128, 64 or 32."""
-        return self.atom * 2
+        """The swizzle width of a "wgmma" layout in bytes: 128, 64 or 32."""
+        return self.atom * self.element_bytes
 
     def __repr__(self) -> str:
         if self.kind == "wgmma":
-            return f"SharedLayout('wgmma', rows={self.rows}, row_length={self.row_length}, atom={self.atom})"
+            size = "" if self.element_bytes == 2 else f", element_bytes={self.element_bytes}"
+            return f"SharedLayout('wgmma', rows={self.rows}, row_length={self.row_length}, atom={self.atom}{size})"
         return f"SharedLayout({self.kind!r}, line_shift={self.line_shift})"
 
 
@@ -83,16 +96,18 @@ def swizzle16(row_length: int) -> SharedLayout:
 
 
 WGMMA_ATOMS = (64, 32, 16)  # elements of a 128-, 64- and 32-byte swizzle row of a 16-bit tile
+SWIZZLE_ROWS = (128, 64, 32)  # bytes
 
 
-def wgmma_atom(extent: int) -> int | None:
-    """The widest swizzle row (in 16-bit elements) that divides `extent`: 64, 32 or 16; None if none."""
-    return next((a for a in WGMMA_ATOMS if extent % a == 0), None)
+def wgmma_atom(extent: int, element_bytes: int = 2) -> int | None:
+    """The widest swizzle row (in elements of `element_bytes`) that divides `extent`; None if none
+    (16-bit: 64, 32 or 16; 8-bit: 128, 64 or 32)."""
+    return next((b // element_bytes for b in SWIZZLE_ROWS if extent % (b // element_bytes) == 0), None)
 
 
-def wgmma_operand(rows: int, row_length: int, atom: int) -> SharedLayout:
-    """The canonical layout wgmma reads a 16-bit (rows x row_length) operand tile in, with the
-    `atom`-element (2 * atom bytes) swizzle.
+def wgmma_operand(rows: int, row_length: int, atom: int, element_bytes: int = 2) -> SharedLayout:
+    """The canonical layout wgmma reads a (rows x row_length) operand tile of `element_bytes`-byte
+    elements in (16-bit, or float8 K-major), with the `atom`-element (atom * element_bytes bytes) swizzle.
 
     The row-major tile is cut into column blocks of `atom` elements, stored one after another; within a
     block, row r occupies `atom` contiguous elements at r * atom, and the 16-byte chunk index within each
@@ -103,6 +118,6 @@ def wgmma_operand(rows: int, row_length: int, atom: int) -> SharedLayout:
     for MN-major). The hardware swizzles absolute shared addresses, so the tile starts on a multiple of
     `8 * atom * 2` bytes (the plan aligns wgmma operands to 1024).
     """
-    if atom not in WGMMA_ATOMS or row_length % atom or rows % 8:
+    if atom * element_bytes not in SWIZZLE_ROWS or row_length % atom or rows % 8:
         raise ValueError(f"no wgmma layout for a {rows} x {row_length} tile with {atom}-element atoms")
-    return SharedLayout("wgmma", rows=rows, row_length=row_length, atom=atom)
+    return SharedLayout("wgmma", rows=rows, row_length=row_length, atom=atom, element_bytes=element_bytes)

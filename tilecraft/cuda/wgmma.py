@@ -1,5 +1,6 @@
 """wgmma (sm_90a) facts the CUDA backend relies on: the shared-memory matrix descriptor and the asm of
-`wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}` for each N a kernel uses.
+`wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}` (and `m64nNk32.f32.{e4m3,e5m2}.{e4m3,e5m2}`) for
+each N a kernel uses.
 
 The descriptor (PTX ISA, "Matrix Descriptor Format" of the asynchronous warpgroup-level matrix
 instructions) is a 64-bit word:
@@ -52,12 +53,48 @@ def instruction_n(group_n: int) -> int:
 
 
 def asm_functions(
-    widths: set[int] | frozenset[int], rs_widths: set[int] | frozenset[int] = frozenset()
+    widths: set[int] | frozenset[int],
+    rs_widths: set[int] | frozenset[int] = frozenset(),
+    fp8_widths: set[int] | frozenset[int] = frozenset(),
 ) -> str:
-    """CUDA C++ specializations `tc_wgmma_op<N>` (A and B from shared memory) for `widths` and
-    `tc_wgmma_rs_op<N>` (A from four registers) for `rs_widths`, the instruction widths a kernel uses."""
+    """CUDA C++ specializations `tc_wgmma_op<N>` (A and B from shared memory) for `widths`,
+    `tc_wgmma_rs_op<N>` (A from four registers) for `rs_widths` and `tc_wgmma_fp8_op<N>` (float8 A and B
+    from shared memory, m64nNk32) for `fp8_widths`: the instruction widths a kernel uses."""
     ss = [_asm_function(n, False) for n in sorted(widths)]
-    return "\n".join(ss + [_asm_function(n, True) for n in sorted(rs_widths)])
+    rs = [_asm_function(n, True) for n in sorted(rs_widths)]
+    return "\n".join(ss + rs + [_asm_fp8_function(n) for n in sorted(fp8_widths)])
+
+
+def _asm_fp8_function(n: int) -> str:
+    """`tc_wgmma_fp8_op<N>::run<E5M2_A, E5M2_B>`: wgmma m64nNk32 with e4m3 / e5m2 operands (K-major: the
+    8-bit forms take no transpose immediates, only scale-d and the input scales)."""
+    regs = n // 2
+    outs = ", ".join(f"%{i}" for i in range(regs))
+    constraints = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
+    a, b, p = regs, regs + 1, regs + 2
+
+    def body(ta: str, tb: str) -> str:
+        return (
+            f'            asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{p}, 0;\\n"\n'
+            f'                         "wgmma.mma_async.sync.aligned.m64n{n}k32.f32.{ta}.{tb} {{{outs}}}, "\n'
+            f'                         "%{a}, %{b}, p, 1, 1;\\n}}\\n"\n'
+            f"                         : {constraints}\n"
+            f'                         : "l"(a), "l"(b), "r"(1));'
+        )
+
+    cases = []
+    for ea in (False, True):
+        for eb in (False, True):
+            ta, tb = ("e5m2" if ea else "e4m3"), ("e5m2" if eb else "e4m3")
+            cases.append(f"        if ({'' if ea else '!'}E5M2_A && {'' if eb else '!'}E5M2_B) {{\n{body(ta, tb)}\n"
+                         f"        }}")  # fmt: skip
+    return (
+        f"template <>\nstruct tc_wgmma_fp8_op<{n}> {{\n"
+        f"    template <bool E5M2_A, bool E5M2_B>\n"
+        f"    static __device__ __forceinline__ void run(float* d, uint64_t a, uint64_t b) {{\n"
+        + "\n".join(cases)
+        + "\n    }\n};\n"
+    )
 
 
 def _asm_function(n: int, register_a: bool) -> str:

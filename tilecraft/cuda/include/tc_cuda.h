@@ -339,6 +339,9 @@ TC_DEVICE void gemm_ss_fp8(const uint8_t* A, const uint8_t* B, float* C) {
 
 template <int N>
 struct tc_wgmma_op;
+// m64nNk32 with float8 operands from shared memory (e4m3 or e5m2 each), both K-major.
+template <int N>
+struct tc_wgmma_fp8_op;
 // The same instruction with A in registers: four .b32 registers per warp and k16 step, in mma.sync's
 // m16n8k16 A layout (PTX ISA figure "wgmma .m64nNk16 register fragment layout for matrix A").
 template <int N>
@@ -463,9 +466,49 @@ TC_DEVICE constexpr int wgmma_offset(int row, int col) {
 // Returns with at most WAIT groups of this thread's wgmmas in flight: with 0 the call has completed, so
 // the caller may overwrite A and B and read C; with 1 (a pipelined k loop) only this call's group may
 // still run, and the loop's last call is followed by tc_wgmma_wait<0> before C is read.
+// The instruction of one k16 step of 16-bit operands (BF16: bf16, else f16; transposes as the tiles lie).
+template <bool BF16, bool TRANS_A, bool TRANS_B>
+struct wgmma_16bit {
+    template <int NI>
+    static __device__ __forceinline__ void run(float* c, uint64_t a, uint64_t b) {
+        tc_wgmma_op<NI>::template run<BF16, TRANS_A ? 1 : 0, TRANS_B ? 0 : 1>(c, a, b);
+    }
+};
+// The instruction reading the same 32 bytes of K per row as float8: m64nNk32.
+template <bool E5M2_A, bool E5M2_B>
+struct wgmma_8bit {
+    template <int NI>
+    static __device__ __forceinline__ void run(float* c, uint64_t a, uint64_t b) {
+        tc_wgmma_fp8_op<NI>::template run<E5M2_A, E5M2_B>(c, a, b);
+    }
+};
+
+template <int M, int N, int K, int GROUPS_M, int GROUPS_N, bool TRANS_A, bool TRANS_B, int ATOM_A, int ATOM_B,
+          int WAIT, class INSTR>
+TC_DEVICE void gemm_wgmma_steps(const uint16_t* A, const uint16_t* B, float* C);
+
 template <int M, int N, int K, int GROUPS_M, int GROUPS_N, bool TRANS_A, bool TRANS_B, bool BF16, int ATOM_A,
           int ATOM_B, int WAIT = 0>
 TC_DEVICE void gemm_wgmma(const uint16_t* A, const uint16_t* B, float* C) {
+    gemm_wgmma_steps<M, N, K, GROUPS_M, GROUPS_N, TRANS_A, TRANS_B, ATOM_A, ATOM_B, WAIT,
+                     wgmma_16bit<BF16, TRANS_A, TRANS_B>>(A, B, C);
+}
+
+// As gemm_wgmma for float8 A (M, K) and B (N, K), both K-major (wgmma has no transpose for 8-bit types),
+// with ATOM-byte swizzle rows. Such a tile is, byte for byte, a K-major 16-bit tile of K/2 columns and
+// ATOM/2-element rows, whose k16 step covers the 32 bytes one m64nNk32 float8 instruction reads: the
+// descriptors and offsets are the 16-bit ones of that view.
+template <int M, int N, int K, int GROUPS_M, int GROUPS_N, bool E5M2_A, bool E5M2_B, int ATOM_A, int ATOM_B,
+          int WAIT = 0>
+TC_DEVICE void gemm_wgmma_fp8(const uint8_t* A, const uint8_t* B, float* C) {
+    static_assert(K % 32 == 0, "float8 wgmma steps 32 of K");
+    gemm_wgmma_steps<M, N, K / 2, GROUPS_M, GROUPS_N, false, true, ATOM_A / 2, ATOM_B / 2, WAIT,
+                     wgmma_8bit<E5M2_A, E5M2_B>>((const uint16_t*)A, (const uint16_t*)B, C);
+}
+
+template <int M, int N, int K, int GROUPS_M, int GROUPS_N, bool TRANS_A, bool TRANS_B, int ATOM_A, int ATOM_B,
+          int WAIT, class INSTR>
+TC_DEVICE void gemm_wgmma_steps(const uint16_t* A, const uint16_t* B, float* C) {
     constexpr int GM = M / GROUPS_M, GN = N / GROUPS_N, MI = GM / 64;
     constexpr int NI = GN < 256 ? GN : 256, NJ = GN / NI, REGS = MI * GN / 2;
     static_assert(GM % 64 == 0 && GN % 8 == 0 && K % 16 == 0, "gemm tile does not fit wgmma m64nNk16");
@@ -493,8 +536,7 @@ TC_DEVICE void gemm_wgmma(const uint16_t* A, const uint16_t* B, float* C) {
                 const int b_off =
                     TRANS_B ? wgmma_offset<ROWS_B, ATOM_B>(n0, kk) : wgmma_offset<ROWS_B, ATOM_B>(kk, n0);
                 const uint64_t db = desc_b + (uint64_t)((b_off * 2) >> 4);
-                tc_wgmma_op<NI>::template run<BF16, TRANS_A ? 1 : 0, TRANS_B ? 0 : 1>(
-                    C + (mi * (GN / 8) + nj * (NI / 8)) * 4, da, db);
+                INSTR::template run<NI>(C + (mi * (GN / 8) + nj * (NI / 8)) * 4, da, db);
             }
         }
     }

@@ -87,8 +87,8 @@ def _tma_refusal(op: S.Copy, layout: SharedLayout) -> str | None:
     src, dst = op.src, op.dst
     if S.annotation(op.annotations, "disable_tma"):
         return "T.copy(..., disable_tma=True)"
-    if src.dtype != dst.dtype or dst.dtype.bits != 16:
-        return f"a {src.dtype} -> {dst.dtype} copy (TMA moves 16-bit tiles unconverted here)"
+    if src.dtype != dst.dtype or dst.dtype.bits not in (8, 16):
+        return f"a {src.dtype} -> {dst.dtype} copy (TMA moves 16-bit and float8 tiles unconverted here)"
     if src.buffer.strides:
         return f"{src.buffer.name} has explicit strides"
     if src.buffer.base is not None:

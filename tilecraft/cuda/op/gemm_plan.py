@@ -91,6 +91,13 @@ def _tensor_core_ok(op: S.Gemm, m: int, n: int, k: int) -> bool:
     return (a.name in MMA_INPUTS and a == b or fp8) and c.name == "float32" and shapes and placement
 
 
+def _fp8_wgmma_ok(op: S.Gemm, k: int) -> bool:
+    """wgmma m64nNk32 takes float8 (e4m3 / e5m2, mixed) only from shared memory, K-major on both sides
+    (A (M, K), B (N, K) with transpose_B): the instruction has no transpose for 8-bit types."""
+    shared = op.a.buffer.scope in SHARED and op.b.buffer.scope in SHARED
+    return shared and op.b.dtype.kind == "float8" and not op.transpose_a and op.transpose_b and k % 32 == 0
+
+
 def wgmma_enabled(target, pass_configs) -> bool:
     """wgmma is used on sm_90a unless the kernel's pass configs set tl.disable_wgmma."""
     return target.attr("arch") == WGMMA_ARCH and not bool(pass_configs.get(DISABLE_WGMMA, False))
@@ -115,8 +122,11 @@ def _wgmma_plan(op: S.Gemm, threads: int, m: int, n: int, k: int) -> GemmPlan | 
     if threads % WARPGROUP_THREADS or not is_power_of_two(groups) or not _tensor_core_ok(op, m, n, k):
         return None
     register_a = op.a.buffer.scope == "local.fragment"
-    if op.a.dtype.name not in MMA_INPUTS:
-        return None  # float8 operands take tc::gemm_ss_fp8 (widened to f16 for mma.sync)
+    fp8 = op.a.dtype.kind == "float8"
+    if fp8 and not _fp8_wgmma_ok(op, k):
+        return None  # other float8 gemms take tc::gemm_ss_fp8 (widened to f16 for mma.sync)
+    if not fp8 and op.a.dtype.name not in MMA_INPUTS:
+        return None
     if register_a and op.transpose_a:
         return None  # wgmma reads register A untransposed; plan_gemm reports the error
     if any(len(r.buffer.shape) != 2 for r in (op.a, op.b)):
@@ -132,6 +142,10 @@ def _wgmma_plan(op: S.Gemm, threads: int, m: int, n: int, k: int) -> GemmPlan | 
     if grid is None:
         return None
     gm, gn = grid
+    if fp8:  # both K-major: one swizzle row of K bytes each
+        atom = wgmma_atom(k, 1)
+        c_layout = TileLayout((m, n), wgmma_accumulator(m, n, gm, gn))
+        return GemmPlan(m, n, k, gm, gn, True, "wgmma", c_layout, None, atom, atom)
     atom_b = wgmma_atom(k if b_k_major else instruction_n(n // gn))
     c_layout = TileLayout((m, n), wgmma_accumulator(m, n, gm, gn))
     if register_a:

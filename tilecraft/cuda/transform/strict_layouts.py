@@ -24,8 +24,10 @@ def cuda_strict_layouts(
     plan = plan_gemm(op, threads, target, wgmma)
     if plan.tensor_cores:
         for region, atom in ((op.a, plan.atom_a), (op.b, plan.atom_b)):
-            # 16-bit tiles feed ldmatrix or wgmma; float8 tiles are read element-wise (tc::gemm_ss_fp8), row-major
-            if region.buffer.scope in SHARED and region.buffer.dtype.bits == 16:
+            # 16-bit tiles feed ldmatrix or wgmma, float8 tiles wgmma (K-major) or, row-major, the
+            # element-wise reads of tc::gemm_ss_fp8
+            wgmma_fp8 = plan.variant in WGMMA_VARIANTS and region.buffer.dtype.bits == 8
+            if region.buffer.scope in SHARED and (region.buffer.dtype.bits == 16 or wgmma_fp8):
                 yield (
                     region.buffer,
                     _operand_layout(region.buffer, plan, atom),
@@ -40,5 +42,5 @@ def cuda_strict_layouts(
 def _operand_layout(buf: Buffer, plan: GemmPlan, atom: int) -> SharedLayout:
     row_length = E.const_value(buf.shape[-1])
     if plan.variant in WGMMA_VARIANTS:
-        return wgmma_operand(E.const_value(buf.shape[-2]), row_length, atom)
+        return wgmma_operand(E.const_value(buf.shape[-2]), row_length, atom, buf.dtype.bytes)
     return swizzle16(row_length)
