@@ -1,7 +1,8 @@
 """T.gemm on CUDA: tensor cores for float16/bfloat16 operands with a float32 accumulator (wgmma
 m64nNk16 from canonical swizzled shared tiles on sm_90a, mma.sync m16n8k16 through ldmatrix elsewhere
-and where wgmma does not fit), the same f16 mma with float8 shared operands widened in registers, a
-per-thread FMA loop otherwise (a fragment A operand staged through a shared tile)."""
+and where wgmma does not fit), float8 shared operands on wgmma m64nNk32 (sm_90a, both K-major) or
+widened in registers for the f16 mma, a per-thread FMA loop otherwise (a fragment A operand staged
+through a shared tile)."""
 
 from __future__ import annotations
 
