@@ -33,10 +33,10 @@ def test_accesses_of_a_swizzled_tile_use_its_physical_offsets(target):
             tx = T.get_thread_binding(0)
             s = T.alloc_shared((512,), "float16")
             for r in T.serial(8):
-                s[0 + (r * 64 + tx ^ (r * 64 + tx >> 6 & 7) << 3)] = A[r, tx]
+                s[r * 64 + tx ^ (r * 64 + tx >> 6 & 7) << 3] = A[r, tx]
             T.sync_threads()
             for r in T.serial(8):
-                B[r, tx] = s[0 + ((7 - r) * 64 + tx ^ ((7 - r) * 64 + tx >> 6 & 7) << 3)]
+                B[r, tx] = s[(7 - r) * 64 + tx ^ ((7 - r) * 64 + tx >> 6 & 7) << 3]
 
     assert_pass(target, "apply-shared-layouts", before, expected)
 
