@@ -63,6 +63,32 @@ def test_a_trip_count_that_differs_between_tiles_keeps_the_ring_with_a_note(caps
     assert "test_persistent.py:" in err and "setmaxnreg" not in kernel
 
 
+def test_a_branch_around_the_loop_keeps_the_ring_with_a_note(capsys):
+    """A tile whose branch skips the loop would leave the ring's use count w * n + k behind."""
+
+    @T.prim_func
+    def some_tiles(A: T.Tensor((512, 512), "float16"), B: T.Tensor((512, 512), "float16"),
+                   C: T.Tensor((512, 512), "float32")):  # fmt: skip
+        with T.Kernel(4, threads=128) as block:
+            A_s = T.alloc_shared((128, 64), "float16")
+            B_s = T.alloc_shared((64, 128), "float16")
+            C_l = T.alloc_fragment((128, 128), "float32")
+            for bx, by in T.Persistent([4, 4], 4, block):
+                if bx != by:
+                    T.clear(C_l)
+                    for k in T.Pipelined(8, num_stages=3):
+                        T.copy(A[bx * 128, k * 64], A_s)
+                        T.copy(B[k * 64, by * 128], B_s)
+                        T.gemm(A_s, B_s, C_l)
+                    T.copy(C_l, C[bx * 128, by * 128])
+
+    with tilecraft.settings.override(TILECRAFT_VERBOSE=True):
+        _, kernel = _kernel(some_tiles)
+    err = capsys.readouterr().err
+    assert "not warp-specialized: the loop is in a branch within the T.Persistent loop" in err, err
+    assert "setmaxnreg" not in kernel
+
+
 @pytest.mark.parametrize("target", [SM90A, "cuda -arch=sm_80"])
 def test_the_ring_meets_before_refilling_stages_its_previous_run_may_read(target):
     """Without a producer the pipeline's prologue runs again for every tile: the last tile's gemm may

@@ -177,11 +177,9 @@ def kernel_source(func: PrimFunc) -> str:
 def device_source(mod: IRModule, ctx) -> DeviceCode:
     parts = [header_text()]
     calls = [c for f in mod.functions for c in wgmma_calls(f.body)]
-    fp8 = [c for c in calls if c.variant == "wgmma" and c.a.dtype.kind == "float8"]
-    fp8_ids = {id(c) for c in fp8}
-    widths = {instruction_n(c.n // c.warps_n) for c in calls if c.variant == "wgmma" and id(c) not in fp8_ids}
+    widths = {instruction_n(c.n // c.warps_n) for c in calls if c.variant == "wgmma" and not c.float8_wgmma}
     rs_widths = {instruction_n(c.n // c.warps_n) for c in calls if c.variant == "wgmma_rs"}
-    fp8_widths = {instruction_n(c.n // c.warps_n) for c in fp8}
+    fp8_widths = {instruction_n(c.n // c.warps_n) for c in calls if c.float8_wgmma}
     if widths or rs_widths or fp8_widths:
         parts.append(asm_functions(widths, rs_widths, fp8_widths))
     parts += [kernel_source(f) for f in mod.functions]

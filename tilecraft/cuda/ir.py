@@ -16,8 +16,9 @@ class GemmCall(Stmt):
     """One block tile of `C += op(A) @ op(B)` on tensor cores (`tc::gemm_ss` / `tc::gemm_rs` /
     `tc::gemm_wgmma` / `tc::gemm_wgmma_rs`).
 
-    `a` and `b` are swizzled 16-bit shared tiles, or plain row-major float8 tiles that
-    `tc::gemm_ss_fp8` widens to float16 in registers (`a` is a register fragment for the "rs" and "wgmma_rs" variants);
+    `a` and `b` are swizzled 16-bit shared tiles, K-major float8 tiles for "wgmma" (`tc::gemm_wgmma_fp8`),
+    or plain row-major float8 tiles that `tc::gemm_ss_fp8` widens to float16 in registers (`a` is a
+    register fragment for the "rs" and "wgmma_rs" variants);
     `c` is the accumulator fragment's register array in the mma (wgmma) layout. For "wgmma"/"wgmma_rs",
     `warps_m` x `warps_n` is the grid of warpgroups and `atom_a` / `atom_b` the swizzle row widths (in
     elements) of the operands' canonical layouts.
@@ -42,6 +43,11 @@ class GemmCall(Stmt):
     # "wgmma" only: wgmma groups left in flight when the call returns (1 inside a pipelined k loop whose
     # stages are retired by the next call; WgmmaWait after the loop completes the last one)
     wait: int = 0
+
+    @property
+    def float8_wgmma(self) -> bool:
+        """A "wgmma" call of float8 operands: m64nNk32 instructions (tc::gemm_wgmma_fp8)."""
+        return self.variant == "wgmma" and self.a.dtype.kind == "float8"
 
 
 @node

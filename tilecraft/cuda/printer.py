@@ -78,7 +78,7 @@ class CudaPrinter(CFamilyPrinter):
             a = f"{a} + {self.expr(E.convert(s.a_offset))}"
         if not _is_zero(s.b_offset):
             b = f"{b} + {self.expr(E.convert(s.b_offset))}"
-        if s.variant == "wgmma" and s.a.dtype.kind == "float8":
+        if s.float8_wgmma:
             atoms = f"{s.atom_a}, {s.atom_b}" + (f", {s.wait}" if s.wait else "")
             formats = ", ".join(str(x.dtype.name == "float8_e5m2").lower() for x in (s.a, s.b))
             self.line(f"tc::gemm_wgmma_fp8<{dims}, {formats}, {atoms}>({a}, {b}, {c});")

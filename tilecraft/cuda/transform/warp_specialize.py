@@ -301,29 +301,22 @@ def persistent_loop(body: S.Stmt, loop: S.Stmt) -> S.For | None:
 
 def _persistent_refusal(body: S.Stmt, persistent: S.For, loop: S.For, launch: S.KernelLaunch) -> str | None:
     """A pipelined loop in a T.Persistent loop keeps one producer across the tiles when the persistent
-    loop is split like a top-level loop, the path down to the pipelined loop is sequences, lets and
-    branches the producer can evaluate, the loop is a GEMM's (its stages are released in its own
-    iteration or right after it) and its trip count is the same for every tile (the ring's use count of
-    wave w's iteration k is then w * n + k: only the last waves skip tiles)."""
+    loop is split like a top-level loop, the path down to the pipelined loop is sequences and lets, the
+    loop is a GEMM's (its stages are released in its own iteration or right after it) and its trip count
+    is the same for every tile: the ring's use count of wave w's iteration k is then w * n + k, which a
+    branch skipping the loop for some tiles would break."""
     if split_point(body, lambda s: s is persistent) is None:
         return "the T.Persistent loop around it is inside another loop or a branch"
     inner = _path(persistent.body, loop) or []
     if any(isinstance(s, S.For) and s is not loop for s in inner):
         return "the loop is inside another loop within the T.Persistent loop"
-    if any(isinstance(s, S.IfThenElse) and s.else_case is not None for s in inner):
-        return "the loop is in a branch with an else within the T.Persistent loop"
+    if any(isinstance(s, S.IfThenElse) for s in inner):
+        return "the loop is in a branch within the T.Persistent loop (the ring counts every tile's trips)"
     if not gemms_only(loop_statements(loop)):
         return "inside T.Persistent only a GEMM's loop (TMA loads and wgmma gemms) keeps its producer"
     bound = {id(s.var) for s in inner if isinstance(s, S.LetStmt)} | {id(persistent.loop_var)}
     if any(id(v) in bound for v in free_vars(loop.extent)):
         return "the loop's trip count differs between the tiles of the T.Persistent loop"
-    conditions = tuple(s.condition for s in inner if isinstance(s, S.IfThenElse))
-    threads = {id(v) for v in launch.thread_vars}
-    conditions = substitute(conditions, enclosing_lets(body, loop))
-    if any(id(v) in threads for v in free_vars(conditions)):
-        return "a condition around the loop depends on the thread index"
-    if any(isinstance(n, E.BufferLoad) for c in conditions for n in walk(c)):
-        return "a condition around the loop reads memory"
     return None
 
 
@@ -417,15 +410,13 @@ def _without(s: S.Stmt, producer: ProducerLoop) -> S.Stmt:
         return S.SeqStmt(())
     if isinstance(s, S.SeqStmt):
         return S.seq(*(_without(c, producer) for c in s.stmts))
-    if isinstance(s, (S.LetStmt, S.Allocate, S.For)):
+    if isinstance(s, (S.LetStmt, S.Allocate, S.For)):  # a For: the T.Persistent loop around the producer
         return dataclasses.replace(s, body=_without(s.body, producer))
-    if isinstance(s, S.IfThenElse) and s.else_case is None:  # a T.Persistent loop's tile guard
-        return dataclasses.replace(s, then_case=_without(s.then_case, producer))
     return s
 
 
 def _producer_path(s: S.Stmt, producer: ProducerLoop) -> S.Stmt:
-    """The producer's program in a T.Persistent loop: the loops, lets and branches from `s` down to the
+    """The producer's program in a T.Persistent loop: the loop and the lets from `s` down to the
     producer loop, with the producer loop's body where it stood and nothing else."""
     if s is producer:
         return producer.body
@@ -433,8 +424,6 @@ def _producer_path(s: S.Stmt, producer: ProducerLoop) -> S.Stmt:
         return next(_producer_path(c, producer) for c in s.stmts if _holds(c, lambda n: n is producer))
     if isinstance(s, S.Allocate):
         return _producer_path(s.body, producer)
-    if isinstance(s, S.IfThenElse):
-        return S.IfThenElse(s.condition, _producer_path(s.then_case, producer), span=s.span)
     return dataclasses.replace(s, body=_producer_path(s.body, producer))  # a For or a LetStmt
 
 
