@@ -9,7 +9,8 @@ per SM walking the tiles with `T.Persistent`, in row groups of `panel`). The pol
 split the tile: for 128x256 with two warpgroups, Square gives each 128x128 (two m64n128 wgmma per k16
 step) and FullRow gives each 64x256 (one m64n256). Every kernel is compiled first in worker processes
 (filling tilecraft's disk cache), then checked against torch's matmul and timed beside it in
-alternating rounds (CUDA-event medians, benchmarks/hopper_check.py's method).
+alternating rounds (CUDA-event medians, benchmarks/hopper_check.py's method). Thread-block clusters
+(`cluster_dims`) with and without TMA multicast of the tile a cluster's blocks share.
 """
 
 from __future__ import annotations
@@ -24,24 +25,30 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.hopper_check import TOLERANCE, median_ms, prewarm  # noqa: E402
+from tilecraft.ir.expr import convert  # noqa: E402
+from tilecraft.transform.rasterize import panel_order  # noqa: E402
 
-CONFIGS = [  # block_M, block_N, block_K, threads, stages, policy, swizzle panel (0: none), persistent
-    (128, 256, 64, 256, 3, "Square", 0, False),
-    (128, 256, 64, 256, 4, "FullRow", 0, False),
-    (256, 128, 64, 256, 3, "Square", 0, False),
-    (256, 128, 64, 256, 4, "Square", 0, False),
-    (256, 128, 64, 256, 4, "Square", 4, False),
-    (128, 256, 64, 256, 4, "FullRow", 8, True),
-    (256, 128, 64, 256, 4, "Square", 8, True),
-    (256, 128, 64, 256, 4, "Square", 4, True),
-    (256, 128, 64, 256, 4, "Square", 16, True),
-    (256, 128, 64, 256, 3, "Square", 8, True),
+MULTICAST = (("tilecraft.cuda.tma_multicast", True),)  # off by default
+CONFIGS = [  # block_M, block_N, block_K, threads, stages, policy, swizzle panel (0: none; < 0: the panels of
+    # single blocks, written in the kernel text), persistent, cluster, pass configs (as items)
+    (128, 256, 64, 256, 4, "FullRow", 0, False, (1, 1), ()),
+    (256, 128, 64, 256, 4, "Square", 4, False, (1, 1), ()),
+    (256, 128, 64, 256, 4, "Square", 4, False, (2, 1), MULTICAST),
+    (256, 128, 64, 256, 4, "Square", 4, False, (2, 1), ()),
+    (256, 128, 64, 256, 4, "Square", 4, False, (1, 2), MULTICAST),
+    (256, 128, 64, 256, 4, "Square", 4, False, (1, 2), ()),
+    (256, 128, 64, 256, 4, "Square", -4, False, (1, 1), ()),
+    (256, 128, 64, 256, 4, "Square", -4, False, (2, 1), ()),
+    (128, 256, 64, 256, 4, "FullRow", -4, False, (2, 1), ()),
+    (128, 256, 64, 256, 4, "FullRow", 8, True, (1, 1), ()),
 ]
 # blocks of a persistent kernel: one per SM (one block of 384 threads fits an SM at these tiles)
 SMS = int(os.environ.get("GEMM_SWEEP_SMS", "132"))
 
 
-def build(m, n, k, block_m, block_n, block_k, threads, stages, policy, panel, persistent, dtype):
+def build(m, n, k, block_m, block_n, block_k, threads, stages, policy, panel, persistent, cluster, dtype):
+    """`cluster`: (x, y) blocks per thread-block cluster over (N tiles, M tiles); (2, 1) pairs blocks
+    that share their A tile (multicast where the pass configs switch it on), (1, 2) pairs sharing B."""
     import tilecraft.language as T
 
     warp_policy = getattr(T.GemmWarpPolicy, policy)
@@ -50,10 +57,14 @@ def build(m, n, k, block_m, block_n, block_k, threads, stages, policy, panel, pe
 
     @T.prim_func
     def gemm(A: T.Tensor((m, k), dtype), B: T.Tensor((k, n), dtype), C: T.Tensor((m, n), dtype)):
-        with T.Kernel(T.ceildiv(n, block_n), T.ceildiv(m, block_m), threads=threads) as (bx, by):
+        grid = (T.ceildiv(n, block_n), T.ceildiv(m, block_m))
+        with T.Kernel(*grid, threads=threads, cluster_dims=(*cluster, 1)) as (block_x, block_y):
             A_s = T.alloc_shared((block_m, block_k), dtype)
             B_s = T.alloc_shared((block_k, block_n), dtype)
             C_l = T.alloc_fragment((block_m, block_n), "float32")
+            bx, by = block_x, block_y
+            if panel < 0:  # the panels of single blocks written out (T.use_swizzle orders whole clusters)
+                bx, by = panel_order(block_x, block_y, *(convert(g) for g in grid), -panel)
             T.use_swizzle(panel_size=panel, enable=panel > 0)
             T.clear(C_l)
             for ko in T.Pipelined(T.ceildiv(k, block_k), num_stages=stages):
@@ -90,14 +101,20 @@ def compile_one(spec):
     import tilecraft
 
     size, cfg, dtype = spec
-    return tilecraft.compile(build(size, size, size, *cfg, dtype), out_idx=[-1], target="cuda")
+    configs = dict(cfg[-1]) or None
+    return tilecraft.compile(build(size, size, size, *cfg[:-1], dtype), out_idx=[-1], target="cuda",
+                             pass_configs=configs)  # fmt: skip
 
 
 def label(cfg) -> str:
-    bm, bn, bk, threads, stages, policy, panel, persistent = cfg
+    bm, bn, bk, threads, stages, policy, panel, persistent, cluster, configs = cfg
     if persistent:
         return f"{bm}x{bn}x{bk}/{threads}t/{stages}st/{policy}/persistent-g{panel}"
-    return f"{bm}x{bn}x{bk}/{threads}t/{stages}st/{policy}" + (f"/swz{panel}" if panel else "")
+    clusters = f"/cluster{cluster[0]}x{cluster[1]}" if cluster != (1, 1) else ""
+    if cluster != (1, 1) and configs == MULTICAST:
+        clusters += "-multicast"
+    swizzle = f"/swz{panel}" if panel > 0 else f"/panels{-panel}" if panel < 0 else ""
+    return f"{bm}x{bn}x{bk}/{threads}t/{stages}st/{policy}" + swizzle + clusters
 
 
 def measure(size, dtype, errors, rounds: int) -> list[dict]:

@@ -7,7 +7,9 @@ transfers land at random later times, and wgmma groups complete at the consumer'
 the statements of the protocol run (waits, arrivals, TMA copies, gemms, named barriers, branches on the
 iteration); the checks are: no deadlock and no extra arrival in a phase, every gemm reads the tile of
 its own iteration (landed, and not overwritten until its wgmmas complete), and both roles run the same
-trip count and finish with every transfer landed.
+trip count and finish with every transfer landed. Kernels in thread-block clusters with TMA multicast run
+every block of one cluster together: a multicast slice lands in each block's stage and completes on each
+one's barrier, a release arrives on every block's empty barrier, and a gemm needs every slice of its tile.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from benchmarks.cluster_check import build as cluster_gemm
 from benchmarks.hopper_attention import build as attention
 from benchmarks.hopper_check import build as gemm
 from tilecraft.backend.context import create_backend_context
@@ -41,6 +44,7 @@ from tilecraft.ir.eval import evaluate
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import Mutator, walk
 from tilecraft.testing.conformance import attention_bhsd as AB
+from tilecraft.testing.conformance import clusters as CL
 from tilecraft.testing.conformance import persistent_tiles as PT
 from tilecraft.transform.simt.barriers import PIPELINED_BUFFERS
 from tilecraft.transform.widen_fragments import widen_fragments
@@ -91,15 +95,20 @@ class Tile:
 
 @dataclass
 class World:
+    """One block: its barriers and stages. The blocks of a cluster share `transfers` and see each other
+    as `cluster` (index: rank), where multicast loads land and remote arrivals go."""
+
     rings: dict[int, tuple[int, int]]  # ring -> (stages, arrivals)
     tiles: dict[str, int]  # staged buffer -> elements per stage
     warps: int
+    parts: dict[str, int] = field(default_factory=dict)  # buffer -> slices its stage is multicast in
     barriers: dict[tuple[int, int], Barrier] = field(default_factory=dict)
-    stages: dict[tuple[str, int], Tile] = field(default_factory=dict)
+    stages: dict[tuple[str, int, int], Tile] = field(default_factory=dict)
     transfers: list = field(default_factory=list)  # pending TMA completions
     named: dict[int, int] = field(default_factory=dict)  # named barrier -> arrivals in this generation
     generations: dict[int, int] = field(default_factory=dict)
     holds: dict[int, bool] = field(default_factory=dict)
+    cluster: list[World] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for ring, (stages, arrivals) in self.rings.items():
@@ -112,8 +121,12 @@ class World:
             self.holds[id(s)] = any(isinstance(n, PROTOCOL) for n in walk(s))
         return self.holds[id(s)]
 
-    def stage_of(self, buf: str, offset: int) -> Tile:
-        return self.stages.setdefault((buf, offset // self.tiles[buf]), Tile())
+    def stage_of(self, buf: str, offset: int, part: int = 0) -> Tile:
+        return self.stages.setdefault((buf, offset // self.tiles[buf], part), Tile())
+
+    def slices(self, buf: str, offset: int) -> list[Tile]:
+        """The tiles a gemm reads at `offset`: the stage's slices where it is multicast."""
+        return [self.stage_of(buf, offset, part) for part in range(self.parts.get(buf, 1))]
 
 
 class Process:
@@ -174,21 +187,30 @@ class Process:
             yield
 
     def _MbarArrive(self, s: MbarArrive) -> Iterator[None]:  # noqa: N802
-        self.world.barriers[(s.ring, self.value(s.stage))].arrive(f"{self.name} ring {s.ring}")
+        # lane r of the warp arrives on block r's barrier (multicast kernels), else lane 0 on its own
+        blocks = self.world.cluster[: s.cluster] if s.cluster > 1 else [self.world]
+        for world in blocks:
+            world.barriers[(s.ring, self.value(s.stage))].arrive(f"{self.name} ring {s.ring}")
         yield
 
     def _TmaCopy(self, s: TmaCopy) -> Iterator[None]:  # noqa: N802
-        bar = self.world.barriers[(s.ring, self.value(s.stage))]
+        stage = self.value(s.stage)
+        bar = self.world.barriers[(s.ring, stage)]
         bar.tx += s.bytes
         bar.arrive(f"{self.name} expect-tx")
         numbers = {
             name: self._count(("copy", name)) for name in dict.fromkeys(load.dst.name for load in s.loads)
         }
+        rank = self.world.cluster.index(self.world) if self.world.cluster else 0
         for load in s.loads:
-            number = numbers[load.dst.name]
-            tile = self.world.stage_of(load.dst.name, self.value(load.dst_offset))
-            tile.iteration, tile.landed, tile.version = number, False, tile.version + 1
-            self.world.transfers.append((bar, tile, s.bytes // len(s.loads)))
+            number, offset = numbers[load.dst.name], self.value(load.dst_offset)
+            nbytes = math.prod(load.box) * load.dst.dtype.bytes
+            # a multicast slice lands in every block of the cluster, on its barrier at the same offset
+            targets = self.world.cluster[: load.multicast] if load.multicast else [self.world]
+            for world in targets:
+                tile = world.stage_of(load.dst.name, offset, rank if load.multicast else 0)
+                tile.iteration, tile.landed, tile.version = number, False, tile.version + 1
+                world.transfers.append((world.barriers[(s.ring, stage)], tile, nbytes))
         yield
 
     def _GemmCall(self, s: GemmCall) -> Iterator[None]:  # noqa: N802
@@ -196,11 +218,11 @@ class Process:
         for buf, offset in ((s.a, s.a_offset), (s.b, s.b_offset)):
             if buf.name in self.world.tiles:
                 number = self._count((s.variant, s.a.name, s.b.name, s.c.name, buf.name))
-                tile = self.world.stage_of(buf.name, self.value(offset))
-                assert tile.landed and tile.iteration == number, (
-                    f"{self.name}: tile {number} of {buf.name}: {tile}"
-                )
-                reads.append((tile, number, tile.version))
+                for tile in self.world.slices(buf.name, self.value(offset)):
+                    assert tile.landed and tile.iteration == number, (
+                        f"{self.name}: tile {number} of {buf.name}: {tile}"
+                    )
+                    reads.append((tile, number, tile.version))
         self.groups.append(reads)
         self._retire(s.wait if s.variant.startswith("wgmma") else 0)
         yield
@@ -273,25 +295,54 @@ def _env(launch: S.KernelLaunch, where: S.Stmt, block: dict[str, int]) -> dict:
 
 
 def simulate(launch: S.KernelLaunch, block: dict[str, int], seed: int) -> None:
+    simulate_cluster(launch, [block], seed)
+
+
+class _Rank(Mutator):
+    """The statements as block `rank` of its cluster runs them (%cluster_ctarank read)."""
+
+    def __init__(self, rank: int) -> None:
+        super().__init__()
+        self.rank = rank
+
+    def mutate_Buffer(self, buf):
+        return buf
+
+    def mutate_Call(self, e: E.Call) -> E.Expr:
+        return E.const(self.rank) if e.op == "cluster_ctarank" else self.generic_mutate(e)
+
+
+def simulate_cluster(launch: S.KernelLaunch, blocks: list[dict[str, int]], seed: int) -> None:
+    """The blocks of one cluster (block r: rank r) run together: each a producer and its consumer warps,
+    multicast loads landing in every block, releases arriving on every block's barrier."""
     producer_loop, consumer_seq, consumer = _roles(launch)
     rings = {n.ring: (n.stages, n.arrivals) for n in walk(launch.body) if isinstance(n, MbarRing)}
-    tiles = {}
+    tiles, parts = {}, {}
     for copy in (n for n in walk(producer_loop) if isinstance(n, TmaCopy)):
         for load in copy.loads:
             tiles[load.dst.name] = math.prod(E.const_value(d) for d in load.dst.shape) // rings[copy.ring][0]
-    world = World(rings, tiles, (launch.threads[0] - PRODUCER_THREADS) // 32)
-    procs = [Process(world, "producer", [producer_loop], _env(launch, producer_loop, block))]
-    procs += [
-        Process(world, f"warp {w}", consumer, _env(launch, consumer_seq, block)) for w in range(world.warps)
-    ]
+            if load.multicast:
+                parts[load.dst.name] = load.multicast
+    warps = (launch.threads[0] - PRODUCER_THREADS) // 32
+    transfers: list = []
+    worlds = [World(rings, tiles, warps, parts, transfers=transfers) for _ in blocks]
+    procs = []
+    for rank, (world, block) in enumerate(zip(worlds, blocks)):
+        world.cluster = worlds if len(worlds) > 1 else []
+        ranked = _Rank(rank)
+        name = f"block {rank} " if len(worlds) > 1 else ""
+        procs.append(Process(world, f"{name}producer", [ranked.mutate(producer_loop)],
+                             _env(launch, producer_loop, block)))  # fmt: skip
+        procs += [Process(world, f"{name}warp {w}", [ranked.mutate(c) for c in consumer], _env(launch, consumer_seq, block))
+                  for w in range(warps)]  # fmt: skip
     rng = random.Random(seed)
     for _ in range(10**6):
         live = [p for p in procs if not p.done]
-        if not live and not world.transfers:
+        if not live and not transfers:
             break
-        choice = rng.randrange(len(live) + len(world.transfers))
+        choice = rng.randrange(len(live) + len(transfers))
         if choice >= len(live):
-            bar, tile, bytes_ = world.transfers.pop(choice - len(live))
+            bar, tile, bytes_ = transfers.pop(choice - len(live))
             tile.landed = True
             bar.transfer(bytes_)
             continue
@@ -301,10 +352,12 @@ def simulate(launch: S.KernelLaunch, block: dict[str, int], seed: int) -> None:
             live[choice].done = True
     else:
         blocked = [p.name for p in procs if not p.done]
-        raise AssertionError(f"deadlock: {blocked} never finish ({block}, seed {seed})")
-    loaded = {key[1]: n for key, n in procs[0].runs.items()}
-    for warp in procs[1:]:  # both roles ran the same trip count: every tile loaded was read, once per gemm
-        assert {key[-1]: n for key, n in warp.runs.items()} == loaded, (warp.name, warp.runs, loaded)
+        raise AssertionError(f"deadlock: {blocked} never finish ({blocks}, seed {seed})")
+    per_block = 1 + warps
+    for first in range(0, len(procs), per_block):  # both roles ran the same trip count in every block
+        loaded = {key[1]: n for key, n in procs[first].runs.items()}
+        for warp in procs[first + 1 : first + per_block]:
+            assert {key[-1]: n for key, n in warp.runs.items()} == loaded, (warp.name, warp.runs, loaded)
 
 
 KERNELS = {
@@ -409,3 +462,59 @@ def test_the_simulator_catches_a_broken_protocol(broken, configs, symptom):
     with pytest.raises(AssertionError, match=symptom):
         for seed in SEEDS:
             simulate(launch, {"bx": 0, "by": 0, "bz": 0}, seed)
+
+
+# ---------------------------------------------------------------- thread-block clusters (TMA multicast)
+
+MULTICAST = {"tilecraft.cuda.tma_multicast": True}
+CLUSTERS = {
+    # name: (kernel, the blocks of one cluster, rank order)
+    "sharing-a": (CL.sharing_a, [{"bx": 4, "by": 3}, {"bx": 5, "by": 3}]),  # bx 5 holds no output column
+    "sharing-b": (CL.sharing_b, [{"bx": 2, "by": 2}, {"bx": 2, "by": 3}]),
+    "four-blocks": (lambda: cluster_gemm(1000, 1032, 520, (256, 128, 64, 256, 4), "float16", "TN", (4, 1)),
+                    [{"bx": b, "by": 1} for b in range(4, 8)]),  # fmt: skip
+    "swizzled": (lambda: cluster_gemm(520, 2056, 328, (256, 128, 64, 256, 4), "float16", "NN", (2, 1), panel=3),
+                 [{"bx": 6, "by": 1}, {"bx": 7, "by": 1}]),  # fmt: skip
+}
+
+
+@pytest.mark.parametrize("name", list(CLUSTERS))
+def test_multicast_clusters_run_without_deadlock_or_stale_slices(name):
+    """Every block of the cluster gets each slice of the shared tile from its peer before its gemm reads
+    it, and no producer refills a stage a peer's wgmmas still read."""
+    make, blocks = CLUSTERS[name]
+    launch = _launch(make(), MULTICAST)
+    assert any(isinstance(n, TmaCopy) and any(load.multicast for load in n.loads) for n in walk(launch.body))
+    for seed in SEEDS:
+        simulate_cluster(launch, [{"bz": 0} | b for b in blocks], seed)
+
+
+class _LocalRelease(Mutator):
+    """Each consumer warp releases the stage only to its own block's producer."""
+
+    def mutate_Buffer(self, buf):
+        return buf
+
+    def mutate_MbarArrive(self, s: MbarArrive) -> S.Stmt:
+        return dataclasses.replace(s, cluster=0)
+
+
+class _CountOneBlock(_Edit):
+    """Empty barriers that count one block's consumer warps."""
+
+    def mutate_MbarRing(self, s: MbarRing) -> S.Stmt:
+        return dataclasses.replace(s, arrivals=s.arrivals // 2) if s.arrivals > 1 else s
+
+
+@pytest.mark.parametrize(("broken", "symptom"), [(_LocalRelease(), "deadlock"),
+                                                 (_CountOneBlock(lambda loop: loop), "overwritten|beyond the barrier's count")],
+                         ids=["local-release", "one-block-count"])  # fmt: skip
+def test_the_simulator_catches_a_broken_cluster_protocol(broken, symptom):
+    """With releases that stay in their block the producers wait for the peers' arrivals forever; with
+    empty barriers counting one block's warps a producer refills a stage once its own block (or the
+    faster half of the arrivals) released it, under a peer's wgmmas, or the peers' arrivals overrun the
+    phase."""
+    launch = broken.mutate(_launch(CL.sharing_a(), MULTICAST))
+    with pytest.raises(AssertionError, match=symptom):
+        for seed in SEEDS:
+            simulate_cluster(launch, [{"bx": 0, "by": 0, "bz": 0}, {"bx": 1, "by": 0, "bz": 0}], seed)

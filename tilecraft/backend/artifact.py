@@ -121,8 +121,9 @@ class TensorMapInfo:
 
 @dataclass(frozen=True, eq=False)
 class KernelInfo:
-    """One device kernel: its symbol, ABI parameters in order, grid, block, shared memory, and the tensor
-    maps it takes after its parameters."""
+    """One device kernel: its symbol, ABI parameters in order, grid, block, shared memory, the tensor
+    maps it takes after its parameters, and its thread-block cluster (x, y, z blocks; (1, 1, 1): none),
+    along whose dims the grid must divide."""
 
     symbol: str
     params: tuple[ParamInfo, ...]
@@ -130,6 +131,7 @@ class KernelInfo:
     block: tuple[int, ...]
     dynamic_smem: int = 0
     tensor_maps: tuple[TensorMapInfo, ...] = ()
+    cluster: tuple[int, ...] = (1, 1, 1)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", tuple(self.params))
@@ -145,6 +147,10 @@ class KernelInfo:
         if not self.symbol or not isinstance(self.symbol, str):
             raise ArtifactError(f"kernel symbol must be a non-empty string, got {self.symbol!r}")
         _check_dims(self.symbol, "block", self.block, max_len=3)
+        object.__setattr__(self, "cluster", tuple(self.cluster))
+        _check_dims(self.symbol, "cluster", self.cluster, max_len=3)
+        if len(self.cluster) != 3:
+            raise ArtifactError(f"kernel {self.symbol}: cluster must be 3 positive ints, got {self.cluster}")
         if not isinstance(self.dynamic_smem, int) or self.dynamic_smem < 0:
             raise ArtifactError(f"kernel {self.symbol}: dynamic_smem must be a byte count >= 0")
 
@@ -278,7 +284,7 @@ def _rebuild_artifact(values: dict[str, Any]) -> CompiledArtifact:
 
 ARTIFACT_JSON = "artifact.json"
 _DOC_FORMAT = "tilecraft-artifact"
-_DOC_VERSION = 2  # 2: `buffer_alignment` added, KernelInfo's unused `cluster` removed
+_DOC_VERSION = 3  # 2: `buffer_alignment` added, KernelInfo's unused `cluster` removed; 3: KernelInfo.cluster
 _SOURCE_PREFIX = "artifact.source."
 _BINARY_PREFIX = "artifact.binary."
 _HOST_FILE = "artifact.host-source"

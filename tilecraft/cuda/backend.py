@@ -19,6 +19,7 @@ from tilecraft.cuda.pipeline import PIPELINE
 from tilecraft.cuda.storage import ASSUME_ALIGNED, ASSUME_ALIGNED_DOC
 from tilecraft.cuda.target import KIND
 from tilecraft.cuda.transform.check import SHARED_MEMORY
+from tilecraft.cuda.transform.multicast import SWITCH as MULTICAST_SWITCH
 from tilecraft.cuda.transform.overlap import OVERLAP
 from tilecraft.cuda.transform.warp_specialize import GENERAL
 from tilecraft.execution.nvcc.spec import NVCC
@@ -56,6 +57,8 @@ CUDA_BACKEND = register_backend(
             OVERLAP: "on sm_90a, a warp-specialized loop of two wgmma gemms (flash attention) issues the next Q @ K^T "
             "before the previous P @ V and overlaps the softmax with it (FA3's intra-warpgroup overlap); on by "
             "default where the general schedule applies, False switches it off",
+            MULTICAST_SWITCH: "on sm_90a, a warp-specialized GEMM in thread-block clusters (T.Kernel cluster_dims) "
+            "multicasts the tiles its blocks share (TMA multicast); off by default (slower on an H200), True turns it on",
             ASSUME_ALIGNED: ASSUME_ALIGNED_DOC,
         },
         unsupported={

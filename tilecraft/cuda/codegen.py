@@ -37,6 +37,7 @@ from tilecraft.cuda.storage import (
     WGMMA_ALIGN,
     wgmma_calls,
 )
+from tilecraft.cuda.transform.multicast import multicasts
 from tilecraft.cuda.wgmma import asm_functions, instruction_n
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
@@ -102,8 +103,10 @@ def _phased_rings(body: S.Stmt) -> set[int]:
     return rings
 
 
-def _declare_barriers(printer: CudaPrinter, rings: dict[int, tuple[int, int]], phased: set[int]) -> None:
-    """The mbarriers, initialised by one thread and published to every thread and the TMA unit."""
+def _declare_barriers(printer: CudaPrinter, rings: dict[int, tuple[int, int]], phased: set[int],
+                      cluster: bool = False) -> None:  # fmt: skip
+    """The mbarriers, initialised by one thread and published to every thread and the TMA unit (and to
+    the blocks of the cluster, where they multicast into each other's)."""
     total = sum(count for count, _ in rings.values())
     printer.line(f"__shared__ __align__(8) uint64_t tc_mbar[{total}];")
     for ring in (r for r in rings if r in phased):
@@ -116,7 +119,7 @@ def _declare_barriers(printer: CudaPrinter, rings: dict[int, tuple[int, int]], p
         )
     printer.line("    tc_mbar_init_fence();")
     printer.line("}")
-    printer.line("__syncthreads();")
+    printer.line("tc_cluster_sync();" if cluster else "__syncthreads();")
 
 
 def _written(func: PrimFunc) -> set[int]:
@@ -163,14 +166,20 @@ def kernel_source(func: PrimFunc) -> str:
     bind_indices(
         printer, func, lambda k: f"(int32_t)blockIdx.{'xyz'[k]}", lambda k: f"(int32_t)threadIdx.{'xyz'[k]}"
     )
+    cluster = multicasts(launch.body)
     if rings:
-        _declare_barriers(printer, rings, _phased_rings(launch.body))
+        _declare_barriers(printer, rings, _phased_rings(launch.body), cluster)
     printer.stmt(launch.body)
+    if cluster:  # no block may exit while its peers may still arrive on its barriers
+        printer.line("tc_cluster_sync();")
     min_blocks = S.annotation(launch.annotations, MIN_BLOCKS_PER_SM)
     threads = math.prod(launch.threads)
     bounds = f"{threads}, {min_blocks}" if min_blocks else f"{threads}"
+    cluster = S.annotation(launch.annotations, S.CLUSTER_DIMS)
+    # compile-time cluster dims: cuLaunchKernel launches whole clusters without a launch attribute
+    clusters = f" __cluster_dims__({', '.join(map(str, cluster))})" if cluster else ""
     return function_text(
-        f'extern "C" __global__ void __launch_bounds__({bounds}) {func.name}({params})', printer
+        f'extern "C" __global__ void __launch_bounds__({bounds}){clusters} {func.name}({params})', printer
     )
 
 

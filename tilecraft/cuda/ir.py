@@ -111,7 +111,9 @@ class VectorStore(Stmt):
 class TmaLoad(Stmt):
     """One `cp.async.bulk.tensor` of the box at `coords` (elements, innermost dim first) of the global
     buffer `src`, through the tensor map (src, `box`, `swizzle`), into `dst[dst_offset]` (elements of
-    the shared tile; the box lands there in the swizzled layout the map names)."""
+    the shared tile; the box lands there in the swizzled layout the map names). `multicast`: the box
+    lands at that offset of every block of the cluster's `multicast` blocks, and completes on each one's
+    barrier at the same offset (0: this block's alone; transform/multicast.py)."""
 
     dst: Buffer
     dst_offset: Expr
@@ -119,6 +121,7 @@ class TmaLoad(Stmt):
     box: tuple[int, ...]
     swizzle: int
     coords: tuple[Expr, ...]
+    multicast: int = 0
 
 
 @node
@@ -157,6 +160,8 @@ class MbarArrive(Stmt):
     ring: int
     stage: Expr | int
     converge: bool = False
+    # > 1: lane r of the warp arrives on block r's barrier of the cluster's `cluster` blocks instead
+    cluster: int = 0
 
 
 @node

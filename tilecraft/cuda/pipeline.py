@@ -15,6 +15,7 @@ from tilecraft.cuda.op.gemm_plan import register_a_on_wgmma, tma_enabled, wgmma_
 from tilecraft.cuda.storage import SHARED_SCOPES, mark_assumed_alignment, plan_shared_memory
 from tilecraft.cuda.target import KIND
 from tilecraft.cuda.transform.check import check_cuda_support
+from tilecraft.cuda.transform.clusters import cluster_launches
 from tilecraft.cuda.transform.pipeline import inject_software_pipeline
 from tilecraft.cuda.transform.shared_layouts import apply_shared_layouts
 from tilecraft.cuda.transform.strict_layouts import cuda_strict_layouts
@@ -104,6 +105,7 @@ PIPELINE = PassPipeline(
     KIND,
     (
         check_cuda_support,  # sm_80+, dtypes and features this backend lowers
+        cluster_launches,  # T.Kernel(cluster_dims=...): kept on sm_90+, dropped (a scheduling matter) before
         rasterize_blocks,  # T.use_swizzle: blocks renumbered in L2-friendly panels
         simplify_pass,  # index arithmetic, before layouts are chosen
         guard_accesses,  # T.Parallel loads/stores of global memory past an edge: zero / skipped

@@ -60,6 +60,8 @@ class CudaPrinter(CFamilyPrinter):
     def intrinsic(self, e: E.Call, args: list[str]) -> str:
         if e.op == SHUFFLE_XOR:
             return f"__shfl_xor_sync(0xffffffffu, {args[0]}, {args[1]})"
+        if e.op == "cluster_ctarank":
+            return "tc_cluster_ctarank()"
         return super().intrinsic(e, args)
 
     # ------------------------------------------------------------------ statements
@@ -121,7 +123,11 @@ class CudaPrinter(CFamilyPrinter):
             tmap = self.tensor_maps[(load.src.name, load.box, load.swizzle)]
             coords = ", ".join(f"(int32_t)({self.expr(c)})" for c in load.coords)
             dst = f"{self.name(load.dst)} + {self.expr(load.dst_offset)}"
-            self.line(f"tc_tma_load<{len(load.coords)}>({dst}, tc_tmap{tmap}, {{{coords}}}, {bar});")
+            if load.multicast:
+                mask = f"0x{(1 << load.multicast) - 1:x}"
+                self.line(f"tc_tma_load_multicast<{len(load.coords)}>({dst}, tc_tmap{tmap}, {{{coords}}}, {bar}, {mask});")
+            else:
+                self.line(f"tc_tma_load<{len(load.coords)}>({dst}, tc_tmap{tmap}, {{{coords}}}, {bar});")
         if not s.elected:
             self.indent -= 1
             self.line("}")
@@ -151,7 +157,11 @@ class CudaPrinter(CFamilyPrinter):
     def _s_MbarArrive(self, s: MbarArrive) -> None:
         if s.converge:
             self.line("__syncwarp();")
-        self.line(f"if ((threadIdx.x & 31u) == 0u) tc_mbar_arrive({self._barrier(s.ring, s.stage)});")
+        if s.cluster > 1:
+            self.line(f"if ((threadIdx.x & 31u) < {s.cluster}u) "
+                      f"tc_mbar_arrive_cluster({self._barrier(s.ring, s.stage)}, threadIdx.x & 31u);")  # fmt: skip
+        else:
+            self.line(f"if ((threadIdx.x & 31u) == 0u) tc_mbar_arrive({self._barrier(s.ring, s.stage)});")
 
     def _s_SetMaxNReg(self, s: SetMaxNReg) -> None:
         self.line(f"tc_setmaxnreg_{'inc' if s.increase else 'dec'}<{s.regs}>();")

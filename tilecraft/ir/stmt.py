@@ -14,6 +14,9 @@ Annotations = tuple[tuple[str, Any], ...]
 # The For annotation of a `T.Persistent` loop: a serial loop over a block's waves of tiles (its trip count
 # counts only the waves whose tile exists).
 PERSISTENT = "persistent"
+# The KernelLaunch annotation of `T.Kernel(..., cluster_dims=...)`: (x, y, z) blocks per thread-block cluster,
+# present only when a cluster holds more than one block.
+CLUSTER_DIMS = "cluster_dims"
 
 
 def annotation(annotations: Annotations, key: str, default: Any = None) -> Any:

@@ -26,6 +26,7 @@ from tilecraft.ir.dtype import bool_ as bool  # noqa: A001 - TileLang's name
 from tilecraft.ir.stmt import GemmWarpPolicy
 from tilecraft.language.alloc import alloc_fragment, alloc_local, alloc_shared, alloc_var
 from tilecraft.language.kernel import (
+    ClusterKernel,
     Kernel,
     annotate_layout,
     evaluate,
@@ -104,7 +105,7 @@ float8_e4m3 = float8_e4m3fn
 tfloat32 = float32
 
 __all__ = [
-    "And", "Broadcast", "Buffer", "Cast", "Fragment", "GemmWarpPolicy", "Kernel", "Layout", "Not", "Or",
+    "And", "Broadcast", "Buffer", "Cast", "Fragment", "GemmWarpPolicy", "ClusterKernel", "Kernel", "Layout", "Not", "Or",
     "Parallel", "Persistent", "Pipelined", "Ramp", "StridedTensor", "Tensor", "abs", "alloc_fragment", "alloc_local",
     "alloc_shared", "alloc_var", "annotate_layout", "atomic_add", "atomic_max", "atomic_min", "bfloat16",
     "bool", "call_intrin", "cast", "ceil", "ceildiv", "clear", "const", "copy", "cos", "cumsum", "double",

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from tilecraft.ir import dtype as dt
 from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.ir.expr import Call, Expr, IntImm, IRError, Var, convert
-from tilecraft.ir.stmt import AnnotateLayout, Evaluate, Print, UseSwizzle, seq
+from tilecraft.ir.stmt import CLUSTER_DIMS, AnnotateLayout, Evaluate, Print, UseSwizzle, seq
 from tilecraft.language import builder
 
 
@@ -20,12 +20,21 @@ class KernelSpec:
     annotations: tuple[tuple[str, object], ...] = ()
 
 
-def Kernel(*grid, threads: int | tuple = 128, prelude=None, annotations: dict | None = None, **kwargs):  # noqa: N802
-    """A launch over a grid of up to three dims; each block runs `threads` threads (int or tuple)."""
+def Kernel(*grid, threads: int | tuple = 128, prelude=None, cluster_dims: int | tuple | list | None = None,  # noqa: N802
+           annotations: dict | None = None, **kwargs):
+    """A launch over a grid of up to three dims; each block runs `threads` threads (int or tuple).
+
+    `cluster_dims` (TileLang's spelling; an int or up to three ints) groups the blocks into thread-block
+    clusters of that shape, which run at once on neighbouring cores (on GPUs that have them); each grid extent must be
+    a multiple of the cluster's. Results do not depend on it: targets without clusters launch the grid
+    as it is.
+    """
     if not 1 <= len(grid) <= 3:
         raise IRError(f"T.Kernel takes one to three grid extents, got {len(grid)}")
     if kwargs:
-        raise IRError(f"T.Kernel got unexpected arguments {sorted(kwargs)}; accepted: threads, annotations")
+        raise IRError(
+            f"T.Kernel got unexpected arguments {sorted(kwargs)}; accepted: threads, cluster_dims, annotations"
+        )
     if prelude is not None:
         raise IRError(
             "T.Kernel(prelude=...) injects backend source text, which the common language cannot carry; "
@@ -43,7 +52,47 @@ def Kernel(*grid, threads: int | tuple = 128, prelude=None, annotations: dict | 
     threads = (threads,) if isinstance(threads, int) else tuple(threads)
     if not 1 <= len(threads) <= 3 or any(not isinstance(t, int) or t <= 0 for t in threads):
         raise IRError(f"T.Kernel threads must be a positive int or a tuple of up to three, got {threads}")
-    return KernelSpec(dims, threads, tuple((annotations or {}).items()))
+    extra = tuple((annotations or {}).items())
+    cluster = _cluster_dims(cluster_dims, dims)
+    if cluster is not None:
+        extra += ((CLUSTER_DIMS, cluster),)
+    return KernelSpec(dims, threads, extra)
+
+
+def ClusterKernel(*grid, cluster_dims: int | tuple | list, threads: int | tuple = 128, prelude=None):  # noqa: N802
+    """TileLang's `T.ClusterKernel`: `T.Kernel` with a required `cluster_dims`."""
+    return Kernel(*grid, threads=threads, prelude=prelude, cluster_dims=cluster_dims)
+
+
+MAX_CLUSTER_BLOCKS = 8  # CUDA's portable cluster size (16 needs an opt-in attribute per kernel)
+
+
+def _cluster_dims(cluster_dims, grid: tuple[Expr, ...]) -> tuple[int, int, int] | None:
+    """`cluster_dims` as (x, y, z), checked against the grid; None for clusters of one block."""
+    if cluster_dims is None:
+        return None
+    given = list(cluster_dims) if isinstance(cluster_dims, (tuple, list)) else [cluster_dims]
+    if not 1 <= len(given) <= 3 or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in given):
+        raise builder.error(f"T.Kernel cluster_dims must be a positive int or up to three of them, got {cluster_dims!r}")
+    dims = (*given, *[1] * (3 - len(given)))
+    if dims == (1, 1, 1):
+        return None
+    size = dims[0] * dims[1] * dims[2]
+    if size > MAX_CLUSTER_BLOCKS:
+        raise builder.error(
+            f"T.Kernel cluster_dims={dims} holds {size} blocks; a cluster holds at most {MAX_CLUSTER_BLOCKS}",
+            hint="use a smaller cluster",
+        )
+    for axis, (c, g) in enumerate(zip(dims, (*grid, *[IntImm(dt.int32, 1)] * (3 - len(grid))))):
+        if c > 1 and axis >= len(grid):
+            raise builder.error(f"T.Kernel cluster_dims={dims} clusters grid dim {'xyz'[axis]}, which the grid "
+                                f"({len(grid)} dims) does not have")  # fmt: skip
+        if c > 1 and isinstance(g, IntImm) and g.value % c:
+            raise builder.error(
+                f"T.Kernel grid dim {'xyz'[axis]} is {g.value}, not a multiple of cluster_dims {'xyz'[axis]} = {c}",
+                hint=f"round the grid up to a multiple of {c}; T.copy skips the elements past a tensor's edge",
+            )
+    return dims
 
 
 def get_thread_binding(dim: int = 0) -> Var:

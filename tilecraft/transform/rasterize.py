@@ -3,7 +3,9 @@ tiles in L2.
 
 Blocks are renumbered: the linear block id walks panels of `panel_size` rows (columns for
 order="col") of the grid; within a panel it goes across the panel first, and every other panel runs
-backwards so the last blocks of one panel and the first of the next touch the same tiles.
+backwards so the last blocks of one panel and the first of the next touch the same tiles. In a kernel
+of thread-block clusters the panels order whole clusters (the grid of clusters is renumbered, each
+block keeps its offset in its cluster), so a cluster's blocks stay neighbours that share tiles.
 """
 
 from __future__ import annotations
@@ -63,10 +65,18 @@ class _Rasterize(Mutator):
         if len(launch.grid) < 2:
             return dataclasses.replace(launch, body=body)
         (bx, by), (gx, gy) = launch.block_vars[:2], launch.grid[:2]
+        cx, cy, _ = S.annotation(launch.annotations, S.CLUSTER_DIMS, (1, 1, 1))
+        # a cluster moves as one: the panels order whole clusters, its blocks keep their offsets in it
+        qx, qy = E.floordiv(bx, cx) if cx > 1 else bx, E.floordiv(by, cy) if cy > 1 else by
+        nx, ny = E.floordiv(gx, cx) if cx > 1 else gx, E.floordiv(gy, cy) if cy > 1 else gy
         if find.hint.order == "col":
-            new_y, new_x = panel_order(by, bx, gy, gx, find.hint.panel_size)
+            new_y, new_x = panel_order(qy, qx, ny, nx, find.hint.panel_size)
         else:
-            new_x, new_y = panel_order(bx, by, gx, gy, find.hint.panel_size)
+            new_x, new_y = panel_order(qx, qy, nx, ny, find.hint.panel_size)
+        if cx > 1:
+            new_x = E.add(E.mul(new_x, cx), E.floormod(bx, cx))
+        if cy > 1:
+            new_y = E.add(E.mul(new_y, cy), E.floormod(by, cy))
         sx, sy = E.Var(dt.int32, f"{bx.name}_r"), E.Var(dt.int32, f"{by.name}_r")
         body = substitute(body, {bx: sx, by: sy})
         body = S.LetStmt(sx, E.cast(new_x, dt.int32), S.LetStmt(sy, E.cast(new_y, dt.int32), body))

@@ -149,4 +149,6 @@ def launch_info(func) -> KernelInfo:
     arena the storage plan gave it (shared memory on accelerators, a block's scratch on host processors)."""
     launch: S.KernelLaunch = func.body
     params = tuple(ParamInfo.from_param(p) for p in func.params)
-    return KernelInfo(func.name, params, launch.grid, launch.threads, dynamic_smem=func.attr(STORAGE_ATTR, 0))
+    cluster = S.annotation(launch.annotations, S.CLUSTER_DIMS, (1, 1, 1))
+    return KernelInfo(func.name, params, launch.grid, launch.threads, dynamic_smem=func.attr(STORAGE_ATTR, 0),
+                      cluster=cluster)  # fmt: skip

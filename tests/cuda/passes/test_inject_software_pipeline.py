@@ -76,7 +76,7 @@ def test_tma_copies_feed_wgmma_through_full_and_empty_mbarrier_rings(target):
                 T.mbar_wait(ring=1, stage=k % 2, parity=k // 2 % 2)
                 T.gemm_call(variant='wgmma', a=As, b=Bs, c=Cf, m=64, n=64, k=64, warps_m=1, warps_n=1, trans_a=False, trans_b=False, bf16=False, a_offset=k % 2 * 4096 + 0, b_offset=k % 2 * 4096 + 0, atom_a=64, atom_b=64, wait=1)
                 if k > 0:
-                    T.mbar_arrive(ring=2, stage=(k + 1) % 2, converge=False)
+                    T.mbar_arrive(ring=2, stage=(k + 1) % 2, converge=False, cluster=0)
             T.wgmma_wait(pending=0, c=(Cf,), keep=())
             for v2 in T.serial(16, annotations={'unroll': True}):
                 T.vector_store(dst=C, dst_offset=0 + T.cast((v2 * 2 & 1) + (tx % 32 & 3) * 2 + (v2 * 2 >> 2) * 8, "int64") * 1 + T.cast((tx % 32 >> 2) + (v2 * 2 >> 1 & 1) * 8 + tx // 32 * 16, "int64") * 64, values=(Cf[v2 * 2 + 0], Cf[v2 * 2 + 1]))

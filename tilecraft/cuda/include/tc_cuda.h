@@ -430,6 +430,56 @@ TC_DEVICE void tc_tma_load(void* dst, const tc_tensor_map& map, const int32_t (&
     }
 }
 
+// ------------------------------------------------------------------ thread-block clusters (sm_90a)
+//
+// The block's rank in its cluster.
+TC_DEVICE uint32_t tc_cluster_ctarank() {
+    uint32_t rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+    return rank;
+}
+// Every thread of every block of the cluster meets here; what each wrote before (shared memory, mbarrier
+// initialisation) is visible to the others after.
+TC_DEVICE void tc_cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+// One arrival on the mbarrier at `bar`'s offset in the shared memory of block `rank` of the cluster: a
+// consumer releasing a stage its wgmmas (async proxy, completed by wgmma.wait_group) have read, as
+// CUTLASS's ClusterBarrier::arrive does, with the default .release.cta semantics: a .cluster-scope release
+// would order every earlier memory access of the thread, and no generic access of the stage needs it.
+TC_DEVICE void tc_mbar_arrive_cluster(uint64_t* bar, uint32_t rank) {
+    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n"
+                 ::"r"(tc_smem_addr(bar)), "r"(rank) : "memory");
+}
+// tc_tma_load whose box lands at `dst`'s offset in the shared memory of every block of the cluster in
+// `mask` (bit r: rank r) and completes on the barrier at `bar`'s offset in each of them.
+template <int RANK>
+TC_DEVICE void tc_tma_load_multicast(void* dst, const tc_tensor_map& map, const int32_t (&c)[RANK], uint64_t* bar,
+                                     uint16_t mask) {
+    const uint64_t desc = reinterpret_cast<uint64_t>(&map);
+    const uint32_t d = tc_smem_addr(dst), b = tc_smem_addr(bar);
+    if constexpr (RANK == 2) {
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                     " [%0], [%1, {%4, %5}], [%2], %3;\n"
+                     ::"r"(d), "l"(desc), "r"(b), "h"(mask), "r"(c[0]), "r"(c[1]) : "memory");
+    } else if constexpr (RANK == 3) {
+        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                     " [%0], [%1, {%4, %5, %6}], [%2], %3;\n"
+                     ::"r"(d), "l"(desc), "r"(b), "h"(mask), "r"(c[0]), "r"(c[1]), "r"(c[2]) : "memory");
+    } else if constexpr (RANK == 4) {
+        asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                     " [%0], [%1, {%4, %5, %6, %7}], [%2], %3;\n"
+                     ::"r"(d), "l"(desc), "r"(b), "h"(mask), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]) : "memory");
+    } else {
+        static_assert(RANK == 5, "TMA multicast boxes have 2 to 5 dims");
+        asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                     " [%0], [%1, {%4, %5, %6, %7, %8}], [%2], %3;\n"
+                     ::"r"(d), "l"(desc), "r"(b), "h"(mask), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4])
+                     : "memory");
+    }
+}
+
 // Pins the accumulator registers at this point: the compiler may not move their reads or writes across
 // it (the asm of an in-flight wgmma names them, the wait does not).
 template <int R>

@@ -23,7 +23,9 @@ release stage (k-1) % s, whose wgmmas have then completed; a `wait_group 0` foll
 code (flash attention) has a ring pair per copy: the consumer runs the body in its order with each copy
 replaced by the wait for its tile, and releases each tile after the last statement that reads it
 (`_releases`; gemms there complete in place). The warp-specialize pass later puts the two loops on
-their own warpgroups.
+their own warpgroups. In a GEMM of thread-block clusters with TMA multicast switched on (multicast.py),
+the copies the cluster's blocks share become multicast slices and the empty rings count the consumer
+warps of every block of the cluster, each warp releasing a stage in all of them.
 """
 
 from __future__ import annotations
@@ -48,9 +50,11 @@ from tilecraft.cuda.ir import (
     WgmmaWait,
 )
 from tilecraft.cuda.op.gemm_plan import warp_specialization_enabled
+from tilecraft.cuda.transform.multicast import MULTICAST, SWITCH, ClusterShare, cluster_share, multicast_copy
 from tilecraft.cuda.transform.overlap import OVERLAP, Piece, overlap_plan, overlapped
 from tilecraft.cuda.transform.warp_specialize import (
     GENERAL,
+    enclosing_lets,
     gemms_only,
     note,
     specialization_candidate,
@@ -180,8 +184,10 @@ class _Stage(Mutator):
 
 
 class _Pipeline(Mutator):
-    def __init__(self, specialize: bool = False, overlap: bool = False, general: bool = False) -> None:
+    def __init__(self, specialize: bool = False, overlap: bool = False, general: bool = False,
+                 multicast: bool = False) -> None:  # fmt: skip
         super().__init__()
+        self.multicast = multicast  # shared tiles of cluster kernels are multicast (multicast.SWITCH)
         self.overlap = overlap  # the consumers overlap the softmax with P @ V (overlap.py, opt-in)
         self.general = general  # the general schedule is allowed (warp_specialize.GENERAL, on by default)
         self.staged: dict[int, Buffer] = {}
@@ -192,6 +198,7 @@ class _Pipeline(Mutator):
         self.specialized: S.For | None = None  # the loop of the current kernel that gets a producer
         self.consumer_threads = 0
         self.enclosing: list[S.For] = []  # the loops around the one being rebuilt, outermost first
+        self.cluster: ClusterShare | None = None  # the specialized loop's cluster, when it may multicast
 
     def mutate_Buffer(self, buf):
         return buf
@@ -204,6 +211,11 @@ class _Pipeline(Mutator):
                 note(loop, reason)
             elif loop is not None:
                 self.specialized, self.consumer_threads = loop, s.threads[0]
+        self.cluster = None
+        if self.specialized is not None and self.multicast:
+            self.cluster, reason = cluster_share(s, enclosing_lets(s.body, self.specialized))
+            if reason is not None:
+                note(self.specialized, reason, MULTICAST)
         return self.generic_mutate(s)
 
     def mutate_Allocate(self, s: S.Allocate) -> S.Stmt:
@@ -311,6 +323,9 @@ class _Pipeline(Mutator):
         it = k if wave is None else E.add(E.mul(wave, n), k)
         stage, use = E.floormod(it, stages), E.floordiv(it, stages)
         copies = _stmts(_Stage(staged, stage, tiles, full).mutate(S.seq(*producers)))
+        shared = self._shared(loop, producers, wave)
+        copies = [multicast_copy(c, self.cluster.size) if id(p) in shared else c for p, c in zip(producers, copies)]
+        blocks = self.cluster.size if shared else 1  # the blocks whose consumers release each stage
         # one expect-tx per tile: the full barrier completes on one arrival and all the stage's bytes
         tile = TmaCopy(tuple(load for c in copies for load in c.loads), sum(c.bytes for c in copies), full,
                        stage, elected=True, span=copies[0].span)  # fmt: skip
@@ -320,7 +335,8 @@ class _Pipeline(Mutator):
         in_flight = [dataclasses.replace(c, wait=1) for c in _stmts(gemms)]
         # tile k-1's wgmmas have completed once tile k's return with one group in flight
         previous = E.floormod(E.add(it, stages - 1), stages)
-        release = S.IfThenElse(E.compare(E.GT, k, 0), MbarArrive(empty, previous))
+        released = MbarArrive(empty, previous) if blocks == 1 else MbarArrive(empty, previous, cluster=blocks)
+        release = S.IfThenElse(E.compare(E.GT, k, 0), released)
         body = S.seq(MbarWait(full, stage, E.floormod(use, 2)), *in_flight, release)
         annotations = ((PIPELINED_BUFFERS, tuple(staged.values())),)
         consume = S.For(k, E.const(0), n, S.ForKind.SERIAL, body, annotations, span=loop.span)
@@ -330,12 +346,25 @@ class _Pipeline(Mutator):
             E.add(E.mul(wave, n), E.sub(n, 1)), stages)))]  # fmt: skip
         return S.seq(
             MbarRing(full, stages, 1),
-            MbarRing(empty, stages, threads // 32),
+            MbarRing(empty, stages, threads // 32 * blocks),
             ProducerLoop(produce, threads, span=loop.span),
             consume,
             WgmmaWait(0, tuple({id(c.c): c.c for c in consumers}.values())),
             *last,
         )
+
+    def _shared(self, loop: S.For, producers: list[S.Stmt], wave) -> set[int]:
+        """The copies (ids) whose tiles the blocks of the kernel's cluster share, which are multicast."""
+        if self.cluster is None:
+            return set()
+        if wave is not None:
+            note(loop, "the loop is in a T.Persistent loop (its blocks' tiles are not provably shared)", MULTICAST)
+            return set()
+        reasons = {id(p): self.cluster.shares(p, loop.extent) for p in producers}
+        if all(reasons.values()):
+            note(loop, f"no tile of the loop is shared by the cluster's blocks ({next(iter(reasons.values()))})",
+                 MULTICAST)  # fmt: skip
+        return {key for key, reason in reasons.items() if reason is None}
 
     def _specialized_general(self, loop: S.For, stages: int, stmts: list[S.Stmt], staged: dict[int, Buffer],
                              tiles: dict[int, int]) -> S.Stmt:  # fmt: skip
@@ -344,6 +373,8 @@ class _Pipeline(Mutator):
         where its copy stood (flash attention's Q @ K^T runs while V is in flight) and release it
         after the last statement that reads it."""
         k, n = loop.loop_var, loop.extent
+        if self.cluster is not None:
+            note(loop, "only a GEMM's loop (TMA loads and wgmma gemms) multicasts", MULTICAST)
         stage, use = E.floormod(k, stages), E.floordiv(k, stages)
         copies = [s for s in stmts if isinstance(s, TmaCopy)]
         rings = {id(c): (self.rings + 1 + 2 * i, self.rings + 2 + 2 * i) for i, c in enumerate(copies)}
@@ -447,6 +478,7 @@ def inject_software_pipeline(mod: IRModule, ctx) -> IRModule:
     # the general schedule, so switching the general schedule off switches the overlap off too.
     general = bool(ctx.pass_configs.get(GENERAL, True))
     overlap = specialize and general and bool(ctx.pass_configs.get(OVERLAP, True))
+    multicast = bool(ctx.pass_configs.get(SWITCH, False))
     return mod.with_functions(
-        f.with_body(_Pipeline(specialize, overlap, general).mutate(f.body)) for f in mod.functions
+        f.with_body(_Pipeline(specialize, overlap, general, multicast).mutate(f.body)) for f in mod.functions
     )

@@ -108,6 +108,9 @@ def _launch(k: int, info: KernelInfo, artifact: CompiledArtifact, names: dict[st
     lines += [f"        int64_t g{a} = {g};" for a, g in zip("xyz", grid)]
     lines.append("        if (gx < 0 || gy < 0 || gz < 0 || gx > INT64_C(2147483647) || gy > 65535 || gz > 65535)"
                  " return CUDA_ERROR_INVALID_VALUE;")  # fmt: skip
+    clustered = [f"g{a} % {c}" for a, c in zip("xyz", info.cluster) if c > 1]
+    if clustered:  # a launch runs whole thread-block clusters
+        lines.append(f"        if ({' || '.join(clustered)}) return CUDA_ERROR_INVALID_CLUSTER_SIZE;")
     lines.append(f"        void *params[] = {{{params}}};")
     lines.append("        if (gx && gy && gz) {")
     lines.append(f"            CUresult rc = cuLaunchKernel(functions[{k}], (unsigned)gx, (unsigned)gy, (unsigned)gz, "

@@ -283,13 +283,14 @@ def _kernel_lines(plan: KernelPlan, namespace: dict[str, Any], assign: str, hook
     grid, checks, lines = [], [], [f"    # kernel {k}: {info.symbol}"]
     for axis, text in enumerate(plan.grid):
         constant = _constant(text)
+        cluster = info.cluster[axis]
         if constant is not None:
             _check_constant_grid(info, axis, constant)
             grid.append(str(constant))
             continue
         name = f"g{'xyz'[axis]}{k}"
         lines.append(f"    {name} = {text}")
-        checks.append(f"0 < {name} <= {MAX_GRID[axis]}")
+        checks.append(f"0 < {name} <= {MAX_GRID[axis]}" + (f" and {name} % {cluster} == 0" if cluster > 1 else ""))
         grid.append(name)
     block = _three(info.block)
     call = f"(_f{k}, {', '.join(grid)}, {', '.join(map(str, block))}, {info.dynamic_smem}, s, _p{k}, 0)"
@@ -328,12 +329,25 @@ def _check_constant_grid(info: KernelInfo, axis: int, value: int) -> None:
         raise TilecraftError(
             f"kernel {info.symbol}: grid dim {'xyz'[axis]} is {value}; CUDA allows 1..{MAX_GRID[axis]}"
         )
+    if value % info.cluster[axis]:
+        raise TilecraftError(_cluster_message(info, axis, value))
+
+
+def _cluster_message(info: KernelInfo, axis: int, value: int) -> str:
+    return (
+        f"kernel {info.symbol}: grid dim {'xyz'[axis]} is {value}, not a multiple of its cluster_dims "
+        f"{'xyz'[axis]} = {info.cluster[axis]} (a launch runs whole clusters); round the kernel's grid up to "
+        f"a multiple of {info.cluster[axis]}, or leave cluster_dims out"
+    )
 
 
 def _grid_checker(info: KernelInfo) -> Callable[[tuple[int, ...]], None]:
     def bad_grid(grid: tuple[int, ...]) -> None:
         """An empty grid (a zero dim) launches nothing; a negative or too large one is an error."""
         if all(0 <= g <= m for g, m in zip(grid, MAX_GRID)):
+            for axis, (g, c) in enumerate(zip(grid, info.cluster)):
+                if g % c:
+                    raise ArgumentError(_cluster_message(info, axis, g))
             return
         raise ArgumentError(
             f"kernel {info.symbol}: grid {grid} is out of range for CUDA (each dim >= 0, x <= {MAX_GRID[0]}, "

@@ -40,6 +40,7 @@ from tilecraft.execution.cuda_driver.launch import (
 from tilecraft.execution.cuda_driver.sources import SOURCE_NAME
 from tilecraft.execution.cuda_driver.tensor_map import TensorMaps
 from tilecraft.execution.native.plan import build_plan
+from tilecraft.ir import expr as E
 from tilecraft.ir.dtype import DataType
 
 SOURCE_FORMAT = "cuda-source"
@@ -162,7 +163,7 @@ class CudaRuntimeBackend(CachedExecutionBackend):
         their calls take the Python path)."""
         handle: CudaModule = loaded.handle
         artifact = loaded.built.artifact
-        if any(info.tensor_maps for info in artifact.kernels):
+        if any(info.tensor_maps or _dynamic_cluster(info) for info in artifact.kernels):
             return None
         try:
             kernels = tuple(
@@ -237,6 +238,12 @@ def _stream_getter() -> Callable[[int], int]:
     if imported("torch") is not None:
         return current_stream_getter()
     return torch_current_stream
+
+
+def _dynamic_cluster(info: KernelInfo) -> bool:
+    """A grid dim that is clustered and not a constant: the Python path checks that it divides (the
+    compiled launcher's grid programs do not)."""
+    return any(c > 1 and not isinstance(E.const_value(g), int) for g, c in zip(info.grid, info.cluster))
 
 
 def _native_kernel(artifact: CompiledArtifact, info: KernelInfo, function: int) -> NativeKernel:

@@ -15,6 +15,7 @@ import numpy as np
 
 import tilecraft.language as T
 from tilecraft.testing.conformance import attention_bhsd as AB
+from tilecraft.testing.conformance import clusters as CL
 from tilecraft.testing.conformance import convolution as CV
 from tilecraft.testing.conformance import fragment_rows as FR
 from tilecraft.testing.conformance import global_layouts as G
@@ -462,6 +463,9 @@ CASES = [
     Case("two_copies_into_one_tile_per_iteration", PS.two_copies_per_tile, PS.gemm_inputs, PS.gemm_reference,
          2e-3),
     Case("persistent_gemm_in_waves", PT.persistent_gemm, PT.inputs, PT.reference, 2e-3),
+    # Thread-block clusters: TMA multicast of the shared tile on sm_90a, a plain grid elsewhere.
+    Case("gemm_in_clusters_sharing_a", CL.sharing_a, CL.inputs(False), CL.reference(False), 2e-3),
+    Case("gemm_in_clusters_sharing_b", CL.sharing_b, CL.inputs(True), CL.reference(True), 2e-3),
     # Flash attention whose pipelined loop is warp-specialized on sm_90a (softmax between TMA-fed gemms).
     *(Case(f"flash_attention_bhsd_{name}", AB.build(name), AB.inputs(name), AB.reference(name), 5e-3)
       for name in AB.CONFIGS),

@@ -1,0 +1,51 @@
+"""Thread-block clusters (`T.Kernel(..., cluster_dims=...)`) on the CUDA target.
+
+Clusters exist from sm_90 on. A kernel's results do not depend on its cluster shape (blocks of a cluster
+only run at once), so on an older arch the annotation is dropped, with a note under TILECRAFT_VERBOSE,
+and the grid launches as it is. On sm_90 and newer the kernel is compiled with `__cluster_dims__`;
+a grid dim the cluster does not divide is refused at launch (the launchers check it). What the cluster
+is used for, TMA multicast of the tiles its blocks share, is decided by inject-software-pipeline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+from tilecraft import settings
+from tilecraft.backend.pipeline import module_pass
+from tilecraft.cuda.target import capability
+from tilecraft.ir import stmt as S
+from tilecraft.ir.function import IRModule
+from tilecraft.ir.visitor import Mutator
+
+CLUSTER_CAPABILITY = (9, 0)
+
+
+class _DropClusters(Mutator):
+    def __init__(self, arch: str) -> None:
+        super().__init__()
+        self.arch = arch
+
+    def mutate_Buffer(self, buf):
+        return buf
+
+    def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
+        cluster = S.annotation(launch.annotations, S.CLUSTER_DIMS)
+        if cluster is None:
+            return launch
+        if settings.get("TILECRAFT_VERBOSE"):
+            where = f"{launch.span.file}:{launch.span.line}: " if launch.span is not None else ""
+            print(f"tilecraft: {where}cluster_dims={cluster} dropped: thread-block clusters need sm_90 or "
+                  f"newer, the target is {self.arch}", file=sys.stderr)  # fmt: skip
+        kept = tuple((k, v) for k, v in launch.annotations if k != S.CLUSTER_DIMS)
+        return dataclasses.replace(launch, annotations=kept)
+
+
+@module_pass("cluster-launches")
+def cluster_launches(mod: IRModule, ctx) -> IRModule:
+    """Kernels keep their cluster shape on sm_90+; older archs launch the grid without clusters."""
+    arch = ctx.target.attr("arch")
+    if arch is None or capability(arch) >= CLUSTER_CAPABILITY:
+        return mod
+    return mod.with_functions(f.with_body(_DropClusters(arch).mutate(f.body)) for f in mod.functions)
