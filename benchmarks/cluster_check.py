@@ -23,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.hopper_check import TOLERANCE, inputs, prewarm  # noqa: E402
+from benchmarks.hopper_check import build as hopper_gemm  # noqa: E402
 
 TILES = [  # block_M, block_N, block_K, threads, stages
     (128, 128, 64, 128, 3),
@@ -38,41 +39,9 @@ MULTICAST = {"tilecraft.cuda.tma_multicast": True}  # off by default (docs/cuda.
 
 
 def build(m, n, k, tile, dtype, layout, cluster, dynamic=False, panel=0):
-    import tilecraft.language as T
-
-    block_m, block_n, block_k, threads, stages = tile
-    ta, tb = layout[0] == "T", layout[1] == "T"
-    mm = T.dynamic("m") if dynamic else m
-    a_shape, b_shape = ((k, mm) if ta else (mm, k)), ((n, k) if tb else (k, n))
-    a_tile = (block_k, block_m) if ta else (block_m, block_k)
-    b_tile = (block_n, block_k) if tb else (block_k, block_n)
-    cx, cy = cluster
-    # whole clusters: the grid rounded up (the copies skip what lies past C's edges); a dynamic size is
-    # left as it is, so that a size the cluster does not divide is refused at launch
-    gx = T.ceildiv(T.ceildiv(n, block_n), cx) * cx
-    gy = T.ceildiv(mm, block_m) if dynamic else T.ceildiv(T.ceildiv(m, block_m), cy) * cy
-
-    @T.prim_func
-    def gemm(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((mm, n), dtype)):
-        with T.Kernel(gx, gy, threads=threads, cluster_dims=(cx, cy)) as (bx, by):
-            A_s = T.alloc_shared(a_tile, dtype)
-            B_s = T.alloc_shared(b_tile, dtype)
-            C_l = T.alloc_fragment((block_m, block_n), "float32")
-            T.use_swizzle(panel_size=panel, enable=panel > 0)
-            T.clear(C_l)
-            for ko in T.Pipelined(T.ceildiv(k, block_k), num_stages=stages):
-                if ta:
-                    T.copy(A[ko * block_k, by * block_m], A_s)
-                else:
-                    T.copy(A[by * block_m, ko * block_k], A_s)
-                if tb:
-                    T.copy(B[bx * block_n, ko * block_k], B_s)
-                else:
-                    T.copy(B[ko * block_k, bx * block_n], B_s)
-                T.gemm(A_s, B_s, C_l, transpose_A=ta, transpose_B=tb)
-            T.copy(C_l, C[by * block_m, bx * block_n])
-
-    return gemm
+    """hopper_check's GEMM in clusters of `cluster` blocks, the grid rounded up to whole clusters (a
+    dynamic M is left as it is, so that a size the cluster does not divide is refused at launch)."""
+    return hopper_gemm(m, n, k, *tile, dtype, layout, cluster=cluster, panel=panel, dynamic_m=dynamic)
 
 
 def specs() -> list[tuple]:

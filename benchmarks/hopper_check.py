@@ -51,24 +51,33 @@ BIG = (8192, 8192, 8192)
 TOLERANCE = {"float16": 5e-3, "bfloat16": 2e-2}
 
 
-def build(m, n, k, block_m, block_n, block_k, threads, stages, dtype, layout):
-    """The GEMM as a TileLang-style kernel: C (dtype) = op(A) @ op(B), float32 accumulation."""
+def build(m, n, k, block_m, block_n, block_k, threads, stages, dtype, layout, cluster=(1, 1), panel=8,
+          dynamic_m=False):  # fmt: skip
+    """The GEMM as a TileLang-style kernel: C (dtype) = op(A) @ op(B), float32 accumulation.
+
+    `cluster`: (x, y) blocks per thread-block cluster over (N tiles, M tiles), the grid rounded up to whole
+    clusters (T.copy skips what lies past C's edges); `panel`: T.use_swizzle's (0: none); `dynamic_m`: M
+    a dynamic dim, its grid dim not rounded (benchmarks/cluster_check.py's refused launch)."""
     import tilecraft.language as T
 
     ta, tb = layout[0] == "T", layout[1] == "T"
-    a_shape, b_shape = ((k, m) if ta else (m, k)), ((n, k) if tb else (k, n))
+    mm = T.dynamic("m") if dynamic_m else m
+    a_shape, b_shape = ((k, mm) if ta else (mm, k)), ((n, k) if tb else (k, n))
     a_tile, b_tile = (
         ((block_k, block_m) if ta else (block_m, block_k)),
         ((block_n, block_k) if tb else (block_k, block_n)),
     )
+    cx, cy = cluster
+    gx = T.ceildiv(T.ceildiv(n, block_n), cx) * cx
+    gy = T.ceildiv(mm, block_m) if dynamic_m else T.ceildiv(T.ceildiv(m, block_m), cy) * cy
 
     @T.prim_func
-    def gemm(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((m, n), dtype)):
-        with T.Kernel(T.ceildiv(n, block_n), T.ceildiv(m, block_m), threads=threads) as (bx, by):
+    def gemm(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((mm, n), dtype)):
+        with T.Kernel(gx, gy, threads=threads, cluster_dims=(cx, cy)) as (bx, by):
             A_s = T.alloc_shared(a_tile, dtype)
             B_s = T.alloc_shared(b_tile, dtype)
             C_l = T.alloc_fragment((block_m, block_n), "float32")
-            T.use_swizzle(panel_size=8)
+            T.use_swizzle(panel_size=panel, enable=panel > 0)
             T.clear(C_l)
             for ko in T.Pipelined(T.ceildiv(k, block_k), num_stages=stages):
                 if ta:
