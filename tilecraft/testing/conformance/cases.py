@@ -462,6 +462,8 @@ CASES = [
     Case("two_copies_into_one_tile_per_iteration", PS.two_copies_per_tile, PS.gemm_inputs, PS.gemm_reference,
          2e-3),
     Case("persistent_gemm_in_waves", PT.persistent_gemm, PT.inputs, PT.reference, 2e-3),
+    Case("persistent_gemm_staged_through_shared", PT.persistent_gemm_staged, PT.staged_inputs, PT.reference,
+         TOL[F16]),
     # Flash attention whose pipelined loop is warp-specialized on sm_90a (softmax between TMA-fed gemms).
     *(Case(f"flash_attention_bhsd_{name}", AB.build(name), AB.inputs(name), AB.reference(name), 5e-3)
       for name in AB.CONFIGS),
