@@ -7,6 +7,7 @@ persistent GEMM that stage their output."""
 from __future__ import annotations
 
 import itertools
+import random
 import re
 import subprocess
 from collections import Counter
@@ -31,7 +32,7 @@ from tilecraft.cuda.intrinsics.mma_layouts import (
     wgmma_accumulator_coords,
 )
 from tilecraft.cuda.intrinsics.simt import cuda_simt
-from tilecraft.cuda.ir import StMatrix
+from tilecraft.cuda.ir import NamedBarrier, SetMaxNReg, StMatrix, TmaStoreCopy, TmaStoreWait
 from tilecraft.cuda.op.stmatrix import matrices
 from tilecraft.cuda.op.tma_store import TMA_STORE
 from tilecraft.cuda.shared_layout import wgmma_operand
@@ -43,7 +44,7 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.eval import evaluate
 from tilecraft.ir.function import IRModule
-from tilecraft.ir.visitor import walk
+from tilecraft.ir.visitor import Mutator, walk
 from tilecraft.layout.tile import blocked_layout
 from tilecraft.testing.conformance import persistent_tiles as PT
 from tilecraft.testing.filecheck import filecheck
@@ -427,3 +428,149 @@ def test_the_gpu_script_covers_every_case_with_both_variants():
                          ids=["gemm-on", "gemm-ragged-off", "attention-on"])  # fmt: skip
 def test_the_gpu_script_dry_mode_lowers_and_compiles(nvcc, spec):
     assert HE.dry_one(spec) is None
+
+
+# ---------------------------------------------------------------- the store protocol, executed
+
+
+class _Epilogue:
+    """The consumers' warps run the statements of the store protocol under a random schedule: writes of
+    the staging tile (stmatrix loops, stores), barriers (each a count of warps), the elected thread's
+    TMA stores (reading the tile until a random later time) and its waits. Checked: a store is issued
+    only once every warp has written the tile's current contents, no warp writes the tile while a store
+    still reads it, and no store is in flight when the issuing warp finishes."""
+
+    PROTOCOL = (StMatrix, S.BufferStore, TmaStoreCopy, TmaStoreWait, NamedBarrier)
+
+    def __init__(self, body: S.Stmt, env: dict, tid, warps: int, tile: str, seed: int) -> None:
+        self.tile, self.warps, self.rng = tile, warps, random.Random(seed)
+        self.writes = [0] * warps  # writes of the tile each warp has done
+        self.in_flight = 0  # stores still reading the tile
+        self.stores = 0
+        self.arrived, self.generation = 0, 0
+        self.procs = [self._warp(w, body, {**env, tid: w * WARP_SIZE}) for w in range(warps)]
+
+    def relevant(self, s) -> bool:
+        return any(isinstance(n, self.PROTOCOL) or _is_sync(n) for n in walk(s))
+
+    def ordering(self, s) -> bool:
+        """`s` holds barriers, stores or waits (a loop of writes alone is one write)."""
+        return any(isinstance(n, (TmaStoreCopy, TmaStoreWait, NamedBarrier)) or _is_sync(n) for n in walk(s))
+
+    def writes_tile(self, s) -> bool:
+        return any(isinstance(n, StMatrix) and n.dst.name == self.tile
+                   or isinstance(n, S.BufferStore) and n.buffer.name == self.tile for n in walk(s))  # fmt: skip
+
+    def _warp(self, w: int, body: S.Stmt, env: dict):
+        yield from self._stmt(w, body, env)
+        if w == 0:
+            assert self.in_flight == 0, "the issuing thread finished with a TMA store still reading the tile"
+
+    def _stmt(self, w: int, s: S.Stmt, env: dict):
+        if not self.relevant(s):
+            return
+        if isinstance(s, S.SeqStmt):
+            for c in s.stmts:
+                yield from self._stmt(w, c, env)
+        elif isinstance(s, (S.Allocate, S.LetStmt)):
+            if isinstance(s, S.LetStmt):
+                env[s.var] = evaluate(s.value, env)
+            yield from self._stmt(w, s.body, env)
+        elif isinstance(s, S.IfThenElse):
+            branch = s.then_case if evaluate(s.condition, env) else s.else_case
+            if branch is not None:
+                yield from self._stmt(w, branch, env)
+        elif isinstance(s, S.For) and self.ordering(s):
+            start = evaluate(s.min, env)
+            for k in range(start, start + evaluate(s.extent, env)):
+                env[s.loop_var] = k
+                yield from self._stmt(w, s.body, env)
+        else:
+            yield from self._leaf(w, s)
+
+    def _leaf(self, w: int, s: S.Stmt):
+        if isinstance(s, TmaStoreCopy):
+            if w == 0:
+                assert all(n == self.writes[0] for n in self.writes), (
+                    f"a store before every warp wrote: {self.writes}"
+                )
+                self.in_flight, self.stores = self.in_flight + 1, self.stores + 1
+        elif isinstance(s, TmaStoreWait):
+            while w == 0 and self.in_flight:
+                yield
+        elif isinstance(s, NamedBarrier) or _is_sync(s):
+            generation = self.generation
+            self.arrived += 1
+            if self.arrived == self.warps:
+                self.arrived, self.generation = 0, generation + 1
+            while self.generation == generation:
+                yield
+        elif self.writes_tile(s):
+            assert not self.in_flight, f"warp {w} writes {self.tile} while a TMA store reads it"
+            self.writes[w] += 1
+        yield
+
+    def run(self) -> int:
+        live = list(self.procs)
+        for _ in range(10**6):
+            if not live and not self.in_flight:
+                return self.stores
+            # the TMA unit is slow to read the tile, so schedules that race it are likely
+            if self.in_flight and (not live or self.rng.random() < 0.02):
+                self.in_flight -= 1  # the TMA unit has read one store's source
+                continue
+            choice = self.rng.randrange(len(live))
+            try:
+                next(live[choice])
+            except StopIteration:
+                live.pop(choice)
+        raise AssertionError(f"deadlock: {len(live)} warps never finish")
+
+
+def _is_sync(n) -> bool:
+    return isinstance(n, S.Evaluate) and isinstance(n.value, E.Call) and n.value.op == "sync_threads"
+
+
+def _consumers(launch: S.KernelLaunch) -> tuple[S.Stmt, int]:
+    """The consumers' code and warps (the whole body and every warp without a producer)."""
+    split = [n for n in walk(launch.body) if isinstance(n, S.IfThenElse)
+             and any(isinstance(m, SetMaxNReg) and not m.increase for m in walk(n.then_case))]  # fmt: skip
+    if not split:
+        return launch.body, launch.threads[0] // WARP_SIZE
+    return split[0].else_case, (launch.threads[0] - PRODUCER_THREADS) // WARP_SIZE
+
+
+@pytest.mark.parametrize("configs", [None, NO_WS], ids=["specialized", "ring"])
+@pytest.mark.parametrize("block", range(PT.BLOCKS))
+def test_the_persistent_store_protocol_holds_under_random_schedules(configs, block):
+    launch = _device(PT.persistent_gemm_staged(), configs)
+    body, warps = _consumers(launch)
+    env = {v: block for v in launch.block_vars}
+    waves = -(-(PT.M // PT.BM * -(-PT.N // PT.BN) - block) // PT.BLOCKS)
+    for seed in range(8):
+        assert _Epilogue(body, dict(env), launch.thread_vars[0], warps, "C_s", seed).run() == waves
+
+
+def test_the_protocol_check_catches_a_missing_wait():
+    """Without the wait before the next tile's writes (and its barrier), a schedule overwrites the tile."""
+    launch = _device(PT.persistent_gemm_staged())
+    body, warps = _consumers(launch)
+
+    class _NoWaits(Mutator):
+        def mutate_Buffer(self, buf):
+            return buf
+
+        def mutate_SeqStmt(self, s):
+            kept = [self.mutate(c) for c in s.stmts if not isinstance(c, (TmaStoreWait, NamedBarrier))
+                    or isinstance(c, NamedBarrier) and not _follows_wait(s, c)]  # fmt: skip
+            return S.seq(*kept)
+
+    def _follows_wait(seq, stmt) -> bool:
+        i = next(k for k, c in enumerate(seq.stmts) if c is stmt)
+        return i > 0 and isinstance(seq.stmts[i - 1], TmaStoreWait)
+
+    broken = _NoWaits().mutate(body)
+    env = {v: 0 for v in launch.block_vars}
+    with pytest.raises(AssertionError, match="while a TMA store reads it|still reading"):
+        for seed in range(20):
+            _Epilogue(broken, dict(env), launch.thread_vars[0], warps, "C_s", seed).run()

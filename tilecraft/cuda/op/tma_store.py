@@ -8,8 +8,9 @@ async-group. The hardware clips each box at the tensor's edges (elements past th
 so ragged sizes need no predicate.
 
 The tile's layout is what the tensor map's swizzle describes: a tile that is the source of such a store
-and no gemm's operand gets the canonical 128-byte swizzled layout of wgmma operand tiles (column blocks
-of 128 bytes, 16-byte chunks XOR-ed with the row within each 8-row group; `staging_layout`). Rows of
+and no gemm's operand gets the canonical swizzled layout of wgmma operand tiles with the widest swizzle
+that divides its rows, 128 bytes for the rows of GEMM and attention tiles (column blocks of 128 bytes,
+16-byte chunks XOR-ed with the row within each 8-row group; `staging_layout`). Rows of
 256 to 512 bytes would otherwise put the 8 rows an mma accumulator fragment writes at once (8 rows x 4
 lanes of a warp, or the 8 row addresses of one stmatrix matrix) on the same 4 banks: an 8-way conflict
 that the swizzle turns into none. A tile without a layout (no swizzle fits its rows) is stored through a
@@ -48,7 +49,6 @@ TMA_MAX_BOX = 256
 # 8- and 16-bit integers move as the unsigned types of their size, unconverted.
 STORABLE = ("float16", "bfloat16", "float32", "int32", "uint32", "int16", "uint16", "int8", "uint8",
             "float8_e4m3fn", "float8_e5m2")  # fmt: skip
-SWIZZLE_SPAN = 128  # bytes: the staging layout's swizzle
 
 
 def tma_store_enabled(pass_configs) -> bool:
@@ -91,9 +91,9 @@ def layout_refusal(tile: Buffer, layout) -> str | None:
     """Why the tile's layout is not one a tensor map's box can read (None: it is)."""
     rows, cols = (E.const_value(d) for d in tile.shape)
     if isinstance(layout, SharedLayout) and layout.kind == "wgmma":
-        return (
-            None if (layout.rows, layout.row_length) == (rows, cols) else "the tile's layout is not its own"
-        )
+        if (layout.rows, layout.row_length) != (rows, cols):
+            return f"the tile's layout is that of a {layout.rows} x {layout.row_length} tile"
+        return None
     if layout is not None:
         return f"the tile's layout {layout} is not one a TMA box lands in"
     if cols > TMA_MAX_BOX or (cols * tile.dtype.bytes) % BUFFER_ALIGN:
@@ -160,8 +160,9 @@ def _stmt_children(s: S.Stmt) -> Iterator[S.Stmt]:
 
 
 def staging_layout(op: S.Copy) -> SharedLayout | None:
-    """The 128-byte swizzled layout for the source tile of a copy that can be a TMA store (None: the copy
-    cannot, or the tile's rows hold no 32-byte swizzle row or its rows are not a multiple of 8)."""
+    """The swizzled layout for the source tile of a copy that can be a TMA store, with the widest swizzle
+    (128, 64 or 32 bytes) that divides its rows (None: the copy cannot be a TMA store, or no swizzle
+    divides the rows, or their count is not a multiple of 8)."""
     if not is_store_candidate(op) or store_refusal(op) is not None:
         return None
     rows, cols = (E.const_value(d) for d in op.src.buffer.shape)
