@@ -106,14 +106,16 @@ def gemm_through_shared(A: T.Tensor((1024, 512), "float16"), B: T.Tensor((512, 1
     # CHECK-NOT: __syncthreads
     # CHECK: tc_wgmma_wait<0>();
     # CHECK-NOT: __syncthreads
-    # CHECK: C_s[
+    # CHECK: tc_stmatrix_x4(C_s +
     # CHECK-NEXT: }
     # CHECK-NEXT: tc_fence_proxy_async(); tc_named_barrier(1, 128);
     # CHECK-NOT: __syncthreads
-    # CHECK: *(uint4*)(C +
+    # CHECK: tc_tma_store<2>(tc_tmap2,
     # CHECK-NOT: __syncthreads
     # CHECK: if ((tx == 127)) {
     # CHECK-NEXT: Flag[
+    # CHECK-NOT: __syncthreads
+    # CHECK: if (tc_leader()) tc_tma_store_wait_read();
     # CHECK-NOT: __syncthreads
     with T.Kernel(8, 8, threads=128) as (bx, by):
         A_s = T.alloc_shared((128, 64), "float16")

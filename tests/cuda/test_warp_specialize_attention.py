@@ -92,7 +92,7 @@ def test_the_producer_issues_k_and_v_and_the_consumers_wait_where_the_copies_wer
            "} else {", "tc_setmaxnreg_inc<240>();",
            "tc_tma_load<4>(Q_shared + 0, tc_tmap2", "tc_mbar_wait(&tc_mbar[0], tc_phase0 & 1u);",
            f"for (int32_t k = 0; k < {trips[1]}; ++k) {{", *CONSUMER_LOOP,
-           "/ logsum[", "tc_named_barrier(1, 256);", "Output + ")  # fmt: skip
+           "/ logsum[", "tc_named_barrier(1, 256);", "tc_tma_store<4>(tc_tmap3")  # fmt: skip
     assert art.kernels[0].block == (256 + PRODUCER_THREADS,)
     # the only block barrier publishes the mbarriers' initialisation, before the roles split
     assert kernel.count("__syncthreads()") == 1

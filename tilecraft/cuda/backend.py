@@ -15,6 +15,7 @@ from tilecraft.cuda.op.gemm_plan import (
     DISABLE_WGMMA,
     TRANSPOSED_REGISTER_A,
 )
+from tilecraft.cuda.op.tma_store import TMA_STORE, TMA_STORE_DOC
 from tilecraft.cuda.pipeline import PIPELINE
 from tilecraft.cuda.storage import ASSUME_ALIGNED, ASSUME_ALIGNED_DOC
 from tilecraft.cuda.target import KIND
@@ -49,7 +50,8 @@ CUDA_BACKEND = register_backend(
         callbacks={"processor_count": processor_count, "carver.arch.CUDA": CUDA},
         pass_configs={
             DISABLE_WGMMA: "on sm_90a, lower T.gemm to mma.sync m16n8k16 (the sm_80 path) instead of wgmma",
-            DISABLE_TMA: "on sm_90a, load wgmma operand tiles with cp.async instead of TMA (and no mbarrier ring)",
+            DISABLE_TMA: "on sm_90a, load wgmma operand tiles with cp.async instead of TMA (and no mbarrier ring), "
+            "and store shared tiles to global memory with the threads' own stores instead of TMA stores",
             DISABLE_WARP_SPECIALIZED: "on sm_90a, no producer warpgroup: the kernel's own threads issue the TMA "
             "loads of a T.Pipelined loop in program order (the mbarrier ring without setmaxnreg)",
             GENERAL: "on sm_90a, also warp-specialize T.Pipelined loops with other code between their TMA-fed "
@@ -60,6 +62,7 @@ CUDA_BACKEND = register_backend(
             MULTICAST_SWITCH: "on sm_90a, a warp-specialized GEMM in thread-block clusters (T.Kernel cluster_dims) "
             "multicasts the tiles its blocks share (TMA multicast); off by default (slower on an H200), True turns it on",
             ASSUME_ALIGNED: ASSUME_ALIGNED_DOC,
+            TMA_STORE: TMA_STORE_DOC,
         },
         unsupported={
             SHARED_MEMORY: "a block has the GPU's max_shared_memory_per_block_optin bytes of shared memory (99 KiB "

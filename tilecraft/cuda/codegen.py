@@ -35,6 +35,7 @@ from tilecraft.cuda.storage import (
     BUFFER_ALIGN,
     SHARED_ALIGN,
     WGMMA_ALIGN,
+    swizzled_tma_tiles,
     wgmma_calls,
 )
 from tilecraft.cuda.transform.multicast import multicasts
@@ -62,7 +63,7 @@ def header_text() -> str:
 def _tma(body: S.Stmt) -> tuple[dict[int, tuple[int, int]], dict[tuple, int]]:
     """The kernel's mbarrier rings (ring -> (barriers, arrivals per phase)) and tensor maps ((buffer
     name, box, swizzle) -> index), in the order they first appear."""
-    from tilecraft.cuda.ir import MbarRing, TmaCopy
+    from tilecraft.cuda.ir import MbarRing, TmaCopy, TmaStoreCopy
 
     rings: dict[int, tuple[int, int]] = {}
     maps: dict[tuple, int] = {}
@@ -74,7 +75,17 @@ def _tma(body: S.Stmt) -> tuple[dict[int, tuple[int, int]], dict[tuple, int]]:
                 rings.setdefault(0, (1, 1))
             for load in n.loads:
                 maps.setdefault((load.src.name, load.box, load.swizzle), len(maps))
+        elif isinstance(n, TmaStoreCopy):
+            # a store map of a buffer may be the same map as a load's (a map has no direction)
+            for store in n.stores:
+                maps.setdefault((store.dst.name, store.box, store.swizzle), len(maps))
     return rings, maps
+
+
+def _tma_stores(body: S.Stmt) -> bool:
+    from tilecraft.cuda.ir import TmaStoreCopy
+
+    return any(isinstance(n, TmaStoreCopy) for n in walk(body))
 
 
 def _ring_bases(rings: dict[int, tuple[int, int]]) -> dict[int, int]:
@@ -123,9 +134,9 @@ def _declare_barriers(printer: CudaPrinter, rings: dict[int, tuple[int, int]], p
 
 
 def _written(func: PrimFunc) -> set[int]:
-    from tilecraft.cuda.ir import AsyncCopy, VectorCopy, VectorZero
+    from tilecraft.cuda.ir import AsyncCopy, TmaStore, VectorCopy, VectorZero
 
-    return written_buffers(func, AsyncCopy, VectorCopy, VectorZero)
+    return written_buffers(func, AsyncCopy, VectorCopy, VectorZero, TmaStore)
 
 
 def _param(printer: CudaPrinter, p: Buffer | Var, written: set[int]) -> str:
@@ -153,7 +164,9 @@ def kernel_source(func: PrimFunc) -> str:
     rings, maps = _tma(launch.body)
     printer = CudaPrinter(
         planned_offsets(func, CudaPrinter.arena_scopes),
-        async_proxy_fence=wgmma,
+        # TMA stores read shared memory through the async proxy too, after the barrier that publishes
+        # the tile's generic writes (tma_store_waits.py)
+        async_proxy_fence=wgmma or _tma_stores(launch.body),
         ring_base=_ring_bases(rings),
         tensor_maps=maps,
     )
@@ -161,7 +174,8 @@ def kernel_source(func: PrimFunc) -> str:
     written = _written(func)
     params = ", ".join([_param(printer, p, written) for p in func.params]
                        + [f"const __grid_constant__ tc_tensor_map tc_tmap{i}" for i in range(len(maps))])  # fmt: skip
-    printer.line(f"extern __shared__ __align__({WGMMA_ALIGN if wgmma else SHARED_ALIGN}) char tc_smem[];")
+    swizzled = wgmma or bool(swizzled_tma_tiles(launch.body))
+    printer.line(f"extern __shared__ __align__({WGMMA_ALIGN if swizzled else SHARED_ALIGN}) char tc_smem[];")
     _buffer_pointers(printer, func, written)
     bind_indices(
         printer, func, lambda k: f"(int32_t)blockIdx.{'xyz'[k]}", lambda k: f"(int32_t)threadIdx.{'xyz'[k]}"

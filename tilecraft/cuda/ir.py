@@ -216,6 +216,58 @@ class WgmmaWait(Stmt):
     keep: tuple[Buffer, ...] = ()
 
 
+@node
+class TmaStore(Stmt):
+    """One `cp.async.bulk.tensor` of the box at `coords` (elements, innermost dim first) of the global
+    buffer `dst`, through the tensor map (dst, `box`, `swizzle`), from `src[src_offset]` (elements of the
+    shared tile, which holds the box in the swizzled layout the map names). Elements of the box past
+    the tensor's edge are not written."""
+
+    dst: Buffer
+    src: Buffer
+    src_offset: Expr
+    box: tuple[int, ...]
+    swizzle: int
+    coords: tuple[Expr, ...]
+
+
+@node
+class TmaStoreCopy(Stmt):
+    """A shared tile stored to global memory by TMA: one elected thread issues `stores` and commits them
+    as one bulk async-group. The tile's writers must have fenced their generic-proxy writes for the
+    async proxy and met at a barrier before (the printer fences before every barrier of a kernel that
+    has TMA stores); the TMA unit reads the tile until the issuing thread's TmaStoreWait."""
+
+    stores: tuple[TmaStore, ...]
+
+    @property
+    def tiles(self) -> tuple[Buffer, ...]:
+        return tuple(dict.fromkeys(s.src for s in self.stores))
+
+
+@node
+class TmaStoreWait(Stmt):
+    """The thread that issues TMA stores waits until every bulk async-group it committed has finished
+    reading its shared source (`cp.async.bulk.wait_group.read 0`); a barrier after it lets the others
+    overwrite `tiles`. Barrier insertion sees it as a read of `tiles`, so the next write of a tile is
+    placed after a barrier that follows this wait."""
+
+    tiles: tuple[Buffer, ...]
+
+
+@node
+class StMatrix(Stmt):
+    """`stmatrix.sync.aligned.m8n8.x{count}.shared.b16`: the warp stores `count` 8x8 matrices of 16-bit
+    elements; `values` are this thread's 2 * count elements (of `dst`'s dtype), two per matrix, and
+    `dst_offset` the element offset in `dst` of the 8-element row this thread addresses (row lane % 8
+    of matrix lane / 8: 16 contiguous bytes, 16-byte aligned)."""
+
+    dst: Buffer
+    dst_offset: Expr
+    values: tuple[Expr, ...]
+    count: int
+
+
 def shared_accesses(node) -> tuple[tuple[Buffer, ...], tuple[Buffer, ...]] | None:
     """The buffers a CUDA statement reads and writes, for barrier insertion (None: not ours)."""
     if isinstance(node, GemmCall):
@@ -224,6 +276,10 @@ def shared_accesses(node) -> tuple[tuple[Buffer, ...], tuple[Buffer, ...]] | Non
         return (node.src,), (node.dst,)
     if isinstance(node, TmaCopy):
         return (), tuple(load.dst for load in node.loads)
-    if isinstance(node, (VectorZero, VectorStore)):
+    if isinstance(node, (VectorZero, VectorStore, StMatrix)):
         return (), (node.dst,)
+    if isinstance(node, TmaStoreCopy):
+        return node.tiles, ()
+    if isinstance(node, TmaStoreWait):
+        return node.tiles, ()
     return None

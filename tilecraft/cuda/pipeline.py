@@ -12,13 +12,15 @@ from tilecraft.cuda.op import OP_TABLE
 from tilecraft.cuda.op.copy import lower_copy
 from tilecraft.cuda.op.gemm import lower_gemm
 from tilecraft.cuda.op.gemm_plan import register_a_on_wgmma, tma_enabled, wgmma_enabled
+from tilecraft.cuda.op.tma_store import staging_layouts, tma_store_enabled, unsuited_copies
 from tilecraft.cuda.storage import SHARED_SCOPES, mark_assumed_alignment, plan_shared_memory
-from tilecraft.cuda.target import KIND
+from tilecraft.cuda.target import KIND, capability
 from tilecraft.cuda.transform.check import check_cuda_support
 from tilecraft.cuda.transform.clusters import cluster_launches
 from tilecraft.cuda.transform.pipeline import inject_software_pipeline
 from tilecraft.cuda.transform.shared_layouts import apply_shared_layouts
 from tilecraft.cuda.transform.strict_layouts import cuda_strict_layouts
+from tilecraft.cuda.transform.tma_store_waits import place_tma_store_waits
 from tilecraft.cuda.transform.warp_specialize import warp_specialize
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule, PrimFunc
@@ -68,37 +70,60 @@ def _shared_operands_agree(gemms: list[S.Gemm], threads: int, target) -> bool:
     return True
 
 
-def _per_function(mod: IRModule, ctx, make_pass) -> IRModule:
-    out = []
-    for f in mod.functions:
-        one = make_pass(_allows_wgmma(f, ctx))(mod.with_functions([f]), ctx)
-        out.extend(one.functions)
-    return mod.with_functions(out)
+STMATRIX_CAPABILITY = (9, 0)
+
+
+def _tma_stores(wgmma: bool, ctx) -> bool:
+    """TMA stores where TMA loads are (sm_90a, wgmma allowed, no tl.disable_tma_lower), unless the pass
+    config tilecraft.cuda.tma_store is False."""
+    return wgmma and tma_enabled(ctx.pass_configs) and tma_store_enabled(ctx.pass_configs)
+
+
+def _strict_layouts(func: PrimFunc, wgmma: bool, ctx):
+    """The gemms' layouts, and where TMA stores are on the staging layout of each tile they store."""
+    gemms = partial(cuda_strict_layouts, wgmma=wgmma)
+    if not _tma_stores(wgmma, ctx):
+        return gemms
+    staging = staging_layouts(func.body)
+
+    def strict(op, threads, target):
+        yield from gemms(op, threads, target)
+        yield from staging(op, threads, target)
+
+    return strict
 
 
 @module_pass("infer-layouts")
 def cuda_infer_layouts(mod: IRModule, ctx) -> IRModule:
-    """Every fragment has a layout (mma/wgmma accumulators, propagation, defaults); swizzled gemm tiles."""
-    return _per_function(
-        mod, ctx, lambda wgmma: infer_layouts(cuda_simt, partial(cuda_strict_layouts, wgmma=wgmma))
-    )
+    """Every fragment has a layout (mma/wgmma accumulators, propagation, defaults); swizzled gemm tiles
+    and, on sm_90a, swizzled staging tiles of TMA stores."""
+    out = []
+    for f in mod.functions:
+        strict = _strict_layouts(f, _allows_wgmma(f, ctx), ctx)
+        out.extend(infer_layouts(cuda_simt, strict)(mod.with_functions([f]), ctx).functions)
+    return mod.with_functions(out)
 
 
 @module_pass("lower-to-threads")
 def cuda_lower_to_threads(mod: IRModule, ctx) -> IRModule:
     """Tile ops and T.Parallel nests are per-thread code; fragments are per-thread register arrays;
-    on sm_90a, copies into wgmma operand tiles are TMA loads unless tl.disable_tma_lower is set."""
-
+    on sm_90a, copies into wgmma operand tiles are TMA loads and copies of shared tiles to global
+    memory TMA stores unless tl.disable_tma_lower is set, and 16-bit accumulators go to shared tiles
+    through stmatrix (sm_90 and newer) unless tilecraft.cuda.tma_store is False."""
     tma = tma_enabled(ctx.pass_configs)
-
-    def make(wgmma: bool):
+    arch = ctx.target.attr("arch")
+    stmatrix = (
+        arch is not None and capability(arch) >= STMATRIX_CAPABILITY and tma_store_enabled(ctx.pass_configs)
+    )
+    out = []
+    for f in mod.functions:
+        wgmma = _allows_wgmma(f, ctx)
         # TMA loads fill wgmma operand tiles, so they exist where wgmma does
-        copy = partial(lower_copy, tma=wgmma and tma)
-        return lower_to_threads(
-            {**OP_TABLE, S.Gemm: partial(lower_gemm, wgmma=wgmma), S.Copy: copy}, cuda_simt
-        )
-
-    return _per_function(mod, ctx, make)
+        copy = partial(lower_copy, tma=wgmma and tma, tma_store=_tma_stores(wgmma, ctx), stmatrix=stmatrix,
+                       unsuited=unsuited_copies(f.body))  # fmt: skip
+        table = {**OP_TABLE, S.Gemm: partial(lower_gemm, wgmma=wgmma), S.Copy: copy}
+        out.extend(lower_to_threads(table, cuda_simt)(mod.with_functions([f]), ctx).functions)
+    return mod.with_functions(out)
 
 
 PIPELINE = PassPipeline(
@@ -119,6 +144,7 @@ PIPELINE = PassPipeline(
         apply_shared_layouts,  # swizzled shared tiles addressed by physical offsets
         simplify_pass,  # fold the per-thread index arithmetic
         widen_index_arithmetic,  # int64 where an index value may not fit its dtype
+        place_tma_store_waits,  # the TMA store's issuer waits for its reads before the tile is rewritten / exit
         narrow_shared_scopes(),  # shared buffers in scope from first to last use, so later ones reuse bytes
         insert_barriers(shared_accesses),  # __syncthreads between shared writes and other threads' reads
         warp_specialize,  # a producer warpgroup issues the TMA loads of specialized pipelines (sm_90a)

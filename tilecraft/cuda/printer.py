@@ -20,7 +20,10 @@ from tilecraft.cuda.ir import (
     MbarWait,
     NamedBarrier,
     SetMaxNReg,
+    StMatrix,
     TmaCopy,
+    TmaStoreCopy,
+    TmaStoreWait,
     VectorCopy,
     VectorStore,
     VectorZero,
@@ -133,6 +136,29 @@ class CudaPrinter(CFamilyPrinter):
             self.line("}")
         if s.ring == 0:
             self._wait(0, 0)
+
+    def _s_TmaStoreCopy(self, s: TmaStoreCopy) -> None:
+        self.line("if (tc_leader()) {")
+        self.indent += 1
+        for store in s.stores:
+            tmap = self.tensor_maps[(store.dst.name, store.box, store.swizzle)]
+            coords = ", ".join(f"(int32_t)({self.expr(c)})" for c in store.coords)
+            src = f"{self.name(store.src)} + {self.expr(store.src_offset)}"
+            self.line(f"tc_tma_store<{len(store.coords)}>(tc_tmap{tmap}, {{{coords}}}, {src});")
+        self.line("tc_tma_store_commit();")
+        self.indent -= 1
+        self.line("}")
+
+    def _s_TmaStoreWait(self, s: TmaStoreWait) -> None:
+        self.line("if (tc_leader()) tc_tma_store_wait_read();")
+
+    def _s_StMatrix(self, s: StMatrix) -> None:
+        dtype = s.dst.dtype
+        bits = [self.to_storage(self.stored(v, dtype), dtype) for v in s.values]
+        words = [f"((uint32_t)(uint16_t)({lo}) | ((uint32_t)(uint16_t)({hi}) << 16))"
+                 for lo, hi in zip(bits[::2], bits[1::2])]  # fmt: skip
+        row = f"{self.name(s.dst)} + {self.expr(s.dst_offset)}"
+        self.line(f"tc_stmatrix_x{s.count}({row}, {', '.join(words)});")
 
     def _wait(self, ring: int, stage) -> None:
         if _is_zero(stage):

@@ -38,12 +38,21 @@ def wgmma_calls(body: S.Stmt) -> list:
     return [n for n in walk(body) if isinstance(n, GemmCall) and n.variant in WGMMA_VARIANTS]
 
 
+def swizzled_tma_tiles(body: S.Stmt) -> set[int]:
+    """The ids of the shared tiles a TMA load writes or a TMA store reads through a swizzled map."""
+    from tilecraft.cuda.ir import TmaLoad, TmaStore
+
+    tiles = {id(n.dst) for n in walk(body) if isinstance(n, TmaLoad) and n.swizzle}
+    return tiles | {id(n.src) for n in walk(body) if isinstance(n, TmaStore) and n.swizzle}
+
+
 def shared_alignment(body: S.Stmt):
-    """Each shared buffer's alignment in a kernel body: wgmma operand tiles start on 1024 bytes (the
-    hardware swizzles absolute addresses), the rest on SHARED_ALIGN."""
+    """Each shared buffer's alignment in a kernel body: wgmma operand tiles and the tiles of swizzled
+    TMA copies start on 1024 bytes (the hardware swizzles absolute addresses), the rest on SHARED_ALIGN."""
     operands = {
         id(buf) for call in wgmma_calls(body) for buf in (call.a, call.b) if buf.scope in SHARED_SCOPES
     }
+    operands |= swizzled_tma_tiles(body)
     return lambda buf: WGMMA_ALIGN if id(buf) in operands else SHARED_ALIGN
 
 

@@ -479,6 +479,50 @@ TC_DEVICE void tc_tma_load_multicast(void* dst, const tc_tensor_map& map, const 
                      : "memory");
     }
 }
+// The other direction: the box at `c` of the tensor `map` describes is written from shared memory at
+// `src` (laid out as the map's swizzle says); elements of the box past the tensor's edge are not written.
+// The copy joins the issuing thread's current bulk async-group, which tc_tma_store_commit closes; the
+// source may be overwritten once tc_tma_store_wait_read has returned in that thread.
+template <int RANK>
+TC_DEVICE void tc_tma_store(const tc_tensor_map& map, const int32_t (&c)[RANK], const void* src) {
+    const uint64_t desc = reinterpret_cast<uint64_t>(&map);
+    const uint32_t s = tc_smem_addr(src);
+    if constexpr (RANK == 1) {
+        asm volatile("cp.async.bulk.tensor.1d.global.shared::cta.bulk_group [%0, {%2}], [%1];\n"
+                     ::"l"(desc), "r"(s), "r"(c[0]) : "memory");
+    } else if constexpr (RANK == 2) {
+        asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n"
+                     ::"l"(desc), "r"(s), "r"(c[0]), "r"(c[1]) : "memory");
+    } else if constexpr (RANK == 3) {
+        asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n"
+                     ::"l"(desc), "r"(s), "r"(c[0]), "r"(c[1]), "r"(c[2]) : "memory");
+    } else if constexpr (RANK == 4) {
+        asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n"
+                     ::"l"(desc), "r"(s), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]) : "memory");
+    } else {
+        asm volatile("cp.async.bulk.tensor.5d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];\n"
+                     ::"l"(desc), "r"(s), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]) : "memory");
+    }
+}
+TC_DEVICE void tc_tma_store_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Waits until every bulk async-group this thread committed has read its shared source (not until its
+// writes to global memory are done: they complete before the grid does).
+TC_DEVICE void tc_tma_store_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+// stmatrix (sm_90): the warp stores N 8x8 matrices of 16-bit elements. Register i of lane l holds row
+// l / 4, columns 2 (l % 4) and 2 (l % 4) + 1 of matrix i (low half first), the mma accumulator's layout;
+// lane l gives the address of row l % 8 of matrix l / 8 (16 contiguous bytes, 16-byte aligned).
+TC_DEVICE void tc_stmatrix_x4(void* row, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n"
+                 ::"r"(tc_smem_addr(row)), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+TC_DEVICE void tc_stmatrix_x2(void* row, uint32_t r0, uint32_t r1) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x2.shared.b16 [%0], {%1, %2};\n"
+                 ::"r"(tc_smem_addr(row)), "r"(r0), "r"(r1) : "memory");
+}
+TC_DEVICE void tc_stmatrix_x1(void* row, uint32_t r0) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x1.shared.b16 [%0], {%1};\n" ::"r"(tc_smem_addr(row)), "r"(r0)
+                 : "memory");
+}
 
 // Pins the accumulator registers at this point: the compiler may not move their reads or writes across
 // it (the asm of an in-flight wgmma names them, the wait does not).

@@ -19,6 +19,8 @@ import sys
 
 from tilecraft import settings
 from tilecraft.cuda.ir import AsyncCopy, TmaCopy, TmaLoad, VectorCopy, VectorStore, VectorZero
+from tilecraft.cuda.op.stmatrix import stmatrix_copy
+from tilecraft.cuda.op.tma_store import tma_store_copy
 from tilecraft.cuda.shared_layout import SharedLayout
 from tilecraft.cuda.storage import BUFFER_ALIGN
 from tilecraft.cuda.storage import SHARED_SCOPES as SHARED
@@ -40,14 +42,30 @@ TMA_MAX_RANK = 5
 TMA_MAX_BOX = 256
 
 
-def lower_copy(op: S.Copy, ctx, tma: bool = False) -> S.Stmt:
-    """`tma` allows TMA loads into wgmma operand tiles (sm_90a without tl.disable_tma_lower)."""
+def lower_copy(
+    op: S.Copy,
+    ctx,
+    tma: bool = False,
+    tma_store: bool = False,
+    stmatrix: bool = False,
+    unsuited: frozenset[int] = frozenset(),
+) -> S.Stmt:
+    """`tma` allows TMA loads into wgmma operand tiles (sm_90a without tl.disable_tma_lower), `tma_store`
+    TMA stores of shared tiles (op/tma_store.py), `stmatrix` fragment -> shared copies through stmatrix
+    (op/stmatrix.py); `unsuited`: the ids of copies neither may take (tma_store.unsuited_copies)."""
     if tma:
         loads = _tma_copy(op, ctx)
         if loads is not None:
             return loads
+    if tma_store:
+        stores = tma_store_copy(op, ctx, unsuited)
+        if stores is not None:
+            return stores
     frag = fragment_side(op)
     if frag is not None:
+        matrices = stmatrix_copy(op, frag, ctx) if stmatrix and id(op) not in unsuited else None
+        if matrices is not None:
+            return matrices
         stores = _vector_fragment_store(op, frag, ctx)
         return stores if stores is not None else fragment_copy(op, frag, ctx)
     vector = _vector_plan(op, ctx)
@@ -255,7 +273,7 @@ def _chunk_loop(op: S.Copy, ctx, extents: list[int], elems: int, chunks: int, us
     valid = conjunction(_edge(op.src, src_idx) + _edge(op.dst, dst_idx))
     if valid is None:
         valid = E.const(True)
-    src_off = _flat_offset(op.src, src_idx)
+    src_off = _src_offset(op.src, src_idx, ctx)
     dst_off = _dst_offset(op.dst, dst_idx, ctx)
     if use_async:
         body: S.Stmt = AsyncCopy(op.dst.buffer, dst_off, op.src.buffer, src_off, CHUNK, valid, span=op.span)
@@ -285,6 +303,16 @@ def _flat_offset(region: BufferRegion, indices) -> E.Expr:
         offset = E.add(offset, E.mul(E.cast(idx, "int64"), stride))
         stride = E.mul(stride, E.cast(dim, "int64"))
     return offset
+
+
+def _src_offset(region: BufferRegion, indices, ctx) -> E.Expr:
+    """A source's element offset: physical in a swizzled shared tile (the staging tile of a TMA store
+    read by a copy that could not be one; a 16-byte chunk stays contiguous), row-major elsewhere.
+    apply-shared-layouts leaves the offsets of vector copies as they are."""
+    layout = ctx.shared_layouts.get(id(region.buffer))
+    if region.buffer.scope in SHARED and isinstance(layout, SharedLayout):
+        return layout.physical(E.cast(_flat_offset(region, indices), "int32"))
+    return _flat_offset(region, indices)
 
 
 def _dst_offset(region: BufferRegion, indices, ctx) -> E.Expr:

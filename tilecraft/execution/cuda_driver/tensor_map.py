@@ -23,6 +23,7 @@ DATA_TYPES = {
     "uint8": 0, "uint16": 1, "uint32": 2, "int32": 3, "uint64": 4, "int64": 5,
     "float16": 6, "float32": 7, "float64": 8, "bfloat16": 9,
     "float8_e4m3fn": 0, "float8_e5m2": 0,  # bytes moved unconverted: TMA has no float8 type before sm_100
+    "int8": 0, "int16": 1,  # moved unconverted too (a TMA store of an int8 / int16 tile)
 }  # fmt: skip
 SWIZZLES = {0: 0, 32: 1, 64: 2, 128: 3}  # bytes -> CUtensorMapSwizzle
 INTERLEAVE_NONE = 0

@@ -1,0 +1,100 @@
+"""T.copy of a 16-bit result from an mma / wgmma accumulator fragment into a shared tile with stmatrix.
+
+`stmatrix.sync.aligned.m8n8.x4.shared.b16` (sm_90) stores four 8x8 matrices per warp from four 32-bit
+registers per thread: register i of lane l holds row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1 of
+matrix i, and lane l gives the shared address of row l % 8 of matrix l / 8 (PTX ISA, stmatrix: the
+fragment layout of ldmatrix, which is the mma m16n8 accumulator's). Any fragment whose layout has that
+form within each pair of registers qualifies: register bit 0 and lane bits 0-1 move along the row by 1,
+2 and 4 columns, and every other input bit moves by whole 8-column chunks or rows (`matrices`). The mma
+accumulator (c0 c1 / c2 c3 of each m16n8 tile are two matrices) and the wgmma accumulator (the same per
+warp, PTX ISA "wgmma .m64nNk16 accumulator D") both have it. Each row of a matrix is then 8 consecutive
+elements of one tile row starting at a multiple of 8: 16 contiguous, 16-byte aligned bytes in a
+row-major tile whose rows are a multiple of 16 bytes and in the swizzled layouts, which permute whole
+16-byte chunks. Registers go in groups of 2 * count (count = 4, 2 or 1 matrices per instruction).
+"""
+
+from __future__ import annotations
+
+from tilecraft.cuda.ir import StMatrix
+from tilecraft.cuda.shared_layout import SharedLayout
+from tilecraft.cuda.storage import SHARED_SCOPES as SHARED
+from tilecraft.ir import expr as E
+from tilecraft.ir import stmt as S
+from tilecraft.ir.buffer import BufferRegion
+from tilecraft.layout.linear import LinearLayout
+from tilecraft.layout.tile import TileLayout
+
+ROW_BYTES = 16  # one row of an 8x8 matrix of 16-bit elements
+ROW_STEPS = {("register", 0): 1, ("lane", 0): 2, ("lane", 1): 4}  # columns each input bit moves
+
+
+def matrices(linear: LinearLayout) -> int | None:
+    """Matrices per stmatrix (4, 2 or 1) for a 2-D fragment layout of this form (module docstring);
+    None for other layouts."""
+    if linear.in_bits("lane") != 5 or linear.in_bits("register") < 1:
+        return None
+    for (name, bit), step in ROW_STEPS.items():
+        if linear.basis(name, bit) != {"dim0": 0, "dim1": step}:
+            return None
+    for name in linear.in_names:
+        for bit in range(linear.in_bits(name)):
+            if (name, bit) not in ROW_STEPS and linear.basis(name, bit)["dim1"] % 8:
+                return None
+    registers = linear.in_size("register")
+    return next(count for count in (4, 2, 1) if registers % (2 * count) == 0)
+
+
+def stmatrix_copy(op: S.Copy, frag: BufferRegion, ctx) -> S.Stmt | None:
+    """The copy as stmatrix instructions, or None where the element copy must do (the caller checks
+    that the copy is not under a condition on the thread index)."""
+    dst = op.dst
+    if frag is not op.src or dst.buffer.scope not in SHARED or ctx.pipelined_depth:
+        return None
+    if dst.dtype.bits != 16 or dst.dtype.is_bool or not _whole(dst) or not _whole(frag):
+        return None
+    layout = ctx.layout(frag.buffer, op.span)
+    tile = tuple(E.const_value(d) for d in dst.buffer.shape)
+    if len(tile) != 2 or tile != layout.shape or layout.padded or any(layout.replica_mask()):
+        return None
+    count = matrices(layout.linear)
+    shared = ctx.shared_layouts.get(id(dst.buffer))
+    if count is None or (tile[1] * 2) % ROW_BYTES or not _chunks_kept(shared):
+        return None
+    return _instructions(op, layout, shared, count, ctx)
+
+
+def _whole(region: BufferRegion) -> bool:
+    return all(
+        E.const_value(r.min) == 0 and E.const_value(r.extent) == E.const_value(d)
+        for r, d in zip(region.ranges, region.buffer.shape)
+    )
+
+
+def _chunks_kept(shared) -> bool:
+    """The tile's layout keeps each aligned 16-byte chunk contiguous (row-major, or a swizzle of chunks)."""
+    return shared is None or (
+        isinstance(shared, SharedLayout) and (shared.kind != "wgmma" or shared.atom >= 8)
+    )
+
+
+def _instructions(op: S.Copy, layout: TileLayout, shared, count: int, ctx) -> S.Stmt:
+    """An unrolled loop over the thread's register groups, one stmatrix each."""
+    regs = ctx.registers_of(op.src.buffer)
+    group = ctx.var("m")
+    first = E.mul(group, 2 * count)
+    # lane l addresses row l % 8 of matrix (l / 8) % count: the element lane 4 (l % 8) holds first, in the
+    # matrix's first register (lanes past the instruction's matrices give valid addresses too)
+    matrix = E.int_call("bitwise_and", E.int_call("shift_right", ctx.lane, 3), count - 1)
+    row_lane = E.mul(E.int_call("bitwise_and", ctx.lane, 7), 4)
+    row, col = layout.coords(E.add(first, E.mul(matrix, 2)), row_lane, ctx.warp)
+    flat = E.add(E.mul(row, layout.shape[1]), col)
+    offset = shared.physical(flat) if isinstance(shared, SharedLayout) else flat
+    dtype = op.dst.dtype
+    values = tuple(
+        E.cast(E.BufferLoad(regs.dtype, regs, (E.add(first, k),)), dtype) for k in range(2 * count)
+    )
+    body = StMatrix(op.dst.buffer, offset, values, count, span=op.span)
+    groups = layout.num_registers // (2 * count)
+    return S.For(
+        group, E.const(0), E.const(groups), S.ForKind.SERIAL, body, (("unroll", True),), span=op.span
+    )
