@@ -31,12 +31,16 @@ import torch.nn.functional as F  # noqa: E402
 from benchmarks.cuda import check, side_by_side_ms  # noqa: E402
 
 CONFIGS = [  # block_M, block_N, block_K, threads, stages[, "persistent": T.Persistent over one block per SM]
+    # [, "staged": the examples' own epilogue through a C_shared tile]
     (128, 256, 64, 256, 3),
     (256, 128, 64, 256, 4),
     (128, 128, 64, 128, 3),
     (128, 128, 32, 128, 4),
     (256, 128, 64, 256, 4, "persistent"),
     (256, 128, 64, 256, 3, "persistent"),
+    (128, 256, 64, 256, 3, "staged"),
+    (256, 128, 64, 256, 3, "staged"),
+    (256, 128, 64, 256, 3, "persistent", "staged"),
 ]
 ATTENTION = dict(batch=8, heads=16, seq=4096, dim=128, block_M=128, block_N=128, stages=2, threads=256)
 
@@ -59,8 +63,9 @@ def languages() -> dict[str, SimpleNamespace]:
     return found
 
 
-def gemm_program(lang, M, N, K, block_M, block_N, block_K, threads, stages, dtype):
-    """TileLang's examples/gemm/example_gemm.py, its tile configuration made parameters."""
+def gemm_program(lang, M, N, K, block_M, block_N, block_K, threads, stages, dtype, staged=False):
+    """TileLang's examples/gemm/example_gemm.py, its tile configuration made parameters; `staged`: its
+    epilogue through C_shared (else C stored from the fragment, so 4 stages of 256x128x64 fit)."""
     T = lang.T
 
     @lang.jit(out_idx=[-1])
@@ -76,17 +81,22 @@ def gemm_program(lang, M, N, K, block_M, block_N, block_K, threads, stages, dtyp
                     T.copy(A[by * block_M, k * block_K], A_shared)
                     T.copy(B[k * block_K, bx * block_N], B_shared)
                     T.gemm(A_shared, B_shared, C_local)
-                T.copy(C_local, C[by * block_M, bx * block_N])
+                if staged:
+                    C_shared = T.alloc_shared((block_M, block_N), dtype)
+                    T.copy(C_local, C_shared)
+                    T.copy(C_shared, C[by * block_M, bx * block_N])
+                else:
+                    T.copy(C_local, C[by * block_M, bx * block_N])
 
         return main
 
     return matmul()
 
 
-def persistent_gemm_program(lang, M, N, K, block_M, block_N, block_K, threads, stages, dtype):
-    """TileLang's examples/gemm/example_gemm_persistent.py (its `T.Persistent` form, one block per SM),
-    with example_gemm.py's epilogue (C stored from the fragment: the example's C_shared tile and four
-    stages of 256x128x64 do not fit in shared memory together)."""
+def persistent_gemm_program(lang, M, N, K, block_M, block_N, block_K, threads, stages, dtype, staged=False):
+    """TileLang's examples/gemm/example_gemm_persistent.py (its `T.Persistent` form, one block per SM);
+    `staged`: the example's epilogue through C_shared, else example_gemm.py's from the fragment (the
+    C_shared tile and four stages of 256x128x64 do not fit in shared memory together)."""
     T = lang.T
     sm_num = torch.cuda.get_device_properties(0).multi_processor_count
 
@@ -98,13 +108,19 @@ def persistent_gemm_program(lang, M, N, K, block_M, block_N, block_K, threads, s
                 A_shared = T.alloc_shared((block_M, block_K), dtype)
                 B_shared = T.alloc_shared((block_K, block_N), dtype)
                 C_local = T.alloc_fragment((block_M, block_N), "float32")
+                if staged:
+                    C_shared = T.alloc_shared((block_M, block_N), dtype)
                 for bx, by in T.Persistent([T.ceildiv(M, block_M), T.ceildiv(N, block_N)], sm_num, block_id):
                     T.clear(C_local)
                     for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=stages):
                         T.copy(A[bx * block_M, k * block_K], A_shared)
                         T.copy(B[k * block_K, by * block_N], B_shared)
                         T.gemm(A_shared, B_shared, C_local)
-                    T.copy(C_local, C[bx * block_M, by * block_N])
+                    if staged:
+                        T.copy(C_local, C_shared)
+                        T.copy(C_shared, C[bx * block_M, by * block_N])
+                    else:
+                        T.copy(C_local, C[bx * block_M, by * block_N])
 
         return main
 
@@ -113,8 +129,8 @@ def persistent_gemm_program(lang, M, N, K, block_M, block_N, block_K, threads, s
 
 def program(lang, size, cfg, dtype):
     """The GEMM of `cfg` (CONFIGS) at size^3: example_gemm.py's text, or the persistent example's."""
-    make = persistent_gemm_program if cfg[5:] == ("persistent",) else gemm_program
-    return make(lang, size, size, size, *cfg[:5], dtype)
+    make = persistent_gemm_program if "persistent" in cfg[5:] else gemm_program
+    return make(lang, size, size, size, *cfg[:5], dtype, staged="staged" in cfg[5:])
 
 
 def mha_program(lang, batch, heads, seq, dim, is_causal, block_M, block_N, stages, threads):
