@@ -51,6 +51,9 @@ CONFIGS = [  # block_M, block_N, block_K, threads, stages, persistent
     (128, 256, 64, 256, 3, False),
     (256, 128, 64, 256, 3, False),
     (256, 128, 64, 256, 3, True),
+    # the staging tile takes the stage tiles' bytes after the loop (warp_specialize._split_scopes)
+    (256, 128, 64, 256, 4, False),
+    (128, 256, 64, 256, 4, False),
 ]
 RAGGED_CONFIG = CONFIGS[0]
 DTYPES = ("float16", "bfloat16")

@@ -41,6 +41,8 @@ CONFIGS = [  # block_M, block_N, block_K, threads, stages[, "persistent": T.Pers
     (128, 256, 64, 256, 3, "staged"),
     (256, 128, 64, 256, 3, "staged"),
     (256, 128, 64, 256, 3, "persistent", "staged"),
+    (256, 128, 64, 256, 4, "staged"),
+    (128, 256, 64, 256, 4, "staged"),
 ]
 ATTENTION = dict(batch=8, heads=16, seq=4096, dim=128, block_M=128, block_N=128, stages=2, threads=256)
 

@@ -179,6 +179,14 @@ class ProducerLoop(Stmt):
 
 
 @node
+class ProducerExit(Stmt):
+    """The producer warpgroup's threads leave the kernel (`return`): the consumers' epilogue, which
+    follows the producer / consumer branch, is not theirs, and no register of it stays live on their
+    path (ptxas would otherwise keep the consumers' accumulators across the producer's 24-40 registers
+    and spill them). Only the consumers' named barriers may follow, no block or cluster barrier."""
+
+
+@node
 class SetMaxNReg(Stmt):
     """`setmaxnreg.inc` / `.dec`: the warpgroup running it moves to `regs` registers per thread."""
 

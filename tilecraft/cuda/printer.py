@@ -19,6 +19,7 @@ from tilecraft.cuda.ir import (
     MbarRing,
     MbarWait,
     NamedBarrier,
+    ProducerExit,
     SetMaxNReg,
     StMatrix,
     TmaCopy,
@@ -188,6 +189,9 @@ class CudaPrinter(CFamilyPrinter):
                       f"tc_mbar_arrive_cluster({self._barrier(s.ring, s.stage)}, threadIdx.x & 31u);")  # fmt: skip
         else:
             self.line(f"if ((threadIdx.x & 31u) == 0u) tc_mbar_arrive({self._barrier(s.ring, s.stage)});")
+
+    def _s_ProducerExit(self, s: ProducerExit) -> None:
+        self.line("return;")
 
     def _s_SetMaxNReg(self, s: SetMaxNReg) -> None:
         self.line(f"tc_setmaxnreg_{'inc' if s.increase else 'dec'}<{s.regs}>();")

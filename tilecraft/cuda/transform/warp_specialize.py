@@ -50,12 +50,15 @@ from tilecraft.cuda.ir import (
     AsyncCopy,
     GemmCall,
     NamedBarrier,
+    ProducerExit,
     ProducerLoop,
     SetMaxNReg,
     TmaCopy,
     VectorCopy,
+    WgmmaWait,
     shared_accesses,
 )
+from tilecraft.cuda.transform.multicast import multicasts
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
@@ -368,30 +371,6 @@ def split_point(body: S.Stmt, is_target) -> S.Stmt | None:
     return node
 
 
-def lift_allocations(body: S.Stmt, is_target) -> S.Stmt:
-    """`body` with every allocation around the target moved out to enclose the whole body: both
-    branches of the split use the staged tiles, so they must be in scope around it (narrow-shared-scopes
-    may have placed them below other code, to reuse their bytes after the loop)."""
-    lifted: list[S.Allocate] = []
-
-    def strip(s: S.Stmt) -> S.Stmt:
-        if not _holds(s, is_target):
-            return s
-        if isinstance(s, S.Allocate):
-            lifted.append(s)
-            return strip(s.body)
-        if isinstance(s, S.LetStmt):
-            return dataclasses.replace(s, body=strip(s.body))
-        if isinstance(s, S.SeqStmt):
-            return S.SeqStmt(tuple(strip(c) for c in s.stmts))
-        return s  # a loop or a branch: split_point refuses the target there
-
-    out = strip(body)
-    for alloc in reversed(lifted):
-        out = dataclasses.replace(alloc, body=out)
-    return out
-
-
 def _through_sequences(s: S.Stmt, is_target) -> bool:
     """From the split to the target: sequences, lets (the producer takes their values inlined) and
     allocations (lifted above the split)."""
@@ -458,7 +437,6 @@ def _specialize(launch: S.KernelLaunch) -> S.KernelLaunch:
     if not producers:
         return launch
     producer = producers[0]
-    launch = dataclasses.replace(launch, body=lift_allocations(launch.body, lambda s: s is producer))
     # in a T.Persistent loop the producer runs that loop too (the split is placed above it)
     persistent = persistent_loop(launch.body, producer)
     outermost = producer if persistent is None else persistent
@@ -471,19 +449,78 @@ def _specialize(launch: S.KernelLaunch) -> S.KernelLaunch:
     body = producer.body if persistent is None else _producer_path(persistent, producer)
     body = substitute(body, enclosing_lets(point, outermost))
     issue = S.IfThenElse(E.compare(E.EQ, tx, threads), body)  # the producer's first thread
-    consume = _ConsumerBarriers(threads).mutate(_without(point, producer))
+    # both branches use the stage tiles, so their allocations must enclose the split (narrow-shared-scopes
+    # may have placed them below other code of the split statement)
+    lifted: list[S.Allocate] = []
+    consume = _ConsumerBarriers(threads).mutate(_without(_strip(point, producer, lifted), producer))
+    # a multicast kernel's blocks meet at a cluster barrier at its end, which every thread must reach
+    apart = persistent is None and not multicasts(producer.body)
+    head, tail = _after_the_pipeline(consume, producer) if apart else (consume, None)
     branch = S.IfThenElse(
         E.compare(E.GE, tx, threads),
-        S.seq(SetMaxNReg(split.producer, False), issue),
-        S.seq(SetMaxNReg(split.consumer, True), consume),
+        S.seq(SetMaxNReg(split.producer, False), issue, *([] if tail is None else [ProducerExit()])),
+        S.seq(SetMaxNReg(split.consumer, True), head),
         span=producer.span,
     )
+    replaced = _wrap(branch, lifted) if tail is None else _split_scopes(branch, tail, lifted, tx, threads)
     return dataclasses.replace(
         launch,
-        body=_Replace(point, branch).mutate(launch.body),
+        body=_Replace(point, replaced).mutate(launch.body),
         threads=(threads + PRODUCER_THREADS,),
         annotations=(*launch.annotations, (MIN_BLOCKS_PER_SM, split.min_blocks)),
     )
+
+
+def _strip(s: S.Stmt, producer: ProducerLoop, lifted: list[S.Allocate]) -> S.Stmt:
+    """`s` without the allocations on its path down to the producer (appended to `lifted`, outermost
+    first), which the split re-wraps around what uses them."""
+    if not _holds(s, lambda n: n is producer):
+        return s
+    if isinstance(s, S.Allocate):
+        lifted.append(s)
+        return _strip(s.body, producer, lifted)
+    if isinstance(s, S.LetStmt):
+        return dataclasses.replace(s, body=_strip(s.body, producer, lifted))
+    if isinstance(s, S.SeqStmt):
+        return S.SeqStmt(tuple(_strip(c, producer, lifted) for c in s.stmts))
+    return s  # a loop (T.Persistent's) or the producer itself: split_point placed the split above it
+
+
+def _wrap(s: S.Stmt, allocations: list[S.Allocate]) -> S.Stmt:
+    for alloc in reversed(allocations):
+        s = dataclasses.replace(alloc, body=s)
+    return s
+
+
+def _after_the_pipeline(consume: S.Stmt, producer: ProducerLoop) -> tuple[S.Stmt, S.Stmt | None]:
+    """The consumers' code up to the pipeline's last wgmma wait, and the rest (the epilogue; None: it
+    allocates no shared tile, or the pipeline is not a statement of the consumers' top-level sequence). The stage tiles
+    are dead in the rest: every tile the producer loaded has been consumed (its full barrier waited
+    for), and every wgmma that read one has completed."""
+    stmts = list(consume.stmts) if isinstance(consume, S.SeqStmt) else [consume]
+    tiles = {id(load.dst) for n in walk(producer.body) if isinstance(n, TmaCopy) for load in n.loads}
+    uses = [i for i, c in enumerate(stmts) if any(_uses(n, tiles) for n in walk(c))]
+    if not uses:
+        return consume, None
+    end = uses[-1]
+    while end + 1 < len(stmts) and isinstance(stmts[end + 1], WgmmaWait):
+        end += 1
+    rest = stmts[end + 1 :]
+    if not any(isinstance(n, S.Allocate) and n.buffer.scope in SHARED for c in rest for n in walk(c)):
+        return consume, None  # no tile of its own that could take the stage tiles' bytes: one branch
+    return S.seq(*stmts[: end + 1]), S.seq(*rest)
+
+
+def _split_scopes(branch: S.Stmt, tail: S.Stmt, lifted: list[S.Allocate], tx: E.Var, threads: int) -> S.Stmt:
+    """The producer / consumer branch, then the consumers' epilogue in a branch of its own (the producer
+    warpgroup has left: ProducerExit): the stage tiles' allocations enclose only the first, so the
+    epilogue's tiles may take their bytes (a staging tile for TMA stores and 4 stages of 256x128x64 then
+    fit). Allocations the epilogue uses enclose both."""
+    nodes = list(walk(tail))
+    both = [a for a in lifted if any(_uses(n, {id(a.buffer)}) for n in nodes)]
+    first = [a for a in lifted if a not in both]
+    epilogue = S.IfThenElse(E.compare(E.LT, tx, threads), tail)
+    return _wrap(S.seq(_wrap(branch, first), epilogue), both)
 
 
 class _Kernels(Mutator):
