@@ -20,7 +20,7 @@ import sys
 from tilecraft import settings
 from tilecraft.cuda.ir import AsyncCopy, TmaCopy, TmaLoad, VectorCopy, VectorStore, VectorZero
 from tilecraft.cuda.op.stmatrix import stmatrix_copy
-from tilecraft.cuda.op.tma_store import tma_store_copy
+from tilecraft.cuda.op.tma_store import tensor_map_refusal, tma_store_copy
 from tilecraft.cuda.shared_layout import SharedLayout
 from tilecraft.cuda.storage import BUFFER_ALIGN
 from tilecraft.cuda.storage import SHARED_SCOPES as SHARED
@@ -36,10 +36,6 @@ from tilecraft.transform.tile_loops import conjunction, edge_conditions, loop_ex
 __all__ = ["lower_copy", "lower_fill"]
 
 CHUNK = BUFFER_ALIGN  # a 16-byte vector: as wide as buffer arguments are aligned
-
-
-TMA_MAX_RANK = 5
-TMA_MAX_BOX = 256
 
 
 def lower_copy(
@@ -103,37 +99,9 @@ def _tma_copy(op: S.Copy, ctx) -> S.Stmt | None:
 def _tma_refusal(op: S.Copy, layout: SharedLayout) -> str | None:
     """Why TMA cannot do this copy into a wgmma tile (None: it can)."""
     src, dst = op.src, op.dst
-    if S.annotation(op.annotations, "disable_tma"):
-        return "T.copy(..., disable_tma=True)"
     if src.dtype != dst.dtype or dst.dtype.bits not in (8, 16):
         return f"a {src.dtype} -> {dst.dtype} copy (TMA moves 16-bit and float8 tiles unconverted here)"
-    if src.buffer.strides:
-        return f"{src.buffer.name} has explicit strides"
-    if src.buffer.base is not None:
-        # The tensor map would have to describe the view's shape over its base's pointer.
-        return f"{src.buffer.name} is a view of {src.buffer.base.name}'s memory"
-    rank = len(src.buffer.shape)
-    if not 2 <= rank <= TMA_MAX_RANK:
-        return f"{src.buffer.name} has {rank} dims (TMA: 2 to {TMA_MAX_RANK} here)"
-    extents = [E.const_value(r.extent) for r in src.ranges]
-    if not all(isinstance(e, int) for e in extents):
-        return "the region's extents are not constants"
-    tile = [E.const_value(d) for d in dst.buffer.shape]
-    if len(tile) != 2 or not _whole_region(dst) or extents[-2:] != tile or any(e != 1 for e in extents[:-2]):
-        return "the region is not a whole 2-D tile taken from the last two dims of the tensor"
-    if layout.rows > TMA_MAX_BOX:
-        return f"the tile has {layout.rows} rows (a TMA box has at most {TMA_MAX_BOX})"
-    elems = CHUNK // dst.dtype.bytes
-    if not Analyzer().can_prove(E.compare(E.EQ, E.floormod(src.buffer.shape[-1], elems), 0)):
-        return f"rows of {src.buffer.name} are not provably a multiple of 16 bytes (TMA's stride rule)"
-    return None
-
-
-def _whole_region(region: BufferRegion) -> bool:
-    return all(
-        E.const_value(r.min) == 0 and E.const_value(r.extent) == E.const_value(d)
-        for r, d in zip(region.ranges, region.buffer.shape)
-    )
+    return tensor_map_refusal(op, src, dst, layout.rows, "taken from")
 
 
 def _note(op: S.Copy, reason: str) -> None:

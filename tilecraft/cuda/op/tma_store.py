@@ -62,28 +62,38 @@ def tma_store_enabled(pass_configs) -> bool:
 def store_refusal(op: S.Copy) -> str | None:
     """Why a shared -> global copy cannot be a TMA store whatever the tile's layout (None: it can)."""
     src, dst = op.src, op.dst
-    if S.annotation(op.annotations, "disable_tma"):
-        return "T.copy(..., disable_tma=True)"
     if src.dtype != dst.dtype or dst.dtype.name not in STORABLE:
         return f"a {src.dtype} -> {dst.dtype} copy (TMA stores 8-, 16- and 32-bit tiles unconverted here)"
-    if dst.buffer.strides:
-        return f"{dst.buffer.name} has explicit strides"
-    if dst.buffer.base is not None:
-        return f"{dst.buffer.name} is a view of {dst.buffer.base.name}'s memory"
-    rank = len(dst.buffer.shape)
+    rows = E.const_value(src.buffer.shape[0]) if len(src.buffer.shape) == 2 else 0
+    return tensor_map_refusal(op, dst, src, rows, "stored into")
+
+
+def tensor_map_refusal(op: S.Copy, tensor: BufferRegion, tile: BufferRegion, rows: int, how: str) -> str | None:
+    """Why `tensor`'s region and the whole 2-D shared `tile` cannot be the two sides of TMA boxes through a
+    tensor map of `tensor` (None: they can): the rules TMA loads and stores share. `how`: "taken from"
+    or "stored into" (the tile and the tensor's last two dims), for the message."""
+    if S.annotation(op.annotations, "disable_tma"):
+        return "T.copy(..., disable_tma=True)"
+    buf = tensor.buffer
+    if buf.strides:
+        return f"{buf.name} has explicit strides"
+    if buf.base is not None:
+        # The tensor map would have to describe the view's shape over its base's pointer.
+        return f"{buf.name} is a view of {buf.base.name}'s memory"
+    rank = len(buf.shape)
     if not 2 <= rank <= TMA_MAX_RANK:
-        return f"{dst.buffer.name} has {rank} dims (TMA: 2 to {TMA_MAX_RANK} here)"
-    extents = [E.const_value(r.extent) for r in dst.ranges]
+        return f"{buf.name} has {rank} dims (TMA: 2 to {TMA_MAX_RANK} here)"
+    extents = [E.const_value(r.extent) for r in tensor.ranges]
     if not all(isinstance(e, int) for e in extents):
         return "the region's extents are not constants"
-    tile = [E.const_value(d) for d in src.buffer.shape]
-    if len(tile) != 2 or not whole_region(src) or extents[-2:] != tile or any(e != 1 for e in extents[:-2]):
-        return "the region is not a whole 2-D tile stored into the last two dims of the tensor"
-    if tile[0] > TMA_MAX_BOX:
-        return f"the tile has {tile[0]} rows (a TMA box has at most {TMA_MAX_BOX})"
-    elems = BUFFER_ALIGN // dst.dtype.bytes
-    if not Analyzer().can_prove(E.compare(E.EQ, E.floormod(dst.buffer.shape[-1], elems), 0)):
-        return f"rows of {dst.buffer.name} are not provably a multiple of 16 bytes (TMA's stride rule)"
+    shape = [E.const_value(d) for d in tile.buffer.shape]
+    if len(shape) != 2 or not whole_region(tile) or extents[-2:] != shape or any(e != 1 for e in extents[:-2]):
+        return f"the region is not a whole 2-D tile {how} the last two dims of the tensor"
+    if rows > TMA_MAX_BOX:
+        return f"the tile has {rows} rows (a TMA box has at most {TMA_MAX_BOX})"
+    elems = BUFFER_ALIGN // buf.dtype.bytes
+    if not Analyzer().can_prove(E.compare(E.EQ, E.floormod(buf.shape[-1], elems), 0)):
+        return f"rows of {buf.name} are not provably a multiple of 16 bytes (TMA's stride rule)"
     return None
 
 
