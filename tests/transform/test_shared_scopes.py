@@ -112,12 +112,18 @@ def test_the_epilogue_tile_reuses_the_operand_tiles_bytes():
         assert smem >= max(SR.OPERAND_BYTES, SR.EPILOGUE_BYTES), (target, smem)
 
 
-def test_a_warp_specialized_kernel_keeps_its_staged_tiles_for_both_roles():
+def test_a_warp_specialized_kernel_keeps_its_staged_tiles_for_both_roles_and_then_reuses_them():
     """The producer branch and the consumers' both use the staged tiles, so warp-specialize scopes them
-    around the split: the epilogue tile gets bytes of its own."""
+    around the split; the epilogue, which allocates a tile of its own, runs after the split (the producer
+    warpgroup returns), so its tile takes the staged tiles' bytes."""
     art = tilecraft.lower(SR.gemm_with_shared_epilogue(), target=CUDA, execution_backend="nvrtc")
-    assert "tc_setmaxnreg" in art.source("cuda-source") or "setmaxnreg" in art.source("cuda-source")
-    assert art.kernels[0].dynamic_smem >= SR.OPERAND_BYTES + SR.EPILOGUE_BYTES
+    src = art.source("cuda-source")
+    assert "tc_setmaxnreg_dec" in src
+    producer, after = src.split("tc_setmaxnreg_dec", 1)[1].split("return;", 1)
+    assert "tc_setmaxnreg_inc" in after and "C_s = " not in producer
+    epilogue = after[after.index("if ((tx < 128))") :]
+    assert "C_s = " in epilogue
+    assert art.kernels[0].dynamic_smem < SR.OPERAND_BYTES + SR.EPILOGUE_BYTES
 
 
 def test_a_barrier_separates_the_loop_tiles_from_the_tile_that_reuses_them():
