@@ -27,6 +27,14 @@ meaning. The statement sequence holding the loop becomes `if (tx >= threads) pro
   statement that reads it (its gemms complete in place). Barriers among consumers are
   `bar.sync 1, threads`, so the producer is never waited for; neither main loop has a block barrier.
 
+Where the consumers' code after the pipeline (the epilogue) allocates a shared tile (a TMA store's
+staging tile), it runs after the branch instead, guarded by the consumers' thread range, and the
+producer warpgroup returns at the end of its branch: the stage tiles' scope then ends with the branch,
+so the epilogue's tile may take their bytes (4 stages of 256x128x64 and a C_shared tile fit), and no
+register of the epilogue stays live on the producer's path. Not in T.Persistent (the producer loads
+the next tile's stages during the epilogue) nor where the kernel multicasts (every thread reaches its
+final cluster barrier).
+
 The lets between the split and the loop (TileLang's causal `loop_range`) stay in the consumer branch;
 the producer, split off above them, takes their values inlined (`enclosing_lets`), so both run the same
 trip count.
