@@ -15,7 +15,7 @@ from tilecraft.cuda.op.gemm_plan import register_a_on_wgmma, tma_enabled, wgmma_
 from tilecraft.cuda.op.tma_store import staging_layouts, tma_store_enabled, unsuited_copies
 from tilecraft.cuda.storage import SHARED_SCOPES, mark_assumed_alignment, plan_shared_memory
 from tilecraft.cuda.target import KIND, capability
-from tilecraft.cuda.transform.check import check_cuda_support
+from tilecraft.cuda.transform.check import check_cuda_support, check_planned_shared_memory
 from tilecraft.cuda.transform.clusters import cluster_launches
 from tilecraft.cuda.transform.pipeline import inject_software_pipeline
 from tilecraft.cuda.transform.shared_layouts import apply_shared_layouts
@@ -150,6 +150,7 @@ PIPELINE = PassPipeline(
         warp_specialize,  # a producer warpgroup issues the TMA loads of specialized pipelines (sm_90a)
         split_host_device_pass,  # one device kernel per T.Kernel, a host function that launches them
         plan_shared_memory,  # dynamic shared memory offsets with reuse, carried to codegen; launch sizes
+        check_planned_shared_memory,  # the plan within the target's shared memory (warp specialization)
         mark_assumed_alignment,  # pass config tilecraft.cuda.assume_aligned, carried to codegen
     ),
 )

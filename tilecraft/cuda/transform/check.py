@@ -7,10 +7,12 @@ from tilecraft.cuda.storage import SHARED_ALIGN, SHARED_SCOPES
 from tilecraft.cuda.target import capability
 from tilecraft.errors import LoweringError
 from tilecraft.ir.function import IRModule
+from tilecraft.transform.storage import STORAGE_ATTR
 from tilecraft.transform.storage_budget import (
     StorageBudget,
     arena_budgets,
     check_storage_budgets,
+    format_bytes,
     private_budget,
 )
 
@@ -44,3 +46,39 @@ def storage_budgets(target) -> tuple[StorageBudget, ...]:
     )
     shared = target.attr("max_shared_memory_per_block_optin")
     return (private, *arena_budgets("shared memory", SHARED_SCOPES, shared, SHARED_ALIGN, SHARED_MEMORY))
+
+
+MBARRIER_BYTES = 8
+
+
+@module_pass("check-planned-shared-memory")
+def check_planned_shared_memory(mod: IRModule, ctx) -> IRModule:
+    """Each kernel's planned shared memory (the plan's bytes and the mbarriers) within the target's limit.
+    check-cuda-support counts live bytes before lowering; warp specialization may keep a tile live longer
+    than that count assumed (a T.Persistent kernel's staging tile next to its stage tiles), and such a
+    kernel is refused here, with its line, instead of failing at load."""
+    from tilecraft.cuda.ir import MbarRing, SetMaxNReg
+    from tilecraft.ir import stmt as S
+    from tilecraft.ir.visitor import walk
+
+    limit = ctx.target.attr("max_shared_memory_per_block_optin")
+    if not limit:
+        return mod
+    for func in mod.functions:
+        if not isinstance(func.body, S.KernelLaunch):
+            continue
+        barriers = sum(n.stages for n in walk(func.body) if isinstance(n, MbarRing)) * MBARRIER_BYTES
+        need = func.attr(STORAGE_ATTR, 0) + barriers
+        if need > limit:
+            specialized = any(isinstance(n, SetMaxNReg) for n in walk(func.body))
+            why = ("once warp-specialized (its producer keeps the stage tiles live while the consumers' epilogue "
+                   "tile is in use)" if specialized else f"with its {barriers // MBARRIER_BYTES} mbarriers")  # fmt: skip
+            raise LoweringError(
+                f"the kernel needs {format_bytes(need)} of shared memory {why}, more than the target's "
+                f"{format_bytes(limit)} per block",
+                func.body.span,
+                "use fewer pipeline stages or smaller tiles, or store the epilogue from the fragment (no "
+                "shared staging tile)",
+                target=ctx.target,
+            )
+    return mod
