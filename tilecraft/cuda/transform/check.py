@@ -54,9 +54,10 @@ MBARRIER_BYTES = 8
 @module_pass("check-planned-shared-memory")
 def check_planned_shared_memory(mod: IRModule, ctx) -> IRModule:
     """Each kernel's planned shared memory (the plan's bytes and the mbarriers) within the target's limit.
-    check-cuda-support counts live bytes before lowering; warp specialization may keep a tile live longer
-    than that count assumed (a T.Persistent kernel's staging tile next to its stage tiles), and such a
-    kernel is refused here, with its line, instead of failing at load."""
+    check-cuda-support counts live bytes before lowering, a pipelined tile once; the plan holds its
+    num_stages copies, and warp specialization may keep a tile live longer than that count assumed (a
+    T.Persistent kernel's staging tile next to its stage tiles). Such a kernel is refused here, with its
+    line and the limit's key (SHARED_MEMORY, which the backend declares), instead of failing at load."""
     from tilecraft.cuda.ir import MbarRing, SetMaxNReg
     from tilecraft.ir import stmt as S
     from tilecraft.ir.visitor import walk
@@ -72,7 +73,8 @@ def check_planned_shared_memory(mod: IRModule, ctx) -> IRModule:
         if need > limit:
             specialized = any(isinstance(n, SetMaxNReg) for n in walk(func.body))
             why = ("once warp-specialized (its producer keeps the stage tiles live while the consumers' epilogue "
-                   "tile is in use)" if specialized else f"with its {barriers // MBARRIER_BYTES} mbarriers")  # fmt: skip
+                   "tile is in use)" if specialized else "as planned, with every pipelined tile in its "
+                   f"num_stages copies and {barriers // MBARRIER_BYTES} mbarriers")  # fmt: skip
             raise LoweringError(
                 f"the kernel needs {format_bytes(need)} of shared memory {why}, more than the target's "
                 f"{format_bytes(limit)} per block",
@@ -80,5 +82,6 @@ def check_planned_shared_memory(mod: IRModule, ctx) -> IRModule:
                 "use fewer pipeline stages or smaller tiles, or store the epilogue from the fragment (no "
                 "shared staging tile)",
                 target=ctx.target,
+                unsupported=SHARED_MEMORY,
             )
     return mod

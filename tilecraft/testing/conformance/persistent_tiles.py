@@ -14,14 +14,21 @@ M, N, K = 192, 160, 448
 BM, BN, BK, BLOCKS, GROUP = 64, 64, 64, 4, 2
 
 
-def persistent_gemm():
+def persistent_gemm(staged: bool = False):
+    """`staged`: the same walk with TileLang's C_shared epilogue (a float16 result staged through a shared
+    tile, rewritten by every tile of the block): on sm_90a a TMA store whose boxes the ragged N clips, and
+    which the next tile must wait for before it overwrites the tile."""
+    out = "float16" if staged else "float32"
+
     @T.prim_func
     def persistent_gemm(
-        A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")
+        A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), out)
     ):
         with T.Kernel(BLOCKS, threads=128) as block:
             A_s = T.alloc_shared((BM, BK), "float16")
             B_s = T.alloc_shared((BK, BN), "float16")
+            if staged:
+                C_s = T.alloc_shared((BM, BN), "float16")
             C_l = T.alloc_fragment((BM, BN), "float32")
             for bx, by in T.Persistent([T.ceildiv(M, BM), T.ceildiv(N, BN)], BLOCKS, block, GROUP):
                 T.clear(C_l)
@@ -29,35 +36,17 @@ def persistent_gemm():
                     T.copy(A[bx * BM, k * BK], A_s)
                     T.copy(B[k * BK, by * BN], B_s)
                     T.gemm(A_s, B_s, C_l)
-                T.copy(C_l, C[bx * BM, by * BN])
+                if staged:
+                    T.copy(C_l, C_s)
+                    T.copy(C_s, C[bx * BM, by * BN])
+                else:
+                    T.copy(C_l, C[bx * BM, by * BN])
 
     return persistent_gemm
 
 
 def persistent_gemm_staged():
-    """The same walk with TileLang's C_shared epilogue (a float16 result staged through a shared tile,
-    rewritten by every tile of the block): on sm_90a a TMA store whose boxes the ragged N clips, and which
-    the next tile must wait for before it overwrites the tile."""
-
-    @T.prim_func
-    def persistent_gemm_staged(
-        A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")
-    ):
-        with T.Kernel(BLOCKS, threads=128) as block:
-            A_s = T.alloc_shared((BM, BK), "float16")
-            B_s = T.alloc_shared((BK, BN), "float16")
-            C_s = T.alloc_shared((BM, BN), "float16")
-            C_l = T.alloc_fragment((BM, BN), "float32")
-            for bx, by in T.Persistent([T.ceildiv(M, BM), T.ceildiv(N, BN)], BLOCKS, block, GROUP):
-                T.clear(C_l)
-                for k in T.Pipelined(T.ceildiv(K, BK), num_stages=3):
-                    T.copy(A[bx * BM, k * BK], A_s)
-                    T.copy(B[k * BK, by * BN], B_s)
-                    T.gemm(A_s, B_s, C_l)
-                T.copy(C_l, C_s)
-                T.copy(C_s, C[bx * BM, by * BN])
-
-    return persistent_gemm_staged
+    return persistent_gemm(staged=True)
 
 
 def staged_inputs(rng) -> list[np.ndarray]:
