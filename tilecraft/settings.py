@@ -378,6 +378,16 @@ def all_settings() -> tuple[Setting, ...]:
     return REGISTRY.all()
 
 
+def verbose_note(span, message: str) -> None:
+    """`tilecraft: <file>:<line>: <message>` on stderr under TILECRAFT_VERBOSE: a choice lowering made for
+    the kernel at `span` (a Span or None) that its author may want to know of."""
+    if get("TILECRAFT_VERBOSE"):
+        import sys
+
+        where = f"{span.file}:{span.line}: " if span is not None else ""
+        print(f"tilecraft: {where}{message}", file=sys.stderr)
+
+
 def describe(invalid: Mapping[str, str] | None = None) -> str:
     """A plain-text table of every setting with its current value, for docs and the CLI."""
     return REGISTRY.describe(invalid)

@@ -56,6 +56,15 @@ def edge_conditions(region: BufferRegion, indices: Sequence[Expr]) -> list[Expr]
     return conds
 
 
+def whole_region(region: BufferRegion) -> bool:
+    """The region is all of its buffer: each range starts at 0 and spans its dim (equal constants, or
+    both not constant)."""
+    return all(
+        E.const_value(r.min) == 0 and E.const_value(r.extent) == E.const_value(d)
+        for r, d in zip(region.ranges, region.buffer.shape)
+    )
+
+
 def whole_tile_conditions(region: BufferRegion) -> list[Expr]:
     """`min + extent <= dim` for each dim of a global region that may cross the edge."""
     if region.buffer.scope not in PREDICATED_SCOPES:

@@ -15,8 +15,6 @@ tile that TMA cannot do stays on the 16-byte chunks, with a note under TILECRAFT
 
 from __future__ import annotations
 
-import sys
-
 from tilecraft import settings
 from tilecraft.cuda.ir import AsyncCopy, TmaCopy, TmaLoad, VectorCopy, VectorStore, VectorZero
 from tilecraft.cuda.op.stmatrix import stmatrix_copy
@@ -105,12 +103,7 @@ def _tma_refusal(op: S.Copy, layout: SharedLayout) -> str | None:
 
 
 def _note(op: S.Copy, reason: str) -> None:
-    if settings.get("TILECRAFT_VERBOSE"):
-        where = f"{op.span.file}:{op.span.line}: " if op.span is not None else ""
-        print(
-            f"tilecraft: {where}T.copy into a wgmma tile stays on cp.async (no TMA): {reason}",
-            file=sys.stderr,
-        )
+    settings.verbose_note(op.span, f"T.copy into a wgmma tile stays on cp.async (no TMA): {reason}")
 
 
 # ---------------------------------------------------------------- fragment runs to global memory

@@ -11,15 +11,9 @@ from tilecraft.cuda.op.gemm_plan import plan_gemm
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
-from tilecraft.ir.buffer import BufferRegion
 from tilecraft.transform.simt.copy import lower_fill
 from tilecraft.transform.simt.gemm import staged_fma_gemm
-
-
-def _whole(region: BufferRegion) -> bool:
-    return all(E.const_value(r.min) == 0 for r in region.ranges) and all(
-        E.const_value(r.extent) == E.const_value(d) for r, d in zip(region.ranges, region.buffer.shape)
-    )
+from tilecraft.transform.tile_loops import whole_region
 
 
 def lower_gemm(op: S.Gemm, ctx, wgmma: bool = False) -> S.Stmt:
@@ -28,7 +22,7 @@ def lower_gemm(op: S.Gemm, ctx, wgmma: bool = False) -> S.Stmt:
     if not plan.tensor_cores:
         return _fma(op, plan, ctx)
     for region, name in ((op.a, "A"), (op.b, "B"), (op.c, "C")):
-        if not _whole(region):
+        if not whole_region(region):
             ctx.fail(f"T.gemm operand {name} must be a whole buffer on the tensor-core path", op.span,
                      "allocate a tile of exactly the gemm's shape")  # fmt: skip
     call = GemmCall(plan.variant, op.a.buffer, op.b.buffer, op.c.buffer, plan.m, plan.n, plan.k, plan.warps_m,

@@ -23,6 +23,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import BufferRegion
 from tilecraft.layout.linear import LinearLayout
 from tilecraft.layout.tile import TileLayout
+from tilecraft.transform.tile_loops import whole_region
 
 ROW_BYTES = 16  # one row of an 8x8 matrix of 16-bit elements
 ROW_STEPS = {("register", 0): 1, ("lane", 0): 2, ("lane", 1): 4}  # columns each input bit moves
@@ -50,7 +51,7 @@ def stmatrix_copy(op: S.Copy, frag: BufferRegion, ctx) -> S.Stmt | None:
     dst = op.dst
     if frag is not op.src or dst.buffer.scope not in SHARED or ctx.pipelined_depth:
         return None
-    if dst.dtype.bits != 16 or dst.dtype.is_bool or not _whole(dst) or not _whole(frag):
+    if dst.dtype.bits != 16 or dst.dtype.is_bool or not whole_region(dst) or not whole_region(frag):
         return None
     layout = ctx.layout(frag.buffer, op.span)
     tile = tuple(E.const_value(d) for d in dst.buffer.shape)
@@ -61,13 +62,6 @@ def stmatrix_copy(op: S.Copy, frag: BufferRegion, ctx) -> S.Stmt | None:
     if count is None or (tile[1] * 2) % ROW_BYTES or not _chunks_kept(shared):
         return None
     return _instructions(op, layout, shared, count, ctx)
-
-
-def _whole(region: BufferRegion) -> bool:
-    return all(
-        E.const_value(r.min) == 0 and E.const_value(r.extent) == E.const_value(d)
-        for r, d in zip(region.ranges, region.buffer.shape)
-    )
 
 
 def _chunks_kept(shared) -> bool:

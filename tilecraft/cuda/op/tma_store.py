@@ -23,7 +23,6 @@ only this epilogue (TMA stores, staging layouts and stmatrix), so the two can be
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 
 from tilecraft import settings
@@ -36,6 +35,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.arith import Analyzer
 from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.ir.visitor import children, free_vars, walk
+from tilecraft.transform.tile_loops import whole_region
 
 TMA_STORE = "tilecraft.cuda.tma_store"
 TMA_STORE_DOC = (
@@ -109,13 +109,6 @@ def layout_refusal(tile: Buffer, layout) -> str | None:
     if cols > TMA_MAX_BOX or (cols * tile.dtype.bytes) % BUFFER_ALIGN:
         return f"a row-major tile's rows of {cols} elements are not one box (<= 256, a multiple of 16 bytes)"
     return None
-
-
-def whole_region(region: BufferRegion) -> bool:
-    return all(
-        E.const_value(r.min) == 0 and E.const_value(r.extent) == E.const_value(d)
-        for r, d in zip(region.ranges, region.buffer.shape)
-    )
 
 
 def is_store_candidate(op: S.Stmt) -> bool:
@@ -239,6 +232,4 @@ def _boxes(op: S.Copy, layout: SharedLayout | None) -> tuple[TmaStore, ...]:
 
 
 def note(op: S.Copy, reason: str) -> None:
-    if settings.get("TILECRAFT_VERBOSE"):
-        where = f"{op.span.file}:{op.span.line}: " if op.span is not None else ""
-        print(f"tilecraft: {where}T.copy to global memory is not a TMA store: {reason}", file=sys.stderr)
+    settings.verbose_note(op.span, f"T.copy to global memory is not a TMA store: {reason}")

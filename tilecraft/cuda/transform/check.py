@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from tilecraft.backend.pipeline import module_pass
+from tilecraft.cuda.ir import MbarRing, SetMaxNReg
 from tilecraft.cuda.storage import SHARED_ALIGN, SHARED_SCOPES
 from tilecraft.cuda.target import capability
 from tilecraft.errors import LoweringError
+from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
+from tilecraft.ir.visitor import walk
 from tilecraft.transform.storage import STORAGE_ATTR
 from tilecraft.transform.storage_budget import (
     StorageBudget,
@@ -58,10 +61,6 @@ def check_planned_shared_memory(mod: IRModule, ctx) -> IRModule:
     num_stages copies, and warp specialization may keep a tile live longer than that count assumed (a
     T.Persistent kernel's staging tile next to its stage tiles). Such a kernel is refused here, with its
     line and the limit's key (SHARED_MEMORY, which the backend declares), instead of failing at load."""
-    from tilecraft.cuda.ir import MbarRing, SetMaxNReg
-    from tilecraft.ir import stmt as S
-    from tilecraft.ir.visitor import walk
-
     limit = ctx.target.attr("max_shared_memory_per_block_optin")
     if not limit:
         return mod

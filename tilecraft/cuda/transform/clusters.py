@@ -10,7 +10,6 @@ is used for, TMA multicast of the tiles its blocks share, is decided by inject-s
 from __future__ import annotations
 
 import dataclasses
-import sys
 
 from tilecraft import settings
 from tilecraft.backend.pipeline import module_pass
@@ -34,10 +33,8 @@ class _DropClusters(Mutator):
         cluster = S.annotation(launch.annotations, S.CLUSTER_DIMS)
         if cluster is None:
             return launch
-        if settings.get("TILECRAFT_VERBOSE"):
-            where = f"{launch.span.file}:{launch.span.line}: " if launch.span is not None else ""
-            print(f"tilecraft: {where}cluster_dims={cluster} dropped: thread-block clusters need sm_90 or "
-                  f"newer, the target is {self.arch}", file=sys.stderr)  # fmt: skip
+        settings.verbose_note(launch.span, f"cluster_dims={cluster} dropped: thread-block clusters need sm_90 "
+                              f"or newer, the target is {self.arch}")  # fmt: skip
         kept = tuple((k, v) for k, v in launch.annotations if k != S.CLUSTER_DIMS)
         return dataclasses.replace(launch, annotations=kept)
 

@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from tilecraft.cuda.ir import TmaCopy, TmaLoad
+from tilecraft.cuda.ir import MbarArrive, TmaCopy, TmaLoad
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
-from tilecraft.ir.visitor import Mutator, free_vars, substitute
+from tilecraft.ir.visitor import Mutator, free_vars, substitute, walk
 
 # Pass config, off by default: on an H200 every GEMM measured ran 1.5-3% slower with multicast than in the
 # same clusters with plain loads (benchmarks/NOTES-cuda.md, item 19); True multicasts the shared tiles.
@@ -118,8 +118,5 @@ def multicast_copy(copy: TmaCopy, size: int) -> TmaCopy:
 
 def multicasts(body: S.Stmt) -> bool:
     """The kernel multicasts (its blocks write into each other's shared memory and barriers)."""
-    from tilecraft.cuda.ir import MbarArrive
-    from tilecraft.ir.visitor import walk
-
     return any((isinstance(n, TmaLoad) and n.multicast) or (isinstance(n, MbarArrive) and n.cluster > 1)
                for n in walk(body))  # fmt: skip

@@ -49,7 +49,6 @@ Neither side can run a whole phase ahead of the other, so one parity bit tells t
 from __future__ import annotations
 
 import dataclasses
-import sys
 
 from tilecraft import settings
 from tilecraft.backend.pipeline import module_pass
@@ -338,9 +337,7 @@ def _line(s: S.Stmt) -> str:
 def note(loop: S.For, reason: str, what: str = "T.Pipelined loop is not warp-specialized") -> None:
     """The TILECRAFT_VERBOSE note of a pipelined loop that keeps the pipeline without a producer (or,
     `what`, another schedule it does not get)."""
-    if settings.get("TILECRAFT_VERBOSE"):
-        where = f"{loop.span.file}:{loop.span.line}: " if loop.span is not None else ""
-        print(f"tilecraft: {where}{what}: {reason}", file=sys.stderr)
+    settings.verbose_note(loop.span, f"{what}: {reason}")
 
 
 # ---------------------------------------------------------------- where the kernel splits

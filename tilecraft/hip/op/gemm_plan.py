@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from tilecraft.hip.intrinsics.mfma_layouts import MFMA_TILE, mfma_accumulator
 from tilecraft.hip.lds_layout import operand_layout
 from tilecraft.hip.target import arch_info
-from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import BufferRegion
 from tilecraft.layout.linear import is_power_of_two
 from tilecraft.layout.tile import TileLayout
 from tilecraft.transform.simt.gemm import gemm_shape
+from tilecraft.transform.tile_loops import whole_region
 
 SHARED = ("shared", "shared.dyn")
 FRAGMENT = "local.fragment"
@@ -49,11 +49,7 @@ class GemmPlan:
 
 def whole_2d(region: BufferRegion) -> bool:
     """The region is all of a 2-D buffer."""
-    shape = region.buffer.shape
-    return len(shape) == 2 and all(
-        E.const_value(r.min) == 0 and E.const_value(r.extent) == E.const_value(d)
-        for r, d in zip(region.ranges, shape)
-    )
+    return len(region.buffer.shape) == 2 and whole_region(region)
 
 
 def instruction_kind(op: S.Gemm, target) -> str | None:

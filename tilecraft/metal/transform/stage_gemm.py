@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from tilecraft.backend.pipeline import module_pass
 from tilecraft.errors import LoweringError
-from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import Mutator, walk
@@ -14,6 +13,7 @@ from tilecraft.metal.op.gemm import FRAGMENT, simdgroup_fits, staged
 from tilecraft.metal.transform.check import storage_budgets
 from tilecraft.transform.simt.gemm import gemm_shape
 from tilecraft.transform.storage_budget import check_storage_budgets
+from tilecraft.transform.tile_loops import whole_region
 
 SHARED = ("shared", "shared.dyn")
 
@@ -36,7 +36,7 @@ def _candidates(func: PrimFunc, target) -> list[tuple[S.Gemm, S.Stmt]]:
         for t in launch.threads:
             threads *= t
         for op in walk(launch.body):
-            if isinstance(op, S.Gemm) and op.c.buffer.scope == FRAGMENT and _whole(op.c):
+            if isinstance(op, S.Gemm) and op.c.buffer.scope == FRAGMENT and whole_region(op.c):  # the SIMT copies move whole fragments
                 try:
                     m, n, k = gemm_shape(op, target)
                 except LoweringError:
@@ -44,13 +44,6 @@ def _candidates(func: PrimFunc, target) -> list[tuple[S.Gemm, S.Stmt]]:
                 if simdgroup_fits(op, m, n, k, target, threads):
                     found.append((op, staged(op, m, n)))
     return found
-
-
-def _whole(region) -> bool:
-    """The region is its whole buffer (the SIMT copies move whole fragments, not parts of one)."""
-    return all(E.const_value(r.min) == 0 for r in region.ranges) and all(
-        E.const_value(r.extent) == E.const_value(d) for r, d in zip(region.ranges, region.buffer.shape)
-    )
 
 
 def _fits(func: PrimFunc, target) -> bool:
