@@ -9,7 +9,10 @@ bfloat16 at 4096^3 and 8192^3, each compiler at its best of CONFIGS (chosen at 4
 at TileLang's best; flash attention forward float16 B8 H16 S4096 D128 (128x128 tiles, 2 stages, 256
 threads, fast math), causal and not. Every output is checked against torch first. Times are CUDA-event
 medians in alternating rounds (benchmarks/cuda.py's method). Needs torch, triton and TileLang
-(`pip install tilelang`); without TileLang it says so and exits 2.
+(`pip install tilelang`); without TileLang it says so and exits 2. TileLang 0.1.15 needs
+apache-tvm-ffi >= 0.1.11, < 0.1.13 (with 0.1.15.post2 its import fails: "'tl.SwizzleMode' has no enum at
+string index 'NONE'"); a config that compiles but fails at launch (TileLang's 4-stage persistent staged
+GEMM asks for 256 KiB of shared memory) is recorded as an error.
 """
 
 # No `from __future__ import annotations`: the kernels' parameter annotations name variables of the
@@ -43,6 +46,7 @@ CONFIGS = [  # block_M, block_N, block_K, threads, stages[, "persistent": T.Pers
     (256, 128, 64, 256, 3, "persistent", "staged"),
     (256, 128, 64, 256, 4, "staged"),
     (128, 256, 64, 256, 4, "staged"),
+    (256, 128, 64, 256, 4, "persistent", "staged"),  # C_shared split in column blocks (tilecraft)
 ]
 ATTENTION = dict(batch=8, heads=16, seq=4096, dim=128, block_M=128, block_N=128, stages=2, threads=256)
 
@@ -253,8 +257,8 @@ def bench_gemms(langs, sizes, dtypes) -> dict:
             continue
         try:
             check(key, kernel(a, b), ref, 2e-2)
-        except SystemExit as err:
-            results["configs"][key] = {"error": str(err)}
+        except (SystemExit, Exception) as err:  # noqa: BLE001 - a wrong result, or a launch that fails
+            results["configs"][key] = {"error": f"{type(err).__name__}: {str(err)[:400]}"}
             print(f"  {key}: {err}", flush=True)
             continue
         (ms,) = side_by_side_ms(lambda kernel=kernel: kernel(a, b), rounds=3)

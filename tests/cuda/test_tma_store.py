@@ -435,17 +435,21 @@ def test_the_gpu_script_dry_mode_lowers_and_compiles(nvcc, spec):
 
 class _Epilogue:
     """The consumers' warps run the statements of the store protocol under a random schedule: writes of
-    the staging tile (stmatrix loops, stores), barriers (each a count of warps), the elected thread's
-    TMA stores (reading the tile until a random later time) and its waits. Checked: a store is issued
-    only once every warp has written the tile's current contents, no warp writes the tile while a store
-    still reads it, and no store is in flight when the issuing warp finishes."""
+    the staging tiles (stmatrix loops, stores), barriers (each a count of warps), the elected thread's
+    TMA stores (each a bulk group reading its tiles until a random later time, the oldest first) and its
+    waits (for all groups but the `pending` newest). Checked: a store is issued only once every warp has
+    written its tiles' current contents, no warp writes a tile while a store still reads it, and no store
+    is in flight when the issuing warp finishes."""
 
     PROTOCOL = (StMatrix, S.BufferStore, TmaStoreCopy, TmaStoreWait, NamedBarrier)
 
-    def __init__(self, body: S.Stmt, env: dict, tid, warps: int, tile: str, seed: int) -> None:
-        self.tile, self.warps, self.rng = tile, warps, random.Random(seed)
-        self.writes = [0] * warps  # writes of the tile each warp has done
-        self.in_flight = 0  # stores still reading the tile
+    def __init__(
+        self, body: S.Stmt, env: dict, tid, warps: int, tiles: str | tuple[str, ...], seed: int
+    ) -> None:
+        self.tiles = {tiles} if isinstance(tiles, str) else set(tiles)
+        self.warps, self.rng = warps, random.Random(seed)
+        self.writes = {t: [0] * warps for t in self.tiles}  # writes of each tile each warp has done
+        self.in_flight: list[set[str]] = []  # the tiles each committed group still reads, oldest first
         self.stores = 0
         self.arrived, self.generation = 0, 0
         self.procs = [self._warp(w, body, {**env, tid: w * WARP_SIZE}) for w in range(warps)]
@@ -457,14 +461,24 @@ class _Epilogue:
         """`s` holds barriers, stores or waits (a loop of writes alone is one write)."""
         return any(isinstance(n, (TmaStoreCopy, TmaStoreWait, NamedBarrier)) or _is_sync(n) for n in walk(s))
 
-    def writes_tile(self, s) -> bool:
-        return any(isinstance(n, StMatrix) and n.dst.name == self.tile
-                   or isinstance(n, S.BufferStore) and n.buffer.name == self.tile for n in walk(s))  # fmt: skip
+    def written(self, s) -> str | None:
+        """The staging tile `s` writes, if any."""
+        for n in walk(s):
+            name = (
+                n.dst.name
+                if isinstance(n, StMatrix)
+                else n.buffer.name
+                if isinstance(n, S.BufferStore)
+                else None
+            )
+            if name in self.tiles:
+                return name
+        return None
 
     def _warp(self, w: int, body: S.Stmt, env: dict):
         yield from self._stmt(w, body, env)
         if w == 0:
-            assert self.in_flight == 0, "the issuing thread finished with a TMA store still reading the tile"
+            assert not self.in_flight, "the issuing thread finished with a TMA store still reading a tile"
 
     def _stmt(self, w: int, s: S.Stmt, env: dict):
         if not self.relevant(s):
@@ -491,12 +505,16 @@ class _Epilogue:
     def _leaf(self, w: int, s: S.Stmt):
         if isinstance(s, TmaStoreCopy):
             if w == 0:
-                assert all(n == self.writes[0] for n in self.writes), (
-                    f"a store before every warp wrote: {self.writes}"
-                )
-                self.in_flight, self.stores = self.in_flight + 1, self.stores + 1
+                read = {t.name for t in s.tiles}
+                for name in read & self.tiles:
+                    counts = self.writes[name]
+                    assert all(n == counts[0] for n in counts), (
+                        f"a store of {name} before every warp wrote: {counts}"
+                    )
+                self.in_flight.append(read)
+                self.stores += 1
         elif isinstance(s, TmaStoreWait):
-            while w == 0 and self.in_flight:
+            while w == 0 and len(self.in_flight) > s.pending:
                 yield
         elif isinstance(s, NamedBarrier) or _is_sync(s):
             generation = self.generation
@@ -505,9 +523,13 @@ class _Epilogue:
                 self.arrived, self.generation = 0, generation + 1
             while self.generation == generation:
                 yield
-        elif self.writes_tile(s):
-            assert not self.in_flight, f"warp {w} writes {self.tile} while a TMA store reads it"
-            self.writes[w] += 1
+        else:
+            name = self.written(s)
+            if name is not None:
+                assert not any(name in group for group in self.in_flight), (
+                    f"warp {w} writes {name} while a TMA store reads it"
+                )
+                self.writes[name][w] += 1
         yield
 
     def run(self) -> int:
@@ -517,7 +539,7 @@ class _Epilogue:
                 return self.stores
             # the TMA unit is slow to read the tile, so schedules that race it are likely
             if self.in_flight and (not live or self.rng.random() < 0.02):
-                self.in_flight -= 1  # the TMA unit has read one store's source
+                self.in_flight.pop(0)  # the TMA unit has read the oldest group's sources
                 continue
             choice = self.rng.randrange(len(live))
             try:

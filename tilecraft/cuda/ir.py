@@ -255,12 +255,14 @@ class TmaStoreCopy(Stmt):
 
 @node
 class TmaStoreWait(Stmt):
-    """The thread that issues TMA stores waits until every bulk async-group it committed has finished
-    reading its shared source (`cp.async.bulk.wait_group.read 0`); a barrier after it lets the others
-    overwrite `tiles`. Barrier insertion sees it as a read of `tiles`, so the next write of a tile is
+    """The thread that issues TMA stores waits until all but its `pending` most recently committed bulk
+    async-groups have finished reading their shared sources (`cp.async.bulk.wait_group.read pending`);
+    a barrier after it lets the others overwrite `tiles`, whose newest stores are older than those
+    `pending` groups. Barrier insertion sees it as a read of `tiles`, so the next write of a tile is
     placed after a barrier that follows this wait."""
 
     tiles: tuple[Buffer, ...]
+    pending: int = 0
 
 
 @node

@@ -19,12 +19,13 @@ from tilecraft.cuda.transform.check import check_cuda_support, check_planned_sha
 from tilecraft.cuda.transform.clusters import cluster_launches
 from tilecraft.cuda.transform.pipeline import inject_software_pipeline
 from tilecraft.cuda.transform.shared_layouts import apply_shared_layouts
+from tilecraft.cuda.transform.split_staging import split_staging_tiles
 from tilecraft.cuda.transform.strict_layouts import cuda_strict_layouts
 from tilecraft.cuda.transform.tma_store_waits import place_tma_store_waits
 from tilecraft.cuda.transform.warp_specialize import warp_specialize
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule, PrimFunc
-from tilecraft.ir.visitor import walk
+from tilecraft.ir.visitor import Mutator, walk
 from tilecraft.layout.inference import infer_layouts
 from tilecraft.transform.buffer_views import lower_buffer_views
 from tilecraft.transform.guard_accesses import guard_accesses
@@ -93,6 +94,31 @@ def _strict_layouts(func: PrimFunc, wgmma: bool, ctx):
     return strict
 
 
+@module_pass("split-staging-tiles")
+def cuda_split_staging_tiles(mod: IRModule, ctx) -> IRModule:
+    """Where the TMA-store epilogue is on, a staging tile that would take the kernel's shared memory past
+    the target's limit beside the pipeline's stages is stored in column blocks (transform/split_staging.py)."""
+    limit = ctx.target.attr("max_shared_memory_per_block_optin")
+    out = []
+    for f in mod.functions:
+        if limit and _tma_stores(_allows_wgmma(f, ctx), ctx):
+            f = f.with_body(_SplitStaging(limit).mutate(f.body))
+        out.append(f)
+    return mod.with_functions(out)
+
+
+class _SplitStaging(Mutator):
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def mutate_Buffer(self, buf):
+        return buf
+
+    def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
+        return split_staging_tiles(launch, self.limit)
+
+
 @module_pass("infer-layouts")
 def cuda_infer_layouts(mod: IRModule, ctx) -> IRModule:
     """Every fragment has a layout (mma/wgmma accumulators, propagation, defaults); swizzled gemm tiles
@@ -137,6 +163,7 @@ PIPELINE = PassPipeline(
         apply_layout_annotations(
             keep_fragments=True
         ),  # permuted global buffers addressed through their T.Layout; T.Fragment kept for inference
+        cuda_split_staging_tiles,  # a staging tile past the shared-memory limit beside the stages: column blocks
         cuda_infer_layouts,  # fragment layouts (mma/wgmma accumulators, propagation, defaults); gemm tiles
         cuda_lower_to_threads,  # tile ops and T.Parallel nests -> per-thread code; fragments -> registers
         inject_software_pipeline,  # T.Pipelined with cp.async / TMA (mbarrier ring) -> multi-stage buffers

@@ -151,7 +151,8 @@ class CudaPrinter(CFamilyPrinter):
         self.line("}")
 
     def _s_TmaStoreWait(self, s: TmaStoreWait) -> None:
-        self.line("if (tc_leader()) tc_tma_store_wait_read();")
+        count = f"<{s.pending}>" if s.pending else ""
+        self.line(f"if (tc_leader()) tc_tma_store_wait_read{count}();")
 
     def _s_StMatrix(self, s: StMatrix) -> None:
         dtype = s.dst.dtype

@@ -1,6 +1,6 @@
 """check-planned-shared-memory (CUDA), Before/Expected: a kernel whose planned shared memory fits the
 target passes unchanged; one past it (a T.Persistent GEMM with a staging tile next to 4 stages, which
-warp specialization keeps live together) stops lowering with its line instead of failing at load."""
+warp specialization keeps live together, with the TMA-store epilogue off) stops lowering with its line instead of failing at load."""
 
 from __future__ import annotations
 
@@ -55,7 +55,11 @@ def _persistent_staged(stages: int):
 
 
 def test_a_persistent_gemm_whose_staging_tile_does_not_fit_beside_its_stages_is_refused_with_its_line():
+    """With the TMA-store epilogue (default), split-staging-tiles stores the tile in column blocks and 4
+    stages fit; with it off the tile stays whole and the plan (256 KiB) is refused."""
     tilecraft.lower(_persistent_staged(3), target="cuda -arch=sm_90a", execution_backend="nvrtc")
+    tilecraft.lower(_persistent_staged(4), target="cuda -arch=sm_90a", execution_backend="nvrtc")
     with pytest.raises(LoweringError, match="once warp-specialized") as info:
-        tilecraft.lower(_persistent_staged(4), target="cuda -arch=sm_90a", execution_backend="nvrtc")
+        tilecraft.lower(_persistent_staged(4), target="cuda -arch=sm_90a", execution_backend="nvrtc",
+                        pass_configs={"tilecraft.cuda.tma_store": False})  # fmt: skip
     assert "test_check_planned_shared_memory.py" in str(info.value) and "fewer pipeline stages" in str(info.value)

@@ -28,10 +28,10 @@ def test_each_iteration_waits_for_the_previous_store_before_refilling_the_tile(t
         with T.Kernel(1, threads=128) as bx:
             S = T.alloc_shared((512,), "float16")
             for t in T.serial(2):
-                T.tma_store_wait(tiles=(S,))
+                T.tma_store_wait(tiles=(S,), pending=0)
                 T.tma_copy(loads=(<TmaLoad>,), bytes=1024, ring=0, stage=0, elected=False)
                 T.tma_store_copy(stores=(<TmaStore>,))
-            T.tma_store_wait(tiles=(S,))
+            T.tma_store_wait(tiles=(S,), pending=0)
     """
     assert_pass(target, "place-tma-store-waits", stored_each_iteration, expected, prefix=True, as_text=True)
 
@@ -53,7 +53,8 @@ def two_tiles(
 
 @pass_test("place-tma-store-waits", SM90A)
 def test_only_a_write_of_a_tile_in_flight_waits(target):
-    """R's first write does not wait (no store of R is in flight); S's second write waits for S."""
+    """R's first write does not wait (no store of R is in flight); S's second write waits for S's store
+    alone (`pending=1`: R's, committed after it, may stay in flight); the end waits for both."""
     expected = """
     @T.prim_func
     def _(A: T.Tensor((8, 64), "float16"), B: T.Tensor((8, 64), "float16"), C: T.Tensor((8, 64), "float16")):
@@ -64,10 +65,10 @@ def test_only_a_write_of_a_tile_in_flight_waits(target):
             T.tma_store_copy(stores=(<TmaStore>,))
             T.tma_copy(loads=(<TmaLoad>,), bytes=1024, ring=0, stage=0, elected=False)
             T.tma_store_copy(stores=(<TmaStore>,))
-            T.tma_store_wait(tiles=(S,))
+            T.tma_store_wait(tiles=(S,), pending=1)
             T.tma_copy(loads=(<TmaLoad>,), bytes=1024, ring=0, stage=0, elected=False)
             T.tma_store_copy(stores=(<TmaStore>,))
-            T.tma_store_wait(tiles=(S, R))
+            T.tma_store_wait(tiles=(S, R), pending=0)
     """
     assert_pass(target, "place-tma-store-waits", two_tiles, expected, prefix=True, as_text=True)
 

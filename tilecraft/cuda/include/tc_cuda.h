@@ -505,9 +505,12 @@ TC_DEVICE void tc_tma_store(const tc_tensor_map& map, const int32_t (&c)[RANK], 
     }
 }
 TC_DEVICE void tc_tma_store_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
-// Waits until every bulk async-group this thread committed has read its shared source (not until its
-// writes to global memory are done: they complete before the grid does).
-TC_DEVICE void tc_tma_store_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+// Waits until every bulk async-group this thread committed but the PENDING newest has read its shared
+// source (not until its writes to global memory are done: they complete before the grid does).
+template <int PENDING = 0>
+TC_DEVICE void tc_tma_store_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(PENDING) : "memory");
+}
 // stmatrix (sm_90): the warp stores N 8x8 matrices of 16-bit elements. Register i of lane l holds row
 // l / 4, columns 2 (l % 4) and 2 (l % 4) + 1 of matrix i (low half first), the mma accumulator's layout;
 // lane l gives the address of row l % 8 of matrix l / 8 (16 contiguous bytes, 16-byte aligned).

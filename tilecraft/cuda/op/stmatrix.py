@@ -47,21 +47,67 @@ def matrices(linear: LinearLayout) -> int | None:
 
 def stmatrix_copy(op: S.Copy, frag: BufferRegion, ctx) -> S.Stmt | None:
     """The copy as stmatrix instructions, or None where the element copy must do (the caller checks
-    that the copy is not under a condition on the thread index)."""
+    that the copy is not under a condition on the thread index). The fragment side is the whole
+    fragment, or all its rows and a block of its columns whose registers are whole instructions' groups
+    (`column_groups`: an epilogue split by split-staging-tiles)."""
     dst = op.dst
     if frag is not op.src or dst.buffer.scope not in SHARED or ctx.pipelined_depth:
         return None
-    if dst.dtype.bits != 16 or dst.dtype.is_bool or not whole_region(dst) or not whole_region(frag):
+    if dst.dtype.bits != 16 or dst.dtype.is_bool or not whole_region(dst):
         return None
     layout = ctx.layout(frag.buffer, op.span)
     tile = tuple(E.const_value(d) for d in dst.buffer.shape)
-    if len(tile) != 2 or tile != layout.shape or layout.padded or any(layout.replica_mask()):
+    if len(tile) != 2 or layout.padded or any(layout.replica_mask()):
         return None
     count = matrices(layout.linear)
     shared = ctx.shared_layouts.get(id(dst.buffer))
     if count is None or (tile[1] * 2) % ROW_BYTES or not _chunks_kept(shared):
         return None
-    return _instructions(op, layout, shared, count, ctx)
+    if whole_region(frag) and tile == layout.shape:
+        return _instructions(op, layout, shared, count, ctx)
+    first = _column_block(frag, layout, tile)
+    groups = None if first is None else column_groups(layout.linear, count, first, tile[1])
+    if not groups:
+        return None
+    return _instructions(op, layout, shared, count, ctx, (first, groups))
+
+
+def _column_block(frag: BufferRegion, layout: TileLayout, tile: tuple) -> int | None:
+    """The first column of a region of all the fragment's rows and `tile`'s columns, None otherwise."""
+    rows, cols = frag.ranges
+    first = E.const_value(cols.min)
+    whole_rows = E.const_value(rows.min) == 0 and E.const_value(rows.extent) == layout.shape[0] == tile[0]
+    if not whole_rows or E.const_value(cols.extent) != tile[1] or not isinstance(first, int):
+        return None
+    return first
+
+
+def column_groups(linear: LinearLayout, count: int, first: int, width: int) -> tuple[int, ...] | None:
+    """The register groups of `2 * count` (one stmatrix each) that hold columns [first, first + width)
+    of the fragment, for every thread alike; None where the block does not split the groups that way: its
+    width is a power of two, `first` a multiple of it, and each basis of the layout moves the column
+    either within a block (lanes and warps always) or by whole blocks, so that a register's block is
+    fixed by its index and a group's registers share one."""
+    if width & (width - 1) or first % width:
+        return None
+    for name in linear.in_names:
+        for bit in range(linear.in_bits(name)):
+            step = linear.basis(name, bit)["dim1"]
+            if step >= width and (name != "register" or step % width):
+                return None
+    size = 2 * count
+
+    def block(register: int) -> int:
+        return linear.apply(register=register, lane=0, warp=0)["dim1"] // width
+
+    groups = []
+    for g in range(linear.in_size("register") // size):
+        blocks = {block(g * size + k) for k in range(size)}
+        if len(blocks) != 1:
+            return None
+        if blocks == {first // width}:
+            groups.append(g)
+    return tuple(groups)
 
 
 def _chunks_kept(shared) -> bool:
@@ -71,24 +117,30 @@ def _chunks_kept(shared) -> bool:
     )
 
 
-def _instructions(op: S.Copy, layout: TileLayout, shared, count: int, ctx) -> S.Stmt:
-    """An unrolled loop over the thread's register groups, one stmatrix each."""
+def _instructions(op: S.Copy, layout: TileLayout, shared, count: int, ctx, block=None) -> S.Stmt:
+    """An unrolled loop over the thread's register groups, one stmatrix each; `block`: (first column,
+    groups) of a column block, whose groups are written out one by one."""
     regs = ctx.registers_of(op.src.buffer)
+    first_column, chosen = block if block is not None else (0, None)
+    width = E.const_value(op.dst.buffer.shape[1])
+
+    def one(first: E.Expr) -> S.Stmt:
+        # lane l addresses row l % 8 of matrix (l / 8) % count: the element lane 4 (l % 8) holds first, in
+        # the matrix's first register (lanes past the instruction's matrices give valid addresses too)
+        matrix = E.int_call("bitwise_and", E.int_call("shift_right", ctx.lane, 3), count - 1)
+        row_lane = E.mul(E.int_call("bitwise_and", ctx.lane, 7), 4)
+        row, col = layout.coords(E.add(first, E.mul(matrix, 2)), row_lane, ctx.warp)
+        flat = E.add(E.mul(row, width), E.sub(col, first_column) if first_column else col)
+        offset = shared.physical(flat) if isinstance(shared, SharedLayout) else flat
+        dtype = op.dst.dtype
+        values = tuple(
+            E.cast(E.BufferLoad(regs.dtype, regs, (E.add(first, k),)), dtype) for k in range(2 * count)
+        )
+        return StMatrix(op.dst.buffer, offset, values, count, span=op.span)
+
+    if chosen is not None:
+        return S.seq(*(one(E.const(g * 2 * count)) for g in chosen))
     group = ctx.var("m")
-    first = E.mul(group, 2 * count)
-    # lane l addresses row l % 8 of matrix (l / 8) % count: the element lane 4 (l % 8) holds first, in the
-    # matrix's first register (lanes past the instruction's matrices give valid addresses too)
-    matrix = E.int_call("bitwise_and", E.int_call("shift_right", ctx.lane, 3), count - 1)
-    row_lane = E.mul(E.int_call("bitwise_and", ctx.lane, 7), 4)
-    row, col = layout.coords(E.add(first, E.mul(matrix, 2)), row_lane, ctx.warp)
-    flat = E.add(E.mul(row, layout.shape[1]), col)
-    offset = shared.physical(flat) if isinstance(shared, SharedLayout) else flat
-    dtype = op.dst.dtype
-    values = tuple(
-        E.cast(E.BufferLoad(regs.dtype, regs, (E.add(first, k),)), dtype) for k in range(2 * count)
-    )
-    body = StMatrix(op.dst.buffer, offset, values, count, span=op.span)
     groups = layout.num_registers // (2 * count)
-    return S.For(
-        group, E.const(0), E.const(groups), S.ForKind.SERIAL, body, (("unroll", True),), span=op.span
-    )
+    return S.For(group, E.const(0), E.const(groups), S.ForKind.SERIAL, one(E.mul(group, 2 * count)),
+                 (("unroll", True),), span=op.span)  # fmt: skip

@@ -30,16 +30,33 @@ def _stores(s: S.Stmt) -> bool:
     return any(isinstance(n, TmaStoreCopy) for n in walk(s))
 
 
+Pending = dict[int, int]  # tile id -> bulk groups committed after its newest store (the fewest on any path)
+
+
+def _merged(a: Pending, b: Pending) -> Pending:
+    """Where two paths meet: a tile in flight on either, with the fewer groups committed after it."""
+    out = dict(a)
+    for key, count in b.items():
+        out[key] = min(count, out.get(key, count))
+    return out
+
+
 class _Waits:
-    """Program-order placement of the waits; `pending` holds the tiles whose stores may be in flight."""
+    """Program-order placement of the waits; `pending` holds the tiles whose stores may be in flight,
+    each with the number of bulk groups committed after its newest store on every path (a TMA store
+    commits one group). A wait for tiles all of which have at least N newer groups waits for all but
+    the N newest groups (`TmaStoreWait.pending`), so that a store of another tile stays in flight: two
+    staging tiles used in turn (split-staging-tiles) overlap one tile's store with the other's writes."""
 
     def __init__(self, tiles: dict[int, Buffer]) -> None:
         self.tiles = tiles
         self.accesses = Accesses(set(), shared_accesses)
 
-    def run(self, s: S.Stmt, pending: frozenset[int]) -> tuple[S.Stmt, frozenset[int]]:
+    def run(self, s: S.Stmt, pending: Pending) -> tuple[S.Stmt, Pending]:
         if isinstance(s, TmaStoreCopy):
-            return s, pending | {id(t) for t in s.tiles}
+            stored = {id(t) for t in s.tiles}
+            after = {k: n + 1 for k, n in pending.items() if k not in stored}
+            return s, {**after, **dict.fromkeys(stored, 0)}
         if not _stores(s):
             return self._before_writes(s, pending)
         if isinstance(s, S.SeqStmt):
@@ -54,23 +71,24 @@ class _Waits:
         if isinstance(s, S.IfThenElse):
             then_case, a = self.run(s.then_case, pending)
             else_case, b = (None, pending) if s.else_case is None else self.run(s.else_case, pending)
-            return dataclasses.replace(s, then_case=then_case, else_case=else_case), a | b
+            return dataclasses.replace(s, then_case=then_case, else_case=else_case), _merged(a, b)
         if isinstance(s, (S.For, S.While)):
             # an iteration may start with the previous one's stores in flight
             _, end = self.run(s.body, pending)
-            body, end = self.run(s.body, pending | end)
-            return dataclasses.replace(s, body=body), pending | end
+            body, end = self.run(s.body, _merged(pending, end))
+            return dataclasses.replace(s, body=body), _merged(pending, end)
         raise AssertionError(f"place-tma-store-waits: a TMA store inside a {type(s).__name__}")
 
-    def _before_writes(self, s: S.Stmt, pending: frozenset[int]) -> tuple[S.Stmt, frozenset[int]]:
+    def _before_writes(self, s: S.Stmt, pending: Pending) -> tuple[S.Stmt, Pending]:
         if not pending:
             return s, pending
         _, writes = self.accesses(s)
-        hit = writes & pending
+        hit = writes & pending.keys()
         if not hit:
             return s, pending
-        wait = TmaStoreWait(tuple(self.tiles[k] for k in self.tiles if k in hit), span=s.span)
-        return S.seq(wait, s), pending - hit
+        newer = min(pending[k] for k in hit)
+        wait = TmaStoreWait(tuple(self.tiles[k] for k in self.tiles if k in hit), newer, span=s.span)
+        return S.seq(wait, s), {k: n for k, n in pending.items() if n < newer}
 
 
 def _with_final_wait(body: S.Stmt, tiles: tuple[Buffer, ...]) -> S.Stmt:
@@ -98,7 +116,7 @@ class _Kernels(Mutator):
         tiles = {id(t): t for n in walk(launch.body) if isinstance(n, TmaStoreCopy) for t in n.tiles}
         if not tiles:
             return launch
-        body, pending = _Waits(tiles).run(launch.body, frozenset())
+        body, pending = _Waits(tiles).run(launch.body, {})
         last = tuple(t for k, t in tiles.items() if k in pending)
         top = _leading_allocations(body)
         at_top = tuple(t for t in last if id(t) in top)

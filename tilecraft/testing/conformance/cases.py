@@ -465,6 +465,8 @@ CASES = [
     Case("persistent_gemm_in_waves", PT.persistent_gemm, PT.inputs, PT.reference, 2e-3),
     Case("persistent_gemm_staged_through_shared", PT.persistent_gemm_staged, PT.staged_inputs, PT.reference,
          TOL[F16]),
+    Case("persistent_gemm_staged_in_column_blocks", PT.persistent_gemm_in_column_blocks, PT.big_inputs,
+         PT.reference, TOL[F16]),
     # Thread-block clusters: TMA multicast of the shared tile on sm_90a, a plain grid elsewhere.
     Case("gemm_in_clusters_sharing_a", CL.sharing_a, CL.inputs(False), CL.reference(False), 2e-3),
     Case("gemm_in_clusters_sharing_b", CL.sharing_b, CL.inputs(True), CL.reference(True), 2e-3),

@@ -49,6 +49,45 @@ def persistent_gemm_staged():
     return persistent_gemm(staged=True)
 
 
+# Hopper-sized tiles whose C_shared epilogue does not fit beside 4 stages (48 KiB each) in 227 KiB:
+# split-staging-tiles stores it in two column blocks through a 256x64 tile. Ragged N (the second
+# block of the last tile column is past the edge), a K loop of 9 (not a multiple of the stages), 3 waves.
+BIG_M, BIG_N, BIG_K = 768, 400, 576
+BIG_BM, BIG_BN, BIG_BK, BIG_STAGES = 256, 128, 64, 4
+
+
+def persistent_gemm_in_column_blocks():
+    """TileLang's persistent example at its sm_90a tile (256x128x64, 256 threads, 4 stages) with the
+    C_shared epilogue."""
+    M, N, K, BM, BN, BK = BIG_M, BIG_N, BIG_K, BIG_BM, BIG_BN, BIG_BK
+
+    @T.prim_func
+    def persistent_gemm_in_column_blocks(
+        A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")
+    ):
+        with T.Kernel(BLOCKS, threads=256) as block:
+            A_s = T.alloc_shared((BM, BK), "float16")
+            B_s = T.alloc_shared((BK, BN), "float16")
+            C_s = T.alloc_shared((BM, BN), "float16")
+            C_l = T.alloc_fragment((BM, BN), "float32")
+            for bx, by in T.Persistent([T.ceildiv(M, BM), T.ceildiv(N, BN)], BLOCKS, block, GROUP):
+                T.clear(C_l)
+                for k in T.Pipelined(T.ceildiv(K, BK), num_stages=BIG_STAGES):
+                    T.copy(A[bx * BM, k * BK], A_s)
+                    T.copy(B[k * BK, by * BN], B_s)
+                    T.gemm(A_s, B_s, C_l)
+                T.copy(C_l, C_s)
+                T.copy(C_s, C[bx * BM, by * BN])
+
+    return persistent_gemm_in_column_blocks
+
+
+def big_inputs(rng) -> list[np.ndarray]:
+    return [rng.standard_normal((BIG_M, BIG_K)).astype(np.float16),
+            rng.standard_normal((BIG_K, BIG_N)).astype(np.float16),
+            np.full((BIG_M, BIG_N), np.nan, np.float16)]  # fmt: skip
+
+
 def staged_inputs(rng) -> list[np.ndarray]:
     return [*inputs(rng)[:2], np.full((M, N), np.nan, np.float16)]
 

@@ -1,0 +1,107 @@
+"""split-staging-tiles (CUDA), Before/Expected: a T.Persistent kernel's staging tile that would take its
+shared memory past the target's limit beside the pipeline's stages is narrowed to a block of its columns,
+its pair of copies repeated per block; kernels that fit, and kernels it cannot bring under the limit,
+pass unchanged."""
+
+from __future__ import annotations
+
+import pytest
+
+import tilecraft
+import tilecraft.language as T
+from tests.cuda.passes.kernels import SM90A
+from tilecraft.errors import LoweringError
+from tilecraft.testing.passes import UNCHANGED, assert_pass, pass_test
+
+# 3 stages of two 8 KiB tiles and an 8 KiB staging tile: 56 KiB and the mbarriers; 4 KiB for it fit 53
+SM90A_53K = f"{SM90A} -max_shared_memory_per_block_optin={53 * 1024}"
+
+
+def _persistent(stages: int = 3, epilogue_reads_the_tile: bool = False):
+    M = N = K = 256
+
+    @T.prim_func
+    def gemm(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(4, threads=128) as block:
+            A_s = T.alloc_shared((64, 64), "float16")
+            B_s = T.alloc_shared((64, 64), "float16")
+            C_l = T.alloc_fragment((64, 64), "float32")
+            C_s = T.alloc_shared((64, 64), "float16")
+            for bx, by in T.Persistent([M // 64, N // 64], 4, block):
+                T.clear(C_l)
+                for k in T.Pipelined(K // 64, num_stages=stages):
+                    T.copy(A[bx * 64, k * 64], A_s)
+                    T.copy(B[k * 64, by * 64], B_s)
+                    T.gemm(A_s, B_s, C_l)
+                T.copy(C_l, C_s)
+                T.copy(C_s, C[bx * 64, by * 64])
+                if epilogue_reads_the_tile:
+                    T.copy(C_s, A[bx * 64, by * 64])
+
+    return gemm
+
+
+@pass_test("split-staging-tiles", SM90A_53K)
+def test_a_staging_tile_past_the_limit_is_stored_in_column_blocks(target):
+    """C_s (64x64) becomes two 64x16 tiles used in turn, copied in and stored out once per column block."""
+    expected = """
+    @T.prim_func
+    def _(A: T.Tensor((256, 256), "float16"), B: T.Tensor((256, 256), "float16"), C: T.Tensor((256, 256), "float16")):
+        with T.Kernel(4, threads=128) as block:
+            A_s = T.alloc_shared((64, 64), "float16")
+            B_s = T.alloc_shared((64, 64), "float16")
+            C_l = T.alloc_fragment((64, 64), "float32")
+            C_s = T.alloc_shared((64, 16), "float16")
+            C_s_1 = T.alloc_shared((64, 16), "float16")
+            for wave in T.serial((16 - block + 3) // 4, annotations={'persistent': True}):
+                tile: T.int32 = wave * 4 + block
+                bx: T.int32 = tile // 32 * 8 + tile % 32 % T.min(4 - tile // 32 * 8, 8)
+                by: T.int32 = tile % 32 // T.min(4 - tile // 32 * 8, 8)
+                T.fill(C_l, 0.0)
+                for k in T.Pipelined(4, num_stages=3):
+                    T.copy(A[bx * 64:bx * 64 + 64, k * 64:k * 64 + 64], A_s)
+                    T.copy(B[k * 64:k * 64 + 64, by * 64:by * 64 + 64], B_s)
+                    T.gemm(A_s, B_s, C_l)
+                T.copy(C_l[:64, :16], C_s)
+                T.copy(C_s, C[bx * 64:bx * 64 + 64, by * 64:by * 64 + 16])
+                T.copy(C_l[:64, 16:32], C_s_1)
+                T.copy(C_s_1, C[bx * 64:bx * 64 + 64, by * 64 + 16:by * 64 + 16 + 16])
+                T.copy(C_l[:64, 32:48], C_s)
+                T.copy(C_s, C[bx * 64:bx * 64 + 64, by * 64 + 32:by * 64 + 32 + 16])
+                T.copy(C_l[:64, 48:64], C_s_1)
+                T.copy(C_s_1, C[bx * 64:bx * 64 + 64, by * 64 + 48:by * 64 + 48 + 16])
+    """
+    assert_pass(target, "split-staging-tiles", _persistent(), expected, as_text=True)
+
+
+@pass_test("split-staging-tiles", SM90A)
+def test_a_kernel_within_the_limit_is_unchanged(target):
+    """56 KiB against sm_90a's 227: nothing to narrow."""
+    assert_pass(target, "split-staging-tiles", _persistent(), UNCHANGED)
+
+
+@pass_test("split-staging-tiles", SM90A_53K)
+def test_a_staging_tile_read_by_something_else_is_unchanged(target):
+    """A tile the epilogue also reads is not a staging tile of one store: it keeps its shape."""
+    assert_pass(target, "split-staging-tiles", _persistent(epilogue_reads_the_tile=True), UNCHANGED)
+
+
+@pass_test("split-staging-tiles", SM90A_53K)
+def test_a_kernel_no_split_brings_under_the_limit_is_unchanged(target):
+    """6 stages need 96 KiB with no staging tile at all: the pass leaves it to the later refusal."""
+    assert_pass(target, "split-staging-tiles", _persistent(stages=6), UNCHANGED)
+
+
+@pass_test("split-staging-tiles", SM90A_53K)
+def test_without_the_tma_store_epilogue_nothing_is_narrowed(target):
+    """tilecraft.cuda.tma_store False keeps the epilogue through the threads, and the tile as written."""
+    assert_pass(target, "split-staging-tiles", _persistent(), UNCHANGED,
+                pass_configs={"tilecraft.cuda.tma_store": False})  # fmt: skip
+
+
+def test_the_narrowed_kernel_lowers_and_the_unsplit_one_is_refused():
+    """End to end at 53 KiB: the split kernel's plan fits; with the TMA-store epilogue off it does not."""
+    tilecraft.lower(_persistent(), target=SM90A_53K, execution_backend="nvrtc")
+    with pytest.raises(LoweringError, match="once warp-specialized"):
+        tilecraft.lower(_persistent(), target=SM90A_53K, execution_backend="nvrtc",
+                        pass_configs={"tilecraft.cuda.tma_store": False})  # fmt: skip
