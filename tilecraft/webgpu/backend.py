@@ -42,7 +42,7 @@ WEBGPU_BACKEND = register_backend(
             FLOAT64_MATH: "WGSL's float64 has arithmetic, abs, floor, ceil, round and sqrt, but no exp, log, sin, "
             "cos, pow, tanh or erf: compute them in float32",
             WORKGROUP_MEMORY: "a workgroup has the adapter's workgroup_memory bytes (WebGPU guarantees 16 KiB, "
-            "lavapipe 32 KiB); on lavapipe 4 of the 64 conformance checks need more (40 to 96 KiB)",
+            "lavapipe 32 KiB); on lavapipe 5 of the 65 conformance checks need more (40 to 112 KiB)",
             WORKGROUP_SIZE: "a workgroup holds at most the adapter's max_workgroup_size invocations (WebGPU "
             "guarantees 256)",
             STORAGE_BUFFERS: "a shader binds at most the adapter's max_storage_buffers storage buffers (WebGPU "
