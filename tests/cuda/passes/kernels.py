@@ -34,3 +34,31 @@ def tma_gemm(
             T.copy(B[k * 64, 0], Bs)
             T.gemm(As, Bs, Cf)
         T.copy(Cf, C)
+
+
+def persistent_staged(size: int, tile: tuple[int, int, int], threads: int, blocks: int, stages: int,
+                      read_back: bool = False):  # fmt: skip
+    """A T.Persistent GEMM of size^3 over `blocks` blocks with the C_shared epilogue; `read_back`: the
+    epilogue also reads C_s (so C_s is no staging tile of one store)."""
+    bm, bn, bk = tile
+
+    @T.prim_func
+    def gemm(A: T.Tensor((size, size), "float16"), B: T.Tensor((size, size), "float16"),
+             C: T.Tensor((size, size), "float16")):  # fmt: skip
+        with T.Kernel(blocks, threads=threads) as block:
+            A_s = T.alloc_shared((bm, bk), "float16")
+            B_s = T.alloc_shared((bk, bn), "float16")
+            C_l = T.alloc_fragment((bm, bn), "float32")
+            C_s = T.alloc_shared((bm, bn), "float16")
+            for bx, by in T.Persistent([T.ceildiv(size, bm), T.ceildiv(size, bn)], blocks, block):
+                T.clear(C_l)
+                for k in T.Pipelined(T.ceildiv(size, bk), num_stages=stages):
+                    T.copy(A[bx * bm, k * bk], A_s)
+                    T.copy(B[k * bk, by * bn], B_s)
+                    T.gemm(A_s, B_s, C_l)
+                T.copy(C_l, C_s)
+                T.copy(C_s, C[bx * bm, by * bn])
+                if read_back:
+                    T.copy(C_s, A[bx * bm, by * bn])
+
+    return gemm

@@ -8,6 +8,7 @@ import pytest
 
 import tilecraft
 import tilecraft.language as T
+from tests.cuda.passes.kernels import persistent_staged
 from tests.transform.helpers import SM80
 from tilecraft.errors import LoweringError
 from tilecraft.testing.passes import UNCHANGED, assert_pass, pass_test, run_pass
@@ -33,25 +34,7 @@ def test_a_plan_past_the_target_is_refused():
 
 
 def _persistent_staged(stages: int):
-    M = N = K = 1024
-
-    @T.prim_func
-    def gemm(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
-        with T.Kernel(132, threads=256) as block:
-            A_s = T.alloc_shared((256, 64), "float16")
-            B_s = T.alloc_shared((64, 128), "float16")
-            C_l = T.alloc_fragment((256, 128), "float32")
-            C_s = T.alloc_shared((256, 128), "float16")
-            for bx, by in T.Persistent([T.ceildiv(M, 256), T.ceildiv(N, 128)], 132, block):
-                T.clear(C_l)
-                for k in T.Pipelined(T.ceildiv(K, 64), num_stages=stages):
-                    T.copy(A[bx * 256, k * 64], A_s)
-                    T.copy(B[k * 64, by * 128], B_s)
-                    T.gemm(A_s, B_s, C_l)
-                T.copy(C_l, C_s)
-                T.copy(C_s, C[bx * 256, by * 128])
-
-    return gemm
+    return persistent_staged(1024, (256, 128, 64), 256, 132, stages)
 
 
 def test_a_persistent_gemm_whose_staging_tile_does_not_fit_beside_its_stages_is_refused_with_its_line():
@@ -62,4 +45,4 @@ def test_a_persistent_gemm_whose_staging_tile_does_not_fit_beside_its_stages_is_
     with pytest.raises(LoweringError, match="once warp-specialized") as info:
         tilecraft.lower(_persistent_staged(4), target="cuda -arch=sm_90a", execution_backend="nvrtc",
                         pass_configs={"tilecraft.cuda.tma_store": False})  # fmt: skip
-    assert "test_check_planned_shared_memory.py" in str(info.value) and "fewer pipeline stages" in str(info.value)
+    assert "kernels.py" in str(info.value) and "fewer pipeline stages" in str(info.value)  # the kernel's line

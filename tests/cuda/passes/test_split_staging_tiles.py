@@ -8,8 +8,7 @@ from __future__ import annotations
 import pytest
 
 import tilecraft
-import tilecraft.language as T
-from tests.cuda.passes.kernels import SM90A
+from tests.cuda.passes.kernels import SM90A, persistent_staged
 from tilecraft.errors import LoweringError
 from tilecraft.testing.passes import UNCHANGED, assert_pass, pass_test
 
@@ -18,27 +17,7 @@ SM90A_53K = f"{SM90A} -max_shared_memory_per_block_optin={53 * 1024}"
 
 
 def _persistent(stages: int = 3, epilogue_reads_the_tile: bool = False):
-    M = N = K = 256
-
-    @T.prim_func
-    def gemm(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
-        with T.Kernel(4, threads=128) as block:
-            A_s = T.alloc_shared((64, 64), "float16")
-            B_s = T.alloc_shared((64, 64), "float16")
-            C_l = T.alloc_fragment((64, 64), "float32")
-            C_s = T.alloc_shared((64, 64), "float16")
-            for bx, by in T.Persistent([M // 64, N // 64], 4, block):
-                T.clear(C_l)
-                for k in T.Pipelined(K // 64, num_stages=stages):
-                    T.copy(A[bx * 64, k * 64], A_s)
-                    T.copy(B[k * 64, by * 64], B_s)
-                    T.gemm(A_s, B_s, C_l)
-                T.copy(C_l, C_s)
-                T.copy(C_s, C[bx * 64, by * 64])
-                if epilogue_reads_the_tile:
-                    T.copy(C_s, A[bx * 64, by * 64])
-
-    return gemm
+    return persistent_staged(256, (64, 64, 64), 128, 4, stages, epilogue_reads_the_tile)
 
 
 @pass_test("split-staging-tiles", SM90A_53K)

@@ -14,33 +14,34 @@ M, N, K = 192, 160, 448
 BM, BN, BK, BLOCKS, GROUP = 64, 64, 64, 4, 2
 
 
-def persistent_gemm(staged: bool = False):
+def persistent_gemm(staged: bool = False, shape=(M, N, K), tile=(BM, BN, BK), threads=128, stages=3):
     """`staged`: the same walk with TileLang's C_shared epilogue (a float16 result staged through a shared
     tile, rewritten by every tile of the block): on sm_90a a TMA store whose boxes the ragged N clips, and
     which the next tile must wait for before it overwrites the tile."""
     out = "float16" if staged else "float32"
+    (m, n, k_), (bm, bn, bk) = shape, tile
 
     @T.prim_func
     def persistent_gemm(
-        A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), out)
+        A: T.Tensor((m, k_), "float16"), B: T.Tensor((k_, n), "float16"), C: T.Tensor((m, n), out)
     ):
-        with T.Kernel(BLOCKS, threads=128) as block:
-            A_s = T.alloc_shared((BM, BK), "float16")
-            B_s = T.alloc_shared((BK, BN), "float16")
+        with T.Kernel(BLOCKS, threads=threads) as block:
+            A_s = T.alloc_shared((bm, bk), "float16")
+            B_s = T.alloc_shared((bk, bn), "float16")
             if staged:
-                C_s = T.alloc_shared((BM, BN), "float16")
-            C_l = T.alloc_fragment((BM, BN), "float32")
-            for bx, by in T.Persistent([T.ceildiv(M, BM), T.ceildiv(N, BN)], BLOCKS, block, GROUP):
+                C_s = T.alloc_shared((bm, bn), "float16")
+            C_l = T.alloc_fragment((bm, bn), "float32")
+            for bx, by in T.Persistent([T.ceildiv(m, bm), T.ceildiv(n, bn)], BLOCKS, block, GROUP):
                 T.clear(C_l)
-                for k in T.Pipelined(T.ceildiv(K, BK), num_stages=3):
-                    T.copy(A[bx * BM, k * BK], A_s)
-                    T.copy(B[k * BK, by * BN], B_s)
+                for k in T.Pipelined(T.ceildiv(k_, bk), num_stages=stages):
+                    T.copy(A[bx * bm, k * bk], A_s)
+                    T.copy(B[k * bk, by * bn], B_s)
                     T.gemm(A_s, B_s, C_l)
                 if staged:
                     T.copy(C_l, C_s)
-                    T.copy(C_s, C[bx * BM, by * BN])
+                    T.copy(C_s, C[bx * bm, by * bn])
                 else:
-                    T.copy(C_l, C[bx * BM, by * BN])
+                    T.copy(C_l, C[bx * bm, by * bn])
 
     return persistent_gemm
 
@@ -59,27 +60,7 @@ BIG_BM, BIG_BN, BIG_BK, BIG_STAGES = 256, 128, 64, 4
 def persistent_gemm_in_column_blocks():
     """TileLang's persistent example at its sm_90a tile (256x128x64, 256 threads, 4 stages) with the
     C_shared epilogue."""
-    M, N, K, BM, BN, BK = BIG_M, BIG_N, BIG_K, BIG_BM, BIG_BN, BIG_BK
-
-    @T.prim_func
-    def persistent_gemm_in_column_blocks(
-        A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")
-    ):
-        with T.Kernel(BLOCKS, threads=256) as block:
-            A_s = T.alloc_shared((BM, BK), "float16")
-            B_s = T.alloc_shared((BK, BN), "float16")
-            C_s = T.alloc_shared((BM, BN), "float16")
-            C_l = T.alloc_fragment((BM, BN), "float32")
-            for bx, by in T.Persistent([T.ceildiv(M, BM), T.ceildiv(N, BN)], BLOCKS, block, GROUP):
-                T.clear(C_l)
-                for k in T.Pipelined(T.ceildiv(K, BK), num_stages=BIG_STAGES):
-                    T.copy(A[bx * BM, k * BK], A_s)
-                    T.copy(B[k * BK, by * BN], B_s)
-                    T.gemm(A_s, B_s, C_l)
-                T.copy(C_l, C_s)
-                T.copy(C_s, C[bx * BM, by * BN])
-
-    return persistent_gemm_in_column_blocks
+    return persistent_gemm(True, (BIG_M, BIG_N, BIG_K), (BIG_BM, BIG_BN, BIG_BK), 256, BIG_STAGES)
 
 
 def big_inputs(rng) -> list[np.ndarray]:
