@@ -13,6 +13,7 @@ from tilecraft.cuda.intrinsics.mma_layouts import WARP_SIZE, wgmma_accumulator, 
 from tilecraft.cuda.ir import StMatrix
 from tilecraft.cuda.op.stmatrix import column_groups
 from tilecraft.cuda.shared_layout import wgmma_atom, wgmma_operand
+from tilecraft.ir import stmt as S
 from tilecraft.ir.eval import evaluate
 from tilecraft.ir.expr import BufferLoad
 from tilecraft.ir.visitor import walk
@@ -35,28 +36,30 @@ def test_each_column_block_takes_whole_register_groups():
     assert column_groups(wgmma_accumulator(128, 256, 1, 2), 4, 0, 128) is None
 
 
-def _blocks(launch) -> list[list[StMatrix]]:
-    """The stmatrix statements of each column block, in program order (a block's four: 2 register groups
-    of 16 columns in each of the warpgroup's two 64-row halves), through C_s and C_s_1 in turn."""
-    found = [n for n in walk(launch.body) if isinstance(n, StMatrix)]
-    blocks = [found[4 * b : 4 * b + 4] for b in range(BLOCKS)]
-    assert len(found) == 16 and all(st.dst.name == TILES[b % 2] for b, sts in enumerate(blocks) for st in sts)
-    return blocks
+def _blocks(launch) -> list:
+    """The stmatrix loop of each column block, in program order (a block's four groups: 2 of 16 columns
+    in each of the warpgroup's two 64-row halves), through C_s and C_s_1 in turn."""
+    loops = [n for n in walk(launch.body) if isinstance(n, S.For) and isinstance(n.body, StMatrix)]
+    assert [(loop.body.dst.name, evaluate(loop.extent, {})) for loop in loops] == [
+        (TILES[b % 2], 4) for b in range(BLOCKS)
+    ]
+    return loops
 
 
-def test_every_element_is_stored_once_where_the_narrow_tile_puts_it():
+def test_every_element_is_stored_once_where_the_narrow_tiles_put_it():
     launch = _device(PT.persistent_gemm_in_column_blocks())
     (tid,) = launch.thread_vars
     layout = wgmma_operand(ROWS, WIDTH, wgmma_atom(WIDTH, 2), 2)  # 64-byte rows: the 64-byte swizzle
     where = {layout.offset(f): divmod(f, WIDTH) for f in range(ROWS * WIDTH)}
     consumers = ROWS * COLS // 128  # 256 threads
-    for block, stores in enumerate(_blocks(launch)):
+    for block, loop in enumerate(_blocks(launch)):
+        st = loop.body
+        regs = next(n.buffer for n in walk(st.values) if isinstance(n, BufferLoad))
         stored: dict[int, tuple[int, int]] = {}
-        for st in stores:
-            regs = next(n.buffer for n in walk(st.values) if isinstance(n, BufferLoad))
+        for group in range(evaluate(loop.extent, {})):
             for warp in range(consumers // WARP_SIZE):
                 lanes = [warp * WARP_SIZE + lane for lane in range(WARP_SIZE)]
-                env = [{tid: t, regs: lambda idx: idx[0]} for t in lanes]
+                env = [{tid: t, loop.loop_var: group, regs: lambda idx: idx[0]} for t in lanes]
                 rows = [evaluate(st.dst_offset, e) for e in env]
                 values = [[int(evaluate(v, e)) for v in st.values] for e in env]
                 for address, lane, k in isa_stmatrix(rows, st.count):
@@ -81,7 +84,7 @@ def test_the_store_protocol_holds_with_a_store_per_block(block):
 
 def test_the_split_kernel_compiles_for_sm90a_within_its_registers(nvcc, tmp_path):
     art, kernel = _lower(PT.persistent_gemm_in_column_blocks())
-    assert kernel.count("tc_tma_store<2>(tc_tmap2") == BLOCKS and kernel.count("tc_stmatrix_x4(C_s") == 16
+    assert kernel.count("tc_tma_store<2>(tc_tmap2") == BLOCKS and kernel.count("tc_stmatrix_x4(C_s") == BLOCKS
     # each block's writes wait only for the store before the previous one
     assert kernel.count("tc_tma_store_wait_read<1>();") == BLOCKS
     assert [(m.buffer, m.box) for m in art.kernels[0].tensor_maps][2] == ("C", (WIDTH, ROWS))

@@ -138,9 +138,28 @@ def _instructions(op: S.Copy, layout: TileLayout, shared, count: int, ctx, block
         )
         return StMatrix(op.dst.buffer, offset, values, count, span=op.span)
 
-    if chosen is not None:
-        return S.seq(*(one(E.const(g * 2 * count)) for g in chosen))
     group = ctx.var("m")
-    groups = layout.num_registers // (2 * count)
-    return S.For(group, E.const(0), E.const(groups), S.ForKind.SERIAL, one(E.mul(group, 2 * count)),
+    if chosen is None:
+        groups, index = layout.num_registers // (2 * count), group
+    else:
+        groups, index = len(chosen), _group_of(group, chosen)
+        if index is None:  # not one index with free bits: each group written out
+            return S.seq(*(one(E.const(g * 2 * count)) for g in chosen))
+    return S.For(group, E.const(0), E.const(groups), S.ForKind.SERIAL, one(E.mul(index, 2 * count)),
                  (("unroll", True),), span=op.span)  # fmt: skip
+
+
+def _group_of(i: E.Expr, chosen: tuple[int, ...]) -> E.Expr | None:
+    """The i-th of `chosen` register groups as an expression of `i` where they are one group index with
+    some bits free (the bits that move within the column block; the wgmma and mma accumulators' blocks
+    are), bit k of `i` being the k-th free bit; None otherwise. One loop over them keeps the statement,
+    and every later pass's work, the size of the whole-fragment loop's."""
+    free = sorted({b for g in chosen for b in range(g.bit_length()) if (g ^ chosen[0]) >> b & 1})
+    fixed = chosen[0] & ~sum(1 << b for b in free)
+    spanned = sorted(fixed | sum(((k >> j) & 1) << b for j, b in enumerate(free)) for k in range(len(chosen)))
+    if spanned != sorted(chosen):
+        return None
+    out: E.Expr = E.const(fixed)
+    for k, bit in enumerate(free):
+        out = E.add(out, E.mul(E.int_call("bitwise_and", E.int_call("shift_right", i, k), 1), 1 << bit))
+    return out
