@@ -125,6 +125,13 @@ def test_a_key_the_backend_does_not_read_is_an_error():
         tilecraft.lower(scale(), "opencl", pass_configs={K.BOUNDS_CHECK: True})
 
 
+def test_a_key_of_another_backend_names_that_backend():
+    with pytest.raises(
+        PassConfigError, match="'tilecraft.cuda.tma_store' is read by backend 'cuda', not by 'cpu'"
+    ):
+        tilecraft.lower(scale(), "c", pass_configs={"tilecraft.cuda.tma_store": False})
+
+
 @pytest.mark.parametrize(
     "configs, words",
     [

@@ -16,6 +16,7 @@ from tilecraft.backend.artifact import (
 )
 from tilecraft.backend.context import BackendContext, create_backend_context
 from tilecraft.backend.instrument import CompositeInstrument, IRDumper, PassInstrument, PassTiming
+from tilecraft.backend.registry import registered_backends
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.structural import structural_hash
 from tilecraft.jit.options import PassConfigs, resolve_pass_configs
@@ -49,7 +50,8 @@ def artifact_key(func: PrimFunc, ctx: BackendContext, pass_configs: Mapping | No
 
 def checked_pass_configs(pass_configs: Mapping | None, ctx: BackendContext) -> PassConfigs:
     """`pass_configs` checked against tilecraft's keys and those the selected backend declares."""
-    return resolve_pass_configs(pass_configs, ctx.backend.pass_configs, ctx.backend.name)
+    others = {m.name: m.pass_configs for m in registered_backends()} if pass_configs else {}
+    return resolve_pass_configs(pass_configs, ctx.backend.pass_configs, ctx.backend.name, others)
 
 
 def _instruments(configs: PassConfigs) -> PassInstrument | None:

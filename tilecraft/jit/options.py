@@ -226,9 +226,14 @@ class PassConfigs:
 
 
 def resolve_pass_configs(
-    configs: Mapping[Any, Any] | None, backend_keys: Mapping[str, str] | None = None, backend: str = "?"
+    configs: Mapping[Any, Any] | None,
+    backend_keys: Mapping[str, str] | None = None,
+    backend: str = "?",
+    other_backends: Mapping[str, Mapping[str, str]] | None = None,
 ) -> PassConfigs:
-    """Check `configs` for the selected backend (`backend_keys`: the keys its manifest declares).
+    """Check `configs` for the selected backend (`backend_keys`: the keys its manifest declares;
+    `other_backends`: name -> keys of the other registered backends, so that a key one of them reads is
+    reported as that backend's rather than as unknown).
 
     Raises PassConfigError naming the key, what is wrong, and the keys it may have meant.
     """
@@ -240,7 +245,7 @@ def resolve_pass_configs(
     backend_keys = backend_keys or {}
     values: dict[str, Any] = {}
     for key, value in (configs or {}).items():
-        name = _canonical_key(key, backend_keys, backend)
+        name = _canonical_key(key, backend_keys, backend, other_backends or {})
         if name in values:
             raise PassConfigError(f"pass config {name!r} is given twice (as {key!r} and another spelling)")
         values[name] = value
@@ -253,7 +258,9 @@ def resolve_pass_configs(
     )
 
 
-def _canonical_key(key: Any, backend_keys: Mapping[str, str], backend: str) -> str:
+def _canonical_key(
+    key: Any, backend_keys: Mapping[str, str], backend: str, other_backends: Mapping[str, Mapping[str, str]]
+) -> str:
     if not isinstance(key, str):
         raise PassConfigError(
             f"pass config key {key!r} is a {type(key).__name__}; use a string or a tilecraft.PassConfigKey"
@@ -261,11 +268,17 @@ def _canonical_key(key: Any, backend_keys: Mapping[str, str], backend: str) -> s
     name = ALIASES.get(str(key), str(key))
     if name in backend_keys or name in HONOURED or name in NO_EFFECT:
         return name
+    readers = ", ".join(sorted(backend_keys)) or "none"
     if name in BACKEND_READ:
-        readers = ", ".join(sorted(backend_keys)) or "none"
         raise PassConfigError(
             f"pass config {name!r} is not supported by backend {backend!r} (its own pass configs: {readers}); "
             "remove it for this target"
+        )
+    owners = sorted(other for other, keys in other_backends.items() if other != backend and name in keys)
+    if owners:
+        raise PassConfigError(
+            f"pass config {name!r} is read by backend {' and '.join(map(repr, owners))}, not by {backend!r}, "
+            f"the backend of this target (its own pass configs: {readers}); remove it for this target"
         )
     raise PassConfigError(f"unknown pass config {name!r}; {_suggest(name, backend_keys)}")
 
