@@ -22,12 +22,28 @@ from tilecraft.cuda.ir import TmaStoreCopy, TmaStoreWait, shared_accesses
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule
-from tilecraft.ir.visitor import Mutator, walk
+from tilecraft.ir.visitor import Mutator, children, walk
 from tilecraft.transform.simt.barriers import Accesses
 
 
-def _stores(s: S.Stmt) -> bool:
-    return any(isinstance(n, TmaStoreCopy) for n in walk(s))
+def _statements_with_stores(root: S.Stmt) -> set[int]:
+    """The ids of the statements under `root` (itself included) that hold a TMA store; statements only
+    (a store is never inside an expression), so the large address expressions are not walked, and each
+    statement once (the placement visits a loop's body twice, at every depth)."""
+    found: set[int] = set()
+
+    def visit(s: S.Stmt) -> bool:
+        held = isinstance(s, TmaStoreCopy)
+        for child in children(s):
+            for item in child if isinstance(child, tuple) else (child,):
+                if isinstance(item, S.Stmt) and visit(item):
+                    held = True
+        if held:
+            found.add(id(s))
+        return held
+
+    visit(root)
+    return found
 
 
 Pending = dict[int, int]  # tile id -> bulk groups committed after its newest store (the fewest on any path)
@@ -48,8 +64,9 @@ class _Waits:
     the N newest groups (`TmaStoreWait.pending`), so that a store of another tile stays in flight: two
     staging tiles used in turn (split-staging-tiles) overlap one tile's store with the other's writes."""
 
-    def __init__(self, tiles: dict[int, Buffer]) -> None:
+    def __init__(self, tiles: dict[int, Buffer], with_stores: set[int]) -> None:
         self.tiles = tiles
+        self.with_stores = with_stores  # ids of the statements holding a store (the original tree's)
         self.accesses = Accesses(set(), shared_accesses)
 
     def run(self, s: S.Stmt, pending: Pending) -> tuple[S.Stmt, Pending]:
@@ -57,7 +74,7 @@ class _Waits:
             stored = {id(t) for t in s.tiles}
             after = {k: n + 1 for k, n in pending.items() if k not in stored}
             return s, {**after, **dict.fromkeys(stored, 0)}
-        if not _stores(s):
+        if id(s) not in self.with_stores:
             return self._before_writes(s, pending)
         if isinstance(s, S.SeqStmt):
             out = []
@@ -116,7 +133,7 @@ class _Kernels(Mutator):
         tiles = {id(t): t for n in walk(launch.body) if isinstance(n, TmaStoreCopy) for t in n.tiles}
         if not tiles:
             return launch
-        body, pending = _Waits(tiles).run(launch.body, {})
+        body, pending = _Waits(tiles, _statements_with_stores(launch.body)).run(launch.body, {})
         last = tuple(t for k, t in tiles.items() if k in pending)
         top = _leading_allocations(body)
         at_top = tuple(t for t in last if id(t) in top)

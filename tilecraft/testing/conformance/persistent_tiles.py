@@ -51,8 +51,9 @@ def persistent_gemm_staged():
 
 
 # Hopper-sized tiles whose C_shared epilogue does not fit beside 4 stages (48 KiB each) in 227 KiB:
-# split-staging-tiles stores it in two column blocks through a 256x64 tile. Ragged N (the second
-# block of the last tile column is past the edge), a K loop of 9 (not a multiple of the stages), 3 waves.
+# split-staging-tiles stores it in four column blocks of 256x32 through two tiles taken in turn. Ragged N
+# (the last tile column's later blocks are past the edge), a K loop of 9 (not a multiple of the stages),
+# 3 waves.
 BIG_M, BIG_N, BIG_K = 768, 400, 576
 BIG_BM, BIG_BN, BIG_BK, BIG_STAGES = 256, 128, 64, 4
 

@@ -18,9 +18,11 @@ from tilecraft.backend.pipeline import module_pass
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
+from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.expr import Node
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.lowered import AtomicUpdate
-from tilecraft.ir.visitor import Mutator, free_vars, walk
+from tilecraft.ir.visitor import Mutator, children, free_vars
 
 SHARED = ("shared", "shared.dyn")
 # A loop annotation listing shared buffers a software pipeline guards with its own waits and barriers.
@@ -49,20 +51,46 @@ class State:
 
 class Accesses:
     """Shared buffers a statement reads and writes; `extra(node)` gives (read buffers, written buffers)
-    for the backend's own statements (copies, gemm calls), or None for nodes it does not know."""
+    for the backend's own statements (copies, gemm calls), or None for nodes it does not know.
+
+    The analysis asks about a loop before its body and about each body twice (the loop-carried
+    hazard), so every nested statement is asked about many times: each statement's answer is kept
+    (with the statement, so that its id is not reused) and a statement's answer is its own nodes' and
+    its sub-statements' answers, which makes a kernel linear in its size rather than in size x depth.
+    """
 
     def __init__(self, skip: set[int], extra=None) -> None:
         self.skip = skip
         self.extra = extra
+        self._known: dict[int, tuple[S.Stmt, frozenset[int], frozenset[int]]] = {}
 
     def __call__(self, s: S.Stmt) -> tuple[set[int], set[int]]:
+        reads, writes = self._all(s)
+        return set(reads - self.skip), set(writes - self.skip)
+
+    def _all(self, s: S.Stmt) -> tuple[frozenset[int], frozenset[int]]:
+        known = self._known.get(id(s))
+        if known is not None and known[0] is s:
+            return known[1], known[2]
         reads, writes = set(), set()
 
         def note(buf, into):
-            if buf.scope in SHARED and id(buf) not in self.skip:
+            if buf.scope in SHARED:
                 into.add(id(buf))
 
-        for n in walk(s):
+        stack = [s]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, tuple):
+                stack.extend(n)
+                continue
+            if not isinstance(n, Node):
+                continue
+            if n is not s and isinstance(n, S.Stmt):
+                inner_reads, inner_writes = self._all(n)
+                reads |= inner_reads
+                writes |= inner_writes
+                continue
             if isinstance(n, E.BufferLoad):
                 note(n.buffer, reads)
             elif isinstance(n, (S.BufferStore, AtomicUpdate)):
@@ -72,15 +100,18 @@ class Accesses:
                     note(buf, reads)
                 for buf in found[1]:
                     note(buf, writes)
-        return reads, writes
+            if not isinstance(n, Buffer):
+                stack.extend(c for c in children(n) if isinstance(c, (Node, tuple)))
+        self._known[id(s)] = (s, frozenset(reads), frozenset(writes))
+        return self._known[id(s)][1], self._known[id(s)][2]
 
 
 class Barriers:
     def __init__(self, thread_vars, extra=None) -> None:
         self.thread_ids = {id(v) for v in thread_vars}
-        self.skip: set[int] = set()
+        self.skip: set[int] = set()  # updated in place: self.accesses reads it
         self.live: set[int] = set()
-        self.extra = extra
+        self.accesses = Accesses(self.skip, extra)
 
     def uniform(self, cond: E.Expr) -> bool:
         return not any(id(v) in self.thread_ids for v in free_vars(cond))
@@ -131,7 +162,7 @@ class Barriers:
         return (S.seq(sync(), scope) if dead else scope), state
 
     def _leaf(self, s: S.Stmt, state: State) -> tuple[S.Stmt, State]:
-        reads, writes = Accesses(self.skip, self.extra)(s)
+        reads, writes = self.accesses(s)
         # Read-after-write and write-after-read; tile programs do not write one element from two threads.
         if (reads & state.writes) or (writes & state.reads):
             return S.seq(sync(), s), State(reads, writes)
@@ -144,7 +175,7 @@ class Barriers:
         try:
             # A hazard with what came before the loop is resolved once, before it, rather than by a
             # barrier inside the body that every iteration would pay for.
-            reads, writes = Accesses(self.skip, self.extra)(s)
+            reads, writes = self.accesses(s)
             before = (reads & state.writes) or (writes & state.reads)
             if before:
                 state = State()
@@ -159,7 +190,7 @@ class Barriers:
         """A while loop is analysed as a loop whose body starts by reading its condition; a barrier the
         condition needs after the previous iteration's writes goes at the end of the body (and, for the
         first iteration, before the loop)."""
-        reads, writes = Accesses(self.skip, self.extra)(s)
+        reads, writes = self.accesses(s)
         before = (reads & state.writes) or (writes & state.reads)
         if before:
             state = State()
