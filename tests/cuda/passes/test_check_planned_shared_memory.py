@@ -46,3 +46,10 @@ def test_a_persistent_gemm_whose_staging_tile_does_not_fit_beside_its_stages_is_
         tilecraft.lower(_persistent_staged(4), target="cuda -arch=sm_90a", execution_backend="nvrtc",
                         pass_configs={"tilecraft.cuda.tma_store": False})  # fmt: skip
     assert "kernels.py" in str(info.value) and "fewer pipeline stages" in str(info.value)  # the kernel's line
+    assert "the pass config 'tilecraft.cuda.tma_store' switches it off" in str(info.value)
+
+
+def test_the_hint_names_no_switch_where_none_is_set():
+    with pytest.raises(LoweringError, match="as planned") as info:
+        tilecraft.lower(_persistent_staged(4), target="cuda -arch=sm_80", execution_backend="nvrtc")
+    assert "switch" not in str(info.value)

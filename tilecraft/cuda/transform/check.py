@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from tilecraft.backend.pipeline import module_pass
 from tilecraft.cuda.ir import MbarRing, SetMaxNReg
+from tilecraft.cuda.op.gemm_plan import DISABLE_TMA, DISABLE_WGMMA, tma_enabled, wgmma_enabled
+from tilecraft.cuda.op.tma_store import TMA_STORE, tma_store_enabled
 from tilecraft.cuda.storage import SHARED_ALIGN, SHARED_SCOPES
 from tilecraft.cuda.target import capability
 from tilecraft.errors import LoweringError
@@ -79,8 +81,26 @@ def check_planned_shared_memory(mod: IRModule, ctx) -> IRModule:
                 f"{format_bytes(limit)} per block",
                 func.body.span,
                 "use fewer pipeline stages or smaller tiles, or store the epilogue from the fragment (no "
-                "shared staging tile)",
+                f"shared staging tile){_split_switched_off(ctx)}",
                 target=ctx.target,
                 unsupported=SHARED_MEMORY,
             )
     return mod
+
+
+def _split_switched_off(ctx) -> str:
+    """The hint's tail where pass configs switch off the TMA-store epilogue on sm_90a, whose
+    split-staging-tiles would store a staging tile that does not fit beside the stages in column blocks."""
+    configs = ctx.pass_configs
+    if not wgmma_enabled(ctx.target, {}):
+        return ""
+    off = [key for key, on in ((DISABLE_WGMMA, wgmma_enabled(ctx.target, configs)),
+                               (DISABLE_TMA, tma_enabled(configs)),
+                               (TMA_STORE, tma_store_enabled(configs))) if not on]  # fmt: skip
+    if not off:
+        return ""
+    return (
+        "; on sm_90a the TMA-store epilogue stores such a staging tile in column blocks through narrower "
+        f"tiles, and the pass config{'s' if len(off) > 1 else ''} {', '.join(map(repr, off))} switch"
+        f"{'' if len(off) > 1 else 'es'} it off"
+    )
