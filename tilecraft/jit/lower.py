@@ -50,7 +50,7 @@ def artifact_key(func: PrimFunc, ctx: BackendContext, pass_configs: Mapping | No
 
 def checked_pass_configs(pass_configs: Mapping | None, ctx: BackendContext) -> PassConfigs:
     """`pass_configs` checked against tilecraft's keys and those the selected backend declares."""
-    others = {m.name: m.pass_configs for m in registered_backends()} if pass_configs else {}
+    others = lambda: {m.name: m.pass_configs for m in registered_backends()}  # noqa: E731 - asked on a miss
     return resolve_pass_configs(pass_configs, ctx.backend.pass_configs, ctx.backend.name, others)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import difflib
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from os import PathLike
@@ -229,11 +229,12 @@ def resolve_pass_configs(
     configs: Mapping[Any, Any] | None,
     backend_keys: Mapping[str, str] | None = None,
     backend: str = "?",
-    other_backends: Mapping[str, Mapping[str, str]] | None = None,
+    other_backends: Callable[[], Mapping[str, Mapping[str, str]]] | None = None,
 ) -> PassConfigs:
     """Check `configs` for the selected backend (`backend_keys`: the keys its manifest declares;
-    `other_backends`: name -> keys of the other registered backends, so that a key one of them reads is
-    reported as that backend's rather than as unknown).
+    `other_backends`: gives name -> keys of the registered backends, asked only for a key that is not
+    the selected backend's or tilecraft's, so that a key another backend reads is reported as that
+    backend's rather than as unknown).
 
     Raises PassConfigError naming the key, what is wrong, and the keys it may have meant.
     """
@@ -245,7 +246,7 @@ def resolve_pass_configs(
     backend_keys = backend_keys or {}
     values: dict[str, Any] = {}
     for key, value in (configs or {}).items():
-        name = _canonical_key(key, backend_keys, backend, other_backends or {})
+        name = _canonical_key(key, backend_keys, backend, other_backends or dict)
         if name in values:
             raise PassConfigError(f"pass config {name!r} is given twice (as {key!r} and another spelling)")
         values[name] = value
@@ -259,7 +260,10 @@ def resolve_pass_configs(
 
 
 def _canonical_key(
-    key: Any, backend_keys: Mapping[str, str], backend: str, other_backends: Mapping[str, Mapping[str, str]]
+    key: Any,
+    backend_keys: Mapping[str, str],
+    backend: str,
+    other_backends: Callable[[], Mapping[str, Mapping[str, str]]],
 ) -> str:
     if not isinstance(key, str):
         raise PassConfigError(
@@ -274,7 +278,7 @@ def _canonical_key(
             f"pass config {name!r} is not supported by backend {backend!r} (its own pass configs: {readers}); "
             "remove it for this target"
         )
-    owners = sorted(other for other, keys in other_backends.items() if other != backend and name in keys)
+    owners = sorted(other for other, keys in other_backends().items() if other != backend and name in keys)
     if owners:
         raise PassConfigError(
             f"pass config {name!r} is read by backend {' and '.join(map(repr, owners))}, not by {backend!r}, "

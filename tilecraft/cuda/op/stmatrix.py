@@ -119,7 +119,7 @@ def _chunks_kept(shared) -> bool:
 
 def _instructions(op: S.Copy, layout: TileLayout, shared, count: int, ctx, block=None) -> S.Stmt:
     """An unrolled loop over the thread's register groups, one stmatrix each; `block`: (first column,
-    groups) of a column block, whose groups are written out one by one."""
+    groups) of a column block, looped over where `_group_of` can index them, else written out."""
     regs = ctx.registers_of(op.src.buffer)
     first_column, chosen = block if block is not None else (0, None)
     width = E.const_value(op.dst.buffer.shape[1])

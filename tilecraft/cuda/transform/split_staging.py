@@ -9,18 +9,22 @@ float16 tiles with 4 stages of 48 KiB and a 64 KiB staging tile need 256 KiB, pa
 
 Where the kernel's shared memory, counted as every tile live at once and every pipelined tile in its
 num_stages copies, would pass the target's limit, this pass narrows such a staging tile to 1/P of its
-columns (the smallest P that fits) and repeats the pair of copies once per column block:
+columns and repeats the pair of copies once per column block. It prefers two narrow tiles taken in turn
+with P >= 4 (the fewest blocks that fit), so that a block's writes overlap the previous block's store,
+else one tile with P >= 2; a 256x128 tile with 4 stages becomes
 
-    T.copy(C_local[:, 0:64], C_shared)     # C_shared now (256, 64)
-    T.copy(C_shared, C[r, c:c + 64])
-    T.copy(C_local[:, 64:128], C_shared)
-    T.copy(C_shared, C[r, c + 64:c + 128])
+    T.copy(C_local[:, 0:32], C_shared)     # C_shared and C_shared_1 are (256, 32)
+    T.copy(C_shared, C[r, c:c + 32])
+    T.copy(C_local[:, 32:64], C_shared_1)
+    T.copy(C_shared_1, C[r, c + 32:c + 64])
+    T.copy(C_local[:, 64:96], C_shared)    # waits for the first block's store only
+    ...
 
-Each block is its own TMA store; place-tma-store-waits makes a block wait for the previous block's store
-to have read the tile before it is rewritten. The result is the same; the price is one such wait per
-block, against a pipeline that keeps its stages. A pair qualifies when the staging tile is 2-D, written
-whole from a whole fragment, stored whole, and used by nothing else; the narrowed copies are the ones the
-stmatrix / TMA-store epilogue lowers. A kernel this does not bring under the limit is left as it is
+Each block is its own TMA store; place-tma-store-waits makes a block wait until the store that last read
+its tile has done so (`wait_group.read 1` with two tiles: the other tile's store stays in flight). A pair
+qualifies when the staging tile is 2-D, written whole from a whole fragment, stored whole, and used by
+nothing else; the narrowed copies are the ones the stmatrix / TMA-store epilogue lowers (stmatrix of a
+column block, op/stmatrix.py). A kernel this does not bring under the limit is left as it is
 (check-planned-shared-memory then refuses it with its line).
 """
 
@@ -31,6 +35,7 @@ import math
 
 from tilecraft import settings
 from tilecraft.cuda.storage import SHARED_ALIGN, SHARED_SCOPES
+from tilecraft.cuda.transform.check import MBARRIER_BYTES
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion, Range
@@ -38,7 +43,6 @@ from tilecraft.ir.visitor import Mutator, walk
 from tilecraft.transform.tile_loops import whole_region
 
 MIN_BLOCK_BYTES = 32  # a column block keeps rows of at least two 16-byte chunks (stmatrix's matrix rows)
-MBARRIER_BYTES = 8  # a pipeline ring has two per stage (full, empty) on sm_90a
 
 
 def split_staging_tiles(launch: S.KernelLaunch, limit: int) -> S.KernelLaunch:
@@ -74,7 +78,7 @@ def estimated_shared_bytes(launch: S.KernelLaunch) -> int | None:
     for loop in walk(launch.body):
         if isinstance(loop, S.For) and loop.kind is S.ForKind.PIPELINED:
             count = S.annotation(loop.annotations, "num_stages") or 1
-            total += 2 * count * MBARRIER_BYTES
+            total += 2 * count * MBARRIER_BYTES  # a ring's full and empty barrier per stage
             for op in walk(loop.body):
                 if isinstance(op, S.Copy) and op.dst.buffer.scope in SHARED_SCOPES:
                     stages[id(op.dst.buffer)] = max(stages.get(id(op.dst.buffer), 1), count)
