@@ -507,6 +507,27 @@ def test_eager_output_shape_over_a_bound_name_is_its_value():
     assert {v.name for v in func.symbolic_dims} == {"N", "H", "K"}
 
 
+def test_eager_parameter_shape_over_a_bound_name_is_its_value():
+    """`nchunks = T.ceildiv(seqlen, chunk)` before `dt: T.Tensor((nchunks, chunk))` (TileLang's mamba
+    examples): the parameter's shape holds the expression of the compile-time symbols, not a new
+    symbolic dim named `nchunks` that the call would bind from whatever array it is given."""
+
+    def chunked(x, dt):
+        seqlen, chunk = T.const("seqlen, chunk")
+        nchunks = T.ceildiv(seqlen, chunk)
+        x: T.Tensor((seqlen,), "float32")
+        dt: T.Tensor((nchunks, chunk), "float32")
+        with T.Kernel(nchunks, threads=32) as bx:
+            for i in T.Parallel(chunk):
+                dt[bx, i] = x[bx * chunk + i]
+
+    func = parse_function(chunked, eager={"x": EagerParam(True), "dt": EagerParam(True)})
+    lets = {n.var for n in nodes(func, S.LetStmt)}
+    dt_param = func.params[1]
+    assert not lets & set(free_vars(dt_param.shape)), dt_param.shape
+    assert {v.name for v in func.symbolic_dims} == {"seqlen", "chunk"}
+
+
 def test_eager_return_of_several_outputs_and_inputs():
     def two_outputs(A):
         A: T.Tensor((16,), "float32")

@@ -278,7 +278,11 @@ class Parser:
             )
         if name not in self.pending_tensors:
             raise self.error(node, f"{name!r} is not a tensor parameter of this kernel, or is declared twice")
-        buf = annotation.to_buffer(name)
+        # A parameter's shape is checked and bound at the call, where no LetStmt is in scope:
+        # `nchunks = T.ceildiv(seqlen, chunk)` before `dt: T.Tensor((B, nchunks, chunk))` means the
+        # expression, not a new symbol.
+        shape, strides = self.without_lets(annotation.shape), self.without_lets(annotation.strides)
+        buf = dataclasses.replace(annotation, shape=shape, strides=strides).to_buffer(name)
         self.params[self.pending_tensors.pop(name)] = buf
         self.scope.names[name] = buf
 
