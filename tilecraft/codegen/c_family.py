@@ -278,7 +278,22 @@ class CFamilyPrinter:
             return self.narrowed(e, f"(~{args[0]})")
         if e.op == "abs" and not e.dtype.is_float:
             return self.narrowed(e, f"(({args[0]}) < 0 ? -({args[0]}) : ({args[0]}))")
+        if e.op == "reinterpret":
+            return self.reinterpret(e.args[0].dtype, e.dtype, args[0])
         return self.math_call(e, args)
+
+    def reinterpret(self, source: DataType, dest: DataType, value: str) -> str:
+        """The bits of `value` (of dtype `source`) read as `dest`: a dtype stored narrower than it
+        computes (float16, bfloat16, float8) goes through its stored bit pattern."""
+        bits = self.to_storage(value, source) if _storage_conversion(source) else value
+        moved = self.bitcast(bits, storage_type(source), storage_type(dest))
+        return self.from_storage(moved, dest) if _storage_conversion(dest) else moved
+
+    def bitcast(self, value: str, source: str, dest: str) -> str:
+        """`value`, of C type `source`, with its bits read as `dest` (the same size): a C99 union."""
+        if source == dest:
+            return value
+        return f"((union {{ {source} from; {dest} to; }}){{ .from = ({value}) }}.to)"
 
     def math_call(self, e: E.Call, args: list[str]) -> str:
         single = value_type(e.dtype) == "float"

@@ -37,6 +37,10 @@ from tilecraft.ir.buffer import Buffer
 _VECTOR = {4: "uint32_t", 8: "uint2", 16: "uint4"}
 
 
+_FROM_FLOAT = {"float": "__float_as_int", "double": "__double_as_longlong"}
+_TO_FLOAT = {"float": ("int", "__int_as_float"), "double": ("long long", "__longlong_as_double")}
+
+
 class CudaPrinter(CFamilyPrinter):
     """Writes the body of one CUDA kernel."""
 
@@ -60,6 +64,17 @@ class CudaPrinter(CFamilyPrinter):
         self.barrier_statement = self.fence + "__syncthreads();"
 
     # ------------------------------------------------------------------ intrinsics
+
+    def bitcast(self, value: str, source: str, dest: str) -> str:
+        # CUDA's own intrinsics (NVRTC and nvcc alike); integers of one size keep their bits in a cast
+        if source == dest:
+            return value
+        if source in ("float", "double"):
+            return f"(({dest}){_FROM_FLOAT[source]}({value}))"
+        if dest in ("float", "double"):
+            int_type, to_float = _TO_FLOAT[dest]
+            return f"{to_float}(({int_type})({value}))"
+        return f"(({dest})({value}))"
 
     def intrinsic(self, e: E.Call, args: list[str]) -> str:
         if e.op == SHUFFLE_XOR:

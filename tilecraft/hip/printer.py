@@ -51,6 +51,9 @@ class HipPrinter(CFamilyPrinter):
 
     # ------------------------------------------------------------------ expressions
 
+    def bitcast(self, value: str, source: str, dest: str) -> str:
+        return value if source == dest else f"__builtin_bit_cast({dest}, {value})"
+
     def math_call(self, e: E.Call, args: list[str]) -> str:
         single = value_type(e.dtype) == "float"
         if e.op == "rsqrt":

@@ -159,6 +159,8 @@ class Printer:
             return self._binary(E.Add(e.dtype, *e.args), _INFIX_CALLS[e.op], prec, prec + 1)
         if e.op == "bitwise_not":
             return f"~{self.expr(e.args[0], _PREC['neg'])}", _PREC["neg"]
+        if e.op == "reinterpret":
+            return f"T.reinterpret({self.expr(e.args[0])}, {dtype_str(e.dtype)})", _ATOM
         natural = e.op in ops.MATH_FLOAT + ops.MATH_ANY and e.args and e.args[0].dtype == e.dtype
         args = ", ".join(self.expr(a) for a in e.args)
         if natural:

@@ -131,7 +131,7 @@ from tilecraft.language.kernel import (  # noqa: E402
     no_set_max_nreg,
     thread_binding,
 )
-from tilecraft.language.math import clamp  # noqa: E402
+from tilecraft.language.math import clamp, reinterpret  # noqa: E402
 
 __all__ += [
     "alloc_global",
@@ -141,5 +141,6 @@ __all__ += [
     "dtype",
     "im2col",
     "no_set_max_nreg",
+    "reinterpret",
     "thread_binding",
 ]

@@ -168,6 +168,25 @@ def Cast(dtype, value) -> Expr:  # noqa: N802 - TVM's spelling, argument order
     return E.cast(value, dtype)
 
 
+def reinterpret(value, dtype) -> Expr:
+    """The bits of `value` read as `dtype`, of the same width: `T.reinterpret(x, "uint32")` of a float32
+    is its IEEE-754 bit pattern (TileLang's order; the old `T.reinterpret(dtype, value)` is accepted)."""
+    if isinstance(value, (str, dt.DataType)) and not isinstance(dtype, (str, dt.DataType)):
+        value, dtype = dtype, value
+    value, dtype = convert(value), dt.as_dtype(dtype)
+    if value.dtype.bits != dtype.bits or value.dtype.lanes != dtype.lanes:
+        raise IRError(
+            f"T.reinterpret: {value.dtype} has {value.dtype.bits} bits and {dtype} has {dtype.bits}; "
+            "reinterpret keeps the bits, so both must have the same width (use T.cast to convert a value)"
+        )
+    if value.dtype == dtype:
+        return value
+    if isinstance(value, (E.IntImm, E.FloatImm)) and not dtype.is_bool:
+        bits = np.array(E.const_value(value), dt.numpy_dtype(value.dtype)).view(dt.numpy_dtype(dtype))
+        return E.const(bits.item(), dtype)
+    return E.call("reinterpret", value, dtype=dtype)
+
+
 def if_then_else(cond, then_value, else_value):
     """`then_value` where `cond` holds, else `else_value` (a Select: both values may be evaluated)."""
     if isinstance(cond, _PY):

@@ -58,6 +58,9 @@ class MetalPrinter(CFamilyPrinter):
 
     # ------------------------------------------------------------------ expressions
 
+    def bitcast(self, value: str, source: str, dest: str) -> str:
+        return value if source == dest else f"as_type<{dest}>({value})"
+
     def math_call(self, e: E.Call, args: list[str]) -> str:
         if e.op == "rsqrt":
             return f"rsqrt({args[0]})"

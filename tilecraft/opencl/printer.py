@@ -26,6 +26,13 @@ def address_space(buf: Buffer) -> str:
     return "__local" if buf.scope in SHARED_SCOPES else "__global" if buf.scope == "global" else ""
 
 
+# OpenCL's as_<type> functions take the built-in names, not the stdint-style typedefs of tc_opencl.h.
+_OPENCL_SCALAR = {
+    "int8_t": "char", "int16_t": "short", "int32_t": "int", "int64_t": "long", "uint8_t": "uchar",
+    "uint16_t": "ushort", "uint32_t": "uint", "uint64_t": "ulong", "float": "float", "double": "double",
+}  # fmt: skip
+
+
 class OpenCLPrinter(CFamilyPrinter):
     """Writes the body of one OpenCL kernel."""
 
@@ -45,6 +52,9 @@ class OpenCLPrinter(CFamilyPrinter):
         self.reserve(*RESERVED)
 
     # ------------------------------------------------------------------ expressions
+
+    def bitcast(self, value: str, source: str, dest: str) -> str:
+        return value if source == dest else f"as_{_OPENCL_SCALAR[dest]}({value})"
 
     def math_call(self, e: E.Call, args: list[str]) -> str:
         if e.op == "rsqrt":

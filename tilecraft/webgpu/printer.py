@@ -232,10 +232,21 @@ class WgslPrinter(CFamilyPrinter):
             return f"subgroupShuffleXor({self.typed(e.args[0], e.dtype)}, u32({self.expr(e.args[1])}))"
         if e.op == "thread_index":
             return "i32(tc_lix)"
+        if e.op == "reinterpret":
+            return self._reinterpret(e)
         args = [self.typed(a, e.dtype) for a in e.args]
         if e.op == "abs" and not e.dtype.is_float:
             return self.narrowed(e, f"abs({args[0]})")
         return self.math_call(e, args)
+
+    def _reinterpret(self, e: E.Call) -> str:
+        source, dest = e.args[0].dtype, e.dtype
+        if source.bits != 32 or source.lanes != 1:
+            self.fail(
+                f"T.reinterpret of {source} as {dest} is not supported on {self.target_name}: WGSL's "
+                "bitcast takes 32-bit scalars here (f32, i32, u32)"
+            )
+        return f"bitcast<{value_type(dest)}>({self.expr(e.args[0])})"
 
     def math_call(self, e: E.Call, args: list[str]) -> str:
         one = "1.0lf" if value_type(e.dtype) == "f64" else "1.0f"

@@ -454,6 +454,8 @@ CASES = [
     Case("shared_tile_read_by_a_128_row_and_a_32_row_gemm", SO.k_shared_by_two_gemms, SO.inputs, SO.reference,
          2e-3),
     Case("shared_tiles_reused_after_the_loop", SR.gemm_with_shared_epilogue, SR.inputs, SR.reference, 2e-3),
+    Case("power_of_two_scale_through_bits", D.power_of_two_scale, lambda r: [randn(r, (70, 96), scale=3.0),
+         poison((70, 96)), poison(70)], D.power_of_two_scale_reference, 0.0),
     Case("convolution_im2col_and_views", CV.conv2d, CV.conv_inputs, CV.conv_reference, TOL[F16]),
     Case("convolution_fragment_into_an_output_view", CV.conv2d_fragment_out, CV.conv_inputs, CV.conv_reference,
          TOL[F16]),

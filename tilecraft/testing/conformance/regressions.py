@@ -305,3 +305,40 @@ def walk_tiles(n_tiles: int = 6, block: int = 64):
                 t = t + 1
 
     return walk_tiles
+
+
+# ---------------------------------------------------------------- bit patterns through T.reinterpret
+
+
+def power_of_two_scale(m: int = 70, n: int = 96, block_m: int = 32):
+    """TileLang's deepseek_v4 act_quant with `round_scale`: each row's scale is the power of two at or
+    above amax / 448, found from the float's exponent bits (`T.reinterpret` both ways), and the row is
+    divided by it. Ragged rows; the scales are exact, so the reference is exact."""
+
+    @T.prim_func
+    def power_of_two_scale(X: T.Tensor((m, n), "float32"), Y: T.Tensor((m, n), "float32"),
+                           S: T.Tensor((m,), "float32")):  # fmt: skip
+        with T.Kernel(T.ceildiv(m, block_m), threads=128) as bx:
+            x = T.alloc_fragment((block_m, n), "float32")
+            amax = T.alloc_fragment((block_m,), "float32")
+            scale = T.alloc_fragment((block_m,), "float32")
+            T.copy(X[bx * block_m, 0], x)
+            T.reduce_absmax(x, amax, dim=1)
+            for i in T.Parallel(block_m):
+                bits = T.reinterpret(T.max(amax[i], 1e-4) * (1.0 / 448.0), "uint32")
+                exponent = T.Cast(
+                    "int32", ((bits >> 23) & 0xFF) - 127 + T.if_then_else(bits & 0x7FFFFF != 0, 1, 0)
+                )
+                scale[i] = T.reinterpret((exponent + 127) << 23, "float32")
+            for i, j in T.Parallel(block_m, n):
+                Y[bx * block_m + i, j] = x[i, j] / scale[i]
+            for i in T.Parallel(block_m):
+                S[bx * block_m + i] = scale[i]
+
+    return power_of_two_scale
+
+
+def power_of_two_scale_reference(a):
+    amax = np.maximum(np.abs(a[0]).max(axis=1), np.float32(1e-4)).astype(np.float32)
+    scale = np.exp2(np.ceil(np.log2((amax * np.float32(1.0 / 448.0)).astype(np.float64))))
+    return {1: a[0].astype(np.float64) / scale[:, None], 2: scale}
