@@ -217,6 +217,35 @@ def test_process_func_and_regression_record_latencies(capsys):
     assert "fast: 1.0" in capsys.readouterr().out and "not a case" not in calls
 
 
+def test_regression_selects_cases_and_prints_json_as_tilelang_does(capsys, monkeypatch):
+    """TL_PERF_REGRESSION_ONLY (glob or substring, with or without the prefix) and
+    TL_PERF_REGRESSION_FORMAT=json, which benchmarks/tilelang_regression.py drives both compilers with;
+    `[r]egression_gemm` is a glob that matches one name exactly."""
+    import json
+
+    import tilecraft.testing as testing
+    from tilecraft.compat.testing import RESULTS_JSON_PREFIX
+
+    namespace = {
+        "regression_gemm": lambda: testing.process_func(lambda: 2.0, "gemm"),
+        "regression_gemm_autotune": lambda: testing.process_func(lambda: 3.0, "gemm_autotune"),
+        "regression_cast": lambda: testing.process_func(lambda: 1.0, "cast"),
+    }
+    code = compile("results = regression()", "<caller>", "exec")
+    monkeypatch.setenv("TL_PERF_REGRESSION_FORMAT", "json")
+    for only, expected in [
+        ("gemm", ["gemm", "gemm_autotune"]),
+        ("[r]egression_gemm", ["gemm"]),
+        ("", ["cast", "gemm", "gemm_autotune"]),
+    ]:
+        monkeypatch.setenv("TL_PERF_REGRESSION_ONLY", only)
+        exec(code, {**namespace, "regression": testing.regression}, namespace)
+        line = [x for x in capsys.readouterr().out.splitlines() if x.startswith(RESULTS_JSON_PREFIX)]
+        rows = json.loads(line[0][len(RESULTS_JSON_PREFIX) :])
+        assert [r["name"] for r in rows] == expected
+        assert all(r["case"] == r["name"] for r in rows)
+
+
 def test_set_random_seed_repeats_numpy_draws():
     from tilecraft.testing import set_random_seed
 

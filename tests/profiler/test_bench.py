@@ -10,9 +10,11 @@ import time
 
 import pytest
 
-from tilecraft.backend.timing import DeviceTimer
+from tilecraft.backend.timing import DeviceTimer, KernelClock, KernelClockUnavailable
 from tilecraft.errors import ArgumentError
+from tilecraft.execution.cuda_driver.kernel_clock import DeviceSpan, split_by_flushes
 from tilecraft.profiler import BenchTimeout, device_timer, do_bench
+from tilecraft.profiler.bench import MAX_PROFILED_CALLS
 
 
 class FakeClock(DeviceTimer):
@@ -104,10 +106,68 @@ def test_bad_options_are_argument_errors_naming_them(option, words):
         do_bench(lambda: None, timer=DeviceTimer(), **option)
 
 
-def test_profiler_based_backends_warn_and_time_with_the_device_timer():
+def test_cudagraph_warns_and_times_with_the_device_timer():
     clock = FakeClock([])
     with pytest.warns(RuntimeWarning, match="device's timer"):
-        do_bench(clock.fn, _n_warmup=1, _n_repeat=2, timer=clock, backend="cupti")
+        do_bench(clock.fn, _n_warmup=1, _n_repeat=2, timer=clock, backend="cudagraph")
+
+
+class FakeKernelClock(KernelClock):
+    """Kernel records that count only what `fn` reports as kernel time, never its host time."""
+
+    def __init__(self):
+        self.kernel_ms = []
+        self.batches = []
+
+    def time_calls(self, fn, count):
+        self.batches.append(count)
+        times = []
+        for _ in range(count):
+            self.kernel_ms.clear()
+            fn()
+            times.append(sum(self.kernel_ms))
+        return times
+
+
+def test_cupti_counts_the_kernels_time_and_not_the_host_time():
+    """A call that spends 20 ms on the host around a 0.5 ms kernel measures 0.5 ms."""
+    clock = FakeKernelClock()
+
+    def call():
+        time.sleep(0.02)
+        clock.kernel_ms.append(0.5)
+
+    assert do_bench(call, _n_warmup=1, _n_repeat=3, kernel_clock=clock, backend="cupti") == 0.5
+    assert clock.batches == [3]
+
+
+def test_cupti_turns_budgets_into_counts_and_caps_the_profiled_calls():
+    clock = FakeKernelClock()
+    fn = lambda: clock.kernel_ms.append(1e-3)  # noqa: E731 - 1 us kernels: 100 ms would be 100,000 calls
+    do_bench(fn, warmup=1, rep=100, kernel_clock=clock, backend="cupti")
+    assert clock.batches == [5, MAX_PROFILED_CALLS]
+
+
+def test_cupti_on_a_device_without_kernel_records_names_the_event_backend():
+    with pytest.raises(ArgumentError, match="backend='event'"):
+        do_bench(lambda: None, backend="cupti", target="c")
+
+
+def test_split_by_flushes_assigns_each_kernel_to_the_call_after_its_flush():
+    flushes = [DeviceSpan(0, 10), DeviceSpan(20, 30), DeviceSpan(50, 60)]
+    kernels = [
+        DeviceSpan(2, 8),  # the flush's own kernel
+        DeviceSpan(11, 13), DeviceSpan(14, 15),  # call 0: two kernels, 3 us
+        DeviceSpan(21, 29),  # flush
+        DeviceSpan(31, 41),  # call 1: 10 us
+        DeviceSpan(52, 58),  # flush; call 2 launched nothing
+    ]  # fmt: skip
+    assert split_by_flushes(kernels, flushes, 3) == pytest.approx([3e-3, 10e-3, 0.0])
+
+
+def test_split_by_flushes_refuses_when_a_flush_range_is_missing():
+    with pytest.raises(KernelClockUnavailable, match="cannot be assigned"):
+        split_by_flushes([DeviceSpan(11, 13)], [DeviceSpan(0, 10)], 2)
 
 
 def test_the_wall_clock_measures_real_time():

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from tilecraft.backend.artifact import CompiledArtifact
     from tilecraft.backend.context import BackendContext
     from tilecraft.backend.target import Target
-    from tilecraft.backend.timing import DeviceTimer
+    from tilecraft.backend.timing import DeviceTimer, KernelClock
     from tilecraft.ir.dtype import DataType
 
 _NAME = re.compile(r"[a-z][a-z0-9_-]*")
@@ -340,6 +340,17 @@ class ExecutionBackend(ABC):
         from tilecraft.backend.timing import DeviceTimer
 
         return DeviceTimer()
+
+    def kernel_clock(self, target: Target, flush_bytes: int) -> KernelClock:
+        """The device's own record of how long each kernel ran, for `do_bench(backend="cupti")`. The
+        default: none, which is an error saying to time with `backend="event"` (the timer above)."""
+        from tilecraft.backend.timing import KernelClockUnavailable
+
+        raise KernelClockUnavailable(
+            f"execution backend {self.spec.name!r} keeps no record of its kernels' run times, so "
+            f"do_bench(backend='cupti') cannot time {target}; use backend='event' (this device's timer, "
+            "which counts the launch too)"
+        )
 
     benchmark_resource: str | None = None
     """The cluster resource, as schedulers such as Ray name it ("GPU"), of which a process timing this

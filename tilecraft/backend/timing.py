@@ -61,3 +61,23 @@ class DeviceTimer:
     def elapsed_ms(self, start: Any, end: Any) -> float:
         """Milliseconds between two marks (call after `synchronize`)."""
         return (end - start) * 1e3
+
+
+class KernelClockUnavailable(RuntimeError):
+    """A device offers no record of its kernels' own run times (the message says what to use instead)."""
+
+
+class KernelClock:
+    """Device time of the kernels a function launches, read from the device's records of each kernel's
+    start and end (CUPTI activity records on NVIDIA GPUs): the host's launch overhead, and the gaps
+    between launches, are not counted. This is what TileLang's `do_bench(backend="cupti")` measures,
+    and the fair figure for kernels of a few microseconds.
+
+    `time_calls(fn, count)` runs `fn` `count` times, each after a cache flush that is not counted, and
+    returns, per call, the summed duration in milliseconds of the kernels that call launched.
+    """
+
+    description = "kernel time"
+
+    def time_calls(self, fn: Callable[[], Any], count: int) -> list[float]:
+        raise NotImplementedError

@@ -18,9 +18,12 @@ pytest is needed only by `main` and the `requires_*` decorators, and imported wh
 
 from __future__ import annotations
 
+import fnmatch
 import importlib.util
 import inspect
+import json
 import operator
+import os
 import random
 import sys
 import time
@@ -222,11 +225,55 @@ def process_func(func: Callable[..., float], name: str | None = None, /, **kwarg
     )
 
 
+RESULTS_JSON_PREFIX = "__TILELANG_PERF_RESULTS_JSON__="
+"""With TL_PERF_REGRESSION_FORMAT=json, `regression` prints its results as one line: this, then JSON."""
+
+
+def _only_patterns() -> list[str]:
+    """TL_PERF_REGRESSION_ONLY: a JSON list or comma-separated case patterns (TileLang's variable)."""
+    value = os.environ.get("TL_PERF_REGRESSION_ONLY", "").strip()
+    if not value:
+        return []
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        parsed = value.split(",")
+    parsed = [parsed] if isinstance(parsed, str) else parsed
+    return [str(p).strip() for p in parsed if str(p).strip()] if isinstance(parsed, list) else []
+
+
+def _selected(name: str, patterns: Sequence[str]) -> bool:
+    """A case runs when a pattern matches its name, with or without the prefix, as a glob or a substring."""
+    names = (name.lower(), name.removeprefix("regression_").lower())
+    return not patterns or any(
+        fnmatch.fnmatch(n, p.lower()) or p.lower() in n for p in patterns for n in names
+    )
+
+
+def _print_results() -> None:
+    if os.environ.get("TL_PERF_REGRESSION_FORMAT", "text").strip().lower() == "json":
+        rows = [
+            {"name": r.name, "latency": r.latency, **({"case": r.case} if r.case else {})} for r in _RESULTS
+        ]
+        print(RESULTS_JSON_PREFIX + json.dumps(rows, separators=(",", ":")), flush=True)
+        return
+    for result in _RESULTS:
+        print(f"{result.name}: {result.latency}")
+
+
 def regression(prefixes: Sequence[str] = ("regression_",), verbose: bool = True) -> list[PerfResult]:
     """Run every function of the calling module whose name starts with one of `prefixes` (sorted by
-    name), then print each recorded latency as `name: latency`; returns the results."""
+    name), then print each recorded latency as `name: latency`; returns the results.
+
+    As in TileLang, TL_PERF_REGRESSION_ONLY selects cases (glob or substring patterns) and
+    TL_PERF_REGRESSION_FORMAT=json prints the results as one `RESULTS_JSON_PREFIX` line."""
     caller = sys._getframe(1).f_globals
-    cases = sorted((k, v) for k, v in caller.items() if callable(v) and k.startswith(tuple(prefixes)))
+    patterns = _only_patterns()
+    cases = sorted(
+        (k, v)
+        for k, v in caller.items()
+        if callable(v) and k.startswith(tuple(prefixes)) and _selected(k, patterns)
+    )
     _RESULTS.clear()
     for i, (name, fn) in enumerate(cases, 1):
         _CURRENT_CASE[0] = name.removeprefix("regression_")
@@ -237,8 +284,7 @@ def regression(prefixes: Sequence[str] = ("regression_",), verbose: bool = True)
             _CURRENT_CASE[0] = None
         if verbose:
             print(f"[{i}/{len(cases)}] {name} ({time.perf_counter() - start:.2f}s)", flush=True)
-    for result in _RESULTS:
-        print(f"{result.name}: {result.latency}")
+    _print_results()
     return list(_RESULTS)
 
 

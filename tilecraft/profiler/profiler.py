@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tilecraft.backend.timing import FLUSH_BYTES, DeviceTimer
+from tilecraft.backend.timing import FLUSH_BYTES, DeviceTimer, KernelClock
 from tilecraft.errors import ArgumentError
-from tilecraft.profiler.bench import do_bench
+from tilecraft.profiler.bench import do_bench, kernel_clock_of
 from tilecraft.profiler.compare import mismatch_report
 from tilecraft.profiler.supply import (
     TensorSupplyType,
@@ -51,6 +51,7 @@ class Profiler:
         self.result_idx: list[int] = list(kernel.out_idx)
         self._rng = np.random.default_rng(seed)
         self._timer: DeviceTimer | None = None
+        self._kernel_clock: KernelClock | None = None
 
     # ------------------------------------------------------------------ inputs
 
@@ -162,6 +163,13 @@ class Profiler:
             self._timer = ctx.execution_backend().timer(ctx.target, flush_bytes)
         return self._timer
 
+    def kernel_clock(self, flush_bytes: int = FLUSH_BYTES) -> KernelClock:
+        """The kernel's device's record of kernel run times, for `backend="cupti"` (kept, as the timer)."""
+        if self._kernel_clock is None:
+            ctx = self.kernel.context
+            self._kernel_clock = kernel_clock_of(ctx.execution_backend(), ctx.target, flush_bytes)
+        return self._kernel_clock
+
     def do_bench(
         self,
         func: Callable[..., Any] | None = None,
@@ -194,6 +202,7 @@ class Profiler:
             return_mode=return_mode,
             device=device,
             early_stop_baseline=early_stop_baseline,
-            timer=self.timer(),
+            timer=None if backend == "cupti" else self.timer(),
+            kernel_clock=self.kernel_clock() if backend == "cupti" else None,
             timeout=timeout,
         )

@@ -21,7 +21,7 @@ from tilecraft._modules import imported
 from tilecraft.backend.arrays import ArrayArg
 from tilecraft.backend.artifact import CompiledArtifact, KernelInfo
 from tilecraft.backend.execution import BenchmarkDevice, Built, FastPath, Loaded, NativeKernel, NativeLaunch
-from tilecraft.backend.timing import DeviceTimer
+from tilecraft.backend.timing import DeviceTimer, KernelClock
 from tilecraft.errors import TilecraftError
 from tilecraft.execution import native
 from tilecraft.execution.base import CachedExecutionBackend
@@ -202,6 +202,12 @@ class CudaRuntimeBackend(CachedExecutionBackend):
         from tilecraft.execution.cuda_driver.timing import cuda_timer
 
         return cuda_timer(int(target.attr("device", 0)), flush_bytes)
+
+    def kernel_clock(self, target: Any, flush_bytes: int) -> KernelClock:
+        """CUPTI's records of each kernel's run on the GPU, through torch's profiler (kernel_clock.py)."""
+        from tilecraft.execution.cuda_driver.kernel_clock import cuda_kernel_clock
+
+        return cuda_kernel_clock(int(target.attr("device", 0)), flush_bytes)
 
     def benchmark_devices(self, target: Any) -> tuple[BenchmarkDevice, ...]:
         """Every visible GPU of the target device's model, each pinned through CUDA_VISIBLE_DEVICES (the
