@@ -12,6 +12,7 @@ import tilecraft
 import tilecraft.language as T
 from tilecraft import settings
 from tilecraft.compat import hook
+from tilecraft.errors import ArgumentError
 from tilecraft.ir.structural import structural_equal
 
 
@@ -222,3 +223,51 @@ def test_contrib_nvcc_reads_the_emulated_device(hooked):
 def test_other_contrib_modules_name_the_compat_doc(hooked):
     with pytest.raises(ImportError, match="docs/compat.md"):
         importlib.import_module("tilelang.contrib.cutedsl")
+
+
+def test_cupti_timing_under_the_emulation_times_each_call_on_the_host():
+    """TileLang's examples time with `do_bench(backend="cupti")`; the emulated GPU is the host, which
+    keeps no kernel records, so each call's wall-clock time stands in (without the emulation the CPU
+    target refuses cupti: tests/profiler/test_bench.py)."""
+    pytest.importorskip("torch")
+    import time
+
+    from tilecraft.compat import cuda_on_cpu
+    from tilecraft.profiler import do_bench
+
+    cuda_on_cpu.enable()
+    try:
+        assert (
+            do_bench(lambda: time.sleep(0.002), _n_warmup=1, _n_repeat=3, backend="cupti", target="c") >= 2.0
+        )
+    finally:
+        cuda_on_cpu.disable()
+    with pytest.raises(ArgumentError, match="backend='event'"):
+        do_bench(lambda: None, backend="cupti", target="c")
+
+
+def test_the_emulated_device_divides_by_a_number_as_torchs_cuda_kernel_does():
+    """torch's CUDA `t / 448.0` multiplies by float32(1 / 448); its CPU kernel divides, which differs in
+    the last bit for t = 3.0625. TileLang's act_quant reference (`amax / fp8_max`) depends on it: with the
+    CPU's division its fp8 values disagree with the kernel at rounding ties (issue 35)."""
+    torch = pytest.importorskip("torch")
+    from tilecraft.compat import cuda_on_cpu
+
+    amax = torch.tensor([3.0625, 1.0, 2.5], dtype=torch.float32)
+    reciprocal = np.float32(1.0) / np.float32(448.0)
+    expected = (amax.numpy() * reciprocal).astype(np.float32)
+    assert (amax / 448.0).numpy()[0] != expected[0]  # the host's division, outside the emulation
+    cuda_on_cpu.enable()
+    try:
+        assert np.array_equal((amax / 448.0).numpy(), expected)
+        assert np.array_equal(torch.div(amax, 448.0).numpy(), expected)
+        in_place = amax.clone()
+        in_place /= 448.0
+        assert np.array_equal(in_place.numpy(), expected)
+        halves = torch.tensor([3.0, 5.0], dtype=torch.bfloat16) / 3.0
+        assert halves.dtype == torch.bfloat16
+        divisor = torch.tensor([448.0, 448.0, 448.0])
+        assert np.array_equal((amax / divisor).numpy(), amax.numpy() / np.float32(448.0))  # tensors divide
+        assert torch.div(torch.tensor([7]), 2, rounding_mode="floor").item() == 3
+    finally:
+        cuda_on_cpu.disable()

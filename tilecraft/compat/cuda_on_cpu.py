@@ -9,6 +9,9 @@ one process, makes torch's `cuda` device mean the host:
   `torch.device("cuda")`, a bare device index) to `"cpu"`, in factory functions, `Tensor.to`,
   `Tensor.new_*` and `torch.device(...)` itself; `Tensor.cuda()` and `pin_memory()` return the tensor;
 * `torch.set_default_device("cuda")` sets the host;
+* a tensor divided by a Python number is multiplied by the number's reciprocal, as torch's CUDA kernel
+  does (its CPU kernel divides, which can differ in the last bit: a reference written for the GPU would
+  then disagree with a kernel that multiplies by the reciprocal, as TileLang's act_quant example does);
 * `torch.cuda.*` answers as one emulated device: `is_available()` is True, `device_count()` is 1,
   `get_device_capability()` is the emulated compute capability (8.0 unless chosen), properties report
   the host's core count as SMs, `synchronize()` and `empty_cache()` do nothing (host work is already
@@ -17,7 +20,8 @@ one process, makes torch's `cuda` device mean the host:
 What it cannot do: tensors report `device(type='cpu')` and `is_cuda` is False, so a script that checks
 them sees the host; anything that needs real CUDA (custom CUDA extensions, `torch.cuda.graphs`, NVTX,
 CUDA-only torch operators, libraries that load CUDA kernels) still fails; timings are host timings and
-say nothing about a GPU; memory statistics are zero. Kernels must run on a host target (the CPU, or a
+say nothing about a GPU (`do_bench(backend="cupti")` times each call on the host's clock); memory
+statistics are zero. Kernels must run on a host target (the CPU, or a
 device target whose execution backend copies host arrays, like OpenCL).
 """
 
@@ -30,6 +34,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
+
+from tilecraft.backend.timing import KernelClock
+from tilecraft.profiler.bench import set_kernel_clock_standin
 
 DEFAULT_CAPABILITY = (8, 0)
 EMULATED_NAME = "host CPU (tilecraft --cuda-on-cpu emulation)"
@@ -188,11 +195,39 @@ def _host_rng(torch: ModuleType) -> dict[str, Any]:
     }
 
 
+def _scalar_divisions(torch: ModuleType) -> tuple[set[Callable], set[Callable]]:
+    """torch's true divisions of a tensor by a second operand: (out of place, in place)."""
+    t = torch.Tensor
+    return (
+        {torch.div, torch.divide, torch.true_divide, t.div, t.divide, t.true_divide, t.__truediv__},
+        {t.div_, t.divide_, t.true_divide_, t.__itruediv__},
+    )
+
+
+def _divide_as_cuda(torch: ModuleType, a: Any, b: Any, in_place: bool) -> Any:
+    """`a / b` for a Python number `b` as torch's CUDA kernel computes it, or None where it divides.
+
+    torch's CUDA true division by a host scalar multiplies by the scalar's reciprocal, taken in the
+    computation type (float32 for half, bfloat16 and float32; float64 for double); its CPU kernel divides.
+    The two differ in the last bit (amax / 448 for amax = 3.0625), so a reference a script computes on
+    "cuda" must take the CUDA path for the emulated device to give what the GPU gives.
+    """
+    common = torch.result_type(a, b)
+    if not common.is_floating_point or a.is_complex():
+        return None
+    opmath = torch.float64 if common == torch.float64 else torch.float32
+    inverse = torch.tensor(1.0, dtype=opmath) / torch.tensor(b, dtype=opmath)
+    product = (a.to(opmath) * inverse).to(common)
+    return a.copy_(product) if in_place else product
+
+
 def _device_mode(torch: ModuleType) -> Any:
-    """A torch function mode that sends every CUDA device argument to the host."""
+    """A torch function mode that sends every CUDA device argument to the host, and divides by a Python
+    number as torch's CUDA kernels do (`_divide_as_cuda`)."""
     from torch.overrides import TorchFunctionMode
 
     identities = {torch.Tensor.cuda, torch.Tensor.pin_memory}
+    divisions, in_place_divisions = _scalar_divisions(torch)
 
     class HostForCuda(TorchFunctionMode):
         def __torch_function__(
@@ -201,6 +236,17 @@ def _device_mode(torch: ModuleType) -> Any:
             kwargs = dict(kwargs or {})
             if func in identities:
                 return args[0]
+            if (
+                (func in divisions or func in in_place_divisions)
+                and len(args) == 2
+                and isinstance(args[0], torch.Tensor)
+                and isinstance(args[1], (int, float))
+                and not isinstance(args[1], bool)
+                and not kwargs
+            ):
+                quotient = _divide_as_cuda(torch, args[0], args[1], func in in_place_divisions)
+                if quotient is not None:
+                    return quotient
             if func is torch.device and args and _is_cuda(args[0], torch):
                 return func("cpu")  # torch.device("cuda", 0) too: the index names a CUDA device
             if "device" in kwargs:
@@ -232,6 +278,20 @@ def _is_device_like(value: Any, torch: ModuleType) -> bool:
     return isinstance(value, (str, torch.device)) or (isinstance(value, int) and not isinstance(value, bool))
 
 
+class HostCallClock(KernelClock):
+    """The emulated device's "kernel time": each call's wall-clock time (host launches are synchronous)."""
+
+    description = "host wall clock (--cuda-on-cpu)"
+
+    def time_calls(self, fn: Callable[[], Any], count: int) -> list[float]:
+        times = []
+        for _ in range(count):
+            start = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - start) * 1e3)
+        return times
+
+
 def enable(cap: tuple[int, int] = DEFAULT_CAPABILITY) -> None:
     """Turn the emulation on for this process (idempotent); needs torch."""
     if active():
@@ -255,6 +315,7 @@ def enable(cap: tuple[int, int] = DEFAULT_CAPABILITY) -> None:
     torch.Generator = _host_generator(torch)
     mode = _device_mode(torch)
     mode.__enter__()
+    set_kernel_clock_standin(lambda flush_bytes: HostCallClock())
     _state.update(
         torch=torch,
         saved=saved,
@@ -284,4 +345,5 @@ def disable() -> None:
             setattr(torch.cpu, name, value)
     torch.set_default_device = _state["set_default_device"]
     torch.Generator = _state["generator"]
+    set_kernel_clock_standin(None)
     _state.clear()
