@@ -324,3 +324,19 @@ def test_contradictory_constraints_do_not_crash() -> None:
             assert an.simplify(expr).dtype == expr.dtype
             an.bound(expr)
     assert structural_equal(an.simplify((i * 8 + j) // 8), i, map_names=False)
+
+
+def test_assumed_divisible_dims_prove_alignment_and_nothing_else() -> None:
+    """While a kernel specialized on `k % 16 == 0` is lowered, proofs may use it (a float16 row of k
+    elements is a 16-byte multiple); simplification never rewrites with it, and it ends with the block."""
+    from tilecraft.ir.arith import assumed_divisible
+
+    row_bytes_aligned = E.compare(E.EQ, E.floormod(k * 2, 16), 0)
+    assert not can_prove(row_bytes_aligned)
+    with assumed_divisible([(k, 16)]):
+        assert can_prove(row_bytes_aligned)
+        assert can_prove(E.compare(E.EQ, E.floormod(k * 3 + n * 32, 16), 0))
+        assert not can_prove(E.compare(E.EQ, E.floormod(k, 32), 0))  # 16, not 32
+        assert not can_prove(E.compare(E.EQ, E.floormod(n * 2, 16), 0))  # n is not assumed
+        assert structural_equal(simplify(E.floormod(k, 16)), E.floormod(k, 16))
+    assert not can_prove(row_bytes_aligned)

@@ -162,7 +162,9 @@ class JITFunction:
         eager.update({name: EagerParam(False, v) for name, v in values.items()})
         return parse_function(self.func, eager)
 
-    def _specialize(self, func: PrimFunc, consts: Mapping[str, int]) -> Kernel:
+    def _specialize(
+        self, func: PrimFunc, consts: Mapping[str, int], divisible: tuple[str, ...] = ()
+    ) -> Kernel:
         symbols = func.attr("tilecraft.consts", ()) or ()
         missing = [v.name for v in symbols if v.name not in consts]
         if missing:
@@ -170,12 +172,18 @@ class JITFunction:
                 f"{self.func.__name__}: no value for compile-time symbol(s) {', '.join(missing)}"
             )
         # id(func) is stable: every parsed func stays referenced by self._parsed.
-        key = (id(func), tuple((v.name, int(consts[v.name])) for v in symbols))
-        return self._kernels.get(key, lambda: self._compile_specialized(func, symbols, consts))
+        key = (id(func), tuple((v.name, int(consts[v.name])) for v in symbols), divisible)
+        return self._kernels.get(key, lambda: self._compile_specialized(func, symbols, consts, divisible))
 
-    def _compile_specialized(self, func: PrimFunc, symbols, consts: Mapping[str, int]) -> Kernel:
+    def _compile_specialized(
+        self, func: PrimFunc, symbols, consts: Mapping[str, int], divisible: tuple[str, ...] = ()
+    ) -> Kernel:
         mapping = {v: E.const(int(consts[v.name]), v.dtype) for v in symbols}
-        return self._compile(substitute(func, mapping).with_attr("tilecraft.consts", ()))
+        specialized = substitute(func, mapping).with_attr("tilecraft.consts", ())
+        if divisible:
+            facts = tuple((v, DIM_MULTIPLE) for v in specialized.symbolic_dims if v.name in divisible)
+            specialized = specialized.with_attr("tilecraft.divisible_dims", facts)
+        return self._compile(specialized)
 
     def _split_args(self, args, kwargs) -> tuple[dict[str, Any], dict[str, Any]]:
         try:
@@ -193,10 +201,14 @@ class JITFunction:
         return kernel(*inputs)
 
     def _eager_kernel(self, args, kwargs) -> tuple[Kernel, PrimFunc, dict[str, Any]]:
-        """The Kernel a call with these arguments runs: arrays are tensors, the rest Python values."""
+        """The Kernel a call with these arguments runs: arrays are tensors, the rest Python values. It is
+        specialized on the T.const symbols' values and on which dynamic dims are multiples of
+        DIM_MULTIPLE (as Triton specializes integer arguments): a kernel whose rows are provably 16-byte
+        multiples gets 16-byte copies and TMA, and another call's sizes get a kernel of their own."""
         tensors, values = self._split_args(args, kwargs)
         func = self._parse_eager(values, list(tensors))
-        return self._specialize(func, _consts_from_shapes(func, tensors)), func, tensors
+        consts = _consts_from_shapes(func, tensors)
+        return self._specialize(func, consts, _divisible_dims(func, tensors, consts)), func, tensors
 
     def get_tir(self, *args: Any, **kwargs: Any) -> PrimFunc:
         """TileLang's `JITImpl.get_tir`: the PrimFunc for these arguments, not compiled.
@@ -269,6 +281,25 @@ def _symbol_value(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ArgumentError(f"compile-time symbol {name} takes an int, got {value!r}")
     return value
+
+
+DIM_MULTIPLE = 16
+"""The divisibility a dynamic dim is specialized on: 16 elements make rows of any dtype 16-byte multiples."""
+
+
+def _divisible_dims(func: PrimFunc, tensors: Mapping[str, Any], consts: Mapping[str, int]) -> tuple[str, ...]:
+    """The dynamic dims (not T.const symbols) that stand alone in an array's shape with a size that is a
+    multiple of DIM_MULTIPLE, by name, sorted. The call then checks every shape against the kernel."""
+    dynamic = {id(v) for v in func.symbolic_dims if v.name not in consts}
+    found: set[str] = set()
+    for p in func.buffer_params:
+        if p.name not in tensors:
+            continue
+        shape = as_array_arg(tensors[p.name], p.name).shape
+        for dim, size in zip(p.shape, shape):
+            if id(dim) in dynamic and size % DIM_MULTIPLE == 0 and size > 0:
+                found.add(dim.name)
+    return tuple(sorted(found))
 
 
 def _consts_from_shapes(func: PrimFunc, tensors: Mapping[str, Any]) -> dict[str, int]:

@@ -17,6 +17,7 @@ from tilecraft.backend.artifact import (
 from tilecraft.backend.context import BackendContext, create_backend_context
 from tilecraft.backend.instrument import CompositeInstrument, IRDumper, PassInstrument, PassTiming
 from tilecraft.backend.registry import registered_backends
+from tilecraft.ir.arith.analyzer import assumed_divisible
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.structural import structural_hash
 from tilecraft.jit.options import PassConfigs, resolve_pass_configs
@@ -67,7 +68,13 @@ def _instruments(configs: PassConfigs) -> PassInstrument | None:
 def lower_uncached(
     func: PrimFunc, ctx: BackendContext, pass_configs=None, compile_flags=None
 ) -> CompiledArtifact:
-    """Run the check, the pipeline and both codegens."""
+    """Run the check, the pipeline and both codegens (where the dims the kernel was specialized on
+    being multiples of a number are, for every proof, such multiples)."""
+    with assumed_divisible(func.attr("tilecraft.divisible_dims")):
+        return _lower_uncached(func, ctx, pass_configs, compile_flags)
+
+
+def _lower_uncached(func: PrimFunc, ctx: BackendContext, pass_configs, compile_flags) -> CompiledArtifact:
     configs = checked_pass_configs(pass_configs, ctx)
     # Strings, as the compilers take them (a Path is one); stored artifacts hold only plain data.
     flags = tuple(str(flag) for flag in compile_flags or ()) + configs.device_flags

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from types import MappingProxyType
 from typing import Any
 
@@ -15,9 +16,24 @@ from tilecraft.ir.arith.rewrite import is_signed_int
 from tilecraft.ir.arith.simplifier import Simplifier
 from tilecraft.ir.buffer import Range
 
-__all__ = ["Analyzer", "can_prove", "simplify"]
+__all__ = ["Analyzer", "assumed_divisible", "can_prove", "simplify"]
 
 _MISSING = object()
+
+# Dims a kernel was specialized on being multiples of a number (`tilecraft.divisible_dims`), true while
+# that kernel is lowered: proofs may use them, simplification never does (its results stay exact).
+_DIVISIBLE: ContextVar[tuple[tuple[E.Var, int], ...]] = ContextVar("tilecraft_divisible", default=())
+
+
+@contextmanager
+def assumed_divisible(facts: Iterable[tuple[E.Var, int]] | None) -> Iterator[None]:
+    """Within the block, every Analyzer may prove what follows from each `var` being a multiple of its
+    int (the JIT specializes a kernel on its dynamic dims' divisibility and checks it at each call)."""
+    token = _DIVISIBLE.set(tuple(facts or ()))
+    try:
+        yield
+    finally:
+        _DIVISIBLE.reset(token)
 
 
 class Analyzer:
@@ -107,14 +123,41 @@ class Analyzer:
 
     def can_prove(self, condition: E.ExprLike) -> bool:
         """True when `condition` holds for every value of the variables; False when unknown."""
+        if self._prove(condition):
+            return True
+        facts = _DIVISIBLE.get()
+        return bool(facts) and self._prove_with_multiples(E.convert(condition), facts)
+
+    def _prove(self, condition: E.ExprLike) -> bool:
         c = self.simplify(condition)
         if isinstance(c, E.IntImm):
             return bool(c.value)
         if isinstance(c, E.And):
-            return self.can_prove(c.a) and self.can_prove(c.b)
+            return self._prove(c.a) and self._prove(c.b)
         if isinstance(c, E.Or):
-            return self.can_prove(c.a) or self.can_prove(c.b)
+            return self._prove(c.a) or self._prove(c.b)
         return False
+
+    def _prove_with_multiples(self, condition: E.Expr, facts: tuple[tuple[E.Var, int], ...]) -> bool:
+        """Prove `condition` with each assumed var `v` (a multiple of n) written as `n * q`, `q` a fresh
+        var whose range is `v`'s divided by n."""
+        from tilecraft.ir.visitor import free_vars, substitute
+
+        present = set(free_vars(condition))
+        used = [(v, n) for v, n in facts if v in present and n > 1]
+        if not used:
+            return False
+        mapping, ranges = {}, {}
+        for v, n in used:
+            q = E.Var(v.dtype, f"{v.name}_div{n}")
+            mapping[v] = E.mul(q, n)
+            iv = self._ranges.get(v)
+            lo = 0 if iv is None or iv.lo is None else -(-iv.lo // n)
+            ranges[q] = (lo, None if iv is None or iv.hi is None else iv.hi // n)
+        other = Analyzer({**self._ranges, **ranges})
+        for fact in self._facts:
+            other._facts.append(fact)
+        return other._prove(substitute(condition, mapping))
 
     def can_prove_equal(self, a: E.ExprLike, b: E.ExprLike) -> bool:
         """True when `a` and `b` are proven to have the same value."""
