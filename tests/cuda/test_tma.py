@@ -138,6 +138,34 @@ def test_tensor_maps_survive_the_artifact_codec():
     ]  # fmt: skip
 
 
+def test_a_views_map_is_encoded_with_the_views_dims_over_its_base_pointer(no_driver):
+    """`kernel_flat = T.Tensor((KH * KW * C, F), dtype, kernel.data)`: the map describes the view's 2-D
+    dims over the 4-D parameter's memory (the view's dims are its base's elements, row-major)."""
+    base = ParamInfo("W", "buffer", dt.float16, (E.const(3), E.const(3), M, E.const(128)))
+    view = TensorMapInfo("W", dt.float16, (64, 64), 128, (E.mul(M, 9), E.const(128)))
+    kernel = KernelInfo("k", (base,), (E.const(1),), (128,), tensor_maps=(view,))
+    artifact = CompiledArtifact("f", Target.parse({"kind": "cuda", "arch": "sm_90a"}), (base,), (M,), (kernel,),
+                                {"cuda-source": ""})  # fmt: skip
+    driver = FakeDriver()
+    hooks = LaunchHooks(lambda *a: 0, False, make_stream_resolver([0]), lambda *a: None, lambda a: None,
+                        tensor_maps=lambda info, symbol: TensorMaps(driver, info, symbol))  # fmt: skip
+    launch = build_launcher(artifact, (1,), 0, hooks)  # (1,): the loaded function, a stand-in
+    launch([ArrayArg(None, 0x8000, (3, 3, 64, 128), (24576, 8192, 128, 1), dt.float16, 2, 0, "interface")], [64])
+    assert [call[3] for call in driver.calls] == [[128, 576]]  # innermost first: F, then KH * KW * C
+    assert driver.calls[0][2] == 0x8000
+
+
+def test_views_load_and_store_through_tensor_maps_of_their_base():
+    from tilecraft.testing.conformance.convolution import conv2d
+
+    art = tilecraft.lower(conv2d(), target=SM90A)
+    files = artifact_files(art)
+    maps = artifact_from_files(lambda name: files[name]).kernels[0].tensor_maps
+    params = {p.name for p in art.params}
+    assert maps and all(m.buffer in params for m in maps)
+    assert any(m.shape for m in maps), maps  # the weights' and the output's flat views
+
+
 # ---------------------------------------------------------------- generated code
 
 

@@ -99,16 +99,22 @@ class TensorMapInfo:
 
     `box` is the tile one load moves, in elements, innermost dim first (the driver's order), one entry
     per dim of the buffer; `swizzle` the shared-memory swizzle span in bytes (0: none). Elements past
-    the tensor's edge read as zero.
+    the tensor's edge read as zero. `shape`: the row-major dims the map describes over the buffer's
+    memory when they are not the buffer's own (a view, `T.Tensor(shape, dtype, A.data)`), outermost
+    first; empty: the buffer's shape.
     """
 
     buffer: str
     dtype: DataType
     box: tuple[int, ...]
     swizzle: int = 0
+    shape: tuple[Expr, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "box", tuple(self.box))
+        object.__setattr__(self, "shape", tuple(self.shape))
+        if self.shape and len(self.shape) != len(self.box):
+            raise ArtifactError(f"tensor map of {self.buffer!r}: shape {self.shape} and box {self.box} differ in rank")
         if not 1 <= len(self.box) <= TENSOR_MAP_MAX_RANK or any(
             not isinstance(b, int) or b < 1 for b in self.box
         ):

@@ -97,8 +97,30 @@ def _ring_bases(rings: dict[int, tuple[int, int]]) -> dict[int, int]:
 
 
 def _tensor_map_infos(func: PrimFunc, maps: dict[tuple, int]) -> tuple[TensorMapInfo, ...]:
-    dtypes = {p.name: p.dtype for p in func.params if isinstance(p, Buffer)}
-    return tuple(TensorMapInfo(name, dtypes[name], box, swizzle) for name, box, swizzle in maps)
+    """A map of a view (`T.Tensor(shape, dtype, A.data)`) is one of its base parameter's memory with the
+    view's row-major dims."""
+    buffers = _mapped_buffers(func.body)
+    infos = []
+    for name, box, swizzle in maps:
+        buf = buffers[name]
+        if buf.base is None:
+            infos.append(TensorMapInfo(name, buf.dtype, box, swizzle))
+        else:
+            infos.append(TensorMapInfo(buf.base.name, buf.dtype, box, swizzle, tuple(buf.shape)))
+    return tuple(infos)
+
+
+def _mapped_buffers(body: S.Stmt) -> dict[str, Buffer]:
+    """The global buffers TMA copies of `body` read or write, by name."""
+    from tilecraft.cuda.ir import TmaCopy, TmaStoreCopy
+
+    found: dict[str, Buffer] = {}
+    for n in walk(body):
+        if isinstance(n, TmaCopy):
+            found.update((load.src.name, load.src) for load in n.loads)
+        elif isinstance(n, TmaStoreCopy):
+            found.update((store.dst.name, store.dst) for store in n.stores)
+    return found
 
 
 def _phased_rings(body: S.Stmt) -> set[int]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Expr, node
 from tilecraft.ir.stmt import Stmt
@@ -121,6 +123,9 @@ class TmaLoad(Stmt):
     box: tuple[int, ...]
     swizzle: int
     coords: tuple[Expr, ...]
+    # coordinates in src's own dims: a view (`T.Tensor(shape, dtype, A.data)`) stays a view here, and
+    # codegen encodes its map over A's memory with the view's dims (lower-buffer-views reads this)
+    keeps_views: ClassVar[bool] = True
     multicast: int = 0
 
 
@@ -237,6 +242,7 @@ class TmaStore(Stmt):
     box: tuple[int, ...]
     swizzle: int
     coords: tuple[Expr, ...]
+    keeps_views: ClassVar[bool] = True  # as TmaLoad's
 
 
 @node

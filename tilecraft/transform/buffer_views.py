@@ -10,7 +10,9 @@ into a use of its base:
   the offset in `A`, and row-major addressing of `A[0, ..., 0, o]` reaches exactly it (the form
   apply-layout-annotations gives a permuted buffer's accesses);
 - any other statement that names `V` (a backend's copy or matmul call, which address a buffer by a flat
-  element offset) names `A` instead: the offsets are the same;
+  element offset) names `A` instead: the offsets are the same; a statement whose class says
+  `keeps_views = True` addresses its buffers by coordinates in their own dims (a tensor-map copy) and
+  keeps `V`, whose `base` then names the memory;
 - the function's own loads and stores of `A` take the same form, `A[0, ..., 0, o]`, so every access to
   that memory spells its offset one way and the simplifier folds `(i // 12) * 12 + i % 12` back to `i`.
   A device compiler may otherwise miss that two spellings name one element: one of the compilers
@@ -63,6 +65,8 @@ class _Lower(Mutator):
         return buf.base is not None or id(buf) in self.viewed
 
     def mutate(self, node):
+        if isinstance(node, S.Stmt) and getattr(type(node), "keeps_views", False):
+            return node
         if not (isinstance(node, S.Stmt) and node.span is not None):
             return super().mutate(node)
         saved, self.span = self.span, node.span

@@ -20,10 +20,13 @@ from tilecraft.ir.visitor import Mutator, free_vars, walk
 
 def device_params(func: PrimFunc, launch: S.KernelLaunch) -> tuple[Buffer | Var, ...]:
     """The function params and symbolic dims `launch` uses, in a stable ABI order."""
-    used_buffers = {id(n) for n in walk(launch) if isinstance(n, Buffer)}
+    seen = [n for n in walk(launch) if isinstance(n, Buffer)]
+    # a view a statement kept (a tensor-map copy's) uses its base's memory and its own dims
+    views = [b for b in seen if b.base is not None]
+    used_buffers = {id(b) for b in seen} | {id(b.base) for b in views}
     buffers = [p for p in func.buffer_params if id(p) in used_buffers]
     used_vars = {id(v) for v in free_vars(launch.body)}
-    for b in buffers:
+    for b in (*buffers, *views):
         used_vars |= {id(v) for v in free_vars((b.shape, b.strides))}
     scalars = [p for p in func.params if isinstance(p, Var) and id(p) in used_vars]
     dims = [v for v in func.symbolic_dims if id(v) in used_vars]

@@ -77,9 +77,9 @@ def tensor_map_refusal(op: S.Copy, tensor: BufferRegion, tile: BufferRegion, row
     buf = tensor.buffer
     if buf.strides:
         return f"{buf.name} has explicit strides"
-    if buf.base is not None:
-        # The tensor map would have to describe the view's shape over its base's pointer.
-        return f"{buf.name} is a view of {buf.base.name}'s memory"
+    if buf.base is not None and (buf.base.base is not None or buf.base.strides):
+        return f"{buf.name} is a view of {buf.base.name}, which is not a dense parameter"
+    # A view's map is its base parameter's memory with the view's row-major dims (codegen records them).
     rank = len(buf.shape)
     if not 2 <= rank <= TMA_MAX_RANK:
         return f"{buf.name} has {rank} dims (TMA: 2 to {TMA_MAX_RANK} here)"

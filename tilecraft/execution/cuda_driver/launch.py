@@ -194,11 +194,12 @@ def plan_kernels(artifact: CompiledArtifact, functions: Sequence[Any], scope: Gr
 
 def _tensor_map_source(tm, artifact: CompiledArtifact, symbol: str, scope: GridScope, raw: bool
                        ) -> tuple[str, str]:  # fmt: skip
-    """Python source of the pointer and the shape a tensor map is encoded from."""
+    """Python source of the pointer and the shape a tensor map is encoded from (a view's map: the view's
+    dims over its base parameter's pointer)."""
     param = next(p for p in artifact.params if p.name == tm.buffer)
     pointer = _value_source(param, artifact, symbol, raw)
     where = f"the shape of {tm.buffer} (a tensor map of kernel {symbol})"
-    dims = [python_source(d, scope, where) for d in param.shape]
+    dims = [python_source(d, scope, where) for d in (tm.shape or param.shape)]
     return pointer, f"({', '.join(dims)},)"
 
 
