@@ -3,6 +3,10 @@
 Both compare a canonical token stream of the tree. Vars and buffers are numbered by first occurrence,
 so names do not matter (two kernels that differ only in variable names are equal), while the binding
 structure does. The hash is a SHA-256 of that stream: stable across processes, usable as a cache key.
+
+A key for what a user reads (the compile cache's) asks for the names (`map_names=False`) and the source
+spans too (`spans=True`): each node's file, line and columns, and the text of each source line named,
+which error messages and generated code quote.
 """
 
 from __future__ import annotations
@@ -19,10 +23,21 @@ from tilecraft.ir.visitor import _field_names
 
 
 class _Tokenizer:
-    def __init__(self, map_names: bool) -> None:
+    def __init__(self, map_names: bool, spans: bool = False) -> None:
         self.map_names = map_names
+        self.spans = spans
         self.ids: dict[int, int] = {}
         self.tokens: list[str] = []
+        self.lines: dict[tuple[str, int], str] = {}  # the source lines the spans name, with their text
+
+    def _span(self, node: Node) -> None:
+        span = node.span
+        if span is None:
+            return
+        self.tokens.append(f"@{span.file}:{span.line}:{span.col}:{span.end_col}")
+        where = (span.file, span.line)
+        if where not in self.lines:
+            self.lines[where] = span.source_line()
 
     def _ref(self, obj: Any, kind: str) -> bool:
         """Emit a reference token; return True the first time `obj` is seen."""
@@ -48,6 +63,8 @@ class _Tokenizer:
                     self.add(value.base)
         elif isinstance(value, Node):
             self.tokens.append(type(value).__name__)
+            if self.spans:
+                self._span(value)
             for name in _field_names(type(value)):
                 self.add(getattr(value, name))
             self.tokens.append(")")
@@ -73,9 +90,11 @@ class _Tokenizer:
             raise TypeError(f"cannot compare {type(value).__name__} structurally")
 
 
-def structural_tokens(node: Any, map_names: bool = True) -> list[str]:
-    t = _Tokenizer(map_names)
+def structural_tokens(node: Any, map_names: bool = True, spans: bool = False) -> list[str]:
+    t = _Tokenizer(map_names, spans)
     t.add(node)
+    for (file, line), text in sorted(t.lines.items()):
+        t.tokens.append(f"line {file}:{line}={text}")
     return t.tokens
 
 
@@ -84,6 +103,8 @@ def structural_equal(a: Any, b: Any, map_names: bool = True) -> bool:
     return structural_tokens(a, map_names) == structural_tokens(b, map_names)
 
 
-def structural_hash(node: Any, map_names: bool = True) -> str:
-    """A hex SHA-256 of the structure; equal for structurally equal trees in any process."""
-    return hashlib.sha256("\x1f".join(structural_tokens(node, map_names)).encode()).hexdigest()
+def structural_hash(node: Any, map_names: bool = True, spans: bool = False) -> str:
+    """A hex SHA-256 of the structure; equal for structurally equal trees in any process. With
+    `map_names=False` the names of Vars and buffers count, with `spans=True` the source locations and
+    the text of the lines they name."""
+    return hashlib.sha256("\x1f".join(structural_tokens(node, map_names, spans)).encode()).hexdigest()

@@ -35,7 +35,9 @@ def resolve_context(
 
 
 def artifact_key(func: PrimFunc, ctx: BackendContext, pass_configs: Mapping | None, compile_flags) -> str:
-    """What determines the artifact: the kernel's structure, the target and every option."""
+    """What determines the artifact: the kernel's structure, the names and source locations that its code
+    and messages show (parameter and buffer names, file:line and the lines' text), the target and every
+    option. Two kernels that differ only in a name or a line never share an artifact."""
     from tilecraft import __version__
     from tilecraft.backend.postproc import fingerprint
     from tilecraft.execution.cache import cache_key, package_fingerprint
@@ -43,8 +45,9 @@ def artifact_key(func: PrimFunc, ctx: BackendContext, pass_configs: Mapping | No
     # Checked and canonical, so `PassConfigKey.X` and its string share an entry.
     configs = checked_pass_configs(pass_configs, ctx).canonical()
     return cache_key(
-        "artifact", structural_hash(func), str(ctx.target), str(ctx.target_host), ctx.backend.name,
-        ctx.execution.name, configs, repr(compile_flags), __version__, package_fingerprint(), fingerprint(),
+        "artifact", structural_hash(func, map_names=False, spans=True), str(ctx.target), str(ctx.target_host),
+        ctx.backend.name, ctx.execution.name, configs, repr(compile_flags), __version__, package_fingerprint(),
+        fingerprint(),
     )  # fmt: skip
 
 
