@@ -12,9 +12,8 @@ import pytest
 import tilecraft
 import tilecraft.language as T
 from tilecraft import settings
-from tilecraft.errors import TilecraftError
+from tilecraft.errors import TilecraftError, UnpicklingKernelError
 from tilecraft.execution.cc import toolchain
-from tilecraft.jit.kernel import UnpicklingKernelError
 
 pytestmark = pytest.mark.skipif(toolchain.find_compiler_path() is None, reason="no C compiler installed")
 

@@ -22,7 +22,7 @@ from tilecraft.backend.artifact import ParamInfo
 from tilecraft.backend.context import BackendContext
 from tilecraft.backend.dlpack import as_callers_array
 from tilecraft.backend.execution import Loaded
-from tilecraft.errors import ArgumentError, TilecraftError
+from tilecraft.errors import ArgumentError, TilecraftError, UnpicklingKernelError
 from tilecraft.ir import expr as E
 from tilecraft.ir.eval import evaluate
 from tilecraft.jit.fastpath import MISS
@@ -376,10 +376,6 @@ def _unpickle_kernel(state: dict[str, Any]) -> Kernel:
             "with tilecraft.load(path), which needs no compiler"
         ) from err
     return Kernel(loaded, ctx, tuple(state["out_idx"]))
-
-
-class UnpicklingKernelError(TilecraftError):
-    """A pickled Kernel that cannot be built or loaded in this process."""
 
 
 def _is_torch_tensor(x: Any) -> bool:
