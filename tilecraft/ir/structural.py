@@ -49,45 +49,58 @@ class _Tokenizer:
         self.tokens.append(f"{kind}{self.ids[key]}{name}")
         return first
 
-    def add(self, value: Any) -> None:
+    def add(self, root: Any) -> None:
+        """Append the tokens of `root`, depth first; with its own stack, so any depth is fine."""
+        stack: list[Any] = [root]
+        while stack:
+            value = stack.pop()
+            if isinstance(value, _Token):
+                self.tokens.append(value)
+            else:
+                stack.extend(reversed(self._step(value)))
+
+    def _step(self, value: Any) -> list[Any]:
+        """Emit `value`'s own tokens; return what follows them, in order (values, and _Token literals)."""
         if isinstance(value, Var):
             if self._ref(value, "%"):
                 self.tokens.append(str(value.dtype))
-        elif isinstance(value, Buffer):
-            if self._ref(value, "@"):
-                self.tokens.extend((str(value.dtype), value.scope))
-                self.add(value.shape)
-                self.add(value.strides)
-                if value.base is not None:  # only views add tokens: other buffers hash as before
-                    self.tokens.append("view")
-                    self.add(value.base)
-        elif isinstance(value, Node):
+            return []
+        if isinstance(value, Buffer):
+            if not self._ref(value, "@"):
+                return []
+            self.tokens.extend((str(value.dtype), value.scope))
+            # Only views add tokens: other buffers hash as before.
+            return [value.shape, value.strides] + (
+                [_Token("view"), value.base] if value.base is not None else []
+            )
+        if isinstance(value, Node):
             self.tokens.append(type(value).__name__)
             if self.spans:
                 self._span(value)
-            for name in _field_names(type(value)):
-                self.add(getattr(value, name))
-            self.tokens.append(")")
-        elif isinstance(value, (tuple, list)):
+            return [getattr(value, name) for name in _field_names(type(value))] + [_Token(")")]
+        if isinstance(value, (tuple, list)):
             self.tokens.append(f"[{len(value)}")
-            for item in value:
-                self.add(item)
-        elif isinstance(value, IRModule):
+            return list(value)
+        if isinstance(value, IRModule):
             self.tokens.append("IRModule")
-            self.add(value.functions)
-            self.add(value.attrs)
-        elif isinstance(value, dict):
-            self.add(tuple(sorted(value.items(), key=lambda kv: repr(kv[0]))))
-        elif isinstance(value, (DataType, enum.Enum)):
+            return [value.functions, value.attrs]
+        if isinstance(value, dict):
+            return [tuple(sorted(value.items(), key=lambda kv: repr(kv[0])))]
+        if isinstance(value, (DataType, enum.Enum)):
             self.tokens.append(str(value))
         elif isinstance(value, float):
             self.tokens.append(repr(value))
         elif hasattr(value, "structural_key"):
-            self.add(value.structural_key())
+            return [value.structural_key()]
         elif value is None or isinstance(value, (bool, int, str)):
             self.tokens.append(f"{type(value).__name__}:{value!r}")
         else:
             raise TypeError(f"cannot compare {type(value).__name__} structurally")
+        return []
+
+
+class _Token(str):
+    """A literal token waiting on the tokenizer's stack (a plain str there is a value to tokenize)."""
 
 
 def structural_tokens(node: Any, map_names: bool = True, spans: bool = False) -> list[str]:

@@ -17,10 +17,12 @@ from tilecraft.backend.artifact import (
 from tilecraft.backend.context import BackendContext, create_backend_context
 from tilecraft.backend.instrument import CompositeInstrument, IRDumper, PassInstrument, PassTiming
 from tilecraft.backend.registry import registered_backends
+from tilecraft.errors import LoweringError
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.structural import structural_hash
 from tilecraft.jit.options import PassConfigs, resolve_pass_configs
 from tilecraft.transform.check import check_semantics
+from tilecraft.transform.expression_depth import bound_expression_depth
 from tilecraft.transform.widen_fragments import widen_fragments
 from tilecraft.transform.written import written_params
 
@@ -71,7 +73,23 @@ def lower_uncached(
     func: PrimFunc, ctx: BackendContext, pass_configs=None, compile_flags=None
 ) -> CompiledArtifact:
     """Run the check, the pipeline and both codegens."""
+    try:
+        return _lower(func, ctx, pass_configs, compile_flags)
+    except RecursionError:
+        # Deep expressions are split into locals first (bound-expression-depth); a kernel that still
+        # exhausts Python's stack (hundreds of nested statements) is named, not a bare RecursionError.
+        raise LoweringError(
+            f"kernel {func.name} nests too deeply to compile for {ctx.target} (Python's recursion limit was "
+            "reached while lowering it)",
+            func.span,
+            "split deeply nested statements or very long expressions into several statements or a loop",
+        ) from None
+
+
+def _lower(func: PrimFunc, ctx: BackendContext, pass_configs=None, compile_flags=None) -> CompiledArtifact:
     configs = checked_pass_configs(pass_configs, ctx)
+    # Parsed kernels are bounded already; a function built in Python may not be.
+    func = bound_expression_depth(func)
     # Strings, as the compilers take them (a Path is one); stored artifacts hold only plain data.
     flags = tuple(str(flag) for flag in compile_flags or ()) + configs.device_flags
     # TileLang sizes a fragment from the T.Parallel loops that index it; the check then sees that shape.
@@ -103,6 +121,7 @@ def lower_artifact(
     from tilecraft.execution.cache import KernelCache
 
     cache = KernelCache()
+    func = bound_expression_depth(func)  # before anything walks it (a cache hit sizes its fragments)
     key = artifact_key(func, ctx, pass_configs, compile_flags)
     # A user who asks for IR dumps or pass timings wants the pipeline to run.
     configs = checked_pass_configs(pass_configs, ctx)
