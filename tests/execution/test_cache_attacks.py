@@ -158,7 +158,9 @@ def test_a_cached_library_that_does_not_load_is_evicted_and_named(root, tmp_path
     directory = entries(root)["build"]
     files = {p.name: p.read_bytes() for p in directory.iterdir() if p.name != INDEX}
     forge(directory, {**files, "kernel.so": toolchain.compile_object("int f(void) { return 0; }\n")})
-    with pytest.raises(ToolchainError, match=r"(?s)kernel\.so of .* does not load: .*\n.*removed from the cache"):
+    with pytest.raises(
+        ToolchainError, match=r"(?s)kernel\.so of .* does not load: .*\n.*removed from the cache"
+    ):
         compile_and_run(root)
     assert "build" not in entries(root)
     compile_and_run(root)

@@ -25,19 +25,19 @@ needs_cc = pytest.mark.skipif(toolchain.find_compiler_path() is None, reason="no
 N = 77  # elements: ragged against every block the CPU target picks
 
 
-def kernel_module(tmp_path: Path, body: str, dtype: str = "float32", extra: str = "", threads: int = 1):
+def kernel_module(tmp_path: Path, body: str, dtype: str = "float32", threads: int = 1):
     """A module defining `k(A, C)` whose loop body is `body` (over `i`), written to a real file."""
     source = textwrap.dedent(f"""
         import functools
         import tilecraft
         import tilecraft.language as T
-        {extra}
 
         @tilecraft.jit(target="c")
         def k(A: T.Tensor(({N},), "{dtype}"), C: T.Tensor(({N},), "{dtype}")):
-            with T.Kernel(1, threads=THREADS) as bx:
+            with T.Kernel(1, threads={threads}) as bx:
                 for i in T.Parallel({N}):
-        """).replace("THREADS", str(threads)) + textwrap.indent(textwrap.dedent(body).strip(), " " * 12) + "\n"  # fmt: skip
+        """)  # fmt: skip
+    source += textwrap.indent(textwrap.dedent(body).strip(), " " * 12) + "\n"
     path = tmp_path / "long_kernel.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location(f"long_kernel_{tmp_path.name}", path)
@@ -188,11 +188,16 @@ def test_what_exhausts_pythons_stack_while_parsing_is_named_at_its_line(tmp_path
     assert err.span.file == str(path) and err.span.source_line().lstrip().startswith("C[i] = T.abs(")
 
 
-def test_what_exhausts_pythons_stack_while_lowering_is_named_with_the_kernel():
-    """The lowering's net: statements nested hundreds deep (built in Python) are a LoweringError naming
-    the kernel and its line, not a bare RecursionError."""
+@pytest.mark.parametrize(
+    "depth, error, message",
+    [(420, "LoweringError", "kernel nested nests too deeply to compile for c"),
+     (900, "SemanticError", "kernel nested nests its statements too deeply to compile")],
+    ids=["while-lowering", "while-splitting"],
+)  # fmt: skip
+def test_statements_nested_too_deeply_are_named_with_the_kernel(depth, error, message):
+    """The nets: statements nested hundreds deep (built in Python) exhaust Python's stack in a pass, or
+    already in bound-expression-depth; either way an error naming the kernel and its line."""
     import tilecraft
-    from tilecraft.errors import LoweringError
     from tilecraft.ir import dtype as dt
     from tilecraft.ir.buffer import Buffer
     from tilecraft.ir.function import PrimFunc
@@ -200,12 +205,13 @@ def test_what_exhausts_pythons_stack_while_lowering_is_named_with_the_kernel():
 
     a = Buffer("A", (E.const(8),), dt.float32)
     body: S.Stmt = S.BufferStore(a, E.const(1.0), (E.const(0),))
-    for depth in range(800):
-        body = S.IfThenElse(E.Var(dt.int32, f"c{depth}") > 0, body)
+    for level in range(depth):
+        body = S.IfThenElse(E.Var(dt.int32, f"c{level}") > 0, body)
+    body = S.KernelLaunch((E.const(1),), (1,), (E.Var(dt.int32, "bx"),), (), body)
     func = PrimFunc("nested", (a,), body, span=Span("kernels.py", 7))
-    with pytest.raises(LoweringError) as info:
+    with pytest.raises(KernelError) as info:
         tilecraft.lower(func, target="c")
-    assert "kernel nested nests too deeply to compile" in info.value.message
+    assert type(info.value).__name__ == error and message in info.value.message
     assert str(info.value.span) == "kernels.py:7:1"
 
 

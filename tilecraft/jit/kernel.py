@@ -351,18 +351,19 @@ def _unpickle_kernel(state: dict[str, Any]) -> Kernel:
     from tilecraft.backend.artifact import ArtifactDecodeError, artifact_from_files
     from tilecraft.backend.context import create_backend_context
 
-    if not isinstance(state, dict) or state.get("format") != PICKLE_FORMAT:
+    found = state.get("format") if isinstance(state, dict) else None
+    if found != PICKLE_FORMAT:
         raise TilecraftError(
-            f"this pickled tilecraft Kernel has format {state.get('format') if isinstance(state, dict) else None!r}; "
-            f"this tilecraft reads format {PICKLE_FORMAT}: pickle the kernel again with this version"
+            f"this pickled tilecraft Kernel has format {found!r}; this tilecraft reads format {PICKLE_FORMAT}: "
+            "pickle the kernel again with this version"
         )
     files = state["artifact"]
     try:
         artifact = artifact_from_files(lambda name: files[name])
     except (ArtifactDecodeError, KeyError) as err:
         raise TilecraftError(
-            f"a pickled tilecraft Kernel (tilecraft {state.get('version')}) holds an artifact this tilecraft cannot "
-            f"read ({err}): pickle the kernel again with this version"
+            f"a pickled tilecraft Kernel (tilecraft {state.get('version')}) holds an artifact this tilecraft "
+            f"cannot read ({err}): pickle the kernel again with this version"
         ) from None
     try:
         ctx = create_backend_context(state["target"], state["target_host"], state["execution_backend"])

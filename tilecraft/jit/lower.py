@@ -46,6 +46,8 @@ def artifact_key(func: PrimFunc, ctx: BackendContext, pass_configs: Mapping | No
 
     # Checked and canonical, so `PassConfigKey.X` and its string share an entry.
     configs = checked_pass_configs(pass_configs, ctx).canonical()
+    # What is lowered is the split function (a parsed kernel is split already: this is the same object).
+    func = bound_expression_depth(func)
     return cache_key(
         "artifact", structural_hash(func, map_names=False, spans=True), str(ctx.target), str(ctx.target_host),
         ctx.backend.name, ctx.execution.name, configs, repr(compile_flags), __version__, package_fingerprint(),

@@ -45,7 +45,15 @@ LOCAL_NAME = "partial"  # the name the locals get (codegen makes each one unique
 def bound_expression_depth(func: PrimFunc) -> PrimFunc:
     """`func` with every deep expression split as the module docstring says (the same object when none
     is deep); SemanticError at the statement of one that cannot be split."""
-    body = _Splitter().stmt(func.body)
+    try:
+        body = _Splitter().stmt(func.body)
+    except RecursionError:  # statements nested hundreds deep (each assignment wraps the rest of its block)
+        raise SemanticError(
+            f"kernel {func.name} nests its statements too deeply to compile (Python's recursion limit was reached)",
+            func.span,
+            "split the kernel's long blocks: fewer assignments in one block (each one nests the rest of the block), "
+            "or a loop over what repeats",
+        ) from None
     return func if body is func.body else func.with_body(body)
 
 

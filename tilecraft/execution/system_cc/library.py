@@ -44,8 +44,8 @@ def not_a_library_message(problem: str, origin: str, setting: tuple[str, ...], c
         )
     else:
         who = f"the compiler command {origin}={shlex.join(setting)!r}"
-        fix = (f"remove the options that change what it makes (-c, -E, -S, -static, -m32, ...) from {origin}, "
-               "or name a compiler for this machine; tilecraft adds -shared and -fPIC itself")  # fmt: skip
+        fix = (f"remove the options that change what it makes (-c, -E, -S, -static, -m32, ...) from "
+               f"{origin}, or name a compiler for this machine; tilecraft adds -shared and -fPIC itself")  # fmt: skip
     return (
         f"{who} made {problem}, not a shared library this process can load (nothing was cached)\n"
         f"  command: {shlex.join(cmd)}\n  fix: {fix}"
@@ -56,11 +56,13 @@ def not_a_library_message(problem: str, origin: str, setting: tuple[str, ...], c
 def _host_header() -> bytes:
     """The first bytes of the running interpreter's executable: the format, word size, byte order and
     machine a loadable library must have."""
-    try:
-        with open(sys.executable, "rb") as f:
-            return f.read(64)
-    except OSError:
-        return b""
+    for path in ("/proc/self/exe", sys.executable):  # the first where it exists; a launcher script is not it
+        try:
+            with open(path, "rb") as f:
+                return f.read(64)
+        except OSError:
+            continue
+    return b""
 
 
 def _elf_problem(data: bytes, host: bytes) -> str | None:
