@@ -102,3 +102,8 @@ class ToolchainNotFound(ToolchainError):
 
 class ArgumentError(TilecraftError, TypeError):
     """A kernel was called with arrays or scalars that do not match its parameters."""
+
+
+class UnpicklingKernelError(TilecraftError):
+    """A pickled Kernel that cannot be built or loaded in the process unpickling it (the message says why
+    and names the alternative: an export loaded with `tilecraft.load`)."""

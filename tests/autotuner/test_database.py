@@ -55,7 +55,8 @@ def test_a_tuning_is_stored_and_a_deployment_never_tunes(tmp_path, monkeypatch):
     tuned = make_kernel(db)(300)  # 300: ragged for both blocks
     assert not tuned.tuning.from_database
     ((kernel, signature, device, arch, version, complete),) = rows(
-        db, "SELECT kernel, signature, device, arch, version, complete FROM tunings")
+        db, "SELECT kernel, signature, device, arch, version, complete FROM tunings"
+    )
     assert kernel.endswith("make_kernel.<locals>.add2") and "300" in signature and complete == 1
     assert device and arch and version == tilecraft.__version__
     stored = dict(rows(db, "SELECT config, latency FROM results WHERE status = 'ok'"))
@@ -237,3 +238,120 @@ def test_a_complete_tuning_with_nothing_ok_is_tuned_afresh(tmp_path):
     result = tuner(320).run(warmup=1, rep=2, executor=recording, db=db)
     assert sorted(recording.compiled) == [0, 1, 2, 3]  # nothing taken from the failed tuning
     assert [c.status for c in result.candidates] == [OK, COMPILE_FAILED, OK, OK]
+
+
+# ---------------------------------------------------------------------- malformed rows (issue 31, item 7)
+
+MALFORMED = [  # (config text, status, latency, error, compile_seconds): each row is wrong in one way
+    ('{"block": 8}', OK, "fast", "", None),  # a latency that is not a number
+    ('{"block": 4}', OK, -1.0, "", None),  # negative: it would win every comparison
+    ('{"block": 2}', OK, float("inf"), "", None),
+    ('{"block": 1}', OK, float("nan"), "", None),  # SQLite keeps NaN as NULL: ok without a latency
+    ('{"block": 5', OK, 0.5, "", None),  # a truncated JSON config
+    ('["block", 6]', OK, 0.5, "", None),  # JSON, but not a config
+    ('{"block": 7}', "fine", 0.5, "", None),  # a status tilecraft never writes
+    ('{"block": 9}', 5, None, "", None),  # a number where the status goes
+    ('{"block": 10}', OK, 0.5, "", "slow"),  # a compile time that is not a number
+]
+
+
+def corrupt(path, digest, rows):
+    with sqlite3.connect(path) as db:
+        for row in rows:
+            db.execute("INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, 0)", (digest, *row))
+
+
+def good_database(path):
+    with TuningDatabase(path) as db:
+        db.begin(key(), 2)
+        db.record(key(), dict(block=64), OK, 2.0)
+        db.record(key(), dict(block=128), OK, 1.5)
+        db.finish(key())
+
+
+def test_malformed_rows_are_skipped_with_one_warning_and_the_good_rows_kept(tmp_path):
+    path = tmp_path / "edited.sqlite"
+    good_database(path)
+    corrupt(path, key().digest, MALFORMED)
+    with TuningDatabase(path) as db, pytest.warns(RuntimeWarning) as caught:
+        assert db.best(key()).latency == 1.5
+        assert set(db.results(key())) == {'{"block": 64}', '{"block": 128}'}
+    (warning,) = [str(w.message) for w in caught]  # one warning for every row, not one per read
+    assert str(path) in warning and f"skipped {len(MALFORMED)} malformed row(s)" in warning
+    for rowid in range(3, 3 + 5):  # the first five rows are named with their row ids (the rest counted)
+        assert f"results row {rowid} " in warning
+    assert "latency 'fast' is not a number" in warning and "-1.0 is not a finite number >= 0" in warning
+    assert "and 4 more" in warning
+
+
+def test_malformed_tunings_rows_are_skipped_when_listing_and_merging(tmp_path, capsys):
+    a, b, out = tmp_path / "a.sqlite", tmp_path / "b.sqlite", tmp_path / "out.sqlite"
+    good_database(a)
+    corrupt(a, key().digest, MALFORMED[:2])
+    with sqlite3.connect(a) as db:  # a tuning whose `complete` is not 0/1 and one with a truncated signature
+        db.execute("INSERT INTO tunings VALUES ('x', 'k2', '[]', 'c', 'dev', 'arch', 'v', 1, 'yes', 0)")
+        db.execute("INSERT INTO tunings VALUES ('y', 'k3', '[1, ', 'c', 'dev', 'arch', 'v', 1, 1, 0)")
+    with pytest.warns(RuntimeWarning) as caught:
+        assert main(["tune", "--list", str(a)]) == 0
+    tunings, results = sorted((str(w.message) for w in caught), key=lambda m: "results row" in m)
+    assert (
+        "a.sqlite: skipped 2 malformed row(s)" in tunings
+        and "tunings row 2 (kernel 'k2'): complete 'yes'" in tunings
+    )
+    assert "tunings row 3 (kernel 'k3'): signature '[1, ' is not JSON" in tunings
+    assert "results row 3" in results and "results row 4" in results
+    listed = capsys.readouterr().out
+    assert "complete, best {'block': 128} 1.5 ms" in listed and "k2" not in listed and "k3" not in listed
+    with TuningDatabase(b) as db:  # b's row for block=64 is malformed: a's good one must stay
+        db.begin(key(), 2)
+        db.finish(key())
+    corrupt(b, key().digest, [('{"block": 64}', OK, -3.0, "", None)])
+    with pytest.warns(RuntimeWarning, match="malformed"):
+        assert merge_databases([a, b], out) == 2
+    with TuningDatabase(out) as db:
+        assert {r.config: r.latency for r in db.results(key()).values()} == {'{"block": 64}': 2.0,
+                                                                             '{"block": 128}': 1.5}  # fmt: skip
+        assert [t["kernel"] for t in db.tunings()] == ["k"]
+
+
+def test_a_database_whose_tables_lack_columns_is_refused(tmp_path):
+    path = tmp_path / "other.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE results (key TEXT, config TEXT, status TEXT)")
+    with pytest.raises(
+        TuningDatabaseError, match="table results has no column latency, error, compile_seconds"
+    ):
+        TuningDatabase(path)
+
+
+def test_a_deployment_uses_the_good_rows_of_an_edited_database(tmp_path, monkeypatch):
+    db = tmp_path / "tuning.sqlite"
+    tuned = make_kernel(db)(200)
+    best = dict(rows(db, "SELECT config, latency FROM results"))
+    slower = max(best, key=best.get)
+    with sqlite3.connect(db) as conn:  # the best row's latency becomes text: it must be skipped, not raise
+        conn.execute("UPDATE results SET latency = 'fast' WHERE config = ?", (min(best, key=best.get),))
+
+    def no_tuning(self):
+        raise AssertionError("a deployment with the tuning database tuned")
+
+    monkeypatch.setattr(Session, "_tune", no_tuning)
+    with pytest.warns(RuntimeWarning, match="latency 'fast' is not a number"):
+        deployed = make_kernel(db)(200)
+    assert deployed.tuning.from_database and deployed.latency == best[slower] != tuned.latency
+    check(deployed, 200)
+
+
+@pytest.mark.parametrize("bad", ["NaN", "Infinity", "-1.5"])
+def test_the_tuning_caches_record_refuses_latencies_that_are_not_times(bad):
+    """The kernel cache's `autotune.json` (read with JSON, which takes NaN and Infinity): a record whose
+    best or candidate latency is not a finite time >= 0 is a miss (tuned again), not a best of NaN."""
+    from tilecraft.autotuner import record as rec
+    from tilecraft.autotuner.result import CandidateResult
+
+    configs = [dict(block=64), dict(block=128)]
+    candidates = [CandidateResult(0, configs[0], OK, 2.0), CandidateResult(1, configs[1], OK, 1.0)]
+    raw = rec.record_files(1, 1.0, None, "f", candidates)[rec.RECORD_FILE].decode()
+    assert rec.parse_record(raw.encode(), configs).best == 1
+    assert rec.parse_record(raw.replace('"latency": 1.0', f'"latency": {bad}').encode(), configs) is None
+    assert rec.parse_record(raw.replace('"latency": 2.0', f'"latency": {bad}').encode(), configs) is None

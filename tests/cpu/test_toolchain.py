@@ -4,6 +4,8 @@ failure (and anywhere writable), and no build directory outlives a killed proces
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import shutil
 import signal
@@ -234,3 +236,81 @@ def test_a_compiler_that_writes_nothing_is_a_toolchain_error_with_its_command(tm
         assert toolchain.compiler().openmp is False, "a compiler that writes nothing cannot build OpenMP"
         with pytest.raises(ToolchainError, match="wrote no kernel.o"):
             toolchain.compile_object(GOOD_SOURCE)
+
+
+# Issue 31, item 10: a compiler command that makes no shared library is refused before anything is cached.
+
+NOT_A_LIBRARY = {"-c": "a relocatable object file", "-E": "a text file", "-S": "a text file"}
+
+
+def libraries(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*.so") if p.is_file()]
+
+
+@needs_cc
+@pytest.mark.parametrize("option", NOT_A_LIBRARY)
+def test_a_compiler_command_that_makes_no_library_is_named_and_nothing_is_cached(tmp_path, option):
+    root = tmp_path / "cache"
+    command = f"{REAL_CC} {option}"
+    with pytest.raises(ToolchainError) as info:
+        run_scale(TILECRAFT_CACHE_DIR=root, TILECRAFT_CC=command)
+    text = str(info.value)
+    assert f"TILECRAFT_CC={command!r} made {NOT_A_LIBRARY[option]}" in text
+    assert "not a shared library this process can load (nothing was cached)" in text
+    assert f"command: {REAL_CC} -O3" in text and f" {option} " in text and "from TILECRAFT_CC" in text
+    assert libraries(root) == []
+    with pytest.raises(ToolchainError, match="nothing was cached"):  # the same error again, not a cached file
+        run_scale(TILECRAFT_CACHE_DIR=root, TILECRAFT_CC=command)
+    run_scale(TILECRAFT_CACHE_DIR=root, TILECRAFT_CC=REAL_CC)
+
+
+@needs_cc
+def test_the_compiled_launcher_is_not_cached_when_the_compiler_makes_no_library(tmp_path):
+    """The launcher's key does not hold the compiler, so a cached object file would stay after the setting
+    was fixed: it must never be cached, and one an older version cached is rebuilt."""
+    from tilecraft.execution import native
+
+    root = tmp_path / "cache"
+    native.reset()
+    try:
+        with (
+            settings.override(
+                TILECRAFT_CACHE_DIR=root, TILECRAFT_CC=f"{REAL_CC} -c", TILECRAFT_LAUNCHER="compiled"
+            ),
+            pytest.raises(native.LauncherUnavailable, match=r"TILECRAFT_CC=.* made a relocatable object"),
+        ):
+            native.launcher_module()
+        assert libraries(root) == []
+        native.reset()
+        with settings.override(TILECRAFT_CACHE_DIR=root, TILECRAFT_CC=REAL_CC, TILECRAFT_LAUNCHER="compiled"):
+            assert native.launcher_module() is not None
+            (library,) = libraries(root)
+            library.unlink()  # what an older version left: an object file under a valid index
+            library.write_bytes(toolchain.compile_object(GOOD_SOURCE))
+            index = library.parent / "index.json"
+            data = json.loads(index.read_text())
+            data["files"][library.name] = hashlib.sha256(library.read_bytes()).hexdigest()
+            index.write_text(json.dumps(data))
+            native.reset()
+            assert native.launcher_module() is not None  # evicted and built again
+    finally:
+        native.reset()
+
+
+@needs_cc
+@pytest.mark.skipif(Path(sys.executable).read_bytes()[:4] != b"\x7fELF", reason="reads ELF headers")
+def test_the_library_check_tells_what_an_elf_file_is(tmp_path):
+    from tilecraft.execution.system_cc.library import shared_library_problem
+
+    library = toolchain.compile_shared(GOOD_SOURCE, [], False, tmp_path / "keep")
+    assert shared_library_problem(library) is None
+    order = "little" if library[5] == 1 else "big"
+    machine = int.from_bytes(library[18:20], order)
+    other = library[:18] + (machine ^ 0x40).to_bytes(2, order) + library[20:]
+    assert "a shared object for another machine" in shared_library_problem(other)
+    narrow = library[:4] + bytes([3 - library[4]]) + library[5:]
+    assert "another word size or byte order" in shared_library_problem(narrow)
+    assert "truncated ELF file" in shared_library_problem(library[:40])
+    assert shared_library_problem(b"") == "an empty file"
+    assert "unknown format" in shared_library_problem(b"\x00\x01\x02\x03garbage")
+    assert "relocatable object" in shared_library_problem(toolchain.compile_object(GOOD_SOURCE))

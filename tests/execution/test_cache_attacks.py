@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,7 +23,7 @@ import pytest
 import tilecraft
 from tilecraft import settings
 from tilecraft.backend.artifact import ARTIFACT_JSON, artifact_from_files
-from tilecraft.errors import BackendError
+from tilecraft.errors import BackendError, ToolchainError
 from tilecraft.execution import cache as cache_module
 from tilecraft.execution.cache import INDEX, CacheSecurityError, read_entry
 from tilecraft.execution.cc import toolchain
@@ -145,6 +146,23 @@ def test_artifacts_of_the_wrong_type_with_a_matching_index_are_rebuilt(root, con
 def test_an_index_listing_no_files_is_rebuilt(root, role):
     """Was a permanent "entry has no file 'kernel.so'" for the build entry."""
     forge(entries(root)[role], {})
+    compile_and_run(root)
+    assert_valid(root)
+
+
+def test_a_cached_library_that_does_not_load_is_evicted_and_named(root, tmp_path):
+    """An object file where the library should be, its index recomputed (what `TILECRAFT_CC="gcc -c"`
+    left in the cache before builds were checked): a ToolchainError naming the file, and the entry is
+    evicted so that the next compile builds a library that loads."""
+    root = shutil.copytree(root, tmp_path / "copy")  # a path this process never loaded a library from
+    directory = entries(root)["build"]
+    files = {p.name: p.read_bytes() for p in directory.iterdir() if p.name != INDEX}
+    forge(directory, {**files, "kernel.so": toolchain.compile_object("int f(void) { return 0; }\n")})
+    with pytest.raises(
+        ToolchainError, match=r"(?s)kernel\.so of .* does not load: .*\n.*removed from the cache"
+    ):
+        compile_and_run(root)
+    assert "build" not in entries(root)
     compile_and_run(root)
     assert_valid(root)
 

@@ -167,3 +167,25 @@ def test_hash_is_stable_across_processes():
             cwd=ROOT,
         ).stdout
         assert out == expected
+
+
+def test_spans_count_when_asked(tmp_path):
+    """The compile cache's key: one kernel written at two lines hashes alike without spans, apart with."""
+    text = (
+        "import tilecraft.language as T\n\n"
+        "@T.prim_func\n"
+        "def copy(A: T.Tensor((64,), 'float32'), B: T.Tensor((64,), 'float32')):\n"
+        "    with T.Kernel(1, threads=1) as bx:\n"
+        "        for i in T.serial(64):\n"
+        "            B[i] = A[i]\n"
+    )
+    funcs = []
+    for name, blank in (("a.py", 0), ("b.py", 3)):
+        path = tmp_path / name
+        path.write_text("\n" * blank + text)
+        namespace: dict = {}
+        exec(compile(path.read_text(), str(path), "exec"), namespace)  # noqa: S102 - the test's kernel
+        funcs.append(namespace["copy"])
+    assert structural_hash(funcs[0], map_names=False) == structural_hash(funcs[1], map_names=False)
+    assert structural_hash(funcs[0], spans=True) != structural_hash(funcs[1], spans=True)
+    assert structural_hash(scale_kernel(), spans=True) == structural_hash(scale_kernel(), spans=True)

@@ -139,14 +139,16 @@ def parse_record(raw: bytes, configs: Sequence[dict[str, Any]]) -> Record | None
     best, latency = data.get("best"), data.get("latency")
     if any(c is None for c in candidates) or type(best) is not int or not 0 <= best < len(configs):
         return None
-    if not candidates[best].ok or not _is_number(latency):
+    if not candidates[best].ok or not _is_duration(latency):
         return None
     ref = data.get("ref_latency")
-    return Record(best, float(latency), float(ref) if _is_number(ref) else None, candidates)
+    return Record(best, float(latency), float(ref) if _is_duration(ref) else None, candidates)
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _is_duration(value: Any) -> bool:
+    """A measured time: a finite number >= 0 (JSON also reads NaN, Infinity and negative numbers)."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return number and math.isfinite(value) and value >= 0
 
 
 def _parse_candidate(row: Any, index: int, config: dict[str, Any]) -> CandidateResult | None:
@@ -160,6 +162,6 @@ def _parse_candidate(row: Any, index: int, config: dict[str, Any]) -> CandidateR
     )
     if status not in STATUSES or not isinstance(error, str):
         return None
-    if not (latency is None or _is_number(latency)) or not (seconds is None or _is_number(seconds)):
+    if not (latency is None or _is_duration(latency)) or not (seconds is None or _is_duration(seconds)):
         return None
     return CandidateResult(index, config, status, latency, error, seconds)

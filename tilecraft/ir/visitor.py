@@ -2,6 +2,12 @@
 
 Both dispatch on the node's class name (`visit_For`, `mutate_BufferLoad`) and fall back to a generic
 walk over the dataclass fields, so adding a node kind needs no change here.
+
+The generic walk keeps its own stack where the subclass leaves `visit` / `mutate` alone (it defines
+handlers only), so walking an expression thousands of levels deep needs no Python stack per level; the
+handlers are called in the same order, with the same results, as a recursive walk would. A subclass
+that overrides `visit` or `mutate` itself (to act around every node) is walked by recursion, through
+its override.
 """
 
 from __future__ import annotations
@@ -38,9 +44,22 @@ class Visitor:
                 self.visit(item)
 
     def generic_visit(self, node: Node) -> None:
-        for value in children(node):
-            if isinstance(value, (Node, tuple)):
-                self.visit(value)
+        if type(self).visit is not Visitor.visit:
+            for value in children(node):
+                if isinstance(value, (Node, tuple)):
+                    self.visit(value)
+            return
+        stack = list(reversed(children(node)))
+        while stack:  # pre-order, as the recursion visits: a handler runs when its node is reached
+            item = stack.pop()
+            if isinstance(item, tuple):
+                stack.extend(reversed(item))
+            elif isinstance(item, Node):
+                method = getattr(self, "visit_" + type(item).__name__, None)
+                if method is not None:
+                    method(item)
+                else:
+                    stack.extend(reversed(children(item)))
 
 
 class Mutator:
@@ -64,14 +83,16 @@ class Mutator:
         return node
 
     def generic_mutate(self, node: Node) -> Node:
-        changes = {}
-        for name in _field_names(type(node)):
-            old = getattr(node, name)
-            if isinstance(old, (Node, tuple)):
-                new = self.mutate(old)
-                if new is not old:
-                    changes[name] = new
-        return dataclasses.replace(node, **changes) if changes else node
+        if type(self).mutate is not Mutator.mutate:
+            changes = {}
+            for name in _field_names(type(node)):
+                old = getattr(node, name)
+                if isinstance(old, (Node, tuple)):
+                    new = self.mutate(old)
+                    if new is not old:
+                        changes[name] = new
+            return dataclasses.replace(node, **changes) if changes else node
+        return _mutate_iteratively(self, node)
 
     def mutate_Buffer(self, buf: Buffer) -> Buffer:
         if buf not in self.buffer_map:
@@ -87,6 +108,85 @@ class Mutator:
         if shape is buf.shape and strides is buf.strides and base is buf.base:
             return buf
         return dataclasses.replace(buf, shape=shape, strides=strides, base=base)
+
+
+_NO_RESULT = object()
+
+
+class _NodeFrame:
+    """A node being rebuilt by the iterative generic walk: its fields, the next one, what changed."""
+
+    __slots__ = ("node", "names", "index", "changes")
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self.names = _field_names(type(node))
+        self.index = 0
+        self.changes: dict[str, Any] = {}
+
+    def take(self, result: Any) -> None:
+        name = self.names[self.index]
+        if result is not getattr(self.node, name):
+            self.changes[name] = result
+        self.index += 1
+
+    def next_child(self) -> Any:
+        while self.index < len(self.names):
+            value = getattr(self.node, self.names[self.index])
+            if isinstance(value, (Node, tuple)):
+                return value
+            self.index += 1
+        return _NO_RESULT
+
+    def result(self) -> Any:
+        return dataclasses.replace(self.node, **self.changes) if self.changes else self.node
+
+
+class _TupleFrame:
+    """A tuple being rebuilt by the iterative generic walk."""
+
+    __slots__ = ("items", "out")
+
+    def __init__(self, items: tuple) -> None:
+        self.items = items
+        self.out: list[Any] = []
+
+    def take(self, result: Any) -> None:
+        self.out.append(result)
+
+    def next_child(self) -> Any:
+        return self.items[len(self.out)] if len(self.out) < len(self.items) else _NO_RESULT
+
+    def result(self) -> Any:
+        return self.items if all(a is b for a, b in zip(self.out, self.items)) else tuple(self.out)
+
+
+def _mutate_iteratively(mutator: Mutator, root: Node) -> Node:
+    """`Mutator.generic_mutate(root)` with an explicit stack: each child goes to its `mutate_<Class>`
+    handler when there is one (which may recurse), else is rebuilt here from its own children."""
+    stack: list[_NodeFrame | _TupleFrame] = [_NodeFrame(root)]
+    result: Any = _NO_RESULT
+    while True:
+        frame = stack[-1]
+        if result is not _NO_RESULT:
+            frame.take(result)
+            result = _NO_RESULT
+        child = frame.next_child()
+        if child is _NO_RESULT:
+            stack.pop()
+            if not stack:
+                return frame.result()
+            result = frame.result()
+        elif isinstance(child, Node):
+            method = getattr(mutator, "mutate_" + type(child).__name__, None)
+            if method is not None:
+                result = method(child)
+            else:
+                stack.append(_NodeFrame(child))
+        elif isinstance(child, tuple):
+            stack.append(_TupleFrame(child))
+        else:
+            result = child  # a plain value inside a tuple: what `mutate` returns for it
 
 
 class _VarCollector(Visitor):

@@ -127,6 +127,12 @@ class JITFunction:
         self._parsed = _Memo()
         functools.update_wrapper(self, func)
 
+    def __reduce__(self) -> str:
+        """Pickled by reference, as the function it decorates is: a process that unpickles it imports its
+        module and finds it there (a function defined inside another cannot be pickled; pickle the Kernel
+        it returns instead, which travels by value)."""
+        return self.__qualname__
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.eager:
             return self._call_eager(args, kwargs)

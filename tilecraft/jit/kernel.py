@@ -22,7 +22,7 @@ from tilecraft.backend.artifact import ParamInfo
 from tilecraft.backend.context import BackendContext
 from tilecraft.backend.dlpack import as_callers_array
 from tilecraft.backend.execution import Loaded
-from tilecraft.errors import ArgumentError
+from tilecraft.errors import ArgumentError, TilecraftError, UnpicklingKernelError
 from tilecraft.ir import expr as E
 from tilecraft.ir.eval import evaluate
 from tilecraft.jit.fastpath import MISS
@@ -194,6 +194,20 @@ class Kernel:
         from C; `tilecraft.load(path)` loads it back without a compiler (docs/runtime.md)."""
         return self._backend.export(self.built, path, self.out_idx)
 
+    def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
+        """Pickled as plain data: the artifact (its files, as the cache keeps them), the target, host target
+        and execution backend, and `out_idx`. Unpickling builds the artifact through the execution backend
+        (a cache hit where it was built before, else a compile) and loads it (multiprocessing, Ray)."""
+        from tilecraft import __version__
+        from tilecraft.backend.artifact import artifact_files
+
+        ctx = self.context
+        return _unpickle_kernel, ({
+            "format": PICKLE_FORMAT, "version": __version__, "artifact": artifact_files(self.artifact),
+            "target": str(ctx.target), "target_host": None if ctx.target_host is None else str(ctx.target_host),
+            "execution_backend": ctx.execution.name, "out_idx": list(self.out_idx),
+        },)  # fmt: skip
+
     def _native_plan(self) -> Any:
         """The compiled launcher's plan for this kernel, or False (calls take the Python path)."""
         self._plan_without_torch = imported("torch") is None
@@ -327,6 +341,42 @@ class Kernel:
                 raise ArgumentError(f"symbolic dim {v.name} is not bound by any input's shape")
             dims.append(env[v])
         return dims
+
+
+PICKLE_FORMAT = 1  # what `Kernel.__reduce__` writes
+
+
+def _unpickle_kernel(state: dict[str, Any]) -> Kernel:
+    """The Kernel `Kernel.__reduce__` described, built (or found in the cache) and loaded here."""
+    from tilecraft.backend.artifact import ArtifactDecodeError, artifact_from_files
+    from tilecraft.backend.context import create_backend_context
+
+    found = state.get("format") if isinstance(state, dict) else None
+    if found != PICKLE_FORMAT:
+        raise TilecraftError(
+            f"this pickled tilecraft Kernel has format {found!r}; this tilecraft reads format {PICKLE_FORMAT}: "
+            "pickle the kernel again with this version"
+        )
+    files = state["artifact"]
+    try:
+        artifact = artifact_from_files(lambda name: files[name])
+    except (ArtifactDecodeError, KeyError) as err:
+        raise TilecraftError(
+            f"a pickled tilecraft Kernel (tilecraft {state.get('version')}) holds an artifact this tilecraft "
+            f"cannot read ({err}): pickle the kernel again with this version"
+        ) from None
+    try:
+        ctx = create_backend_context(state["target"], state["target_host"], state["execution_backend"])
+        backend = ctx.execution_backend()
+        loaded = backend.load(backend.build(artifact, ctx))
+    except TilecraftError as err:
+        raise UnpicklingKernelError(
+            f"unpickling kernel {artifact.function_name}: it is built here from its artifact (target "
+            f"{state['target']}, execution backend {state['execution_backend']}), which failed: {err}\n"
+            "  to run it where it cannot be built, export it (kernel.export(path)) and load the export there "
+            "with tilecraft.load(path), which needs no compiler"
+        ) from err
+    return Kernel(loaded, ctx, tuple(state["out_idx"]))
 
 
 def _is_torch_tensor(x: Any) -> bool:

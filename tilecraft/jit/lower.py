@@ -17,11 +17,13 @@ from tilecraft.backend.artifact import (
 from tilecraft.backend.context import BackendContext, create_backend_context
 from tilecraft.backend.instrument import CompositeInstrument, IRDumper, PassInstrument, PassTiming
 from tilecraft.backend.registry import registered_backends
+from tilecraft.errors import LoweringError
 from tilecraft.ir.arith.analyzer import assumed_divisible
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.structural import structural_hash
 from tilecraft.jit.options import PassConfigs, resolve_pass_configs
 from tilecraft.transform.check import check_semantics
+from tilecraft.transform.expression_depth import bound_expression_depth
 from tilecraft.transform.widen_fragments import widen_fragments
 from tilecraft.transform.written import written_params
 
@@ -36,16 +38,21 @@ def resolve_context(
 
 
 def artifact_key(func: PrimFunc, ctx: BackendContext, pass_configs: Mapping | None, compile_flags) -> str:
-    """What determines the artifact: the kernel's structure, the target and every option."""
+    """What determines the artifact: the kernel's structure, the names and source locations that its code
+    and messages show (parameter and buffer names, file:line and the lines' text), the target and every
+    option. Two kernels that differ only in a name or a line never share an artifact."""
     from tilecraft import __version__
     from tilecraft.backend.postproc import fingerprint
     from tilecraft.execution.cache import cache_key, package_fingerprint
 
     # Checked and canonical, so `PassConfigKey.X` and its string share an entry.
     configs = checked_pass_configs(pass_configs, ctx).canonical()
+    # What is lowered is the split function (a parsed kernel is split already: this is the same object).
+    func = bound_expression_depth(func)
     return cache_key(
-        "artifact", structural_hash(func), str(ctx.target), str(ctx.target_host), ctx.backend.name,
-        ctx.execution.name, configs, repr(compile_flags), __version__, package_fingerprint(), fingerprint(),
+        "artifact", structural_hash(func, map_names=False, spans=True), str(ctx.target), str(ctx.target_host),
+        ctx.backend.name, ctx.execution.name, configs, repr(compile_flags), __version__, package_fingerprint(),
+        fingerprint(),
     )  # fmt: skip
 
 
@@ -70,12 +77,24 @@ def lower_uncached(
 ) -> CompiledArtifact:
     """Run the check, the pipeline and both codegens (where the dims the kernel was specialized on
     being multiples of a number are, for every proof, such multiples)."""
-    with assumed_divisible(func.attr("tilecraft.divisible_dims")):
-        return _lower_uncached(func, ctx, pass_configs, compile_flags)
+    try:
+        with assumed_divisible(func.attr("tilecraft.divisible_dims")):
+            return _lower(func, ctx, pass_configs, compile_flags)
+    except RecursionError:
+        # Deep expressions are split into locals first (bound-expression-depth); a kernel that still
+        # exhausts Python's stack (hundreds of nested statements) is named, not a bare RecursionError.
+        raise LoweringError(
+            f"kernel {func.name} nests too deeply to compile for {ctx.target} (Python's recursion limit was "
+            "reached while lowering it)",
+            func.span,
+            "split deeply nested statements or very long expressions into several statements or a loop",
+        ) from None
 
 
-def _lower_uncached(func: PrimFunc, ctx: BackendContext, pass_configs, compile_flags) -> CompiledArtifact:
+def _lower(func: PrimFunc, ctx: BackendContext, pass_configs=None, compile_flags=None) -> CompiledArtifact:
     configs = checked_pass_configs(pass_configs, ctx)
+    # Parsed kernels are bounded already; a function built in Python may not be.
+    func = bound_expression_depth(func)
     # Strings, as the compilers take them (a Path is one); stored artifacts hold only plain data.
     flags = tuple(str(flag) for flag in compile_flags or ()) + configs.device_flags
     # TileLang sizes a fragment from the T.Parallel loops that index it; the check then sees that shape.
@@ -107,6 +126,7 @@ def lower_artifact(
     from tilecraft.execution.cache import KernelCache
 
     cache = KernelCache()
+    func = bound_expression_depth(func)  # before anything walks it (a cache hit sizes its fragments)
     key = artifact_key(func, ctx, pass_configs, compile_flags)
     # A user who asks for IR dumps or pass timings wants the pipeline to run.
     configs = checked_pass_configs(pass_configs, ctx)

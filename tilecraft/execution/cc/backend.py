@@ -4,6 +4,7 @@ ctypes, and call `<function>_entry` with the arrays' pointers, the scalars and t
 from __future__ import annotations
 
 import ctypes
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -11,7 +12,7 @@ from tilecraft.backend.arrays import ArrayArg
 from tilecraft.backend.artifact import CompiledArtifact
 from tilecraft.backend.devices import describe_device
 from tilecraft.backend.execution import Built, Loaded, NativeLaunch
-from tilecraft.errors import ArgumentError, TilecraftError
+from tilecraft.errors import ArgumentError, TilecraftError, ToolchainError
 from tilecraft.execution.base import CachedExecutionBackend
 from tilecraft.execution.cc import toolchain
 from tilecraft.execution.native.plan import build_plan
@@ -89,7 +90,7 @@ class CCExecutionBackend(CachedExecutionBackend):
         return {LIBRARY: library, SOURCE: source.encode()}, options
 
     def load(self, built: Built) -> Loaded:
-        lib = ctypes.CDLL(str(built.path(LIBRARY)))
+        lib = self._open_library(built)
         art = built.artifact
         entry = getattr(lib, f"{art.function_name}_entry")
         entry.argtypes = [
@@ -101,6 +102,28 @@ class CCExecutionBackend(CachedExecutionBackend):
         message.argtypes = [ctypes.c_int32, ctypes.POINTER(ctypes.c_int64)]
         message.restype = ctypes.c_char_p
         return Loaded(built, (lib, entry, message))
+
+    def _open_library(self, built: Built) -> ctypes.CDLL:
+        """The built library, loaded; a library that does not load (a compiler command that made something
+        else, cached by an older version) is evicted from the cache, so the next compile builds it anew."""
+        path = built.path(LIBRARY)
+        try:
+            return ctypes.CDLL(str(path))
+        except OSError as err:
+            cached = path.parent == self.cache.entry_dir(built.key)
+            if cached:
+                self.cache.evict(built.key)
+            words = [*built.entry.meta.get("compiler", ()), *built.entry.meta.get("flags", ())]
+            command = shlex.join(str(w) for w in words)
+            raise ToolchainError(
+                f"the kernel library {path} of {built.artifact.function_name} does not load: {err}\n"
+                f"  built with: {command or 'unknown'}\n"
+                + (
+                    "  it was removed from the cache: compiling again builds it anew (check TILECRAFT_CC)"
+                    if cached
+                    else "  export the kernel again on a machine like this one"
+                )
+            ) from None
 
     def native_launch(self, loaded: Loaded) -> NativeLaunch | None:
         """The compiled launcher calls `<function>_packed(void **slots)` (None for a library built
@@ -125,7 +148,9 @@ class CCExecutionBackend(CachedExecutionBackend):
 
         return c_api(built.artifact)
 
-    def compiled_launcher(self, loaded: Loaded, out_idx: Sequence[int], miss: Any) -> Callable[..., Any] | None:
+    def compiled_launcher(
+        self, loaded: Loaded, out_idx: Sequence[int], miss: Any
+    ) -> Callable[..., Any] | None:
         """The compiled launcher's plan over `native_launch` (tilecraft/execution/native)."""
         launch = self.native_launch(loaded)
         return None if launch is None else build_plan(loaded.built.artifact, tuple(out_idx), launch, miss)
@@ -159,11 +184,15 @@ def packed_entry(artifact: CompiledArtifact) -> str:
     """`int32_t <function>_packed(void **slots)`: the entry with every argument read from a slot (the
     parameters, then the symbolic dims), which the compiled launcher calls."""
     reads = [
-        f"*(void**)tc_slots[{i}]" if p.kind == "buffer" else f"*({_SLOT_TYPES[p.dtype.name][0]}*)tc_slots[{i}]"
+        f"*(void**)tc_slots[{i}]"
+        if p.kind == "buffer"
+        else f"*({_SLOT_TYPES[p.dtype.name][0]}*)tc_slots[{i}]"
         for i, p in enumerate(artifact.params)
     ]
     n = len(artifact.params)
-    reads += [f"*({_SLOT_TYPES[v.dtype.name][0]}*)tc_slots[{n + j}]" for j, v in enumerate(artifact.symbolic_dims)]
+    reads += [
+        f"*({_SLOT_TYPES[v.dtype.name][0]}*)tc_slots[{n + j}]" for j, v in enumerate(artifact.symbolic_dims)
+    ]
     name = artifact.function_name
     return (f"\nint32_t {name}_packed(void** tc_slots) {{\n    (void)tc_slots;\n"
             f"    return {name}_entry({', '.join(reads)});\n}}\n")  # fmt: skip

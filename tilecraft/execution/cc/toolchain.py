@@ -31,6 +31,7 @@ from tilecraft.execution.system_cc import (  # noqa: F401 - re-exported
     locate,
     sweep_stale_build_dirs,
 )
+from tilecraft.execution.system_cc.library import not_a_library_message, shared_library_problem
 
 BASE_FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=gnu11", "-fno-math-errno", "-fopenmp-simd")
 
@@ -132,7 +133,16 @@ def compile_shared(
         src.write_text(source)
         cmd = [*cc.program, *cc.flags(openmp), *extra_flags, *(f"-I{d}" for d in include_dirs), str(src), "-o",
                str(out), "-lm"]  # fmt: skip
-        return _run(cmd, source, src, out, keep_dir)
+        return checked_library(_run(cmd, source, src, out, keep_dir), cc, cmd)
+
+
+def checked_library(data: bytes, cc: Compiler, cmd: list[str]) -> bytes:
+    """`data` when it is a shared library this process can load; else a ToolchainError naming the setting
+    the compiler came from, the command and what it made (raised before anything is cached)."""
+    problem = shared_library_problem(data)
+    if problem is not None:
+        raise ToolchainError(not_a_library_message(problem, cc.origin, cc.command, cmd))
+    return data
 
 
 def compile_object(source: str) -> bytes:

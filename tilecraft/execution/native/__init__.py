@@ -88,13 +88,17 @@ def _build_and_load() -> ModuleType:
     )  # fmt: skip
     cache = KernelCache()
     entry = cache.get(key)
-    if entry is None:
+    if entry is not None:
         try:
-            cc = system_cc.locate()
-        except system_cc.CompilerNotFound as err:
-            raise LauncherUnavailable(f"no C compiler for the compiled launcher ({err})") from None
-        library = _compile(cc, source.decode(), include)
-        entry = cache.put(key, {FILE_NAME: library}, {"what": "tilecraft's compiled launcher"})
+            return _load(entry.path(FILE_NAME))
+        except LauncherUnavailable:
+            cache.evict(key)  # a cached file that does not load (an older version cached it): build anew
+    try:
+        cc = system_cc.locate()
+    except system_cc.CompilerNotFound as err:
+        raise LauncherUnavailable(f"no C compiler for the compiled launcher ({err})") from None
+    library = _compile(cc, source.decode(), include)
+    entry = cache.put(key, {FILE_NAME: library}, {"what": "tilecraft's compiled launcher"})
     return _load(entry.path(FILE_NAME))
 
 
@@ -102,6 +106,7 @@ def _compile(cc: Any, source: str, include: str) -> bytes:
     import subprocess
 
     from tilecraft.execution.system_cc import build_dir
+    from tilecraft.execution.system_cc.library import not_a_library_message, shared_library_problem
 
     if not Path(include, "Python.h").is_file():
         raise LauncherUnavailable(
@@ -115,13 +120,22 @@ def _compile(cc: Any, source: str, include: str) -> bytes:
         try:
             result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         except (OSError, subprocess.TimeoutExpired) as err:
-            raise LauncherUnavailable(f"the C compiler does not run for the compiled launcher: {err}") from None
+            raise LauncherUnavailable(
+                f"the C compiler does not run for the compiled launcher: {err}"
+            ) from None
         if result.returncode != 0 or not out.is_file():
             raise LauncherUnavailable(
                 f"building the compiled launcher failed (exit {result.returncode}): {' '.join(cmd)}\n"
                 f"{(result.stderr or result.stdout).strip()[-2000:]}"
             )
-        return out.read_bytes()
+        library = out.read_bytes()
+    problem = shared_library_problem(library)
+    if problem is not None:
+        raise LauncherUnavailable(
+            "the compiled launcher cannot be built: "
+            + not_a_library_message(problem, cc.origin, cc.program + cc.options, cmd)
+        )
+    return library
 
 
 def _load(path: Path) -> ModuleType:
@@ -129,10 +143,10 @@ def _load(path: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location(MODULE_NAME, str(path), loader=loader)
     if spec is None:
         raise LauncherUnavailable(f"cannot load the compiled launcher from {path}")
-    module = importlib.util.module_from_spec(spec)
     try:
+        module = importlib.util.module_from_spec(spec)
         loader.exec_module(module)
-    except ImportError as err:
+    except (ImportError, OSError) as err:
         raise LauncherUnavailable(f"the compiled launcher at {path} does not load: {err}") from None
     return module
 

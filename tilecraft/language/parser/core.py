@@ -27,6 +27,7 @@ from tilecraft.language.parser.evaluator import Evaluator, is_ir, truth
 from tilecraft.language.parser.scope import Scope
 from tilecraft.language.parser.source import Source, function_source
 from tilecraft.language.types import InvalidTensorType, TensorType
+from tilecraft.transform.expression_depth import bound_expression_depth
 
 _THREAD_NAMES = ("tx", "ty", "tz")
 # Macros inline while parsing, so a recursive macro must stop on a Python value; deeper than this it
@@ -176,7 +177,8 @@ class Parser:
         func = PrimFunc(
             self.source.tree.name, params, body, tuple(attrs.items()), span=self.span(self.source.tree)
         )
-        return func
+        # A sum of thousands of terms is split into locals here, so no later stage recurses per term.
+        return bound_expression_depth(func)
 
     def _out_idx(self, params: tuple) -> tuple[int, ...]:
         returned = self.returned
@@ -239,7 +241,18 @@ class Parser:
             raise self.error(node, f"`{kind}` statements are not supported in kernels",
                              hint=_UNSUPPORTED_HINTS.get(kind, _STATEMENTS_HINT))  # fmt: skip
         self._flush_allocations(node, None)
-        method(node)
+        try:
+            method(node)
+        except RecursionError:
+            if self.macro_calls:
+                raise  # inside a macro expansion: its outermost call names the macro (inline_macro)
+            # Sums and unary chains are walked without recursion; what nests deeper still (calls in calls
+            # in calls ...) is named here, at the innermost statement, instead of a bare RecursionError.
+            raise self.error(
+                node,
+                "this statement nests too deeply for the parser (Python's recursion limit was reached)",
+                hint="compute the innermost parts into locals on lines before (`t = ...`)",
+            ) from None
         self._flush_allocations(node, None)
 
     # ------------------------------------------------------------------ statements

@@ -131,11 +131,27 @@ class Evaluator:
         return out
 
     def eval_BinOp(self, node: ast.BinOp) -> Any:
-        left, right = self.eval(node.left), self.eval(node.right)
-        return self.apply(node, _BINOPS[type(node.op)], left, right)
+        # `a + b + c + ...` parses left-deep: walk down its left operands instead of recursing into
+        # them, so a sum of thousands of terms needs no Python stack per term. Operands are evaluated,
+        # and operators applied, in Python's order (left operand, right operand, operator).
+        chain = [node]
+        while isinstance(chain[-1].left, ast.BinOp):
+            chain.append(chain[-1].left)
+        value = self.eval(chain[-1].left)
+        for op in reversed(chain):
+            value = self.apply(op, _BINOPS[type(op.op)], value, self.eval(op.right))
+        return value
 
     def eval_UnaryOp(self, node: ast.UnaryOp) -> Any:
-        value = self.eval(node.operand)
+        chain = [node]  # `- - x`, `not not c`: walked down, not recursed into, as in eval_BinOp
+        while isinstance(chain[-1].operand, ast.UnaryOp):
+            chain.append(chain[-1].operand)
+        value = self.eval(chain[-1].operand)
+        for op in reversed(chain):
+            value = self._unary(op, value)
+        return value
+
+    def _unary(self, node: ast.UnaryOp, value: Any) -> Any:
         if isinstance(node.op, ast.Not):
             return E.logical_not(value) if is_ir(value) else not value
         op = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}[type(node.op)]
