@@ -48,13 +48,13 @@ class CPrinter(CFamilyPrinter):
         if not self.bounds_check:
             return raw
         zero = f"({storage_type(buf.dtype)})0"
-        return f"(tc_in_bounds({offset}, {self.extent(buf)}, {self.site(buf)}) ? {raw} : {zero})"
+        return f"(tc_in_bounds({offset}, {self.extent(buf)}, {self.site(buf)}, tc_report) ? {raw} : {zero})"
 
     def store_line(self, buf: Buffer, offset: str, value: str) -> str:
         store = super().store_line(buf, offset, value)
         if not self.bounds_check:
             return store
-        return f"if (tc_in_bounds({offset}, {self.extent(buf)}, {self.site(buf)})) {store}"
+        return f"if (tc_in_bounds({offset}, {self.extent(buf)}, {self.site(buf)}, tc_report)) {store}"
 
     def extent(self, buf: Buffer) -> str:
         """Elements addressable from the buffer's base (for bounds checks)."""
