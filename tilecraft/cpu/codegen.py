@@ -8,7 +8,8 @@ Formats:
   grid (an OpenMP loop over blocks when compiled with OpenMP) and returns 0, or the 1-based index of
   the first out-of-bounds site when bounds checks are on (`<function>_oob_message`, called next on the
   same thread, describes it). The report is the call's own (on its stack, handed to every block), so
-  concurrent calls from several threads never see each other's.
+  concurrent calls from several threads never see each other's. `<function>_after_fork()` makes the
+  library's calls run their blocks on the calling thread (a forked child: docs/cpu.md, "Threads").
   The two sources form one translation unit: device source first.
 - `c-object`: the compiled entry's output, the device source compiled to an object file.
 """
@@ -115,7 +116,8 @@ def _entry(func: PrimFunc) -> str:
         '    return site > 0 && site < n ? tc_sites[site] : "";\n'
         "}\n"
     )
-    return f"int32_t {func.name}_entry({sig}) {{\n{body}\n}}\n\n{message}"
+    after_fork = f"void {func.name}_after_fork(void) {{ tc_single_threaded = 1; }}\n"
+    return f"int32_t {func.name}_entry({sig}) {{\n{body}\n}}\n\n{message}\n{after_fork}"
 
 
 class HostPrinter(CPrinter):
@@ -132,7 +134,7 @@ class HostPrinter(CPrinter):
         self.indent += 1
         self.line(f"const int64_t tc_g0 = {grid[0]}, tc_g1 = {grid[1]}, tc_g2 = {grid[2]};")
         self.line("const int64_t tc_blocks = tc_g0 * tc_g1 * tc_g2;")
-        self.line("#pragma omp parallel if (tc_blocks > 1)")
+        self.line("#pragma omp parallel if (tc_blocks > 1 && !tc_single_threaded)")
         self.line("{")
         self.indent += 1
         self.line(f"char* tc_scratch = tc_scratch_alloc({call.dynamic_smem});")

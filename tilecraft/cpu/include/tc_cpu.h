@@ -97,6 +97,21 @@ TC_INLINE int tc_in_bounds(int64_t off, int64_t size, int32_t site, tc_oob_repor
     return 0;
 }
 
+/* ------------------------------------------------------------------ fork */
+
+/* GCC's OpenMP runtime keeps its worker threads across calls, and fork() copies none of them: a
+ * parallel region in the child of a process that ran one waits for them forever. So after a fork a
+ * library runs its blocks on the calling thread (the same results: blocks are independent). The flag is
+ * set by the fork handler below for a library loaded before the fork, and by tilecraft through
+ * <function>_after_fork for one loaded in a forked child. Kernel libraries are never unloaded, so
+ * the handler never dangles. */
+static int tc_single_threaded = 0;
+#ifdef _OPENMP
+#include <pthread.h>
+static void tc_after_fork_in_child(void) { tc_single_threaded = 1; }
+__attribute__((constructor)) static void tc_watch_forks(void) { pthread_atfork(NULL, NULL, tc_after_fork_in_child); }
+#endif
+
 /* ------------------------------------------------------------------ per-thread block storage */
 
 TC_INLINE char* tc_scratch_alloc(size_t bytes) {

@@ -13,7 +13,7 @@ from tilecraft.backend.devices import describe_device
 from tilecraft.backend.execution import Built, Loaded, NativeLaunch
 from tilecraft.errors import ArgumentError, TilecraftError
 from tilecraft.execution.base import CachedExecutionBackend
-from tilecraft.execution.cc import toolchain
+from tilecraft.execution.cc import forks, toolchain
 from tilecraft.execution.native.plan import build_plan
 from tilecraft.ir.dtype import DataType
 
@@ -91,6 +91,7 @@ class CCExecutionBackend(CachedExecutionBackend):
     def load(self, built: Built) -> Loaded:
         lib = ctypes.CDLL(str(built.path(LIBRARY)))
         art = built.artifact
+        forks.single_threaded_after_fork(lib, art.function_name)
         entry = getattr(lib, f"{art.function_name}_entry")
         entry.argtypes = [
             ctypes.c_void_p if p.kind == "buffer" else scalar_ctype(p.dtype) for p in art.params
