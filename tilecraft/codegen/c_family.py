@@ -24,7 +24,7 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.arith.exact import ExactTable
 from tilecraft.ir.buffer import Buffer, BufferRegion
-from tilecraft.ir.dtype import DataType, int32
+from tilecraft.ir.dtype import DataType, int32, numpy_dtype
 from tilecraft.ir.expr import Expr, Var
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.span import Span
@@ -176,7 +176,7 @@ class CFamilyPrinter:
         return f"({v})" if v < 0 else str(v)
 
     def _e_FloatImm(self, e: E.FloatImm) -> str:
-        v = e.value
+        v = narrow_constant(e.value, e.dtype)
         single = value_type(e.dtype) == "float"
         if math.isnan(v):
             return "TC_NAN" if single else "((double)TC_NAN)"
@@ -255,16 +255,29 @@ class CFamilyPrinter:
         return f"({self.expr(e.condition)} ? {self.expr(e.true_value)} : {self.expr(e.false_value)})"
 
     def _e_Cast(self, e: E.Cast) -> str:
-        inner = self.expr(e.value)
         if e.dtype.is_bool:
-            return f"({inner} != 0)"
+            return f"({self.expr(e.value)} != 0)"
         if e.dtype.name == "float16":
-            return f"tc_round_f16((float)({inner}))"
+            return f"tc_round_f16({self.narrowing_source(e.value, e.dtype)})"
         if e.dtype.kind == "bfloat":
-            return f"tc_round_bf16((float)({inner}))"
+            return f"tc_round_bf16({self.narrowing_source(e.value, e.dtype)})"
         if e.dtype.kind == "float8":
-            return f"tc_round_{_FP8_STEM[e.dtype.name]}((float)({inner}))"
-        return f"(({value_type(e.dtype)})({inner}))"
+            return f"tc_round_{_FP8_STEM[e.dtype.name]}({self.narrowing_source(e.value, e.dtype)})"
+        return f"(({value_type(e.dtype)})({self.expr(e.value)}))"
+
+    def narrowing_source(self, value: Expr, dtype: DataType) -> str:
+        """`value` as the float32 that float16, bfloat16 or float8 `dtype` is rounded from, so that the
+        result is rounded once: float64 and (for bfloat16, whose range holds them) integers of 32 bits
+        or more are rounded to odd, not to nearest (tc_common.h says why)."""
+        text = self.expr(value)
+        src = value.dtype
+        if value_type(src) == "double":
+            return f"tc_f64_to_f32_odd({text})"
+        if src.is_integer and src.bits >= 32 and dtype.kind == "bfloat":
+            if src.is_uint:
+                return f"tc_u64_to_f32_odd((uint64_t)({text}))"
+            return f"tc_i64_to_f32_odd((int64_t)({text}))"
+        return f"(float)({text})"
 
     def _e_Call(self, e: E.Call) -> str:
         args = [self.expr(a) for a in e.args]
@@ -432,7 +445,7 @@ class CFamilyPrinter:
             and dtype.kind in ("float", "bfloat")
             and dtype.bits == 16
         ):
-            return f"(float)({self.expr(e.value)})"
+            return self.narrowing_source(e.value, dtype)
         return self.expr(e)
 
     def raw_copy(self, s: S.BufferStore) -> str | None:
@@ -566,6 +579,21 @@ class CFamilyPrinter:
 
     def declare_var_buffer(self, s: S.Allocate) -> None:
         self.scoped("{", s.body, f"{value_type(s.buffer.dtype)} {self.name(s.buffer)};")
+
+
+def narrow_constant(value: float, dtype: DataType) -> float:
+    """A constant of float16, bfloat16 or float8 rounded once to its type (by NumPy and ml_dtypes), so
+    that the generated code, which writes it as a float32 literal and converts that, rounds it once: a
+    literal rounded to float32 first is rounded twice. A value past the range of float8_e4m3fn (which
+    has no infinity; ml_dtypes gives NaN) is kept as it is, for the conversion to saturate as it does
+    at run time."""
+    if dtype.bits > 16 or dtype.kind not in ("float", "bfloat", "float8") or not math.isfinite(value):
+        return value
+    import numpy as np
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        rounded = float(np.array(value).astype(numpy_dtype(dtype)))
+    return value if math.isnan(rounded) else rounded
 
 
 def static_size(buf: Buffer) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 
-from tilecraft.codegen.c_family import CFamilyPrinter, static_size
+from tilecraft.codegen.c_family import CFamilyPrinter, narrow_constant, static_size
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
@@ -149,7 +149,7 @@ class WgslPrinter(CFamilyPrinter):
         return f"({v}{suffix})" if v < 0 else f"{v}{suffix}"
 
     def _e_FloatImm(self, e: E.FloatImm) -> str:
-        v = e.value
+        v = narrow_constant(e.value, e.dtype)
         wgsl = value_type(e.dtype)
         if math.isnan(v) or math.isinf(v):
             bits = "0x7fc00000u" if math.isnan(v) else "0x7f800000u"
@@ -206,11 +206,23 @@ class WgslPrinter(CFamilyPrinter):
             return text if src.is_bool else f"({text} != {value_type(src)}(0))"
         wgsl = value_type(dst)
         plain = text if value_type(src) == wgsl else _conversion(value_type(src), wgsl, text)
+        if dst.name in ("float16", "bfloat16"):
+            plain = self._rounded_to_odd(text, src, dst) or plain
         if dst.name == "float16":
             return f"f32(f16({plain}))" if self.f16 else f"{self.helper('tc_round_f16')}({plain})"
         if dst.name == "bfloat16":
             return f"{self.helper('tc_round_bf16')}({plain})"
         return self.wrap(dst, plain) if dst.bits < 32 else plain
+
+    def _rounded_to_odd(self, text: str, src: DataType, dst: DataType) -> str | None:
+        """`text` as the f32 that float16 or bfloat16 `dst` rounds from in one rounding, where a plain f32()
+        would round first: float64, and integers of 32 bits or more for bfloat16 (helpers.py)."""
+        have = value_type(src)
+        if have != "f64" and not (dst.name == "bfloat16" and src.is_integer and src.bits >= 32):
+            return None
+        for needed in {"i32": ("u32",), "i64": ("u64", "u32"), "u64": ("u32",)}.get(have, ()):
+            self.helper(f"tc_{needed}_to_f32_odd")
+        return f"{self.helper(f'tc_{have}_to_f32_odd')}({text})"
 
     def _shift_amount(self, amount: Expr) -> str:
         # WGSL shifts by a u32; naga refuses to convert a 64-bit literal (`u32(8lu)`), so constants are

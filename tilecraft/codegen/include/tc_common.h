@@ -15,6 +15,38 @@ TC_MINMAX(i64, int64_t)
 TC_MINMAX(u32, uint32_t)
 TC_MINMAX(u64, uint64_t)
 
+/* ------------------------------------------------------------------ rounding once to a narrow float */
+
+/* float16, bfloat16 and float8 are rounded from float32. A float64 (or an integer of 32 bits or more)
+ * rounded to float32 first and then to the narrow type is rounded twice, and a value just off a
+ * midpoint of the narrow type can land on it and then go the wrong way. Rounding to float32 *to odd*
+ * instead (truncate, then set the last bit when anything was cut off) keeps that information: float32
+ * has at least two bits more than any of the narrow types, so the second rounding, to nearest even,
+ * gives the directly rounded result. */
+TC_FN float tc_u64_to_f32_odd(uint64_t m) {
+    float f = (float)m; /* to nearest even */
+    uint32_t u = tc_f32_to_bits(f);
+    if (u >= 0x5f800000u) return tc_bits_to_f32(0x5f7fffffu); /* rounded up to 2^64: the float below is odd */
+    uint64_t back = (uint64_t)f;
+    if (back == m) return f;
+    if (back > m) u -= 1u;
+    return tc_bits_to_f32(u | 1u);
+}
+TC_FN float tc_i64_to_f32_odd(int64_t x) {
+    float f = tc_u64_to_f32_odd(x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x);
+    return x < 0 ? -f : f;
+}
+#ifndef TC_NO_FP64
+TC_FN float tc_f64_to_f32_odd(double d) {
+    float f = (float)d; /* to nearest even */
+    double back = (double)f;
+    if (back == d || f != f) return f; /* exact, or NaN */
+    uint32_t u = tc_f32_to_bits(f);
+    if (d > 0.0 ? back > d : back < d) u -= 1u; /* rounded away from zero: step back to the truncation */
+    return tc_bits_to_f32(u | 1u);
+}
+#endif
+
 /* ------------------------------------------------------------------ integer division */
 
 TC_FN int64_t tc_floordiv(int64_t a, int64_t b) {
