@@ -19,6 +19,7 @@ import math
 import re
 from collections.abc import Mapping
 
+from tilecraft.codegen.reserved import C_RESERVED, ReservedNames
 from tilecraft.errors import LoweringError
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
@@ -35,10 +36,6 @@ _STORAGE = {
     "float16": "uint16_t", "bfloat16": "uint16_t", "float32": "float", "float64": "double",
     "float8_e4m3fn": "uint8_t", "float8_e5m2": "uint8_t",
 }  # fmt: skip
-_C_WORDS = """auto break case char const continue default do double else enum extern float for goto if
-inline int long register restrict return short signed sizeof static struct switch typedef union unsigned
-void volatile while bool main new delete class template this namespace"""
-_C_KEYWORDS = frozenset(_C_WORDS.split())
 _BINARY = {"Add": "+", "Sub": "-", "Mul": "*", "EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">",
            "GE": ">=", "And": "&&", "Or": "||"}  # fmt: skip
 _BITWISE = {
@@ -111,6 +108,8 @@ class CFamilyPrinter:
     """
 
     target_name = "this target"
+    # Names the language or its libraries define: a kernel's names that are one get `v_` in front.
+    reserved_names: ReservedNames = C_RESERVED
     math32 = MATH32
     math64 = MATH64
     # Scopes of on-chip buffers, small enough for 32-bit offsets (cheaper); the others' need 64 bits.
@@ -131,10 +130,12 @@ class CFamilyPrinter:
     # ------------------------------------------------------------------ names and lines
 
     def name(self, obj: Var | Buffer) -> str:
+        """`obj`'s name in the source: as written, unless the language reserves it (codegen/reserved.py),
+        and unique in the function."""
         key = id(obj)
         if key not in self.names:
             base = re.sub(r"\W", "_", obj.name) or "v"
-            if base[0].isdigit() or base in _C_KEYWORDS or base.startswith("tc_"):
+            if base[0].isdigit() or base in self.reserved_names or base.lower().startswith("tc_"):
                 base = "v_" + base
             name, k = base, 1
             while name in self.used:
