@@ -84,7 +84,10 @@ class MetalPrinter(CFamilyPrinter):
         if e.op == SHUFFLE_XOR:
             return f"tc_simd_shuffle_xor(({self._value_type(e)})({args[0]}), (ushort){args[1]})"
         if e.op in _SIMD_REDUCE:
-            return f"{_SIMD_REDUCE[e.op]}({args[0]})"
+            reduce = _SIMD_REDUCE[e.op]
+            if e.dtype.is_float and reduce != "simd_sum":  # NaN-propagating: tc_metal.h
+                return f"tc_{reduce}_f32({args[0]})"
+            return f"{reduce}({args[0]})"
         return super().intrinsic(e, args)
 
     @staticmethod

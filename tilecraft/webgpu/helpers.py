@@ -56,6 +56,24 @@ SOURCES = {
     let f = tc_u64_to_f32_odd(select(u64(x), 0lu - u64(x), x < 0li));
     return select(f, -f, x < 0li);
 }""",
+    # NumPy's maximum and minimum: NaN when an operand is NaN, found on the bits (a compiler may fold
+    # `x != x` away) and returned as a quiet NaN's bits.
+    "tc_max_f32": """fn tc_max_f32(a: f32, b: f32) -> f32 {
+    let nan = ((bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u) || ((bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u);
+    return select(max(a, b), bitcast<f32>(0x7fc00000u), nan);
+}""",
+    "tc_min_f32": """fn tc_min_f32(a: f32, b: f32) -> f32 {
+    let nan = ((bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u) || ((bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u);
+    return select(min(a, b), bitcast<f32>(0x7fc00000u), nan);
+}""",
+    "tc_max_f64": """fn tc_max_f64(a: f64, b: f64) -> f64 {
+    let nan = (a != a) || (b != b);
+    return select(max(a, b), a + b, nan);
+}""",
+    "tc_min_f64": """fn tc_min_f64(a: f64, b: f64) -> f64 {
+    let nan = (a != a) || (b != b);
+    return select(min(a, b), a + b, nan);
+}""",
     "tc_wrap_i8": "fn tc_wrap_i8(x: i32) -> i32 { return (x << 24u) >> 24u; }",
     "tc_wrap_i16": "fn tc_wrap_i16(x: i32) -> i32 { return (x << 16u) >> 16u; }",
     "tc_floordiv_i32": """fn tc_floordiv_i32(a: i32, b: i32) -> i32 {

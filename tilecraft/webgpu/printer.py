@@ -198,10 +198,18 @@ class WgslPrinter(CFamilyPrinter):
         return self.narrowed(e, f"{self.helper('tc_floormod_' + value_type(e.dtype))}({a}, {b})")
 
     def _e_Min(self, e: E.Min) -> str:
-        return f"min({self.typed(e.a, e.dtype)}, {self.typed(e.b, e.dtype)})"
+        return self._extremum("min", e)
 
     def _e_Max(self, e: E.Max) -> str:
-        return f"max({self.typed(e.a, e.dtype)}, {self.typed(e.b, e.dtype)})"
+        return self._extremum("max", e)
+
+    def _extremum(self, op: str, e: E.Min | E.Max) -> str:
+        """WGSL's min and max; for floats NumPy's minimum and maximum, through a helper that gives NaN
+        when an operand is NaN (WGSL's own return the other operand, or anything)."""
+        a, b = self.typed(e.a, e.dtype), self.typed(e.b, e.dtype)
+        if not e.dtype.is_float:
+            return f"{op}({a}, {b})"
+        return f"{self.helper(f'tc_{op}_{value_type(e.dtype)}')}({a}, {b})"
 
     def _e_Not(self, e: E.Not) -> str:
         return f"(!{self.truth(e.a)})"

@@ -3,13 +3,25 @@
 
 /* ------------------------------------------------------------------ min / max (operands evaluated once) */
 
+/* Floats follow NumPy's minimum and maximum: a NaN operand gives NaN, whichever side it is on (a plain
+ * `a > b ? a : b` gives NaN or the other operand depending on the order). `b > a ? b : a` already
+ * keeps a NaN `a` (the comparison is false), so only `b` is tested: in a reduction `acc = max(acc, x)`
+ * the test is on the element, off the accumulator's dependency chain, and the rest is one max
+ * instruction where the target has one with this order (x86's maxps). A header whose target has a
+ * NaN-propagating instruction (CUDA's max.NaN) defines TC_OWN_FLOAT_MINMAX and its own. */
+#define TC_FLOAT_MINMAX(NAME, T)                                                 \
+    TC_FN T tc_min_##NAME(T a, T b) { return b != b ? b : (b < a ? b : a); } \
+    TC_FN T tc_max_##NAME(T a, T b) { return b != b ? b : (b > a ? b : a); }
+#ifndef TC_OWN_FLOAT_MINMAX
+TC_FLOAT_MINMAX(f32, float)
+#ifndef TC_NO_FP64 /* defined by device headers for devices without double support */
+TC_FLOAT_MINMAX(f64, double)
+#endif
+#endif
+
 #define TC_MINMAX(NAME, T)                                     \
     TC_FN T tc_min_##NAME(T a, T b) { return a < b ? a : b; } \
     TC_FN T tc_max_##NAME(T a, T b) { return a > b ? a : b; }
-TC_MINMAX(f32, float)
-#ifndef TC_NO_FP64 /* defined by device headers for devices without double support */
-TC_MINMAX(f64, double)
-#endif
 TC_MINMAX(i32, int32_t)
 TC_MINMAX(i64, int64_t)
 TC_MINMAX(u32, uint32_t)

@@ -62,6 +62,22 @@ TC_DEVICE uint32_t tc_f32_to_bits(float f) { return __float_as_uint(f); }
 #define tc_rint rintf
 // @tilecraft-soft-fp8: tilecraft/codegen/include/tc_soft_fp8.h is inserted here
 
+// NaN-propagating float min/max (NumPy's minimum/maximum): one max.NaN / min.NaN instruction for
+// float32 (sm_80 and newer); float64 has no such form, so fmax plus a NaN check.
+#define TC_OWN_FLOAT_MINMAX 1
+TC_DEVICE float tc_max_f32(float a, float b) {
+    float d;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+    return d;
+}
+TC_DEVICE float tc_min_f32(float a, float b) {
+    float d;
+    asm("min.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+    return d;
+}
+TC_DEVICE double tc_max_f64(double a, double b) { return (a != a || b != b) ? a + b : fmax(a, b); }
+TC_DEVICE double tc_min_f64(double a, double b) { return (a != a || b != b) ? a + b : fmin(a, b); }
+
 // @tilecraft-common: tilecraft/codegen/include/tc_common.h is inserted here
 
 // ------------------------------------------------------------------ atomics
