@@ -36,7 +36,6 @@ TC_INLINE uint32_t tc_f32_to_bits(float f) { uint32_t u; memcpy(&u, &f, 4); retu
 
 /* @tilecraft-common: tilecraft/codegen/include/tc_common.h is inserted here */
 
-
 /* ------------------------------------------------------------------ atomics */
 
 #define TC_ATOMIC_INT(NAME, T)                                                                  \
