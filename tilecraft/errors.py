@@ -102,3 +102,8 @@ class ToolchainNotFound(ToolchainError):
 
 class ArgumentError(TilecraftError, TypeError):
     """A kernel was called with arrays or scalars that do not match its parameters."""
+
+
+class OutOfBoundsError(TilecraftError):
+    """A bounds-checked kernel (pass config `tilecraft.bounds_check`, or TILECRAFT_BOUNDS_CHECK=1) accessed a
+    buffer outside its extent; the message names the buffer, the kernel's line and the element offset."""

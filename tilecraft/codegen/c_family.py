@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from tilecraft.codegen.reserved import C_RESERVED, ReservedNames
 from tilecraft.errors import LoweringError
@@ -100,6 +101,20 @@ def value_type(dtype: DataType) -> str:
     return _STORAGE[dtype.name]
 
 
+@dataclass
+class BoundsSite:
+    """A checked buffer access, reported when it goes out of bounds."""
+
+    buffer: str
+    span: Span | None
+
+    def describe(self) -> str:
+        """`buffer X at file:line:col: the source line`, as an out-of-bounds report names it."""
+        where = f" at {self.span}" if self.span else ""
+        line = self.span.source_line() if self.span else None
+        return f"buffer {self.buffer}{where}" + (f": {line.strip()}" if line else "")
+
+
 class CFamilyPrinter:
     """Writes statements and expressions of one function; subclasses add placement and intrinsics.
 
@@ -126,6 +141,7 @@ class CFamilyPrinter:
         self.nonneg: set[int] = set()
         self.exact = ExactTable()
         self.span: Span | None = None
+        self.sites: list[BoundsSite] = []
 
     # ------------------------------------------------------------------ names and lines
 
@@ -318,7 +334,10 @@ class CFamilyPrinter:
         return self.from_storage(self.load_raw(buf, self.offset(buf, e.indices)), buf.dtype)
 
     def load_raw(self, buf: Buffer, offset: str) -> str:
-        return f"{self.name(buf)}[{offset}]"
+        raw = f"{self.name(buf)}[{offset}]"
+        if not self.bounds_check:
+            return raw
+        return f"({self.in_bounds(buf, offset)} ? {raw} : ({storage_type(buf.dtype)})0)"
 
     def from_storage(self, raw: str, dtype: DataType) -> str:
         conversion = _storage_conversion(dtype)
@@ -468,7 +487,38 @@ class CFamilyPrinter:
         return None
 
     def store_line(self, buf: Buffer, offset: str, value: str) -> str:
-        return f"{self.name(buf)}[{offset}] = {value};"
+        store = f"{self.name(buf)}[{offset}] = {value};"
+        return f"if ({self.in_bounds(buf, offset)}) {store}" if self.bounds_check else store
+
+    # ------------------------------------------------------------------ bounds checks (debug)
+
+    # Bounds checks (pass config tilecraft.bounds_check): every load and store of a buffer calls the
+    # device header's `tc_in_bounds(offset, size, site[, report])`, which records the first bad access
+    # and says whether to make it; `sites` lists what each site number names. `bounds_report` is the
+    # extra argument of targets whose record is per call.
+    bounds_check = False
+    bounds_report: str | None = None
+
+    def check_bounds(self, enabled: bool, sites: list[BoundsSite] | None = None) -> None:
+        """Check every buffer access from now on (when `enabled`), numbering the sites into `sites`."""
+        self.bounds_check = enabled
+        self.sites = sites if sites is not None else []
+
+    def in_bounds(self, buf: Buffer, offset: str) -> str:
+        self.sites.append(BoundsSite(buf.name, self.span))
+        report = f", {self.bounds_report}" if self.bounds_report else ""
+        return f"tc_in_bounds({offset}, {self.extent(buf)}, {len(self.sites)}{report})"
+
+    def extent(self, buf: Buffer) -> str:
+        """Elements addressable from the buffer's base (for bounds checks)."""
+        if not buf.strides:
+            parts = [f"(int64_t)({self.expr(d)})" for d in buf.shape]
+            return " * ".join(parts) if parts else "1"
+        parts = [
+            f"((int64_t)({self.expr(d)}) - 1) * (int64_t)({self.expr(s)})"
+            for d, s in zip(buf.shape, buf.strides)
+        ]
+        return "(" + " + ".join(parts) + " + 1)"
 
     def _s_LetStmt(self, s: S.LetStmt) -> None:
         if self.is_nonneg(s.value):

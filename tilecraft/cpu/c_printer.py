@@ -7,9 +7,7 @@ bad one is recorded with its kernel line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from tilecraft.codegen.c_family import CFamilyPrinter, storage_type, value_type
+from tilecraft.codegen.c_family import BoundsSite, CFamilyPrinter, value_type
 from tilecraft.cpu.ir import MatmulCall
 from tilecraft.cpu.storage import SCRATCH_SCOPES
 from tilecraft.ir import dtype as dt
@@ -17,15 +15,6 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.lowered import AtomicUpdate
-from tilecraft.ir.span import Span
-
-
-@dataclass
-class BoundsSite:
-    """A checked buffer access, reported when it goes out of bounds."""
-
-    buffer: str
-    span: Span | None
 
 
 class CPrinter(CFamilyPrinter):
@@ -35,42 +24,14 @@ class CPrinter(CFamilyPrinter):
     arena_scopes = SCRATCH_SCOPES
     print_flush = True  # blocks run on worker threads; a crash must not swallow what was printed
 
+    # the per-call report each check writes into (tc_cpu.h)
+    bounds_report = "tc_report"
+
     def __init__(
         self, bounds_check: bool = False, sites: list[BoundsSite] | None = None, offsets: dict | None = None
     ) -> None:
         super().__init__(offsets)
-        self.bounds_check = bounds_check
-        self.sites = sites if sites is not None else []
-
-    # ------------------------------------------------------------------ bounds checks
-
-    def load_raw(self, buf: Buffer, offset: str) -> str:
-        raw = super().load_raw(buf, offset)
-        if not self.bounds_check:
-            return raw
-        zero = f"({storage_type(buf.dtype)})0"
-        return f"(tc_in_bounds({offset}, {self.extent(buf)}, {self.site(buf)}, tc_report) ? {raw} : {zero})"
-
-    def store_line(self, buf: Buffer, offset: str, value: str) -> str:
-        store = super().store_line(buf, offset, value)
-        if not self.bounds_check:
-            return store
-        return f"if (tc_in_bounds({offset}, {self.extent(buf)}, {self.site(buf)}, tc_report)) {store}"
-
-    def extent(self, buf: Buffer) -> str:
-        """Elements addressable from the buffer's base (for bounds checks)."""
-        if not buf.strides:
-            parts = [f"(int64_t)({self.expr(d)})" for d in buf.shape]
-            return " * ".join(parts) if parts else "1"
-        parts = [
-            f"((int64_t)({self.expr(d)}) - 1) * (int64_t)({self.expr(s)})"
-            for d, s in zip(buf.shape, buf.strides)
-        ]
-        return "(" + " + ".join(parts) + " + 1)"
-
-    def site(self, buf: Buffer) -> int:
-        self.sites.append(BoundsSite(buf.name, self.span))
-        return len(self.sites)
+        self.check_bounds(bounds_check, sites)
 
     # ------------------------------------------------------------------ statements
 

@@ -87,9 +87,7 @@ def device_source(mod: IRModule, ctx) -> DeviceCode:
 def _site_table(sites: list[BoundsSite]) -> str:
     entries = ['""']
     for site in sites:
-        where = f" at {site.span}" if site.span else ""
-        line = f": {site.span.source_line().strip()}" if site.span and site.span.source_line() else ""
-        text = f"buffer {site.buffer}{where}{line}"
+        text = site.describe()
         entries.append('"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"')
     return f"static const char* const tc_sites[] = {{{', '.join(entries)}}};\n"
 

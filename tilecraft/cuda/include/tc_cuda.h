@@ -80,6 +80,21 @@ TC_DEVICE double tc_min_f64(double a, double b) { return (a != a || b != b) ? a 
 
 // @tilecraft-common: tilecraft/codegen/include/tc_common.h is inserted here
 
+// ------------------------------------------------------------------ bounds checks (debug)
+
+#ifdef TC_BOUNDS_CHECK
+// The module's record of the first out-of-bounds access of a launch: its site (1-based; 0: none) and
+// element offset. The runtime clears it before a checked call and reads it back after (runtime.py);
+// a variable at namespace scope keeps its name unmangled, which is how the runtime finds it.
+__device__ unsigned long long tc_oob_record[2];
+TC_DEVICE bool tc_in_bounds(int64_t off, int64_t size, int site) {
+    if (off >= 0 && off < size) return true;
+    if (atomicCAS(&tc_oob_record[0], 0ull, (unsigned long long)site) == 0ull)
+        atomicExch(&tc_oob_record[1], (unsigned long long)off);
+    return false;
+}
+#endif
+
 // ------------------------------------------------------------------ atomics
 
 TC_DEVICE void tc_atomic_add_f32(float* p, float v) { atomicAdd(p, v); }

@@ -11,7 +11,7 @@ from tilecraft.backend.arrays import ArrayArg
 from tilecraft.backend.artifact import CompiledArtifact
 from tilecraft.backend.devices import describe_device
 from tilecraft.backend.execution import Built, Loaded, NativeLaunch
-from tilecraft.errors import ArgumentError, TilecraftError
+from tilecraft.errors import ArgumentError, OutOfBoundsError, TilecraftError  # noqa: F401 - re-exported
 from tilecraft.execution.base import CachedExecutionBackend
 from tilecraft.execution.cc import forks, toolchain
 from tilecraft.execution.native.plan import build_plan
@@ -43,10 +43,6 @@ _SCALAR_CTYPES = {
     "uint64": ctypes.c_uint64, "float16": ctypes.c_float, "bfloat16": ctypes.c_float,
     "float32": ctypes.c_float, "float64": ctypes.c_double,
 }  # fmt: skip
-
-
-class OutOfBoundsError(TilecraftError):
-    """A bounds-checked kernel accessed a buffer outside its extent."""
 
 
 def scalar_ctype(dtype: DataType):
