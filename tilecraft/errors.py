@@ -107,3 +107,8 @@ class ArgumentError(TilecraftError, TypeError):
 class UnpicklingKernelError(TilecraftError):
     """A pickled Kernel that cannot be built or loaded in the process unpickling it (the message says why
     and names the alternative: an export loaded with `tilecraft.load`)."""
+
+
+class OutOfBoundsError(TilecraftError):
+    """A bounds-checked kernel (pass config `tilecraft.bounds_check`, or TILECRAFT_BOUNDS_CHECK=1) accessed a
+    buffer outside its extent; the message names the buffer, the kernel's line and the element offset."""

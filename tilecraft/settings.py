@@ -354,6 +354,10 @@ for _setting in (
             "how kernel calls are checked and launched: 'compiled' (the C extension built once into the cache; "
             "an error where it cannot be built), 'python' (the generated Python path), 'auto' (compiled "
             "where a C compiler exists, else python with a one-time warning)", check=_check_launcher),
+    Setting("TILECRAFT_BOUNDS_CHECK", bool, False,
+            "check every buffer access of every kernel compiled, on the targets that can (an out-of-bounds "
+            "access raises naming the kernel line; docs/reliability.md lists the targets); the same as the "
+            "pass config tilecraft.bounds_check where a kernel does not set it"),
 ):  # fmt: skip
     REGISTRY.declare(_setting)
 

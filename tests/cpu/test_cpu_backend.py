@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +71,51 @@ def test_bounds_check_passes_clean_kernels():
     y = np.empty_like(x)
     kernel(x, y)
     np.testing.assert_allclose(y, x * 3.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("launcher", ["python", "compiled"])
+def test_bounds_check_reports_stay_with_their_call_across_threads(launcher):
+    """Each call keeps its own out-of-bounds report: six threads call one checked kernel at once, one
+    clean and five failing at different offsets, and each gets exactly its own call's outcome (the
+    report once lived in statics of the library, and calls overwrote each other's)."""
+    n, quarter = 1 << 16, 1 << 14
+
+    @T.prim_func
+    def shifted(X: T.Tensor((n,), "float32"), Y: T.Tensor((n,), "float32"), shift: T.int32):
+        with T.Kernel(4, threads=32) as bx:
+            for i in T.serial(quarter):
+                Y[bx * quarter + i] = X[bx * quarter + i - shift] + 1.0  # block 0 starts at -shift
+
+    x = np.random.default_rng(3).standard_normal(n).astype(np.float32)
+    wrong = []
+
+    def expected(shift, outcome):
+        if shift == 0:
+            return outcome == "clean"
+        where = f"out-of-bounds access to buffer X at {__file__}"
+        return outcome.startswith(where) and outcome.endswith(f"(element offset {-shift})")
+
+    def calls(shift):
+        y = np.full(n, np.nan, np.float32)
+        for _ in range(60):
+            try:
+                kernel(x, y, shift)
+                outcome = "clean"
+            except Exception as err:  # noqa: BLE001 - the outcome is compared below
+                outcome = str(err)
+            if not expected(shift, outcome):
+                wrong.append((shift, outcome))
+        if shift == 0 and not np.array_equal(y, x + np.float32(1.0)):
+            wrong.append((shift, "wrong values"))  # an assertion here would be lost with the thread
+
+    with settings.override(TILECRAFT_LAUNCHER=launcher):
+        kernel = tilecraft.compile(shifted, target="cpu", pass_configs={"tilecraft.bounds_check": True})
+        threads = [threading.Thread(target=calls, args=(shift,)) for shift in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not wrong, f"{len(wrong)} calls got another call's outcome, first: {wrong[0]}"
 
 
 def test_print_shows_values(capfd):

@@ -190,6 +190,18 @@ def echo():
     return echo
 
 
+def ramp():
+    """Y[i] = a * i + b: every input is a scalar."""
+
+    @T.prim_func
+    def ramp(a: T.float32, b: T.int32, Y: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64) as _:
+            for i in T.Parallel(64):
+                Y[i] = a * i + b
+
+    return ramp
+
+
 ECHO_DTYPES = (*INTS, "float32")
 GOOD = {"a_" + name: 1 for name in INTS} | {"x": 1.5, "flag": True}
 
@@ -426,6 +438,22 @@ def test_a_scalar_of_the_wrong_kind_is_refused(ctx, name, value, got):
         echo_call(ctx, **{name: value})
     message = str(info.value)
     assert f"parameter {name!r} (" in message and got in message
+
+
+def test_a_kernel_whose_inputs_are_all_scalars_allocates_its_output(ctx, backend):
+    """No input array says where an output goes: the compiled launcher once read an argument that does
+    not exist and crashed the process; now the Python path allocates (a host array on the host targets,
+    an ArgumentError asking for the outputs where a GPU must be chosen)."""
+    kernel = compiled(ctx, ramp, out_idx=(2,))
+    expected = 1.5 * np.arange(64) - 3
+    if on_host(backend):
+        np.testing.assert_allclose(backend.to_host(kernel(1.5, -3)), expected, rtol=1e-6)
+    else:
+        with pytest.raises(ArgumentError, match="pass the outputs as arguments"):
+            kernel(1.5, -3)
+    y = backend.to_device(np.full(64, np.nan, np.float32))
+    kernel(1.5, -3, y)
+    np.testing.assert_allclose(backend.to_host(y), expected, rtol=1e-6)
 
 
 # ------------------------------------------------------------------ dtype, rank, shape, stride, count

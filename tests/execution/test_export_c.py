@@ -130,3 +130,26 @@ def test_a_damaged_export_is_refused(exported, tmp_path):
     (damaged / "kernel.so").write_bytes(b"not a library")
     with pytest.raises(Exception, match="not a valid tilecraft export"):
         tilecraft.load(damaged)
+
+
+@pytest.mark.skipif(CC is None, reason="no C compiler to build the C API with")
+def test_the_c_api_of_parameters_named_after_c_and_loader_names_compiles(tmp_path):
+    """A parameter named after a C macro (NULL), a library object (errno) or the loader's own globals
+    (entry) gets a trailing underscore in the C API, so the loader compiles and calls the kernel."""
+
+    @T.prim_func
+    def c_names(NULL: T.Tensor((64,), "float32"), entry: T.Tensor((64,), "float32"), errno: T.float32):
+        with T.Kernel(1, threads=64) as _:
+            for i in T.Parallel(64):
+                entry[i] = NULL[i] * errno
+
+    with settings.override(TILECRAFT_DISABLE_CACHE=True):
+        kernel = tilecraft.compile(c_names, target="c")
+    path = kernel.export(tmp_path / "c_names")
+    assert "tilecraft_c_names(float *NULL_, float *entry_, float errno_);" in (path / "c_names.h").read_text()
+    build = subprocess.run([CC, "-Wall", "-Werror", "-c", f"-I{path}", str(path / "c_names.c"), "-o",
+                            str(tmp_path / "c_names.o")], capture_output=True, text=True)  # fmt: skip
+    assert build.returncode == 0, build.stderr
+    x, y = np.random.default_rng(5).standard_normal(64).astype(np.float32), np.full(64, np.nan, np.float32)
+    kernel(x, y, 2.5)
+    np.testing.assert_allclose(y, x * np.float32(2.5), rtol=1e-6)

@@ -129,7 +129,12 @@ class TensorMapInfo:
 class KernelInfo:
     """One device kernel: its symbol, ABI parameters in order, grid, block, shared memory, the tensor
     maps it takes after its parameters, and its thread-block cluster (x, y, z blocks; (1, 1, 1): none),
-    along whose dims the grid must divide."""
+    along whose dims the grid must divide.
+
+    `bounds_sites`: for a bounds-checked kernel whose runtime reads the report back (not the host C
+    target, whose library holds its own table), what each of its checked accesses names
+    (`buffer X at file:line:col: source`); the module's site numbers run through its kernels in order,
+    from 1."""
 
     symbol: str
     params: tuple[ParamInfo, ...]
@@ -138,9 +143,11 @@ class KernelInfo:
     dynamic_smem: int = 0
     tensor_maps: tuple[TensorMapInfo, ...] = ()
     cluster: tuple[int, ...] = (1, 1, 1)
+    bounds_sites: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", tuple(self.params))
+        object.__setattr__(self, "bounds_sites", tuple(self.bounds_sites))
         object.__setattr__(self, "tensor_maps", tuple(self.tensor_maps))
         buffers = {p.name for p in self.params if p.kind == "buffer"}
         for tm in self.tensor_maps:
@@ -290,7 +297,8 @@ def _rebuild_artifact(values: dict[str, Any]) -> CompiledArtifact:
 
 ARTIFACT_JSON = "artifact.json"
 _DOC_FORMAT = "tilecraft-artifact"
-_DOC_VERSION = 3  # 2: `buffer_alignment` added, KernelInfo's unused `cluster` removed; 3: KernelInfo.cluster
+_DOC_VERSION = 4  # 2: `buffer_alignment` added, KernelInfo's unused `cluster` removed; 3: KernelInfo.cluster;
+# 4: KernelInfo.bounds_sites
 _SOURCE_PREFIX = "artifact.source."
 _BINARY_PREFIX = "artifact.binary."
 _HOST_FILE = "artifact.host-source"

@@ -18,13 +18,15 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 
+from tilecraft.codegen.reserved import C_RESERVED, ReservedNames
 from tilecraft.errors import LoweringError
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.arith.exact import ExactTable
 from tilecraft.ir.buffer import Buffer, BufferRegion
-from tilecraft.ir.dtype import DataType, int32
+from tilecraft.ir.dtype import DataType, int32, numpy_dtype
 from tilecraft.ir.expr import Expr, Var
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.span import Span
@@ -35,10 +37,6 @@ _STORAGE = {
     "float16": "uint16_t", "bfloat16": "uint16_t", "float32": "float", "float64": "double",
     "float8_e4m3fn": "uint8_t", "float8_e5m2": "uint8_t",
 }  # fmt: skip
-_C_WORDS = """auto break case char const continue default do double else enum extern float for goto if
-inline int long register restrict return short signed sizeof static struct switch typedef union unsigned
-void volatile while bool main new delete class template this namespace"""
-_C_KEYWORDS = frozenset(_C_WORDS.split())
 _BINARY = {"Add": "+", "Sub": "-", "Mul": "*", "EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">",
            "GE": ">=", "And": "&&", "Or": "||"}  # fmt: skip
 _BITWISE = {
@@ -103,6 +101,20 @@ def value_type(dtype: DataType) -> str:
     return _STORAGE[dtype.name]
 
 
+@dataclass
+class BoundsSite:
+    """A checked buffer access, reported when it goes out of bounds."""
+
+    buffer: str
+    span: Span | None
+
+    def describe(self) -> str:
+        """`buffer X at file:line:col: the source line`, as an out-of-bounds report names it."""
+        where = f" at {self.span}" if self.span else ""
+        line = self.span.source_line() if self.span else None
+        return f"buffer {self.buffer}{where}" + (f": {line.strip()}" if line else "")
+
+
 class CFamilyPrinter:
     """Writes statements and expressions of one function; subclasses add placement and intrinsics.
 
@@ -111,6 +123,8 @@ class CFamilyPrinter:
     """
 
     target_name = "this target"
+    # Names the language or its libraries define: a kernel's names that are one get `v_` in front.
+    reserved_names: ReservedNames = C_RESERVED
     math32 = MATH32
     math64 = MATH64
     # Scopes of on-chip buffers, small enough for 32-bit offsets (cheaper); the others' need 64 bits.
@@ -127,14 +141,17 @@ class CFamilyPrinter:
         self.nonneg: set[int] = set()
         self.exact = ExactTable()
         self.span: Span | None = None
+        self.sites: list[BoundsSite] = []
 
     # ------------------------------------------------------------------ names and lines
 
     def name(self, obj: Var | Buffer) -> str:
+        """`obj`'s name in the source: as written, unless the language reserves it (codegen/reserved.py),
+        and unique in the function."""
         key = id(obj)
         if key not in self.names:
             base = re.sub(r"\W", "_", obj.name) or "v"
-            if base[0].isdigit() or base in _C_KEYWORDS or base.startswith("tc_"):
+            if base[0].isdigit() or base in self.reserved_names or base.lower().startswith("tc_"):
                 base = "v_" + base
             name, k = base, 1
             while name in self.used:
@@ -176,7 +193,7 @@ class CFamilyPrinter:
         return f"({v})" if v < 0 else str(v)
 
     def _e_FloatImm(self, e: E.FloatImm) -> str:
-        v = e.value
+        v = narrow_constant(e.value, e.dtype)
         single = value_type(e.dtype) == "float"
         if math.isnan(v):
             return "TC_NAN" if single else "((double)TC_NAN)"
@@ -255,16 +272,29 @@ class CFamilyPrinter:
         return f"({self.expr(e.condition)} ? {self.expr(e.true_value)} : {self.expr(e.false_value)})"
 
     def _e_Cast(self, e: E.Cast) -> str:
-        inner = self.expr(e.value)
         if e.dtype.is_bool:
-            return f"({inner} != 0)"
+            return f"({self.expr(e.value)} != 0)"
         if e.dtype.name == "float16":
-            return f"tc_round_f16((float)({inner}))"
+            return f"tc_round_f16({self.narrowing_source(e.value, e.dtype)})"
         if e.dtype.kind == "bfloat":
-            return f"tc_round_bf16((float)({inner}))"
+            return f"tc_round_bf16({self.narrowing_source(e.value, e.dtype)})"
         if e.dtype.kind == "float8":
-            return f"tc_round_{_FP8_STEM[e.dtype.name]}((float)({inner}))"
-        return f"(({value_type(e.dtype)})({inner}))"
+            return f"tc_round_{_FP8_STEM[e.dtype.name]}({self.narrowing_source(e.value, e.dtype)})"
+        return f"(({value_type(e.dtype)})({self.expr(e.value)}))"
+
+    def narrowing_source(self, value: Expr, dtype: DataType) -> str:
+        """`value` as the float32 that float16, bfloat16 or float8 `dtype` is rounded from, so that the
+        result is rounded once: float64 and (for bfloat16, whose range holds them) integers of 32 bits
+        or more are rounded to odd, not to nearest (tc_common.h says why)."""
+        text = self.expr(value)
+        src = value.dtype
+        if value_type(src) == "double":
+            return f"tc_f64_to_f32_odd({text})"
+        if src.is_integer and src.bits >= 32 and dtype.kind == "bfloat":
+            if src.is_uint:
+                return f"tc_u64_to_f32_odd((uint64_t)({text}))"
+            return f"tc_i64_to_f32_odd((int64_t)({text}))"
+        return f"(float)({text})"
 
     def _e_Call(self, e: E.Call) -> str:
         args = [self.expr(a) for a in e.args]
@@ -319,7 +349,10 @@ class CFamilyPrinter:
         return self.from_storage(self.load_raw(buf, self.offset(buf, e.indices)), buf.dtype)
 
     def load_raw(self, buf: Buffer, offset: str) -> str:
-        return f"{self.name(buf)}[{offset}]"
+        raw = f"{self.name(buf)}[{offset}]"
+        if not self.bounds_check:
+            return raw
+        return f"({self.in_bounds(buf, offset)} ? {raw} : ({storage_type(buf.dtype)})0)"
 
     def from_storage(self, raw: str, dtype: DataType) -> str:
         conversion = _storage_conversion(dtype)
@@ -447,7 +480,7 @@ class CFamilyPrinter:
             and dtype.kind in ("float", "bfloat")
             and dtype.bits == 16
         ):
-            return f"(float)({self.expr(e.value)})"
+            return self.narrowing_source(e.value, dtype)
         return self.expr(e)
 
     def raw_copy(self, s: S.BufferStore) -> str | None:
@@ -469,7 +502,38 @@ class CFamilyPrinter:
         return None
 
     def store_line(self, buf: Buffer, offset: str, value: str) -> str:
-        return f"{self.name(buf)}[{offset}] = {value};"
+        store = f"{self.name(buf)}[{offset}] = {value};"
+        return f"if ({self.in_bounds(buf, offset)}) {store}" if self.bounds_check else store
+
+    # ------------------------------------------------------------------ bounds checks (debug)
+
+    # Bounds checks (pass config tilecraft.bounds_check): every load and store of a buffer calls the
+    # device header's `tc_in_bounds(offset, size, site[, report])`, which records the first bad access
+    # and says whether to make it; `sites` lists what each site number names. `bounds_report` is the
+    # extra argument of targets whose record is per call.
+    bounds_check = False
+    bounds_report: str | None = None
+
+    def check_bounds(self, enabled: bool, sites: list[BoundsSite] | None = None) -> None:
+        """Check every buffer access from now on (when `enabled`), numbering the sites into `sites`."""
+        self.bounds_check = enabled
+        self.sites = sites if sites is not None else []
+
+    def in_bounds(self, buf: Buffer, offset: str) -> str:
+        self.sites.append(BoundsSite(buf.name, self.span))
+        report = f", {self.bounds_report}" if self.bounds_report else ""
+        return f"tc_in_bounds({offset}, {self.extent(buf)}, {len(self.sites)}{report})"
+
+    def extent(self, buf: Buffer) -> str:
+        """Elements addressable from the buffer's base (for bounds checks)."""
+        if not buf.strides:
+            parts = [f"(int64_t)({self.expr(d)})" for d in buf.shape]
+            return " * ".join(parts) if parts else "1"
+        parts = [
+            f"((int64_t)({self.expr(d)}) - 1) * (int64_t)({self.expr(s)})"
+            for d, s in zip(buf.shape, buf.strides)
+        ]
+        return "(" + " + ".join(parts) + " + 1)"
 
     def _s_LetStmt(self, s: S.LetStmt) -> None:
         if self.is_nonneg(s.value):
@@ -581,6 +645,21 @@ class CFamilyPrinter:
 
     def declare_var_buffer(self, s: S.Allocate) -> None:
         self.scoped("{", s.body, f"{value_type(s.buffer.dtype)} {self.name(s.buffer)};")
+
+
+def narrow_constant(value: float, dtype: DataType) -> float:
+    """A constant of float16, bfloat16 or float8 rounded once to its type (by NumPy and ml_dtypes), so
+    that the generated code, which writes it as a float32 literal and converts that, rounds it once: a
+    literal rounded to float32 first is rounded twice. A value past the range of float8_e4m3fn (which
+    has no infinity; ml_dtypes gives NaN) is kept as it is, for the conversion to saturate as it does
+    at run time."""
+    if dtype.bits > 16 or dtype.kind not in ("float", "bfloat", "float8") or not math.isfinite(value):
+        return value
+    import numpy as np
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        rounded = float(np.array(value).astype(numpy_dtype(dtype)))
+    return value if math.isnan(rounded) else rounded
 
 
 def static_size(buf: Buffer) -> int:

@@ -7,24 +7,14 @@ bad one is recorded with its kernel line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from tilecraft.codegen.c_family import CFamilyPrinter, storage_type
+from tilecraft.codegen.c_family import BoundsSite, CFamilyPrinter, value_type
 from tilecraft.cpu.ir import MatmulCall
 from tilecraft.cpu.storage import SCRATCH_SCOPES
 from tilecraft.ir import dtype as dt
+from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.lowered import AtomicUpdate
-from tilecraft.ir.span import Span
-
-
-@dataclass
-class BoundsSite:
-    """A checked buffer access, reported when it goes out of bounds."""
-
-    buffer: str
-    span: Span | None
 
 
 class CPrinter(CFamilyPrinter):
@@ -34,42 +24,14 @@ class CPrinter(CFamilyPrinter):
     arena_scopes = SCRATCH_SCOPES
     print_flush = True  # blocks run on worker threads; a crash must not swallow what was printed
 
+    # the per-call report each check writes into (tc_cpu.h)
+    bounds_report = "tc_report"
+
     def __init__(
         self, bounds_check: bool = False, sites: list[BoundsSite] | None = None, offsets: dict | None = None
     ) -> None:
         super().__init__(offsets)
-        self.bounds_check = bounds_check
-        self.sites = sites if sites is not None else []
-
-    # ------------------------------------------------------------------ bounds checks
-
-    def load_raw(self, buf: Buffer, offset: str) -> str:
-        raw = super().load_raw(buf, offset)
-        if not self.bounds_check:
-            return raw
-        zero = f"({storage_type(buf.dtype)})0"
-        return f"(tc_in_bounds({offset}, {self.extent(buf)}, {self.site(buf)}) ? {raw} : {zero})"
-
-    def store_line(self, buf: Buffer, offset: str, value: str) -> str:
-        store = super().store_line(buf, offset, value)
-        if not self.bounds_check:
-            return store
-        return f"if (tc_in_bounds({offset}, {self.extent(buf)}, {self.site(buf)})) {store}"
-
-    def extent(self, buf: Buffer) -> str:
-        """Elements addressable from the buffer's base (for bounds checks)."""
-        if not buf.strides:
-            parts = [f"(int64_t)({self.expr(d)})" for d in buf.shape]
-            return " * ".join(parts) if parts else "1"
-        parts = [
-            f"((int64_t)({self.expr(d)}) - 1) * (int64_t)({self.expr(s)})"
-            for d, s in zip(buf.shape, buf.strides)
-        ]
-        return "(" + " + ".join(parts) + " + 1)"
-
-    def site(self, buf: Buffer) -> int:
-        self.sites.append(BoundsSite(buf.name, self.span))
-        return len(self.sites)
+        self.check_bounds(bounds_check, sites)
 
     # ------------------------------------------------------------------ statements
 
@@ -77,13 +39,50 @@ class CPrinter(CFamilyPrinter):
         reduction = S.annotation(s.annotations, "reduction")
         if reduction is not None:
             target = _reduction_target(s.body)
+            if target is None:
+                return None
             op = {"sum": "+", "abssum": "+", "max": "max", "absmax": "max", "min": "min"}[reduction]
-            return f"#pragma omp simd reduction({op}:{self.name(target)})" if target is not None else None
+            return f"#pragma omp simd reduction({op}:{self.name(target)})"
         if s.kind is S.ForKind.UNROLLED:
             return "TC_UNROLL"
         if s.kind in (S.ForKind.PARALLEL, S.ForKind.VECTORIZED) and _simd_safe(s.body):
             return "#pragma omp simd"
         return None
+
+    def _s_For(self, s: S.For) -> None:
+        extremum = _float_extremum(s)
+        if extremum is None:
+            super()._s_For(s)
+        else:
+            self._float_extremum_loop(s, *extremum)
+
+    def _float_extremum_loop(self, s: S.For, update: S.BufferStore, pick: str) -> None:
+        """A float max/min reduction, vectorized as OpenMP's own max/min (one maxps/minps per vector)
+        with a NaN flag beside it: the header's NaN-propagating max inside the loop would put its test on
+        the accumulator's dependency chain and run four times slower. The flag restores NumPy's
+        semantics: NaN as soon as the accumulator or an element is NaN."""
+        acc = self.name(update.buffer)
+        value = update.value
+        element = value.b if _is_load_of(value.a, update.buffer) else value.a
+        var = self.name(s.loop_var)
+        self.mark_nonneg(s.loop_var)
+        start, end = self.expr(s.min), self.expr(E.add(s.min, s.extent))
+        self.line("{")
+        self.indent += 1
+        self.line(f"int tc_nan = {acc} != {acc};")
+        self.line(f"#pragma omp simd reduction({pick}:{acc}) reduction(|:tc_nan)")
+        self.line(f"for ({value_type(s.loop_var.dtype)} {var} = {start}; {var} < {end}; ++{var}) {{")
+        self.indent += 1
+        saved, self.span = self.span, update.span or self.span
+        self.line(f"const {value_type(value.dtype)} tc_x = {self.expr(element)};")
+        self.span = saved
+        self.line(f"{acc} = {acc} {'>' if pick == 'max' else '<'} tc_x ? {acc} : tc_x;")
+        self.line("tc_nan |= tc_x != tc_x;")
+        self.indent -= 1
+        self.line("}")
+        self.line(f"if (tc_nan) {acc} = TC_NAN;")
+        self.indent -= 1
+        self.line("}")
 
     def arena_pointer(self, buf: Buffer, ctype: str, offset: int) -> str:
         return f"{ctype}* const {self.name(buf)} = ({ctype}*)(tc_scratch + {offset});"
@@ -108,6 +107,24 @@ def _simd_safe(s: S.Stmt) -> bool:
     from tilecraft.ir.visitor import walk
 
     return not any(isinstance(n, _NOT_SIMD) for n in walk(s))
+
+
+def _float_extremum(s: S.For) -> tuple[S.BufferStore, str] | None:
+    """The update and OpenMP operator of a float max or min reduction loop `acc = max(acc, x)`."""
+    kind = S.annotation(s.annotations, "reduction")
+    target = _reduction_target(s.body) if kind in ("max", "absmax", "min") else None
+    if target is None or not target.dtype.is_float:
+        return None
+    value = s.body.value
+    if not isinstance(value, (E.Max, E.Min)):
+        return None
+    if not (_is_load_of(value.a, target) or _is_load_of(value.b, target)):
+        return None
+    return s.body, "max" if isinstance(value, E.Max) else "min"
+
+
+def _is_load_of(e: E.Expr, buf: Buffer) -> bool:
+    return isinstance(e, E.BufferLoad) and e.buffer is buf
 
 
 def _reduction_target(body: S.Stmt) -> Buffer | None:

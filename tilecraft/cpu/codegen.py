@@ -2,11 +2,14 @@
 
 Formats:
 - `c-source`: the kernels, each `static void <symbol>(params..., int32_t tc_bx, tc_by, tc_bz,
-  char* tc_scratch)` running one block, preceded by the text of include/tc_cpu.h, so the source is
-  self-contained (and its hash covers the header).
+  char* tc_scratch, tc_oob_report* tc_report)` running one block, preceded by the text of
+  include/tc_cpu.h, so the source is self-contained (and its hash covers the header).
 - `c-host-source`: `int32_t <function>_entry(params..., symbolic dims...)`, which runs each kernel's
   grid (an OpenMP loop over blocks when compiled with OpenMP) and returns 0, or the 1-based index of
-  the first out-of-bounds site when bounds checks are on (`<function>_oob_message` describes it).
+  the first out-of-bounds site when bounds checks are on (`<function>_oob_message`, called next on the
+  same thread, describes it). The report is the call's own (on its stack, handed to every block), so
+  concurrent calls from several threads never see each other's. `<function>_after_fork()` makes the
+  library's calls run their blocks on the calling thread (a forked child: docs/cpu.md, "Threads").
   The two sources form one translation unit: device source first.
 - `c-object`: the compiled entry's output, the device source compiled to an object file.
 """
@@ -50,12 +53,18 @@ def kernel_source(func: PrimFunc, sites: list[BoundsSite]) -> str:
     printer = CPrinter(
         func.attr(BOUNDS_CHECK_ATTR, False), sites, planned_offsets(func, CPrinter.arena_scopes)
     )
-    for name in ("tc_bx", "tc_by", "tc_bz", "tc_scratch"):
+    for name in ("tc_bx", "tc_by", "tc_bz", "tc_scratch", "tc_report"):
         printer.used.add(name)
     params = [param_decl(printer, p) for p in func.params]
-    params += ["int32_t tc_bx", "int32_t tc_by", "int32_t tc_bz", "char* tc_scratch"]
+    params += [
+        "int32_t tc_bx",
+        "int32_t tc_by",
+        "int32_t tc_bz",
+        "char* tc_scratch",
+        "tc_oob_report* tc_report",
+    ]
     bind_indices(printer, func, lambda k: f"tc_b{'xyz'[k]}")
-    printer.line("(void)tc_scratch; (void)tc_bx; (void)tc_by; (void)tc_bz;")
+    printer.line("(void)tc_scratch; (void)tc_bx; (void)tc_by; (void)tc_bz; (void)tc_report;")
     printer.stmt(launch.body)
     return function_text(f"static void {func.name}({', '.join(params)})", printer)
 
@@ -78,9 +87,7 @@ def device_source(mod: IRModule, ctx) -> DeviceCode:
 def _site_table(sites: list[BoundsSite]) -> str:
     entries = ['""']
     for site in sites:
-        where = f" at {site.span}" if site.span else ""
-        line = f": {site.span.source_line().strip()}" if site.span and site.span.source_line() else ""
-        text = f"buffer {site.buffer}{where}{line}"
+        text = site.describe()
         entries.append('"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"')
     return f"static const char* const tc_sites[] = {{{', '.join(entries)}}};\n"
 
@@ -94,19 +101,21 @@ def _entry(func: PrimFunc) -> str:
     printer = HostPrinter()
     params = [param_decl(printer, p) for p in (*func.params, *func.symbolic_dims)]
     printer.mark_nonneg(*func.symbolic_dims)
-    printer.line("tc_oob_site = 0;")
+    printer.line("tc_oob_report tc_report = {0, 0};")
     printer.stmt(func.body)
-    printer.line("return tc_oob_site;")
+    printer.line("tc_oob_last_index = tc_report.index;")
+    printer.line("return tc_report.site;")
     body = "\n".join(printer.lines)
     sig = ", ".join(params) if params else "void"
     message = (
         f"const char* {func.name}_oob_message(int32_t site, int64_t* index) {{\n"
-        "    *index = tc_oob_index;\n"
+        "    *index = tc_oob_last_index;\n"
         "    const int32_t n = (int32_t)(sizeof(tc_sites) / sizeof(tc_sites[0]));\n"
         '    return site > 0 && site < n ? tc_sites[site] : "";\n'
         "}\n"
     )
-    return f"int32_t {func.name}_entry({sig}) {{\n{body}\n}}\n\n{message}"
+    after_fork = f"void {func.name}_after_fork(void) {{ tc_single_threaded = 1; }}\n"
+    return f"int32_t {func.name}_entry({sig}) {{\n{body}\n}}\n\n{message}\n{after_fork}"
 
 
 class HostPrinter(CPrinter):
@@ -118,17 +127,17 @@ class HostPrinter(CPrinter):
         block = (
             "(int32_t)(tc_b % tc_g0), (int32_t)((tc_b / tc_g0) % tc_g1), (int32_t)(tc_b / (tc_g0 * tc_g1))"
         )
-        call_args = ", ".join([*args, block, "tc_scratch"])
+        call_args = ", ".join([*args, block, "tc_scratch", "&tc_report"])
         self.line("{")
         self.indent += 1
         self.line(f"const int64_t tc_g0 = {grid[0]}, tc_g1 = {grid[1]}, tc_g2 = {grid[2]};")
         self.line("const int64_t tc_blocks = tc_g0 * tc_g1 * tc_g2;")
-        self.line("#pragma omp parallel if (tc_blocks > 1)")
+        self.line("#pragma omp parallel if (tc_blocks > 1 && !tc_single_threaded)")
         self.line("{")
         self.indent += 1
         self.line(f"char* tc_scratch = tc_scratch_alloc({call.dynamic_smem});")
         self.line(f"const int tc_ready = tc_scratch != NULL || {call.dynamic_smem} == 0;")
-        self.line("if (!tc_ready) tc_oob_site = -1;")
+        self.line("if (!tc_ready) __atomic_store_n(&tc_report.site, -1, __ATOMIC_RELAXED);")
         self.line("#pragma omp for schedule(static, 1)")
         self.line("for (int64_t tc_b = 0; tc_b < tc_blocks; ++tc_b) {")
         self.line(f"    if (tc_ready) {call.symbol}({call_args});")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from tilecraft.backend.pipeline import PassPipeline, module_pass
+from tilecraft.backend.pipeline import PassPipeline
 from tilecraft.cpu.op import OP_TABLE
 from tilecraft.cpu.storage import plan_block_storage
 from tilecraft.cpu.target import KIND
 from tilecraft.cpu.transform.block_model import apply_block_model, check_block_model, run_thread_groups
+from tilecraft.transform.bounds_checks import BOUNDS_CHECK, mark_bounds_checks  # noqa: F401 - BOUNDS_CHECK re-exported
 from tilecraft.transform.buffer_views import lower_buffer_views
 from tilecraft.transform.guard_accesses import guard_accesses
 from tilecraft.transform.layout_annotations import apply_layout_annotations
@@ -14,19 +15,6 @@ from tilecraft.transform.lower_tile_ops import lower_tile_ops
 from tilecraft.transform.simplify import simplify_pass
 from tilecraft.transform.split_kernels import split_host_device_pass
 from tilecraft.transform.widen import widen_index_arithmetic
-
-BOUNDS_CHECK = "tilecraft.bounds_check"
-
-
-@module_pass("mark-bounds-checks")
-def mark_bounds_checks(mod, ctx):
-    """With pass config `tilecraft.bounds_check`, device functions check every buffer access."""
-    if not ctx.config(BOUNDS_CHECK, False):
-        return mod
-    return mod.with_functions(
-        f.with_attr(BOUNDS_CHECK, True) if f.attr("tilecraft.role") == "device" else f for f in mod.functions
-    )
-
 
 PIPELINE = PassPipeline(
     KIND,

@@ -25,6 +25,7 @@ from tilecraft.cuda.transform.overlap import OVERLAP
 from tilecraft.cuda.transform.warp_specialize import GENERAL
 from tilecraft.execution.nvcc.spec import NVCC
 from tilecraft.execution.nvrtc.spec import NVRTC
+from tilecraft.transform.bounds_checks import BOUNDS_CHECK
 
 
 def processor_count(ctx) -> int:
@@ -49,6 +50,8 @@ CUDA_BACKEND = register_backend(
         execution_backends=(NVRTC, NVCC),
         callbacks={"processor_count": processor_count, "carver.arch.CUDA": CUDA},
         pass_configs={
+            BOUNDS_CHECK: "check every element load and store a kernel writes; an out-of-bounds one is "
+            "skipped and the call raises naming the kernel line (debugging: launches are synchronized)",
             DISABLE_WGMMA: "on sm_90a, lower T.gemm to mma.sync m16n8k16 (the sm_80 path) instead of wgmma",
             DISABLE_TMA: "on sm_90a, load wgmma operand tiles with cp.async instead of TMA (and no mbarrier ring), "
             "and store shared tiles to global memory with the threads' own stores instead of TMA stores",

@@ -20,6 +20,7 @@ from pathlib import Path
 from tilecraft.backend.artifact import KernelInfo, TensorMapInfo
 from tilecraft.backend.codegen import DeviceCode
 from tilecraft.codegen import headers
+from tilecraft.codegen.c_family import BoundsSite
 from tilecraft.codegen.kernel import (
     bind_indices,
     device_code,
@@ -45,6 +46,7 @@ from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Var
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import walk
+from tilecraft.transform.bounds_checks import BOUNDS_CHECK
 from tilecraft.transform.storage import launch_info, planned_offsets
 
 SOURCE_FORMAT = "cuda-source"
@@ -180,7 +182,8 @@ def _buffer_pointers(printer: CudaPrinter, func: PrimFunc, written: set[int]) ->
             printer.line(f"{ptr} __restrict__ {name} = {name}_arg;")
 
 
-def kernel_source(func: PrimFunc) -> str:
+def kernel_source(func: PrimFunc, sites: list[BoundsSite] | None = None) -> str:
+    """One kernel's source; with bounds checks on, its checked accesses are numbered into `sites`."""
     launch: S.KernelLaunch = func.body
     wgmma = bool(wgmma_calls(launch.body))
     rings, maps = _tma(launch.body)
@@ -193,6 +196,7 @@ def kernel_source(func: PrimFunc) -> str:
         tensor_maps=maps,
     )
     printer.reserve("tc_smem")
+    printer.check_bounds(bool(func.attr(BOUNDS_CHECK, False)), sites)
     written = _written(func)
     params = ", ".join([_param(printer, p, written) for p in func.params]
                        + [f"const __grid_constant__ tc_tensor_map tc_tmap{i}" for i in range(len(maps))])  # fmt: skip
@@ -227,8 +231,15 @@ def device_source(mod: IRModule, ctx) -> DeviceCode:
     fp8_widths = {instruction_n(c.n // c.warps_n) for c in calls if c.float8_wgmma}
     if widths or rs_widths or fp8_widths:
         parts.append(asm_functions(widths, rs_widths, fp8_widths))
-    parts += [kernel_source(f) for f in mod.functions]
-    return device_code(mod, SOURCE_FORMAT, parts, [_kernel_info(f) for f in mod.functions], BUFFER_ALIGN)
+    sites: list[BoundsSite] = []
+    kernels, infos = [], []
+    for f in mod.functions:
+        first = len(sites)
+        kernels.append(kernel_source(f, sites))
+        infos.append(dataclasses.replace(_kernel_info(f), bounds_sites=tuple(s.describe() for s in sites[first:])))
+    if sites:  # the header's checks and the record the runtime reads back
+        parts.insert(0, "#define TC_BOUNDS_CHECK 1")
+    return device_code(mod, SOURCE_FORMAT, parts + kernels, infos, BUFFER_ALIGN)
 
 
 def _kernel_info(func: PrimFunc) -> KernelInfo:

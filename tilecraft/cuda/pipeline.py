@@ -27,6 +27,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import Mutator, walk
 from tilecraft.layout.inference import infer_layouts
+from tilecraft.transform.bounds_checks import mark_bounds_checks
 from tilecraft.transform.buffer_views import lower_buffer_views
 from tilecraft.transform.guard_accesses import guard_accesses
 from tilecraft.transform.layout_annotations import apply_layout_annotations
@@ -179,5 +180,6 @@ PIPELINE = PassPipeline(
         plan_shared_memory,  # dynamic shared memory offsets with reuse, carried to codegen; launch sizes
         check_planned_shared_memory,  # the plan within the target's shared memory (warp specialization)
         mark_assumed_alignment,  # pass config tilecraft.cuda.assume_aligned, carried to codegen
+        mark_bounds_checks,  # opt-in debug checks on every buffer access (TILECRAFT_BOUNDS_CHECK)
     ),
 )

@@ -9,6 +9,7 @@ threadIdx/blockIdx once at the top of the kernel.
 from __future__ import annotations
 
 from tilecraft.codegen.c_family import CFamilyPrinter, static_size, value_type
+from tilecraft.codegen.reserved import CPP_RESERVED, words
 from tilecraft.cuda.intrinsics.simt import SHUFFLE_XOR
 from tilecraft.cuda.ir import (
     AsyncCommit,
@@ -35,6 +36,25 @@ from tilecraft.ir import expr as E
 from tilecraft.ir.buffer import Buffer
 
 _VECTOR = {4: "uint32_t", 8: "uint2", 16: "uint4"}
+# CUDA C++'s built-in variables, vector types and their make_ functions, device functions and runtime
+# API (nvcc includes cuda_runtime.h in every translation unit), on top of C++'s and C's names.
+CUDA_RESERVED = CPP_RESERVED.extended(
+    words("""threadIdx blockIdx blockDim gridDim warpSize dim3 clock clock64 half half2 nv_bfloat16
+    nv_bfloat162 rsqrt rsqrtf rcbrt rcbrtf sincos sincosf sincospi sincospif sinpi sinpif cospi cospif exp10
+    exp10f fdividef erfinv erfinvf erfcinv erfcinvf erfcx erfcxf normcdf normcdff normcdfinv normcdfinvf norm
+    normf norm3d norm3df norm4d norm4df rnorm rnormf rhypot rhypotf rnorm3d rnorm3df rnorm4d rnorm4df
+    cyl_bessel_i0 cyl_bessel_i0f cyl_bessel_i1 cyl_bessel_i1f j0 j0f j1 j1f jn jnf y0 y0f y1 y1f yn ynf
+    saturate umin umax llmin llmax ullmin ullmax mul24 umul24 mulhi umulhi mul64hi umul64hi signbit
+    surface texture tex1Dfetch tex2D cooperative_groups nvcuda wmma"""),
+    (
+        r"(u?(char|short|int|long|longlong)|float|double)[1-4]",
+        r"make_\w+",
+        r"atomic[A-Z]\w*",
+        r"cuda[A-Z]\w*",
+        r"CU[a-z]\w*",
+        r"nv_\w+",
+    ),
+)
 
 
 _FROM_FLOAT = {"float": "__float_as_int", "double": "__double_as_longlong"}
@@ -47,6 +67,7 @@ class CudaPrinter(CFamilyPrinter):
     target_name = "the CUDA target"
     barrier_statement = "__syncthreads();"
     thread_index = "(int32_t)threadIdx.x"
+    reserved_names = CUDA_RESERVED
     print_where = "[block %d,%d,%d thread %d] "
     print_ids = "(int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z, (int)threadIdx.x"
     int32_index_scopes = (*SHARED_SCOPES, "local", "local.fragment")

@@ -9,6 +9,7 @@ backend expands itself (tanhf and erff, which it lacks, to tc_hip.h's).
 from __future__ import annotations
 
 from tilecraft.codegen.c_family import CFamilyPrinter, static_size, storage_type, value_type
+from tilecraft.codegen.reserved import CPP_RESERVED, words
 from tilecraft.hip.intrinsics.simt import LANE_XOR
 from tilecraft.hip.ir import MfmaGemm
 from tilecraft.hip.lds_layout import LdsLayout
@@ -26,6 +27,23 @@ MATH64 = {"sqrt": "__builtin_sqrt", "floor": "__builtin_floor", "ceil": "__built
           "abs": "__builtin_fabs"}  # fmt: skip
 ON_CHIP_32BIT = ("shared", "shared.dyn", "local", "local.fragment")
 SMEM = "tc_smem"
+# HIP's built-in variables and vector types, the names of its headers and device library (for source
+# that includes them; tilecraft's includes none), on top of C++'s and C's names.
+HIP_RESERVED = CPP_RESERVED.extended(
+    words("""threadIdx blockIdx blockDim gridDim warpSize dim3 clock clock64 wall_clock64 half half2
+    rsqrt rsqrtf rcbrt rcbrtf sincos sincosf sincospi sincospif sinpi sinpif cospi cospif exp10 exp10f
+    fdividef erfinv erfinvf erfcinv erfcinvf erfcx erfcxf normcdf normcdff normcdfinv normcdfinvf norm normf
+    rnorm rnormf rhypot rhypotf saturate umin umax llmin llmax ullmin ullmax mul24 umul24 signbit"""),
+    (
+        r"(u?(char|short|int|long|longlong)|float|double)[1-4]",
+        r"make_\w+",
+        r"atomic[A-Z]\w*",
+        r"hip[A-Z]\w*",
+        r"amd\w*",
+        r"ocml_\w+",
+        r"ockl_\w+",
+    ),
+)
 MFMA_KINDS = {"f16": 0, "bf16": 1}
 
 
@@ -37,6 +55,7 @@ class HipPrinter(CFamilyPrinter):
     """Writes the body of one HIP kernel."""
 
     target_name = "the HIP target"
+    reserved_names = HIP_RESERVED
     barrier_statement = "tc_syncthreads();"
     thread_index = "(int32_t)__builtin_amdgcn_workitem_id_x()"
     math32 = MATH32

@@ -253,6 +253,15 @@ def _fmax(a: Value, b: Value) -> Value:
     return b if b > a else a
 
 
+def _nan_min(a: Value, b: Value) -> Value:
+    # T.min is NumPy's minimum: a NaN operand gives NaN (docs/language.md).
+    return a if a != a else b if b != b else (b if b < a else a)
+
+
+def _nan_max(a: Value, b: Value) -> Value:
+    return a if a != a else b if b != b else (b if b > a else a)
+
+
 def _binary(int_op: Callable, float_op: Callable) -> Callable:
     def run(e: E.BinaryOp, env: Mapping) -> Value:
         a = _eval(e.a, env)
@@ -452,8 +461,8 @@ _DISPATCH: dict[type, Callable[[Any, Mapping], Value]] = {
     E.FloorDiv: _binary(_int_floordiv, _float_floordiv),
     E.FloorMod: _binary(_int_floormod, _float_floormod),
     E.TruncMod: _binary(_int_truncmod, _float_truncmod),
-    E.Min: _binary(_fmin, _fmin),
-    E.Max: _binary(_fmax, _fmax),
+    E.Min: _binary(_nan_min, _nan_min),
+    E.Max: _binary(_nan_max, _nan_max),
     E.EQ: _compare(operator.eq),
     E.NE: _compare(operator.ne),
     E.LT: _compare(operator.lt),

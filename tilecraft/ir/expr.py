@@ -465,12 +465,22 @@ def match_types(a: ExprLike, b: ExprLike) -> tuple[Expr, Expr]:
     return a, b
 
 
+def _fold_min(x, y):
+    """NumPy's minimum: NaN when either operand is NaN (Python's min depends on the order)."""
+    return x if x != x else y if y != y else min(x, y)
+
+
+def _fold_max(x, y):
+    """NumPy's maximum: NaN when either operand is NaN."""
+    return x if x != x else y if y != y else max(x, y)
+
+
 _FOLD = {
     "Add": operator.add,
     "Sub": operator.sub,
     "Mul": operator.mul,
-    "Min": min,
-    "Max": max,
+    "Min": _fold_min,
+    "Max": _fold_max,
 }
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,7 +23,7 @@ from tilecraft.errors import LoweringError
 from tilecraft.ir.arith.analyzer import assumed_divisible
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.structural import structural_hash
-from tilecraft.jit.options import PassConfigs, resolve_pass_configs
+from tilecraft.jit.options import PassConfigKey, PassConfigs, resolve_pass_configs
 from tilecraft.transform.check import check_semantics
 from tilecraft.transform.expression_depth import bound_expression_depth
 from tilecraft.transform.widen_fragments import widen_fragments
@@ -57,9 +59,35 @@ def artifact_key(func: PrimFunc, ctx: BackendContext, pass_configs: Mapping | No
 
 
 def checked_pass_configs(pass_configs: Mapping | None, ctx: BackendContext) -> PassConfigs:
-    """`pass_configs` checked against tilecraft's keys and those the selected backend declares."""
+    """`pass_configs` checked against tilecraft's keys and those the selected backend declares, with the
+    bounds checks TILECRAFT_BOUNDS_CHECK asks for (so they are part of the cache key)."""
     others = lambda: {m.name: m.pass_configs for m in registered_backends()}  # noqa: E731 - asked on a miss
-    return resolve_pass_configs(pass_configs, ctx.backend.pass_configs, ctx.backend.name, others)
+    return resolve_pass_configs(with_bounds_checks(pass_configs, ctx), ctx.backend.pass_configs, ctx.backend.name,
+                                others)  # fmt: skip
+
+
+def with_bounds_checks(pass_configs: Mapping | None, ctx: BackendContext) -> Mapping | None:
+    """`pass_configs` with `tilecraft.bounds_check` on under TILECRAFT_BOUNDS_CHECK=1, where the backend
+    reads that key and the kernel's own configs do not set it; a backend that cannot check says so once."""
+    if not settings.get("TILECRAFT_BOUNDS_CHECK"):
+        return pass_configs
+    key = PassConfigKey.BOUNDS_CHECK.value
+    if key not in ctx.backend.pass_configs:
+        _warn_unchecked(ctx.backend.name)
+        return pass_configs
+    if any(k == key for k in pass_configs or {}):  # a PassConfigKey equals its string
+        return pass_configs
+    return {**(pass_configs or {}), key: True}
+
+
+@functools.cache
+def _warn_unchecked(backend: str) -> None:
+    warnings.warn(
+        f"TILECRAFT_BOUNDS_CHECK=1, but backend {backend!r} cannot check buffer accesses: its kernels run "
+        "unchecked (docs/reliability.md lists what each target guarantees)",
+        RuntimeWarning,
+        stacklevel=4,
+    )
 
 
 def _instruments(configs: PassConfigs) -> PassInstrument | None:

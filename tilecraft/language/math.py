@@ -107,14 +107,20 @@ def _extremum(name: str, xs: tuple, python, ir) -> Any:
     return result
 
 
+def _python_extremum(pick):
+    """NumPy's maximum or minimum of Python numbers: NaN as soon as one is NaN (builtins.max and min
+    depend on where it is)."""
+    return lambda xs: next((x for x in xs if x != x), None) or pick(xs)
+
+
 def max(*xs):  # noqa: A001
-    """Maximum of two or more values (a Python number when all are Python numbers)."""
-    return _extremum("max", xs, builtins.max, E.max_)
+    """Maximum of two or more values (a Python number when all are Python numbers); a NaN gives NaN."""
+    return _extremum("max", xs, _python_extremum(builtins.max), E.max_)
 
 
 def min(*xs):  # noqa: A001
-    """Minimum of two or more values (a Python number when all are Python numbers)."""
-    return _extremum("min", xs, builtins.min, E.min_)
+    """Minimum of two or more values (a Python number when all are Python numbers); a NaN gives NaN."""
+    return _extremum("min", xs, _python_extremum(builtins.min), E.min_)
 
 
 def _py_divisor(name: str, b) -> None:

@@ -8,6 +8,7 @@ are `thread` arrays; `local.var` buffers are scalars. Math uses MSL's overloaded
 from __future__ import annotations
 
 from tilecraft.codegen.c_family import CFamilyPrinter, static_size, storage_type
+from tilecraft.codegen.reserved import CPP_RESERVED, words
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
@@ -26,12 +27,26 @@ _ATOMIC_SUFFIX = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32
 _ATOMIC_OP = {"add": 0, "max": 1, "min": 2}
 _SIMD_REDUCE = {op: f"simd_{kind}" for kind, op in GROUP_REDUCTIONS.items()}
 _MATRIX_ELEMENT = {"float32": "float", "float16": "half"}
-# MSL reserves these words beyond C++'s (address spaces, attributes, vector and matrix types).
-RESERVED = ("kernel", "vertex", "fragment", "device", "threadgroup", "constant", "thread", "half", "uchar",
-            "ushort", "uint", "ulong", "metal", "simd", "texture", "sampler", "float2", "float4", "uint3",
-            "bfloat", "ptrdiff_t", "size_t", "using", "namespace", "template", "typename", "operator",
-            "private", "public", "protected", "friend", "virtual", "explicit", "mutable", "true", "false",
-            "nullptr", "decltype", "alignas", "alignof", "noexcept", "static_assert", "thread_local")  # fmt: skip
+# The Metal Shading Language's keywords, attributes and types beyond C++'s, and the functions of
+# metal_stdlib (the generated source says `using namespace metal`): math, integer, geometric,
+# relational, SIMD-group and quad, atomic, synchronization and texture functions.
+METAL_RESERVED = CPP_RESERVED.extended(
+    words("""kernel vertex fragment visible device threadgroup threadgroup_imageblock constant thread
+    ray_data object_data stage_in metal precise fast simd half bfloat uchar ushort uint ulong ptrdiff_t
+    size_t sampler texture access coord filter address mem_flags as_type abs min max clamp fma mix saturate
+    sign smoothstep step select popcount clz ctz extract_bits insert_bits reverse_bits rotate madhi madsat
+    mulhi absdiff addsat subsat hadd rhadd dot cross distance distance_squared length length_squared
+    normalize reflect refract faceforward determinant transpose fract rsqrt sincos sinpi cospi tanpi exp10
+    maxmag minmag powr rint any all isordered threadgroup_barrier simdgroup_barrier"""),
+    (
+        r"(u?(char|short|int|long)|float|half|bfloat|bool)[2-4]",
+        r"packed_\w+",
+        r"(float|half|bfloat)[2-4]x[2-4]",
+        r"(simd|simdgroup|quad|quadgroup|atomic|threadgroup)_\w+",
+        r"(texture|depth)[1-3]d\w*",
+        r"metal_\w+",
+    ),
+)
 
 
 def address_space(buf: Buffer) -> str:
@@ -42,6 +57,7 @@ class MetalPrinter(CFamilyPrinter):
     """Writes the body of one MSL kernel function."""
 
     target_name = "the Metal target"
+    reserved_names = METAL_RESERVED
     # like __syncthreads: threadgroup memory and the threadgroup's view of device memory
     barrier_statement = "threadgroup_barrier(mem_flags::mem_threadgroup | mem_flags::mem_device);"
     thread_index = "(int32_t)tc_tid.x"
@@ -51,7 +67,6 @@ class MetalPrinter(CFamilyPrinter):
     def __init__(self, shared_offsets: dict[int, int] | None = None) -> None:
         super().__init__()
         self.shared_offsets = shared_offsets or {}
-        self.reserve(*RESERVED)
 
     def index_type(self, buf: Buffer) -> str:
         return "int32_t" if buf.scope in ON_CHIP_32BIT else "int64_t"
@@ -72,7 +87,10 @@ class MetalPrinter(CFamilyPrinter):
         if e.op == SHUFFLE_XOR:
             return f"tc_simd_shuffle_xor(({self._value_type(e)})({args[0]}), (ushort){args[1]})"
         if e.op in _SIMD_REDUCE:
-            return f"{_SIMD_REDUCE[e.op]}({args[0]})"
+            reduce = _SIMD_REDUCE[e.op]
+            if e.dtype.is_float and reduce != "simd_sum":  # NaN-propagating: tc_metal.h
+                return f"tc_{reduce}_f32({args[0]})"
+            return f"{reduce}({args[0]})"
         return super().intrinsic(e, args)
 
     @staticmethod

@@ -8,6 +8,7 @@ buffers are private arrays; `local.var` buffers are scalars. Math uses OpenCL's 
 from __future__ import annotations
 
 from tilecraft.codegen.c_family import ATOMIC_OP, ATOMIC_SUFFIX, CFamilyPrinter
+from tilecraft.codegen.reserved import C_RESERVED, words
 from tilecraft.ir import expr as E
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.lowered import AtomicUpdate
@@ -17,9 +18,33 @@ MATH = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqr
         "erf": "erf", "floor": "floor", "ceil": "ceil", "round": "rint", "sin": "sin", "cos": "cos",
         "pow": "pow", "abs": "fabs"}  # fmt: skip
 SMEM = "tc_smem"
-# OpenCL C reserves these words beyond C's.
-RESERVED = ("kernel", "global", "local", "constant", "private", "half", "uchar", "ushort", "uint", "ulong",
-            "read_only", "write_only", "image2d_t", "sampler_t", "event_t", "vec_type_hint", "complex")  # fmt: skip
+# OpenCL C's keywords, types and built-in functions beyond C's: its address spaces and access
+# qualifiers, scalar and vector types, work-item, math, integer, geometric, relational, vector load and
+# store, conversion, synchronization, atomic and image functions.
+OPENCL_RESERVED = C_RESERVED.extended(
+    words("""kernel global local constant private generic read_only write_only read_write uniform pipe
+    half uchar ushort uint ulong bool complex imaginary image1d_t image2d_t image3d_t image1d_array_t
+    image2d_array_t image1d_buffer_t image2d_depth_t sampler_t event_t queue_t ndrange_t clk_event_t
+    reserve_id_t cl_mem_fence_flags memory_scope memory_order vec_type_hint reqd_work_group_size
+    work_group_size_hint barrier mem_fence read_mem_fence write_mem_fence async_work_group_copy
+    async_work_group_strided_copy wait_group_events prefetch printf min max clamp mix step smoothstep sign
+    degrees radians mad mad24 mad_hi mad_sat mul24 mul_hi add_sat sub_sat hadd rhadd upsample abs_diff
+    popcount clz ctz rotate bitselect select shuffle shuffle2 any all dot cross distance length normalize
+    maxmag minmag fract pown powr rootn rsqrt sinpi cospi tanpi asinpi acospi atanpi atan2pi exp10 sincos
+    isequal isnotequal isordered nan"""),
+    (
+        r"(u?(char|short|int|long)|float|double|half|bool)(2|3|4|8|16)",
+        r"(convert|as)_\w+",
+        r"v(load|store)a?(_half)?\d*(_\w+)?",
+        r"get_\w+",
+        r"atomic?_\w+",
+        r"(native|half|fast)_\w+",
+        r"(read|write)_image\w*",
+        r"(work|sub)_group_\w+",
+        r"(image|sampler|queue|enqueue|ndrange)\w*",
+        r"cl_\w+",
+    ),
+)
 
 
 def address_space(buf: Buffer) -> str:
@@ -37,6 +62,7 @@ class OpenCLPrinter(CFamilyPrinter):
     """Writes the body of one OpenCL kernel."""
 
     target_name = "the OpenCL target"
+    reserved_names = OPENCL_RESERVED
     # like __syncthreads: local memory and the work-group's view of global memory
     barrier_statement = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"
     thread_index = "(int32_t)get_local_id(0)"
@@ -49,7 +75,6 @@ class OpenCLPrinter(CFamilyPrinter):
 
     def __init__(self, arena_offsets: dict[int, int] | None = None) -> None:
         super().__init__(arena_offsets)
-        self.reserve(*RESERVED)
 
     # ------------------------------------------------------------------ expressions
 

@@ -24,6 +24,56 @@ SOURCES = {
     "tc_round_f16": """fn tc_round_f16(x: f32) -> f32 {
     return unpack2x16float(pack2x16float(vec2<f32>(x, 0.0f))).x;
 }""",
+    # Round to float32 *to odd* (see tilecraft/codegen/include/tc_common.h) before rounding to float16 or
+    # bfloat16, so that float64 and wide integers are rounded once. The float64 one finds the truncation
+    # from whichever neighbour f32() chose; the integer ones keep the top 24 bits and a sticky bit.
+    "tc_f64_to_f32_odd": """fn tc_f64_to_f32_odd(d: f64) -> f32 {
+    let f = f32(d);
+    let back = f64(f);
+    var u = bitcast<u32>(f);
+    if (back == d || (u & 0x7fffffffu) > 0x7f800000u) { return f; }
+    if (select(back < d, back > d, d > 0.0lf)) { u = u - 1u; }
+    return bitcast<f32>(u | 1u);
+}""",
+    "tc_u32_to_f32_odd": """fn tc_u32_to_f32_odd(m: u32) -> f32 {
+    if (m < 0x1000000u) { return f32(m); }
+    let shift = 8u - countLeadingZeros(m);
+    let sticky = select(0u, 1u, (m & ((1u << shift) - 1u)) != 0u);
+    return ldexp(f32((m >> shift) | sticky), i32(shift));
+}""",
+    "tc_i32_to_f32_odd": """fn tc_i32_to_f32_odd(x: i32) -> f32 {
+    let f = tc_u32_to_f32_odd(select(u32(x), 0u - u32(x), x < 0i));
+    return select(f, -f, x < 0i);
+}""",
+    "tc_u64_to_f32_odd": """fn tc_u64_to_f32_odd(m: u64) -> f32 {
+    let hi = u32(m >> 32u);
+    if (hi == 0u) { return tc_u32_to_f32_odd(u32(m)); }
+    let shift = 40u - countLeadingZeros(hi);
+    let sticky = select(0u, 1u, (m & ((1lu << shift) - 1lu)) != 0lu);
+    return ldexp(f32(u32(m >> shift) | sticky), i32(shift));
+}""",
+    "tc_i64_to_f32_odd": """fn tc_i64_to_f32_odd(x: i64) -> f32 {
+    let f = tc_u64_to_f32_odd(select(u64(x), 0lu - u64(x), x < 0li));
+    return select(f, -f, x < 0li);
+}""",
+    # NumPy's maximum and minimum: NaN when an operand is NaN, found on the bits (a compiler may fold
+    # `x != x` away) and returned as a quiet NaN's bits.
+    "tc_max_f32": """fn tc_max_f32(a: f32, b: f32) -> f32 {
+    let nan = ((bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u) || ((bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u);
+    return select(max(a, b), bitcast<f32>(0x7fc00000u), nan);
+}""",
+    "tc_min_f32": """fn tc_min_f32(a: f32, b: f32) -> f32 {
+    let nan = ((bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u) || ((bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u);
+    return select(min(a, b), bitcast<f32>(0x7fc00000u), nan);
+}""",
+    "tc_max_f64": """fn tc_max_f64(a: f64, b: f64) -> f64 {
+    let nan = (a != a) || (b != b);
+    return select(max(a, b), a + b, nan);
+}""",
+    "tc_min_f64": """fn tc_min_f64(a: f64, b: f64) -> f64 {
+    let nan = (a != a) || (b != b);
+    return select(min(a, b), a + b, nan);
+}""",
     "tc_wrap_i8": "fn tc_wrap_i8(x: i32) -> i32 { return (x << 24u) >> 24u; }",
     "tc_wrap_i16": "fn tc_wrap_i16(x: i32) -> i32 { return (x << 16u) >> 16u; }",
     "tc_floordiv_i32": """fn tc_floordiv_i32(a: i32, b: i32) -> i32 {

@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 import re
 
-from tilecraft.codegen.c_family import CFamilyPrinter, static_size
+from tilecraft.codegen.c_family import CFamilyPrinter, narrow_constant, static_size
+from tilecraft.codegen.reserved import ReservedNames, words
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
@@ -38,9 +39,22 @@ MATH = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqr
         "ceil": "ceil", "round": "round", "sin": "sin", "cos": "cos", "pow": "pow", "abs": "abs"}  # fmt: skip
 _WRAP = {"int8": "tc_wrap_i8", "int16": "tc_wrap_i16"}
 _MASK = {"uint8": "0xffu", "uint16": "0xffffu"}
-# WGSL keywords, reserved words and the predeclared names this printer calls: a kernel's names that
-# equal one are renamed.
+# WGSL keywords, reserved words and predeclared names (types and built-in functions): a kernel's names
+# that are one, or match one of WGSL_PATTERNS, get `v_` in front.
 WGSL_WORDS = frozenset(["alias", "break", "case", "const", "const_assert", "continue", "continuing", "default", "diagnostic", "discard", "else", "enable", "false", "fn", "for", "if", "let", "loop", "override", "requires", "return", "struct", "switch", "true", "var", "while", "bool", "f16", "f32", "f64", "i32", "i64", "u32", "u64", "array", "atomic", "vec2", "vec3", "vec4", "mat2x2", "mat3x3", "mat4x4", "ptr", "sampler", "texture_2d", "function", "private", "workgroup", "uniform", "storage", "read", "write", "read_write", "NULL", "Self", "abstract", "active", "alignas", "alignof", "as", "asm", "asm_fragment", "async", "attribute", "auto", "await", "become", "cast", "catch", "class", "co_await", "co_return", "co_yield", "coherent", "column_major", "common", "compile", "compile_fragment", "concept", "const_cast", "consteval", "constexpr", "constinit", "crate", "debugger", "decltype", "delete", "demote", "demote_to_helper", "do", "dynamic_cast", "enum", "explicit", "export", "extends", "extern", "external", "fallthrough", "filter", "final", "finally", "friend", "from", "fxgroup", "get", "goto", "groupshared", "highp", "impl", "implements", "import", "inline", "instanceof", "interface", "layout", "lowp", "macro", "macro_rules", "match", "mediump", "meta", "mod", "module", "move", "mut", "mutable", "namespace", "new", "nil", "noexcept", "noinline", "nointerpolation", "non_coherent", "noncoherent", "noperspective", "null", "nullptr", "of", "operator", "package", "packoffset", "partition", "pass", "patch", "pixelfragment", "precise", "precision", "premerge", "priv", "protected", "pub", "public", "readonly", "ref", "regardless", "register", "reinterpret_cast", "require", "resource", "restrict", "self", "set", "shared", "sizeof", "smooth", "snorm", "static", "static_assert", "static_cast", "std", "subroutine", "super", "target", "template", "this", "thread_local", "throw", "trait", "try", "type", "typedef", "typeid", "typename", "typeof", "union", "unless", "unorm", "unsafe", "unsized", "use", "using", "varying", "virtual", "volatile", "wgsl", "where", "with", "writeonly", "yield", "exp", "exp2", "log", "log2", "sqrt", "floor", "ceil", "round", "sin", "cos", "pow", "abs", "min", "max", "select", "bitcast", "tanh", "clamp", "inverseSqrt", "atomicLoad", "atomicStore", "atomicAdd", "atomicMax", "atomicMin", "atomicCompareExchangeWeak", "workgroupBarrier", "storageBarrier", "subgroupShuffleXor", "unpack2x16float", "pack2x16float"])
+
+
+WGSL_BUILTINS = words("""acos acosh all any arrayLength asin asinh atan atan2 atanh cosh countLeadingZeros
+countOneBits countTrailingZeros cross degrees determinant distance dot dot4U8Packed dot4I8Packed
+extractBits faceForward firstLeadingBit firstTrailingBit fma fract frexp insertBits ldexp length mix modf
+normalize quantizeToF16 radians reflect refract reverseBits saturate sign sinh smoothstep step tan
+transpose trunc dpdx dpdxCoarse dpdxFine dpdy dpdyCoarse dpdyFine fwidth fwidthCoarse fwidthFine
+textureBarrier workgroupUniformLoad mat2x3 mat2x4 mat3x2 mat3x4 mat4x2 mat4x3 sampler_comparison""")
+# Shorthand vector and matrix types, the packing, atomic, subgroup, quad, texture and barrier families,
+# and WGSL's own reservation of names that start with two underscores.
+WGSL_PATTERNS = (r"__\w*", r"vec[2-4][fhiu]", r"mat[2-4]x[2-4][fh]", r"(pack|unpack)\w+", r"atomic\w*",
+                 r"subgroup\w*", r"quad\w*", r"texture\w*", r"workgroup\w*", r"storage\w*")
+WGSL_RESERVED = ReservedNames(WGSL_WORDS | WGSL_BUILTINS, WGSL_PATTERNS)
 
 
 class WgslPrinter(CFamilyPrinter):
@@ -65,7 +79,6 @@ class WgslPrinter(CFamilyPrinter):
         self.arena_offsets = arena_offsets
         self.arena_atomic = arena_atomic
         self.helpers: set[str] = set()
-        self.reserve(*WGSL_WORDS)
 
     def name(self, obj) -> str:
         if id(obj) in self.globals:
@@ -73,8 +86,8 @@ class WgslPrinter(CFamilyPrinter):
         key = id(obj)
         if key not in self.names:
             base = re.sub(r"\W", "_", obj.name) or "v"
-            # WGSL reserves names that start with two underscores; tc_ names are the generated code's
-            if base[0].isdigit() or base[0] == "_" or base.startswith("tc_"):
+            # `_` alone is WGSL's phony assignment; tc_ names are the generated code's
+            if base[0].isdigit() or base[0] == "_" or base.lower().startswith("tc_") or base in WGSL_RESERVED:
                 base = "v_" + base
             name, k = base, 1
             while name in self.used:
@@ -149,7 +162,7 @@ class WgslPrinter(CFamilyPrinter):
         return f"({v}{suffix})" if v < 0 else f"{v}{suffix}"
 
     def _e_FloatImm(self, e: E.FloatImm) -> str:
-        v = e.value
+        v = narrow_constant(e.value, e.dtype)
         wgsl = value_type(e.dtype)
         if math.isnan(v) or math.isinf(v):
             bits = "0x7fc00000u" if math.isnan(v) else "0x7f800000u"
@@ -185,10 +198,18 @@ class WgslPrinter(CFamilyPrinter):
         return self.narrowed(e, f"{self.helper('tc_floormod_' + value_type(e.dtype))}({a}, {b})")
 
     def _e_Min(self, e: E.Min) -> str:
-        return f"min({self.typed(e.a, e.dtype)}, {self.typed(e.b, e.dtype)})"
+        return self._extremum("min", e)
 
     def _e_Max(self, e: E.Max) -> str:
-        return f"max({self.typed(e.a, e.dtype)}, {self.typed(e.b, e.dtype)})"
+        return self._extremum("max", e)
+
+    def _extremum(self, op: str, e: E.Min | E.Max) -> str:
+        """WGSL's min and max; for floats NumPy's minimum and maximum, through a helper that gives NaN
+        when an operand is NaN (WGSL's own return the other operand, or anything)."""
+        a, b = self.typed(e.a, e.dtype), self.typed(e.b, e.dtype)
+        if not e.dtype.is_float:
+            return f"{op}({a}, {b})"
+        return f"{self.helper(f'tc_{op}_{value_type(e.dtype)}')}({a}, {b})"
 
     def _e_Not(self, e: E.Not) -> str:
         return f"(!{self.truth(e.a)})"
@@ -206,11 +227,23 @@ class WgslPrinter(CFamilyPrinter):
             return text if src.is_bool else f"({text} != {value_type(src)}(0))"
         wgsl = value_type(dst)
         plain = text if value_type(src) == wgsl else _conversion(value_type(src), wgsl, text)
+        if dst.name in ("float16", "bfloat16"):
+            plain = self._rounded_to_odd(text, src, dst) or plain
         if dst.name == "float16":
             return f"f32(f16({plain}))" if self.f16 else f"{self.helper('tc_round_f16')}({plain})"
         if dst.name == "bfloat16":
             return f"{self.helper('tc_round_bf16')}({plain})"
         return self.wrap(dst, plain) if dst.bits < 32 else plain
+
+    def _rounded_to_odd(self, text: str, src: DataType, dst: DataType) -> str | None:
+        """`text` as the f32 that float16 or bfloat16 `dst` rounds from in one rounding, where a plain f32()
+        would round first: float64, and integers of 32 bits or more for bfloat16 (helpers.py)."""
+        have = value_type(src)
+        if have != "f64" and not (dst.name == "bfloat16" and src.is_integer and src.bits >= 32):
+            return None
+        for needed in {"i32": ("u32",), "i64": ("u64", "u32"), "u64": ("u32",)}.get(have, ()):
+            self.helper(f"tc_{needed}_to_f32_odd")
+        return f"{self.helper(f'tc_{have}_to_f32_odd')}({text})"
 
     def _shift_amount(self, amount: Expr) -> str:
         # WGSL shifts by a u32; naga refuses to convert a 64-bit literal (`u32(8lu)`), so constants are

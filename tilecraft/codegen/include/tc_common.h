@@ -3,17 +3,61 @@
 
 /* ------------------------------------------------------------------ min / max (operands evaluated once) */
 
+/* Floats follow NumPy's minimum and maximum: a NaN operand gives NaN, whichever side it is on (a plain
+ * `a > b ? a : b` gives NaN or the other operand depending on the order). `b > a ? b : a` already
+ * keeps a NaN `a` (the comparison is false), so only `b` is tested: in a reduction `acc = max(acc, x)`
+ * the test is on the element, off the accumulator's dependency chain, and the rest is one max
+ * instruction where the target has one with this order (x86's maxps). A header whose target has a
+ * NaN-propagating instruction (CUDA's max.NaN) defines TC_OWN_FLOAT_MINMAX and its own. */
+#define TC_FLOAT_MINMAX(NAME, T)                                                 \
+    TC_FN T tc_min_##NAME(T a, T b) { return b != b ? b : (b < a ? b : a); } \
+    TC_FN T tc_max_##NAME(T a, T b) { return b != b ? b : (b > a ? b : a); }
+#ifndef TC_OWN_FLOAT_MINMAX
+TC_FLOAT_MINMAX(f32, float)
+#ifndef TC_NO_FP64 /* defined by device headers for devices without double support */
+TC_FLOAT_MINMAX(f64, double)
+#endif
+#endif
+
 #define TC_MINMAX(NAME, T)                                     \
     TC_FN T tc_min_##NAME(T a, T b) { return a < b ? a : b; } \
     TC_FN T tc_max_##NAME(T a, T b) { return a > b ? a : b; }
-TC_MINMAX(f32, float)
-#ifndef TC_NO_FP64 /* defined by device headers for devices without double support */
-TC_MINMAX(f64, double)
-#endif
 TC_MINMAX(i32, int32_t)
 TC_MINMAX(i64, int64_t)
 TC_MINMAX(u32, uint32_t)
 TC_MINMAX(u64, uint64_t)
+
+/* ------------------------------------------------------------------ rounding once to a narrow float */
+
+/* float16, bfloat16 and float8 are rounded from float32. A float64 (or an integer of 32 bits or more)
+ * rounded to float32 first and then to the narrow type is rounded twice, and a value just off a
+ * midpoint of the narrow type can land on it and then go the wrong way. Rounding to float32 *to odd*
+ * instead (truncate, then set the last bit when anything was cut off) keeps that information: float32
+ * has at least two bits more than any of the narrow types, so the second rounding, to nearest even,
+ * gives the directly rounded result. */
+TC_FN float tc_u64_to_f32_odd(uint64_t m) {
+    float f = (float)m; /* to nearest even */
+    uint32_t u = tc_f32_to_bits(f);
+    if (u >= 0x5f800000u) return tc_bits_to_f32(0x5f7fffffu); /* rounded up to 2^64: the float below is odd */
+    uint64_t back = (uint64_t)f;
+    if (back == m) return f;
+    if (back > m) u -= 1u;
+    return tc_bits_to_f32(u | 1u);
+}
+TC_FN float tc_i64_to_f32_odd(int64_t x) {
+    float f = tc_u64_to_f32_odd(x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x);
+    return x < 0 ? -f : f;
+}
+#ifndef TC_NO_FP64
+TC_FN float tc_f64_to_f32_odd(double d) {
+    float f = (float)d; /* to nearest even */
+    double back = (double)f;
+    if (back == d || f != f) return f; /* exact, or NaN */
+    uint32_t u = tc_f32_to_bits(f);
+    if (d > 0.0 ? back > d : back < d) u -= 1u; /* rounded away from zero: step back to the truncation */
+    return tc_bits_to_f32(u | 1u);
+}
+#endif
 
 /* ------------------------------------------------------------------ integer division */
 

@@ -81,16 +81,36 @@ TC_INLINE void tc_atomic_rmw_f64(double* p, double v, int op) {
 
 /* ------------------------------------------------------------------ bounds checks (debug) */
 
-static int32_t tc_oob_site = 0;
-static int64_t tc_oob_index = 0;
+/* One call's out-of-bounds report: the 1-based site of the first bad access (-1: no block storage)
+ * and its element offset. Every call of an entry has its own, on its stack, and hands it to its
+ * blocks, so calls from several threads never mix their reports. */
+typedef struct { int32_t site; int64_t index; } tc_oob_report;
 
-TC_INLINE int tc_in_bounds(int64_t off, int64_t size, int32_t site) {
+/* The last report of the calling thread's last call, read by <function>_oob_message on that thread. */
+static __thread int64_t tc_oob_last_index = 0;
+
+TC_INLINE int tc_in_bounds(int64_t off, int64_t size, int32_t site, tc_oob_report* report) {
     if (off >= 0 && off < size) return 1;
     int32_t none = 0;
-    if (__atomic_compare_exchange_n(&tc_oob_site, &none, site, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-        tc_oob_index = off;
+    if (__atomic_compare_exchange_n(&report->site, &none, site, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        __atomic_store_n(&report->index, off, __ATOMIC_RELAXED);
     return 0;
 }
+
+/* ------------------------------------------------------------------ fork */
+
+/* GCC's OpenMP runtime keeps its worker threads across calls, and fork() copies none of them: a
+ * parallel region in the child of a process that ran one waits for them forever. So after a fork a
+ * library runs its blocks on the calling thread (the same results: blocks are independent). The flag is
+ * set by the fork handler below for a library loaded before the fork, and by tilecraft through
+ * <function>_after_fork for one loaded in a forked child. Kernel libraries are never unloaded, so
+ * the handler never dangles. */
+static int tc_single_threaded = 0;
+#ifdef _OPENMP
+#include <pthread.h>
+static void tc_after_fork_in_child(void) { tc_single_threaded = 1; }
+__attribute__((constructor)) static void tc_watch_forks(void) { pthread_atfork(NULL, NULL, tc_after_fork_in_child); }
+#endif
 
 /* ------------------------------------------------------------------ per-thread block storage */
 

@@ -62,7 +62,38 @@ TC_DEVICE uint32_t tc_f32_to_bits(float f) { return __float_as_uint(f); }
 #define tc_rint rintf
 // @tilecraft-soft-fp8: tilecraft/codegen/include/tc_soft_fp8.h is inserted here
 
+// NaN-propagating float min/max (NumPy's minimum/maximum): one max.NaN / min.NaN instruction for
+// float32 (sm_80 and newer); float64 has no such form, so fmax plus a NaN check.
+#define TC_OWN_FLOAT_MINMAX 1
+TC_DEVICE float tc_max_f32(float a, float b) {
+    float d;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+    return d;
+}
+TC_DEVICE float tc_min_f32(float a, float b) {
+    float d;
+    asm("min.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+    return d;
+}
+TC_DEVICE double tc_max_f64(double a, double b) { return (a != a || b != b) ? a + b : fmax(a, b); }
+TC_DEVICE double tc_min_f64(double a, double b) { return (a != a || b != b) ? a + b : fmin(a, b); }
+
 // @tilecraft-common: tilecraft/codegen/include/tc_common.h is inserted here
+
+// ------------------------------------------------------------------ bounds checks (debug)
+
+#ifdef TC_BOUNDS_CHECK
+// The module's record of the first out-of-bounds access of a launch: its site (1-based; 0: none) and
+// element offset. The runtime clears it before a checked call and reads it back after (runtime.py);
+// a variable at namespace scope keeps its name unmangled, which is how the runtime finds it.
+__device__ unsigned long long tc_oob_record[2];
+TC_DEVICE bool tc_in_bounds(int64_t off, int64_t size, int site) {
+    if (off >= 0 && off < size) return true;
+    if (atomicCAS(&tc_oob_record[0], 0ull, (unsigned long long)site) == 0ull)
+        atomicExch(&tc_oob_record[1], (unsigned long long)off);
+    return false;
+}
+#endif
 
 // ------------------------------------------------------------------ atomics
 

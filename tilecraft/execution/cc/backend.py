@@ -12,9 +12,9 @@ from tilecraft.backend.arrays import ArrayArg
 from tilecraft.backend.artifact import CompiledArtifact
 from tilecraft.backend.devices import describe_device
 from tilecraft.backend.execution import Built, Loaded, NativeLaunch
-from tilecraft.errors import ArgumentError, TilecraftError, ToolchainError
+from tilecraft.errors import ArgumentError, OutOfBoundsError, TilecraftError, ToolchainError  # noqa: F401 - re-exported
 from tilecraft.execution.base import CachedExecutionBackend
-from tilecraft.execution.cc import toolchain
+from tilecraft.execution.cc import forks, toolchain
 from tilecraft.execution.native.plan import build_plan
 from tilecraft.ir.dtype import DataType
 
@@ -44,10 +44,6 @@ _SCALAR_CTYPES = {
     "uint64": ctypes.c_uint64, "float16": ctypes.c_float, "bfloat16": ctypes.c_float,
     "float32": ctypes.c_float, "float64": ctypes.c_double,
 }  # fmt: skip
-
-
-class OutOfBoundsError(TilecraftError):
-    """A bounds-checked kernel accessed a buffer outside its extent."""
 
 
 def scalar_ctype(dtype: DataType):
@@ -92,6 +88,7 @@ class CCExecutionBackend(CachedExecutionBackend):
     def load(self, built: Built) -> Loaded:
         lib = self._open_library(built)
         art = built.artifact
+        forks.single_threaded_after_fork(lib, art.function_name)
         entry = getattr(lib, f"{art.function_name}_entry")
         entry.argtypes = [
             ctypes.c_void_p if p.kind == "buffer" else scalar_ctype(p.dtype) for p in art.params

@@ -343,6 +343,18 @@ class Driver:
         if rc != CUDA_SUCCESS:
             raise self.error("cuTensorMapEncodeTiled", rc, detail)
 
+    def module_global(self, module: int, name: str) -> tuple[int, int]:
+        """The device address and size in bytes of global variable `name` of `module`. Bound on first use
+        (only bounds-checked kernels need it)."""
+        fn = self.lib.cuModuleGetGlobal_v2
+        fn.argtypes = [_U64_P, ctypes.POINTER(ctypes.c_size_t), _P, ctypes.c_char_p]
+        fn.restype = ctypes.c_int
+        ptr, size = ctypes.c_uint64(), ctypes.c_size_t()
+        rc = fn(ctypes.byref(ptr), ctypes.byref(size), module, name.encode())
+        if rc != CUDA_SUCCESS:
+            raise self.error("cuModuleGetGlobal_v2", rc, f"global {name!r} not found in the module?")
+        return ptr.value, size.value
+
     def unload_module(self, module: int) -> None:
         self.call("cuModuleUnload", module)
 

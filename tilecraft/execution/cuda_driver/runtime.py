@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from tilecraft.backend.arrays import ArrayArg
 from tilecraft.backend.artifact import CompiledArtifact, KernelInfo
 from tilecraft.backend.execution import BenchmarkDevice, Built, FastPath, Loaded, NativeKernel, NativeLaunch
 from tilecraft.backend.timing import DeviceTimer, KernelClock
-from tilecraft.errors import TilecraftError
+from tilecraft.errors import OutOfBoundsError, TilecraftError
 from tilecraft.execution import native
 from tilecraft.execution.base import CachedExecutionBackend
 from tilecraft.execution.cuda_driver import driver as cuda_driver
@@ -72,6 +73,42 @@ class CudaModule:
     def __post_init__(self) -> None:
         self._finalizer = weakref.finalize(self, _unload, self.driver, self.context, self.module)
         self._finalizer.atexit = False  # the driver may already be shutting down at exit
+
+
+def bounds_sites(artifact: CompiledArtifact) -> tuple[str, ...]:
+    """What each site number of a bounds-checked module names (1-based; empty: not checked)."""
+    return tuple(site for info in artifact.kernels for site in info.bounds_sites)
+
+
+OOB_RECORD = "tc_oob_record"  # tc_cuda.h: the first out-of-bounds access (site, element offset)
+
+
+def checked_launcher(
+    handle: CudaModule, launch: Callable[..., None], sites: Sequence[str]
+) -> Callable[..., None]:
+    """`launch` of a bounds-checked module, with its device record cleared before and read back after:
+    the call raises OutOfBoundsError naming the first bad access. Checked calls are serialized and
+    synchronous (the record is the module's, and only a finished launch has a complete one)."""
+    driver = handle.driver
+    with driver.using_context(handle.context):
+        record, _ = driver.module_global(handle.module, OOB_RECORD)
+    lock = threading.Lock()
+    zeros = (ctypes.c_uint64 * 2)()
+
+    def launch_checked(args: Sequence[Any], dims: Sequence[int], stream: Any = None) -> None:
+        found = (ctypes.c_uint64 * 2)()
+        with lock, driver.using_context(handle.context):
+            driver.synchronize()  # earlier launches of this module must not write into this call's record
+            driver.copy_to_device(record, ctypes.addressof(zeros), ctypes.sizeof(zeros))
+            launch(args, dims, stream)
+            driver.synchronize()
+            driver.copy_to_host(ctypes.addressof(found), record, ctypes.sizeof(found))
+        site, offset = found[0], ctypes.c_int64(found[1]).value
+        if site:
+            where = sites[site - 1] if 0 < site <= len(sites) else f"site {site}"
+            raise OutOfBoundsError(f"out-of-bounds access to {where} (element offset {offset})")
+
+    return launch_checked
 
 
 def _unload(driver: Any, context: int, module: int) -> None:
@@ -149,11 +186,16 @@ class CudaRuntimeBackend(CachedExecutionBackend):
 
     def launcher(self, loaded: Loaded) -> Callable[..., None]:
         buffers = [i for i, p in enumerate(loaded.built.artifact.params) if p.kind == "buffer"]
-        return _build_launcher(loaded, make_stream_resolver(buffers), raw=False)
+        launch = _build_launcher(loaded, make_stream_resolver(buffers), raw=False)
+        sites = bounds_sites(loaded.built.artifact)
+        return checked_launcher(loaded.handle, launch, sites) if sites else launch
 
-    def fast_path(self, loaded: Loaded) -> FastPath:
+    def fast_path(self, loaded: Loaded) -> FastPath | None:
         """What tilecraft.jit's generated fast path for torch tensors needs: a launcher taking raw device
-        pointers and a raw stream, the device the tensors must be on, and torch's stream getter."""
+        pointers and a raw stream, the device the tensors must be on, and torch's stream getter (None
+        for bounds-checked kernels: each call must read the check's record back)."""
+        if bounds_sites(loaded.built.artifact):
+            return None
         raw = _build_launcher(loaded, lambda stream, args: stream, raw=True)
         return FastPath(raw, loaded.handle.device, torch_current_stream)
 
@@ -163,6 +205,8 @@ class CudaRuntimeBackend(CachedExecutionBackend):
         their calls take the Python path)."""
         handle: CudaModule = loaded.handle
         artifact = loaded.built.artifact
+        if bounds_sites(artifact):  # each call must read the check's record back: the Python path does
+            return None
         if any(info.tensor_maps or _dynamic_cluster(info) for info in artifact.kernels):
             return None
         try:

@@ -457,6 +457,10 @@ static PyObject *plan_call(PyObject *self, PyObject *const *args, size_t nargsf,
         if (reference < 0 && r->kind == P_BUFFER) reference = i;
     }
     if (allocating) {
+        if (reference < 0) { /* only scalar inputs: no array says where outputs go; the Python path decides */
+            result = Py_NewRef(p->miss);
+            goto done;
+        }
         for (int o = 0; o < p->n_outputs; o++) {
             const OutRule *out = &p->outputs[o];
             PyObject *twin = out->twin >= 0 && Py_TYPE(objects[out->twin]) == Py_TYPE(objects[reference])

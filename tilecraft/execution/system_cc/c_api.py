@@ -7,15 +7,22 @@ from __future__ import annotations
 import re
 
 from tilecraft.backend.artifact import CompiledArtifact
+from tilecraft.codegen.reserved import C_RESERVED
 
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
-_KEYWORDS = frozenset(["auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "stream"])
+# The loaders' own names (their globals, parameters and the locals of the launch functions): a
+# parameter of one of these names would shadow them or be shadowed.
+_LOADER_NAMES = frozenset(["stream", "entry", "message", "library", "last_error", "functions", "symbols",
+                           "dynamic_smem", "params", "rc", "gx", "gy", "gz"])  # fmt: skip
 
 
 def c_name(name: str) -> str:
-    """`name` as a C identifier (a trailing underscore where it is not one, or is a keyword)."""
+    """`name` as a C identifier: a trailing underscore where it is not one, or C or its library reserves it
+    (codegen/reserved.py: `NULL`, `errno`, `int32_t`, `printf` ...), or the loader uses it."""
     cleaned = re.sub(r"\W", "_", name)
-    return cleaned + "_" if not _IDENTIFIER.fullmatch(cleaned) or cleaned in _KEYWORDS else cleaned
+    if not _IDENTIFIER.fullmatch(cleaned) or cleaned in C_RESERVED or cleaned in _LOADER_NAMES:
+        return cleaned + "_"
+    return cleaned
 
 
 def shapes_comment(artifact: CompiledArtifact) -> str:

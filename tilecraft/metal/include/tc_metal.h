@@ -47,6 +47,10 @@ TC_FN float tc_erf(float x) {
 
 /* ------------------------------------------------------------------ SIMD-group exchange */
 
+/* simd_max and simd_min of floats with NumPy's NaN semantics: NaN when any lane holds one (MSL does not
+ * say what simd_max does with NaN). */
+TC_FN float tc_simd_max_f32(float v) { return simd_max(v != v ? 1 : 0) != 0 ? TC_NAN : simd_max(v); }
+TC_FN float tc_simd_min_f32(float v) { return simd_max(v != v ? 1 : 0) != 0 ? TC_NAN : simd_min(v); }
 TC_FN float tc_simd_shuffle_xor(float v, ushort m) { return simd_shuffle_xor(v, m); }
 TC_FN int32_t tc_simd_shuffle_xor(int32_t v, ushort m) { return simd_shuffle_xor(v, m); }
 TC_FN uint32_t tc_simd_shuffle_xor(uint32_t v, ushort m) { return simd_shuffle_xor(v, m); }
