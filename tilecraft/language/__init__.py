@@ -132,8 +132,12 @@ from tilecraft.language.kernel import (  # noqa: E402
     thread_binding,
 )
 from tilecraft.language.math import clamp  # noqa: E402
+from tilecraft.language.types import FragmentBuffer, LocalBuffer, SharedBuffer  # noqa: E402
 
 __all__ += [
+    "FragmentBuffer",
+    "LocalBuffer",
+    "SharedBuffer",
     "alloc_global",
     "c2d_im2col",
     "clamp",

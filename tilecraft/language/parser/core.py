@@ -26,7 +26,7 @@ from tilecraft.language.loops import LoopSpec, PersistentSpec, python_range
 from tilecraft.language.parser.evaluator import Evaluator, is_ir, truth
 from tilecraft.language.parser.scope import Scope
 from tilecraft.language.parser.source import Source, function_source
-from tilecraft.language.types import InvalidTensorType, TensorType
+from tilecraft.language.types import ON_CHIP_ANNOTATIONS, InvalidTensorType, TensorType
 
 _THREAD_NAMES = ("tx", "ty", "tz")
 # Macros inline while parsing, so a recursive macro must stop on a Python value; deeper than this it
@@ -119,7 +119,7 @@ class Parser:
         if isinstance(annotation, (TensorType, dt.DataType)) or annotation in (int, float, bool):
             if eager is not None and eager.is_tensor and not isinstance(annotation, TensorType):
                 raise self.error(arg, f"parameter {name!r} was given an array but is annotated {annotation}")
-            param = self._param_from_annotation(name, annotation)
+            param = self._param_from_annotation(name, annotation, arg)
             if eager is not None and not eager.is_tensor and annotation in (int, float, bool):
                 self.scope.names[name] = eager.value
                 return
@@ -151,11 +151,23 @@ class Parser:
             raise self.error(arg.annotation, f"parameter {arg.arg!r}: {value.error}")
         return value
 
-    @staticmethod
-    def _param_from_annotation(name: str, annotation: Any) -> Buffer | Var:
+    def _param_from_annotation(self, name: str, annotation: Any, node: ast.AST) -> Buffer | Var:
         if isinstance(annotation, TensorType):
+            self._check_global(name, annotation, node)
             return annotation.to_buffer(name)
         return Var(dt.as_dtype(annotation), name)
+
+    def _check_global(self, name: str, annotation: TensorType, node: ast.AST) -> None:
+        """A kernel parameter is a tensor in global memory; T.SharedBuffer and its kin annotate macro
+        parameters only."""
+        if annotation.scope == "global":
+            return
+        raise self.error(
+            node,
+            f"parameter {name!r} is annotated T.{ON_CHIP_ANNOTATIONS[annotation.scope]}, which describes an "
+            "on-chip buffer a macro receives; a kernel's parameters are global tensors",
+            hint="annotate it T.Tensor(shape, dtype), and allocate on-chip buffers inside T.Kernel",
+        )
 
     def _finish(self, body: S.Stmt) -> PrimFunc:
         for name in self.pending_tensors:
@@ -278,6 +290,7 @@ class Parser:
             )
         if name not in self.pending_tensors:
             raise self.error(node, f"{name!r} is not a tensor parameter of this kernel, or is declared twice")
+        self._check_global(name, annotation, node)
         buf = annotation.to_buffer(name)
         self.params[self.pending_tensors.pop(name)] = buf
         self.scope.names[name] = buf
