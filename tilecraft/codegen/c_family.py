@@ -381,6 +381,19 @@ class CFamilyPrinter:
         method(s)
         self.span = saved
 
+    def _s_BarrierInit(self, s: S.BarrierInit) -> None:
+        self._no_mbarriers()
+
+    def _s_Mbarrier(self, s: S.Mbarrier) -> None:
+        self._no_mbarriers()
+
+    def _no_mbarriers(self) -> None:
+        self.fail(
+            f"mbarriers (T.alloc_barrier, T.barrier_wait, T.barrier_arrive) are not supported on {self.target_name}",
+            "they run on CUDA sm_90 and on the CPU target; elsewhere hand tiles between thread groups through "
+            "shared memory and T.sync_threads()",
+        )
+
     def block(self, s: S.Stmt | None) -> None:
         self.indent += 1
         if s is not None:

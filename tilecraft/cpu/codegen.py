@@ -80,7 +80,10 @@ def _site_table(sites: list[BoundsSite]) -> str:
     for site in sites:
         where = f" at {site.span}" if site.span else ""
         line = f": {site.span.source_line().strip()}" if site.span and site.span.source_line() else ""
-        text = f"buffer {site.buffer}{where}{line}"
+        # "!" marks a failed check: the execution backend reports the text as it is
+        text = (
+            f"buffer {site.buffer}{where}{line}" if site.message is None else f"!{site.message}{where}{line}"
+        )
         entries.append('"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"')
     return f"static const char* const tc_sites[] = {{{', '.join(entries)}}};\n"
 

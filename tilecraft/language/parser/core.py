@@ -21,6 +21,7 @@ from tilecraft.ir.expr import Expr, Var
 from tilecraft.ir.function import WORKSPACE_ATTR, PrimFunc
 from tilecraft.ir.visitor import substitute, walk
 from tilecraft.language import builder as B
+from tilecraft.language.barriers import WarpGroups
 from tilecraft.language.kernel import KernelSpec
 from tilecraft.language.loops import LoopSpec, PersistentSpec, python_range
 from tilecraft.language.parser.evaluator import Evaluator, is_ir, truth
@@ -456,7 +457,9 @@ class Parser:
             span = self.span(node)
             self.items.append(_Wrapper(lambda body, b=new, sp=span: S.Allocate(b, body, span=sp)))
             init = self.builder.inits.pop(buf, None)
-            if init is not None:
+            if callable(init):  # a statement made for the allocated buffer (T.alloc_barrier's counts)
+                self.items.append(init(new, span))
+            elif init is not None:
                 self.items.append(S.BufferStore(new, init, (E.const(0),), span=span))
             if named is not None and named[0] is buf:
                 self.scope.names[name] = new
@@ -605,6 +608,12 @@ class Parser:
             raise self.error(node, "a kernel `with` statement takes exactly one T.Kernel(...)")
         item = node.items[0]
         spec = self.evaluator.eval(item.context_expr)
+        if isinstance(spec, WarpGroups):
+            if item.optional_vars is not None:
+                raise self.error(item.optional_vars, "`with T.ws(...)` binds no name")
+            body = self._block(node.body, "ir_branch")
+            self.items.append(S.IfThenElse(spec.condition, body, span=self.span(node)))
+            return
         if not isinstance(spec, KernelSpec):
             raise self.error(
                 item.context_expr, f"`with` in a kernel needs T.Kernel(...), got {type(spec).__name__}"
