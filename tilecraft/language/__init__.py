@@ -138,8 +138,11 @@ from tilecraft.language.barriers import (  # noqa: E402
 )
 from tilecraft.language.im2col import c2d_im2col, im2col  # noqa: E402
 from tilecraft.language.kernel import (  # noqa: E402
+    annotate_consumer_reg_alloc,
+    annotate_producer_reg_dealloc,
     disable_warp_group_reg_alloc,
     no_set_max_nreg,
+    set_max_nreg,
     thread_binding,
 )
 from tilecraft.language.math import clamp  # noqa: E402
@@ -147,6 +150,9 @@ from tilecraft.language.types import FragmentBuffer, LocalBuffer, SharedBuffer  
 
 __all__ += [
     "alloc_barrier",
+    "annotate_consumer_reg_alloc",
+    "annotate_producer_reg_dealloc",
+    "set_max_nreg",
     "barrier_arrive",
     "barrier_wait",
     "mbarrier_arrive",
