@@ -83,8 +83,9 @@ def test_language_errors_are_located():
 
         @T.prim_func
         def late(A: T.Tensor((4,), T.float32)):
-            with T.Kernel(1, threads=256), T.ws(2):
-                A[0] = 1.0
+            with T.Kernel(1, threads=256):  # noqa: SIM117 - a kernel `with` takes one T.Kernel
+                with T.ws(2):
+                    A[0] = 1.0
 
     with pytest.raises(ParseError, match=r"T.tma_copy from global to shared memory needs barrier="):
 

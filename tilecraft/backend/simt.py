@@ -49,7 +49,7 @@ class SimtTarget:
       no such instruction or does not use it: cross-thread reductions then go through shared memory.
     * `reduce_group`: a whole-group reduction instruction, used when a reduction's partners are every
       lane of the group (needs `exchange`), or None.
-    * `partial_barrier`: a barrier among some of a block's threads (CUDA's numbered `bar.sync`), which the
+    * `partial_barrier`: a barrier among some of a block's threads (a numbered hardware barrier), which the
       code of a branch on the thread index (`if T.get_thread_binding() < 32:`) needs around its shared
       memory; None when the target has none (such code is then an error where it needs a barrier).
     """

@@ -390,8 +390,8 @@ class CFamilyPrinter:
     def _no_mbarriers(self) -> None:
         self.fail(
             f"mbarriers (T.alloc_barrier, T.barrier_wait, T.barrier_arrive) are not supported on {self.target_name}",
-            "they run on CUDA sm_90 and on the CPU target; elsewhere hand tiles between thread groups through "
-            "shared memory and T.sync_threads()",
+            "hand tiles between thread groups through shared memory and T.sync_threads() (docs/language.md, "
+            "'Warp specialization', lists the targets that run mbarriers)",
         )
 
     def block(self, s: S.Stmt | None) -> None:

@@ -16,10 +16,10 @@ class BaseTemplate:
     _func: Any = None
 
     def with_arch(self, arch: TileDevice) -> BaseTemplate:
-        """Recommend tilings for `arch` (`CUDA("cuda")`, `CDNA("hip")`, ...); returns the template."""
+        """Recommend tilings for `arch` (a device model of tilecraft.carver.arch); returns the template."""
         if not isinstance(arch, TileDevice):
             raise TypeError(
-                f"with_arch takes a device model from tilecraft.carver.arch (CUDA(target), CDNA(target)), "
+                f"with_arch takes a device model from tilecraft.carver.arch (a TileDevice built from a target), "
                 f"got {type(arch).__name__}"
             )
         self._arch = arch
@@ -36,8 +36,8 @@ class BaseTemplate:
         """The `topk` best tilings for the template's device, best first."""
         if self._arch is None:
             raise ValueError(
-                f"{type(self).__name__} has no device: call .with_arch(CUDA(target)) (or another model "
-                "of tilecraft.carver.arch) before recommend_hints"
+                f"{type(self).__name__} has no device: call .with_arch(model) with a device model of "
+                "tilecraft.carver.arch, built from the target, before recommend_hints"
             )
         if isinstance(topk, bool) or not isinstance(topk, int) or topk < 1:
             raise ValueError(f"topk must be a positive int, got {topk!r}")
