@@ -44,6 +44,25 @@ def test_disable_warp_group_reg_alloc_leaves_the_kernel_unchanged():
     assert T.no_set_max_nreg is T.disable_warp_group_reg_alloc
 
 
+def test_register_hints_of_warp_specialized_kernels_change_nothing():
+    @T.prim_func
+    def hinted(A: T.Tensor((37,), T.float32), B: T.Tensor((37,), T.float32)):
+        with T.Kernel(1, threads=32):
+            T.annotate_producer_reg_dealloc()
+            T.annotate_consumer_reg_alloc(232)
+            T.set_max_nreg(240, 1)
+            for i in T.Parallel(37):
+                B[i] = A[i] * 3.0
+
+    assert hinted.script().replace("def hinted", "def scale") == _scale(False).script()
+    with pytest.raises(tilecraft.errors.TilecraftError, match=r"a register count is an int from 24 to 256"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((4,), T.float32)):
+            with T.Kernel(1, threads=32):
+                T.set_max_nreg(1000, 1)
+
+
 def test_disable_warp_group_reg_alloc_runs_on_the_cpu():
     a = np.random.default_rng(0).standard_normal(37).astype(np.float32)
     b = np.zeros_like(a)

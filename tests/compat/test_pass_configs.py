@@ -78,6 +78,26 @@ def test_examples_keys_exist_with_tilelangs_strings():
         assert str(getattr(K, name)) == value and f"{getattr(K, name)}" == value
 
 
+def test_the_enum_is_at_tilelangs_transform_paths():
+    """`from tilelang.transform import PassConfigKey` (TileLang's autotune example) and the module TileLang
+    defines it in both give tilecraft's enum."""
+    from tilecraft.compat import hook
+
+    hook.install()
+    try:
+        import tilelang
+        import tilelang.transform.pass_config
+        from tilelang.transform import PassConfigKey
+
+        assert PassConfigKey is K is tilelang.transform.PassConfigKey
+        assert tilelang.transform.pass_config.PassConfigKey is K
+    finally:
+        hook.uninstall()
+    import tilecraft.transform
+
+    assert tilecraft.transform.PassConfigKey is K
+
+
 def test_every_key_of_tilelangs_pass_config_exists():
     """Checked against TileLang's own file where its repository is at hand."""
     if not TILELANG_MIRROR.exists():

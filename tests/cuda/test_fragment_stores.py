@@ -65,3 +65,20 @@ def test_a_store_of_a_cast_to_the_buffers_16_bit_type_converts_once():
         kernel = source[source.rindex("narrow") :]  # the kernel, past the header's helpers
         assert "tc_round_f16" not in kernel and "tc_round_bf16" not in kernel, kernel
         assert "tc_f2h(" in kernel and "tc_f2bf(" in kernel
+
+
+def test_a_buffer_written_only_by_vector_stores_is_not_declared_const():
+    """A fragment copied out in whole 8-byte runs writes its destination only through vector stores; the
+    parameter was declared `const T* __restrict__`, which lets the compiler assume it is never written."""
+    import tilecraft.language as T
+
+    @T.prim_func
+    def out(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "bfloat16")):
+        with T.Kernel(1, threads=64):
+            f = T.alloc_fragment((256,), "float32")
+            T.copy(A, f)
+            T.copy(f, B)
+
+    kernel = _source(out).split('extern "C"')[-1]
+    assert "*(uint2*)(B + " in kernel and "B[" not in kernel
+    assert "const float* __restrict__ A_arg, uint16_t* __restrict__ B_arg" in kernel

@@ -201,7 +201,7 @@ def odd_epilogues(A: T.Tensor((256, 128), "float16"), B: T.Tensor((256, 128), "f
             S_h[i, j] = A[bx * 128 + i, j]
         T.copy(S_h, B[bx * 128, 0])  # converted: the threads' stores
         T.copy(S_h[0:64, :], C[bx * 128, 0])  # part of the tile
-        if tx < 64:
+        if tx < bx * 64 + 64:  # (a condition on the thread index alone would make a thread group)
             T.copy(S_h, C[bx * 128, 0])  # under a condition on the thread index
 
 

@@ -326,6 +326,27 @@ def case_allocations():
 
 
 @case
+def case_mbarriers():
+    @T.prim_func
+    def mbarriers(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=256):
+            tile = T.alloc_shared((128,), "float32")
+            one = T.alloc_barrier(128)
+            ring = T.alloc_barrier([128, 128])
+            for k in T.serial(4):
+                with T.ws(0):
+                    T.barrier_wait(ring[k % 2], k // 2 % 2 ^ 1)
+                    T.tma_copy(A, tile, barrier=one)
+                    T.mbarrier_arrive_expect_tx(one, 512)
+                with T.ws(1):
+                    T.mbarrier_wait_parity(one, k % 2)
+                    T.copy(tile, B)
+                    T.barrier_arrive(ring[k % 2])
+
+    return mbarriers
+
+
+@case
 def case_kernel_launches():
     @T.prim_func
     def kernel_launches(A: T.Tensor((64, 64), "float32"), n: T.int32):

@@ -433,7 +433,8 @@ def allocation_outside_a_kernel():
 # ---------------------------------------------------------------------------------- memory and indices
 
 
-@case(ParseError, r"T.alloc_shared needs a static positive shape, got n", hint=r"T.const or a Python int")
+@case(ParseError, r"T.alloc_shared needs a static positive shape, got n: n is known only at run time",
+      hint=r"T.const or a Python int")  # fmt: skip
 def allocation_with_a_symbolic_shape():
     @T.prim_func
     def k(A: T.Tensor((16,), "float32"), n: T.int32):

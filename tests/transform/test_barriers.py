@@ -153,6 +153,7 @@ def test_accesses_look_at_each_statement_once_however_deep_the_loops():
     # The analysis asks about every loop and each body twice; a walk per question grew with
     # size x depth (the split persistent GEMM's lowering spent 0.25 s in two such passes).
     from tilecraft.ir import dtype as dt
+    from tilecraft.ir import expr as E
     from tilecraft.ir import stmt as S
     from tilecraft.ir.buffer import Buffer
     from tilecraft.transform.simt.barriers import Accesses, Barriers, State
@@ -165,6 +166,7 @@ def test_accesses_look_at_each_statement_once_however_deep_the_loops():
             seen.append(id(node))
 
     nest = _nest(6, tile)
-    Barriers((), count).run(nest, State())
+    launch = S.KernelLaunch((E.const(1),), (32,), (), (), nest)
+    Barriers(launch, count).run(nest, State())
     assert seen and len(seen) == len(set(seen)), f"{len(seen)} looks at {len(set(seen))} statements"
     assert Accesses(set())(nest) == ({id(tile)}, {id(tile)})

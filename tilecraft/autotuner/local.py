@@ -14,6 +14,7 @@ there is one, then scored as crashed or timed out.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import time
 import warnings
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from tilecraft.autotuner import executor as executors
 from tilecraft.autotuner.executor import CompileOutcome, Executor, worker_context
+from tilecraft.autotuner.main_module import RefersToMain, dumps_without_main, hidden_main, reimports_safely
 from tilecraft.autotuner.measure import Measured
 from tilecraft.autotuner.progress import say
 from tilecraft.autotuner.result import COMPILE_FAILED, CRASHED, OK, TIMEOUT, AutotuneError
@@ -70,9 +72,9 @@ BENCH_CRASH_MESSAGE = (
     "measured again on another worker; tune with workers=0 to see the crash in this process"
 )
 _START_MESSAGE = (
-    "a worker process exited while starting. Worker processes are started with Python's 'spawn' "
-    "method, which imports the main script again: if the script tunes (or does other work) when imported, "
-    "put that code under `if __name__ == '__main__':`; or tune with workers=0 (compile in this process)"
+    "a worker process exited while starting (its traceback is printed above). Worker processes are started "
+    "with Python's 'spawn' method, which imports the main script again, and the script's top level failed "
+    "there: put that code under `if __name__ == '__main__':`; or tune with workers=0 (compile in this process)"
 )
 START_LIMIT = 120.0  # seconds a worker may take to start (import numpy and tilecraft) on a loaded machine
 BENCH_SLACK = 2.0  # seconds past twice the timeout before a measurement counts as hung
@@ -92,11 +94,12 @@ class Slot:
     """
 
     def __init__(self, context: Any, where: WorkerContext, environment: Mapping[str, str] | None = None,
-                 label: str = "") -> None:  # fmt: skip
+                 label: str = "", hide_main: bool = False) -> None:  # fmt: skip
         self._context = context
         self._where = where
         self._environment = dict(environment or {})
         self.label = label
+        self._hide_main = hide_main  # start the worker without the main script (main_module.py)
         self._pool: futures.ProcessPoolExecutor | None = None
         self._ready: futures.Future | None = None
         self._ready_at = 0.0
@@ -105,13 +108,15 @@ class Slot:
         self.submitted = 0.0
 
     def start(self, job: CompileJob, fn: Callable[..., Any], *args: Any) -> None:
-        if self._pool is None:
-            self._pool = futures.ProcessPoolExecutor(max_workers=1, mp_context=self._context, initializer=pin,
-                                                     initargs=(self._environment,))  # fmt: skip
-            self._ready = self._pool.submit(ready, self._where)
-            self._ready.add_done_callback(self._mark_ready)
-        self.job, self.submitted = job, time.perf_counter()
-        self.future = self._pool.submit(fn, *args)
+        # the process starts in the first submit (spawn reads __main__ then)
+        with hidden_main() if self._hide_main else contextlib.nullcontext():
+            if self._pool is None:
+                self._pool = futures.ProcessPoolExecutor(max_workers=1, mp_context=self._context, initializer=pin,
+                                                         initargs=(self._environment,))  # fmt: skip
+                self._ready = self._pool.submit(ready, self._where)
+                self._ready.add_done_callback(self._mark_ready)
+            self.job, self.submitted = job, time.perf_counter()
+            self.future = self._pool.submit(fn, *args)
 
     def _mark_ready(self, future: futures.Future) -> None:
         self._ready_at = time.perf_counter()
@@ -199,6 +204,9 @@ class LocalProcessExecutor(Executor):
         self.measure_in_workers = measure_in_workers
         self.verbose = verbose
         self._context = multiprocessing.get_context("spawn")
+        # A plain script (tuning outside `if __name__ == "__main__":`) would tune again in every worker
+        # that imports it: its workers start without it (main_module.py).
+        self._hide_main = not reimports_safely()
 
     # ------------------------------------------------------------------ compiling
 
@@ -207,11 +215,14 @@ class LocalProcessExecutor(Executor):
         where = worker_context(ctx)
         queue = deque(jobs)
         tries: dict[int, int] = {}
-        slots = [Slot(self._context, where) for _ in range(min(self.workers, len(jobs)))]
+        slots = [
+            Slot(self._context, where, hide_main=self._hide_main) for _ in range(min(self.workers, len(jobs)))
+        ]
         try:
             while queue or any(s.job is not None for s in slots):
                 for slot in slots:
-                    if slot.job is None and queue:
+                    # the others start once the first is up, so a worker that cannot start fails once
+                    if slot.job is None and queue and (slot is slots[0] or slots[0].started()):
                         job = queue.popleft()
                         slot.start(job, build, job, where)
                 wait_any(slots, timeout)
@@ -257,9 +268,7 @@ class LocalProcessExecutor(Executor):
             return None
         return CompileOutcome(job.index, status, 0.0, message)
 
-    def benchmark(
-        self, job: CompileJob, ctx: BackendContext, measure: Callable[[Kernel], Any]
-    ) -> Any:
+    def benchmark(self, job: CompileJob, ctx: BackendContext, measure: Callable[[Kernel], Any]) -> Any:
         return measure(executors.compile_here(job, ctx))
 
     # ------------------------------------------------------------------ measuring
@@ -272,7 +281,8 @@ class LocalProcessExecutor(Executor):
             return
         devices = ctx.execution_backend().benchmark_devices(ctx.target)
         where = worker_context(ctx)
-        slots = [Slot(self._context, where, d.environment, f"device {i}") for i, d in enumerate(devices)]
+        slots = [Slot(self._context, where, d.environment, f"device {i}", self._hide_main)
+                 for i, d in enumerate(devices)]  # fmt: skip
         slots = slots[: max(1, min(len(slots), len(jobs)))]
         if self.verbose:
             say(f"autotune: measuring on {len(slots)} benchmark worker(s): {devices[0].name}")
@@ -283,6 +293,17 @@ class LocalProcessExecutor(Executor):
                 slot.close()
 
     def _portable(self, measurement: Measurement) -> bytes | None:
+        if self._hide_main:
+            try:
+                return measurement.portable(dumps_without_main)
+            except RefersToMain as err:
+                # workers started without the main script cannot load its ref_prog: measured here
+                if self.verbose:
+                    say(f"autotune: the profile options cannot go to a benchmark worker ({err}), so "
+                        "candidates are measured in the tuning process")  # fmt: skip
+                return None
+            except Exception:  # noqa: BLE001, S110 - what cannot be pickled at all is reported below
+                pass
         try:
             return measurement.portable()
         except Exception as err:  # noqa: BLE001 - pickle raises several types for what cannot travel

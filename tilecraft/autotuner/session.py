@@ -24,7 +24,13 @@ from tilecraft.autotuner.configs import (
     resolve_configs,
 )
 from tilecraft.autotuner.dblink import DatabaseLink, database_path
-from tilecraft.autotuner.executor import CompileOutcome, Executor, compile_here, default_executor
+from tilecraft.autotuner.executor import (
+    CompileOutcome,
+    Executor,
+    WorkerStartError,
+    compile_here,
+    default_executor,
+)
 from tilecraft.autotuner.measure import Measured, Measurement
 from tilecraft.autotuner.progress import Progress, say
 from tilecraft.autotuner.result import (
@@ -103,6 +109,9 @@ class Session:
         self.link = DatabaseLink.open(self, path) if path is not None else None
         try:
             return self._run()
+        except WorkerStartError as err:
+            # the cause is in the workers and the fix in the user's script: no trace through the tuner
+            raise err.with_traceback(None) from None
         finally:
             if self.link is not None:
                 self.link.close()

@@ -19,6 +19,8 @@ from tilecraft.errors import BackendError
 if TYPE_CHECKING:
     from tilecraft.backend.target import Target
     from tilecraft.ir.expr import Expr
+    from tilecraft.ir.stmt import Stmt
+    from tilecraft.transform.thread_groups import ThreadGroup
 
 # (value, mask) -> the value `value` has in the lane whose index is this lane's XOR `mask`; every lane
 # of the thread group runs it together. `mask` is a power of two below the group width.
@@ -27,6 +29,10 @@ LaneExchange = Callable[["Expr", int], "Expr"]
 # every lane receives (a SIMD-group or wave reduction instruction); None where the target has no such
 # instruction for that kind or dtype, and the lanes exchange values bit by bit instead.
 GroupReduction = Callable[[str, "Expr"], "Expr | None"]
+# (threads, index) -> a barrier among the threads of one part of a block only (`threads`: a ThreadGroup of
+# whole thread groups running a branch on the thread index, transform/thread_groups.py; `index` numbers the
+# kernel's distinct parts from 0, for targets whose partial barriers are numbered).
+PartialBarrier = Callable[["ThreadGroup", int], "Stmt"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,9 @@ class SimtTarget:
       no such instruction or does not use it: cross-thread reductions then go through shared memory.
     * `reduce_group`: a whole-group reduction instruction, used when a reduction's partners are every
       lane of the group (needs `exchange`), or None.
+    * `partial_barrier`: a barrier among some of a block's threads (a numbered hardware barrier), which the
+      code of a branch on the thread index (`if T.get_thread_binding() < 32:`) needs around its shared
+      memory; None when the target has none (such code is then an error where it needs a barrier).
     """
 
     width: int
@@ -50,6 +59,7 @@ class SimtTarget:
     vector_bytes: int
     exchange: LaneExchange | None = None
     reduce_group: GroupReduction | None = None
+    partial_barrier: PartialBarrier | None = None
 
     def __post_init__(self) -> None:
         for name in ("width", "max_threads", "vector_bytes"):
@@ -65,6 +75,10 @@ class SimtTarget:
             raise BackendError(
                 "SimtTarget.exchange must be a callable (value, mask) -> value, or None for targets that "
                 "reduce across threads through shared memory"
+            )
+        if self.partial_barrier is not None and not callable(self.partial_barrier):
+            raise BackendError(
+                "SimtTarget.partial_barrier must be a callable (threads, index) -> statement, or None"
             )
         if self.reduce_group is not None and (self.exchange is None or not callable(self.reduce_group)):
             raise BackendError(

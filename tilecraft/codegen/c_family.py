@@ -103,16 +103,20 @@ def value_type(dtype: DataType) -> str:
 
 @dataclass
 class BoundsSite:
-    """A checked buffer access, reported when it goes out of bounds."""
+    """A checked buffer access, reported when it goes out of bounds; or, with `message`, a check the
+    kernel made that failed (the CPU's CheckFailed), reported as that message."""
 
     buffer: str
     span: Span | None
+    message: str | None = None
 
     def describe(self) -> str:
-        """`buffer X at file:line:col: the source line`, as an out-of-bounds report names it."""
+        """`buffer X at file:line:col: the source line`, as an out-of-bounds report names it; a failed
+        check's message in its place, marked with a leading "!" for the execution backend."""
         where = f" at {self.span}" if self.span else ""
         line = self.span.source_line() if self.span else None
-        return f"buffer {self.buffer}{where}" + (f": {line.strip()}" if line else "")
+        text = f"{where}" + (f": {line.strip()}" if line else "")
+        return f"buffer {self.buffer}{text}" if self.message is None else f"!{self.message}{text}"
 
 
 class CFamilyPrinter:
@@ -428,6 +432,19 @@ class CFamilyPrinter:
             self.fail(f"the code generator for {self.target_name} cannot print {type(s).__name__}")
         method(s)
         self.span = saved
+
+    def _s_BarrierInit(self, s: S.BarrierInit) -> None:
+        self._no_mbarriers()
+
+    def _s_Mbarrier(self, s: S.Mbarrier) -> None:
+        self._no_mbarriers()
+
+    def _no_mbarriers(self) -> None:
+        self.fail(
+            f"mbarriers (T.alloc_barrier, T.barrier_wait, T.barrier_arrive) are not supported on {self.target_name}",
+            "hand tiles between thread groups through shared memory and T.sync_threads() (docs/language.md, "
+            "'Warp specialization', lists the targets that run mbarriers)",
+        )
 
     def block(self, s: S.Stmt | None) -> None:
         self.indent += 1

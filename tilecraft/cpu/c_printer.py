@@ -8,7 +8,7 @@ bad one is recorded with its kernel line.
 from __future__ import annotations
 
 from tilecraft.codegen.c_family import BoundsSite, CFamilyPrinter, value_type
-from tilecraft.cpu.ir import MatmulCall
+from tilecraft.cpu.ir import CheckFailed, MatmulCall
 from tilecraft.cpu.storage import SCRATCH_SCOPES
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
@@ -86,6 +86,11 @@ class CPrinter(CFamilyPrinter):
 
     def arena_pointer(self, buf: Buffer, ctype: str, offset: int) -> str:
         return f"{ctype}* const {self.name(buf)} = ({ctype}*)(tc_scratch + {offset});"
+
+    def _s_CheckFailed(self, s: CheckFailed) -> None:
+        # records the site as the call's failure, through the same slot as an out-of-bounds access
+        self.sites.append(BoundsSite("", s.span or self.span, s.message))
+        self.line(f"(void)tc_in_bounds(0, 0, {len(self.sites)});")
 
     def _s_MatmulCall(self, s: MatmulCall) -> None:
         suffix = "f64" if s.c.dtype == dt.float64 else "f32"

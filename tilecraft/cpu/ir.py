@@ -26,3 +26,11 @@ class MatmulCall(Stmt):
     m: int
     n: int
     k: int
+
+
+@node
+class CheckFailed(Stmt):
+    """A check the kernel makes at run time has failed: the call records `message` (with the statement's
+    line) and raises once the kernel returns; the block goes on."""
+
+    message: str

@@ -7,6 +7,7 @@ from tilecraft.cpu.op import OP_TABLE
 from tilecraft.cpu.storage import plan_block_storage
 from tilecraft.cpu.target import KIND
 from tilecraft.cpu.transform.block_model import apply_block_model, check_block_model, run_thread_groups
+from tilecraft.cpu.transform.mbarriers import emulate_mbarriers
 from tilecraft.transform.bounds_checks import BOUNDS_CHECK, mark_bounds_checks  # noqa: F401 - BOUNDS_CHECK re-exported
 from tilecraft.transform.buffer_views import lower_buffer_views
 from tilecraft.transform.guard_accesses import guard_accesses
@@ -19,6 +20,7 @@ from tilecraft.transform.widen import widen_index_arithmetic
 PIPELINE = PassPipeline(
     KIND,
     (
+        emulate_mbarriers,  # T.alloc_barrier's mbarriers: counters that program order must satisfy
         run_thread_groups,  # `if thread index < c: A else: B` (thread groups): A then B
         check_block_model,  # reject other thread-index code: a block runs as one thread
         apply_block_model,  # drop rasterization hints, serialize T.Pipelined, barriers are no-ops

@@ -98,6 +98,7 @@ class CUDA(TileDevice):
         self.max_smem_usage = 2 * self.smem_cap
         self.l2_cache_size_bytes = reference.l2_cache_size_bytes if reference else 0
         self.transaction_size = [32, 128]
+        self.pipeline_stages = 2 if cap >= (8, 0) else 1  # cp.async (sm_80+) overlaps copies with mma
         if reference is not None:
             self.peak_tflops = round(reference.peak_tflops(sm_count), 1)
             self.memory_bandwidth_GBps = reference.memory_bandwidth_GBps

@@ -158,9 +158,9 @@ def _declare_barriers(printer: CudaPrinter, rings: dict[int, tuple[int, int]], p
 
 
 def _written(func: PrimFunc) -> set[int]:
-    from tilecraft.cuda.ir import AsyncCopy, TmaStore, VectorCopy, VectorZero
+    from tilecraft.cuda.ir import AsyncCopy, StMatrix, TmaStore, VectorCopy, VectorStore, VectorZero
 
-    return written_buffers(func, AsyncCopy, VectorCopy, VectorZero, TmaStore)
+    return written_buffers(func, AsyncCopy, VectorCopy, VectorZero, VectorStore, StMatrix, TmaStore)
 
 
 def _param(printer: CudaPrinter, p: Buffer | Var, written: set[int]) -> str:

@@ -45,6 +45,9 @@ class GemmCall(Stmt):
     # "wgmma" only: wgmma groups left in flight when the call returns (1 inside a pipelined k loop whose
     # stages are retired by the next call; WgmmaWait after the loop completes the last one)
     wait: int = 0
+    # mma.sync variants: the thread's warp within the thread group running the gemm, when that group is
+    # not the whole block (a branch on the thread index); None: threadIdx.x / 32
+    warp: Expr | None = None
 
     @property
     def float8_wgmma(self) -> bool:

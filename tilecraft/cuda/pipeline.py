@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from functools import partial
 
+from tilecraft import settings
 from tilecraft.backend.pipeline import PassPipeline, module_pass
 from tilecraft.cuda.intrinsics.simt import cuda_simt
 from tilecraft.cuda.ir import shared_accesses
@@ -37,6 +38,7 @@ from tilecraft.transform.simplify import simplify_pass
 from tilecraft.transform.simt.barriers import insert_barriers
 from tilecraft.transform.simt.lower_threads import lower_to_threads
 from tilecraft.transform.split_kernels import split_host_device_pass
+from tilecraft.transform.thread_groups import groups_of
 from tilecraft.transform.widen import widen_index_arithmetic
 
 
@@ -48,6 +50,8 @@ def _allows_wgmma(func: PrimFunc, ctx) -> bool:
     if not wgmma_enabled(ctx.target, ctx.pass_configs):
         return False
     for launch in (n for n in walk(func.body) if isinstance(n, S.KernelLaunch)):
+        if _split_into_groups(launch, ctx.target):
+            return False
         threads = math.prod(launch.threads)
         gemms = [op for op in walk(launch.body) if isinstance(op, S.Gemm)]
         for op in gemms:
@@ -57,6 +61,28 @@ def _allows_wgmma(func: PrimFunc, ctx) -> bool:
         if not _shared_operands_agree(gemms, threads, ctx.target):
             return False
     return True
+
+
+def _split_into_groups(launch: S.KernelLaunch, target) -> bool:
+    """Whether some tile-level code of the launch runs on only part of its threads (a branch on the thread
+    index, or a thread count that is not a power of two): the wgmma and TMA paths (warpgroup-wide
+    instructions, one elected issuer, mbarrier arrival counts of the whole block) are kept for kernels
+    whose tiles are the whole block's, and such kernels use mma.sync and cp.async."""
+    for _, group in groups_of(launch, cuda_simt(target).width, target):
+        if not group.whole or group.count != math.prod(launch.threads):
+            return True
+    return False
+
+
+def _note_groups(func: PrimFunc, ctx) -> None:
+    """The TILECRAFT_VERBOSE note of a kernel whose tiles run on part of its threads (no wgmma, no TMA)."""
+    if not wgmma_enabled(ctx.target, ctx.pass_configs):
+        return
+    for launch in (n for n in walk(func.body) if isinstance(n, S.KernelLaunch)):
+        if _split_into_groups(launch, ctx.target):
+            settings.verbose_note(launch.span, "the kernel's tiles run on part of its threads (a branch on "
+                                  "the thread index, or threads that are not a power of two): T.gemm uses "
+                                  "mma.sync and copies cp.async, not wgmma and TMA")  # fmt: skip
 
 
 def _shared_operands_agree(gemms: list[S.Gemm], threads: int, target) -> bool:
@@ -126,6 +152,7 @@ def cuda_infer_layouts(mod: IRModule, ctx) -> IRModule:
     and, on sm_90a, swizzled staging tiles of TMA stores."""
     out = []
     for f in mod.functions:
+        _note_groups(f, ctx)
         strict = _strict_layouts(f, _allows_wgmma(f, ctx), ctx)
         out.extend(infer_layouts(cuda_simt, strict)(mod.with_functions([f]), ctx).functions)
     return mod.with_functions(out)
@@ -174,7 +201,7 @@ PIPELINE = PassPipeline(
         widen_index_arithmetic,  # int64 where an index value may not fit its dtype
         place_tma_store_waits,  # the TMA store's issuer waits for its reads before the tile is rewritten / exit
         narrow_shared_scopes(),  # shared buffers in scope from first to last use, so later ones reuse bytes
-        insert_barriers(shared_accesses),  # __syncthreads between shared writes and other threads' reads
+        insert_barriers(shared_accesses, cuda_simt),  # barriers: shared writes / reads (bar.sync in groups)
         warp_specialize,  # a producer warpgroup issues the TMA loads of specialized pipelines (sm_90a)
         split_host_device_pass,  # one device kernel per T.Kernel, a host function that launches them
         plan_shared_memory,  # dynamic shared memory offsets with reuse, carried to codegen; launch sizes

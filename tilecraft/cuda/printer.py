@@ -33,6 +33,7 @@ from tilecraft.cuda.ir import (
 )
 from tilecraft.cuda.storage import SHARED_SCOPES
 from tilecraft.ir import expr as E
+from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 
 _VECTOR = {4: "uint32_t", 8: "uint2", 16: "uint4"}
@@ -110,6 +111,8 @@ class CudaPrinter(CFamilyPrinter):
         return f"{ctype}* __restrict__ {self.name(buf)} = ({ctype}*)(tc_smem + {offset});"
 
     def private_array(self, buf: Buffer, ctype: str) -> str:
+        if buf.scope == S.BARRIER_SCOPE:  # T.alloc_barrier: the block's mbarriers, in static shared memory
+            return f"__shared__ __align__(8) uint64_t {self.name(buf)}[{static_size(buf)}];"
         return f"{ctype} {self.name(buf)}[{static_size(buf)}] __attribute__((aligned(16)));"
 
     def _s_GemmCall(self, s: GemmCall) -> None:
@@ -133,11 +136,15 @@ class CudaPrinter(CFamilyPrinter):
         elif s.variant == "ss" and s.a.dtype.kind == "float8":
             formats = ", ".join(str(x.dtype.name == "float8_e5m2").lower() for x in (s.a, s.b))
             self.line(f"tc::gemm_ss_fp8<{dims}, {str(s.trans_a).lower()}, {str(s.trans_b).lower()}, {formats}>"
-                      f"({a}, {b}, {c});")  # fmt: skip
+                      f"({a}, {b}, {c}{self._warp(s)});")  # fmt: skip
         elif s.variant == "ss":
-            self.line(f"tc::gemm_ss<{dims}, {str(s.trans_a).lower()}, {flags}>({a}, {b}, {c});")
+            warp = self._warp(s)
+            self.line(f"tc::gemm_ss<{dims}, {str(s.trans_a).lower()}, {flags}>({a}, {b}, {c}{warp});")
         else:
-            self.line(f"tc::gemm_rs<{dims}, {flags}>((const uint32_t*){a}, {b}, {c});")
+            self.line(f"tc::gemm_rs<{dims}, {flags}>((const uint32_t*){a}, {b}, {c}{self._warp(s)});")
+
+    def _warp(self, s: GemmCall) -> str:
+        return "" if s.warp is None else f", {self.expr(E.convert(s.warp))}"
 
     def _s_AsyncCopy(self, s: AsyncCopy) -> None:
         fn = {16: "tc_cp_async16", 4: "tc_cp_async4"}[s.bytes]
@@ -232,6 +239,27 @@ class CudaPrinter(CFamilyPrinter):
 
     def _s_SetMaxNReg(self, s: SetMaxNReg) -> None:
         self.line(f"tc_setmaxnreg_{'inc' if s.increase else 'dec'}<{s.regs}>();")
+
+    # ------------------------------------------------------------------ T.alloc_barrier's mbarriers
+
+    def _s_BarrierInit(self, s: S.BarrierInit) -> None:
+        """One thread initializes the barriers; the fence makes them visible to the async proxy, and every
+        thread of the block waits for them (T.alloc_barrier stands at the kernel's top level)."""
+        name = self.name(s.barriers)
+        self.line("if (tc_leader()) {")
+        for k, count in enumerate(s.counts):
+            self.line(f"    tc_mbar_init(&{name}[{k}], {count}u);")
+        self.line("    tc_mbar_init_fence();")
+        self.line("}")
+        self.line("__syncthreads();")
+
+    def _s_Mbarrier(self, s: S.Mbarrier) -> None:
+        barrier = f"&{self.name(s.barriers)}[{self.expr(s.index)}]"
+        if s.op == "arrive":
+            self.line(f"tc_mbar_arrive({barrier});")
+        elif s.op == "wait":
+            self.line(f"tc_mbar_wait({barrier}, (uint32_t)({self.expr(s.value)}) & 1u);")
+        # expect_tx: tilecraft's T.tma_copy is complete when its threads go on, so no bytes are counted
 
     def _s_NamedBarrier(self, s: NamedBarrier) -> None:
         self.line(f"{self.fence}tc_named_barrier({s.barrier}, {s.threads});")

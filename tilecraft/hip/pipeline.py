@@ -14,7 +14,7 @@ import math
 from functools import partial
 
 from tilecraft.backend.pipeline import PassPipeline, module_pass
-from tilecraft.hip.intrinsics.simt import wavefronts
+from tilecraft.hip.intrinsics.simt import hip_simt, wavefronts
 from tilecraft.hip.ir import shared_accesses
 from tilecraft.hip.op import OP_TABLE
 from tilecraft.hip.op.gemm_plan import hip_strict_layouts
@@ -102,7 +102,7 @@ PIPELINE = PassPipeline(
         simplify_pass,  # fold the per-thread index arithmetic
         widen_index_arithmetic,  # int64 where an index value may not fit its dtype
         narrow_shared_scopes(),  # LDS buffers in scope from first to last use, so later ones reuse bytes
-        insert_barriers(shared_accesses),  # barriers between LDS writes and other work-items' reads
+        insert_barriers(shared_accesses, hip_simt),  # barriers between LDS writes and other work-items' reads
         split_host_device,  # one kernel per T.Kernel, a host function that launches them
         plan_lds,  # LDS offsets with reuse; launch sizes
     ),

@@ -8,7 +8,7 @@ from tilecraft.ir import expr as E
 from tilecraft.ir.dtype import DataType, int32
 from tilecraft.ir.expr import Expr, IRError, Node, node
 
-SCOPES = ("global", "shared", "shared.dyn", "local", "local.fragment", "local.var")
+SCOPES = ("global", "shared", "shared.dyn", "local", "local.fragment", "local.var", "shared.barrier")
 
 
 @node

@@ -331,6 +331,9 @@ class Printer:
     def _s_Allocate(self, s: S.Allocate) -> None:
         b = s.buffer
         fn = _ALLOC.get(b.scope, "alloc_local")
+        if b.scope == S.BARRIER_SCOPE:
+            self._barriers(s)
+            return
         if b.scope == "local.var":
             self.line(f"{self.name(b)} = T.alloc_var({dtype_str(b.dtype)})")
         else:
@@ -338,6 +341,28 @@ class Printer:
             scope = ', scope="shared"' if b.scope == "shared" else ""
             self.line(f"{self.name(b)} = T.{fn}({shape}, {dtype_str(b.dtype)}{scope})")
         self.stmt(s.body)
+
+    def _barriers(self, s: S.Allocate) -> None:
+        """`T.alloc_barrier(counts)` is the allocation and its BarrierInit, printed as one line."""
+        stmts = list(s.body.stmts) if isinstance(s.body, S.SeqStmt) else [s.body]
+        init = stmts[0] if stmts else None
+        if not isinstance(init, S.BarrierInit) or init.barriers is not s.buffer:
+            raise ValueError(f"barrier buffer {s.buffer.name} is allocated without its BarrierInit")
+        counts = list(init.counts)
+        self.line(f"{self.name(s.buffer)} = T.alloc_barrier({counts[0] if len(counts) == 1 else counts})")
+        self.stmt(S.seq(*stmts[1:]))
+
+    def _s_BarrierInit(self, s: S.BarrierInit) -> None:
+        raise ValueError(f"the BarrierInit of {s.barriers.name} has no surface form away from its allocation")
+
+    def _s_Mbarrier(self, s: S.Mbarrier) -> None:
+        barrier = f"{self.name(s.barriers)}[{self.expr(s.index)}]"
+        if s.op == "arrive":
+            self.line(f"T.mbarrier_arrive({barrier})")
+        elif s.op == "wait":
+            self.line(f"T.mbarrier_wait_parity({barrier}, {self.expr(s.value)})")
+        else:
+            self.line(f"T.mbarrier_expect_tx({barrier}, {self.expr(s.value)})")
 
     def _s_KernelLaunch(self, s: S.KernelLaunch) -> None:
         grid = ", ".join(self.expr(g) for g in s.grid)

@@ -227,6 +227,39 @@ class Print(Stmt):
     msg: str = ""
 
 
+# The scope of a `T.alloc_barrier` buffer: mbarriers (a phase counter each) that thread groups hand data
+# to one another by (TileLang's explicit warp specialization).
+BARRIER_SCOPE = "shared.barrier"
+
+
+@node
+class BarrierInit(Stmt):
+    """`T.alloc_barrier(counts)` where it is allocated: mbarrier k of `barriers` completes a phase after
+    `counts[k]` arrivals; its first phase has parity 0."""
+
+    barriers: Buffer
+    counts: tuple[int, ...]
+
+
+MBARRIER_OPS = ("arrive", "wait", "expect_tx")
+
+
+@node
+class Mbarrier(Stmt):
+    """What each thread running it does on mbarrier `index` of `barriers` (a BARRIER_SCOPE buffer):
+
+    * `arrive`: arrives once (a group of n threads running it makes n arrivals);
+    * `wait`: waits until the phase of parity `value` has completed (`value` 1 on a fresh barrier returns
+      at once: the phase before the first counts as completed);
+    * `expect_tx`: `value` bytes of asynchronous copies must land too before the phase completes.
+    """
+
+    op: str
+    barriers: Buffer
+    index: Expr
+    value: Expr | None = None
+
+
 def seq(*stmts: Stmt | None) -> Stmt:
     """A sequence with nested sequences flattened; a single statement is returned as is."""
     flat: list[Stmt] = []

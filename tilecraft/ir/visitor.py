@@ -218,6 +218,30 @@ class Substitute(Mutator):
     def mutate_Var(self, node: Var) -> Expr:
         return self.mapping.get(node, node)
 
+    def remap_buffer(self, buf: Buffer) -> Buffer:
+        """As the base class, and a shape dim left without variables is folded to its value: an
+        on-chip tile sized `block_q * heads` with `block_q = 128 // heads` is static once `heads` is
+        given (later passes need the number, not the arithmetic)."""
+        new = super().remap_buffer(buf)
+        if new is buf:
+            return buf
+        shape = tuple(_fold_constant(d) for d in new.shape)
+        if all(a is b for a, b in zip(shape, new.shape)):
+            return new
+        return dataclasses.replace(new, shape=shape)
+
+
+def _fold_constant(dim: Expr) -> Expr:
+    from tilecraft.ir.eval import evaluate
+    from tilecraft.ir.expr import IntImm, const
+
+    if isinstance(dim, IntImm) or not dim.dtype.is_integer or free_vars(dim):
+        return dim
+    try:
+        return const(int(evaluate(dim)), dim.dtype)
+    except (ValueError, ZeroDivisionError, ArithmeticError):
+        return dim  # left as written: the check that needs the number reports it
+
 
 def substitute(node: Any, mapping: dict[Var, Expr]) -> Any:
     if not mapping:

@@ -125,15 +125,45 @@ __all__ += ["parse_script"]
 # TileLang's names that need no backend support (docs/compat.md, "API surface").
 from tilecraft.ir.dtype import DataType as dtype  # noqa: E402
 from tilecraft.language.alloc import alloc_global  # noqa: E402
+from tilecraft.language.barriers import (  # noqa: E402
+    alloc_barrier,
+    barrier_arrive,
+    barrier_wait,
+    mbarrier_arrive,
+    mbarrier_arrive_expect_tx,
+    mbarrier_expect_tx,
+    mbarrier_wait_parity,
+    tma_copy,
+    ws,
+)
 from tilecraft.language.im2col import c2d_im2col, im2col  # noqa: E402
 from tilecraft.language.kernel import (  # noqa: E402
+    annotate_consumer_reg_alloc,
+    annotate_producer_reg_dealloc,
     disable_warp_group_reg_alloc,
     no_set_max_nreg,
+    set_max_nreg,
     thread_binding,
 )
 from tilecraft.language.math import clamp, reinterpret  # noqa: E402
+from tilecraft.language.types import FragmentBuffer, LocalBuffer, SharedBuffer  # noqa: E402
 
 __all__ += [
+    "alloc_barrier",
+    "annotate_consumer_reg_alloc",
+    "annotate_producer_reg_dealloc",
+    "set_max_nreg",
+    "barrier_arrive",
+    "barrier_wait",
+    "mbarrier_arrive",
+    "mbarrier_arrive_expect_tx",
+    "mbarrier_expect_tx",
+    "mbarrier_wait_parity",
+    "tma_copy",
+    "ws",
+    "FragmentBuffer",
+    "LocalBuffer",
+    "SharedBuffer",
     "alloc_global",
     "c2d_im2col",
     "clamp",

@@ -10,21 +10,41 @@ from tilecraft.language import builder
 
 
 def _static_shape(shape, what: str) -> tuple:
+    """The dims of an on-chip buffer: positive ints, or expressions of T.const symbols alone (names
+    bound to such expressions, `block_Q = 128 // heads`, stand for their values), which are static once
+    the call specializes the symbols."""
     shape = (shape,) if not isinstance(shape, (tuple, list)) else tuple(shape)
-    consts = {id(v) for v in builder.current(what).consts}
+    b = builder.current(what)
+    consts = {id(v) for v in b.consts}
     dims = []
     for s in shape:
         value = const_value(s)
         if isinstance(value, int) and value > 0:
             dims.append(convert(value))
-        elif isinstance(s, Expr) and value is None and all(id(v) in consts for v in free_vars(s)):
-            dims.append(s)  # a T.const symbol: static once the call specializes it
-        else:
-            raise builder.current(what).error(
-                f"{what} needs a static positive shape, got {s}",
-                hint="on-chip buffers are sized at compile time; use T.const or a Python int",
+            continue
+        if isinstance(s, Expr) and value is None:
+            (resolved,) = b.parser.without_lets((s,))
+            runtime = [v for v in free_vars(resolved) if id(v) not in consts]
+            if not runtime:
+                dims.append(resolved)  # static once the call specializes its T.const symbols
+                continue
+            raise b.error(
+                f"{what} needs a static positive shape, got {s}: {_runtime_names(runtime)} known only "
+                "at run time",
+                hint="on-chip buffers are sized at compile time; use T.const or a Python int, or a static "
+                "upper bound of the size (and guard the accesses past the actual size)",
             )
+        raise b.error(
+            f"{what} needs a static positive shape, got {s}",
+            hint="on-chip buffers are sized at compile time; use T.const or a Python int",
+        )
     return tuple(dims)
+
+
+def _runtime_names(variables) -> str:
+    """`n is` / `m, n are`: the symbols that make a shape dynamic."""
+    names = sorted({v.name for v in variables})
+    return f"{', '.join(names)} {'is' if len(names) == 1 else 'are'}"
 
 
 def _alloc(shape, dtype, scope: str, what: str) -> Buffer:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tilecraft.errors import ParseError
 from tilecraft.ir.buffer import Buffer
-from tilecraft.ir.expr import Expr, IRError, Var
+from tilecraft.ir.expr import IRError, Var
 from tilecraft.ir.span import Span
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ class Builder:
     span: Span | None = None
     kernels: list[KernelContext] = field(default_factory=list)
     pending_allocations: list[Buffer] = field(default_factory=list)
-    inits: dict[Buffer, Expr] = field(default_factory=dict)
+    inits: dict[Buffer, Any] = field(default_factory=dict)  # a value to store, or stmt maker (buffer, span)
     outputs: list[Buffer] = field(default_factory=list)
     workspaces: list[Buffer] = field(default_factory=list)
     consts: list[Var] = field(default_factory=list)

@@ -20,8 +20,14 @@ class KernelSpec:
     annotations: tuple[tuple[str, object], ...] = ()
 
 
-def Kernel(*grid, threads: int | tuple = 128, prelude=None, cluster_dims: int | tuple | list | None = None,  # noqa: N802
-           annotations: dict | None = None, **kwargs):
+def Kernel(
+    *grid,
+    threads: int | tuple = 128,
+    prelude=None,
+    cluster_dims: int | tuple | list | None = None,  # noqa: N802
+    annotations: dict | None = None,
+    **kwargs,
+):
     """A launch over a grid of up to three dims; each block runs `threads` threads (int or tuple).
 
     `cluster_dims` (TileLang's spelling; an int or up to three ints) groups the blocks into thread-block
@@ -73,7 +79,9 @@ def _cluster_dims(cluster_dims, grid: tuple[Expr, ...]) -> tuple[int, int, int] 
         return None
     given = list(cluster_dims) if isinstance(cluster_dims, (tuple, list)) else [cluster_dims]
     if not 1 <= len(given) <= 3 or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in given):
-        raise builder.error(f"T.Kernel cluster_dims must be a positive int or up to three of them, got {cluster_dims!r}")
+        raise builder.error(
+            f"T.Kernel cluster_dims must be a positive int or up to three of them, got {cluster_dims!r}"
+        )
     dims = (*given, *[1] * (3 - len(given)))
     if dims == (1, 1, 1):
         return None
@@ -174,6 +182,31 @@ def disable_warp_group_reg_alloc() -> None:
 
 
 no_set_max_nreg = disable_warp_group_reg_alloc
+
+
+def set_max_nreg(reg_count: int, is_inc: int) -> None:
+    """TileLang's `setmaxnreg` (the registers per thread of the warpgroup running it): accepted, with no
+    effect. It tunes register use between warpgroups of a warp-specialized kernel; the kernel computes
+    the same without it, and tilecraft reallocates only for its own producer warpgroup."""
+    _register_hint("T.set_max_nreg", reg_count)
+    if is_inc not in (0, 1, True, False):
+        raise builder.error(f"T.set_max_nreg: is_inc must be 0 or 1, got {is_inc!r}")
+
+
+def annotate_producer_reg_dealloc(reg_count: int = 24) -> None:
+    """TileLang's hint that a producer warpgroup gives registers back: accepted, with no effect."""
+    _register_hint("T.annotate_producer_reg_dealloc", reg_count)
+
+
+def annotate_consumer_reg_alloc(reg_count: int = 240) -> None:
+    """TileLang's hint that a consumer warpgroup takes more registers: accepted, with no effect."""
+    _register_hint("T.annotate_consumer_reg_alloc", reg_count)
+
+
+def _register_hint(what: str, reg_count) -> None:
+    builder.current(what).kernel(what)
+    if isinstance(reg_count, bool) or not isinstance(reg_count, int) or not 24 <= reg_count <= 256:
+        raise builder.error(f"{what}: a register count is an int from 24 to 256, got {reg_count!r}")
 
 
 def annotate_layout(layouts: dict):

@@ -88,6 +88,35 @@ def _subscripted(key) -> TensorType:
 Tensor = _TensorFactory()
 
 
+class _OnChipBufferType:
+    """`T.SharedBuffer(shape, dtype)` (or `[shape, dtype]`), `T.FragmentBuffer`, `T.LocalBuffer`:
+    TileLang's annotations of a macro parameter that receives an on-chip buffer. As in TileLang they
+    document the argument and change nothing: a macro binds its parameters to what the call passes
+    (the parser never reads a macro's annotations). A kernel's own parameters are global tensors, so
+    on a kernel parameter they are a located error (parser/core.py)."""
+
+    def __init__(self, name: str, scope: str) -> None:
+        self.name, self.scope = name, scope
+
+    def __call__(self, shape, dtype="float32", *_args, **_kwargs) -> TensorType | InvalidTensorType:
+        return _tensor_type(lambda: TensorType(_dims(shape), dt.as_dtype(dtype), scope=self.scope))
+
+    def __getitem__(self, key) -> TensorType | InvalidTensorType:
+        if not isinstance(key, tuple) or len(key) != 2:
+            return InvalidTensorType(IRError(f"write T.{self.name}[[M, N], dtype]"))
+        return self(*key)
+
+    def __repr__(self) -> str:
+        return f"T.{self.name}"
+
+
+SharedBuffer = _OnChipBufferType("SharedBuffer", "shared.dyn")
+FragmentBuffer = _OnChipBufferType("FragmentBuffer", "local.fragment")
+LocalBuffer = _OnChipBufferType("LocalBuffer", "local")
+
+ON_CHIP_ANNOTATIONS = {b.scope: b.name for b in (SharedBuffer, FragmentBuffer, LocalBuffer)}
+
+
 def StridedTensor(shape, strides, dtype="float32") -> TensorType:  # noqa: N802
     """A tensor parameter with explicit element strides (symbolic strides are bound per call)."""
     return _tensor_type(lambda: _strided(shape, strides, dtype))

@@ -51,6 +51,7 @@ from tilecraft.layout.tile import (
     widen,
     within,
 )
+from tilecraft.transform.thread_groups import ThreadGroup, block_group, groups_of
 
 FRAGMENT = "local.fragment"
 
@@ -64,6 +65,7 @@ class Nest:
     extents: tuple[int, ...]
     accesses: list[tuple[Buffer, tuple]] = field(default_factory=list)
     layout: TileLayout | None = None
+    threads: int = 0  # the threads of its thread group the layout spreads it over
 
 
 @dataclass
@@ -193,6 +195,9 @@ class Inference:
         self.strict = strict
         self.found = _Collect()
         self.found.visit(launch.body)
+        self.groups = _Groups(launch, simt.width, target)
+        for nest in self.found.nests:
+            nest.threads = self.groups.span(nest.outer)
         self.layouts: dict[int, Decision] = {}
         self.shared: dict[int, object] = {}
         self.shared_why: dict[int, tuple[str, object]] = {}
@@ -240,7 +245,7 @@ class Inference:
         for note in self.found.annotated:
             self.set(note.buffer, self._annotated(note), "T.annotate_layout", note.span)
         for op in self.found.ops:
-            for buf, layout, why in self.strict(op, self.threads, self.target) if self.strict else ():
+            for buf, layout, why in self.strict(op, self.groups.span(op), self.target) if self.strict else ():
                 if isinstance(layout, TileLayout):
                     self.set(buf, layout, why, op.span)
                 else:
@@ -265,12 +270,13 @@ class Inference:
                 target=self.target,
             ) from err
         used = linear.in_size("lane") * linear.in_size("warp")
-        if used != self.threads:
+        threads = self.groups.fragment_span(note.buffer)
+        if used != threads:
             raise LoweringError(
                 f"the T.Fragment annotated on {name} spreads it over {used} threads, but the kernel has "
-                f"{self.threads}",
+                f"{threads}",
                 note.span,
-                f"write the fragment for {self.threads} threads (replicate=... for threads that hold copies)",
+                f"write the fragment for {threads} threads (replicate=... for threads that hold copies)",
                 target=self.target,
             )
         return TileLayout(frag.shape, linear)
@@ -371,7 +377,7 @@ class Inference:
         for buf in self._free_in_order():
             self.set(
                 buf,
-                blocked_layout(static_shape(buf), self.threads, self.simt, buf.dtype),
+                blocked_layout(static_shape(buf), self.groups.fragment_span(buf), self.simt, buf.dtype),
                 "the default layout",
                 buf.span,
             )
@@ -379,7 +385,7 @@ class Inference:
         for nest in self.found.nests:
             if nest.layout is None:
                 dtype = _widest_access_dtype(nest)
-                nest.layout = blocked_layout(nest.extents, self.threads, self.simt, dtype)
+                nest.layout = blocked_layout(nest.extents, nest.threads, self.simt, dtype)
                 return True
         return False
 
@@ -476,20 +482,72 @@ class _Annotate(Mutator):
 
 
 def kernel_threads(launch: S.KernelLaunch, target, simt: SimtTarget) -> int:
-    """The block's thread count: one power of two, from one thread group to the target's maximum."""
+    """The block's thread count: one dimension, whole thread groups (warps), from one group to the target's
+    maximum. A count that is not a power of two (96) spreads block-wide tiles over the largest power of
+    two below it, the other threads mirroring some of those (transform/thread_groups.py)."""
     threads = 1
     for t in launch.threads:
         threads *= t
     low, high = simt.width, simt.max_threads
-    if len(launch.threads) != 1 or threads & (threads - 1) or not low <= threads <= high:
+    if len(launch.threads) != 1 or threads % low or not low <= threads <= high:
         raise LoweringError(
-            f"this target needs `threads` to be one power of two between {low} and {high}, "
-            f"got {launch.threads}",
+            f"this target needs `threads` to be one number of threads, a multiple of {low} between {low} "
+            f"and {high}, got {launch.threads}",
             launch.span,
-            "use threads=128 (or 64, 256, ...)",
+            f"use threads=128 (or another multiple of {low})",
             target=target,
         )
     return threads
+
+
+class _Groups:
+    """The thread group of every statement of a kernel, and of every fragment: the group of the code that
+    uses it, which must be one (a fragment lives in its group's registers)."""
+
+    def __init__(self, launch: S.KernelLaunch, width: int, target) -> None:
+        self.by_statement: dict[int, ThreadGroup] = {}
+        self.fragments: dict[int, tuple[ThreadGroup, S.Stmt]] = {}
+        for stmt, group in groups_of(launch, width, target):
+            self.by_statement[id(stmt)] = group
+            for buf in _fragments_used(stmt):
+                self._use(buf, group, stmt, target)
+        self.block = block_group(launch)
+
+    def _use(self, buf: Buffer, group: ThreadGroup, stmt: S.Stmt, target) -> None:
+        first = self.fragments.setdefault(id(buf), (group, stmt))
+        if first[0] != group:
+            where = f" (line {first[1].span.line})" if first[1].span else ""
+            raise LoweringError(
+                f"fragment {buf.name} is used by two thread groups: {first[0]}{where} and {group}; a fragment "
+                "lives in the registers of one group",
+                stmt.span,
+                "give each thread group its own fragments, and pass values between groups through shared memory",
+                target=target,
+            )
+
+    def span(self, stmt: S.Stmt) -> int:
+        """The threads tile layouts of the statement's group spread over."""
+        return self.by_statement.get(id(stmt), self.block).span
+
+    def fragment_span(self, buf: Buffer) -> int:
+        group = self.fragments.get(id(buf), (self.block, None))[0]
+        return group.span
+
+
+def _fragments_used(stmt: S.Stmt):
+    """The fragments a statement names in its own fields (a tile op's regions, a store's buffer, loads),
+    not in the statements it holds; an allocation is no use."""
+    if isinstance(stmt, S.Allocate):
+        return
+    for f in dataclasses.fields(stmt):
+        value = getattr(stmt, f.name)
+        if f.name == "span" or isinstance(value, S.Stmt):
+            continue
+        if isinstance(value, tuple) and any(isinstance(x, S.Stmt) for x in value):
+            continue
+        for n in _walk(value):
+            if isinstance(n, Buffer) and n.scope == FRAGMENT:
+                yield n
 
 
 class _PerKernel(Mutator):

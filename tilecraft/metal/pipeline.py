@@ -55,8 +55,8 @@ PIPELINE = PassPipeline(
         widen_index_arithmetic,  # int64 where an index value may not fit its dtype
         narrow_shared_scopes(),  # threadgroup buffers in scope from first to last use, so later ones reuse bytes
         insert_barriers(
-            shared_accesses
-        ),  # threadgroup_barrier between threadgroup writes and other threads' reads
+            shared_accesses, metal_simt
+        ),  # threadgroup_barrier between threadgroup writes and other threads' reads (none within a thread group)
         split_host_device,  # one kernel function per T.Kernel, a host function that launches them
         plan_threadgroup_memory,  # threadgroup memory offsets with reuse; launch sizes
     ),

@@ -36,7 +36,7 @@ PIPELINE = PassPipeline(
         simplify_pass,  # fold the per-thread index arithmetic
         widen_index_arithmetic,  # int64 where an index value may not fit its dtype
         narrow_shared_scopes(),  # local buffers in scope from first to last use, so later ones reuse bytes
-        insert_barriers(),  # barrier() between local-memory writes and other work-items' reads
+        insert_barriers(None, opencl_simt),  # barrier() between local writes and other work-items' reads
         split_host_device_pass,  # one __kernel per T.Kernel, a host function that launches them
         plan_local_memory,  # local memory offsets with reuse, carried to codegen; launch sizes
     ),

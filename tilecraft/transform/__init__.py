@@ -6,6 +6,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from tilecraft.transform.pass_config import PassConfigKey
+
 
 def simplify_prim_func(factory: Callable[..., Any]) -> Callable[..., Any]:
     """TileLang's decorator: the @T.prim_func that `factory` returns, with its index arithmetic
@@ -27,4 +29,4 @@ def simplify_prim_func(factory: Callable[..., Any]) -> Callable[..., Any]:
     return simplified
 
 
-__all__ = ["simplify_prim_func"]
+__all__ = ["PassConfigKey", "simplify_prim_func"]

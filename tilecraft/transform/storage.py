@@ -24,7 +24,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.host import KernelCall
-from tilecraft.ir.visitor import Mutator, Visitor, walk
+from tilecraft.ir.visitor import Mutator, Visitor, free_vars, walk
 
 STORAGE_ATTR = "tilecraft.arena_bytes"
 OFFSETS_ATTR = "tilecraft.arena_offsets"
@@ -61,6 +61,7 @@ class StoragePlan(Visitor):
         self.placements: list[tuple[str, int]] = []  # (buffer name, offset) in allocation order
         self.top = 0
         self.peak = 0
+        self.thread_vars: tuple = ()  # of the kernel being planned
 
     def visit_Allocate(self, s: S.Allocate) -> None:
         if s.buffer.scope not in self.scopes:
@@ -75,6 +76,25 @@ class StoragePlan(Visitor):
         self.peak = max(self.peak, self.top)
         self.visit(s.body)
         self.top = start
+
+    def visit_KernelLaunch(self, s: S.KernelLaunch) -> None:
+        saved, self.thread_vars = self.thread_vars, tuple(s.thread_vars)
+        self.generic_visit(s)
+        self.thread_vars = saved
+
+    def visit_IfThenElse(self, s: S.IfThenElse) -> None:
+        """The two sides of a branch on the thread index may run at once (thread groups: one group takes
+        each side), so the else side's buffers go above the then side's instead of reusing its bytes."""
+        threads = {id(v) for v in self.thread_vars}
+        if s.else_case is None or not any(id(v) in threads for v in free_vars(s.condition)):
+            self.generic_visit(s)
+            return
+        start = self.top
+        peak, self.peak = self.peak, start
+        self.visit(s.then_case)
+        self.top = self.peak
+        self.visit(s.else_case)
+        self.top, self.peak = start, max(peak, self.peak)
 
 
 def plan_storage(

@@ -46,7 +46,7 @@ PIPELINE = PassPipeline(
         lower_buffer_views,  # accesses through T.Tensor(shape, dtype, A.data) views address A
         simplify_pass,  # fold the per-thread index arithmetic
         narrow_shared_scopes(bindings=True),  # workgroup buffers in scope from first to last use, so later ones reuse words
-        insert_barriers(),  # workgroupBarrier between workgroup-memory writes and other invocations' reads
+        insert_barriers(None, webgpu_simt),  # workgroupBarrier between workgroup writes and others' reads
         split_host_device,  # one @compute entry point per T.Kernel, a host function that dispatches them
     ),
 )

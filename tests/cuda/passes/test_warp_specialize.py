@@ -37,7 +37,7 @@ def test_the_producer_loop_runs_on_one_thread_of_an_extra_warpgroup(target):
                 T.mbar_ring(ring=2, stages=2, arrivals=4)
                 for k in T.serial(2, annotations={'pipelined_buffers': (As, Bs)}):
                     T.mbar_wait(ring=1, stage=k % 2, parity=k // 2 % 2)
-                    T.gemm_call(variant='wgmma', a=As, b=Bs, c=Cf, m=64, n=64, k=64, warps_m=1, warps_n=1, trans_a=False, trans_b=False, bf16=False, a_offset=k % 2 * 4096 + 0, b_offset=k % 2 * 4096 + 0, atom_a=64, atom_b=64, wait=1)
+                    T.gemm_call(variant='wgmma', a=As, b=Bs, c=Cf, m=64, n=64, k=64, warps_m=1, warps_n=1, trans_a=False, trans_b=False, bf16=False, a_offset=k % 2 * 4096 + 0, b_offset=k % 2 * 4096 + 0, atom_a=64, atom_b=64, wait=1, warp=None)
                     if k > 0:
                         T.mbar_arrive(ring=2, stage=(k + 1) % 2, converge=False, cluster=0)
                 T.wgmma_wait(pending=0, c=(Cf,), keep=())

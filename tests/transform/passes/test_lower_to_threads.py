@@ -71,7 +71,7 @@ def test_a_gemm_is_one_call_on_the_tiles_and_its_accumulator_eight_registers(tar
                 T.vector_copy(dst=Bs, dst_offset=T.cast(0 + T.cast((c2 * 32 + tx) * 8 % 16, "int64") * 1 + T.cast((c2 * 32 + tx) * 8 // 16, "int64") * 16, "int32") ^ (T.cast(0 + T.cast((c2 * 32 + tx) * 8 % 16, "int64") * 1 + T.cast((c2 * 32 + tx) * 8 // 16, "int64") * 16, "int32") >> 6 & 7) << 3, src=B, src_offset=0 + T.cast((c2 * 32 + tx) * 8 % 16, "int64") * 1 + T.cast((c2 * 32 + tx) * 8 // 16, "int64") * 16, bytes=16)
             for r3 in T.serial(8, annotations={'unroll': True}):
                 Cf[r3] = 0.0
-            T.gemm_call(variant='ss', a=As, b=Bs, c=Cf, m=16, n=16, k=16, warps_m=1, warps_n=1, trans_a=False, trans_b=False, bf16=False, a_offset=0, b_offset=0, atom_a=0, atom_b=0, wait=0)
+            T.gemm_call(variant='ss', a=As, b=Bs, c=Cf, m=16, n=16, k=16, warps_m=1, warps_n=1, trans_a=False, trans_b=False, bf16=False, a_offset=0, b_offset=0, atom_a=0, atom_b=0, wait=0, warp=None)
             for r4 in T.serial(8, annotations={'unroll': True}):
                 C[(tx % 32 >> 2) + (r4 >> 1 & 1) * 8, (r4 & 1) + (tx % 32 & 3) * 2 + (r4 >> 2) * 8] = Cf[r4]
     """

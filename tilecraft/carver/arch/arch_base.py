@@ -26,6 +26,9 @@ class TileDevice:
         self.transaction_size: list[int] = [0, 0]  # bytes
         self.peak_tflops: float | None = None
         self.memory_bandwidth_GBps: float | None = None
+        # Shared-memory stages a pipeline of global -> shared copies uses to hide their latency: 2 where
+        # copies run asynchronously beside compute, 1 where a stage would only cost memory.
+        self.pipeline_stages: int = 1
 
     def get_avaliable_tensorintrin_shapes(self) -> list[list[int]]:  # TileLang's spelling
         raise NotImplementedError(f"{type(self).__name__} lists no tensor instruction shapes")

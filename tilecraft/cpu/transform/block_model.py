@@ -9,7 +9,8 @@ from tilecraft.errors import LoweringError
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
-from tilecraft.ir.visitor import Mutator, Visitor
+from tilecraft.ir.visitor import Mutator, Visitor, free_vars
+from tilecraft.transform.thread_groups import ThreadGroup, is_thread_condition, taking_threads
 
 
 class _ThreadUse(Visitor):
@@ -56,10 +57,6 @@ class _BlockModelCheck(Visitor):
         self.generic_visit(launch)
 
 
-_COMPARE = {E.LT: int.__lt__, E.LE: int.__le__, E.GT: int.__gt__, E.GE: int.__ge__, E.EQ: int.__eq__,
-            E.NE: int.__ne__}  # fmt: skip
-
-
 class _RunThreadGroups(Mutator):
     """`if T.get_thread_binding() < 32: A else: B` splits the block's threads into two groups, each running
     its branch as tile-level code (TileLang partitions the branch's T.Parallel loops over its group). The
@@ -89,21 +86,16 @@ class _RunThreadGroups(Mutator):
         return S.seq(s.then_case if then_taken else None, s.else_case if else_taken else None)
 
     def _branches_taken(self, cond: E.Expr) -> tuple[bool, bool] | None:
-        """Whether some thread takes the then / else branch, for `thread_var <op> constant`; else None."""
-        compare = _COMPARE.get(type(cond))
-        if compare is None:
+        """Whether some thread takes the then / else branch, for a condition on one thread index alone
+        (`tx < 32`, T.ws's `tx >= 128 and tx < 256`); else None."""
+        variables = free_vars(cond)
+        if len(variables) != 1 or id(variables[0]) not in self.extents:
             return None
-        a, b = cond.a, cond.b
-        if isinstance(b, E.Var) and id(b) in self.extents and isinstance(a, E.IntImm):
-            return self._split(lambda t: compare(a.value, t), self.extents[id(b)])
-        if isinstance(a, E.Var) and id(a) in self.extents and isinstance(b, E.IntImm):
-            return self._split(lambda t: compare(t, b.value), self.extents[id(a)])
-        return None
-
-    @staticmethod
-    def _split(holds, extent: int) -> tuple[bool, bool]:
-        results = {holds(t) for t in range(extent)}
-        return True in results, False in results
+        tid = variables[0]
+        if not is_thread_condition(cond, tid):
+            return None
+        taken, others = taking_threads(cond, tid, ThreadGroup(0, self.extents[id(tid)]))
+        return bool(taken), bool(others)
 
 
 @module_pass("run-thread-groups")

@@ -249,14 +249,15 @@ TC_DEVICE void load_b(const uint16_t* B, int kk, int n_base, int lane, uint32_t 
 
 // C += op(A) * op(B) for one block tile; A and B are 16-bit tiles in shared memory (swizzled, row-major
 // as stored: A is (M, K), or (K, M) when TRANS_A; B is (K, N), or (N, K) when TRANS_B); C is this
-// thread's accumulator fragment in the mma layout: warp w = wm * WARPS_N + wn owns rows
+// thread's accumulator fragment in the mma layout: warp w (the warp's index in the thread group running
+// the gemm: threadIdx.x / 32 for the whole block) = wm * WARPS_N + wn owns rows
 // [wm * WM, +WM) and cols [wn * WN, +WN); its register ((mi * (WN/8) + ni) * 4 + half * 2 + b) holds
 // row wm*WM + mi*16 + half*8 + lane/4, col wn*WN + ni*8 + (lane%4)*2 + b.
 template <int M, int N, int K, int WARPS_M, int WARPS_N, bool TRANS_A, bool TRANS_B, bool BF16>
-TC_DEVICE void gemm_ss(const uint16_t* A, const uint16_t* B, float* C) {
+TC_DEVICE void gemm_ss(const uint16_t* A, const uint16_t* B, float* C, int warp = threadIdx.x / 32) {
     constexpr int WM = M / WARPS_M, WN = N / WARPS_N, MT = WM / 16, NT = WN / 8;
     static_assert(WM % 16 == 0 && WN % 16 == 0 && K % 16 == 0, "gemm tile does not fit m16n8k16");
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
     const int wm = warp / WARPS_N, wn = warp % WARPS_N;
     // ldmatrix.x4 lane -> (row within 16, 8-column half) of the 16x16 source block it addresses
     const int lr = (lane % 8) + ((lane / 8) % 2) * 8, lc = (lane / 16) * 8;
@@ -286,10 +287,10 @@ TC_DEVICE void gemm_ss(const uint16_t* A, const uint16_t* B, float* C) {
 // As gemm_ss, with A already in registers in the mma A-operand layout (a register-resident operand such
 // as flash attention's P tile): A holds, for this thread, per (mi, k16 step) four 32-bit registers.
 template <int M, int N, int K, int WARPS_M, int WARPS_N, bool TRANS_B, bool BF16>
-TC_DEVICE void gemm_rs(const uint32_t* A, const uint16_t* B, float* C) {
+TC_DEVICE void gemm_rs(const uint32_t* A, const uint16_t* B, float* C, int warp = threadIdx.x / 32) {
     constexpr int WM = M / WARPS_M, WN = N / WARPS_N, MT = WM / 16, NT = WN / 8;
     static_assert(WM % 16 == 0 && WN % 16 == 0 && K % 16 == 0, "gemm tile does not fit m16n8k16");
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
     const int wn = warp % WARPS_N;
 #pragma unroll
     for (int kk = 0; kk < K; kk += 16) {
@@ -326,10 +327,10 @@ TC_DEVICE uint32_t fp8_pair(const uint8_t* tile, int first, int second) {
 // mma runs; products and float32 accumulation are those of the dequantized operands. Works from
 // sm_80 on (sm_89's e4m3/e5m2 mma would read the bytes without the conversion; not used yet).
 template <int M, int N, int K, int WARPS_M, int WARPS_N, bool TRANS_A, bool TRANS_B, bool A_E5M2, bool B_E5M2>
-TC_DEVICE void gemm_ss_fp8(const uint8_t* A, const uint8_t* B, float* C) {
+TC_DEVICE void gemm_ss_fp8(const uint8_t* A, const uint8_t* B, float* C, int warp = threadIdx.x / 32) {
     constexpr int WM = M / WARPS_M, WN = N / WARPS_N, MT = WM / 16, NT = WN / 8;
     static_assert(WM % 16 == 0 && WN % 16 == 0 && K % 16 == 0, "gemm tile does not fit m16n8k16");
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
     const int wm = warp / WARPS_N, wn = warp % WARPS_N;
     const int g = lane / 4, t = (lane % 4) * 2;  // the row (A) / column (B) group and the k pair
 #pragma unroll

@@ -21,16 +21,44 @@ def lower_gemm(op: S.Gemm, ctx, wgmma: bool = False) -> S.Stmt:
     plan = plan_gemm(op, ctx.threads, ctx.target, wgmma)
     if not plan.tensor_cores:
         return _fma(op, plan, ctx)
+    offsets = {}
     for region, name in ((op.a, "A"), (op.b, "B"), (op.c, "C")):
-        if not whole_region(region):
+        offset = stacked_tile_offset(region) if region.buffer.scope in ("shared", "shared.dyn") else None
+        if offset is not None:
+            offsets[name] = offset
+        elif not whole_region(region):
             ctx.fail(f"T.gemm operand {name} must be a whole buffer on the tensor-core path", op.span,
-                     "allocate a tile of exactly the gemm's shape")  # fmt: skip
+                     "allocate a tile of exactly the gemm's shape (a shared operand may also be one tile "
+                     "of a stack of them: A_s[stage, :, :])")  # fmt: skip
+    # in a thread group that is not the whole block, the warp is the group's (threadIdx.x / 32 is not)
+    warp = None if ctx.group is None or ctx.group.whole else ctx.warp
     call = GemmCall(plan.variant, op.a.buffer, op.b.buffer, op.c.buffer, plan.m, plan.n, plan.k, plan.warps_m,
                     plan.warps_n, op.transpose_a, op.transpose_b, op.a.dtype == dt.bfloat16,
-                    atom_a=plan.atom_a, atom_b=plan.atom_b, span=op.span)  # fmt: skip
+                    offsets.get("A", 0), offsets.get("B", 0), atom_a=plan.atom_a, atom_b=plan.atom_b, warp=warp,
+                    span=op.span)  # fmt: skip
     if op.clear_accum:
         return S.seq(_clear(op, ctx), call)
     return call
+
+
+def stacked_tile_offset(region) -> E.Expr | None:
+    """The element offset of a region that is one whole 2-D tile of a stack of them (`A_s[stage, :, :]`:
+    single indices in the leading dims, the last two dims whole; a whole 2-D buffer is offset 0), else None."""
+    ranges, sizes = region.ranges, [E.const_value(d) for d in region.buffer.shape]
+    if len(ranges) < 2 or not all(isinstance(x, int) for x in sizes):
+        return None
+    if any(
+        E.const_value(r.min) != 0 or E.const_value(r.extent) != d for r, d in zip(ranges[-2:], sizes[-2:])
+    ):
+        return None
+    if any(E.const_value(r.extent) != 1 for r in ranges[:-2]):
+        return None
+    offset: E.Expr = E.const(0)
+    stride = sizes[-1] * sizes[-2]
+    for r, size in zip(reversed(ranges[:-2]), reversed(sizes[:-2])):
+        offset = E.add(offset, E.mul(r.min, stride))
+        stride *= size
+    return offset
 
 
 def _clear(op: S.Gemm, ctx) -> S.Stmt:

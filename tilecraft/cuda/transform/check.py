@@ -35,7 +35,50 @@ def check_cuda_support(mod: IRModule, ctx) -> IRModule:
         raise LoweringError(f"the CUDA backend needs sm_80 or newer (cp.async, bf16, ldmatrix); target arch is {arch}",
                             None, "use a target with -arch=sm_80 or newer", target=ctx.target)  # fmt: skip
     check_storage_budgets(mod, storage_budgets(ctx.target), ctx.target, narrowed=SHARED_SCOPES)
+    for func in mod.functions:
+        for launch in (n for n in walk(func.body) if isinstance(n, S.KernelLaunch)):
+            _check_mbarriers(launch, arch, ctx.target)
     return mod
+
+
+MBARRIER_CAPABILITY = (9, 0)  # mbarrier.try_wait.parity
+
+
+def _check_mbarriers(launch: S.KernelLaunch, arch, target) -> None:
+    """T.alloc_barrier's mbarriers need sm_90, and are made by the whole block at the kernel's top level
+    (their initialization ends with a barrier of the block)."""
+    inits = [n for n in walk(launch.body) if isinstance(n, S.BarrierInit)]
+    if not inits:
+        return
+    if arch is not None and capability(arch) < MBARRIER_CAPABILITY:
+        raise LoweringError(
+            f"T.alloc_barrier needs sm_90 or newer (mbarrier.try_wait.parity); target arch is {arch}",
+            inits[0].span, "use a target with -arch=sm_90a, or hand tiles between thread groups through "
+            "shared memory and T.sync_threads()", target=target,
+        )  # fmt: skip
+    at_top = set()
+    for stmt in _top_level(launch.body):
+        if isinstance(stmt, S.BarrierInit):
+            at_top.add(id(stmt))
+    for init in inits:
+        if id(init) not in at_top:
+            raise LoweringError(
+                f"T.alloc_barrier of {init.barriers.name} stands under a branch or loop; its barriers are "
+                "initialized by the whole block, at the kernel's top level",
+                init.span, "allocate the barriers at the top of the T.Kernel body", target=target,
+            )  # fmt: skip
+
+
+def _top_level(body: S.Stmt):
+    """The kernel body's statements outside branches and loops (through lets, allocations, sequences)."""
+    stack = [body]
+    while stack:
+        s = stack.pop()
+        yield s
+        if isinstance(s, S.SeqStmt):
+            stack.extend(s.stmts)
+        elif isinstance(s, (S.LetStmt, S.Allocate)):
+            stack.append(s.body)
 
 
 SHARED_MEMORY = "resource:shared-memory"  # the limit of a kernel over the shared-memory budget (declared)

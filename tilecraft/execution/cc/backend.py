@@ -46,6 +46,15 @@ _SCALAR_CTYPES = {
 }  # fmt: skip
 
 
+# A failure site whose text starts with this is a failed check the kernel made, reported as its text; any
+# other site is an out-of-bounds access.
+CHECK_MARK = "!"
+
+
+class KernelCheckError(TilecraftError):
+    """A check the kernel made at run time failed (the message says which, with the kernel line)."""
+
+
 def scalar_ctype(dtype: DataType):
     return _SCALAR_CTYPES[dtype.name]
 
@@ -200,4 +209,6 @@ def _raise_failure(rc: int, message) -> None:
         raise TilecraftError("the kernel could not allocate its per-block storage (out of memory)")
     index = ctypes.c_int64(0)
     where = message(rc, ctypes.byref(index)).decode()
+    if where.startswith(CHECK_MARK):
+        raise KernelCheckError(where[len(CHECK_MARK) :])
     raise OutOfBoundsError(f"out-of-bounds access to {where} (element offset {index.value})")

@@ -118,7 +118,10 @@ const char *tilecraft_{name}_error(int32_t code) {{
     if (code < 0) return "the kernel could not allocate its per-block storage (out of memory)";
     int64_t index = 0;
     const char *where = message(code, &index);
-    snprintf(text, sizeof text, "out-of-bounds access to %s (element offset %lld)", where, (long long)index);
+    if (where[0] == '!')
+        snprintf(text, sizeof text, "%s", where + 1);
+    else
+        snprintf(text, sizeof text, "out-of-bounds access to %s (element offset %lld)", where, (long long)index);
     return text;
 }}
 """

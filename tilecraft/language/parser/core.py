@@ -21,12 +21,13 @@ from tilecraft.ir.expr import Expr, Var
 from tilecraft.ir.function import WORKSPACE_ATTR, PrimFunc
 from tilecraft.ir.visitor import substitute, walk
 from tilecraft.language import builder as B
+from tilecraft.language.barriers import WarpGroups
 from tilecraft.language.kernel import KernelSpec
 from tilecraft.language.loops import LoopSpec, PersistentSpec, python_range
 from tilecraft.language.parser.evaluator import Evaluator, is_ir, truth
 from tilecraft.language.parser.scope import Scope
 from tilecraft.language.parser.source import Source, function_source
-from tilecraft.language.types import InvalidTensorType, TensorType
+from tilecraft.language.types import ON_CHIP_ANNOTATIONS, InvalidTensorType, TensorType
 from tilecraft.transform.expression_depth import bound_expression_depth
 
 _THREAD_NAMES = ("tx", "ty", "tz")
@@ -120,7 +121,7 @@ class Parser:
         if isinstance(annotation, (TensorType, dt.DataType)) or annotation in (int, float, bool):
             if eager is not None and eager.is_tensor and not isinstance(annotation, TensorType):
                 raise self.error(arg, f"parameter {name!r} was given an array but is annotated {annotation}")
-            param = self._param_from_annotation(name, annotation)
+            param = self._param_from_annotation(name, annotation, arg)
             if eager is not None and not eager.is_tensor and annotation in (int, float, bool):
                 self.scope.names[name] = eager.value
                 return
@@ -152,11 +153,23 @@ class Parser:
             raise self.error(arg.annotation, f"parameter {arg.arg!r}: {value.error}")
         return value
 
-    @staticmethod
-    def _param_from_annotation(name: str, annotation: Any) -> Buffer | Var:
+    def _param_from_annotation(self, name: str, annotation: Any, node: ast.AST) -> Buffer | Var:
         if isinstance(annotation, TensorType):
+            self._check_global(name, annotation, node)
             return annotation.to_buffer(name)
         return Var(dt.as_dtype(annotation), name)
+
+    def _check_global(self, name: str, annotation: TensorType, node: ast.AST) -> None:
+        """A kernel parameter is a tensor in global memory; T.SharedBuffer and its kin annotate macro
+        parameters only."""
+        if annotation.scope == "global":
+            return
+        raise self.error(
+            node,
+            f"parameter {name!r} is annotated T.{ON_CHIP_ANNOTATIONS[annotation.scope]}, which describes an "
+            "on-chip buffer a macro receives; a kernel's parameters are global tensors",
+            hint="annotate it T.Tensor(shape, dtype), and allocate on-chip buffers inside T.Kernel",
+        )
 
     def _finish(self, body: S.Stmt) -> PrimFunc:
         for name in self.pending_tensors:
@@ -291,6 +304,7 @@ class Parser:
             )
         if name not in self.pending_tensors:
             raise self.error(node, f"{name!r} is not a tensor parameter of this kernel, or is declared twice")
+        self._check_global(name, annotation, node)
         # A parameter's shape is checked and bound at the call, where no LetStmt is in scope:
         # `nchunks = T.ceildiv(seqlen, chunk)` before `dt: T.Tensor((B, nchunks, chunk))` means the
         # expression, not a new symbol.
@@ -460,7 +474,9 @@ class Parser:
             span = self.span(node)
             self.items.append(_Wrapper(lambda body, b=new, sp=span: S.Allocate(b, body, span=sp)))
             init = self.builder.inits.pop(buf, None)
-            if init is not None:
+            if callable(init):  # a statement made for the allocated buffer (T.alloc_barrier's counts)
+                self.items.append(init(new, span))
+            elif init is not None:
                 self.items.append(S.BufferStore(new, init, (E.const(0),), span=span))
             if named is not None and named[0] is buf:
                 self.scope.names[name] = new
@@ -609,6 +625,12 @@ class Parser:
             raise self.error(node, "a kernel `with` statement takes exactly one T.Kernel(...)")
         item = node.items[0]
         spec = self.evaluator.eval(item.context_expr)
+        if isinstance(spec, WarpGroups):
+            if item.optional_vars is not None:
+                raise self.error(item.optional_vars, "`with T.ws(...)` binds no name")
+            body = self._block(node.body, "ir_branch")
+            self.items.append(S.IfThenElse(spec.condition, body, span=self.span(node)))
+            return
         if not isinstance(spec, KernelSpec):
             raise self.error(
                 item.context_expr, f"`with` in a kernel needs T.Kernel(...), got {type(spec).__name__}"

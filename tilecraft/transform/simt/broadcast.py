@@ -41,7 +41,7 @@ class RemoteReads:
 
     @contextlib.contextmanager
     def _branch(self, condition):
-        thread_dependent = any(id(v) == id(self.ctx.tid) for v in free_vars(condition))
+        thread_dependent = any(id(v) == id(self.ctx.thread) for v in free_vars(condition))
         self.divergent += thread_dependent
         try:
             yield

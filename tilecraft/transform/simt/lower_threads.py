@@ -30,6 +30,7 @@ from tilecraft.ir.visitor import Mutator, Visitor, substitute, walk
 from tilecraft.layout.inference import kernel_threads, parallel_nest, var_positions
 from tilecraft.layout.tile import TileLayout, blocked_layout, register_map
 from tilecraft.transform.simt.broadcast import SCALAR_STATEMENTS, Copies, RemoteReads
+from tilecraft.transform.thread_groups import ThreadGroup, branch_groups, check_group, tile_level
 
 FRAGMENT = "local.fragment"
 
@@ -40,8 +41,8 @@ class ThreadContext:
     groups, lane exchange and access width."""
 
     target: object
-    threads: int
-    tid: E.Var
+    threads: int  # of the current thread group's layouts (its span)
+    tid: E.Expr  # the thread the current group's layouts see (thread_groups.ThreadGroup.local_thread)
     simt: SimtTarget
     layouts: dict[int, TileLayout] = field(default_factory=dict)
     shared_layouts: dict[int, object] = field(default_factory=dict)
@@ -49,6 +50,19 @@ class ThreadContext:
     pipelined_depth: int = 0
     in_nest: bool = False
     fresh: int = 0
+    thread: E.Var | None = None  # the kernel's own thread index
+    group: ThreadGroup | None = None  # the thread group whose code is being lowered
+    primary: E.Expr | None = None  # true on the threads that write memory (not twins); None: all of them
+
+    def enter(self, group: ThreadGroup) -> tuple:
+        """Lower the code of `group` from now on; returns what `leave` restores."""
+        saved = (self.group, self.threads, self.tid, self.primary)
+        self.group, self.threads = group, group.span
+        self.tid, self.primary = group.local_thread(self.thread), group.primary(self.thread)
+        return saved
+
+    def leave(self, saved: tuple) -> None:
+        self.group, self.threads, self.tid, self.primary = saved
 
     @property
     def lane(self) -> E.Expr:
@@ -147,10 +161,54 @@ class LowerToThreads(RemoteReads, Mutator):
                 supported = ", ".join(sorted(t.__name__ for t in self.op_table))
                 self.ctx.fail(f"tile op {type(node).__name__} is not supported on this target", node.span,
                               f"supported tile ops: {supported}")  # fmt: skip
-            return self.mutate(lower(node, self.ctx))
+            return self._primary_writes(self.mutate(lower(node, self.ctx)))
+        if isinstance(node, S.IfThenElse) and self.nest is None:
+            sides = self._group_sides(node)
+            if sides is not None:
+                return self._group_branch(node, sides)
         if isinstance(node, SCALAR_STATEMENTS) and self.nest is None:
             return self._scalar_statement(node)
         return super().mutate(node)
+
+    # ------------------------------------------------------------------ thread groups
+
+    def _group_sides(self, s: S.IfThenElse) -> tuple[ThreadGroup | None, ThreadGroup | None] | None:
+        """For a branch that splits the current group into thread groups running tile-level code, the group
+        of each side (None for a side without tile-level code, which stays per-thread code)."""
+        if self.ctx.thread is None or self.ctx.group is None:
+            return None
+        sides = branch_groups(s, self.ctx.thread, self.ctx.group)
+        if sides is None:
+            return None
+        out = []
+        for body, threads in ((s.then_case, sides[0]), (s.else_case, sides[1])):
+            runs_tiles = body is not None and threads and tile_level(body)
+            out.append(
+                check_group(threads, self.ctx.simt.width, s.span, self.ctx.target) if runs_tiles else None
+            )
+        return (out[0], out[1]) if out[0] is not None or out[1] is not None else None
+
+    def _group_branch(self, s: S.IfThenElse, sides) -> S.Stmt:
+        """Each side lowered as the tile-level code of its group (scalar sides as per-thread code)."""
+        cases = []
+        for body, group in ((s.then_case, sides[0]), (s.else_case, sides[1])):
+            if body is None or group is None:
+                with self._branch(s.condition):
+                    cases.append(None if body is None else self.mutate(body))
+                continue
+            saved = self.ctx.enter(group)
+            try:
+                cases.append(self.mutate(body))
+            finally:
+                self.ctx.leave(saved)
+        return dataclasses.replace(s, then_case=cases[0], else_case=cases[1])
+
+    def _primary_writes(self, lowered: S.Stmt) -> S.Stmt:
+        """In a group with twins, only the threads that are no twin write memory (a twin computes what the
+        thread it mirrors computes, and an atomic or a store done twice would be done twice)."""
+        if self.ctx.primary is None:
+            return lowered
+        return _GuardMemoryWrites(self.ctx.primary).mutate(lowered)
 
     def mutate_plain(self, node):
         """`mutate` without the scan for remote reads (done by the caller)."""
@@ -209,11 +267,12 @@ class LowerToThreads(RemoteReads, Mutator):
                      (("unroll", True),), span=s.span)  # fmt: skip
 
     def _replica_guard(self, layout: TileLayout, body: S.Stmt) -> E.Expr | None:
-        """The one thread of each replica group that writes memory (registers are written by all)."""
+        """The one thread of each replica group that writes memory (registers are written by all); in a
+        group with twins, of the threads that are no twin."""
         lanes, warps = layout.replica_mask()
-        if not (lanes or warps) or not _writes_memory(body):
+        if not (lanes or warps or self.ctx.primary is not None) or not _writes_memory(body):
             return None
-        cond = None
+        cond = self.ctx.primary
         for value, mask in ((self.ctx.lane, lanes), (self.ctx.warp, warps)):
             if mask:
                 term = E.compare(E.EQ, E.int_call("bitwise_and", value, mask), 0)
@@ -331,7 +390,10 @@ class _PerKernel(Mutator):
 
     def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
         threads = kernel_threads(launch, self.target, self.simt)
-        ctx = ThreadContext(self.target, threads, launch.thread_vars[0], self.simt)
+        ctx = ThreadContext(
+            self.target, threads, launch.thread_vars[0], self.simt, thread=launch.thread_vars[0]
+        )
+        ctx.enter(ThreadGroup(0, threads))
         _Layouts(ctx).visit(launch.body)
         body = LowerToThreads(ctx, self.op_table).mutate(launch.body)
         return dataclasses.replace(launch, body=body)
