@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilecraft.codegen.c_family import CFamilyPrinter, storage_type
+from tilecraft.codegen.c_family import CFamilyPrinter, is_packed, storage_type
 from tilecraft.cpu.ir import MatmulCall
 from tilecraft.cpu.storage import SCRATCH_SCOPES
 from tilecraft.ir import dtype as dt
@@ -56,8 +56,18 @@ class CPrinter(CFamilyPrinter):
             return store
         return f"if (tc_in_bounds({offset}, {self.extent(buf)}, {self.site(buf)})) {store}"
 
+    def nibble_store_line(self, buf: Buffer, offset: str, nibble: str) -> str:
+        store = super().nibble_store_line(buf, offset, nibble)
+        if not self.bounds_check:
+            return store
+        return f"if (tc_in_bounds(({offset}) >> 1, {self.extent(buf)}, {self.site(buf)})) {store}"
+
     def extent(self, buf: Buffer) -> str:
-        """Elements addressable from the buffer's base (for bounds checks)."""
+        """Elements addressable from the buffer's base (for bounds checks); bytes of packed memory."""
+        if is_packed(buf):
+            strides = self.strides(buf)
+            last = " + ".join(f"((int64_t)({self.expr(d)}) - 1) * {s}" for d, s in zip(buf.shape, strides))
+            return f"(({last} + 1 + 1) >> 1)" if buf.shape else "1"
         if not buf.strides:
             parts = [f"(int64_t)({self.expr(d)})" for d in buf.shape]
             return " * ".join(parts) if parts else "1"
@@ -107,7 +117,12 @@ def _simd_safe(s: S.Stmt) -> bool:
     """An innermost loop of plain loads and stores (atomics and calls must stay scalar)."""
     from tilecraft.ir.visitor import walk
 
-    return not any(isinstance(n, _NOT_SIMD) for n in walk(s))
+    return not any(isinstance(n, _NOT_SIMD) or _nibble_store(n) for n in walk(s))
+
+
+def _nibble_store(n) -> bool:
+    """A lone store into packed memory: a compare-and-swap loop (a pair of values is a plain byte)."""
+    return isinstance(n, S.BufferStore) and is_packed(n.buffer) and n.value.dtype.lanes == 1
 
 
 def _reduction_target(body: S.Stmt) -> Buffer | None:

@@ -58,7 +58,7 @@ class _Writer:
 
     def tensor(self, i: int) -> bool:
         p = self.art.params[i]
-        if p.strides:
+        if p.strides or p.dtype.is_packed:  # packed 4-bit data: the full path reads its bytes' shape
             return False
         self.namespace[f"_dt{i}"] = getattr(self.torch, p.dtype.name)
         self.line(f"if a{i}.__class__ is not _Tensor or a{i}.dtype is not _dt{i}: return _MISS")
@@ -98,6 +98,8 @@ class _Writer:
 
     def output(self, i: int, reference: int) -> bool:
         p = self.art.params[i]
+        if p.dtype.is_packed:
+            return False
         dims = [_dim_source(d, self.names) for d in p.shape]
         if any(d is None or (not d.isdigit() and d not in self.bound) for d in dims):
             return False

@@ -122,6 +122,11 @@ class _Checker(RangeWalk):
     def _view(self, view: Buffer) -> None:
         """A view fits in its base; parsing checked it already unless T.const symbols sized them."""
         base = view.base
+        if base.dtype.is_packed:
+            self.fail(f"the view {view.name} of {base.name}: views of packed {base.dtype} tensors are not "
+                      "supported (their rows start on whole bytes, so a reshape moves elements)",
+                      f"index {base.name} with its own shape, or pass the data reshaped from the host",
+                      span=view.span)  # fmt: skip
         if holds_more(view.shape, base.shape):
             self.fail(f"the view {view.name} of shape {_shape(view.shape)} holds {_count(view.shape)} elements "
                       f"but {base.name} of shape {_shape(base.shape)} holds {_count(base.shape)}",
@@ -162,10 +167,10 @@ class _Checker(RangeWalk):
         self.generic_visit(e)
 
     def visit_BinaryOp(self, e: E.BinaryOp) -> None:
-        if e.a.dtype.kind == "float8" and not isinstance(e, E.CmpOp):
-            self.fail(
-                f"arithmetic on {e.a.dtype} is not supported", "cast to float32 first: T.cast(x, 'float32')"
-            )
+        if e.a.dtype.is_storage_only and not isinstance(e, E.CmpOp):
+            wide = "float32" if e.a.dtype.is_float else "int32"
+            self.fail(f"arithmetic on {e.a.dtype} is not supported: it is a storage format",
+                      f"cast to {wide} first: T.cast(x, '{wide}')")  # fmt: skip
         if isinstance(e, INT_DIVISIONS) and not e.a.dtype.is_float and constant(e.b) == 0:
             self.fail(
                 f"integer division by zero: the divisor of {e} is {_value(e.b, 0)}",
