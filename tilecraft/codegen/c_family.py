@@ -34,9 +34,9 @@ _STORAGE = {
     "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
     "float16": "uint16_t", "bfloat16": "uint16_t", "float32": "float", "float64": "double",
     "float8_e4m3fn": "uint8_t", "float8_e5m2": "uint8_t",
-    # one value per byte on chip (int4 sign-extended, the others' codes in the low bits); packed global
-    # memory holds two per byte (is_packed)
-    "int4": "int8_t", "uint4": "uint8_t", "float4_e2m1fn": "uint8_t", "float6_e2m3fn": "uint8_t",
+    # one code a byte in its low bits on chip (a 4-bit type's nibble, int4's two's complement); packed
+    # global memory holds two a byte (is_packed)
+    "int4": "uint8_t", "uint4": "uint8_t", "float4_e2m1fn": "uint8_t", "float6_e2m3fn": "uint8_t",
     "float6_e3m2fn": "uint8_t", "float8_e8m0fnu": "uint8_t",
 }  # fmt: skip
 _C_WORDS = """auto break case char const continue default do double else enum extern float for goto if
@@ -92,6 +92,8 @@ def _storage_conversion(dtype: DataType) -> tuple[str, str] | None:
     if dtype.kind in ("float8", "microfloat"):
         stem = _FP8_STEM[dtype.name]
         return f"tc_{stem}_to_f32", f"tc_f32_to_{stem}"
+    if dtype.is_packed:  # 4-bit integers: the nibble, sign-extended when read as int4
+        return ("tc_i4_from_nibble" if dtype.is_int else ""), "tc_wrap_u4"
     return None
 
 
@@ -101,11 +103,6 @@ def is_packed(buf: Buffer) -> bool:
     return buf.scope == "global" and buf.dtype.is_packed
 
 
-def _wrap_4bit(dtype: DataType) -> str | None:
-    """The header function that wraps an integer to a 4-bit type (None for the other types)."""
-    if dtype.is_packed and dtype.is_integer:
-        return "tc_wrap_i4" if dtype.is_int else "tc_wrap_u4"
-    return None
 
 
 def storage_type(dtype: DataType) -> str:
@@ -118,6 +115,8 @@ def value_type(dtype: DataType) -> str:
         return "float"
     if dtype.is_bool:
         return "int"
+    if dtype.is_packed and dtype.is_int:
+        return "int8_t"
     return _STORAGE[dtype.name]
 
 
@@ -282,8 +281,8 @@ class CFamilyPrinter:
             return f"tc_round_bf16((float)({inner}))"
         if e.dtype.kind in ("float8", "microfloat"):
             return f"tc_round_{_FP8_STEM[e.dtype.name]}((float)({inner}))"
-        if _wrap_4bit(e.dtype):
-            return f"{_wrap_4bit(e.dtype)}((int32_t)({inner}))"
+        if e.dtype.is_packed and e.dtype.is_integer:  # wraps to 4 bits
+            return f"{'tc_wrap_i4' if e.dtype.is_int else 'tc_wrap_u4'}((int32_t)({inner}))"
         return f"(({value_type(e.dtype)})({inner}))"
 
     def _e_Call(self, e: E.Call) -> str:
@@ -306,8 +305,8 @@ class CFamilyPrinter:
         """The bits of `value` (of dtype `source`) read as `dest`: a dtype stored narrower than it
         computes (float16, bfloat16, float8) goes through its stored bit pattern; 4-bit types through
         their nibble (int4 is stored sign-extended)."""
-        if source.is_packed:
-            return self.from_nibble(self.nibble_of_value(value, source), dest)
+        if source.is_packed:  # stored as its nibble, whatever the 4-bit type
+            return self.from_storage(self.to_storage(value, source), dest)
         bits = self.to_storage(value, source) if _storage_conversion(source) else value
         moved = self.bitcast(bits, storage_type(source), storage_type(dest))
         return self.from_storage(moved, dest) if _storage_conversion(dest) else moved
@@ -340,30 +339,15 @@ class CFamilyPrinter:
         if buf.scope == "local.var":
             return self.name(buf)
         if is_packed(buf):
-            return self.from_nibble(self.load_nibble(buf, self.offset(buf, e.indices)), buf.dtype)
+            return self.from_storage(self.load_nibble(buf, self.offset(buf, e.indices)), buf.dtype)
         return self.from_storage(self.load_raw(buf, self.offset(buf, e.indices)), buf.dtype)
 
     def load_raw(self, buf: Buffer, offset: str) -> str:
         return f"{self.name(buf)}[{offset}]"
 
     def load_nibble(self, buf: Buffer, offset: str) -> str:
-        """Element `offset` of packed memory: its nibble of byte offset >> 1."""
+        """Element `offset` of packed memory (its stored form: the nibble of byte offset >> 1)."""
         return f"tc_nibble_at({self.load_raw(buf, f'(({offset}) >> 1)')}, {offset})"
-
-    def from_nibble(self, nibble: str, dtype: DataType) -> str:
-        """The value of a 4-bit type whose nibble is `nibble`."""
-        if dtype.is_int:
-            return f"tc_i4_from_nibble({nibble})"
-        return self.from_storage(nibble, dtype)
-
-    def nibble_of_value(self, value: str, dtype: DataType) -> str:
-        """The nibble that stores `value`, a value of the 4-bit type `dtype` (or one to convert to it)."""
-        conversion = _storage_conversion(dtype)
-        return f"{conversion[1]}({value})" if conversion else f"tc_wrap_u4((int32_t)({value}))"
-
-    def nibble_of_bits(self, bits: str, dtype: DataType) -> str:
-        """The nibble of a 4-bit type's stored byte (int4's is sign-extended)."""
-        return f"tc_wrap_u4({bits})" if dtype.is_int else bits
 
     def from_storage(self, raw: str, dtype: DataType) -> str:
         conversion = _storage_conversion(dtype)
@@ -375,8 +359,6 @@ class CFamilyPrinter:
             return f"{conversion[1]}({value})"
         if dtype.is_bool:
             return f"(uint8_t)(({value}) != 0)"
-        if _wrap_4bit(dtype):
-            return f"{_wrap_4bit(dtype)}((int32_t)({value}))"
         return value
 
     # ------------------------------------------------------------------ buffer addressing
@@ -504,9 +486,7 @@ class CFamilyPrinter:
     def nibble(self, e: Expr, dtype: DataType) -> str:
         """The nibble that stores `e` as the 4-bit type `dtype`: copied bits where `e` loads that type."""
         bits = self.raw_value(e, dtype)
-        if bits is not None:
-            return self.nibble_of_bits(bits, dtype)
-        return self.nibble_of_value(self.stored(e, dtype), dtype)
+        return bits if bits is not None else self.to_storage(self.stored(e, dtype), dtype)
 
     def nibble_store_line(self, buf: Buffer, offset: str, nibble: str) -> str:
         """The statement that sets the nibble of element `offset` of packed `buf`, atomically."""
@@ -538,9 +518,8 @@ class CFamilyPrinter:
     def raw_value(self, e: Expr, dtype: DataType) -> str | None:
         if isinstance(e, E.BufferLoad) and e.buffer.scope != "local.var" and e.buffer.dtype == dtype:
             offset = self.offset(e.buffer, e.indices)
-            if is_packed(e.buffer):  # the stored byte form: int4 sign-extended
-                nibble = self.load_nibble(e.buffer, offset)
-                return f"tc_i4_from_nibble({nibble})" if dtype.is_int else nibble
+            if is_packed(e.buffer):  # a 4-bit type is stored as its nibble on chip too
+                return self.load_nibble(e.buffer, offset)
             return self.load_raw(e.buffer, offset)
         if isinstance(e, (E.FloatImm, E.IntImm)) and e.value == 0 and not math.copysign(1.0, e.value) < 0:
             return f"({storage_type(dtype)})0"  # +0 is all zero bits in every storage type

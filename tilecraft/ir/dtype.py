@@ -105,7 +105,8 @@ class DataType(str):
         """The torch dtype that stores this type (TileLang's `dtype.as_torch()`); needs torch installed.
 
         Packed 4-bit data is bytes: float4_e2m1fn (and float4_e2m1fnx2) is torch.float4_e2m1fn_x2, int4
-        torch.int8 and uint4 torch.uint8, each element of which holds two values (TileLang's choice)."""
+        torch.int8 and uint4 torch.uint8, each element of which holds two values (TileLang's choice); the
+        float6 formats are torch.uint8, a code a byte."""
         import torch
 
         name = _TORCH_STORAGE.get(self.name, self.name) if self.lanes == 1 or self.is_packed else None
@@ -160,7 +161,9 @@ ALL_DTYPES: tuple[DataType, ...] = (
 )  # fmt: skip
 
 # The torch dtype whose elements store each packed type (as_torch); torch.float4_e2m1fn_x2 needs torch 2.8.
-_TORCH_STORAGE = {"float4_e2m1fn": "float4_e2m1fn_x2", "int4": "int8", "uint4": "uint8"}
+# torch has no float6: its codes live in uint8 bytes.
+_TORCH_STORAGE = {"float4_e2m1fn": "float4_e2m1fn_x2", "int4": "int8", "uint4": "uint8", "float6_e2m3fn": "uint8",
+                  "float6_e3m2fn": "uint8"}  # fmt: skip
 
 
 def _torch_hint(dtype: DataType) -> str:

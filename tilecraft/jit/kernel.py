@@ -69,7 +69,7 @@ class _ParamCheck:
         """Check `arg` (a packed parameter's logical view: `last_known` False when its last dim is
         bound by `packed_last` instead) and bind the dims it carries."""
         info = self.info
-        if arg.dtype != info.dtype:
+        if arg.dtype != info.dtype and not _byte_codes(info.dtype, arg.dtype):
             raise ArgumentError(f"parameter {info.name!r}: expected dtype {info.dtype}, got {arg.dtype}")
         self.check_rank(arg)
         rules = self.shape if last_known else self.shape[:-1]
@@ -134,6 +134,11 @@ class _ParamCheck:
                 return False
             expected *= size
         return True
+
+
+def _byte_codes(dtype: dt.DataType, given: dt.DataType) -> bool:
+    """uint8 bytes given for a one-byte microscaling format (float6, float8_e8m0fnu): their codes."""
+    return dtype.kind == "microfloat" and not dtype.is_packed and given == dt.uint8
 
 
 def _check_bytes(name: str, n: int, nbytes: int) -> None:

@@ -10,6 +10,7 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import walk
+from tilecraft.transform.narrow_dtypes import refuse_narrow_dtypes
 from tilecraft.transform.storage_budget import StorageBudget, check_storage_budgets
 
 # The limits these checks report (LoweringError.unsupported), declared in the manifest.
@@ -29,6 +30,7 @@ PRIVATE_MEMORY_PER_WORK_ITEM = 0x3FFC0
 @module_pass("check-hip-support")
 def check_hip_support(mod: IRModule, ctx) -> IRModule:
     """The kernel uses only what the HIP backend compiles without ROCm, within the arch's memories."""
+    refuse_narrow_dtypes(mod, ctx.target)
     for func in mod.functions:
         for node in walk(func.body):
             _check_node(node, ctx.target, func)

@@ -10,6 +10,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.visitor import Visitor
+from tilecraft.transform.narrow_dtypes import refuse_narrow_dtypes
 from tilecraft.transform.storage_budget import StorageBudget, check_storage_budgets
 
 WIDE_ATOMIC_TYPES = ("int64", "uint64", "float64")
@@ -72,6 +73,7 @@ class _Check(Visitor):
 @module_pass("check-metal-support")
 def check_metal_support(mod: IRModule, ctx) -> IRModule:
     """The kernel uses only what Metal and the target's family support."""
+    refuse_narrow_dtypes(mod, ctx.target)
     for func in mod.functions:
         checker = _Check(ctx.target, func.span)
         for p in func.params:

@@ -16,6 +16,7 @@ from tilecraft.ir.function import IRModule
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.visitor import Visitor
 from tilecraft.transform.iteration_local import mark_iteration_local
+from tilecraft.transform.narrow_dtypes import refuse_narrow_dtypes
 from tilecraft.transform.storage_budget import StorageBudget, check_storage_budgets
 
 # The limits these checks report (LoweringError.unsupported), declared in the manifest.
@@ -111,6 +112,7 @@ def _buffer_params(mod: IRModule):
 @module_pass("check-webgpu-support")
 def check_webgpu_support(mod: IRModule, ctx) -> IRModule:
     """The kernel uses only what this backend lowers and the target adapter supports."""
+    refuse_narrow_dtypes(mod, ctx.target)
     for func in mod.functions:
         checker = _Check(ctx.target, func.span)
         for p in func.params:
