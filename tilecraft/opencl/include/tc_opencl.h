@@ -51,7 +51,11 @@ TC_FN uint tc_f32_to_bits(float f) { return as_uint(f); }
 TC_FN void tc_store_nibble(__global uint8_t* b, long i, uint nibble) {
     long byte = i >> 1;
     volatile __global uint* w = (volatile __global uint*)b + (byte >> 2);
+#ifdef __ENDIAN_LITTLE__
     uint shift = ((uint)(byte & 3) << 3) + ((uint)(i & 1) << 2);
+#else
+    uint shift = ((uint)(3 - (byte & 3)) << 3) + ((uint)(i & 1) << 2);
+#endif
     uint bits = (nibble & 15u) << shift, keep = ~(15u << shift);
     uint seen, old = *w;
     do {
