@@ -16,10 +16,6 @@ from tilecraft.ir.visitor import Visitor
 
 # The limit key a backend that refuses them reports (and declares in its manifest's `unsupported`).
 NARROW_DTYPES = "dtype:4-bit-and-microscaling"
-HINT = (
-    "convert the data to int8, float16 or float32 on the host, or run the kernel on a target that has these "
-    "dtypes (cpu, cuda, opencl)"
-)
 
 
 def is_narrow(dtype: DataType) -> bool:
@@ -36,13 +32,14 @@ class NarrowUse:
     span: Span | None
 
 
-def refuse_narrow_dtypes(mod: IRModule, target) -> None:
-    """Raise a LoweringError (limit NARROW_DTYPES) at the first use of a narrow dtype in `mod`."""
+def refuse_narrow_dtypes(mod: IRModule, target, hint: str) -> None:
+    """Raise a LoweringError (limit NARROW_DTYPES) at the first use of a narrow dtype in `mod`; `hint`
+    (the backend's) says what to do instead."""
     use = first_narrow_use(mod)
     if use is not None:
         raise LoweringError(
             f"{use.what} is {use.dtype}: the {target.kind} backend does not lower 4-bit or microscaling dtypes",
-            use.span, HINT, target=target, unsupported=NARROW_DTYPES,
+            use.span, hint, target=target, unsupported=NARROW_DTYPES,
         )  # fmt: skip
 
 
