@@ -101,6 +101,11 @@ class DataType(str):
     def element(self) -> DataType:
         return self.with_lanes(1)
 
+    @property
+    def torch_name(self) -> str | None:
+        """The name of the torch dtype that stores this type (`as_torch`), None for a vector."""
+        return _TORCH_STORAGE.get(self.name, self.name) if self.lanes == 1 or self.is_packed else None
+
     def as_torch(self):
         """The torch dtype that stores this type (TileLang's `dtype.as_torch()`); needs torch installed.
 
@@ -109,7 +114,7 @@ class DataType(str):
         float6 formats are torch.uint8, a code a byte."""
         import torch
 
-        name = _TORCH_STORAGE.get(self.name, self.name) if self.lanes == 1 or self.is_packed else None
+        name = self.torch_name
         found = getattr(torch, name, None) if name is not None else None
         if not isinstance(found, torch.dtype):
             raise TypeError(f"dtype {self} has no torch equivalent" + _torch_hint(self))

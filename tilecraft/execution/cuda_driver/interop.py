@@ -134,10 +134,12 @@ def _cupy_dtype(dtype: DataType) -> Any:
 
 
 def torch_dtype(torch: Any, dtype: DataType) -> Any:
-    try:
-        return dtype.as_torch()
-    except TypeError as err:
-        raise ArgumentError(f"{err}; upgrade torch or use another dtype") from None
+    name = dtype.torch_name
+    found = getattr(torch, name, None) if name is not None else None
+    if found is None:
+        missing = name or dtype
+        raise ArgumentError(f"this torch has no dtype {missing} (for {dtype}); upgrade torch or use another dtype")
+    return found
 
 
 # numpy storage of dtypes torch.from_numpy cannot take, viewed back in torch after the copy
