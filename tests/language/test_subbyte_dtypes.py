@@ -68,6 +68,18 @@ def test_views_of_packed_tensors_are_refused():
         tilecraft.lower(view, target="c")
 
 
+def test_buffers_of_packed_pairs_are_refused():
+    @T.prim_func
+    def pairs(A: T.Tensor((8, 4), "float4_e2m1fnx2"), B: T.Tensor((8,), "float32")):
+        with T.Kernel(1, threads=8):
+            for i in T.Parallel(8):
+                B[i] = 1.0
+
+    with pytest.raises(SemanticError, match=r"buffer A is float4_e2m1fnx2: buffers of packed pairs") as err:
+        tilecraft.lower(pairs, target="c")
+    assert "T.Tensor((..., N), 'float4_e2m1fn')" in str(err.value)
+
+
 def _codes(fmt_in: str, fmt_out: str):
     """Y = the 16 codes of `fmt_in` (given as uint4 nibbles) reinterpreted as `fmt_out`, as float32."""
 

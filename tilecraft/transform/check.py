@@ -64,6 +64,7 @@ class _Checker(RangeWalk):
         for p in self.func.params:
             if isinstance(p, Buffer):
                 self._shape(p, minimum=0)
+                self._no_packed_pairs(p)
         self.visit(self.func.body)
 
     def fail(self, message: str, hint: str | None = None, span=None):
@@ -114,10 +115,19 @@ class _Checker(RangeWalk):
             self.fail(f"{what} is only valid inside `with T.Kernel(...)`", hint)
 
     def visit_Buffer(self, buf: Buffer) -> None:
+        self._no_packed_pairs(buf)
         if buf.base is not None and id(buf) not in self.views:
             self.views.add(id(buf))
             self._view(buf)
         self.generic_visit(buf)
+
+    def _no_packed_pairs(self, buf: Buffer) -> None:
+        if buf.dtype.is_packed and buf.dtype.lanes > 1:
+            element = buf.dtype.element()
+            self.fail(f"buffer {buf.name} is {buf.dtype}: buffers of packed pairs are not supported",
+                      f"declare the values: T.Tensor((..., N), '{element}') is stored two a byte and takes "
+                      "torch.float4_e2m1fn_x2 (or uint8) tensors of shape (..., ceil(N / 2))",
+                      span=buf.span or self.span)  # fmt: skip
 
     def _view(self, view: Buffer) -> None:
         """A view fits in its base; parsing checked it already unless T.const symbols sized them."""
