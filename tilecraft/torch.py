@@ -109,7 +109,9 @@ class _Signature:
         for i in self.outputs:
             p = kernel.params[i]
             shape = [_dim(e, env, p.name) for e in p.shape]
-            outputs.append(reference.new_empty(shape, dtype=getattr(torch, p.dtype.name)))
+            if p.dtype.is_packed:  # bytes, two values each (backend/packed.py)
+                shape[-1] = (shape[-1] + 1) // 2
+            outputs.append(reference.new_empty(shape, dtype=_storage(p.dtype).as_torch()))
         return _returned(outputs, len(self.outputs))
 
 
@@ -164,7 +166,10 @@ def _consts(func: Any, shapes: dict[str, _Shaped]) -> dict[str, int]:
             continue
         if len(shaped.shape) != p.ndim:
             raise ArgumentError(f"parameter {p.name!r}: expected {p.ndim} dims, got shape {shaped.shape}")
-        for dim, size in zip(p.shape, shaped.shape):
+        sizes = list(shaped.shape)
+        if p.dtype.is_packed and sizes:
+            sizes[-1] *= 2  # a tensor of packed 4-bit data holds two values a byte
+        for dim, size in zip(p.shape, sizes):
             if id(dim) in symbols:
                 seen = consts.setdefault(dim.name, size)
                 if seen != size:
@@ -186,10 +191,23 @@ def _bind_dims(params: Sequence[Any], inputs: Sequence[int], args: Sequence[Any]
             raise ArgumentError(
                 f"parameter {p.name!r}: expected {len(p.shape)} dims, got shape {tuple(value.shape)}"
             )
-        for e, size in zip(p.shape, value.shape):
+        for axis, (e, size) in enumerate(zip(p.shape, value.shape)):
+            if p.dtype.is_packed and axis == len(p.shape) - 1:
+                continue  # bytes, not values: bound from another input, or taken as 2 * size below
             if isinstance(e, E.Var) and e not in env:
                 env[e] = size
+    for i, value in zip(inputs, args):
+        p = params[i]
+        e = p.shape[-1] if p.kind == "buffer" and p.dtype.is_packed and p.shape else None
+        if isinstance(e, E.Var) and e not in env:
+            env[e] = 2 * value.shape[-1]
     return env
+
+
+def _storage(dtype: Any) -> Any:
+    from tilecraft.backend.packed import storage_dtype
+
+    return storage_dtype(dtype) if dtype.is_packed else dtype
 
 
 def _dim(e: Any, env: dict, name: str) -> Any:

@@ -381,7 +381,7 @@ class ExecutionBackend(ABC):
         if reference is not None and reference.library == "torch":
             import torch
 
-            return torch.empty(shape, dtype=getattr(torch, dtype.name))
+            return torch.empty(shape, dtype=getattr(torch, dtype.torch_name))
         import numpy as np
 
         from tilecraft.ir import dtype as dt

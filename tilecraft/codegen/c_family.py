@@ -36,6 +36,10 @@ _STORAGE = {
     "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
     "float16": "uint16_t", "bfloat16": "uint16_t", "float32": "float", "float64": "double",
     "float8_e4m3fn": "uint8_t", "float8_e5m2": "uint8_t",
+    # one code a byte in its low bits on chip (a 4-bit type's nibble, int4's two's complement); packed
+    # global memory holds two a byte (is_packed)
+    "int4": "uint8_t", "uint4": "uint8_t", "float4_e2m1fn": "uint8_t", "float6_e2m3fn": "uint8_t",
+    "float6_e3m2fn": "uint8_t", "float8_e8m0fnu": "uint8_t",
 }  # fmt: skip
 _BINARY = {"Add": "+", "Sub": "-", "Mul": "*", "EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">",
            "GE": ">=", "And": "&&", "Or": "||"}  # fmt: skip
@@ -71,8 +75,9 @@ _UNSIGNED = {"int32": "uint32_t", "int64": "uint64_t", "uint16": "uint32_t", "in
              "int8": "uint32_t", "uint8": "uint32_t"}  # fmt: skip
 
 
-# A float8 format's helper-name stem: tc_<stem>_to_f32, tc_f32_to_<stem>, tc_round_<stem>.
-_FP8_STEM = {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
+# A float8 or microscaling format's helper-name stem: tc_<stem>_to_f32, tc_f32_to_<stem>, tc_round_<stem>.
+_FP8_STEM = {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2", "float4_e2m1fn": "e2m1", "float6_e2m3fn": "e2m3",
+             "float6_e3m2fn": "e3m2", "float8_e8m0fnu": "e8m0"}  # fmt: skip
 
 
 def _storage_conversion(dtype: DataType) -> tuple[str, str] | None:
@@ -82,10 +87,20 @@ def _storage_conversion(dtype: DataType) -> tuple[str, str] | None:
         return "tc_h2f", "tc_f2h"
     if dtype.kind == "bfloat":
         return "tc_bf2f", "tc_f2bf"
-    if dtype.kind == "float8":
+    if dtype.kind in ("float8", "microfloat"):
         stem = _FP8_STEM[dtype.name]
         return f"tc_{stem}_to_f32", f"tc_f32_to_{stem}"
+    if dtype.is_packed:  # 4-bit integers: the nibble, sign-extended when read as int4
+        return ("tc_i4_from_nibble" if dtype.is_int else ""), "tc_wrap_u4"
     return None
+
+
+def is_packed(buf: Buffer) -> bool:
+    """A buffer of global memory holding two 4-bit values per byte (element i in byte i >> 1, the low
+    nibble for even i); on-chip buffers hold one per byte."""
+    return buf.scope == "global" and buf.dtype.is_packed
+
+
 
 
 def storage_type(dtype: DataType) -> str:
@@ -94,10 +109,12 @@ def storage_type(dtype: DataType) -> str:
 
 def value_type(dtype: DataType) -> str:
     """The C type a value of `dtype` is computed in."""
-    if dtype.kind in ("bfloat", "float8") or dtype.name == "float16":
+    if dtype.kind in ("bfloat", "float8", "microfloat") or dtype.name == "float16":
         return "float"
     if dtype.is_bool:
         return "int"
+    if dtype.is_packed and dtype.is_int:
+        return "int8_t"
     return _STORAGE[dtype.name]
 
 
@@ -282,8 +299,10 @@ class CFamilyPrinter:
             return f"tc_round_f16({self.narrowing_source(e.value, e.dtype)})"
         if e.dtype.kind == "bfloat":
             return f"tc_round_bf16({self.narrowing_source(e.value, e.dtype)})"
-        if e.dtype.kind == "float8":
+        if e.dtype.kind in ("float8", "microfloat"):
             return f"tc_round_{_FP8_STEM[e.dtype.name]}({self.narrowing_source(e.value, e.dtype)})"
+        if e.dtype.is_packed and e.dtype.is_integer:  # wraps to 4 bits
+            return f"{'tc_wrap_i4' if e.dtype.is_int else 'tc_wrap_u4'}((int32_t)({self.expr(e.value)}))"
         return f"(({value_type(e.dtype)})({self.expr(e.value)}))"
 
     def narrowing_source(self, value: Expr, dtype: DataType) -> str:
@@ -318,7 +337,10 @@ class CFamilyPrinter:
 
     def reinterpret(self, source: DataType, dest: DataType, value: str) -> str:
         """The bits of `value` (of dtype `source`) read as `dest`: a dtype stored narrower than it
-        computes (float16, bfloat16, float8) goes through its stored bit pattern."""
+        computes (float16, bfloat16, float8) goes through its stored bit pattern; 4-bit types through
+        their nibble (int4 is stored sign-extended)."""
+        if source.is_packed:  # stored as its nibble, whatever the 4-bit type
+            return self.from_storage(self.to_storage(value, source), dest)
         bits = self.to_storage(value, source) if _storage_conversion(source) else value
         moved = self.bitcast(bits, storage_type(source), storage_type(dest))
         return self.from_storage(moved, dest) if _storage_conversion(dest) else moved
@@ -350,6 +372,8 @@ class CFamilyPrinter:
         buf = e.buffer
         if buf.scope == "local.var":
             return self.name(buf)
+        if is_packed(buf):
+            return self.from_storage(self.load_nibble(buf, self.offset(buf, e.indices)), buf.dtype)
         return self.from_storage(self.load_raw(buf, self.offset(buf, e.indices)), buf.dtype)
 
     def load_raw(self, buf: Buffer, offset: str) -> str:
@@ -357,6 +381,10 @@ class CFamilyPrinter:
         if not self.bounds_check:
             return raw
         return f"({self.in_bounds(buf, offset)} ? {raw} : ({storage_type(buf.dtype)})0)"
+
+    def load_nibble(self, buf: Buffer, offset: str) -> str:
+        """Element `offset` of packed memory (its stored form: the nibble of byte offset >> 1)."""
+        return f"tc_nibble_at({self.load_raw(buf, f'(({offset}) >> 1)')}, {offset})"
 
     def from_storage(self, raw: str, dtype: DataType) -> str:
         conversion = _storage_conversion(dtype)
@@ -376,11 +404,14 @@ class CFamilyPrinter:
         if buf.strides:
             return [f"(int64_t)({self.expr(s)})" for s in buf.strides]
         out, acc = [], "1"
-        for dim in reversed(buf.shape):
+        for k, dim in enumerate(reversed(buf.shape)):
             out.append(acc)
             d = E.const_value(dim)
+            row = k == 0 and is_packed(buf)  # packed rows start on a byte: an odd row has a padding nibble
             if acc.isdigit() and isinstance(d, int):
-                acc = str(int(acc) * d)
+                acc = str(int(acc) * (d + (d & 1) if row else d))
+            elif row:
+                acc = f"{acc} * (((int64_t)({self.expr(dim)}) + 1) & ~(int64_t)1)"
             else:
                 acc = f"{acc} * (int64_t)({self.expr(dim)})"
         return list(reversed(out))
@@ -482,9 +513,35 @@ class CFamilyPrinter:
         if buf.scope == "local.var":
             self.line(f"{self.name(buf)} = {self.expr(s.value)};")
             return
+        if is_packed(buf):
+            self.packed_store(s)
+            return
         raw = self.raw_copy(s)
         value = raw if raw is not None else self.to_storage(self.stored(s.value, buf.dtype), buf.dtype)
         self.line(self.store_line(buf, self.offset(buf, s.indices), value))
+
+    def packed_store(self, s: S.BufferStore) -> None:
+        """A store into packed memory: a pair of values (a 2-lane `vector`, whose first element is even)
+        writes their whole byte; a lone value updates its nibble atomically, since another thread (or
+        another block) may be writing the byte's other nibble at the same time."""
+        buf, offset = s.buffer, self.offset(s.buffer, s.indices)
+        if s.value.dtype.lanes == 1:
+            self.line(self.nibble_store_line(buf, offset, self.nibble(s.value, buf.dtype)))
+            return
+        if not (isinstance(s.value, E.Call) and s.value.op == "vector" and len(s.value.args) == 2):
+            self.fail(f"a {s.value.dtype} store into {buf.name}: packed memory takes one value or a pair")
+        low, high = (self.nibble(v, buf.dtype) for v in s.value.args)
+        self.line(self.store_line(buf, f"(({offset}) >> 1)", f"tc_nibble_pair({low}, {high})"))
+
+    def nibble(self, e: Expr, dtype: DataType) -> str:
+        """The nibble that stores `e` as the 4-bit type `dtype`: copied bits where `e` loads that type."""
+        bits = self.raw_value(e, dtype)
+        return bits if bits is not None else self.to_storage(self.stored(e, dtype), dtype)
+
+    def nibble_store_line(self, buf: Buffer, offset: str, nibble: str) -> str:
+        """The statement that sets the nibble of element `offset` of packed `buf`, atomically."""
+        store = f"tc_store_nibble({self.name(buf)}, {offset}, {nibble});"
+        return f"if ({self.in_bounds(buf, f'(({offset}) >> 1)')}) {store}" if self.bounds_check else store
 
     def stored(self, e: Expr, dtype: DataType) -> str:
         """The value a store of `e` into a `dtype` buffer converts: a cast to the buffer's 16-bit float
@@ -498,6 +555,9 @@ class CFamilyPrinter:
             and dtype.bits == 16
         ):
             return self.narrowing_source(e.value, dtype)
+        if isinstance(e, E.Cast) and e.dtype == dtype and (dtype.kind == "microfloat" or dtype.is_packed):
+            # rounding (wrapping, for 4-bit integers) twice is rounding once
+            return f"({value_type(e.value.dtype)})({self.expr(e.value)})"
         return self.expr(e)
 
     def raw_copy(self, s: S.BufferStore) -> str | None:
@@ -508,7 +568,10 @@ class CFamilyPrinter:
 
     def raw_value(self, e: Expr, dtype: DataType) -> str | None:
         if isinstance(e, E.BufferLoad) and e.buffer.scope != "local.var" and e.buffer.dtype == dtype:
-            return self.load_raw(e.buffer, self.offset(e.buffer, e.indices))
+            offset = self.offset(e.buffer, e.indices)
+            if is_packed(e.buffer):  # a 4-bit type is stored as its nibble on chip too
+                return self.load_nibble(e.buffer, offset)
+            return self.load_raw(e.buffer, offset)
         if isinstance(e, (E.FloatImm, E.IntImm)) and e.value == 0 and not math.copysign(1.0, e.value) < 0:
             return f"({storage_type(dtype)})0"  # +0 is all zero bits in every storage type
         if isinstance(e, E.Select):
@@ -542,7 +605,11 @@ class CFamilyPrinter:
         return f"tc_in_bounds({offset}, {self.extent(buf)}, {len(self.sites)}{report})"
 
     def extent(self, buf: Buffer) -> str:
-        """Elements addressable from the buffer's base (for bounds checks)."""
+        """Elements addressable from the buffer's base (for bounds checks); bytes of packed memory."""
+        if is_packed(buf):
+            strides = self.strides(buf)
+            last = " + ".join(f"((int64_t)({self.expr(d)}) - 1) * {st}" for d, st in zip(buf.shape, strides))
+            return f"(({last} + 1 + 1) >> 1)" if buf.shape else "1"
         if not buf.strides:
             parts = [f"(int64_t)({self.expr(d)})" for d in buf.shape]
             return " * ".join(parts) if parts else "1"

@@ -3,7 +3,8 @@
 A line of a backend's header holding `@tilecraft-common` is replaced by include/tc_common.h (min/max,
 integer division), one holding `@tilecraft-soft-half` by include/tc_soft_half.h (float16/bfloat16
 conversions in integer arithmetic), one holding `@tilecraft-soft-fp8` by include/tc_soft_fp8.h (the float8
-conversions). The generated source stays one self-contained text.
+conversions), one holding `@tilecraft-soft-mx` by include/tc_soft_mx.h (the microscaling formats, 4-bit
+integers and the nibbles of packed memory). The generated source stays one self-contained text.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ SHARED_TEXTS = {
     "@tilecraft-common": INCLUDE / "tc_common.h",
     "@tilecraft-soft-half": INCLUDE / "tc_soft_half.h",
     "@tilecraft-soft-fp8": INCLUDE / "tc_soft_fp8.h",
+    "@tilecraft-soft-mx": INCLUDE / "tc_soft_mx.h",
 }
 
 

@@ -7,7 +7,7 @@ bad one is recorded with its kernel line.
 
 from __future__ import annotations
 
-from tilecraft.codegen.c_family import BoundsSite, CFamilyPrinter, value_type
+from tilecraft.codegen.c_family import BoundsSite, CFamilyPrinter, is_packed, value_type
 from tilecraft.cpu.ir import CheckFailed, MatmulCall
 from tilecraft.cpu.storage import SCRATCH_SCOPES
 from tilecraft.ir import dtype as dt
@@ -111,7 +111,12 @@ def _simd_safe(s: S.Stmt) -> bool:
     """An innermost loop of plain loads and stores (atomics and calls must stay scalar)."""
     from tilecraft.ir.visitor import walk
 
-    return not any(isinstance(n, _NOT_SIMD) for n in walk(s))
+    return not any(isinstance(n, _NOT_SIMD) or _nibble_store(n) for n in walk(s))
+
+
+def _nibble_store(n) -> bool:
+    """A lone store into packed memory: a compare-and-swap loop (a pair of values is a plain byte)."""
+    return isinstance(n, S.BufferStore) and is_packed(n.buffer) and n.value.dtype.lanes == 1
 
 
 def _float_extremum(s: S.For) -> tuple[S.BufferStore, str] | None:

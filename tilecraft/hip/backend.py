@@ -12,6 +12,7 @@ from tilecraft.hip.codegen import BINARY_FORMAT, SOURCE_FORMAT, compile_code_obj
 from tilecraft.hip.pipeline import PIPELINE
 from tilecraft.hip.target import KIND
 from tilecraft.hip.transform.check import FLOAT64_MATH, LDS, PRINT
+from tilecraft.transform.narrow_dtypes import NARROW_DTYPES
 
 HIP_BACKEND = register_backend(
     BackendModule(
@@ -30,6 +31,8 @@ HIP_BACKEND = register_backend(
             "code object is built without; compute them in float32",
             PRINT: "device printf needs ROCm's hostcall buffer, which this backend does not set up; copy values "
             "to an output buffer",
+            NARROW_DTYPES: "the HIP backend does not lower 4-bit (int4, uint4, float4_e2m1fn) or microscaling "
+            "(float6, float8_e8m0fnu) dtypes; convert the data on the host or use the cpu, cuda or opencl target",
         },
         dialect="tilecraft.hip.language",
         doc="AMD GPUs (CDNA2/CDNA3, RDNA3) through HIP C++ compiled by clang without ROCm: wave64, ds_bpermute "

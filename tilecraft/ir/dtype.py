@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from functools import cache
 
-_KINDS = ("bool", "int", "uint", "float", "bfloat", "float8")
+# "microfloat": the OCP microscaling element formats (float4_e2m1fn, float6_e2m3fn, float6_e3m2fn) and
+# scale format (float8_e8m0fnu): storage formats without infinities, computed in float32.
+_KINDS = ("bool", "int", "uint", "float", "bfloat", "float8", "microfloat")
 
 
 class DataType(str):
@@ -68,11 +70,27 @@ class DataType(str):
 
     @property
     def is_float(self) -> bool:
-        """Any floating-point type, including bfloat16 and the float8 formats."""
-        return self.kind in ("float", "bfloat", "float8")
+        """Any floating-point type, including bfloat16, the float8 and the microscaling formats."""
+        return self.kind in ("float", "bfloat", "float8", "microfloat")
+
+    @property
+    def is_packed(self) -> bool:
+        """A 4-bit type (int4, uint4, float4_e2m1fn): two elements per byte in global memory, element i
+        in the low (even i) or high (odd i) nibble of byte i // 2; on-chip buffers hold one per byte."""
+        return self.bits == 4
+
+    @property
+    def is_storage_only(self) -> bool:
+        """A type values are stored in but not computed in: arithmetic takes a cast to a wider type
+        (the float8 and microscaling formats, 4-bit integers)."""
+        return self.kind in ("float8", "microfloat") or self.bits < 8
 
     @property
     def bytes(self) -> int:
+        """Bytes of one value: a 4-bit pair (`float4_e2m1fnx2`) is one byte, a lone 4-bit value takes a byte
+        of its own (on-chip buffers store one per byte)."""
+        if self.is_packed and self.lanes > 1:
+            return (self.lanes + 1) // 2
         return max(1, self.bits // 8) * self.lanes
 
     def with_lanes(self, lanes: int) -> DataType:
@@ -83,13 +101,23 @@ class DataType(str):
     def element(self) -> DataType:
         return self.with_lanes(1)
 
+    @property
+    def torch_name(self) -> str | None:
+        """The name of the torch dtype that stores this type (`as_torch`), None for a vector."""
+        return _TORCH_STORAGE.get(self.name, self.name) if self.lanes == 1 or self.is_packed else None
+
     def as_torch(self):
-        """The torch dtype of the same name (TileLang's `dtype.as_torch()`); needs torch installed."""
+        """The torch dtype that stores this type (TileLang's `dtype.as_torch()`); needs torch installed.
+
+        Packed 4-bit data is bytes: float4_e2m1fn (and float4_e2m1fnx2) is torch.float4_e2m1fn_x2, int4
+        torch.int8 and uint4 torch.uint8, each element of which holds two values (TileLang's choice); the
+        float6 formats are torch.uint8, a code a byte."""
         import torch
 
-        found = getattr(torch, self.name, None) if self.lanes == 1 else None
+        name = self.torch_name
+        found = getattr(torch, name, None) if name is not None else None
         if not isinstance(found, torch.dtype):
-            raise TypeError(f"dtype {self} has no torch equivalent")
+            raise TypeError(f"dtype {self} has no torch equivalent" + _torch_hint(self))
         return found
 
     def as_numpy(self):
@@ -124,11 +152,32 @@ float32 = _make("float32", "float", 32)
 float64 = _make("float64", "float", 64)
 float8_e4m3fn = _make("float8_e4m3fn", "float8", 8)
 float8_e5m2 = _make("float8_e5m2", "float8", 8)
+int4 = _make("int4", "int", 4)
+uint4 = _make("uint4", "uint", 4)
+float4_e2m1fn = _make("float4_e2m1fn", "microfloat", 4)
+float6_e2m3fn = _make("float6_e2m3fn", "microfloat", 6)
+float6_e3m2fn = _make("float6_e3m2fn", "microfloat", 6)
+float8_e8m0fnu = _make("float8_e8m0fnu", "microfloat", 8)
 
 ALL_DTYPES: tuple[DataType, ...] = (
     bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
     float16, bfloat16, float32, float64, float8_e4m3fn, float8_e5m2,
+    int4, uint4, float4_e2m1fn, float6_e2m3fn, float6_e3m2fn, float8_e8m0fnu,
 )  # fmt: skip
+
+# The torch dtype whose elements store each packed type (as_torch); torch.float4_e2m1fn_x2 needs torch 2.8.
+# torch has no float6: its codes live in uint8 bytes.
+_TORCH_STORAGE = {"float4_e2m1fn": "float4_e2m1fn_x2", "int4": "int8", "uint4": "uint8", "float6_e2m3fn": "uint8",
+                  "float6_e3m2fn": "uint8"}  # fmt: skip
+
+
+def _torch_hint(dtype: DataType) -> str:
+    if dtype.element().name == "float4_e2m1fn":
+        return (
+            " in this torch (torch.float4_e2m1fn_x2 needs torch 2.8 or newer); pass the bytes as torch.uint8"
+        )
+    return ""
+
 
 _ALIASES = {
     "half": "float16",
@@ -143,6 +192,7 @@ _ALIASES = {
     "float8_e4m3": "float8_e4m3fn",
     "e5m2_float8": "float8_e5m2",
     "boolean": "bool",
+    "float4_e2m1fn_x2": "float4_e2m1fnx2",  # torch's name of a byte holding two float4_e2m1fn values
 }
 _BY_NAME = {dt.name: dt for dt in ALL_DTYPES}
 
@@ -184,10 +234,13 @@ def as_dtype(value: object) -> DataType:
 
 
 def numpy_dtype(dtype: DataType):
-    """The numpy dtype that stores `dtype` (ml_dtypes for bfloat16 and float8)."""
+    """The numpy dtype that stores `dtype` (ml_dtypes for bfloat16, float8, the microscaling formats and
+    4-bit integers, one value per byte; a packed pair such as float4_e2m1fnx2 is a uint8 byte)."""
     import numpy as np
 
-    if dtype.kind in ("bfloat", "float8"):
+    if dtype.is_packed and dtype.lanes == 2:
+        return np.dtype(np.uint8)
+    if dtype.kind in ("bfloat", "float8", "microfloat") or dtype.is_packed:
         import ml_dtypes
 
         return np.dtype(getattr(ml_dtypes, dtype.name))

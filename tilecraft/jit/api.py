@@ -317,7 +317,7 @@ def _consts_from_shapes(func: PrimFunc, tensors: Mapping[str, Any]) -> dict[str,
         arg = as_array_arg(tensors[p.name], p.name)
         if len(arg.shape) != p.ndim:
             raise ArgumentError(f"parameter {p.name!r}: expected {p.ndim} dims, got shape {arg.shape}")
-        for dim, size in zip(p.shape, arg.shape):
+        for dim, size in zip(p.shape, _values_shape(p.dtype, arg)):
             if id(dim) in symbols:
                 seen = consts.setdefault(dim.name, size)
                 if seen != size:
@@ -325,6 +325,14 @@ def _consts_from_shapes(func: PrimFunc, tensors: Mapping[str, Any]) -> dict[str,
                         f"parameter {p.name!r}: {dim.name} is {size} here but {seen} in an earlier tensor"
                     )
     return consts
+
+
+def _values_shape(dtype, arg) -> tuple[int, ...]:
+    """The shape of the values `arg` holds for a parameter of `dtype`: packed 4-bit bytes hold two values
+    each (a compile-time last dim taken from them is even)."""
+    if dtype.is_packed and arg.shape and arg.dtype != dtype:
+        return (*arg.shape[:-1], 2 * arg.shape[-1])
+    return arg.shape
 
 
 def jit(

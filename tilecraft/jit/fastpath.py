@@ -58,9 +58,12 @@ class _Writer:
 
     def tensor(self, i: int) -> bool:
         p = self.art.params[i]
-        if p.strides:
+        # packed 4-bit data (the full path reads its bytes' shape) and dtypes torch lacks (float6, given
+        # as uint8 bytes) take the full path
+        torch_dtype = getattr(self.torch, p.dtype.name, None)
+        if p.strides or p.dtype.is_packed or torch_dtype is None:
             return False
-        self.namespace[f"_dt{i}"] = getattr(self.torch, p.dtype.name)
+        self.namespace[f"_dt{i}"] = torch_dtype
         self.line(f"if a{i}.__class__ is not _Tensor or a{i}.dtype is not _dt{i}: return _MISS")
         self.line(f"if a{i}.get_device() != {self.device} or not a{i}.is_contiguous(): return _MISS")
         self.line(f"p{i} = a{i}.data_ptr()")
@@ -98,6 +101,8 @@ class _Writer:
 
     def output(self, i: int, reference: int) -> bool:
         p = self.art.params[i]
+        if p.dtype.is_packed or getattr(self.torch, p.dtype.name, None) is None:
+            return False
         dims = [_dim_source(d, self.names) for d in p.shape]
         if any(d is None or (not d.isdigit() and d not in self.bound) for d in dims):
             return False

@@ -4,7 +4,7 @@ Every call is validated against the parameters: dtype (native byte order), rank,
 dims (consistent across parameters, and within their dtype's range), strides, device, writable memory
 for every buffer the kernel writes, and scalars of the right kind within their dtype's range. Symbolic
 dims are bound from the arrays' shapes without recompiling; outputs named by `out_idx` are allocated
-with the inputs' array library and device.
+with the inputs' array library and device. Packed 4-bit parameters take their bytes (backend/packed.py).
 """
 
 from __future__ import annotations
@@ -15,14 +15,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from tilecraft import settings
 from tilecraft._modules import imported
+from tilecraft.backend import packed
 from tilecraft.backend.arrays import ArrayArg, as_array_arg, check_alignment
 from tilecraft.backend.artifact import ParamInfo
 from tilecraft.backend.context import BackendContext
 from tilecraft.backend.dlpack import as_callers_array
 from tilecraft.backend.execution import Loaded
 from tilecraft.errors import ArgumentError, TilecraftError, UnpicklingKernelError
+from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir.eval import evaluate
 from tilecraft.jit.fastpath import MISS
@@ -59,16 +63,17 @@ class _ParamCheck:
         self.info = info
         self.shape = _rules(info.shape)
         self.strides = _rules(info.strides) if info.strides else None
+        self.packed = info.dtype.is_packed
 
-    def bind(self, arg: ArrayArg, env: dict, deferred: list) -> None:
+    def bind(self, arg: ArrayArg, env: dict, deferred: list, last_known: bool = True) -> None:
+        """Check `arg` (a packed parameter's logical view: `last_known` False when its last dim is
+        bound by `packed_last` instead) and bind the dims it carries."""
         info = self.info
-        if arg.dtype != info.dtype:
+        if arg.dtype != info.dtype and not _byte_codes(info.dtype, arg.dtype):
             raise ArgumentError(f"parameter {info.name!r}: expected dtype {info.dtype}, got {arg.dtype}")
-        if len(arg.shape) != len(info.shape):
-            raise ArgumentError(
-                f"parameter {info.name!r}: expected {len(info.shape)} dims {_fmt(info.shape)}, got shape {arg.shape}"
-            )
-        self._bind_dims(self.shape, arg.shape, "shape", env, deferred, arg)
+        self.check_rank(arg)
+        rules = self.shape if last_known else self.shape[:-1]
+        self._bind_dims(rules, arg.shape, "shape", env, deferred, arg)
         if self.strides is not None:
             self._bind_dims(self.strides, arg.strides, "strides", env, deferred, arg)
 
@@ -96,6 +101,30 @@ class _ParamCheck:
             else:
                 deferred.append((rule, got, name, what))
 
+    def check_rank(self, arg: ArrayArg) -> None:
+        info = self.info
+        if len(arg.shape) != len(info.shape):
+            raise ArgumentError(
+                f"parameter {info.name!r}: expected {len(info.shape)} dims {_fmt(info.shape)}, got shape {arg.shape}"
+            )
+
+    def packed_last(self, nbytes: int, env: dict, deferred: list, pending: list) -> int:
+        """The last dim of packed data held in rows of `nbytes` bytes: N or N - 1 of 2 * nbytes values, as
+        the parameter's declared dim says (a symbolic one that no other array binds is even: 2 * nbytes)."""
+        rule, name = self.shape[-1], self.info.name
+        if rule.static is not None:
+            _check_bytes(name, rule.static, nbytes)
+            return rule.static
+        if rule.var is not None:
+            bound = env.get(rule.var)
+            if bound is None:
+                pending.append((rule.var, nbytes, name))
+                return 2 * nbytes
+            _check_bytes(name, bound, nbytes)
+            return bound
+        deferred.append((rule, nbytes, name, "bytes"))
+        return 2 * nbytes
+
     def contiguous(self, arg: ArrayArg) -> bool:
         if 0 in arg.shape:
             return True
@@ -105,6 +134,32 @@ class _ParamCheck:
                 return False
             expected *= size
         return True
+
+
+def _byte_codes(dtype: dt.DataType, given: dt.DataType) -> bool:
+    """uint8 bytes given for a one-byte microscaling format (float6, float8_e8m0fnu): their codes."""
+    return dtype.kind == "microfloat" and not dtype.is_packed and given == dt.uint8
+
+
+def _check_bytes(name: str, n: int, nbytes: int) -> None:
+    if (n + 1) // 2 != nbytes:
+        raise ArgumentError(
+            f"parameter {name!r}: rows of {n} packed 4-bit values take {(n + 1) // 2} bytes, got {nbytes} (the "
+            "last dim of packed data counts bytes: ceil(N / 2))"
+        )
+
+
+def _resolve_packed(env: dict, pending: list) -> None:
+    """Bind the symbolic last dims that only packed data gave (2 * its bytes), or check them against the
+    value another array bound."""
+    for var, nbytes, name in pending:
+        bound = env.get(var)
+        if bound is None:
+            check_dim(var.name, var.dtype, 2 * nbytes, f"parameter {name!r}: the last dim")
+            env[var] = 2 * nbytes
+        else:
+            _check_bytes(name, bound, nbytes)
+    pending.clear()
 
 
 def _fmt(exprs) -> str:
@@ -243,17 +298,25 @@ class Kernel:
         env: dict = {}
         deferred: list = []
         arrays: dict[int, ArrayArg] = {}
+        call = _PackedCall()
         launch_args = list(values)
         for i in self._inputs:
-            launch_args[i] = self._bind_param(i, values[i], env, deferred, arrays)
+            launch_args[i] = self._bind_param(i, values[i], env, deferred, arrays, call)
+        _resolve_packed(env, call.pending)
         outputs = self._allocate_outputs(values, env, arrays)
         for i in self.out_idx:
-            launch_args[i] = self._bind_param(i, values[i], env, deferred, arrays)
+            launch_args[i] = self._bind_param(i, values[i], env, deferred, arrays, call)
+        _resolve_packed(env, call.pending)
         for i in self._workspaces:
-            launch_args.append(self._bind_param(i, self._allocate(i, env, arrays), env, deferred, arrays))
+            launch_args.append(
+                self._bind_param(i, self._allocate(i, env, arrays), env, deferred, arrays, call)
+            )
         self._check_deferred(env, deferred)
         dims = self._dims(env)
         self._launch(launch_args, dims, stream)
+        if call.restore:
+            self._backend.synchronize(self.loaded)
+            call.unpack()
         if not outputs:
             return None
         result = [outputs[i] for i in self.out_idx]
@@ -278,28 +341,62 @@ class Kernel:
             + f", got {len(args)}"
         )
 
-    def _bind_param(self, i: int, value: Any, env: dict, deferred: list, arrays: dict) -> Any:
+    def _bind_param(
+        self, i: int, value: Any, env: dict, deferred: list, arrays: dict, call: _PackedCall
+    ) -> Any:
         """Check parameter i's value and bind the dims it carries; returns what the launcher takes."""
         info = self.artifact.params[i]
         if info.kind == "scalar":
             return check_scalar(info, value)
         arg = as_array_arg(value, info.name, self._readers)
         check = self._checks[i]
+        if check.packed:
+            return self._bind_packed(i, value, arg, env, deferred, arrays, call)
         check.bind(arg, env, deferred)
+        self._check_memory(i, arg, arg)
+        arrays[i] = arg
+        return arg
+
+    def _check_memory(self, i: int, arg: ArrayArg, caller: ArrayArg) -> None:
+        """Device, alignment, contiguity (of the memory the kernel reads: `arg`) and, for a parameter the
+        kernel writes, that the caller's array (`caller`) is writable."""
+        info = self.artifact.params[i]
         self._backend.check_device(arg, info.name)
         check_alignment(arg, info.name, self.artifact.buffer_alignment)
-        if check.strides is None and not check.contiguous(arg):
+        if self._checks[i].strides is None and not self._checks[i].contiguous(arg):
             raise ArgumentError(
                 f"parameter {info.name!r} must be contiguous (row-major), got strides {arg.strides} for shape "
                 f"{arg.shape}; pass a contiguous copy or declare the parameter with T.StridedTensor"
             )
-        if info.written and not arg.writable:
+        if info.written and not caller.writable:
             raise ArgumentError(
                 f"parameter {info.name!r} is read-only memory, but the kernel writes it; pass a writable "
                 "array (numpy: a copy, np.array(x), or a memmap opened with mode='r+')"
             )
-        arrays[i] = arg
-        return arg
+
+    def _bind_packed(self, i: int, value: Any, arg: ArrayArg, env: dict, deferred: list, arrays: dict,
+                     call: _PackedCall) -> ArrayArg:  # fmt: skip
+        """A packed 4-bit parameter: its bytes (backend/packed.py), or a numpy array of one value a byte,
+        packed for the call (and unpacked back after it where the kernel writes it)."""
+        info, check = self.artifact.params[i], self._checks[i]
+        check.check_rank(arg)
+        if arg.dtype == info.dtype and arg.library == "numpy" and arg.shape:
+            data = as_array_arg(packed.pack(value), info.name)
+            if info.written and arg.writable:
+                call.restore.append((value, data.obj, arg.shape[-1], info.dtype))
+            last, known = arg.shape[-1], True
+        elif packed.holds_bytes(arg, info.dtype):
+            data = arg
+            last, known = check.packed_last(arg.shape[-1], env, deferred, call.pending), False
+        else:
+            raise ArgumentError(
+                f"parameter {info.name!r}: expected {packed.expected(info.dtype, _fmt(info.shape))}; got "
+                f"{arg.library} {arg.dtype} of shape {arg.shape}"
+            )
+        check.bind(packed.logical_view(data, info.dtype, last, info.name), env, deferred, known)
+        self._check_memory(i, data, arg)
+        arrays[i] = data
+        return packed.launch_bytes(data)
 
     def _allocate_outputs(self, values: list, env: dict, arrays: dict) -> dict[int, Any]:
         if all(values[i] is not None for i in self.out_idx):
@@ -314,7 +411,12 @@ class Kernel:
         """A new array for parameter i, beside the arrays bound so far (on their device)."""
         info = self.artifact.params[i]
         shape = tuple(self._eval_dim(e, env, info.name) for e in info.shape)
-        return self._backend.empty(next(iter(arrays.values()), None), shape, info.dtype)
+        reference = next(iter(arrays.values()), None)
+        if info.dtype.is_packed:
+            if reference is None or reference.library == "numpy":
+                return np.empty(shape, dt.numpy_dtype(info.dtype))  # one value a byte, packed for the call
+            return self._backend.empty(reference, packed.byte_shape(shape), packed.storage_dtype(info.dtype))
+        return self._backend.empty(reference, shape, info.dtype)
 
     def _eval_dim(self, e: E.Expr, env: dict, name: str) -> int:
         if isinstance(e, int):
@@ -329,7 +431,9 @@ class Kernel:
     def _check_deferred(self, env: dict, deferred: list) -> None:
         for rule, got, name, what in deferred:
             expected = int(evaluate(rule.expr, env))
-            if expected != got:
+            if what == "bytes":  # the last dim of packed data, given as its bytes
+                _check_bytes(name, expected, got)
+            elif expected != got:
                 raise ArgumentError(
                     f"parameter {name!r}: {what}[{rule.axis}] must be {rule.expr} = {expected}, got {got}"
                 )
@@ -377,6 +481,19 @@ def _unpickle_kernel(state: dict[str, Any]) -> Kernel:
             "with tilecraft.load(path), which needs no compiler"
         ) from err
     return Kernel(loaded, ctx, tuple(state["out_idx"]))
+
+
+class _PackedCall:
+    """A call's packed-data bookkeeping: symbolic last dims only packed bytes gave so far (var, bytes,
+    parameter), and numpy arrays packed for the call that the kernel writes (array, bytes, N, dtype)."""
+
+    def __init__(self) -> None:
+        self.pending: list = []
+        self.restore: list = []
+
+    def unpack(self) -> None:
+        for target, data, n, dtype in self.restore:
+            target[...] = packed.unpack(data, n, dtype)
 
 
 def _is_torch_tensor(x: Any) -> bool:

@@ -8,15 +8,21 @@ in `tilecraft.<backend>.language`.
 import tilecraft._origin  # noqa: F401 - first: says so when a folder named tilecraft hides this package
 from tilecraft.ir.dtype import (
     bfloat16,
+    float4_e2m1fn,
+    float6_e2m3fn,
+    float6_e3m2fn,
     float8_e4m3fn,
     float8_e5m2,
+    float8_e8m0fnu,
     float16,
     float32,
     float64,
+    int4,
     int8,
     int16,
     int32,
     int64,
+    uint4,
     uint8,
     uint16,
     uint32,
@@ -100,6 +106,8 @@ half = float16
 float = float32  # noqa: A001
 double = float64
 float8_e4m3 = float8_e4m3fn
+# Two float4_e2m1fn values in one byte (torch.float4_e2m1fn_x2): the dtype of packed bytes' views.
+float4_e2m1fnx2 = float4_e2m1fn.with_lanes(2)
 # TF32 is float32 with a 10-bit mantissa for tensor-core gemms. No target generates TF32 mma, so a
 # tfloat32 tensor, tile or gemm operand is float32 throughout: at least as accurate as TileLang's TF32.
 tfloat32 = float32
@@ -109,13 +117,13 @@ __all__ = [
     "Parallel", "Persistent", "Pipelined", "Ramp", "StridedTensor", "Tensor", "abs", "alloc_fragment", "alloc_local",
     "alloc_shared", "alloc_var", "annotate_layout", "atomic_add", "atomic_max", "atomic_min", "bfloat16",
     "bool", "call_intrin", "cast", "ceil", "ceildiv", "clear", "const", "copy", "cos", "cumsum", "double",
-    "dynamic", "empty", "erf", "evaluate", "exp", "exp2", "fill", "float", "float8_e4m3", "float8_e4m3fn",
-    "float8_e5m2", "float16", "float32", "float64", "floor", "floordiv", "floormod", "func_attr", "gemm",
-    "get_block_binding", "get_thread_binding", "half", "if_then_else", "infinity", "int8", "int16",
+    "dynamic", "empty", "erf", "evaluate", "exp", "exp2", "fill", "float", "float4_e2m1fn", "float4_e2m1fnx2",
+    "float6_e2m3fn", "float6_e3m2fn", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float16", "float32", "float64", "floor", "floordiv", "floormod", "func_attr", "gemm",
+    "get_block_binding", "get_thread_binding", "half", "if_then_else", "infinity", "int4", "int8", "int16",
     "int32", "int64", "log", "log2", "macro", "max", "max_value", "min", "min_value", "pow", "prim_func",
     "print", "reduce_abssum", "reduce_absmax", "reduce_max", "reduce_min", "reduce_sum", "round", "rsqrt",
     "serial", "sigmoid", "sin", "sqrt", "symbolic", "sync_threads", "tanh", "tfloat32", "truncdiv", "truncmod",
-    "uint8", "uint16", "uint32", "uint64", "unroll", "use_swizzle", "vectorized",
+    "uint4", "uint8", "uint16", "uint32", "uint64", "unroll", "use_swizzle", "vectorized",
 ]  # fmt: skip
 
 from tilecraft.language.script import parse_script  # noqa: E402

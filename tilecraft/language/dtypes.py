@@ -26,6 +26,9 @@ def _torch_to_str() -> dict[Any, str]:
         found = getattr(torch, dt.name, None)
         if isinstance(found, torch.dtype):
             table[found] = dt.name
+    packed_pairs = getattr(torch, "float4_e2m1fn_x2", None)  # torch 2.8 and newer
+    if packed_pairs is not None:
+        table[packed_pairs] = "float4_e2m1fnx2"
     return table
 
 

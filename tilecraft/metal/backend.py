@@ -16,6 +16,7 @@ from tilecraft.metal.transform.check import (
     THREADGROUP_MEMORY,
     THREADGROUP_SIZE,
 )
+from tilecraft.transform.narrow_dtypes import NARROW_DTYPES
 
 METAL_BACKEND = register_backend(
     BackendModule(
@@ -29,6 +30,8 @@ METAL_BACKEND = register_backend(
             INT64_ATOMICS: "Metal's atomics are 32-bit (atomic_int, atomic_uint, atomic_float in device memory "
             "from apple7); accumulate in a 32-bit buffer",
             PRINT: "MSL has no printf; copy the values to an output buffer",
+            NARROW_DTYPES: "the Metal backend does not lower 4-bit (int4, uint4, float4_e2m1fn) or microscaling "
+            "(float6, float8_e8m0fnu) dtypes; convert the data on the host or use the cpu, cuda or opencl target",
             THREADGROUP_MEMORY: "a threadgroup has the target's threadgroup_memory bytes (32 KiB on Apple GPUs; "
             "the conformance tiles need up to 96 KiB)",
             THREADGROUP_SIZE: "a threadgroup holds at most the target's max_threads threads (1024)",

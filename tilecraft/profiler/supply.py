@@ -59,6 +59,8 @@ def _integers(dtype: DataType, shape: tuple[int, ...], rng: np.random.Generator)
         low, high = 0, 2
     elif dtype.kind == "float8":
         low, high = -128, 128
+    elif dtype.name == "float8_e8m0fnu":  # positive powers of two (zero and below are its NaN)
+        low, high = 1, 5
     else:
         low, high = -2, 3
     return rng.integers(low, high, size=shape).astype(numpy_dtype(dtype))
@@ -67,7 +69,19 @@ def _integers(dtype: DataType, shape: tuple[int, ...], rng: np.random.Generator)
 def supply_numpy(
     dtype: DataType, shape: tuple[int, ...], kind: TensorSupplyType, rng: np.random.Generator
 ) -> np.ndarray:
-    """A host array of `dtype` and `shape` filled as `kind` says."""
+    """A host array of `dtype` and `shape` filled as `kind` says; for a packed 4-bit dtype, the bytes
+    that hold such values (shape (..., ceil(N / 2)), two a byte: what kernels take on every device)."""
+    values = _values(dtype, shape, kind, rng)
+    if dtype.is_packed and shape:
+        from tilecraft.backend.packed import pack
+
+        return pack(values)
+    return values
+
+
+def _values(
+    dtype: DataType, shape: tuple[int, ...], kind: TensorSupplyType, rng: np.random.Generator
+) -> np.ndarray:
     target = numpy_dtype(dtype)
     if kind is TensorSupplyType.Zero:
         return np.zeros(shape, target)

@@ -64,6 +64,7 @@ class _Checker(RangeWalk):
         for p in self.func.params:
             if isinstance(p, Buffer):
                 self._shape(p, minimum=0)
+                self._no_packed_pairs(p)
         self.visit(self.func.body)
 
     def fail(self, message: str, hint: str | None = None, span=None):
@@ -114,14 +115,28 @@ class _Checker(RangeWalk):
             self.fail(f"{what} is only valid inside `with T.Kernel(...)`", hint)
 
     def visit_Buffer(self, buf: Buffer) -> None:
+        self._no_packed_pairs(buf)
         if buf.base is not None and id(buf) not in self.views:
             self.views.add(id(buf))
             self._view(buf)
         self.generic_visit(buf)
 
+    def _no_packed_pairs(self, buf: Buffer) -> None:
+        if buf.dtype.is_packed and buf.dtype.lanes > 1:
+            element = buf.dtype.element()
+            self.fail(f"buffer {buf.name} is {buf.dtype}: buffers of packed pairs are not supported",
+                      f"declare the values: T.Tensor((..., N), '{element}') is stored two a byte and takes "
+                      "torch.float4_e2m1fn_x2 (or uint8) tensors of shape (..., ceil(N / 2))",
+                      span=buf.span or self.span)  # fmt: skip
+
     def _view(self, view: Buffer) -> None:
         """A view fits in its base; parsing checked it already unless T.const symbols sized them."""
         base = view.base
+        if base.dtype.is_packed:
+            self.fail(f"the view {view.name} of {base.name}: views of packed {base.dtype} tensors are not "
+                      "supported (their rows start on whole bytes, so a reshape moves elements)",
+                      f"index {base.name} with its own shape, or pass the data reshaped from the host",
+                      span=view.span)  # fmt: skip
         if holds_more(view.shape, base.shape):
             self.fail(f"the view {view.name} of shape {_shape(view.shape)} holds {_count(view.shape)} elements "
                       f"but {base.name} of shape {_shape(base.shape)} holds {_count(base.shape)}",
@@ -162,10 +177,10 @@ class _Checker(RangeWalk):
         self.generic_visit(e)
 
     def visit_BinaryOp(self, e: E.BinaryOp) -> None:
-        if e.a.dtype.kind == "float8" and not isinstance(e, E.CmpOp):
-            self.fail(
-                f"arithmetic on {e.a.dtype} is not supported", "cast to float32 first: T.cast(x, 'float32')"
-            )
+        if e.a.dtype.is_storage_only and not isinstance(e, E.CmpOp):
+            wide = "float32" if e.a.dtype.is_float else "int32"
+            self.fail(f"arithmetic on {e.a.dtype} is not supported: it is a storage format",
+                      f"cast to {wide} first: T.cast(x, '{wide}')")  # fmt: skip
         if isinstance(e, INT_DIVISIONS) and not e.a.dtype.is_float and constant(e.b) == 0:
             self.fail(
                 f"integer division by zero: the divisor of {e} is {_value(e.b, 0)}",

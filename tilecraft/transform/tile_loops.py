@@ -128,6 +128,9 @@ def copy_extents(copy: S.Copy) -> list[Expr]:
 def copy_as_loops(copy: S.Copy, prefix: str = "i") -> S.Stmt:
     """The copy as a T.Parallel nest, with a predicate-free fast path for interior tiles."""
     extents = copy_extents(copy)
+    if pairs_packed(copy.dst):
+        fast, slow, aligned = packed_copy_nests(copy, extents, prefix)
+        return S.IfThenElse(aligned, fast, slow, span=copy.span)
     loop_vars = make_loop_vars(len(extents), prefix)
     whole = conjunction(whole_tile_conditions(copy.src) + whole_tile_conditions(copy.dst))
     fast = parallel_nest(loop_vars, extents, copy_body(copy, loop_vars, predicated=False), copy.span)
@@ -141,6 +144,9 @@ def copy_as_loops(copy: S.Copy, prefix: str = "i") -> S.Stmt:
 def fill_as_loops(fill: S.Fill, prefix: str = "i") -> S.Stmt:
     """The fill as a T.Parallel nest (stores past a global edge are skipped)."""
     extents = loop_extents(fill.dst)
+    if pairs_packed(fill.dst):
+        fast, slow, aligned = packed_fill_nests(fill, extents, prefix)
+        return S.IfThenElse(aligned, fast, slow, span=fill.span)
     loop_vars = make_loop_vars(len(extents), prefix)
     index = region_index(fill.dst, loop_vars)
     store: S.Stmt = S.BufferStore(fill.dst.buffer, E.cast(fill.value, fill.dst.dtype), index, span=fill.span)
@@ -167,3 +173,136 @@ def atomic_as_loops(op: S.AtomicOp) -> S.Stmt:
     if guard is not None:
         body = S.IfThenElse(guard, body, span=op.span)
     return parallel_nest(loop_vars, extents, body, op.span)
+
+
+# ---------------------------------------------------------------- packed (4-bit) global destinations
+#
+# Global memory holds 4-bit types two to a byte (element i in the low nibble of byte i // 2 for even i,
+# the high one for odd i); rows of a packed tensor start on whole bytes, so an element's nibble is the
+# parity of its column. A copy or fill into such memory iterates the bytes of each row it touches: a
+# byte whose two elements both lie in the region (and inside the tensor) is written whole, by one
+# iteration, so no two threads or blocks share it; a byte the region covers only half of (an odd start
+# or end, the odd last column of a tensor) gets its nibble set by an atomic store, since the other half
+# may be another block's. Where the region starts on an even column, spans an even number of them and
+# lies inside the tensor, the nest has only whole bytes and no predicates.
+
+
+def pairs_packed(region: BufferRegion) -> bool:
+    """Stores into `region` can be whole bytes: packed global memory whose last dim the region spans."""
+    buf = region.buffer
+    return buf.scope == "global" and buf.dtype.is_packed and E.const_value(region.ranges[-1].extent) != 1
+
+
+def packed_nests(dst: BufferRegion, extents: Sequence[Expr], value_at, prefix: str, span=None,
+                 edges: Sequence[Expr] = ()) -> tuple[S.Stmt, S.Stmt, Expr]:  # fmt: skip
+    """(whole-byte nest, general nest, the condition for the first) of stores into packed `dst`, whose
+    last dim is the last of `extents`. `value_at(outer, column, guarded)` is the value for the element at
+    `column` of the region's last dim (relative to its start) in the row the outer loop vars pick;
+    `edges` are further whole-tile conditions (a source's)."""
+    width = extents[-1]
+    start = dst.ranges[-1].min
+    conds = whole_tile_conditions(dst) + list(edges)
+    conds.append(E.compare(E.EQ, E.floormod(start, 2), E.const(0, start.dtype)))
+    if not isinstance(E.const_value(width), int):
+        conds.append(E.compare(E.EQ, E.floormod(width, 2), E.const(0, width.dtype)))
+    elif E.const_value(width) % 2:
+        conds.append(E.const(False))
+    fast_vars = make_loop_vars(len(extents), prefix)
+    fast = parallel_nest(fast_vars, [*extents[:-1], _halved(width)],
+                         _whole_bytes(dst, fast_vars, value_at, span), span)  # fmt: skip
+    slow_vars = make_loop_vars(len(extents), prefix)
+    slow = parallel_nest(slow_vars, [*extents[:-1], _bytes_touched(width)],
+                         _byte_stores(dst, slow_vars, width, value_at, span), span)  # fmt: skip
+    return fast, slow, conjunction(conds)
+
+
+def _halved(width: Expr) -> Expr:
+    value = E.const_value(width)
+    return E.const(value // 2, width.dtype) if isinstance(value, int) else E.floordiv(width, 2)
+
+
+def _bytes_touched(width: Expr) -> Expr:
+    """The bytes a row of `width` elements may touch from either parity of its start."""
+    value = E.const_value(width)
+    return E.const(value // 2 + 1, width.dtype) if isinstance(value, int) else E.add(E.floordiv(width, 2), 1)
+
+
+def _pair(dtype, low: Expr, high: Expr) -> Expr:
+    return E.Call(dtype.with_lanes(2), "vector", (low, high))
+
+
+def _whole_bytes(dst: BufferRegion, loop_vars: Sequence[Var], value_at, span) -> S.Stmt:
+    """Byte q of the row: columns 2q and 2q + 1, both inside (the fast nest's condition holds)."""
+    outer, q = list(loop_vars[:-1]), loop_vars[-1]
+    low = E.mul(q, 2)
+    index = region_index(dst, [*outer, low])
+    value = _pair(dst.dtype, value_at(outer, low, False), value_at(outer, E.add(low, 1), False))
+    return S.BufferStore(dst.buffer, value, index, span=span)
+
+
+def _byte_stores(dst: BufferRegion, loop_vars: Sequence[Var], width: Expr, value_at, span) -> S.Stmt:
+    """Byte q of those the row touches: whole where both of its columns are stored, else its one nibble."""
+    outer, q = list(loop_vars[:-1]), loop_vars[-1]
+    start = dst.ranges[-1].min
+    low = E.sub(E.mul(q, 2), E.cast(E.floormod(start, 2), q.dtype))  # relative column of the low nibble
+    high = E.add(low, 1)
+    low_index, high_index = region_index(dst, [*outer, low]), region_index(dst, [*outer, high])
+    row_edges = _row_edges(dst, low_index)
+    low_in = conjunction([E.compare(E.GE, low, E.const(0, low.dtype)), E.compare(E.LT, low, width),
+                          *_column_edge(dst, low_index)])  # fmt: skip
+    high_in = conjunction([E.compare(E.LT, high, width), *_column_edge(dst, high_index)])
+    both = S.BufferStore(dst.buffer, _pair(dst.dtype, value_at(outer, low, True), value_at(outer, high, True)),
+                         low_index, span=span)  # fmt: skip
+    low_only = S.BufferStore(dst.buffer, value_at(outer, low, True), low_index, span=span)
+    high_only = S.BufferStore(dst.buffer, value_at(outer, high, True), high_index, span=span)
+    body: S.Stmt = S.IfThenElse(
+        E.logical_and(low_in, high_in),
+        both,
+        S.IfThenElse(low_in, low_only, S.IfThenElse(high_in, high_only, span=span), span=span),
+        span=span,
+    )
+    rows = conjunction(row_edges)
+    return body if rows is None else S.IfThenElse(rows, body, span=span)
+
+
+def _row_edges(region: BufferRegion, indices: Sequence[Expr]) -> list[Expr]:
+    """`edge_conditions` of every dim but the last."""
+    if region.buffer.scope not in PREDICATED_SCOPES:
+        return []
+    dims = zip(region.ranges[:-1], indices[:-1], region.buffer.shape[:-1])
+    return [E.compare(E.LT, index, dim) for r, index, dim in dims if not _statically_inside(r, dim)]
+
+
+def _last_dim_guarded(region: BufferRegion) -> bool:
+    return region.buffer.scope in PREDICATED_SCOPES and not _statically_inside(
+        region.ranges[-1], region.buffer.shape[-1]
+    )
+
+
+def _column_edge(region: BufferRegion, indices: Sequence[Expr]) -> list[Expr]:
+    """`column < the tensor's last dim` where the region may run past it."""
+    if not _last_dim_guarded(region):
+        return []
+    return [E.compare(E.LT, indices[-1], region.buffer.shape[-1])]
+
+
+def packed_copy_nests(
+    copy: S.Copy, extents: Sequence[Expr], prefix: str = "i"
+) -> tuple[S.Stmt, S.Stmt, Expr]:
+    """`packed_nests` for a copy into packed memory (loads past a source's edge read zero)."""
+
+    def value_at(outer: list[Expr], column: Expr, guarded: bool) -> Expr:
+        index = region_index(copy.src, [*outer, column])
+        value: Expr = E.cast(E.BufferLoad(copy.src.dtype, copy.src.buffer, index), copy.dst.dtype)
+        guard = conjunction(edge_conditions(copy.src, index)) if guarded else None
+        return value if guard is None else E.select(guard, value, E.const(0, copy.dst.dtype))
+
+    return packed_nests(copy.dst, extents, value_at, prefix, copy.span, whole_tile_conditions(copy.src))
+
+
+def packed_fill_nests(
+    fill: S.Fill, extents: Sequence[Expr], prefix: str = "i"
+) -> tuple[S.Stmt, S.Stmt, Expr]:
+    """`packed_nests` for a fill of packed memory."""
+    value = E.cast(fill.value, fill.dst.dtype)
+    return packed_nests(fill.dst, extents, lambda outer, column, guarded: value, prefix, fill.span)

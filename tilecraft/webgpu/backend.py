@@ -7,6 +7,7 @@ from tilecraft.backend.codegen import DeviceCodegen
 from tilecraft.backend.module import BackendModule
 from tilecraft.backend.registry import register_backend
 from tilecraft.execution.wgpu.spec import WGPU
+from tilecraft.transform.narrow_dtypes import NARROW_DTYPES
 from tilecraft.webgpu.codegen import SOURCE_FORMAT, device_source
 from tilecraft.webgpu.pipeline import PIPELINE
 from tilecraft.webgpu.target import KIND
@@ -34,6 +35,8 @@ WEBGPU_BACKEND = register_backend(
             FLOAT64: "float64 needs the adapter's shader-f64 (a target with -f64=true)",
             INT64: "64-bit integers need the adapter's shader-int64 (a target with -int64=true)",
             FLOAT8: "WGSL has no 8-bit floats; convert float8 data to float16 or float32 on the host",
+            NARROW_DTYPES: "the WebGPU backend does not lower 4-bit (int4, uint4, float4_e2m1fn) or microscaling "
+            "(float6, float8_e8m0fnu) dtypes; convert the data on the host or use the cpu, cuda or opencl target",
             ATOMICS: "WebGPU atomics are 32-bit words of storage buffers: int32, uint32 and float32 (the last "
             "through compare-exchange); no 64- or 16-bit atomics, none on workgroup memory here",
             WIDE_WORKGROUP: "workgroup memory holds 32-bit words (narrower elements packed); 64-bit elements are "

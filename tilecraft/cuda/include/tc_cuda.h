@@ -61,6 +61,24 @@ TC_DEVICE float tc_bits_to_f32(uint32_t u) { return __uint_as_float(u); }
 TC_DEVICE uint32_t tc_f32_to_bits(float f) { return __float_as_uint(f); }
 #define tc_rint rintf
 // @tilecraft-soft-fp8: tilecraft/codegen/include/tc_soft_fp8.h is inserted here
+// @tilecraft-soft-mx: tilecraft/codegen/include/tc_soft_mx.h is inserted here
+
+// The nibble of element i of packed memory, set by a compare-and-swap of the aligned 32-bit word that
+// holds its byte (CUDA has no byte atomics): another thread may be writing the byte's other nibble, or
+// the word's other bytes, which the swap rewrites with the values they hold.
+TC_DEVICE void tc_store_nibble(uint8_t* p, int64_t i, uint32_t nibble) {
+    uint8_t* byte = p + (i >> 1);
+    unsigned int* word = (unsigned int*)((uintptr_t)byte & ~(uintptr_t)3);
+    unsigned int shift = (unsigned int)(((uintptr_t)byte & 3) << 3) + ((unsigned int)(i & 1) << 2);
+    unsigned int bits = (nibble & 15u) << shift, keep = ~(15u << shift);
+    unsigned int old = *(volatile unsigned int*)word, assumed;
+    do {
+        assumed = old;
+        unsigned int upd = (assumed & keep) | bits;
+        if (upd == assumed) return;
+        old = atomicCAS(word, assumed, upd);
+    } while (old != assumed);
+}
 
 // NaN-propagating float min/max (NumPy's minimum/maximum): one max.NaN / min.NaN instruction for
 // float32 (sm_80 and newer); float64 has no such form, so fmax plus a NaN check.

@@ -200,8 +200,8 @@ def _row_strides_aligned(region: BufferRegion, elems: int, ana: Analyzer) -> boo
 
 def _vector_plan(op: S.Copy, ctx) -> S.Stmt | None:
     dtype = op.src.dtype
-    if dtype != op.dst.dtype or dtype.bytes > CHUNK:
-        return None
+    if dtype != op.dst.dtype or dtype.bytes > CHUNK or dtype.is_packed:
+        return None  # packed 4-bit data: two elements a byte in global memory, one on chip
     elems = CHUNK // dtype.bytes
     extents = [E.const_value(e) for e in loop_extents(op.dst if op.dst.buffer.scope != "global" else op.src)]
     if not extents or not all(isinstance(v, int) for v in extents) or extents[-1] % elems:

@@ -134,14 +134,17 @@ def _cupy_dtype(dtype: DataType) -> Any:
 
 
 def torch_dtype(torch: Any, dtype: DataType) -> Any:
-    found = getattr(torch, dtype.name, None)
+    name = dtype.torch_name
+    found = getattr(torch, name, None) if name is not None else None
     if found is None:
-        raise ArgumentError(f"this torch has no dtype {dtype}; upgrade torch or use another dtype")
+        missing = name or dtype
+        raise ArgumentError(f"this torch has no dtype {missing} (for {dtype}); upgrade torch or use another dtype")
     return found
 
 
 # numpy storage of dtypes torch.from_numpy cannot take, viewed back in torch after the copy
-_BIT_VIEWS = {"bfloat16": "int16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8"}
+_BIT_VIEWS = {"bfloat16": "int16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8",
+              "float4_e2m1fnx2": "uint8"}  # fmt: skip
 
 
 def to_device(array: Any, device: int | None = None) -> Any:

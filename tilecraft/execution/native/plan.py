@@ -7,8 +7,8 @@ it, within its dtype's range, equal in the others), contiguity, the device (torc
 alignment, writability (numpy) for the buffers the kernel writes; per scalar its kind and range. The
 compiled launcher accepts a call that satisfies every rule and returns MISS for any other, which then
 takes the Python path and gets its error message there. A kernel that the rules cannot describe
-(strided or computed shapes, workspaces, grids the bytecode cannot express, more parameters than the
-launcher's limits) has no plan: its calls take the Python path.
+(strided or computed shapes, packed 4-bit parameters, workspaces, grids the bytecode cannot express,
+more parameters than the launcher's limits) has no plan: its calls take the Python path.
 """
 
 from __future__ import annotations
@@ -88,8 +88,8 @@ class _Builder:
     def _rule(self, p: Any) -> tuple:
         if p.kind == "scalar":
             return _scalar_rule(p.dtype)
-        if p.strides or len(p.shape) > self.module.LIMITS["dims"]:
-            raise _NoPlan
+        if p.strides or len(p.shape) > self.module.LIMITS["dims"] or p.dtype.is_packed:
+            raise _NoPlan  # packed 4-bit data: the Python path reads its bytes' shape
         dims = tuple(self._dim(e) for e in p.shape)
         torch_dtype = getattr(self.torch, p.dtype.name, None) if self.torch is not None else None
         kind = _ELEMENT_KINDS.get(p.dtype.kind, _NO_NUMPY_KIND)

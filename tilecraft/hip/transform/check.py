@@ -10,6 +10,7 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import walk
+from tilecraft.transform.narrow_dtypes import refuse_narrow_dtypes
 from tilecraft.transform.storage_budget import StorageBudget, check_storage_budgets
 
 # The limits these checks report (LoweringError.unsupported), declared in the manifest.
@@ -25,10 +26,17 @@ MATH = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "erf", "floor", "
 # max_scratch_per_work_item on CDNA is 0x3ffc0 bytes); fragments spill there past 512 VGPRs.
 PRIVATE_MEMORY_PER_WORK_ITEM = 0x3FFC0
 
+# What to do with a kernel of 4-bit or microscaling dtypes (refused here: transform/narrow_dtypes.py).
+NARROW_HINT = (
+    "convert the data to int8, float16 or float32 on the host, or run the kernel on a target that has these "
+    "dtypes (cpu, cuda, opencl)"
+)
+
 
 @module_pass("check-hip-support")
 def check_hip_support(mod: IRModule, ctx) -> IRModule:
     """The kernel uses only what the HIP backend compiles without ROCm, within the arch's memories."""
+    refuse_narrow_dtypes(mod, ctx.target, NARROW_HINT)
     for func in mod.functions:
         for node in walk(func.body):
             _check_node(node, ctx.target, func)

@@ -10,6 +10,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.visitor import Visitor
+from tilecraft.transform.narrow_dtypes import refuse_narrow_dtypes
 from tilecraft.transform.storage_budget import StorageBudget, check_storage_budgets
 
 WIDE_ATOMIC_TYPES = ("int64", "uint64", "float64")
@@ -22,6 +23,12 @@ THREADGROUP_MEMORY = "resource:threadgroup-memory"
 # Metal does not publish a per-thread limit; past this a kernel spills far beyond what Apple GPUs keep
 # on chip, and the Metal compiler refuses much larger private arrays.
 THREAD_MEMORY = 64 * 1024
+
+# What to do with a kernel of 4-bit or microscaling dtypes (refused here: transform/narrow_dtypes.py).
+NARROW_HINT = (
+    "convert the data to int8, float16 or float32 on the host, or run the kernel on a target that has these "
+    "dtypes (cpu, cuda, opencl)"
+)
 
 
 class _Check(Visitor):
@@ -72,6 +79,7 @@ class _Check(Visitor):
 @module_pass("check-metal-support")
 def check_metal_support(mod: IRModule, ctx) -> IRModule:
     """The kernel uses only what Metal and the target's family support."""
+    refuse_narrow_dtypes(mod, ctx.target, NARROW_HINT)
     for func in mod.functions:
         checker = _Check(ctx.target, func.span)
         for p in func.params:

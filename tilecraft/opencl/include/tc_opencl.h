@@ -42,6 +42,29 @@ TC_FN uint tc_f32_to_bits(float f) { return as_uint(f); }
 #define tc_rint rint
 /* @tilecraft-soft-half: tilecraft/codegen/include/tc_soft_half.h is inserted here */
 /* @tilecraft-soft-fp8: tilecraft/codegen/include/tc_soft_fp8.h is inserted here */
+/* @tilecraft-soft-mx: tilecraft/codegen/include/tc_soft_mx.h is inserted here */
+
+/* The nibble of element i of packed global memory, set by a compare-and-swap of the aligned 32-bit word
+ * that holds its byte (buffers are at least 4-byte aligned; OpenCL C has no byte atomics): another
+ * work-item may be writing the byte's other nibble, or the word's other bytes, which the swap rewrites
+ * with the values they hold. */
+TC_FN void tc_store_nibble(__global uint8_t* b, long i, uint nibble) {
+    long byte = i >> 1;
+    volatile __global uint* w = (volatile __global uint*)b + (byte >> 2);
+#ifdef __ENDIAN_LITTLE__
+    uint shift = ((uint)(byte & 3) << 3) + ((uint)(i & 1) << 2);
+#else
+    uint shift = ((uint)(3 - (byte & 3)) << 3) + ((uint)(i & 1) << 2);
+#endif
+    uint bits = (nibble & 15u) << shift, keep = ~(15u << shift);
+    uint seen, old = *w;
+    do {
+        seen = old;
+        uint upd = (seen & keep) | bits;
+        if (upd == seen) return;
+        old = atomic_cmpxchg(w, seen, upd);
+    } while (old != seen);
+}
 
 /* @tilecraft-common: tilecraft/codegen/include/tc_common.h is inserted here */
 

@@ -27,6 +27,7 @@ from tilecraft.testing.conformance import register_operands as R
 from tilecraft.testing.conformance import regressions as D
 from tilecraft.testing.conformance import shared_operands as SO
 from tilecraft.testing.conformance import shared_reuse as SR
+from tilecraft.testing.conformance import subbyte as SB
 from tilecraft.testing.conformance import views as V
 
 F16, BF16, F32 = np.float16, ml_dtypes.bfloat16, np.float32
@@ -460,6 +461,8 @@ CASES = [
     Case("convolution_fragment_into_an_output_view", CV.conv2d_fragment_out, CV.conv_inputs, CV.conv_reference,
          TOL[F16]),
     Case("im2col_tiles_stride_dilation_padding", CV.im2col_tiles, CV.im2col_inputs, CV.im2col_reference, 0.0),
+    # float4_e2m1fn with e8m0 block scales and int4, packed two a byte, and back (bytes compared exactly)
+    Case("mx_quantize_float4_int4_packed", SB.mx_quantize, SB.mx_inputs(), SB.mx_reference(), 0.0),
     Case("views_alias_their_base", V.views_alias_their_base, V.alias_inputs, V.alias_reference),
     Case("staged_tile_copied_out_in_the_loop", PS.copy_through_stages, PS.inputs, PS.reference, 0.0),
     Case("two_copies_into_one_tile_per_iteration", PS.two_copies_per_tile, PS.gemm_inputs, PS.gemm_reference,

@@ -18,6 +18,9 @@ from tilecraft.transform.tile_loops import (
     fill_as_loops,
     loop_extents,
     make_loop_vars,
+    packed_copy_nests,
+    packed_fill_nests,
+    pairs_packed,
     parallel_nest,
     region_index,
 )
@@ -87,10 +90,30 @@ def element_copy(op: S.Copy, ctx) -> S.Stmt:
     if not all(isinstance(v, int) for v in static):
         ctx.fail("a T.copy between global buffers needs static extents on this target", op.span,
                  "give the copied region a compile-time shape (a tile), with edges clipped by the buffer")  # fmt: skip
+    if pairs_packed(op.dst):
+        return _blocked_pair(packed_copy_nests(op, extents), op, ctx)
     loop_vars = make_loop_vars(len(extents))
     body = copy_body(op, loop_vars, True)
     layout = ctx.blocked(tuple(static), op.dst.dtype)
     return with_layout(parallel_nest(loop_vars, extents, body, op.span), layout)
+
+
+def _blocked_pair(nests: tuple[S.Stmt, S.Stmt, E.Expr], op: S.Copy | S.Fill, ctx) -> S.Stmt:
+    """The whole-byte nest where its condition holds, else the general one, each split over the threads
+    by bytes (tile_loops.packed_nests)."""
+    fast, slow, aligned = nests
+    fast, slow = (
+        with_layout(nest, ctx.blocked(_static_extents(nest), op.dst.dtype)) for nest in (fast, slow)
+    )
+    return S.IfThenElse(aligned, fast, slow, span=op.span)
+
+
+def _static_extents(nest: S.Stmt) -> tuple[int, ...]:
+    extents = []
+    while isinstance(nest, S.For) and nest.kind is S.ForKind.PARALLEL:
+        extents.append(E.const_value(nest.extent))
+        nest = nest.body
+    return tuple(extents)
 
 
 def lower_fill(op: S.Fill, ctx) -> S.Stmt:
@@ -101,6 +124,8 @@ def lower_fill(op: S.Fill, ctx) -> S.Stmt:
     static = [E.const_value(e) for e in extents]
     if not all(isinstance(v, int) for v in static):
         ctx.fail("T.fill needs static extents on this target", op.span)
+    if pairs_packed(region):
+        return _blocked_pair(packed_fill_nests(op, extents), op, ctx)
     nest = fill_as_loops(op) if loop_extents(region) else _unit_fill(op)
     return with_layout(nest, ctx.blocked(tuple(static), region.dtype))
 

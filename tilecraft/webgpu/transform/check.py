@@ -16,6 +16,7 @@ from tilecraft.ir.function import IRModule
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.visitor import Visitor
 from tilecraft.transform.iteration_local import mark_iteration_local
+from tilecraft.transform.narrow_dtypes import refuse_narrow_dtypes
 from tilecraft.transform.storage_budget import StorageBudget, check_storage_budgets
 
 # The limits these checks report (LoweringError.unsupported), declared in the manifest.
@@ -40,6 +41,12 @@ FLOAT8_TYPES = ("float8_e4m3fn", "float8_e5m2")
 # WGSL function-scope arrays live in private memory, which WebGPU does not bound; this keeps a
 # per-invocation tile where every tested driver runs it.
 PRIVATE_MEMORY_PER_INVOCATION = 64 * 1024
+
+# What to do with a kernel of 4-bit or microscaling dtypes (refused here: transform/narrow_dtypes.py).
+NARROW_HINT = (
+    "convert the data to int8, float16 or float32 on the host, or run the kernel on a target that has these "
+    "dtypes (cpu, cuda, opencl)"
+)
 
 
 class _Check(Visitor):
@@ -111,6 +118,7 @@ def _buffer_params(mod: IRModule):
 @module_pass("check-webgpu-support")
 def check_webgpu_support(mod: IRModule, ctx) -> IRModule:
     """The kernel uses only what this backend lowers and the target adapter supports."""
+    refuse_narrow_dtypes(mod, ctx.target, NARROW_HINT)
     for func in mod.functions:
         checker = _Check(ctx.target, func.span)
         for p in func.params:
