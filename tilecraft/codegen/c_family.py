@@ -121,7 +121,7 @@ def value_type(dtype: DataType) -> str:
 @dataclass
 class BoundsSite:
     """A checked buffer access, reported when it goes out of bounds; or, with `message`, a check the
-    kernel made that failed (the CPU's CheckFailed), reported as that message."""
+    kernel made that failed (a backend's failed-check statement), reported as that message."""
 
     buffer: str
     span: Span | None
