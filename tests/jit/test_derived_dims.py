@@ -64,7 +64,7 @@ def test_a_derived_dim_takes_its_value_from_the_dims_it_is_made_of(kernel, n):
 def test_an_array_that_disagrees_with_a_derived_dim_is_refused(kernel):
     x = np.random.default_rng(1).standard_normal(10).astype(np.float32)
     s = np.full(4, np.nan, np.float32)
-    with pytest.raises(ArgumentError, match=r"parameter 's': shape\[0\] must be .* = 3, got 4"):
+    with pytest.raises(ArgumentError, match=r"parameter 's': shape\[0\] must be (.* = )?3, got 4"):
         kernel(x, s)
     assert np.isnan(s).all()
 

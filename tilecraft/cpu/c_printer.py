@@ -90,7 +90,7 @@ class CPrinter(CFamilyPrinter):
     def _s_CheckFailed(self, s: CheckFailed) -> None:
         # records the site as the call's failure, through the same slot as an out-of-bounds access
         self.sites.append(BoundsSite("", s.span or self.span, s.message))
-        self.line(f"(void)tc_in_bounds(0, 0, {len(self.sites)});")
+        self.line(f"(void)tc_in_bounds(0, 0, {len(self.sites)}, {self.bounds_report});")
 
     def _s_MatmulCall(self, s: MatmulCall) -> None:
         suffix = "f64" if s.c.dtype == dt.float64 else "f32"

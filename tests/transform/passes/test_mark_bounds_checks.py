@@ -1,4 +1,4 @@
-"""mark-bounds-checks (CPU), Before/Expected: the opt-in debug checks are a device-function attribute."""
+"""mark-bounds-checks (CPU, CUDA), Before/Expected: the opt-in debug checks are a device-function attribute."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def device(A: T.Tensor((64,), "float32")):
             A[i] = 1.0
 
 
-@pass_test("mark-bounds-checks", "c")
+@pass_test("mark-bounds-checks", "c", "cuda -arch=sm_90a")
 def test_the_pass_config_marks_device_functions_for_checks(target):
     """With tilecraft.bounds_check set, each device function carries the attribute codegen checks with."""
 
@@ -30,7 +30,7 @@ def test_the_pass_config_marks_device_functions_for_checks(target):
     assert_pass(target, "mark-bounds-checks", device, expected, pass_configs={"tilecraft.bounds_check": True})
 
 
-@pass_test("mark-bounds-checks", "c")
+@pass_test("mark-bounds-checks", "c", "cuda -arch=sm_90a")
 def test_without_the_pass_config_nothing_is_marked(target):
     """By default (no pass config) no function is marked: the checks cost nothing."""
     assert_pass(target, "mark-bounds-checks", device, UNCHANGED)
