@@ -68,6 +68,24 @@ def test_16_bit_workgroup_elements_are_packed_and_stored_atomically():
                        "CHECK-SAME: atomicOr(&tc_wg0["])  # fmt: skip
 
 
+@T.prim_func
+def stage_f64(X: T.Tensor((64,), "float64"), Y: T.Tensor((64,), "float64")):
+    with T.Kernel(1, threads=64) as _:
+        s = T.alloc_shared((64,), "float64")
+        T.copy(X, s)
+        for i in T.Parallel(64):
+            Y[i] = s[63 - i]
+
+
+def test_64_bit_workgroup_elements_take_two_words_where_the_adapter_has_int64():
+    filecheck(wgsl(stage_f64), ["CHECK: var<workgroup> tc_wg0: array<u32, 128>;",
+                                "CHECK: let tc_bits = bitcast<u64>(", "CHECK: bitcast<f64>(((u64(tc_wg0["])  # fmt: skip
+    no_int64 = FULL.replace("-int64=true", "-int64=false")
+    with pytest.raises(LoweringError, match="shader-int64") as info:
+        wgsl(stage_f64, no_int64)
+    assert info.value.unsupported == "feature:64-bit-workgroup-memory"
+
+
 def test_workgroup_memory_past_the_adapter_is_a_located_declared_error():
     kernel = K.gemm(256, 256, 256, 128, 128, 128, dtype="float16", accum_dtype="float32")
     with pytest.raises(LoweringError) as info:

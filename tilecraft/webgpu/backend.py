@@ -39,8 +39,8 @@ WEBGPU_BACKEND = register_backend(
             "(float6, float8_e8m0fnu) dtypes; convert the data on the host or use the cpu, cuda or opencl target",
             ATOMICS: "WebGPU atomics are 32-bit words of storage buffers: int32, uint32 and float32 (the last "
             "through compare-exchange); no 64- or 16-bit atomics, none on workgroup memory here",
-            WIDE_WORKGROUP: "workgroup memory holds 32-bit words (narrower elements packed); 64-bit elements are "
-            "not placed there",
+            WIDE_WORKGROUP: "workgroup memory holds 32-bit words (narrower elements packed, 64-bit ones split "
+            "over two); the split goes through a u64, so 64-bit shared elements need shader-int64",
             PRINT: "WGSL has no printf; write the values to an output buffer",
             FLOAT64_MATH: "WGSL's float64 has arithmetic, abs, floor, ceil, round and sqrt, but no exp, log, sin, "
             "cos, pow, tanh or erf: compute them in float32",

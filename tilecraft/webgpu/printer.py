@@ -64,7 +64,8 @@ class WgslPrinter(CFamilyPrinter):
     as atomic arrays to their atomic element type (`atomic<u32>` holds a float32 updated by
     compare-exchange). Workgroup buffers live in one array of u32 words, `arena`, at the byte offsets of
     `arena_offsets`; elements narrower than a word are packed, and their stores change only their own
-    bits through atomicAnd/atomicOr, so the array is `atomic<u32>` (`arena_atomic`) when a kernel has one.
+    bits through atomicAnd/atomicOr, so the array is `atomic<u32>` (`arena_atomic`) when a kernel has one;
+    an 8-byte element takes two words (low, high).
     """
 
     target_name = "the WebGPU target"
@@ -316,7 +317,28 @@ class WgslPrinter(CFamilyPrinter):
     def _read_word(self, word: str) -> str:
         return f"atomicLoad(&{word})" if self.arena_atomic else word
 
+    def _word_pair(self, buf: Buffer, offset: str) -> tuple[str, str]:
+        """The two arena words (low, high) holding 8-byte element `offset` of `buf`."""
+        first = f"{self.arena_offsets[id(buf)] // 4} + 2 * ({offset})"
+        return f"{self.arena}[{first}]", f"{self.arena}[{first} + 1]"
+
+    def _shared_load_wide(self, buf: Buffer, offset: str) -> str:
+        lo, hi = (self._read_word(w) for w in self._word_pair(buf, offset))
+        bits = f"((u64({hi}) << 32u) | u64({lo}))"
+        kind = value_type(buf.dtype)
+        return bits if kind == "u64" else f"bitcast<{kind}>({bits})"
+
+    def _shared_store_wide(self, buf: Buffer, offset: str, value: str) -> str:
+        # WGSL has no 64-bit workgroup word here: the element is split over two u32 words of its own.
+        lo, hi = self._word_pair(buf, offset)
+        bits = value if value_type(buf.dtype) == "u64" else f"bitcast<u64>({value})"
+        halves = ((lo, "u32(tc_bits & 0xfffffffflu)"), (hi, "u32(tc_bits >> 32u)"))
+        stores = " ".join(f"atomicStore(&{w}, {v});" if self.arena_atomic else f"{w} = {v};" for w, v in halves)
+        return f"{{ let tc_bits = {bits}; {stores} }}"
+
     def shared_load(self, buf: Buffer, offset: str) -> str:
+        if buf.dtype.bytes == 8:
+            return self._shared_load_wide(buf, offset)
         word, shift = self._word(buf, offset)
         bits = self._read_word(word)
         dtype = buf.dtype
@@ -335,6 +357,8 @@ class WgslPrinter(CFamilyPrinter):
         return raw
 
     def shared_store(self, buf: Buffer, offset: str, value: str) -> str:
+        if buf.dtype.bytes == 8:
+            return self._shared_store_wide(buf, offset, value)
         word, shift = self._word(buf, offset)
         dtype = buf.dtype
         if shift is None:

@@ -76,10 +76,11 @@ class _Check(Visitor):
         if name in ("int64", "uint64") and self.target.attr("int64") is False:
             self._fail(f"buffer {buf.name} is {name}, but this WebGPU adapter lacks shader-int64", buf.span,
                        "use int32, or an adapter with shader-int64", INT64)  # fmt: skip
-        if buf.scope in ("shared", "shared.dyn") and buf.dtype.bytes > 4:
-            self._fail(f"shared buffer {buf.name} is {name}; WebGPU workgroup memory here holds 32-bit words "
-                       "(8- and 16-bit elements packed), not 64-bit ones", buf.span,
-                       "stage the tile as float32 or int32, or keep it in global memory", WIDE_WORKGROUP)  # fmt: skip
+        if buf.scope in ("shared", "shared.dyn") and buf.dtype.bytes > 4 and self.target.attr("int64") is False:
+            self._fail(f"shared buffer {buf.name} is {name}; WebGPU workgroup memory holds 32-bit words and a "
+                       "64-bit element is moved through a u64, which this adapter lacks (shader-int64)", buf.span,
+                       "stage the tile as float32 or int32, keep it in global memory, or use an adapter with "
+                       "shader-int64", WIDE_WORKGROUP)  # fmt: skip
         if name in FLOAT8_TYPES:
             self._fail(f"buffer {buf.name} is {name}; WGSL has no 8-bit float type and the WebGPU backend "
                        "does not emulate one", buf.span, "convert to float16 or float32 on the host", FLOAT8)  # fmt: skip
