@@ -7,7 +7,7 @@
 Reports: the tuning's wall time; the compile phase's wall time and the sum of the candidates' compile
 times, whose ratio is the compile parallelism achieved; the timing phase's wall time; the best config;
 for Ray, its start-up (ray.init, when this script starts it) and first-task latency. The issue's target
-(docs/autotune.md): wall <= 1.5 x (mean compile time x configs / cores + timing time).
+(docs/autotuning.md, "Executors"): wall <= 1.5 x (mean compile time x configs / cores + timing time).
 
 Every compile is cold (a fresh, empty kernel cache for the run) and every candidate is checked against
 a float32 NumPy/torch reference before it is timed.

@@ -112,3 +112,14 @@ class UnpicklingKernelError(TilecraftError):
 class OutOfBoundsError(TilecraftError):
     """A bounds-checked kernel (pass config `tilecraft.bounds_check`, or TILECRAFT_BOUNDS_CHECK=1) accessed a
     buffer outside its extent; the message names the buffer, the kernel's line and the element offset."""
+
+
+def short_repr(value: object, limit: int = 80) -> str:
+    """`value` as an error message shows it: an array as its type, shape and dtype (its repr would print
+    the elements, thousands of them), anything else as its repr cut to `limit` characters."""
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if isinstance(shape, tuple) and shape and dtype is not None:  # not a scalar (numpy's have shape ())
+        kind = type(value)
+        return f"{kind.__module__.split('.')[0]}.{kind.__name__} of shape {tuple(shape)} and dtype {dtype}"
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

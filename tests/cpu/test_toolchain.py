@@ -314,3 +314,38 @@ def test_the_library_check_tells_what_an_elf_file_is(tmp_path):
     assert shared_library_problem(b"") == "an empty file"
     assert "unknown format" in shared_library_problem(b"\x00\x01\x02\x03garbage")
     assert "relocatable object" in shared_library_problem(toolchain.compile_object(GOOD_SOURCE))
+
+
+@tilecraft.jit(out_idx=[-1])
+def _scaled(N, factor):
+    @T.prim_func
+    def main(X: T.Tensor((N,), "float32"), Y: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=128):
+            for i in T.Parallel(N):
+                Y[i] = X[i] * factor
+
+    return main
+
+
+@needs_cc
+def test_verbose_says_what_is_built_before_the_compiler_runs(capsys):
+    """A C build of a large kernel takes a while: TILECRAFT_VERBOSE says so before the compiler starts (with
+    its command line) and when it is done; a kernel found in the cache is not built, and not reported."""
+    factor = float(np.random.default_rng().integers(1, 2**20)) + 0.5  # a kernel no cache holds
+    with settings.override(TILECRAFT_VERBOSE=True, TILECRAFT_TARGET="cpu"):
+        kernel = _scaled(64, factor)
+        err = capsys.readouterr().err
+        # A second JIT function of the same factory compiles it again: from the cache this time.
+        again = tilecraft.jit(out_idx=[-1])(_scaled.__wrapped__)(64, factor)
+        err_again = capsys.readouterr().err
+    x = np.random.rand(64).astype(np.float32)
+    np.testing.assert_allclose(kernel(x), x * np.float32(factor), rtol=1e-6)
+    np.testing.assert_allclose(again(x), x * np.float32(factor), rtol=1e-6)
+    lines = [line for line in err.splitlines() if line.startswith("[tilecraft] ")]
+    building = next(i for i, line in enumerate(lines) if line.startswith("[tilecraft] building main for c"))
+    assert lines[building].endswith("with cc (not in the cache) ..."), lines
+    assert lines[building + 1].startswith("[tilecraft] cc: ") and " lines of C)" in lines[building + 1], lines
+    assert lines[building + 2].startswith("[tilecraft] built main for c") and " in " in lines[building + 2], (
+        lines
+    )
+    assert "[tilecraft] building" not in err_again and "[tilecraft] cc:" not in err_again, err_again

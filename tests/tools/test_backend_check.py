@@ -3,6 +3,8 @@ finds what it looks for (tilecraft/tools/audit.py, tilecraft/tools/boundary.py).
 
 from __future__ import annotations
 
+import io
+import re
 import textwrap
 
 import pytest
@@ -11,7 +13,7 @@ from tests.required import skip_unless_required
 from tilecraft.errors import BackendError
 from tilecraft.testing.conformance import FAIL, PASS, SKIP, Verdict
 from tilecraft.tools import audit, boundary
-from tilecraft.tools.cli import main
+from tilecraft.tools.cli import CheckProgress, main
 
 
 @pytest.mark.parametrize("name, execution", [("c", "cc"), ("opencl", "opencl")])
@@ -22,12 +24,47 @@ def test_a_builtin_backend_passes_its_own_check(name, execution, capsys):
     status = get_spec(execution).check()
     if not status.ok:
         skip_unless_required(execution, f"execution backend {execution} unavailable: {status.reason}")
-    code = main(["backend", "check", name])
-    out = capsys.readouterr().out
+    code = main(["backend", "check", name, "--verbose"])
+    captured = capsys.readouterr()
+    out = captured.out
     assert code == 0, out
     rows = [line for line in out.splitlines() if line.startswith(("codegen ", "compile ", "conformance "))]
     assert any(line.startswith(f"conformance {name}-{execution} ") and " pass " in line for line in rows), out
     assert " fail " not in out and "0 failed" in out, out
+    # Progress on stderr while the rows run: with --verbose and no terminal, a line per kernel.
+    progress = re.findall(
+        rf"^  conformance {name}-{execution}: (\d+)/(\d+) kernels \(\w+\)$", captured.err, re.M
+    )
+    assert progress and progress[0][0] == "1" and progress[-1][0] == progress[-1][1], captured.err[-2000:]
+
+
+def test_progress_is_one_line_rewritten_on_a_terminal():
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Terminal()
+    progress = CheckProgress(stream, verbose=False)
+    progress("codegen", 1, 2, "gemm")
+    progress("codegen", 2, 2, "softmax")
+    progress.clear()
+    assert (
+        stream.getvalue()
+        == "\r\033[Kcodegen: 1/2 kernels (gemm)\r\033[Kcodegen: 2/2 kernels (softmax)\r\033[K"
+    )
+    quiet = io.StringIO()  # a log without --verbose: nothing
+    CheckProgress(quiet, verbose=False)("codegen", 1, 2, "gemm")
+    assert quiet.getvalue() == ""
+
+
+def test_each_reports_every_kernel_in_order():
+    heard = []
+    report = audit._reporter(lambda *a: heard.append(a), "conformance c-cc", total=3, before=1)
+    for jobs in (1, 2):
+        heard.clear()
+        items = audit._each(["a", "b"], lambda t: Verdict(PASS), jobs, name=str, report=report)
+        assert [i.name for i in items] == ["a", "b"]
+        assert heard == [("conformance c-cc", 2, 3, "a"), ("conformance c-cc", 3, 3, "b")]
 
 
 def test_an_unknown_backend_is_an_error_listing_the_registered_ones(capsys):

@@ -6,7 +6,7 @@
 
     AutoTuner.from_kernel(kernel=factory, configs=configs).set_compile_args(...).run(warmup=3, rep=20)
 
-See docs/autotuning.md; executors (local, ray) and the tuning database: docs/autotune.md.
+See docs/autotuning.md (profiling, autotuning, executors and the tuning database).
 """
 
 from __future__ import annotations

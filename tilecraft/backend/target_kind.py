@@ -173,7 +173,9 @@ def lookup_target_kind(name: str) -> TargetKind:
     ensure_backends()
     kind = KINDS.kinds.get(KINDS.aliases.get(name, name))
     if kind is None:
-        raise TargetError(f"unknown target kind {name!r}; {describe_kinds()}")
+        close = get_close_matches(name, [*KINDS.kinds, *KINDS.aliases], n=1)
+        guess = f" (did you mean {close[0]!r}?)" if close else ""
+        raise TargetError(f"unknown target kind {name!r}{guess}; {describe_kinds()}")
     return kind
 
 

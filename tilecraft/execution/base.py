@@ -10,11 +10,14 @@ and `launcher`, and overrides what the protocol's defaults do not fit.
 
 from __future__ import annotations
 
+import sys
 import threading
+import time
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tilecraft import settings
 from tilecraft.backend.execution import Built, ExecutionBackend, ExecutionBackendSpec
 from tilecraft.errors import BackendError
 
@@ -81,9 +84,23 @@ class CachedExecutionBackend(ExecutionBackend):
             with self._build_lock:
                 entry = self.cache.get(key)
                 if entry is None:
-                    files, meta = self.compile(artifact, ctx)
+                    files, meta = self._compile_telling(artifact, ctx)
                     entry = self.cache.put(key, files, meta)
         return Built(self.spec.name, key, artifact, entry)
+
+    def _compile_telling(
+        self, artifact: CompiledArtifact, ctx: BackendContext
+    ) -> tuple[Mapping[str, bytes], Mapping[str, Any]]:
+        """`compile`, said on stderr under TILECRAFT_VERBOSE before it starts (a device compiler may take
+        minutes over a large kernel, with nothing else to show) and when it is done."""
+        if not settings.get("TILECRAFT_VERBOSE"):
+            return self.compile(artifact, ctx)
+        what = f"{artifact.function_name} for {artifact.target} with {self.spec.name}"
+        print(f"[tilecraft] building {what} (not in the cache) ...", file=sys.stderr, flush=True)
+        start = time.perf_counter()
+        files, meta = self.compile(artifact, ctx)
+        print(f"[tilecraft] built {what} in {time.perf_counter() - start:.2f} s", file=sys.stderr, flush=True)
+        return files, meta
 
     def export(self, built: Built, path: str | Path, out_idx: Sequence[int] = ()) -> Path:
         """Write a self-contained copy of `built` (its files, the artifact, metadata, the backend's C API

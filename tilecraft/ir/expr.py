@@ -11,6 +11,7 @@ import operator
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from tilecraft.errors import short_repr
 from tilecraft.ir import dtype as dt
 from tilecraft.ir.dtype import DataType
 from tilecraft.ir.span import Span
@@ -426,7 +427,7 @@ def convert(value: Any, like: DataType | None = None) -> Expr:
         return const(value, dt.float32)
     if _is_numpy_scalar(value):
         return const(value.item(), dt.as_dtype(value.dtype))
-    raise IRError(f"cannot use {type(value).__name__} value {value!r} in a kernel expression")
+    raise IRError(f"cannot use {type(value).__name__} value {short_repr(value)} in a kernel expression")
 
 
 def _int_fits(value: int, dtype: DataType) -> bool:

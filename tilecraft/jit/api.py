@@ -14,19 +14,37 @@ from typing import Any
 from tilecraft import settings
 from tilecraft.backend.arrays import as_array_arg, is_array
 from tilecraft.backend.context import BackendContext
-from tilecraft.errors import ArgumentError, TilecraftError
+from tilecraft.errors import ArgumentError, TilecraftError, short_repr
 from tilecraft.ir import expr as E
-from tilecraft.ir.function import PrimFunc
+from tilecraft.ir.function import WORKSPACE_ATTR, PrimFunc
 from tilecraft.ir.visitor import substitute
 from tilecraft.jit.kernel import Kernel
 from tilecraft.jit.lower import lower_artifact, resolve_context
 from tilecraft.language.parser.source import parse_python
 
 
-def _normalize_out_idx(out_idx: int | Sequence[int] | None, func: PrimFunc) -> tuple[int, ...]:
+def _normalize_out_idx(
+    out_idx: int | Sequence[int] | None, func: PrimFunc, name: str | None = None
+) -> tuple[int, ...]:
+    """`out_idx` as a tuple, checked against `func`'s parameters (an error names the kernel `name`)."""
     if out_idx is None:
         return tuple(func.attr("tilecraft.out_idx", ()) or ())
-    return (out_idx,) if isinstance(out_idx, int) else tuple(out_idx)
+    indices = (out_idx,) if isinstance(out_idx, int) else tuple(out_idx)
+    _check_out_idx(indices, func, name or func.name)
+    return indices
+
+
+def _check_out_idx(indices: tuple[int, ...], func: PrimFunc, name: str) -> None:
+    """Before compiling: every index names a parameter the caller passes (T.alloc_global workspaces,
+    the last parameters, are not among them)."""
+    names = [p.name for p in func.params[: len(func.params) - len(func.attr(WORKSPACE_ATTR, ()) or ())]]
+    n = len(names)
+    for i in indices:
+        if isinstance(i, bool) or not isinstance(i, int) or not -n <= i < n:
+            raise ArgumentError(
+                f"out_idx {i!r} is out of range: kernel {name} has {n} parameters ({', '.join(names)}), "
+                f"numbered 0 to {n - 1} (or -{n} to -1 from the end); out_idx=[-1] makes the last one the output"
+            )
 
 
 def compile(  # noqa: A001 - TileLang's name
@@ -49,11 +67,12 @@ def compile(  # noqa: A001 - TileLang's name
         raise TilecraftError(
             f"kernel {func.name} still has compile-time symbols ({names}); call it through @tilecraft.jit"
         )
+    indices = _normalize_out_idx(out_idx, func)
     ctx = resolve_context(target, target_host, execution_backend, ctx)
     artifact = lower_artifact(func, ctx, pass_configs, compile_flags)
     backend = ctx.execution_backend()
     loaded = backend.load(backend.build(artifact, ctx))
-    return Kernel(loaded, ctx, _normalize_out_idx(out_idx, func))
+    return Kernel(loaded, ctx, indices)
 
 
 def _is_eager(func) -> bool:
@@ -134,13 +153,25 @@ class JITFunction:
         return self.__qualname__
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.eager:
-            return self._call_eager(args, kwargs)
-        key = (_freeze(args), _freeze(kwargs))
-        return self._kernels.get(key, lambda: self._compile_lazy(args, kwargs))
+        try:
+            if self.eager:
+                return self._call_eager(args, kwargs)
+            key = (_freeze(args), _freeze(kwargs))
+            return self._kernels.get(key, lambda: self._compile_lazy(args, kwargs))
+        except TilecraftError as err:
+            # Said on purpose (a wrong argument, a mistake in the kernel, located in its message): the
+            # traceback ends at the caller's line, not in tilecraft's frames (a cause the error chains,
+            # such as an internal compiler error's, keeps its own).
+            raise err.with_traceback(None)  # noqa: B904 - the error says what went wrong; no internal frames
 
     def _compile_lazy(self, args: tuple, kwargs: dict[str, Any]) -> Kernel:
-        func = self.func(*args, **kwargs)
+        try:
+            func = self.func(*args, **kwargs)
+        except Exception as err:
+            arrays = self._array_arguments(args, kwargs)
+            if not arrays:
+                raise
+            raise ArgumentError(self._arrays_to_factory(arrays, err)) from None
         if not isinstance(func, PrimFunc):
             raise TilecraftError(
                 f"@tilecraft.jit function {self.func.__name__} returned {type(func).__name__}; in the lazy "
@@ -148,12 +179,33 @@ class JITFunction:
             )
         return self._compile(func)
 
+    def _array_arguments(self, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The arguments of a factory call that are arrays, by parameter name."""
+        try:
+            bound = self.signature.bind(*args, **kwargs).arguments
+        except TypeError:
+            bound = {f"argument {i + 1}": a for i, a in enumerate(args)} | kwargs
+        return {name: value for name, value in bound.items() if is_array(value)}
+
+    def _arrays_to_factory(self, arrays: Mapping[str, Any], err: Exception) -> str:
+        name = self.func.__name__
+        params = ", ".join(self.signature.parameters)
+        given = "; ".join(f"{k} = {short_repr(v)}" for k, v in arrays.items())
+        return (
+            f"{name}({params}) makes a kernel from sizes and options, but was given arrays ({given}) and "
+            f"failed ({type(err).__name__}). Make the kernel, then call it with the arrays: "
+            f"kernel = {name}(<sizes>); kernel(<arrays>)"
+        )
+
     def _compile(self, func: PrimFunc) -> Kernel:
         # `verbose=True` is TILECRAFT_VERBOSE for this function's compiles: the lowering time and the
         # notes of the passes (process-wide while it compiles, as every setting override is).
         verbosity = settings.override(TILECRAFT_VERBOSE=True) if self.verbose else contextlib.nullcontext()
+        _normalize_out_idx(self.options["out_idx"], func, self.func.__name__)  # before compiling
         with verbosity:
-            return compile(func, **self.options)
+            kernel = compile(func, **self.options)
+        kernel.name = self.func.__name__  # what a call's errors name (the PrimFunc is usually `main`)
+        return kernel
 
     # ------------------------------------------------------------------ eager style
 

@@ -70,7 +70,10 @@ class _ParamCheck:
         bound by `packed_last` instead) and bind the dims it carries."""
         info = self.info
         if arg.dtype != info.dtype and not _byte_codes(info.dtype, arg.dtype):
-            raise ArgumentError(f"parameter {info.name!r}: expected dtype {info.dtype}, got {arg.dtype}")
+            raise ArgumentError(
+                f"parameter {info.name!r}: expected dtype {info.dtype}, got {arg.dtype}; "
+                f"{_conversion_hint(info.name, info.dtype, arg.library)}"
+            )
         self.check_rank(arg)
         rules = self.shape if last_known else self.shape[:-1]
         self._bind_dims(rules, arg.shape, "shape", env, deferred, arg)
@@ -136,6 +139,22 @@ class _ParamCheck:
         return True
 
 
+def _conversion_hint(name: str, dtype: dt.DataType, library: str) -> str:
+    """How the caller converts an array of `library` to `dtype` (a copy)."""
+    if library == "torch":
+        return f"convert it first: {name}.to(torch.{dtype})"
+    try:
+        np_dtype = dt.numpy_dtype(dtype)
+    except Exception:  # noqa: BLE001 - a dtype numpy cannot hold: say what to pass, not how
+        return f"pass a {dtype} array"
+    scalar = np_dtype.type  # numpy.float32, ml_dtypes.bfloat16 ...
+    return f"convert it first: {name}.astype({scalar.__module__.split('.')[0]}.{scalar.__name__})"
+
+
+def _contiguous_copy(name: str, library: str) -> str:
+    return f"{name}.contiguous()" if library == "torch" else f"numpy.ascontiguousarray({name})"
+
+
 def _byte_codes(dtype: dt.DataType, given: dt.DataType) -> bool:
     """uint8 bytes given for a one-byte microscaling format (float6, float8_e8m0fnu): their codes."""
     return dtype.kind == "microfloat" and not dtype.is_packed and given == dt.uint8
@@ -178,6 +197,8 @@ class Kernel:
         self.built = loaded.built
         self.artifact = artifact = loaded.built.artifact
         self.context = ctx
+        # What a call's errors name the kernel: the @tilecraft.jit function's name where it made this one.
+        self.name = artifact.function_name
         self._backend = ctx.execution_backend()
         self._launch = self._backend.launcher(loaded)
         self._readers = self._backend.array_readers
@@ -294,6 +315,15 @@ class Kernel:
             result = fast(*args)
             if result is not MISS:
                 return result
+        try:
+            return self._checked_call(args, stream)
+        except TilecraftError as err:
+            # Said on purpose (a wrong argument, an out-of-bounds access): the traceback ends at the
+            # caller's line, not in tilecraft's frames (a cause the error chains keeps its own).
+            raise err.with_traceback(None)  # noqa: B904 - the error says what went wrong; no internal frames
+
+    def _checked_call(self, args: tuple, stream: Any) -> Any:
+        """A call through the full validation path: every argument checked, outputs allocated."""
         values = self._arrange(args)
         env: dict = {}
         deferred: list = []
@@ -335,10 +365,12 @@ class Kernel:
                 values[i] = a
             return values
         names = [self.artifact.params[i].name for i in self._inputs]
+        every = ", ".join(p.name for p in self.params)
+        missing = f"; missing: {', '.join(names[len(args) :])}" if len(args) < len(names) else ""
         raise ArgumentError(
-            f"kernel {self.artifact.function_name} takes {len(self._inputs)} inputs ({', '.join(names)})"
-            + (f" or all {n} parameters" if self.out_idx else "")
-            + f", got {len(args)}"
+            f"kernel {self.name} takes {len(self._inputs)} inputs ({', '.join(names)})"
+            + (f" or all {n} parameters ({every}; out_idx names the outputs)" if self.out_idx else "")
+            + f", got {len(args)}{missing}"
         )
 
     def _bind_param(
@@ -366,7 +398,8 @@ class Kernel:
         if self._checks[i].strides is None and not self._checks[i].contiguous(arg):
             raise ArgumentError(
                 f"parameter {info.name!r} must be contiguous (row-major), got strides {arg.strides} for shape "
-                f"{arg.shape}; pass a contiguous copy or declare the parameter with T.StridedTensor"
+                f"{arg.shape}; pass a contiguous copy ({_contiguous_copy(info.name, caller.library)}) or "
+                "declare the parameter with T.StridedTensor"
             )
         if info.written and not caller.writable:
             raise ArgumentError(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from tilecraft.backend.artifact import ParamInfo
-from tilecraft.errors import ArgumentError
+from tilecraft.errors import ArgumentError, short_repr
 from tilecraft.ir.dtype import DataType
 
 # What each dtype kind accepts, for error messages (numpy and torch scalars of the kind count too).
@@ -42,7 +42,7 @@ def check_scalar(info: ParamInfo, value: Any) -> Any:
     if not ok:
         raise ArgumentError(
             f"parameter {info.name!r} ({dtype} scalar) takes {_KINDS.get(dtype.kind, _FLOAT)}; "
-            f"got {type(value).__name__} {value!r}"
+            f"got {type(value).__name__} {short_repr(value)}"
         )
     if dtype.is_integer:
         low, high = integer_range(dtype)

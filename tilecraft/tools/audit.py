@@ -22,6 +22,7 @@ else fails, as in tilecraft's own suite, which runs the same kit. The exit statu
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -99,9 +100,16 @@ def find_backend(name: str) -> BackendModule:
     raise BackendError(f"no backend or target kind named {name!r}; registered backends: {listed}{more}")
 
 
-def audit(manifest: BackendModule, execution: str | None = None, jobs: int = 1) -> Iterator[Row]:
+Progress = Callable[[str, int, int, str], None]
+"""Told of each kernel a row has checked: (the row's check, kernels done, kernels in the row, the kernel)."""
+
+
+def audit(
+    manifest: BackendModule, execution: str | None = None, jobs: int = 1, progress: Progress | None = None
+) -> Iterator[Row]:
     """Every row of the audit of `manifest`, in order (each computed when asked for); `execution` limits
-    the conformance rows to that execution backend, which the manifest must declare."""
+    the conformance rows to that execution backend, which the manifest must declare. `progress` hears of
+    every kernel as the rows that check kernels (codegen, compile, conformance) get through them."""
     if execution is not None and manifest.execution_backend(execution) is None:
         declared_names = ", ".join(s.name for s in manifest.execution_backends)
         raise BackendError(
@@ -117,11 +125,11 @@ def audit(manifest: BackendModule, execution: str | None = None, jobs: int = 1) 
     for target, spec_name in _codegen_targets(manifest):
         ctx = create_backend_context(target, execution_backend=spec_name, require_available=False)
         artifacts: dict[str, object] = {}
-        yield _codegen_row(ctx, artifacts, jobs)
-        yield _compile_row(ctx, artifacts, jobs)
+        yield _codegen_row(ctx, artifacts, jobs, progress)
+        yield _compile_row(ctx, artifacts, jobs, progress)
     for pair in declared_cases(manifest.name):
         if execution is None or pair.execution_backend == execution:
-            yield _conformance_row(pair, jobs)
+            yield _conformance_row(pair, jobs, progress)
 
 
 # ---------------------------------------------------------------- registration and rules
@@ -249,7 +257,9 @@ def _codegen_targets(manifest: BackendModule) -> list[tuple[Target, str]]:
     return list(found.values())
 
 
-def _codegen_row(ctx: BackendContext, artifacts: dict[str, object], jobs: int) -> Row:
+def _codegen_row(
+    ctx: BackendContext, artifacts: dict[str, object], jobs: int, progress: Progress | None
+) -> Row:
     from tilecraft.jit.lower import lower_uncached
 
     def one(case) -> Verdict:
@@ -261,10 +271,12 @@ def _codegen_row(ctx: BackendContext, artifacts: dict[str, object], jobs: int) -
 
         return verdict_of(check)
 
-    return _row("codegen", _each(CASES, one, jobs), f"{ctx.target}: ")
+    return _row("codegen", _each(CASES, one, jobs, report=_reporter(progress, "codegen")), f"{ctx.target}: ")
 
 
-def _compile_row(ctx: BackendContext, artifacts: dict[str, object], jobs: int) -> Row:
+def _compile_row(
+    ctx: BackendContext, artifacts: dict[str, object], jobs: int, progress: Progress | None
+) -> Row:
     check, on = "compile", f"{ctx.target}: "
     step = ctx.backend.device_codegens[ctx.target.kind].compile
     if step is None:
@@ -289,7 +301,7 @@ def _compile_row(ctx: BackendContext, artifacts: dict[str, object], jobs: int) -
             return Verdict(FAIL, f"{type(err).__name__}: {err}")
         return Verdict(PASS)
 
-    row = _row(check, _each(CASES, one, jobs), on)
+    row = _row(check, _each(CASES, one, jobs, report=_reporter(progress, check)), on)
     if missing and row.verdict.status == SKIP:
         return Row(check, Verdict(SKIP, on + missing[0]), row.items)
     return row
@@ -298,27 +310,43 @@ def _compile_row(ctx: BackendContext, artifacts: dict[str, object], jobs: int) -
 # ---------------------------------------------------------------- conformance
 
 
-def _conformance_row(pair: TargetCase, jobs: int) -> Row:
+def _conformance_row(pair: TargetCase, jobs: int, progress: Progress | None) -> Row:
     check = f"conformance {pair.id}"
     try:
         ctx = resolve(pair)
     except NotHere as why:
         return Row(check, Verdict(SKIP, str(why)))
-    items = _each(CASES, lambda case: run_case(case, ctx), jobs)
-    items += _each(list(CHECKS.items()), lambda named: verdict_of(lambda: named[1](ctx)), 1, lambda n: n[0])
+    total = len(CASES) + len(CHECKS)
+    items = _each(CASES, lambda case: run_case(case, ctx), jobs, report=_reporter(progress, check, total))
+    items += _each(list(CHECKS.items()), lambda named: verdict_of(lambda: named[1](ctx)), 1, lambda n: n[0],
+                   _reporter(progress, check, total, len(CASES)))  # fmt: skip
     return _row(check, items, f"{ctx.target}: ")
 
 
 # ---------------------------------------------------------------- rows
 
 
+def _reporter(progress: Progress | None, check: str, total: int | None = None, before: int = 0):
+    """`_each`'s report for a row: (kernels done in this call, its total, the kernel) -> `progress`, with
+    the row's own total and the kernels an earlier call of the row counted (`before`)."""
+    if progress is None:
+        return None
+    return lambda done, count, name: progress(check, before + done, total or count, name)
+
+
 def _each(things: Sequence, verdict: Callable[[object], Verdict], jobs: int,
-          name: Callable[[object], str] = lambda case: case.name) -> list[Item]:  # fmt: skip
-    """Each thing's verdict, `jobs` at a time (compilers run in subprocesses, so threads overlap them)."""
-    if jobs <= 1:
-        return [Item(name(t), verdict(t)) for t in things]
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return [Item(name(t), v) for t, v in zip(things, pool.map(verdict, things))]
+          name: Callable[[object], str] = lambda case: case.name,
+          report: Callable[[int, int, str], None] | None = None) -> list[Item]:  # fmt: skip
+    """Each thing's verdict, `jobs` at a time (compilers run in subprocesses, so threads overlap them);
+    `report(done, total, name)` after each, in order."""
+    items: list[Item] = []
+    with ThreadPoolExecutor(max_workers=jobs) if jobs > 1 else contextlib.nullcontext() as pool:
+        verdicts = pool.map(verdict, things) if pool is not None else (verdict(t) for t in things)
+        for thing, v in zip(things, verdicts):
+            items.append(Item(name(thing), v))
+            if report is not None:
+                report(len(items), len(things), items[-1].name)
+    return items
 
 
 def _row(check: str, items: Iterable[Item], prefix: str = "") -> Row:

@@ -14,6 +14,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from tilecraft import __version__, settings
 from tilecraft.backend import BackendModule, Target, detection_report, plugin_problems, registered_backends
@@ -99,12 +100,14 @@ def cmd_backend_check(args: argparse.Namespace) -> int:
 
     with _plugin_warnings_listed():
         manifest = find_backend(args.name)
-    rows_ahead = audit(manifest, args.execution, args.jobs or default_jobs())
+    progress = CheckProgress(sys.stderr, args.verbose)
+    rows_ahead = audit(manifest, args.execution, args.jobs or default_jobs(), progress)
     rows = []
     with warnings.catch_warnings():
         # Some conformance kernels warn by design (a fragment sized from its loop); the table is the report.
         warnings.simplefilter("ignore", KernelWarning)
         for row in rows_ahead:
+            progress.clear()
             if not rows:
                 print(f"tilecraft backend check {manifest.name}\n{format_row_header()}")
             rows.append(row)
@@ -116,6 +119,36 @@ def cmd_backend_check(args: argparse.Namespace) -> int:
     failed = [r.check for r in rows if r.verdict.status == "fail"]
     print(f"\n{len(rows)} checks: {len(failed)} failed" + (f" ({', '.join(failed)})" if failed else ""))
     return 1 if failed else 0
+
+
+class CheckProgress:
+    """The kernels a row of `backend check` has got through, on stderr while the row runs (a row of the
+    conformance kit takes minutes): one line rewritten in place on a terminal; elsewhere (a CI log), a
+    line per kernel with --verbose and nothing without."""
+
+    def __init__(self, stream: Any, verbose: bool) -> None:
+        self.stream = stream
+        self.live = bool(getattr(stream, "isatty", lambda: False)())
+        self.verbose = verbose
+        self._shown = False
+
+    def __call__(self, check: str, done: int, total: int, kernel: str) -> None:
+        text = f"{check}: {done}/{total} kernels ({kernel})"
+        if self.live:
+            self.stream.write(f"\r\033[K{text}")
+            self._shown = True
+        elif self.verbose:
+            self.stream.write(f"  {text}\n")
+        else:
+            return
+        self.stream.flush()
+
+    def clear(self) -> None:
+        """Erase the live line before a row of the table is printed."""
+        if self._shown:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+            self._shown = False
 
 
 def format_row_header() -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import shlex
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,6 +159,9 @@ def compile_object(source: str) -> bytes:
 
 def _run(cmd: list[str], source: str, src: Path, out: Path, keep_dir: Path | None) -> bytes:
     """Run one compile; the output file's bytes, or a ToolchainError with the command and its output."""
+    if settings.get("TILECRAFT_VERBOSE"):  # -O3 over a large kernel can take a minute: say what runs
+        lines = source.count("\n") + 1
+        print(f"[tilecraft] cc: {shlex.join(cmd)} ({lines} lines of C)", file=sys.stderr, flush=True)
     try:
         result = subprocess.run(cmd, capture_output=True, text=True)
     except OSError as err:
