@@ -50,13 +50,18 @@ def test_unchanged_fails_when_the_pass_changes_the_module():
         assert_pass("c", "guard-accesses", edge, UNCHANGED)
 
 
-def test_lowered_ir_the_language_cannot_read_is_compared_as_text():
+def test_lowered_ir_parses_back_and_is_compared_structurally():
     out = run_pass("c", "split-host-device", edge)
     text = out.script()
-    assert "T.kernel_call(" in text
+    assert "T.ir.KernelCall(" in text
     assert_pass("c", "split-host-device", edge, text)
-    with pytest.raises(AssertionError, match="compared as text"):
+    with pytest.raises(AssertionError, match="did not give the expected IR"):
         assert_pass("c", "split-host-device", edge, text.replace("grid=(2,)", "grid=(3,)"))
+
+
+def test_an_expected_text_that_does_not_parse_is_an_error():
+    with pytest.raises(AssertionError, match="expected IR of 'guard-accesses' does not parse"):
+        assert_pass("c", "guard-accesses", edge, "def f(:\n")
 
 
 def test_prefix_runs_the_earlier_passes_first():

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilecraft.ir import expr as E
+from tilecraft.ir.nodes import ir_value
 
 
+@ir_value
 @dataclass(frozen=True)
 class SharedLayout:
     """A row-major tile whose element offsets pass through a permutation.

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 from tilecraft.ir import expr as E
 from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.nodes import ir_value
 
 GRANULE = 16  # bytes: what one lane of ds_read_b128 / ds_write_b128 moves
 LINE = 128  # bytes: what one phase of the LDS serves (32 banks of 4 bytes)
@@ -57,6 +58,7 @@ def key(x: int) -> int:
     return (x ^ (x >> 3 << 1)) & (SLOTS - 1)
 
 
+@ir_value
 @dataclass(frozen=True)
 class LdsLayout:
     """A swizzled LDS tile of `element_bytes`-byte elements whose key is taken from offset bits

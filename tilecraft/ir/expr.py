@@ -13,13 +13,20 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from tilecraft.errors import short_repr
 from tilecraft.ir import dtype as dt
+from tilecraft.ir import nodes
 from tilecraft.ir.dtype import DataType
 from tilecraft.ir.span import Span
 
 if TYPE_CHECKING:
     from tilecraft.ir.buffer import Buffer
 
-node = dataclass(frozen=True, eq=False, slots=True, repr=False)
+_node_dataclass = dataclass(frozen=True, eq=False, slots=True, repr=False)
+
+
+def node(cls: type) -> type:
+    """Class decorator of IR nodes: an immutable dataclass compared by identity, registered by name so
+    printed IR can name it (tilecraft.ir.nodes)."""
+    return nodes.register(_node_dataclass(cls))
 
 
 class IRError(TypeError):

@@ -1,24 +1,42 @@
 """Prints IR as kernel-language text that `T.parse_script` (tilecraft.language.script) reads back into an
-equal IR.
+equal IR: `print_ir(parse(print_ir(ir))) == print_ir(ir)`, and the re-parsed IR is structurally equal
+function by function.
 
-Statements of lowered IR that the language cannot spell (backend nodes) print in a generic
-`T.<node>(...)` form: readable in dumps, not meant to be parsed back.
+What the language spells (kernels, loops, allocations, tile ops, expressions) prints as a user writes it.
+Everything else prints in the generic form `T.ir.<name>(field=value, ...)` (tilecraft.language.generic),
+derived from the class's fields: statements and values a backend's lowering makes, layouts, host-side
+kernel calls. Classes are named through the registry of tilecraft.ir.nodes, to which every `@node` and
+`@ir_value` class belongs, a backend's own included, so no shared file lists them. A statement field (a
+body) prints as the block of `with T.ir.<name>(...):`; a constant a field holds as a Python value prints
+with its dtype (`T.int32(0)`) wherever the field also takes Python numbers.
+
+The text keeps the IR's shape where parsing would change it: an expression the parser would compute from
+constants (`0 * 32`) prints in the generic form, an `if` on a constant as `if T.ir.keep(False):`, a
+comparison with a constant on the left with a typed constant, a store whose value has another dtype than
+its buffer as `T.ir.BufferStore(...)`, and an object a pass bound twice (a reused loop variable) gets a
+name per binding, as the two objects parsing makes. Names are unique within a function.
+
+A node with more than one statement field does not parse back (no node has one today).
 """
 
 from __future__ import annotations
 
+import contextlib
+import enum
 import keyword
 import math
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from tilecraft.ir import expr as E
+from tilecraft.ir import nodes
 from tilecraft.ir import op as ops
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion, Range
 from tilecraft.ir.dtype import DataType
 from tilecraft.ir.function import IRModule, PrimFunc
-from tilecraft.ir.visitor import Visitor, _field_names, walk
+from tilecraft.ir.visitor import Visitor, walk
 
 _PREC = {
     "Or": 1, "And": 2, "Not": 3, "CmpOp": 4, "bitwise_or": 5, "bitwise_xor": 6, "bitwise_and": 7,
@@ -50,8 +68,10 @@ def dtype_str(dtype: DataType) -> str:
 class Printer:
     """Writes kernel-language text; names are made unique per printed unit."""
 
-    def __init__(self, unique_names: bool = True) -> None:
+    def __init__(self, unique_names: bool = True, readable: bool = False) -> None:
         self.unique_names = unique_names
+        # For messages: `5 // 0` rather than the generic form that parses back to the same tree.
+        self.readable = readable
         self.names: dict[int, str] = {}
         self.used: set[str] = {"T", "float"}
         self.lines: list[str] = []
@@ -79,6 +99,16 @@ class Printer:
         self.names[key] = name
         return name
 
+    @contextlib.contextmanager
+    def binding(self, *objs: E.Var | Buffer) -> Iterator[None]:
+        """The scope of a loop, let or allocation binding `objs`: an object bound a second time (a pass
+        reused a loop variable) gets a name of its own there, as parsing the text makes two objects."""
+        saved = {id(o): self.names.pop(id(o)) for o in objs if id(o) in self.names}
+        try:
+            yield
+        finally:
+            self.names.update(saved)
+
     # ------------------------------------------------------------------ expressions
 
     def expr(self, e: Any, parent: int = 0, like: DataType | None = None) -> str:
@@ -88,10 +118,15 @@ class Printer:
     def _expr(self, e: Any, like: DataType | None) -> tuple[str, int]:
         if not isinstance(e, E.Expr):
             return repr(e), _ATOM
+        if not self.readable and _folds_when_parsed(e):
+            return self.generic(e), _ATOM
         method = getattr(self, "_e_" + type(e).__name__, None)
         if method is not None:
             return method(e, like)
         if isinstance(e, E.CmpOp):
+            if E.is_const(e.a):  # Python reflects `0 < x` to `x > 0`; a typed constant keeps the order
+                right = self.expr(e.b, _PREC["CmpOp"] + 1)
+                return f"{self._typed_constant(e.a)} {e.symbol} {right}", _PREC["CmpOp"]
             return self._binary(e, e.symbol, _PREC["CmpOp"], _PREC["CmpOp"] + 1)
         if isinstance(e, E.BinaryOp):
             return self._e_binary(e)
@@ -181,11 +216,10 @@ class Printer:
         return f"T.Broadcast({self.expr(e.value)}, {e.lanes})", _ATOM
 
     def _generic_expr(self, e: E.Expr) -> str:
-        fields = ", ".join(self.value(getattr(e, f)) for f in _field_names(type(e)))
-        return f"T.{type(e).__name__}({fields})"
+        return self.generic(e)
 
     def value(self, v: Any) -> str:
-        """Any field value: expressions, buffers, regions, tuples, enums, layouts."""
+        """Any field value: expressions, buffers, regions, tuples, enums, layouts, registered classes."""
         if isinstance(v, E.Expr):
             return self.expr(v)
         if isinstance(v, Buffer):
@@ -200,16 +234,39 @@ class Printer:
             inner = ", ".join(self.value(x) for x in v)
             return f"({inner},)" if len(v) == 1 else f"({inner})"
         if isinstance(v, dict):
-            return "{" + ", ".join(f"{self.value(k)}: {self.value(x)}" for k, x in v.items()) + "}"
-        if hasattr(v, "structural_key"):
-            return self.layout(v)
-        if isinstance(v, S.Stmt):
-            return f"<{type(v).__name__}>"
+            return "{" + ", ".join(f"{self.exact(k)}: {self.exact(x)}" for k, x in v.items()) + "}"
+        if hasattr(v, "structural_key") and hasattr(v, "vars"):  # T.Layout, T.Fragment: lambdas
+            return _layout_text(v)
+        if nodes.is_registered(v):
+            return self.generic(v)
         return repr(v)
 
-    def layout(self, layout) -> str:
-        sub = Printer(unique_names=False)
-        return repr(layout) if sub is None else _layout_text(layout)
+    def exact(self, v: Any, hint: Any = None) -> str:
+        """`v` as the value a field annotated `hint` holds: a constant expression keeps its dtype
+        (`T.int32(4)`, not the Python number `4`) unless the field holds numbers only as expressions."""
+        if isinstance(v, (E.IntImm, E.FloatImm)) and not nodes.numbers_are_exprs(hint):
+            return self._typed_constant(v)
+        if isinstance(v, tuple):
+            inner = ", ".join(self.exact(x, nodes.item_hint(hint, k)) for k, x in enumerate(v))
+            return f"({inner},)" if len(v) == 1 else f"({inner})"
+        return self.value(v)
+
+    def _typed_constant(self, e: E.IntImm | E.FloatImm) -> str:
+        text, _ = self._expr(e, None)
+        return text if text.startswith("T.") else f"T.{e.dtype}({text})"
+
+    def generic(self, v: Any, skip: tuple[str, ...] = ()) -> str:
+        """`T.ir.<name>(field=value, ...)`: any registered class, its fields that differ from their
+        defaults spelled out (tilecraft.language.generic builds it again)."""
+        cls = type(v)
+        hints = nodes.field_types(cls)
+        defaults = nodes.defaults_of(cls)
+        args = []
+        for key, x in nodes.fields_of(v).items():
+            if key in skip or (key in defaults and _same_plain(x, defaults[key])):
+                continue
+            args.append(f"{key}={self.exact(x, hints.get(key))}")
+        return f"T.ir.{nodes.qualified_name(cls)}({', '.join(args)})"
 
     # ------------------------------------------------------------------ regions
 
@@ -263,8 +320,15 @@ class Printer:
             self.pending_views.remove(view)
 
     def _s_SeqStmt(self, s: S.SeqStmt) -> None:
-        for x in s.stmts:
-            self.stmt(x)
+        for k, x in enumerate(s.stmts):
+            if k == len(s.stmts) - 1 or not _opens_scope(x):
+                self.stmt(x)
+                continue
+            # an allocation or let that ends before the statements after it: a block of its own
+            if self.pending_views and self.indent == self.view_indent:
+                self._declare_views(x)
+            self.line("with T.ir.scope():")
+            self.block(x)
 
     def _s_Evaluate(self, s: S.Evaluate) -> None:
         v = s.value
@@ -274,6 +338,9 @@ class Printer:
             self.line(f"T.evaluate({self.expr(v)})")
 
     def _s_BufferStore(self, s: S.BufferStore) -> None:
+        if s.value.dtype != s.buffer.dtype:  # `A[i] = v` would cast v to A's dtype
+            self._generic_stmt(s)
+            return
         value = self.expr(s.value, 0, s.buffer.dtype)
         name = self.name(s.buffer)
         if s.buffer.scope == "local.var":
@@ -282,11 +349,16 @@ class Printer:
             self.line(f"{name}[{', '.join(self.expr(i) for i in s.indices)}] = {value}")
 
     def _s_LetStmt(self, s: S.LetStmt) -> None:
-        self.line(f"{self.name(s.var)}: T.{s.var.dtype} = {self.expr(s.value, 0, s.var.dtype)}")
-        self.stmt(s.body)
+        value = self.expr(s.value, 0, s.var.dtype)
+        with self.binding(s.var):
+            self.line(f"{self.name(s.var)}: T.{s.var.dtype} = {value}")
+            self.stmt(s.body)
 
     def _s_IfThenElse(self, s: S.IfThenElse) -> None:
-        self.line(f"if {self.expr(s.condition)}:")
+        if isinstance(s.condition, E.IntImm):  # `if True:` would be decided while parsing
+            self.line(f"if T.ir.keep({self.exact(s.condition)}):")
+        else:
+            self.line(f"if {self.expr(s.condition)}:")
         self.block(s.then_case)
         if s.else_case is not None:
             self.line("else:")
@@ -296,9 +368,11 @@ class Printer:
         loops = [s]
         while s.kind is S.ForKind.PARALLEL and _merges_into(loops, loops[-1].body):
             loops.append(loops[-1].body)
-        names = ", ".join(self.name(f.loop_var) for f in loops)
-        self.line(f"for {names} in T.{_KIND_FN[s.kind]}({self._loop_args(loops)}):")
-        self.block(loops[-1].body)
+        args = self._loop_args(loops)
+        with self.binding(*(f.loop_var for f in loops)):
+            names = ", ".join(self.name(f.loop_var) for f in loops)
+            self.line(f"for {names} in T.{_KIND_FN[s.kind]}({args}):")
+            self.block(loops[-1].body)
 
     def _s_While(self, s: S.While) -> None:
         self.line(f"while {self.expr(s.condition)}:")
@@ -334,13 +408,14 @@ class Printer:
         if b.scope == S.BARRIER_SCOPE:
             self._barriers(s)
             return
-        if b.scope == "local.var":
-            self.line(f"{self.name(b)} = T.alloc_var({dtype_str(b.dtype)})")
-        else:
-            shape = self.value(tuple(b.shape))
-            scope = ', scope="shared"' if b.scope == "shared" else ""
-            self.line(f"{self.name(b)} = T.{fn}({shape}, {dtype_str(b.dtype)}{scope})")
-        self.stmt(s.body)
+        with self.binding(b):
+            if b.scope == "local.var":
+                self.line(f"{self.name(b)} = T.alloc_var({dtype_str(b.dtype)})")
+            else:
+                shape = self.value(tuple(b.shape))
+                scope = ', scope="shared"' if b.scope == "shared" else ""
+                self.line(f"{self.name(b)} = T.{fn}({shape}, {dtype_str(b.dtype)}{scope})")
+            self.stmt(s.body)
 
     def _barriers(self, s: S.Allocate) -> None:
         """`T.alloc_barrier(counts)` is the allocation and its BarrierInit, printed as one line."""
@@ -421,17 +496,16 @@ class Printer:
         self.line(f"T.print({value}{msg})")
 
     def _generic_stmt(self, s: S.Stmt) -> None:
-        """Backend statements: `T.<name>(fields)` with nested statements as an indented block."""
-        fields = {f: getattr(s, f) for f in _field_names(type(s))}
-        bodies = {k: v for k, v in fields.items() if isinstance(v, S.Stmt)}
-        args = ", ".join(f"{k}={self.value(v)}" for k, v in fields.items() if k not in bodies)
-        name = _snake(type(s).__name__)
+        """Statements the language has no spelling for: `T.ir.<name>(fields)`; a statement field (a body)
+        becomes the indented block of `with T.ir.<name>(other fields):`."""
+        bodies = [k for k, v in nodes.fields_of(s).items() if isinstance(v, S.Stmt)]
         if not bodies:
-            self.line(f"T.{name}({args})")
+            self.line(self.generic(s))
             return
-        for key, body in bodies.items():
-            self.line(f"with T.{name}({args}):  # {key}")
-            self.block(body)
+        head = f"with {self.generic(s, skip=tuple(bodies))}:"
+        for key in bodies:  # more than one body does not parse back (no node has two)
+            self.line(head + (f"  # {key}" if len(bodies) > 1 else ""))
+            self.block(getattr(s, key))
 
     # ------------------------------------------------------------------ functions
 
@@ -466,7 +540,11 @@ class Printer:
                 if id(v) not in self.names:
                     declared.append(v)
                     self.name(v)
+        # Names are scoped per function (parsing makes each function's buffers its own), the module's
+        # symbolic dims aside.
+        module_names, module_used = dict(self.names), set(self.used)
         for f in funcs:
+            self.names, self.used = dict(module_names), set(module_used)
             self.func(f)
             self.line("")
         body_printer_lines, self.lines = self.lines, []
@@ -481,6 +559,14 @@ class Printer:
 
 # Statements that scope the rest of their block and print it at their own indent.
 _WRAPPERS = (S.SeqStmt, S.LetStmt, S.Allocate)
+
+
+def _opens_scope(s: S.Stmt) -> bool:
+    """Whether the printed `s` ends in a binding (allocation, let) whose scope would take in whatever
+    follows it at the same indentation."""
+    if isinstance(s, S.SeqStmt):
+        return bool(s.stmts) and _opens_scope(s.stmts[-1])
+    return isinstance(s, (S.LetStmt, S.Allocate))
 
 
 def _views(body: S.Stmt) -> list[Buffer]:
@@ -501,8 +587,6 @@ def _module_level_vars(f: PrimFunc) -> list[E.Var]:
 
 
 def _layout_text(layout) -> str:
-    if not hasattr(layout, "vars"):
-        return repr(layout)
     p = Printer(unique_names=False)
     args = ", ".join(p.name(v) for v in layout.vars)
     if type(layout).__name__ == "Layout":
@@ -533,6 +617,32 @@ def _stop(start: E.Expr, extent: E.Expr) -> E.Expr:
     if isinstance(extent, E.Sub) and E.same_expr(extent.b, start):
         return extent.a
     return E.add(start, extent)
+
+
+def _folds_when_parsed(e: E.Expr) -> bool:
+    """Whether the language would compute `e` from its constant operands while parsing (`0 * 32` is the
+    Python number 0): such an expression prints in the generic form, which builds it as it is."""
+    if isinstance(e, (E.And, E.Or)):
+        return E.is_const(e.a) or E.is_const(e.b)
+    if isinstance(e, E.BinaryOp):
+        return E.is_const(e.a) and E.is_const(e.b)
+    if isinstance(e, E.Call) and e.op in _INFIX_CALLS | {"bitwise_not": "~"}:
+        return all(E.is_const(a) for a in e.args)
+    if isinstance(e, (E.Cast, E.Not)):
+        return E.is_const(e.value if isinstance(e, E.Cast) else e.a)
+    if isinstance(e, E.Select):
+        return E.is_const(e.condition)
+    return False
+
+
+def _same_plain(value: Any, default: Any) -> bool:
+    """Whether `value` is the plain (not IR) `default` of its field."""
+    plain = (bool, int, float, str, type(None), tuple, enum.Enum)
+    if not isinstance(default, plain) or type(value) is not type(default):
+        return False
+    if isinstance(default, tuple):
+        return not default and not value
+    return value == default
 
 
 def _is_zero(e: Any) -> bool:
@@ -575,4 +685,4 @@ def print_ir(node: Any) -> str:
 
 
 def expr_to_str(e: E.Expr) -> str:
-    return Printer(unique_names=False).expr(e)
+    return Printer(unique_names=False, readable=True).expr(e)

@@ -126,9 +126,10 @@ __all__ = [
     "uint4", "uint8", "uint16", "uint32", "uint64", "unroll", "use_swizzle", "vectorized",
 ]  # fmt: skip
 
+from tilecraft.language.generic import ir  # noqa: E402
 from tilecraft.language.script import parse_script  # noqa: E402
 
-__all__ += ["parse_script"]
+__all__ += ["ir", "parse_script"]
 
 # TileLang's names that need no backend support (docs/compat.md, "API surface").
 from tilecraft.ir.dtype import DataType as dtype  # noqa: E402

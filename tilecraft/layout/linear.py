@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tilecraft.ir import expr as E
+from tilecraft.ir.nodes import ir_value
 
 Dims = tuple[tuple[str, int], ...]
 Vector = tuple[int, ...]
@@ -51,6 +52,7 @@ def _as_pairs(items: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> tuple[tup
     return pairs
 
 
+@ir_value
 class LinearLayout:
     """An immutable linear map over GF(2) from named input dims to named output dims.
 
@@ -236,6 +238,10 @@ class LinearLayout:
         return total
 
     # ------------------------------------------------------------------ structure
+
+    def ir_fields(self) -> dict[str, Any]:
+        """The constructor's arguments, for printed IR (tilecraft.ir.nodes)."""
+        return {"bases": dict(self._bases), "out_dims": dict(self._out_dims)}
 
     def structural_key(self) -> tuple:
         """A hashable key: equal keys mean equal layouts (used by the IR's structural hash)."""

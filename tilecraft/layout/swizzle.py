@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.ir.expr import BufferLoad, const_value
+from tilecraft.ir.nodes import ir_value
 from tilecraft.layout.linear import LinearLayout, log2, next_power_of_two
 
 CHUNK_BYTES = 16
@@ -25,6 +26,7 @@ SHARED_SCOPES = ("shared", "shared.dyn")
 _BANK_BYTES = {"full": 128, "half": 64, "quarter": 32}
 
 
+@ir_value
 @dataclass(frozen=True, eq=False)
 class SwizzledLayout:
     """A request that `buffer`, a shared buffer, be stored with a `swizzle_bytes` swizzle (32, 64, 128;

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir.expr import Expr
+from tilecraft.ir.nodes import ir_value
 from tilecraft.layout.fragment import blocked, fragment_dims, slice_layout
 from tilecraft.layout.linear import LinearLayout, log2, next_power_of_two
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from tilecraft.backend.simt import SimtTarget
 
 
+@ir_value
 @dataclass(frozen=True, eq=False)
 class TileLayout:
     """`linear` maps (register, lane, warp) to the tile's dims `dim0, dim1, ...` (padded)."""

@@ -9,14 +9,13 @@ compare the result with the expected IR.
 `before` and `expected` are kernels written in the kernel language (`@T.prim_func`), IR modules, or
 printed IR text (what `func.script()` and `TILECRAFT_DUMP_IR` write; `T.parse_script` reads it back).
 `expected=UNCHANGED` states that the pass leaves the module as it is. The comparison is structural
-(`tilecraft.ir.structural_equal`) whenever the expected IR is IR or text the language parses. Lowered
-IR that holds backend statements prints in a generic `T.<node>(...)` form the parser does not read;
-for it, the printed result must equal the expected text (blank lines, surrounding indentation and the
-dump header aside).
+(`tilecraft.ir.structural_equal`). Every IR prints as text that parses back, lowered IR too (its backend
+statements in the generic `T.ir.<name>(...)` form), so a pass late in a pipeline is tested like any
+other: `before` is the printed input (a `TILECRAFT_DUMP_IR` file, or `tilecraft opt` output, trimmed to
+the point), `expected` the printed output.
 
-A pass whose input the kernel language cannot spell (it runs after a lowering that introduced backend
-statements) is tested with `prefix=True`: `before` is then a kernel, and the pass's input is what
-`tilecraft.lower` hands it (the frontend and every earlier pass of the pipeline).
+`prefix=True` takes `before` through what `tilecraft.lower` runs ahead of the pass instead (the frontend
+and every earlier pass of the pipeline): for a test about what the whole pipeline hands the pass.
 
 `pass_test` records which (target kind, pass) pairs have a test; `untested_passes` lists the passes of
 given pipelines that have none, so a suite can fail when a pass is added without a test.
@@ -33,6 +32,7 @@ from typing import Any
 from tilecraft.backend.context import create_backend_context
 from tilecraft.backend.pipeline import PassContext, PassPipeline
 from tilecraft.backend.target import Target
+from tilecraft.errors import KernelError
 from tilecraft.ir import IRModule, PrimFunc, structural_equal
 from tilecraft.ir import stmt as S
 from tilecraft.ir.printer import print_ir
@@ -97,7 +97,7 @@ def assert_pass(
             structural_equal(result, given), given, result, f"'{pass_name}' changed a module it must keep"
         )
         return result
-    wanted = None if as_text else _expected_module(expected)
+    wanted = None if as_text else _expected_module(pass_name, expected)
     if wanted is None:
         _assert_text(pass_name, given, result, expected)
     else:
@@ -198,14 +198,14 @@ def _parse(text: str) -> PrimFunc | IRModule:
     return parse_script(body)
 
 
-def _expected_module(expected: IRLike) -> IRModule | None:
-    """`expected` as a module, or None when it is text of lowered IR the language cannot read."""
+def _expected_module(pass_name: str, expected: IRLike) -> IRModule:
+    """`expected` as a module; expected text that does not parse fails the test with the parser's error."""
     if not isinstance(expected, str):
         return _module(expected)
     try:
         return _module(_parse(expected))
-    except Exception:  # the generic `T.<node>(...)` form: compared as text
-        return None
+    except (KernelError, SyntaxError) as err:
+        raise AssertionError(f"expected IR of '{pass_name}' does not parse: {err}") from None
 
 
 # ---------------------------------------------------------------------------------- comparing

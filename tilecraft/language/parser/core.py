@@ -22,6 +22,7 @@ from tilecraft.ir.function import WORKSPACE_ATTR, PrimFunc
 from tilecraft.ir.visitor import substitute, walk
 from tilecraft.language import builder as B
 from tilecraft.language.barriers import WarpGroups
+from tilecraft.language.generic import NodeWithoutBody, WithBlock
 from tilecraft.language.kernel import KernelSpec
 from tilecraft.language.loops import LoopSpec, PersistentSpec, python_range
 from tilecraft.language.parser.evaluator import Evaluator, is_ir, truth
@@ -243,6 +244,9 @@ class Parser:
                     hint="tile ops run on the device: put them in a `with T.Kernel(...)` block",
                 )
             self.items.append(value)
+        elif isinstance(value, NodeWithoutBody):
+            raise self.error(node, f"T.ir.{value.cls.__name__}(...) lacks its field {value.body_field!r}",
+                             hint="write its statements in a block: `with T.ir.<name>(...):`")  # fmt: skip
         elif isinstance(value, (list, tuple)) and value and all(isinstance(v, S.Stmt) for v in value):
             for v in value:
                 self.emit(v, node)
@@ -625,6 +629,12 @@ class Parser:
             raise self.error(node, "a kernel `with` statement takes exactly one T.Kernel(...)")
         item = node.items[0]
         spec = self.evaluator.eval(item.context_expr)
+        if isinstance(spec, WithBlock):
+            if item.optional_vars is not None:
+                raise self.error(item.optional_vars, "`with T.ir...:` binds no name")
+            body = self._block(node.body, "ir_branch")
+            self.items.append(self.evaluator.apply(item.context_expr, spec.build, body))
+            return
         if isinstance(spec, WarpGroups):
             if item.optional_vars is not None:
                 raise self.error(item.optional_vars, "`with T.ws(...)` binds no name")

@@ -15,6 +15,7 @@ from tilecraft.errors import KernelError, ParseError
 from tilecraft.ir import expr as E
 from tilecraft.ir.buffer import Buffer, BufferData
 from tilecraft.ir.expr import Expr
+from tilecraft.language.generic import KeptCondition
 from tilecraft.language.types import _TensorFactory
 
 if TYPE_CHECKING:
@@ -40,7 +41,9 @@ def is_ir(value: Any) -> bool:
 
 
 def truth(value: Any) -> bool | Expr:
-    """A Python truth value, or the IR condition when `value` is symbolic."""
+    """A Python truth value, or the IR condition when `value` is symbolic (or kept: `T.ir.keep`)."""
+    if isinstance(value, KeptCondition):
+        return value.condition
     if is_ir(value):
         return value
     return bool(value)
