@@ -9,18 +9,18 @@ after every pass is covered), and the first kernel's output of every pass is rou
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 
 import pytest
 
 import tilecraft.language as T
 from tilecraft.backend import create_backend_context
 from tilecraft.backend.instrument import PassInstrument
-from tilecraft.ir import IRModule, Mutator, PrimFunc, Var, nodes, structural_equal, substitute
+from tilecraft.ir import IRModule, PrimFunc, nodes, structural_equal
 from tilecraft.ir import stmt as S
 from tilecraft.ir.expr import Expr, node
 from tilecraft.ir.printer import print_ir
 from tilecraft.testing.conformance import CASES
+from tilecraft.testing.passes import canonical
 from tilecraft.transform.check import check_semantics
 from tilecraft.transform.widen_fragments import widen_fragments
 
@@ -87,31 +87,8 @@ def assert_round_trip(mod: IRModule, where: str) -> None:
         )
 
 
-class _Canonical(Mutator):
-    """Nested and empty sequences flattened (how statements are grouped in sequences means nothing), and
-    a loop variable a pass bound a second time replaced there by a variable of its own (as parsing the
-    printed text makes one per binding)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.bound: set[int] = set()
-
-    def mutate_Buffer(self, buf):
-        return buf
-
-    def mutate_SeqStmt(self, s: S.SeqStmt) -> S.Stmt:
-        return S.seq(*(self.mutate(child) for child in s.stmts))
-
-    def mutate_For(self, s: S.For) -> S.Stmt:
-        if id(s.loop_var) in self.bound:
-            fresh = Var(s.loop_var.dtype, s.loop_var.name)
-            s = dataclasses.replace(s, loop_var=fresh, body=substitute(s.body, {s.loop_var: fresh}))
-        self.bound.add(id(s.loop_var))
-        return self.generic_mutate(s)
-
-
 def _flat(f: PrimFunc) -> PrimFunc:
-    return f.with_body(_Canonical().mutate(f.body))
+    return canonical(f)
 
 
 @pytest.mark.parametrize("target", TARGETS)

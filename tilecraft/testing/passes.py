@@ -23,6 +23,7 @@ given pipelines that have none, so a suite can fail when a pass is added without
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 import textwrap
@@ -33,14 +34,15 @@ from tilecraft.backend.context import create_backend_context
 from tilecraft.backend.pipeline import PassContext, PassPipeline
 from tilecraft.backend.target import Target
 from tilecraft.errors import KernelError
-from tilecraft.ir import IRModule, PrimFunc, structural_equal
+from tilecraft.ir import IRModule, PrimFunc, Var, structural_equal
 from tilecraft.ir import stmt as S
 from tilecraft.ir.printer import print_ir
-from tilecraft.ir.visitor import Mutator
+from tilecraft.ir.visitor import Mutator, substitute
 
 __all__ = [
     "UNCHANGED",
     "assert_pass",
+    "canonical",
     "covered_passes",
     "pass_test",
     "pipeline_of",
@@ -216,16 +218,21 @@ def _same_functions(a: IRModule, b: IRModule) -> bool:
     its kernels `before` and `expected`)."""
     if len(a.functions) != len(b.functions):
         return False
-    pairs = [(_canonical(f), _canonical(g)) for f, g in zip(a.functions, b.functions)]
+    pairs = [(canonical(f), canonical(g)) for f, g in zip(a.functions, b.functions)]
     if len(pairs) == 1:
         ((f, g),) = pairs
         return structural_equal(f, PrimFunc(f.name, g.params, g.body, g.attrs, span=g.span))
     return all(structural_equal(f, g) for f, g in pairs)
 
 
-class _FlattenSequences(Mutator):
-    """Nested and empty statement sequences flattened: a pass that deletes a statement may leave an
-    empty sequence behind, which prints as nothing and means nothing."""
+class _Canonical(Mutator):
+    """Nested and empty statement sequences flattened (a pass that deletes a statement may leave an
+    empty sequence behind, which prints as nothing and means nothing), and a loop variable a pass bound
+    a second time replaced there by one of its own (as parsing the printed text makes one per loop)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bound: set[int] = set()
 
     def mutate_Buffer(self, buf):
         return buf
@@ -233,9 +240,17 @@ class _FlattenSequences(Mutator):
     def mutate_SeqStmt(self, s: S.SeqStmt) -> S.Stmt:
         return S.seq(*(self.mutate(child) for child in s.stmts))
 
+    def mutate_For(self, s: S.For) -> S.Stmt:
+        if id(s.loop_var) in self.bound:
+            fresh = Var(s.loop_var.dtype, s.loop_var.name)
+            s = dataclasses.replace(s, loop_var=fresh, body=substitute(s.body, {s.loop_var: fresh}))
+        self.bound.add(id(s.loop_var))
+        return self.generic_mutate(s)
 
-def _canonical(f: PrimFunc) -> PrimFunc:
-    return f.with_body(_FlattenSequences().mutate(f.body))
+
+def canonical(f: PrimFunc) -> PrimFunc:
+    """`f` as Before/Expected tests compare it: what printing and parsing it back does not change."""
+    return f.with_body(_Canonical().mutate(f.body))
 
 
 def _require(ok: bool, wanted: IRModule, got: IRModule, what: str) -> None:

@@ -1,5 +1,5 @@
-"""The `tilecraft` command line: `backends`, `backend new`, `backend check`, `doctor`, `settings`, `tune`
-and `run-tilelang`, in plain text.
+"""The `tilecraft` command line: `backends`, `backend new`, `backend check`, `doctor`, `settings`, `tune`,
+`opt` and `run-tilelang`, in plain text.
 
 Everything printed comes from the registries; the command line knows no backend by name.
 """
@@ -20,7 +20,7 @@ from tilecraft import __version__, settings
 from tilecraft.backend import BackendModule, Target, detection_report, plugin_problems, registered_backends
 from tilecraft.errors import KernelWarning, PluginWarning, TilecraftError
 from tilecraft.execution import KernelCache, registered_execution_backends
-from tilecraft.tools import tune
+from tilecraft.tools import opt, tune
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -53,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
         commands.add_parser(name, help=text, description=text).set_defaults(run=run)
     _backend_parser(commands)
     tune.add_parser(commands)
+    opt.add_parser(commands)
     # Listed for --help only: main() hands its arguments to the runner, which parses them itself.
     commands.add_parser(RUN_TILELANG, help="run a TileLang script unchanged (see run-tilelang --help)")
     return parser

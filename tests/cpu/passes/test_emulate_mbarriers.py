@@ -35,7 +35,7 @@ def test_arrivals_count_the_threads_that_run_them_and_a_wait_checks_the_phase(ta
                     bar[0, 1] = 1 - bar[0, 1]
                     bar[0, 0] = bar[0, 0] + bar[0, 2]
             if bar[0, 1] == 0:
-                T.check_failed(message='the wait on mbarrier bar is for a phase no arrival has completed yet: threads running at once on a GPU would complete it later, but the CPU target runs thread groups one after the other in program order (put the code that arrives before the code that waits)')
+                T.ir.cpu.CheckFailed(message='the wait on mbarrier bar is for a phase no arrival has completed yet: threads running at once on a GPU would complete it later, but the CPU target runs thread groups one after the other in program order (put the code that arrives before the code that waits)')
             A[0] = 1.0
     """
 

@@ -83,7 +83,7 @@ def test_a_gemm_is_a_matmul_call_after_clearing_the_accumulator(target):
             for gi in T.serial(8):
                 for gj in T.Parallel(8):
                     Cf[0 + gi, 0 + gj] = 0.0
-            T.matmul_call(a=A, a_offset=0, a_strides=(8, 1), b=B, b_offset=0, b_row_stride=8, c=Cf, c_offset=0, c_row_stride=8, m=8, n=8, k=8)
+            T.ir.cpu.MatmulCall(a=A, a_offset=0, a_strides=(8, 1), b=B, b_offset=0, b_row_stride=8, c=Cf, c_offset=0, c_row_stride=8, m=8, n=8, k=8)
             for i0, i1 in T.Parallel(8, 8):
                 C[i0, i1] = Cf[i0, i1]
     """

@@ -24,7 +24,7 @@ def test_the_scratch_size_is_the_tiles_bytes_and_the_launch_carries_it(target):
     @T.prim_func
     def tileops(A: T.Tensor((8, 16), "float32"), B: T.Tensor((8, 16), "float32")):
         T.func_attr({'tilecraft.role': 'host'})
-        T.kernel_call(symbol='tileops_kernel0', args=(A, B), grid=(1,), threads=(128,), dynamic_smem=512)
+        T.ir.KernelCall(symbol='tileops_kernel0', args=(A, B), grid=(1,), threads=(128,), dynamic_smem=512)
 
     @T.prim_func
     def tileops_kernel0(A: T.Tensor((8, 16), "float32"), B: T.Tensor((8, 16), "float32")):

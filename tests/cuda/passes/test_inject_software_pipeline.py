@@ -16,7 +16,6 @@ def test_cp_async_copies_of_the_next_stage_are_issued_before_this_stage_is_read(
     # copy, issues stage k + 1's copy (if any), then reads stage k % 2; the loop ends with a wait.
 
     expected = """
-
     @T.prim_func
     def staged(A: T.Tensor((512,), "float32"), B: T.Tensor((128,), "float32")):
         with T.Kernel(1, threads=128) as bx:
@@ -25,22 +24,22 @@ def test_cp_async_copies_of_the_next_stage_are_issued_before_this_stage_is_read(
             acc = T.alloc_local((1,), "float32")
             for r1 in T.serial(1, annotations={'unroll': True}):
                 acc[0] = 0.0
-            if True:
+            if T.ir.keep(T.bool(True)):
                 for c2 in T.serial(1, annotations={'unroll': True}):
                     if c2 * 128 + tx < 32:
-                        T.async_copy(dst=s, dst_offset=0 + T.cast(0 + T.cast((c2 * 128 + tx) * 4, "int64") * 1, "int32"), src=A, src_offset=0 + T.cast(0 * 128 + (c2 * 128 + tx) * 4, "int64") * 1, bytes=16, valid=0 * 128 + (c2 * 128 + tx) * 4 < 512)
-            T.async_commit()
+                        T.ir.cuda.AsyncCopy(dst=s, dst_offset=0 + T.cast(0 + T.cast((c2 * 128 + tx) * 4, "int64") * 1, "int32"), src=A, src_offset=0 + T.cast(T.ir.Mul(dtype="int32", a=0, b=128) + (c2 * 128 + tx) * 4, "int64") * 1, bytes=16, valid=T.ir.Mul(dtype="int32", a=0, b=128) + (c2 * 128 + tx) * 4 < 512)
+            T.ir.cuda.AsyncCommit()
             for k in T.serial(4, annotations={'pipelined_buffers': (s,)}):
-                T.async_wait(pending=0)
+                T.ir.cuda.AsyncWait(pending=0)
                 T.sync_threads()
                 if k + 1 < 4:
-                    for c2 in T.serial(1, annotations={'unroll': True}):
-                        if c2 * 128 + tx < 32:
-                            T.async_copy(dst=s, dst_offset=(k + 1) % 2 * 128 + T.cast(0 + T.cast((c2 * 128 + tx) * 4, "int64") * 1, "int32"), src=A, src_offset=0 + T.cast((k + 1) * 128 + (c2 * 128 + tx) * 4, "int64") * 1, bytes=16, valid=(k + 1) * 128 + (c2 * 128 + tx) * 4 < 512)
-                T.async_commit()
+                    for c2_1 in T.serial(1, annotations={'unroll': True}):
+                        if c2_1 * 128 + tx < 32:
+                            T.ir.cuda.AsyncCopy(dst=s, dst_offset=(k + 1) % 2 * 128 + T.cast(0 + T.cast((c2_1 * 128 + tx) * 4, "int64") * 1, "int32"), src=A, src_offset=0 + T.cast((k + 1) * 128 + (c2_1 * 128 + tx) * 4, "int64") * 1, bytes=16, valid=(k + 1) * 128 + (c2_1 * 128 + tx) * 4 < 512)
+                T.ir.cuda.AsyncCommit()
                 for r3 in T.serial(1, annotations={'unroll': True}):
                     acc[0] = acc[0] + s[k % 2, tx % 32 + tx // 32 * 32]
-            T.async_wait(pending=0)
+            T.ir.cuda.AsyncWait(pending=0)
             for r4 in T.serial(1, annotations={'unroll': True}):
                 B[tx % 32 + tx // 32 * 32] = acc[0]
     """
@@ -56,30 +55,30 @@ def test_tma_copies_feed_wgmma_through_full_and_empty_mbarrier_rings(target):
 
     expected = """
     @T.prim_func
-    def ws(A: T.Tensor((64, 128), "float16"), B: T.Tensor((128, 64), "float16"), C: T.Tensor((64, 64), "float32")):
+    def tma_gemm(A: T.Tensor((64, 128), "float16"), B: T.Tensor((128, 64), "float16"), C: T.Tensor((64, 64), "float32")):
         with T.Kernel(1, threads=128) as bx:
             tx = T.get_thread_binding(0)
             As = T.alloc_shared((2, 64, 64), "float16")
-            T.annotate_layout({As: SharedLayout('wgmma', rows=64, row_length=64, atom=64)})
+            T.annotate_layout({As: T.ir.cuda.SharedLayout(kind='wgmma', rows=64, row_length=64, atom=64)})
             Bs = T.alloc_shared((2, 64, 64), "float16")
-            T.annotate_layout({Bs: SharedLayout('wgmma', rows=64, row_length=64, atom=64)})
+            T.annotate_layout({Bs: T.ir.cuda.SharedLayout(kind='wgmma', rows=64, row_length=64, atom=64)})
             Cf = T.alloc_local((32,), "float32")
             for r1 in T.serial(32, annotations={'unroll': True}):
                 Cf[r1] = 0.0
-            T.mbar_ring(ring=1, stages=2, arrivals=1)
-            T.mbar_ring(ring=2, stages=2, arrivals=4)
-            with T.producer_loop(consumer_threads=128, general=False):  # body
+            T.ir.cuda.MbarRing(ring=1, stages=2)
+            T.ir.cuda.MbarRing(ring=2, stages=2, arrivals=4)
+            with T.ir.cuda.ProducerLoop(consumer_threads=128):
                 for k in T.serial(2):
-                    T.mbar_wait(ring=2, stage=k % 2, parity=(k // 2 + 1) % 2)
-                    T.tma_copy(loads=(<TmaLoad>, <TmaLoad>), bytes=16384, ring=1, stage=k % 2, elected=True)
-            for k in T.serial(2, annotations={'pipelined_buffers': (As, Bs)}):
-                T.mbar_wait(ring=1, stage=k % 2, parity=k // 2 % 2)
-                T.gemm_call(variant='wgmma', a=As, b=Bs, c=Cf, m=64, n=64, k=64, warps_m=1, warps_n=1, trans_a=False, trans_b=False, bf16=False, a_offset=k % 2 * 4096 + 0, b_offset=k % 2 * 4096 + 0, atom_a=64, atom_b=64, wait=1, warp=None)
-                if k > 0:
-                    T.mbar_arrive(ring=2, stage=(k + 1) % 2, converge=False, cluster=0)
-            T.wgmma_wait(pending=0, c=(Cf,), keep=())
+                    T.ir.cuda.MbarWait(ring=2, stage=k % 2, parity=(k // 2 + 1) % 2)
+                    T.ir.cuda.TmaCopy(loads=(T.ir.cuda.TmaLoad(dst=As, dst_offset=k % 2 * 4096 + 0, src=A, box=(64, 64), swizzle=128, coords=(k * 64 + 0, 0)), T.ir.cuda.TmaLoad(dst=Bs, dst_offset=k % 2 * 4096 + 0, src=B, box=(64, 64), swizzle=128, coords=(0, k * 64))), bytes=16384, ring=1, stage=k % 2, elected=True)
+            for k_1 in T.serial(2, annotations={'pipelined_buffers': (As, Bs)}):
+                T.ir.cuda.MbarWait(ring=1, stage=k_1 % 2, parity=k_1 // 2 % 2)
+                T.ir.cuda.GemmCall(variant='wgmma', a=As, b=Bs, c=Cf, m=64, n=64, k=64, warps_m=1, warps_n=1, trans_a=False, trans_b=False, bf16=False, a_offset=k_1 % 2 * 4096 + 0, b_offset=k_1 % 2 * 4096 + 0, atom_a=64, atom_b=64, wait=1)
+                if k_1 > 0:
+                    T.ir.cuda.MbarArrive(ring=2, stage=(k_1 + 1) % 2)
+            T.ir.cuda.WgmmaWait(pending=0, c=(Cf,))
             for v2 in T.serial(16, annotations={'unroll': True}):
-                T.vector_store(dst=C, dst_offset=0 + T.cast((v2 * 2 & 1) + (tx % 32 & 3) * 2 + (v2 * 2 >> 2) * 8, "int64") * 1 + T.cast((tx % 32 >> 2) + (v2 * 2 >> 1 & 1) * 8 + tx // 32 * 16, "int64") * 64, values=(Cf[v2 * 2 + 0], Cf[v2 * 2 + 1]))
+                T.ir.cuda.VectorStore(dst=C, dst_offset=0 + T.cast((v2 * 2 & 1) + (tx % 32 & 3) * 2 + (v2 * 2 >> 2) * 8, "int64") * 1 + T.cast((tx % 32 >> 2) + (v2 * 2 >> 1 & 1) * 8 + tx // 32 * 16, "int64") * 64, values=(Cf[v2 * 2 + 0], Cf[v2 * 2 + 1]))
     """
 
     assert_pass(target, "inject-software-pipeline", tma_gemm, expected, prefix=True)

@@ -24,14 +24,14 @@ def test_each_iteration_waits_for_the_previous_store_before_refilling_the_tile(t
     """An iteration's write of the tile waits for the last iteration's store; the kernel ends waiting."""
     expected = """
     @T.prim_func
-    def _(A: T.Tensor((16, 64), "float16"), B: T.Tensor((16, 64), "float16")):
+    def stored_each_iteration(A: T.Tensor((16, 64), "float16"), B: T.Tensor((16, 64), "float16")):
         with T.Kernel(1, threads=128) as bx:
             S = T.alloc_shared((512,), "float16")
             for t in T.serial(2):
-                T.tma_store_wait(tiles=(S,), pending=0)
-                T.tma_copy(loads=(<TmaLoad>,), bytes=1024, ring=0, stage=0, elected=False)
-                T.tma_store_copy(stores=(<TmaStore>,))
-            T.tma_store_wait(tiles=(S,), pending=0)
+                T.ir.cuda.TmaStoreWait(tiles=(S,))
+                T.ir.cuda.TmaCopy(loads=(T.ir.cuda.TmaLoad(dst=S, dst_offset=0, src=A, box=(64, 8), swizzle=128, coords=(0, t * 8)),), bytes=1024)
+                T.ir.cuda.TmaStoreCopy(stores=(T.ir.cuda.TmaStore(dst=B, src=S, src_offset=0, box=(64, 8), swizzle=128, coords=(0, t * 8)),))
+            T.ir.cuda.TmaStoreWait(tiles=(S,))
     """
     assert_pass(target, "place-tma-store-waits", stored_each_iteration, expected, prefix=True, as_text=True)
 
@@ -57,18 +57,18 @@ def test_only_a_write_of_a_tile_in_flight_waits(target):
     alone (`pending=1`: R's, committed after it, may stay in flight); the end waits for both."""
     expected = """
     @T.prim_func
-    def _(A: T.Tensor((8, 64), "float16"), B: T.Tensor((8, 64), "float16"), C: T.Tensor((8, 64), "float16")):
+    def two_tiles(A: T.Tensor((8, 64), "float16"), B: T.Tensor((8, 64), "float16"), C: T.Tensor((8, 64), "float16")):
         with T.Kernel(1, threads=128) as bx:
             S = T.alloc_shared((512,), "float16")
             R = T.alloc_shared((512,), "float16")
-            T.tma_copy(loads=(<TmaLoad>,), bytes=1024, ring=0, stage=0, elected=False)
-            T.tma_store_copy(stores=(<TmaStore>,))
-            T.tma_copy(loads=(<TmaLoad>,), bytes=1024, ring=0, stage=0, elected=False)
-            T.tma_store_copy(stores=(<TmaStore>,))
-            T.tma_store_wait(tiles=(S,), pending=1)
-            T.tma_copy(loads=(<TmaLoad>,), bytes=1024, ring=0, stage=0, elected=False)
-            T.tma_store_copy(stores=(<TmaStore>,))
-            T.tma_store_wait(tiles=(S, R), pending=0)
+            T.ir.cuda.TmaCopy(loads=(T.ir.cuda.TmaLoad(dst=S, dst_offset=0, src=A, box=(64, 8), swizzle=128, coords=(0, 0)),), bytes=1024)
+            T.ir.cuda.TmaStoreCopy(stores=(T.ir.cuda.TmaStore(dst=B, src=S, src_offset=0, box=(64, 8), swizzle=128, coords=(0, 0)),))
+            T.ir.cuda.TmaCopy(loads=(T.ir.cuda.TmaLoad(dst=R, dst_offset=0, src=A, box=(64, 8), swizzle=128, coords=(0, 0)),), bytes=1024)
+            T.ir.cuda.TmaStoreCopy(stores=(T.ir.cuda.TmaStore(dst=C, src=R, src_offset=0, box=(64, 8), swizzle=128, coords=(0, 0)),))
+            T.ir.cuda.TmaStoreWait(tiles=(S,), pending=1)
+            T.ir.cuda.TmaCopy(loads=(T.ir.cuda.TmaLoad(dst=S, dst_offset=0, src=A, box=(64, 8), swizzle=128, coords=(0, 0)),), bytes=1024)
+            T.ir.cuda.TmaStoreCopy(stores=(T.ir.cuda.TmaStore(dst=C, src=S, src_offset=0, box=(64, 8), swizzle=128, coords=(0, 0)),))
+            T.ir.cuda.TmaStoreWait(tiles=(S, R))
     """
     assert_pass(target, "place-tma-store-waits", two_tiles, expected, prefix=True, as_text=True)
 

@@ -26,21 +26,21 @@ def test_tiles_used_one_after_the_other_share_their_bytes(target):
             B[tx] = b[127 - tx]
 
     expected = """
-
     @T.prim_func
     def two_tiles(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
         T.func_attr({'tilecraft.role': 'host'})
-        T.kernel_call(symbol='two_tiles_kernel0', args=(A, B), grid=(1,), threads=(128,), dynamic_smem=512)
+        T.ir.KernelCall(symbol='two_tiles_kernel0', args=(A, B), grid=(1,), threads=(128,), dynamic_smem=512)
 
     @T.prim_func
     def two_tiles_kernel0(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
         T.func_attr({'tilecraft.role': 'device', 'tilecraft.host_function': 'two_tiles', 'tilecraft.arena_bytes': 512, 'tilecraft.arena_offsets': (('a', 0), ('b', 0))})
         with T.Kernel(1, threads=128) as bx:
             tx = T.get_thread_binding(0)
-            a = T.alloc_shared((128,), "float32")
-            a[tx] = A[tx]
-            T.sync_threads()
-            B[tx] = a[127 - tx]
+            with T.ir.scope():
+                a = T.alloc_shared((128,), "float32")
+                a[tx] = A[tx]
+                T.sync_threads()
+                B[tx] = a[127 - tx]
             T.sync_threads()
             b = T.alloc_shared((128,), "float32")
             b[tx] = B[tx] * 2.0

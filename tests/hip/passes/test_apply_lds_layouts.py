@@ -78,9 +78,12 @@ def test_the_mfma_call_and_atomics_address_the_same_flat_tile(target):
             T.copy(Cf, C)
 
     text = print_ir(run_pass(target, "apply-lds-layouts", before, prefix=True))
-    layout = "LdsLayout(element_bytes=2, line_shift=6)"
+    layout = "T.ir.hip.LdsLayout(element_bytes=2, line_shift=6)"
     assert 'As = T.alloc_shared((4096,), "float16")' in text
-    assert "T.mfma_gemm(a=As, b=Bs, c=Cf, m=64, n=64, k=64," in text
+    assert "T.ir.hip.MfmaGemm(a=As, b=Bs, c=Cf, m=64, n=64, k=64," in text
     assert f"kpack=True, layout_a={layout}, layout_b={layout})" in text
-    assert "indices=(((72 >> 3 ^ (72 >> 6 ^ 72 >> 6 >> 3 << 1) & 7) << 3) + (72 & 7),)" in text
+    shift = 'T.ir.Call(dtype="int32", op=\'shift_right\', args=(72, {}))'
+    granule = f"{shift.format(3)} ^ ({shift.format(6)} ^ {shift.format(6)} >> 3 << 1) & 7"
+    within = 'T.ir.Call(dtype="int32", op=\'bitwise_and\', args=(72, 7))'
+    assert f"indices=((({granule}) << 3) + {within},)" in text
     assert lds_layout(64, 64, 2).offset(72) == 64

@@ -38,11 +38,11 @@ def test_a_gemm_accumulator_gets_the_mfma_layout_over_wavefronts_of_64(target):
     def mfma_gemm(A: T.Tensor((32, 32), "float16"), B: T.Tensor((32, 32), "float16"), C: T.Tensor((32, 32), "float32")):
         with T.Kernel(1, threads=128) as bx:
             As = T.alloc_shared((32, 32), "float16")
-            T.annotate_layout({As: LdsLayout(element_bytes=2, line_shift=6)})
+            T.annotate_layout({As: T.ir.hip.LdsLayout(element_bytes=2, line_shift=6)})
             Bs = T.alloc_shared((32, 32), "float16")
-            T.annotate_layout({Bs: LdsLayout(element_bytes=2, line_shift=6)})
+            T.annotate_layout({Bs: T.ir.hip.LdsLayout(element_bytes=2, line_shift=6)})
             Cf = T.alloc_fragment((32, 32), "float32")
-            T.annotate_layout({Cf: TileLayout(shape=(32, 32), registers=8, LinearLayout({'register': [(1, 0), (2, 0), (0, 16)], 'lane': [(0, 1), (0, 2), (0, 4), (0, 8), (4, 0), (8, 0)], 'warp': [(16, 0)]}, {'dim0': 32, 'dim1': 32}))})
+            T.annotate_layout({Cf: T.ir.TileLayout(shape=(32, 32), linear=T.ir.LinearLayout(bases={'register': ((1, 0), (2, 0), (0, 16)), 'lane': ((0, 1), (0, 2), (0, 4), (0, 8), (4, 0), (8, 0)), 'warp': ((16, 0),)}, out_dims={'dim0': 32, 'dim1': 32}))})
             T.copy(A, As)
             T.copy(B, Bs)
             T.gemm(As, Bs, Cf, clear_accum=True)
@@ -73,19 +73,20 @@ def test_a_row_spread_over_a_wavefront_is_summed_by_six_lane_exchanges(target):
             s = T.alloc_local((1,), "float32")
             for r1 in T.serial(4, annotations={'unroll': True}):
                 t[r1] = A[tx // 64, r1 + tx % 64 * 4]
-            red0 = T.alloc_var("float32")
-            red0 = 0.0
-            red0 = red0 + t[0]
-            red0 = red0 + t[1]
-            red0 = red0 + t[2]
-            red0 = red0 + t[3]
-            red0 = red0 + T.call_intrin("float32", 'lane_xor', red0, 1)
-            red0 = red0 + T.call_intrin("float32", 'lane_xor', red0, 2)
-            red0 = red0 + T.call_intrin("float32", 'lane_xor', red0, 4)
-            red0 = red0 + T.call_intrin("float32", 'lane_xor', red0, 8)
-            red0 = red0 + T.call_intrin("float32", 'lane_xor', red0, 16)
-            red0 = red0 + T.call_intrin("float32", 'lane_xor', red0, 32)
-            s[0] = red0
+            with T.ir.scope():
+                red0 = T.alloc_var("float32")
+                red0 = 0.0
+                red0 = red0 + t[0]
+                red0 = red0 + t[1]
+                red0 = red0 + t[2]
+                red0 = red0 + t[3]
+                red0 = red0 + T.call_intrin("float32", 'lane_xor', red0, 1)
+                red0 = red0 + T.call_intrin("float32", 'lane_xor', red0, 2)
+                red0 = red0 + T.call_intrin("float32", 'lane_xor', red0, 4)
+                red0 = red0 + T.call_intrin("float32", 'lane_xor', red0, 8)
+                red0 = red0 + T.call_intrin("float32", 'lane_xor', red0, 16)
+                red0 = red0 + T.call_intrin("float32", 'lane_xor', red0, 32)
+                s[0] = red0
             for r2 in T.serial(1, annotations={'unroll': True}):
                 if tx % 64 & 63 == 0:
                     S[tx // 64] = s[0]
@@ -144,21 +145,21 @@ def test_lds_tiles_used_one_after_the_other_share_their_bytes(target):
             B[tx] = b[127 - tx]
 
     expected = """
-
     @T.prim_func
     def two_tiles(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
         T.func_attr({'tilecraft.role': 'host'})
-        T.kernel_call(symbol='two_tiles_kernel0', args=(A, B), grid=(1,), threads=(128,), dynamic_smem=512)
+        T.ir.KernelCall(symbol='two_tiles_kernel0', args=(A, B), grid=(1,), threads=(128,), dynamic_smem=512)
 
     @T.prim_func
     def two_tiles_kernel0(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
         T.func_attr({'tilecraft.role': 'device', 'tilecraft.host_function': 'two_tiles', 'tilecraft.arena_bytes': 512, 'tilecraft.arena_offsets': (('a', 0), ('b', 0))})
         with T.Kernel(1, threads=128) as bx:
             tx = T.get_thread_binding(0)
-            a = T.alloc_shared((128,), "float32")
-            a[tx] = A[tx]
-            T.sync_threads()
-            B[tx] = a[127 - tx]
+            with T.ir.scope():
+                a = T.alloc_shared((128,), "float32")
+                a[tx] = A[tx]
+                T.sync_threads()
+                B[tx] = a[127 - tx]
             T.sync_threads()
             b = T.alloc_shared((128,), "float32")
             b[tx] = B[tx] * 2.0

@@ -48,12 +48,13 @@ def test_a_cleared_fragment_accumulator_is_produced_in_a_threadgroup_tile(target
             c = T.alloc_fragment((64, 64), "float32")
             T.copy(A, a)
             T.copy(B, b)
-            c_simdgroup = T.alloc_shared((64, 64), "float32")
-            T.gemm(a, b, c_simdgroup, clear_accum=True)
-            T.copy(c_simdgroup, c)
+            with T.ir.scope():  # the tile is allocated for the gemm alone
+                c_simdgroup = T.alloc_shared((64, 64), "float32")
+                T.gemm(a, b, c_simdgroup, clear_accum=True)
+                T.copy(c_simdgroup, c)
             T.copy(c, C)
 
-    result = assert_pass(target, "stage-simdgroup-gemms", gemm_kernel(), expected, as_text=True)
+    result = assert_pass(target, "stage-simdgroup-gemms", gemm_kernel(), expected)
     assert stage_scope(result) == ["Gemm", "Copy"]
 
 
@@ -71,13 +72,14 @@ def test_an_accumulating_gemm_copies_its_fragment_in_first(target):
             c = T.alloc_fragment((64, 64), "float32")
             T.copy(A, a)
             T.copy(B, b)
-            c_simdgroup = T.alloc_shared((64, 64), "float32")
-            T.copy(c, c_simdgroup)
-            T.gemm(a, b, c_simdgroup)
-            T.copy(c_simdgroup, c)
+            with T.ir.scope():  # the tile is allocated for the gemm alone
+                c_simdgroup = T.alloc_shared((64, 64), "float32")
+                T.copy(c, c_simdgroup)
+                T.gemm(a, b, c_simdgroup)
+                T.copy(c_simdgroup, c)
             T.copy(c, C)
 
-    result = assert_pass(target, "stage-simdgroup-gemms", gemm_kernel(clear=False), expected, as_text=True)
+    result = assert_pass(target, "stage-simdgroup-gemms", gemm_kernel(clear=False), expected)
     assert stage_scope(result) == ["Copy", "Gemm", "Copy"]
 
 

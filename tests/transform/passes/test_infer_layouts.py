@@ -29,10 +29,10 @@ def test_a_fragment_and_the_nests_over_it_share_the_default_layout(target):
     def scale(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
         with T.Kernel(2, threads=128) as bx:
             f = T.alloc_fragment((128,), "float32")
-            T.annotate_layout({f: TileLayout(shape=(128,), registers=1, LinearLayout({'register': [], 'lane': [(1,), (2,), (4,), (8,), (16,)], 'warp': [(32,), (64,)]}, {'dim0': 128}))})
-            for i in T.Parallel(128, annotations={'layout': TileLayout(shape=(128,), registers=1, LinearLayout({'register': [], 'lane': [(1,), (2,), (4,), (8,), (16,)], 'warp': [(32,), (64,)]}, {'dim0': 128}))}):
+            T.annotate_layout({f: T.ir.TileLayout(shape=(128,), linear=T.ir.LinearLayout(bases={'register': (), 'lane': ((1,), (2,), (4,), (8,), (16,)), 'warp': ((32,), (64,))}, out_dims={'dim0': 128}))})
+            for i in T.Parallel(128, annotations={'layout': T.ir.TileLayout(shape=(128,), linear=T.ir.LinearLayout(bases={'register': (), 'lane': ((1,), (2,), (4,), (8,), (16,)), 'warp': ((32,), (64,))}, out_dims={'dim0': 128}))}):
                 f[i] = A[bx * 128 + i] * 2.0
-            for i_1 in T.Parallel(128, annotations={'layout': TileLayout(shape=(128,), registers=1, LinearLayout({'register': [], 'lane': [(1,), (2,), (4,), (8,), (16,)], 'warp': [(32,), (64,)]}, {'dim0': 128}))}):
+            for i_1 in T.Parallel(128, annotations={'layout': T.ir.TileLayout(shape=(128,), linear=T.ir.LinearLayout(bases={'register': (), 'lane': ((1,), (2,), (4,), (8,), (16,)), 'warp': ((32,), (64,))}, out_dims={'dim0': 128}))}):
                 B[bx * 128 + i_1] = f[i_1]
     """
 
@@ -64,15 +64,15 @@ def test_a_gemm_accumulator_gets_the_mma_layout_and_its_operand_tiles_a_swizzle(
     def mma(A: T.Tensor((16, 16), "float16"), B: T.Tensor((16, 16), "float16"), C: T.Tensor((16, 16), "float32")):
         with T.Kernel(1, threads=32) as bx:
             As = T.alloc_shared((16, 16), "float16")
-            T.annotate_layout({As: SharedLayout('swizzle16', line_shift=6)})
+            T.annotate_layout({As: T.ir.cuda.SharedLayout()})
             Bs = T.alloc_shared((16, 16), "float16")
-            T.annotate_layout({Bs: SharedLayout('swizzle16', line_shift=6)})
+            T.annotate_layout({Bs: T.ir.cuda.SharedLayout()})
             Cf = T.alloc_fragment((16, 16), "float32")
-            T.annotate_layout({Cf: TileLayout(shape=(16, 16), registers=8, LinearLayout({'register': [(0, 1), (8, 0), (0, 8)], 'lane': [(0, 2), (0, 4), (1, 0), (2, 0), (4, 0)], 'warp': []}, {'dim0': 16, 'dim1': 16}))})
+            T.annotate_layout({Cf: T.ir.TileLayout(shape=(16, 16), linear=T.ir.LinearLayout(bases={'register': ((0, 1), (8, 0), (0, 8)), 'lane': ((0, 2), (0, 4), (1, 0), (2, 0), (4, 0)), 'warp': ()}, out_dims={'dim0': 16, 'dim1': 16}))})
             T.copy(A, As)
             T.copy(B, Bs)
             T.gemm(As, Bs, Cf, clear_accum=True)
-            for i in T.Parallel(16, annotations={'layout': TileLayout(shape=(16, 16), registers=8, LinearLayout({'register': [(0, 1), (8, 0), (0, 8)], 'lane': [(0, 2), (0, 4), (1, 0), (2, 0), (4, 0)], 'warp': []}, {'dim0': 16, 'dim1': 16}))}):
+            for i in T.Parallel(16, annotations={'layout': T.ir.TileLayout(shape=(16, 16), linear=T.ir.LinearLayout(bases={'register': ((0, 1), (8, 0), (0, 8)), 'lane': ((0, 2), (0, 4), (1, 0), (2, 0), (4, 0)), 'warp': ()}, out_dims={'dim0': 16, 'dim1': 16}))}):
                 for j in T.Parallel(16):
                     C[i, j] = Cf[i, j]
     """

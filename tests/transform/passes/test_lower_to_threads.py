@@ -61,17 +61,17 @@ def test_a_gemm_is_one_call_on_the_tiles_and_its_accumulator_eight_registers(tar
         with T.Kernel(1, threads=32) as bx:
             tx = T.get_thread_binding(0)
             As = T.alloc_shared((16, 16), "float16")
-            T.annotate_layout({As: SharedLayout('swizzle16', line_shift=6)})
+            T.annotate_layout({As: T.ir.cuda.SharedLayout()})
             Bs = T.alloc_shared((16, 16), "float16")
-            T.annotate_layout({Bs: SharedLayout('swizzle16', line_shift=6)})
+            T.annotate_layout({Bs: T.ir.cuda.SharedLayout()})
             Cf = T.alloc_local((8,), "float32")
             for c1 in T.serial(1, annotations={'unroll': True}):
-                T.vector_copy(dst=As, dst_offset=T.cast(0 + T.cast((c1 * 32 + tx) * 8 % 16, "int64") * 1 + T.cast((c1 * 32 + tx) * 8 // 16, "int64") * 16, "int32") ^ (T.cast(0 + T.cast((c1 * 32 + tx) * 8 % 16, "int64") * 1 + T.cast((c1 * 32 + tx) * 8 // 16, "int64") * 16, "int32") >> 6 & 7) << 3, src=A, src_offset=0 + T.cast((c1 * 32 + tx) * 8 % 16, "int64") * 1 + T.cast((c1 * 32 + tx) * 8 // 16, "int64") * 16, bytes=16)
+                T.ir.cuda.VectorCopy(dst=As, dst_offset=T.cast(0 + T.cast((c1 * 32 + tx) * 8 % 16, "int64") * 1 + T.cast((c1 * 32 + tx) * 8 // 16, "int64") * 16, "int32") ^ (T.cast(0 + T.cast((c1 * 32 + tx) * 8 % 16, "int64") * 1 + T.cast((c1 * 32 + tx) * 8 // 16, "int64") * 16, "int32") >> 6 & 7) << 3, src=A, src_offset=0 + T.cast((c1 * 32 + tx) * 8 % 16, "int64") * 1 + T.cast((c1 * 32 + tx) * 8 // 16, "int64") * 16, bytes=16)
             for c2 in T.serial(1, annotations={'unroll': True}):
-                T.vector_copy(dst=Bs, dst_offset=T.cast(0 + T.cast((c2 * 32 + tx) * 8 % 16, "int64") * 1 + T.cast((c2 * 32 + tx) * 8 // 16, "int64") * 16, "int32") ^ (T.cast(0 + T.cast((c2 * 32 + tx) * 8 % 16, "int64") * 1 + T.cast((c2 * 32 + tx) * 8 // 16, "int64") * 16, "int32") >> 6 & 7) << 3, src=B, src_offset=0 + T.cast((c2 * 32 + tx) * 8 % 16, "int64") * 1 + T.cast((c2 * 32 + tx) * 8 // 16, "int64") * 16, bytes=16)
+                T.ir.cuda.VectorCopy(dst=Bs, dst_offset=T.cast(0 + T.cast((c2 * 32 + tx) * 8 % 16, "int64") * 1 + T.cast((c2 * 32 + tx) * 8 // 16, "int64") * 16, "int32") ^ (T.cast(0 + T.cast((c2 * 32 + tx) * 8 % 16, "int64") * 1 + T.cast((c2 * 32 + tx) * 8 // 16, "int64") * 16, "int32") >> 6 & 7) << 3, src=B, src_offset=0 + T.cast((c2 * 32 + tx) * 8 % 16, "int64") * 1 + T.cast((c2 * 32 + tx) * 8 // 16, "int64") * 16, bytes=16)
             for r3 in T.serial(8, annotations={'unroll': True}):
                 Cf[r3] = 0.0
-            T.gemm_call(variant='ss', a=As, b=Bs, c=Cf, m=16, n=16, k=16, warps_m=1, warps_n=1, trans_a=False, trans_b=False, bf16=False, a_offset=0, b_offset=0, atom_a=0, atom_b=0, wait=0, warp=None)
+            T.ir.cuda.GemmCall(variant='ss', a=As, b=Bs, c=Cf, m=16, n=16, k=16, warps_m=1, warps_n=1, trans_a=False, trans_b=False, bf16=False, a_offset=T.int32(0), b_offset=T.int32(0))
             for r4 in T.serial(8, annotations={'unroll': True}):
                 C[(tx % 32 >> 2) + (r4 >> 1 & 1) * 8, (r4 & 1) + (tx % 32 & 3) * 2 + (r4 >> 2) * 8] = Cf[r4]
     """

@@ -41,9 +41,10 @@ def test_a_buffer_first_used_after_another_is_done_is_allocated_after_it(target)
     def before(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
         with T.Kernel(1, threads=128) as bx:
             tx = T.get_thread_binding(0)
-            a = T.alloc_shared((128,), "float32")
-            a[tx] = A[tx]
-            B[tx] = a[127 - tx]
+            with T.ir.scope():
+                a = T.alloc_shared((128,), "float32")
+                a[tx] = A[tx]
+                B[tx] = a[127 - tx]
             b = T.alloc_shared((128,), "float32")
             b[tx] = B[tx] * 2.0
             B[tx] = b[127 - tx]

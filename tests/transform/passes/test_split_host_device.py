@@ -27,8 +27,8 @@ def test_each_kernel_is_a_device_function_launched_in_order_by_the_host(target):
     @T.prim_func
     def twice(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32"), n: T.int32):
         T.func_attr({'tilecraft.role': 'host'})
-        T.kernel_call(symbol='twice_kernel0', args=(A, B), grid=(2,), threads=(64,), dynamic_smem=0)
-        T.kernel_call(symbol='twice_kernel1', args=(A, B, n), grid=(1,), threads=(128,), dynamic_smem=0)
+        T.ir.KernelCall(symbol='twice_kernel0', args=(A, B), grid=(2,), threads=(64,))
+        T.ir.KernelCall(symbol='twice_kernel1', args=(A, B, n), grid=(1,), threads=(128,))
 
     @T.prim_func
     def twice_kernel0(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
@@ -40,9 +40,9 @@ def test_each_kernel_is_a_device_function_launched_in_order_by_the_host(target):
     @T.prim_func
     def twice_kernel1(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32"), n: T.int32):
         T.func_attr({'tilecraft.role': 'device', 'tilecraft.host_function': 'twice'})
-        with T.Kernel(1, threads=128) as bx_1:
-            for i_1 in T.serial(128):
-                A[i_1] = B[127 - i_1] + T.cast(n, "float32")
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.serial(128):
+                A[i] = B[127 - i] + T.cast(n, "float32")
     """
 
     assert_pass(target, "split-host-device", twice, expected)
