@@ -74,7 +74,16 @@ def softmax_kernel(m: int, n: int, block_m: int = 4):
     return softmax
 
 
+# OpenBLAS's worker threads keep spinning for a while after a call (its THREAD_TIMEOUT, 2^28 cycles by
+# default), holding cores that the next kernel's threads need: on the 2-core machine a 512^3 tilecraft
+# GEMM timed right after the correctness check's NumPy matmul took 5.9 ms, and 2.4 ms half a second later.
+# Every timed batch starts after this pause, on both sides, so neither is timed beside the other's idle
+# spinning threads.
+SETTLE_S = 0.3
+
+
 def median_time(fn, repeat: int) -> float:
+    time.sleep(SETTLE_S)
     fn()
     times = []
     for _ in range(repeat):

@@ -54,7 +54,7 @@ def test_the_groups_run_one_after_the_other_as_plain_loops():
         CHECK-NOT: if (
         CHECK: B[(int64_t)bx * 64 + (int64_t)j] = (row[(int64_t)j] * 2.0f);
         CHECK-NOT: if (
-        CHECK: C[(int64_t)bx * 64 + (int64_t)j_1] = expf(row[(int64_t)j_1]);
+        CHECK: C[(int64_t)bx * 64 + (int64_t)j_1] = tc_expf(row[(int64_t)j_1]);
         CHECK-NOT: if (
         CHECK: tc_sites[]
     """

@@ -355,9 +355,10 @@ class CFamilyPrinter:
         single = value_type(e.dtype) == "float"
         if e.op == "rsqrt":
             return f"(1.0f / sqrtf({args[0]}))" if single else f"(1.0 / sqrt({args[0]}))"
-        if e.op == "sigmoid":
-            return f"(1.0f / (1.0f + expf(-({args[0]}))))" if single else f"(1.0 / (1.0 + exp(-({args[0]}))))"
         table = self.math32 if single else self.math64
+        if e.op == "sigmoid":
+            one = "1.0f" if single else "1.0"
+            return f"({one} / ({one} + {table['exp']}(-({args[0]}))))"
         if e.op in table:
             return f"{table[e.op]}({', '.join(args)})"
         return self.intrinsic(e, args)

@@ -7,7 +7,7 @@ bad one is recorded with its kernel line.
 
 from __future__ import annotations
 
-from tilecraft.codegen.c_family import BoundsSite, CFamilyPrinter, is_packed, value_type
+from tilecraft.codegen.c_family import MATH32, BoundsSite, CFamilyPrinter, is_packed, value_type
 from tilecraft.cpu.ir import CheckFailed, MatmulCall
 from tilecraft.cpu.storage import SCRATCH_SCOPES
 from tilecraft.ir import dtype as dt
@@ -26,6 +26,8 @@ class CPrinter(CFamilyPrinter):
 
     # the per-call report each check writes into (tc_cpu.h)
     bounds_report = "tc_report"
+    # tc_cpu.h's exp and exp2 vectorize in `omp simd` loops; the C library's do not
+    math32 = {**MATH32, "exp": "tc_expf", "exp2": "tc_exp2f"}
 
     def __init__(
         self, bounds_check: bool = False, sites: list[BoundsSite] | None = None, offsets: dict | None = None
