@@ -2,6 +2,9 @@
 
     python benchmarks/cpu.py            # both environments: as set, and OPENBLAS_* unset
     python benchmarks/cpu.py --child    # one run in the current environment
+    python benchmarks/cpu.py --json benchmarks/results/cpu_numpy.json   # also: the second run's figures
+
+The JSON is a workload of the performance page (benchmarks/report.py, which then rewrites the page).
 
 The development and CI machines set OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, which slow NumPy's BLAS;
 OpenBLAS reads them when it loads, so each environment runs in its own process. Every result is
@@ -11,6 +14,8 @@ checked against NumPy before it is timed; inputs are fresh random data, never ze
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
 import os
 import statistics
 import subprocess
@@ -119,7 +124,7 @@ def bench_gemm(rng, n: int) -> tuple[str, float, float, str]:
     ours = median_time(lambda: kernel(a, b, c), repeat)
     theirs = median_time(lambda: np.matmul(a, b, out=c), repeat)
     flops = 2 * n**3
-    return f"gemm f32 {n}", ours, theirs, f"{flops / ours / 1e9:.1f} vs {flops / theirs / 1e9:.1f} GFLOP/s"
+    return f"GEMM f32 {n}", ours, theirs, f"{flops / ours / 1e9:.1f} vs {flops / theirs / 1e9:.1f} GFLOP/s"
 
 
 def bench_add(rng, n: int = 1 << 24) -> tuple[str, float, float, str]:
@@ -131,7 +136,12 @@ def bench_add(rng, n: int = 1 << 24) -> tuple[str, float, float, str]:
     ours = median_time(lambda: kernel(a, b, c), 20)
     theirs = median_time(lambda: np.add(a, b, out=c), 20)
     moved = 3 * 4 * n
-    return "add f32 16M", ours, theirs, f"{moved / ours / 1e9:.1f} vs {moved / theirs / 1e9:.1f} GB/s"
+    return (
+        "add f32, 16M elements",
+        ours,
+        theirs,
+        f"{moved / ours / 1e9:.1f} vs {moved / theirs / 1e9:.1f} GB/s",
+    )
 
 
 def bench_softmax(rng, m: int = 4096, n: int = 1024) -> tuple[str, float, float, str]:
@@ -143,30 +153,74 @@ def bench_softmax(rng, m: int = 4096, n: int = 1024) -> tuple[str, float, float,
     check("softmax", y, ref / ref.sum(axis=1, keepdims=True), 1e-6)
     ours = median_time(lambda: kernel(x, y), 20)
     theirs = median_time(lambda: numpy_softmax(x, y), 20)
-    return f"softmax f32 {m}x{n}", ours, theirs, ""
+    return f"row softmax f32 {m}x{n}", ours, theirs, ""
 
 
-def child() -> None:
+def numpy_blas() -> str:
+    """NumPy's version and the BLAS it was built with, as far as it says."""
+    try:
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        return f"NumPy {np.__version__} ({blas['name']} {blas['version']})"
+    except Exception:  # noqa: BLE001 - older NumPy has no mode="dicts"; the version alone then
+        return f"NumPy {np.__version__}"
+
+
+def write_json(path: str, rows: list[tuple[str, float, float, str]], command: str) -> None:
+    """The rows as benchmarks/report.py's workload `cpu-numpy`: one record each, times in ms."""
+    from tilecraft.backend.execution import host_device
+    from tilecraft.execution.cc.toolchain import compiler
+
+    cc = compiler()
+    threads = "OpenMP" if cc.openmp else "no OpenMP"
+    device = f"{os.cpu_count()} cores of {host_device().name}, {cc.version}, {threads}, {numpy_blas()}"
+    date = datetime.date.today().isoformat()
+    records = []
+    for name, ours, theirs, _ in rows:
+        record = dict(date=date, device=device, command=command, case=name, tilecraft=round(ours * 1e3, 3),
+                      peer=round(theirs * 1e3, 3), peer_name="NumPy", unit="ms")  # fmt: skip
+        if name.startswith("GEMM"):
+            record.update(series="GEMM f32", size=int(name.rsplit(" ", 1)[1]))
+        records.append(record)
+    workload = dict(
+        workload="cpu-numpy", section="cpu", title="CPU backend against NumPy (float32)",
+        about=("The CPU target (C through the system compiler, blocks on OpenMP threads) against NumPy: medians "
+               "of 5 to 20 runs, each result checked against NumPy before it is timed."),
+        source=f"`{command}`, the run with OPENBLAS_* unset", records=records,
+    )  # fmt: skip
+    Path(path).write_text(json.dumps(workload, indent=1) + "\n")
+    print(f"wrote {path}")
+
+
+def child(json_path: str | None = None, command: str = "") -> None:
     rng = np.random.default_rng(0)
     env = ", ".join(f"{v}={os.environ.get(v, '(unset)')}" for v in OPENBLAS_VARS)
     print(f"environment: {env}")
-    print(f"{'benchmark':<22}{'tilecraft ms':>14}{'numpy ms':>12}{'ratio':>8}  detail")
+    print(f"{'benchmark':<27}{'tilecraft ms':>14}{'numpy ms':>12}{'ratio':>8}  detail")
     rows = [bench_gemm(rng, n) for n in (512, 1024, 2048)] + [bench_add(rng), bench_softmax(rng)]
     for name, ours, theirs, detail in rows:
-        print(f"{name:<22}{ours * 1e3:>14.3f}{theirs * 1e3:>12.3f}{theirs / ours:>7.2f}x  {detail}")
+        print(f"{name:<27}{ours * 1e3:>14.3f}{theirs * 1e3:>12.3f}{theirs / ours:>7.2f}x  {detail}")
     print("ratio = numpy time / tilecraft time (above 1: tilecraft is faster)")
+    if json_path:
+        write_json(json_path, rows, command)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", action="store_true", help="run once in the current environment")
-    if parser.parse_args().child:
-        child()
+    parser.add_argument(
+        "--json", help="write the figures of the run with OPENBLAS_* unset here (report.py's format)"
+    )
+    parser.add_argument("--command", default="python benchmarks/cpu.py", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.json, args.command)
         return
     unset = {k: v for k, v in os.environ.items() if k not in OPENBLAS_VARS}
     for label, env in (("environment as set", dict(os.environ)), ("OPENBLAS_* unset", unset)):
         print(f"== {label}", flush=True)
-        subprocess.run([sys.executable, __file__, "--child"], env=env, check=True)
+        extra = ["--json", args.json, "--command", " ".join(["python benchmarks/cpu.py", *sys.argv[1:]])] if (
+            args.json and env is unset) else []  # fmt: skip
+        subprocess.run([sys.executable, __file__, "--child", *extra], env=env, check=True)
 
 
 if __name__ == "__main__":

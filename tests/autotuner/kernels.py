@@ -115,3 +115,24 @@ def spin_kernel(n: int, block: int):
                         C[bx * block + i] = C[bx * block + i] * 0.999 + A[bx * block + i] * 0.001
 
     return spin
+
+
+def _note_threads(path: str) -> Survived:
+    """Append this process's OMP_NUM_THREADS (or "unset") to `path`, a line per unpickle."""
+    with open(path, "a") as f:
+        f.write(os.environ.get("OMP_NUM_THREADS", "unset") + "\n")
+    return Survived()
+
+
+class NoteThreadsOnUnpickle:
+    """Notes the OpenMP thread budget of every process that unpickles it (the compile worker, then the
+    benchmark worker, of the candidate it rides on)."""
+
+    def __init__(self, path) -> None:
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (_note_threads, (self.path,))
+
+    def structural_key(self) -> str:
+        return "test.die"

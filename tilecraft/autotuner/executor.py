@@ -144,6 +144,16 @@ def available_cores() -> int:
     return len(affinity(0)) if affinity is not None else 2
 
 
+def thread_budget(workers: int) -> dict[str, str]:
+    """The environment that gives each of `workers` processes running at once its share of the cores
+    for OpenMP (the threads a CPU kernel runs its blocks on): `OMP_NUM_THREADS` = cores // workers, at
+    least 1, so that together they do not oversubscribe the machine. Empty when the user set
+    `OMP_NUM_THREADS`: workers inherit it."""
+    if "OMP_NUM_THREADS" in os.environ:
+        return {}
+    return {"OMP_NUM_THREADS": str(max(1, available_cores() // max(1, workers)))}
+
+
 def worker_count(workers: int | None) -> int:
     """`workers`, else TILECRAFT_TUNE_WORKERS, else one per core; a ConfigError naming where a bad
     value came from."""
@@ -194,5 +204,5 @@ from tilecraft.autotuner.local import LocalProcessExecutor, WorkerStartError  # 
 
 __all__ = [
     "CompileOutcome", "Executor", "InProcessExecutor", "LocalProcessExecutor", "WorkerStartError",
-    "compile_here", "default_executor", "executor_name", "worker_count",
+    "compile_here", "default_executor", "executor_name", "thread_budget", "worker_count",
 ]  # fmt: skip

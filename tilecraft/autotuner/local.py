@@ -10,6 +10,10 @@ target's model, each seeing only its GPU; the host once for kernels that run on 
 candidate at a time. A measurement that does not return within twice the timeout (plus a little) has its
 process killed; a candidate whose worker died or hung is measured once more, on another device when
 there is one, then scored as crashed or timed out.
+
+Threads: the processes that run at once share the cores. Each gets `OMP_NUM_THREADS` = cores // processes
+(`thread_budget`; the compile workers while compiling, the benchmark workers while measuring, the two
+phases never overlap), unless the user set `OMP_NUM_THREADS`, which every worker then inherits.
 """
 
 from __future__ import annotations
@@ -215,9 +219,9 @@ class LocalProcessExecutor(Executor):
         where = worker_context(ctx)
         queue = deque(jobs)
         tries: dict[int, int] = {}
-        slots = [
-            Slot(self._context, where, hide_main=self._hide_main) for _ in range(min(self.workers, len(jobs)))
-        ]
+        count = min(self.workers, len(jobs))
+        budget = executors.thread_budget(count)
+        slots = [Slot(self._context, where, budget, hide_main=self._hide_main) for _ in range(count)]
         try:
             while queue or any(s.job is not None for s in slots):
                 for slot in slots:
@@ -280,10 +284,11 @@ class LocalProcessExecutor(Executor):
             yield from super().benchmark_all(jobs, ctx, measurement)
             return
         devices = ctx.execution_backend().benchmark_devices(ctx.target)
+        devices = devices[: max(1, min(len(devices), len(jobs)))]
         where = worker_context(ctx)
-        slots = [Slot(self._context, where, d.environment, f"device {i}", self._hide_main)
+        budget = executors.thread_budget(len(devices))
+        slots = [Slot(self._context, where, {**budget, **d.environment}, f"device {i}", self._hide_main)
                  for i, d in enumerate(devices)]  # fmt: skip
-        slots = slots[: max(1, min(len(slots), len(jobs)))]
         if self.verbose:
             say(f"autotune: measuring on {len(slots)} benchmark worker(s): {devices[0].name}")
         try:

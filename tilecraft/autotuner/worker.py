@@ -93,7 +93,8 @@ _measurements: dict[str, Any] = {}  # digest of a pickled Measurement -> the one
 
 
 def pin(environment: Mapping[str, str]) -> None:
-    """A benchmark worker's initializer: see only its own device (set before any runtime starts)."""
+    """A worker's initializer: its own environment (a benchmark worker's device, every worker's OpenMP
+    thread budget), set before any runtime starts (OpenMP's is read when a kernel's library loads it)."""
     os.environ.update(environment)
 
 
