@@ -5,18 +5,18 @@ wrong way; and constants, which the generated code writes as float32 literals.""
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 import pytest
 
 import tilecraft.language as T
+from tests.conformance.exact_rounding import nearest, storage
 
 N, BLOCK = 600, 256  # ragged: the last block is partial
 NARROW = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 
 
 def _np(name: str) -> np.dtype:
-    return np.dtype(name) if name == "float16" else np.dtype(getattr(ml_dtypes, name))
+    return storage(name)
 
 
 def _cast_kernel(src: str, dst: str):
@@ -76,7 +76,7 @@ def test_float64_converts_to_a_narrow_float_in_one_rounding(backend_ctx, dst):
     x = _double_rounding_inputs(dst, rng)[:N]
     x[: N // 10] = rng.standard_normal(N // 10)  # and ordinary values
     out = _run(backend_ctx, _cast_kernel("float64", dst), x, dst)
-    _assert_same_bits(out, x.astype(_np(dst)), x)
+    _assert_same_bits(out, nearest(x, dst), x)
 
 
 @pytest.mark.parametrize("src", ["int32", "uint32", "int64", "uint64"])
@@ -91,7 +91,7 @@ def test_wide_integers_convert_to_bfloat16_in_one_rounding(backend_ctx, src):
         x = x * rng.choice([-1, 1], N)
     x = np.clip(x, int(info.min), int(info.max)).astype(src)
     out = _run(backend_ctx, _cast_kernel(src, "bfloat16"), x, "bfloat16")
-    _assert_same_bits(out, x.astype(ml_dtypes.bfloat16), x)
+    _assert_same_bits(out, nearest(x, "bfloat16"), x)
 
 
 @pytest.mark.parametrize("dst", NARROW)
@@ -112,4 +112,4 @@ def test_constants_of_a_narrow_float_are_rounded_once(backend_ctx, dst):
     y = backend.to_device(np.full(N, np.nan, _np(dst)))
     kernel(y)
     x = np.array([above, below])
-    _assert_same_bits(backend.to_host(y)[:2], x.astype(_np(dst)), x)
+    _assert_same_bits(backend.to_host(y)[:2], nearest(x, dst), x)

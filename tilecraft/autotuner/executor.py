@@ -146,7 +146,7 @@ def available_cores() -> int:
 
 def thread_budget(workers: int) -> dict[str, str]:
     """The environment that gives each of `workers` processes running at once its share of the cores
-    for OpenMP (the threads a CPU kernel runs its blocks on): `OMP_NUM_THREADS` = cores // workers, at
+    for OpenMP (the threads a host-compiled kernel runs its blocks on): `OMP_NUM_THREADS` = cores // workers, at
     least 1, so that together they do not oversubscribe the machine. Empty when the user set
     `OMP_NUM_THREADS`: workers inherit it."""
     if "OMP_NUM_THREADS" in os.environ:

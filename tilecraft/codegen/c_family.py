@@ -26,9 +26,10 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.arith.exact import ExactTable
 from tilecraft.ir.buffer import Buffer, BufferRegion
-from tilecraft.ir.dtype import DataType, int32, numpy_dtype
+from tilecraft.ir.dtype import DataType, int32
 from tilecraft.ir.expr import Expr, Var
 from tilecraft.ir.lowered import AtomicUpdate
+from tilecraft.ir.narrowing import round_scalar_once
 from tilecraft.ir.span import Span
 
 _STORAGE = {
@@ -733,17 +734,14 @@ class CFamilyPrinter:
 
 
 def narrow_constant(value: float, dtype: DataType) -> float:
-    """A constant of float16, bfloat16 or float8 rounded once to its type (by NumPy and ml_dtypes), so
+    """A constant of float16, bfloat16 or float8 rounded once to its type (tilecraft.ir.narrowing), so
     that the generated code, which writes it as a float32 literal and converts that, rounds it once: a
     literal rounded to float32 first is rounded twice. A value past the range of float8_e4m3fn (which
     has no infinity; ml_dtypes gives NaN) is kept as it is, for the conversion to saturate as it does
     at run time."""
     if dtype.bits > 16 or dtype.kind not in ("float", "bfloat", "float8") or not math.isfinite(value):
         return value
-    import numpy as np
-
-    with np.errstate(over="ignore", invalid="ignore"):
-        rounded = float(np.array(value).astype(numpy_dtype(dtype)))
+    rounded = round_scalar_once(value, dtype)
     return value if math.isnan(rounded) else rounded
 
 

@@ -247,6 +247,20 @@ def numpy_dtype(dtype: DataType):
     return np.dtype(dtype.name)
 
 
+def torch_bit_view(dtype: DataType) -> str | None:
+    """The NumPy integer whose bits carry `dtype` through torch.from_numpy and Tensor.numpy, which take
+    only NumPy's own dtypes: int16 for bfloat16, uint8 for every one-byte ml_dtypes type (the float8
+    formats with e8m0, float6, 4-bit values) and for packed float4 pairs; None for NumPy's own."""
+    import numpy as np
+
+    if dtype.is_packed and dtype.lanes == 2:
+        return "uint8"
+    host = np.dtype(numpy_dtype(dtype))
+    if host.isbuiltin != 2:  # NumPy's own type, not one registered by ml_dtypes
+        return None
+    return "int16" if host.itemsize == 2 else "uint8"
+
+
 def promote(a: DataType, b: DataType) -> DataType:
     """The result type of a binary arithmetic operation between two operands."""
     if a == b:

@@ -19,6 +19,7 @@ import numpy as np
 
 from tilecraft.ir import expr as E
 from tilecraft.ir.dtype import DataType, numpy_dtype
+from tilecraft.ir.narrowing import is_narrow_float, round_scalar_once
 
 Value = int | float | bool
 
@@ -76,6 +77,8 @@ def _round_float(value: float, dtype: DataType) -> float:
     """`value` rounded to the nearest value of the float type `dtype` (round half to even)."""
     if dtype.bits == 64 and dtype.kind == "float":
         return float(value)
+    if is_narrow_float(dtype) and dtype.kind != "float":
+        return round_scalar_once(value, dtype)  # ml_dtypes before its fix rounds float64 twice
     np_type, largest = _float_info(dtype)
     if abs(value) > largest:
         # Rounding past the largest finite value is well defined (inf, or NaN for formats without

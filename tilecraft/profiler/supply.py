@@ -17,12 +17,11 @@ import numpy as np
 
 from tilecraft.errors import ArgumentError
 from tilecraft.ir import expr as E
-from tilecraft.ir.dtype import DataType, numpy_dtype
+from tilecraft.ir.dtype import DataType, as_dtype, numpy_dtype, torch_bit_view
 from tilecraft.ir.eval import evaluate
 
 LIBRARIES = ("numpy", "torch")
 # numpy storage of dtypes that torch.from_numpy cannot take; the tensor is viewed back as the dtype
-_TORCH_BIT_VIEWS = {"bfloat16": "int16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8"}
 
 
 class TensorSupplyType(Enum):
@@ -133,10 +132,10 @@ def torch_from_numpy(array: np.ndarray) -> Any:
     """A torch tensor sharing `array`'s data (bfloat16 and float8 through an integer view)."""
     import torch
 
-    view = _TORCH_BIT_VIEWS.get(array.dtype.name)
+    view = torch_bit_view(as_dtype(array.dtype))
     if view is None:
         return torch.from_numpy(array)
-    return torch.from_numpy(array.view(view)).view(getattr(torch, array.dtype.name))
+    return torch.from_numpy(array.view(view)).view(as_dtype(array.dtype).as_torch())
 
 
 def is_torch_tensor(x: Any) -> bool:
@@ -149,10 +148,8 @@ def to_numpy(x: Any, to_host: Callable[[Any], Any]) -> np.ndarray:
     if is_torch_tensor(x):
         import torch
 
-        from tilecraft.ir.dtype import as_dtype
-
         dtype = as_dtype(x.dtype)
-        view = _TORCH_BIT_VIEWS.get(dtype.name)
+        view = torch_bit_view(dtype)
         if view is None:
             return x.detach().numpy(force=True)
         bits = x.detach().view(getattr(torch, view)).numpy(force=True)

@@ -13,7 +13,7 @@ from tilecraft.backend.arrays import ArrayArg, from_array_interface
 from tilecraft.backend.devices import DLPACK_HOST
 from tilecraft.errors import ArgumentError, ToolchainError
 from tilecraft.execution.cuda_driver import DLPACK_CUDA
-from tilecraft.ir.dtype import DataType
+from tilecraft.ir.dtype import DataType, torch_bit_view
 
 NEED_ARRAY_LIBRARY = (
     "the CUDA execution backends copy arrays to and from the GPU with torch or CuPy; install one "
@@ -142,11 +142,6 @@ def torch_dtype(torch: Any, dtype: DataType) -> Any:
     return found
 
 
-# numpy storage of dtypes torch.from_numpy cannot take, viewed back in torch after the copy
-_BIT_VIEWS = {"bfloat16": "int16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8",
-              "float4_e2m1fnx2": "uint8"}  # fmt: skip
-
-
 def to_device(array: Any, device: int | None = None) -> Any:
     """A GPU copy of a numpy array: a torch tensor when torch is importable, else a CuPy array."""
     import numpy as np
@@ -158,7 +153,7 @@ def to_device(array: Any, device: int | None = None) -> Any:
     torch = optional("torch")
     if torch is not None:
         index = torch.cuda.current_device() if device is None else device
-        view = _BIT_VIEWS.get(dtype.name)
+        view = torch_bit_view(dtype)
         tensor = torch.from_numpy(host.view(view) if view else host).to(f"cuda:{index}")
         return tensor.view(torch_dtype(torch, dtype)) if view else tensor
     cupy = optional("cupy")
@@ -187,7 +182,7 @@ def _torch_to_numpy(tensor: Any) -> Any:
     from tilecraft.ir.dtype import as_dtype, numpy_dtype
 
     dtype = as_dtype(tensor.dtype)
-    view = _BIT_VIEWS.get(dtype.name)
+    view = torch_bit_view(dtype)
     if view is None:
         return tensor.detach().cpu().numpy()
     bits = tensor.detach().view(getattr(torch, view)).cpu().numpy()
