@@ -20,17 +20,13 @@ from tilecraft.backend.api import api_version_problem
 from tilecraft.backend.codegen import DeviceCodegen, HostCodegen, HostCodegenHook
 from tilecraft.backend.errors import ManifestError, PluginAPIError
 from tilecraft.backend.execution import ExecutionBackendSpec
-from tilecraft.backend.formats import first_doc_line, frozen_mapping
+from tilecraft.backend.formats import LIMIT_KEY, UNSUPPORTED_KINDS, first_doc_line, frozen_mapping
 from tilecraft.backend.pipeline import PassPipeline
 
 if TYPE_CHECKING:
     from tilecraft.backend.target import Target
 
 _NAME = re.compile(r"[a-z][a-z0-9_-]*")
-# `unsupported` keys: what kind of thing is missing, then its name (a tile-op class, a dtype, a feature or a
-# resource in kebab case).
-UNSUPPORTED_KINDS = ("op", "dtype", "feature", "resource")
-_UNSUPPORTED = re.compile(rf"({'|'.join(UNSUPPORTED_KINDS)}):[A-Za-z0-9][A-Za-z0-9_.-]*")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
@@ -205,7 +201,7 @@ def _check_api_version(m: BackendModule) -> None:
 
 def _check_unsupported(m: BackendModule) -> None:
     for key, reason in m.unsupported.items():
-        if not isinstance(key, str) or not _UNSUPPORTED.fullmatch(key):
+        if not isinstance(key, str) or not LIMIT_KEY.fullmatch(key):
             raise m.fail(
                 f"unsupported keys are '<kind>:<name>' with kind one of {', '.join(UNSUPPORTED_KINDS)} "
                 f"(such as 'dtype:float64' or 'op:Cumsum'), got {key!r}"

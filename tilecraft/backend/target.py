@@ -18,11 +18,14 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tilecraft.backend.errors import TargetError
 from tilecraft.backend.target_kind import check_attributes, lookup_target_kind
 from tilecraft.errors import TilecraftError
+
+if TYPE_CHECKING:
+    from tilecraft.backend.capabilities import Capabilities
 
 AttrValue = str | int | bool
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -85,6 +88,13 @@ class Target:
             if k == key:
                 return v
         return default
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What this target has: the record its kind builds from the attributes (backend/capabilities.py)."""
+        from tilecraft.backend.capabilities import capabilities_of
+
+        return capabilities_of(self)
 
     @property
     def attrs_dict(self) -> Mapping[str, AttrValue]:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from tilecraft.backend.errors import TargetError
 
 if TYPE_CHECKING:
+    from tilecraft.backend.capabilities import CapabilityFacts
     from tilecraft.backend.target import Target
 
 Attrs = dict[str, Any]
@@ -48,6 +49,10 @@ class TargetKind:
     tilecraft.backend.target verifies it on `examples`). `detect` runs only when asked (a target of
     `"auto"`, a detection report), never at import. `auto=False` keeps the kind out of `"auto"`: for a
     kind that can run here but should be chosen only by name.
+
+    `capabilities` builds the record of what a target of the kind has (`Capabilities`, from its
+    canonical attributes: tilecraft/backend/capabilities.py), which the shared check and the backend's
+    passes read; None declares none (a record that knows nothing and refuses nothing).
     """
 
     name: str
@@ -60,6 +65,7 @@ class TargetKind:
     auto: bool = True
     # Last, so that kinds written with positional fields before it was added keep their meaning.
     attributes: tuple[str, ...] | None = None
+    capabilities: CapabilityFacts | None = None
 
     def __post_init__(self) -> None:
         for name in (self.name, *self.aliases):
@@ -70,7 +76,7 @@ class TargetKind:
             raise TargetError(f"target kind {self.name!r}: aliases must be unique and differ from the name")
         if self.attributes is not None:
             object.__setattr__(self, "attributes", _check_attribute_names(self.name, self.attributes))
-        for label, fn in (("normalize", self.normalize), ("detect", self.detect)):
+        for label, fn in (("normalize", self.normalize), ("detect", self.detect), ("capabilities", self.capabilities)):
             if fn is not None and not callable(fn):
                 raise TargetError(f"target kind {self.name!r}: {label} must be callable or None")
 

@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from tilecraft.backend.capabilities import no_mbarriers
 from tilecraft.codegen.reserved import C_RESERVED, ReservedNames
 from tilecraft.errors import LoweringError
 from tilecraft.ir import expr as E
@@ -473,11 +474,8 @@ class CFamilyPrinter:
         self._no_mbarriers()
 
     def _no_mbarriers(self) -> None:
-        self.fail(
-            f"mbarriers (T.alloc_barrier, T.barrier_wait, T.barrier_arrive) are not supported on {self.target_name}",
-            "hand tiles between thread groups through shared memory and T.sync_threads() (docs/language.md, "
-            "'Warp specialization', lists the targets that run mbarriers)",
-        )
+        lack = no_mbarriers(self.target_name)
+        self.fail(lack.reason, lack.fix)
 
     def block(self, s: S.Stmt | None) -> None:
         self.indent += 1
