@@ -21,7 +21,7 @@ from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Var
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.opencl.printer import SMEM, OpenCLPrinter
-from tilecraft.opencl.transform.check import LOCAL_MEMORY
+from tilecraft.opencl.target import LOCAL_MEMORY
 from tilecraft.transform.storage import STORAGE_ATTR, launch_info, planned_offsets
 from tilecraft.transform.storage_budget import ARENA_HINT
 
@@ -55,7 +55,7 @@ def kernel_source(func: PrimFunc) -> str:
 
 
 def _check_local_memory(func: PrimFunc, target) -> None:
-    limit = target.attr("local_mem") if target is not None else None
+    limit = target.capabilities.shared_memory.bytes if target is not None else None
     used = func.attr(STORAGE_ATTR, 0)
     if limit is not None and used > limit:
         launch: S.KernelLaunch = func.body
