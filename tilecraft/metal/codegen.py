@@ -27,8 +27,7 @@ from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.visitor import walk
 from tilecraft.metal.printer import SMEM, MetalPrinter
-from tilecraft.metal.target import family_number
-from tilecraft.metal.transform.check import THREADGROUP_MEMORY
+from tilecraft.metal.target import THREADGROUP_MEMORY_KEY, family_number
 from tilecraft.transform.storage import STORAGE_ATTR, launch_info, planned_offsets
 
 SOURCE_FORMAT = "metal-source"
@@ -89,7 +88,7 @@ def _check_threadgroup_memory(func: PrimFunc, target) -> None:
             launch.span,
             "use smaller shared tiles (block sizes) or fewer shared buffers",
             target=target,
-            unsupported=THREADGROUP_MEMORY,
+            unsupported=THREADGROUP_MEMORY_KEY,
         )
 
 

@@ -1,4 +1,4 @@
-"""check-metal-support (Metal), Before/Expected: a kernel Metal supports passes through unchanged; one
+"""check-target-support (Metal), Before/Expected: a kernel Metal supports passes through unchanged; one
 Metal cannot run stops lowering at its line with the declared limit."""
 
 from __future__ import annotations
@@ -18,21 +18,21 @@ def staged(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
         T.copy(s, B)
 
 
-@pass_test("check-metal-support", "metal -family=apple7")
+@pass_test("check-target-support", "metal -family=apple7")
 def test_a_kernel_metal_supports_passes_unchanged(target):
     """128 threads and 512 bytes of threadgroup memory, float32: unchanged."""
-    assert_pass(target, "check-metal-support", staged, UNCHANGED)
+    assert_pass(target, "check-target-support", staged, UNCHANGED)
 
 
 def test_more_threads_than_the_target_allows_are_refused():
     with pytest.raises(LoweringError, match="a Metal threadgroup has at most 64") as info:
-        run_pass("metal -family=apple7 -max_threads=64", "check-metal-support", staged)
+        run_pass("metal -family=apple7 -max_threads=64", "check-target-support", staged)
     assert info.value.unsupported == "resource:threadgroup-size"
 
 
 def test_threadgroup_memory_past_the_target_is_refused_at_the_allocation():
     with pytest.raises(LoweringError, match="threadgroup memory") as info:
-        run_pass("metal -family=apple7 -threadgroup_memory=256", "check-metal-support", staged)
+        run_pass("metal -family=apple7 -threadgroup_memory=256", "check-target-support", staged)
     assert 's = T.alloc_shared((128,), "float32")' in str(info.value)
     assert info.value.unsupported == "resource:threadgroup-memory"
 
@@ -45,5 +45,5 @@ def test_float64_is_refused():
                 A[i] = A[i] * 2.0
 
     with pytest.raises(LoweringError, match="Metal has no double precision") as info:
-        run_pass("metal -family=apple7", "check-metal-support", double)
+        run_pass("metal -family=apple7", "check-target-support", double)
     assert info.value.unsupported == "dtype:float64"
