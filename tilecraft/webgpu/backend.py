@@ -10,13 +10,13 @@ from tilecraft.execution.wgpu.spec import WGPU
 from tilecraft.transform.narrow_dtypes import NARROW_DTYPES
 from tilecraft.webgpu.codegen import SOURCE_FORMAT, device_source
 from tilecraft.webgpu.pipeline import PIPELINE
-from tilecraft.webgpu.target import KIND
-from tilecraft.webgpu.transform.check import (
+from tilecraft.webgpu.target import (
     ATOMICS,
     FLOAT8,
     FLOAT64,
     FLOAT64_MATH,
     INT64,
+    KIND,
     PRINT,
     STORAGE_BUFFERS,
     WIDE_WORKGROUP,

@@ -25,7 +25,7 @@ from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.visitor import walk
 from tilecraft.transform.storage import StoragePlan, buffer_offsets, launch_info, plan_storage
 from tilecraft.webgpu.printer import SHARED, WgslPrinter
-from tilecraft.webgpu.transform.check import WORKGROUP_MEMORY
+from tilecraft.webgpu.target import WORKGROUP_MEMORY
 from tilecraft.webgpu.types import storage_type, value_type
 
 SOURCE_FORMAT = WGSL_SOURCE
@@ -136,7 +136,7 @@ class KernelSource:
             printer.line(f"let {printer.name(var)}: {wgsl} = {value};")
 
     def _check_workgroup_memory(self, used: int, launch: S.KernelLaunch) -> None:
-        limit = self.target.attr("workgroup_memory") if self.target is not None else None
+        limit = self.target.capabilities.shared_memory.bytes if self.target is not None else None
         if limit is not None and used > limit:
             raise LoweringError(
                 f"kernel {self.func.name} needs {used} bytes of workgroup memory after lowering (its shared "

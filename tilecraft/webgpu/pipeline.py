@@ -20,10 +20,10 @@ from tilecraft.transform.simplify import simplify_pass
 from tilecraft.transform.simt.barriers import insert_barriers
 from tilecraft.transform.simt.lower_threads import lower_to_threads
 from tilecraft.transform.split_kernels import split_kernels
+from tilecraft.transform.target_support import check_target_support
 from tilecraft.webgpu.op import OP_TABLE
 from tilecraft.webgpu.simt import webgpu_simt
 from tilecraft.webgpu.target import KIND
-from tilecraft.webgpu.transform.check import check_webgpu_support
 
 
 @module_pass("split-host-device")
@@ -35,7 +35,7 @@ def split_host_device(mod, ctx):
 PIPELINE = PassPipeline(
     KIND,
     (
-        check_webgpu_support,  # dtypes, atomics, workgroup size and memory the adapter supports
+        check_target_support(iteration_local=True, bindings=True),  # what the adapter's capabilities lack
         rasterize_blocks,  # T.use_swizzle: workgroups renumbered in cache-friendly panels
         simplify_pass,  # index arithmetic, before layouts are chosen
         guard_accesses,  # T.Parallel loads/stores of global memory past an edge: zero / skipped

@@ -11,6 +11,10 @@ Attributes (all canonical after normalization):
   `max_workgroups` (per grid dim), `max_storage_buffers` (per shader stage), `max_binding_size` (bytes of
   one storage buffer binding).
 
+`capabilities(target)` states these as the record tilecraft/backend/capabilities.py describes, with what
+WGSL itself lacks (float8, printf, float64 transcendentals, atomics past 32-bit words of storage buffers).
+What is unknown refuses nothing.
+
 Capabilities that are not given are read from the adapter, lazily (never at import) and at most once per
 process for each adapter, when wgpu is importable and the adapter exists; otherwise they stay unset, so a
 target can still be named (and its WGSL generated) on a machine without WebGPU. A capability that is
@@ -24,9 +28,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from tilecraft.backend.capabilities import (
+    Atomics,
+    Capabilities,
+    Functions,
+    Lack,
+    Limit,
+    Memory,
+    no_mbarriers,
+    support_of,
+)
 from tilecraft.backend.errors import TargetError
 from tilecraft.backend.target import Target
 from tilecraft.backend.target_kind import TargetKind, register_target_kind
+from tilecraft.transform.narrow_dtypes import NARROW_DTYPES
 
 KIND = "webgpu"
 ALIASES = ("wgpu",)
@@ -79,6 +94,67 @@ def _device_status(adapter: int | None) -> Any:
     return device_status(adapter)
 
 
+# The limits the capabilities report (LoweringError.unsupported), declared in the manifest.
+FLOAT64 = "dtype:float64"
+INT64 = "feature:int64"
+FLOAT8 = "dtype:float8"
+ATOMICS = "feature:atomics"
+PRINT = "feature:print"
+WORKGROUP_SIZE = "resource:workgroup-size"
+WORKGROUP_MEMORY = "resource:workgroup-memory"
+STORAGE_BUFFERS = "resource:storage-buffers"
+WIDE_WORKGROUP = "feature:64-bit-workgroup-memory"
+FLOAT64_MATH = "feature:float64-math"
+# WGSL's float64 (naga's shader-f64) has arithmetic and these; sin, exp, log, pow, tanh, ... it refuses
+# ("Cannot apply math function to type").
+FLOAT64_MATH_OK = ("abs", "floor", "ceil", "round", "sqrt")
+# WGSL function-scope arrays live in private memory, which WebGPU does not bound; this keeps a
+# per-invocation tile where every tested driver runs it.
+PRIVATE_MEMORY_PER_INVOCATION = 64 * 1024
+NO_PRINTF = Lack("WGSL has no printf", "copy the values to an output buffer and print them on the host", PRINT)
+# What to do with a kernel of 4-bit or microscaling dtypes (transform/narrow_dtypes.py).
+NARROW_HINT = (
+    "convert the data to int8, float16 or float32 on the host, or run the kernel on a target that has these "
+    "dtypes (cpu, cuda, opencl)"
+)
+
+
+def capabilities(target: Target) -> Capabilities:
+    """What WGSL and the adapter have, from the capability attributes (unknown where they are unset)."""
+    invocations, buffers, int64 = target.attr("max_workgroup_size"), target.attr("max_storage_buffers"), target.attr("int64")
+    subgroup = target.attr("subgroup_size") if target.attr("subgroups") else None
+    return Capabilities(
+        thread_group=subgroup,
+        max_threads=Limit(invocations, f"this WebGPU adapter runs at most {invocations} invocations per workgroup",
+                          WORKGROUP_SIZE) if invocations else Limit(),
+        max_buffers=Limit(buffers, f"a WebGPU shader stage of this adapter binds at most {buffers} storage buffers",
+                          STORAGE_BUFFERS) if buffers else Limit(),
+        shared_memory=Memory(target.attr("workgroup_memory"), "shared (workgroup) memory", key=WORKGROUP_MEMORY),
+        private_memory=Memory(PRIVATE_MEMORY_PER_INVOCATION, "private memory",
+                              fix="use smaller tiles or more threads (invocations per workgroup)"),
+        mbarriers=no_mbarriers("the WebGPU target"),
+        float64=support_of(target.attr("f64"), Lack("this WebGPU adapter lacks shader-f64",
+                                                     "use float32, or an adapter with shader-f64", FLOAT64)),
+        int64=support_of(int64, Lack("this WebGPU adapter lacks shader-int64", "use int32, or an adapter with "
+                                     "shader-int64", INT64)),
+        float16=True, bfloat16=True,
+        float8=Lack("WGSL has no 8-bit float type and the WebGPU backend does not emulate one",
+                    "convert to float16 or float32 on the host", FLOAT8),
+        narrow=Lack(f"the {target.kind} backend does not lower 4-bit or microscaling dtypes", NARROW_HINT, NARROW_DTYPES),
+        wide_shared=support_of(int64, Lack(
+            "WebGPU workgroup memory holds 32-bit words and a 64-bit element is moved through a u64, which this "
+            "adapter lacks (shader-int64)", "stage the tile as float32 or int32, keep it in global memory, or use "
+            "an adapter with shader-int64", WIDE_WORKGROUP)),
+        float64_math=Functions(FLOAT64_MATH_OK, Lack(f"WGSL's float64 has only {', '.join(FLOAT64_MATH_OK)}",
+                                                     "compute it in float32 (cast the operand), or use another target",
+                                                     FLOAT64_MATH)),
+        atomics=Atomics(dtypes=("int32", "uint32", "float32"), scopes=("global",), lack=Lack(
+            "WebGPU has atomics on 32-bit words of storage buffers (int32, uint32; float32 through compare-exchange)",
+            "accumulate into a global float32 or int32 buffer", ATOMICS)),
+        print=NO_PRINTF,
+    )  # fmt: skip
+
+
 def detect() -> Target | str:
     """The adapter wgpu prefers, or why there is none (only tools and tests ask: `auto` skips this kind)."""
     status = _device_status(None)
@@ -95,6 +171,7 @@ WEBGPU_TARGET_KIND = register_target_kind(
         normalize=normalize,
         detect=detect,
         detect_priority=35,
+        capabilities=capabilities,
         doc="a WebGPU adapter (WGSL compute shaders through wgpu-py; Vulkan, Metal or D3D12 underneath)",
         examples=(
             "webgpu -f16=true -f64=false -int64=false -float32_atomics=false -subgroups=false "
