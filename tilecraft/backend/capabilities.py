@@ -298,7 +298,8 @@ class Capabilities:
         found = [getattr(self, name) for name in _SUPPORT_FIELDS]
         found += [self.refused, self.float64_math.lack, self.atomics.lack]
         keys = {x.key for x in found if isinstance(x, Lack)}
-        keys |= {x.key for x in (self.max_threads, self.max_buffers, self.shared_memory, self.private_memory)}
+        keys |= {x.key for x in (self.max_threads, self.max_buffers) if x.most is not None}
+        keys |= {x.key for x in (self.shared_memory, self.private_memory) if x.bytes is not None}
         return frozenset(k for k in keys if k is not None)
 
     def describe(self) -> tuple[tuple[str, str], ...]:
