@@ -96,8 +96,8 @@ def _check_support(owner: str, name: str, value: object) -> None:
 @dataclass(frozen=True)
 class Limit:
     """At most `most` of something (threads per block, buffers per kernel); None: unknown, nothing is
-    refused. `reason` states the limit in the target's words, its number included ("this OpenCL device
-    runs at most 256 work-items per work-group"); `key` is the limit key a kernel past it reports."""
+    refused. `reason` states the limit in the target's words, its number included ("this device runs at
+    most 256 work-items per work-group"); `key` is the limit key a kernel past it reports."""
 
     most: int | None = None
     reason: str = ""
@@ -330,7 +330,7 @@ def _words(value: object) -> str:
 
 
 def no_mbarriers(where: str) -> Lack:
-    """The Lack of a target without mbarriers; `where` names it ("the OpenCL target"). The reason is the
+    """The Lack of a target without mbarriers; `where` names it ("the X target"). The reason is the
     whole message (check-target-support, and C-family codegen where a kernel reaches it)."""
     return Lack(
         f"mbarriers (T.alloc_barrier, T.barrier_wait, T.barrier_arrive) are not supported on {where}",
