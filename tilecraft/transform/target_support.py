@@ -79,6 +79,16 @@ def storage_budgets(caps: Capabilities) -> tuple[StorageBudget, ...]:
     return tuple(budgets)
 
 
+def check_planned_memory(kernel: str, used: int, span: Span | None, target, counted: str = "") -> None:
+    """Refuse a kernel whose planned shared memory (`used` bytes: the storage plan, after what lowering
+    added) is past the record's, for codegen to call where it knows the plan; `counted` says what the
+    bytes hold when more than the plan's shared buffers."""
+    memory = target.capabilities.shared_memory if target is not None else None
+    if memory is not None and memory.bytes is not None and used > memory.bytes:
+        raise LoweringError(f"kernel {kernel} needs {used} bytes of {memory.name}{counted}; the target has "
+                            f"{memory.bytes}", span, memory.fix, target=target, unsupported=memory.key)  # fmt: skip
+
+
 def _raise(message: str, span: Span | None, lack: Lack, target) -> None:
     raise LoweringError(message, span, lack.fix, target=target, unsupported=lack.key)
 
@@ -167,4 +177,7 @@ def _check_buffer_count(mod: IRModule, limit, target) -> None:
             _raise(f"{func.name} takes {count} buffers; {limit.reason}", func.span, lack, target)
 
 
-__all__ = ["MATH_FUNCTIONS", "SHARED_SCOPES", "check_capabilities", "check_target_support", "storage_budgets"]
+__all__ = [
+    "MATH_FUNCTIONS", "SHARED_SCOPES", "check_capabilities", "check_planned_memory", "check_target_support",
+    "storage_budgets",
+]  # fmt: skip
