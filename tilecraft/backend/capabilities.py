@@ -208,6 +208,11 @@ class Functions:
             raise _fail("Functions", "functions left out of `allowed` need a Lack (lack=...)")
 
 
+# Every dtype field at True, for a target that has them all: `Capabilities(**EVERY_DTYPE)`, or with the
+# ones it lacks replaced: `Capabilities(**EVERY_DTYPE | {"float64": Lack(...)})`.
+EVERY_DTYPE: dict[str, Support] = dict.fromkeys(
+    ("float64", "int64", "float16", "bfloat16", "float8", "narrow", "wide_shared"), True
+)
 _SUPPORT_FIELDS = (
     "mbarriers", "float64", "int64", "float16", "bfloat16", "float8", "narrow", "wide_shared", "print",
 )  # fmt: skip
@@ -364,6 +369,6 @@ def _built(build: CapabilityFacts, target: Target) -> Capabilities:
 
 
 __all__ = [
-    "ATOMIC_DTYPES", "ATOMIC_DTYPES_32BIT", "ATOMIC_OPS", "Atomics", "Capabilities", "CapabilityFacts", "Functions", "Lack", "Limit",
+    "ATOMIC_DTYPES", "ATOMIC_DTYPES_32BIT", "ATOMIC_OPS", "Atomics", "EVERY_DTYPE", "Capabilities", "CapabilityFacts", "Functions", "Lack", "Limit",
     "MatrixInstruction", "Memory", "SHARED_FIX", "Support", "capabilities_of", "no_mbarriers", "support_of",
 ]  # fmt: skip

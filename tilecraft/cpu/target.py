@@ -10,7 +10,7 @@ from __future__ import annotations
 import platform
 from functools import cache
 
-from tilecraft.backend.capabilities import Atomics, Capabilities, Functions
+from tilecraft.backend.capabilities import EVERY_DTYPE, Capabilities
 from tilecraft.backend.errors import TargetError
 from tilecraft.backend.target import Target
 from tilecraft.backend.target_kind import TargetKind, register_target_kind
@@ -64,11 +64,9 @@ def capabilities(target: Target) -> Capabilities:
     return Capabilities(
         thread_group=1,
         mbarriers=True,
-        float64=True, int64=True, float16=True, bfloat16=True, float8=True, narrow=True, wide_shared=True,
-        float64_math=Functions(),
-        atomics=Atomics(),
         print=True,
-    )  # fmt: skip
+        **EVERY_DTYPE,
+    )
 
 
 def detect() -> Target:

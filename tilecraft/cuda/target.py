@@ -26,9 +26,8 @@ import re
 from typing import Any
 
 from tilecraft.backend.capabilities import (
-    Atomics,
+    EVERY_DTYPE,
     Capabilities,
-    Functions,
     Lack,
     Limit,
     MatrixInstruction,
@@ -200,10 +199,8 @@ def capabilities(target: Target) -> Capabilities:
         matrix=(MMA_SYNC, *WGMMA) if arch == WGMMA_ARCH else (MMA_SYNC,),
         mbarriers=mbarriers,
         clusters=sm90,
-        float64=True, int64=True, float16=True, bfloat16=True, float8=True, narrow=True, wide_shared=True,
-        float64_math=Functions(),
-        atomics=Atomics(),
         print=True,
+        **EVERY_DTYPE,
     )  # fmt: skip
 
 

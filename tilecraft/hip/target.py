@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from tilecraft.backend.capabilities import (
-    Atomics,
+    EVERY_DTYPE,
     Capabilities,
     Functions,
     Lack,
@@ -40,7 +40,7 @@ from tilecraft.backend.errors import TargetError
 from tilecraft.backend.target import Target
 from tilecraft.backend.target_kind import TargetKind, register_target_kind
 from tilecraft.hip.intrinsics.simt import MAX_THREADS_PER_BLOCK
-from tilecraft.transform.narrow_dtypes import NARROW_DTYPES
+from tilecraft.transform.narrow_dtypes import narrow_lack
 
 KIND = "hip"
 ALIASES = ("rocm",)
@@ -194,12 +194,10 @@ def capabilities(target: Target) -> Capabilities:
                               fix="use smaller tiles or more work-items; registers past 512 VGPRs spill to scratch"),
         matrix=info.mfma if info is not None else (),
         mbarriers=no_mbarriers("the HIP target"),
-        float64=True, int64=True, float16=True, bfloat16=True, float8=True, wide_shared=True,
-        narrow=Lack(f"the {target.kind} backend does not lower 4-bit or microscaling dtypes", NARROW_HINT, NARROW_DTYPES),
+        **EVERY_DTYPE | {"narrow": narrow_lack(target, NARROW_HINT)},
         float64_math=Functions(FLOAT64_MATH_OK, Lack(
             f"without ROCm's ocml device library clang has only {', '.join(FLOAT64_MATH_OK)} of float64 for AMD GPUs",
             "compute it in float32 (cast the operand), or use another target", FLOAT64_MATH)),
-        atomics=Atomics(),
         print=Lack("device printf needs ROCm's hostcall buffer, which this backend does not set up",
                    "copy the values to an output buffer and print them on the host", PRINT),
     )  # fmt: skip

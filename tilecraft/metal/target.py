@@ -21,9 +21,9 @@ from typing import Any
 
 from tilecraft.backend.capabilities import (
     ATOMIC_DTYPES_32BIT,
+    EVERY_DTYPE,
     Atomics,
     Capabilities,
-    Functions,
     Lack,
     Limit,
     MatrixInstruction,
@@ -34,7 +34,7 @@ from tilecraft.backend.errors import TargetError
 from tilecraft.backend.target import Target
 from tilecraft.backend.target_kind import TargetKind, register_target_kind
 from tilecraft.metal.simt import SIMD_WIDTH
-from tilecraft.transform.narrow_dtypes import NARROW_DTYPES
+from tilecraft.transform.narrow_dtypes import narrow_lack
 
 KIND = "metal"
 FAMILIES = ("apple6", "apple7", "apple8", "apple9")
@@ -121,11 +121,11 @@ def capabilities(target: Target) -> Capabilities:
         private_memory=Memory(THREAD_MEMORY, "thread memory", fix="use smaller tiles or more threads per threadgroup"),
         matrix=(SIMDGROUP_MATRIX,) if family_number(target) >= SIMDGROUP_MATRIX_FAMILY else (),
         mbarriers=no_mbarriers("the Metal target"),
-        float64=Lack("Metal has no double precision", "use float32 (or run float64 kernels on the cpu or cuda target)",
-                     FLOAT64),
-        int64=True, float16=True, bfloat16=True, float8=True, wide_shared=True,
-        narrow=Lack(f"the {target.kind} backend does not lower 4-bit or microscaling dtypes", NARROW_HINT, NARROW_DTYPES),
-        float64_math=Functions(),
+        **EVERY_DTYPE | {
+            "float64": Lack("Metal has no double precision",
+                            "use float32 (or run float64 kernels on the cpu or cuda target)", FLOAT64),
+            "narrow": narrow_lack(target, NARROW_HINT),
+        },
         atomics=Atomics(dtypes=ATOMIC_DTYPES_32BIT, lack=Lack(
             "Metal has 32-bit atomics only (atomic_int, atomic_uint; atomic_float in device memory from apple7)",
             "accumulate in a float32 or int32 buffer", INT64_ATOMICS)),

@@ -31,9 +31,9 @@ from typing import Any
 
 from tilecraft.backend.capabilities import (
     ATOMIC_DTYPES_32BIT,
+    EVERY_DTYPE,
     Atomics,
     Capabilities,
-    Functions,
     Lack,
     Limit,
     Memory,
@@ -126,8 +126,7 @@ def capabilities(target: Target) -> Capabilities:
         private_memory=Memory(PRIVATE_MEMORY_PER_WORK_ITEM, "private memory",
                               fix="use smaller tiles or more threads (work-items per work-group)"),
         mbarriers=no_mbarriers("the OpenCL target"),
-        float64=float64, int64=True, float16=True, bfloat16=True, float8=True, narrow=True, wide_shared=True,
-        float64_math=Functions(),
+        **EVERY_DTYPE | {"float64": float64},
         atomics=atomics,
         print=True,
     )  # fmt: skip

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilecraft.backend.capabilities import Lack
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
@@ -16,6 +17,12 @@ from tilecraft.ir.visitor import Visitor
 
 # The limit key a target that lacks them reports (and its backend declares in the manifest's `unsupported`).
 NARROW_DTYPES = "dtype:4-bit-and-microscaling"
+
+
+def narrow_lack(target, fix: str) -> Lack:
+    """The Lack of a target whose backend does not lower these dtypes; `fix` (the backend's) says what to do
+    instead."""
+    return Lack(f"the {target.kind} backend does not lower 4-bit or microscaling dtypes", fix, NARROW_DTYPES)
 
 
 def is_narrow(dtype: DataType) -> bool:

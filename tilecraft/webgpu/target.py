@@ -41,7 +41,7 @@ from tilecraft.backend.capabilities import (
 from tilecraft.backend.errors import TargetError
 from tilecraft.backend.target import Target
 from tilecraft.backend.target_kind import TargetKind, register_target_kind
-from tilecraft.transform.narrow_dtypes import NARROW_DTYPES
+from tilecraft.transform.narrow_dtypes import narrow_lack
 
 KIND = "webgpu"
 ALIASES = ("wgpu",)
@@ -140,7 +140,7 @@ def capabilities(target: Target) -> Capabilities:
         float16=True, bfloat16=True,
         float8=Lack("WGSL has no 8-bit float type and the WebGPU backend does not emulate one",
                     "convert to float16 or float32 on the host", FLOAT8),
-        narrow=Lack(f"the {target.kind} backend does not lower 4-bit or microscaling dtypes", NARROW_HINT, NARROW_DTYPES),
+        narrow=narrow_lack(target, NARROW_HINT),
         wide_shared=support_of(int64, Lack(
             "WebGPU workgroup memory holds 32-bit words and a 64-bit element is moved through a u64, which this "
             "adapter lacks (shader-int64)", "stage the tile as float32 or int32, keep it in global memory, or use "
