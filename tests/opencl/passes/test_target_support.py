@@ -5,20 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-import tilecraft.language as T
-from tests.transform.helpers import OPENCL
+from tests.transform.helpers import OPENCL, staged
 from tilecraft.errors import LoweringError
 from tilecraft.testing.passes import UNCHANGED, assert_pass, pass_test, run_pass
 
 DEVICE = "opencl -fp16=false -fp64=true -int64_atomics=true"
-
-
-@T.prim_func
-def staged(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
-    with T.Kernel(1, threads=128):
-        s = T.alloc_shared((128,), "float32")
-        T.copy(A, s)
-        T.copy(s, B)
 
 
 @pass_test("check-target-support", OPENCL)

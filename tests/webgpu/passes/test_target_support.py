@@ -7,20 +7,12 @@ from __future__ import annotations
 import pytest
 
 import tilecraft.language as T
-from tests.transform.helpers import WEBGPU
+from tests.transform.helpers import WEBGPU, staged
 from tilecraft.errors import LoweringError
 from tilecraft.testing.passes import UNCHANGED, assert_pass, pass_test, run_pass
 
 ADAPTER = ("webgpu -f16=false -f64=false -int64=false -float32_atomics=false -subgroups=false "
            "-max_workgroups=65535 -max_storage_buffers=8 -max_binding_size=134217728")  # fmt: skip
-
-
-@T.prim_func
-def staged(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
-    with T.Kernel(1, threads=128):
-        s = T.alloc_shared((128,), "float32")
-        T.copy(A, s)
-        T.copy(s, B)
 
 
 @pass_test("check-target-support", WEBGPU)
