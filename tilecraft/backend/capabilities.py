@@ -21,7 +21,7 @@ nothing and refuses nothing: what a kind that declares no capabilities gets.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -306,32 +306,6 @@ class Capabilities:
         keys |= {x.key for x in (self.max_threads, self.max_buffers) if x.most is not None}
         keys |= {x.key for x in (self.shared_memory, self.private_memory) if x.bytes is not None}
         return frozenset(k for k in keys if k is not None)
-
-    def describe(self) -> tuple[tuple[str, str], ...]:
-        """(field, value in words) for every field, in declaration order (docs, tools, reports)."""
-        return tuple((f.name, _words(getattr(self, f.name))) for f in fields(self))
-
-
-def _words(value: object) -> str:
-    if value is None:
-        return "unknown"
-    if value is True:
-        return "yes"
-    if isinstance(value, Lack):
-        return f"no: {value.reason}"
-    if isinstance(value, Limit):
-        return "unknown" if value.most is None else str(value.most)
-    if isinstance(value, Memory):
-        return "unknown" if value.bytes is None else f"{value.bytes} bytes of {value.name}"
-    if isinstance(value, Functions):
-        return "all" if value.allowed is None else ", ".join(value.allowed)
-    if isinstance(value, Atomics):
-        dtypes = "every dtype" if value.dtypes is None else ", ".join(value.dtypes)
-        scopes = "" if value.scopes is None else f" of {', '.join(value.scopes)} buffers"
-        return f"{', '.join(value.ops)} on {dtypes}{scopes}"
-    if isinstance(value, tuple):
-        return ", ".join(map(str, value)) or "none"
-    return str(value)
 
 
 def no_mbarriers(where: str) -> Lack:
