@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import ml_dtypes
 import numpy as np
@@ -461,6 +462,11 @@ CASES = [
     Case("convolution_fragment_into_an_output_view", CV.conv2d_fragment_out, CV.conv_inputs, CV.conv_reference,
          TOL[F16]),
     Case("im2col_tiles_stride_dilation_padding", CV.im2col_tiles, CV.im2col_inputs, CV.im2col_reference, 0.0),
+    # 16 and 24 channels: the image tile is gathered in 16-byte chunks (cp.async on CUDA, 3 stages)
+    Case("convolution_16_byte_gathers", CV.conv2d_wide, partial(CV.conv_inputs, g=CV.WIDE),
+         partial(CV.conv_reference, g=CV.WIDE), TOL[F16]),
+    Case("convolution_16_byte_gathers_strided", CV.conv2d_wide_strided, partial(CV.conv_inputs, g=CV.WIDE_STRIDED),
+         partial(CV.conv_reference, g=CV.WIDE_STRIDED), TOL[F16]),
     # float4_e2m1fn with e8m0 block scales and int4, packed two a byte, and back (bytes compared exactly)
     Case("mx_quantize_float4_int4_packed", SB.mx_quantize, SB.mx_inputs(), SB.mx_reference(), 0.0),
     Case("views_alias_their_base", V.views_alias_their_base, V.alias_inputs, V.alias_reference),
