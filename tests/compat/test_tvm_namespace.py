@@ -215,6 +215,31 @@ def test_private_names_stay_attribute_errors_for_the_tools_that_probe_them():
     assert not hasattr(tvm.target.Target, "__wrapped__")
 
 
+def test_tilelang_cuda_intrinsics_is_the_emitters_and_tilecrafts_own_module_stays_reachable(hooked):
+    import tilecraft.cuda.intrinsics.mma_layouts as own_layouts
+
+    scope: dict = {}
+    exec(
+        "import tilelang.cuda.intrinsics as emitters\nimport tilecraft.cuda.intrinsics.mma_layouts as own",
+        scope,
+    )
+    import tilecraft.compat.intrinsics
+
+    assert scope["emitters"] is tilecraft.compat.intrinsics
+    assert scope["own"] is own_layouts and tilecraft.cuda.intrinsics.mma_layouts is own_layouts
+
+
+def test_uninstalling_the_hook_gives_tilecraft_cuda_its_intrinsics_back():
+    import tilecraft.cuda.intrinsics as own
+
+    hook.install()
+    try:
+        exec("import tilelang.cuda.intrinsics", {})
+    finally:
+        hook.uninstall()
+    assert tilecraft.cuda.intrinsics is own
+
+
 # TileLang's dequantization helpers, as its examples write them (dequantize_gemm/example_dequant_gemm_
 # fp4_hopper.py, example_dequant_gemm_w4a8.py and quantize/quantization.py), with this namespace's tirx.
 

@@ -31,6 +31,10 @@ COMPAT_DOC = "docs/compat.md"
 RENAMED: dict[str, str] = {
     "tilelang.engine.callback": "tilecraft.cuda.callback",
     "tilelang.contrib": "tilecraft.compat.contrib",
+    # TileLang's warp-level MMA macro emitters (tilecraft.cuda.intrinsics is tilecraft's own, another API);
+    # `tilelang.intrinsics` is their path in TileLang releases before the CUDA package.
+    "tilelang.cuda.intrinsics": "tilecraft.compat.intrinsics",
+    "tilelang.intrinsics": "tilecraft.compat.intrinsics",
 }
 
 
@@ -189,3 +193,10 @@ def uninstall() -> None:
         if getattr(sys.modules[name], "__name__", "").startswith(TVM_PACKAGE):
             del sys.modules[name]
     sys.modules[TILECRAFT].__dict__.pop(TVM, None)  # bound by `import tilelang.tvm`
+    # `import tilelang.cuda.intrinsics` bound the compat package as the attribute `intrinsics` of
+    # tilecraft.cuda; give tilecraft its own module back
+    for old in RENAMED:
+        own = TILECRAFT + old[len(TILELANG) :]
+        parent, _, child = own.rpartition(".")
+        if own in sys.modules and parent in sys.modules:
+            setattr(sys.modules[parent], child, sys.modules[own])
