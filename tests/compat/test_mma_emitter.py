@@ -450,3 +450,23 @@ def test_the_example_as_tilelang_spells_it_runs_through_run_tilelang(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     error = float(result.stdout.split("relative error")[1])
     assert error < 1e-5
+
+
+@pytest.mark.parametrize(
+    ("module", "reason"),
+    [
+        ("tilelang.cuda.intrinsics.sparse_layout", "2:4 structured-sparse mma"),
+        ("tilelang.cuda.intrinsics.macro.wgmma_macro_generator", "T.gemm issues wgmma itself on sm_90a"),
+        ("tilelang.cuda.intrinsics.layout.mma_sm100_layout", "tcgen05 (sm_100)"),
+    ],
+)
+def test_a_tilelang_intrinsics_module_not_provided_says_why(module, reason):
+    from tilecraft.compat import hook
+
+    hook.install()
+    try:
+        with pytest.raises(UnmappedModuleError) as info:
+            exec(f"import {module}", {})
+    finally:
+        hook.uninstall()
+    assert str(info.value).startswith(f"`{module}` is not provided") and reason in str(info.value)

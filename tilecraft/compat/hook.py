@@ -36,6 +36,7 @@ RENAMED: dict[str, str] = {
     "tilelang.cuda.intrinsics": "tilecraft.compat.intrinsics",
     "tilelang.intrinsics": "tilecraft.compat.intrinsics",
 }
+INTRINSICS_PACKAGE = "tilecraft.compat.intrinsics"
 
 
 TVM = "tvm"
@@ -129,6 +130,10 @@ class TileLangFinder(importlib.abc.MetaPathFinder):
         if not _is_under(fullname, TILELANG):
             return None
         real = counterpart(fullname)
+        if not _exists(real) and real.startswith(INTRINSICS_PACKAGE + "."):
+            from tilecraft.compat.intrinsics._refusing import unprovided
+
+            raise unprovided(fullname)
         if not _exists(real):
             raise UnmappedModuleError(
                 f"TileLang module {fullname!r} has no tilecraft counterpart (looked for {real!r}); "

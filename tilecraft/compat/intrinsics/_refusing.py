@@ -6,6 +6,12 @@ from typing import Any
 
 from tilecraft.compat.hook import COMPAT_DOC, UnmappedModuleError
 
+_SPARSE = "2:4 structured-sparse mma (T.gemm_sp) is not supported"
+_TCGEN05 = "tcgen05 (sm_100) tensor memory and mma are not a tilecraft code path"
+_BEFORE_SM80 = (
+    "tilecraft's CUDA backend needs sm_80 or newer (mma.sync m16n8k16); T.gemm picks the instruction"
+)
+
 # TileLang names with a known reason.
 REASONS = {
     "TensorCoreIntrinEmitterWithLadderTransform": "the ladder-transformed (BitBLAS) operand layouts need "
@@ -20,6 +26,20 @@ REASONS = {
     "the block's whole tile in the buffer and T.gemm chooses its layout",
     "mma_atom": "one mma atom per warp touches rows of every warp's tile at once, which is no tile of the "
     "block; call mma(), which covers all the atoms",
+    # modules of TileLang's intrinsics package
+    "sparse_layout": _SPARSE,
+    "mma_sp_layout": _SPARSE,
+    "mma_sp_macro_generator": _SPARSE,
+    "wgmma_sp_macro_generator": _SPARSE,
+    "mma_sm100_layout": _TCGEN05,
+    "tcgen05_macro_generator": _TCGEN05,
+    "wgmma_macro_generator": "tilecraft's T.gemm issues wgmma itself on sm_90a (docs/cuda.md); there is no "
+    "wgmma macro emitter",
+    "mma_sm70_layout": _BEFORE_SM80,
+    "mma_sm70_macro_generator": _BEFORE_SM80,
+    "mma_sm75_macro_generator": _BEFORE_SM80,
+    "TensorCoreIntrinEmitterSM75": _BEFORE_SM80,
+    "mma_sm120_macro_generator": "sm_120 block-scaled mma is not a tilecraft code path",
 }
 
 
