@@ -17,6 +17,7 @@ namespace). `tilelang.tvm` is `tvm`.
 
     python benchmarks/tvm_census.py --tilelang PATH/TO/tilelang                # examples + testing/python
     python benchmarks/tvm_census.py --tilelang PATH --only examples/gemm examples/gemv --markdown out.md
+    PYTHONPATH=. python benchmarks/tvm_census.py --tilelang PATH --only examples --status   # + tilecraft's answer
 
 docs/compat.md, "TVM", records the counts.
 """
@@ -183,6 +184,47 @@ def python_files(base: Path, parts: list[str]) -> list[Path]:
     return files
 
 
+def tilecraft_status(name: str) -> str:
+    """What tilecraft's namespaces (tilecraft.compat.tvm, tilecraft.compat.intrinsics) do with `name`:
+    "mapped", or "refused: <the reason its error gives>"."""
+    import importlib
+    import re
+
+    from tilecraft.compat import hook
+
+    if name.startswith("tvm_ffi"):
+        return "refused: TVM's FFI package; tilecraft has no TVM runtime"
+    head = (
+        "tvm"
+        if name.startswith("tvm")
+        else next(p for p in ("tilelang.cuda.intrinsics", "tilelang.intrinsics") if name.startswith(p))
+    )
+    obj = importlib.import_module(hook.tvm_counterpart(head) if head == "tvm" else hook.counterpart(head))
+    for part in [p for p in name[len(head) :].split(".") if p]:
+        instance = part.endswith("()")
+        try:
+            # a TVM class of the namespace stands for a tilecraft class, whose attributes count
+            owner = obj.__dict__.get("ir_class", obj) if isinstance(obj, type) else obj
+            obj = getattr(owner, part.removesuffix("()"))
+        except ImportError as err:
+            found = re.search(r"(?:onto tilecraft's IR; |intrinsics\): )(.*) \(docs/compat\.md", str(err))
+            return f"refused: {found.group(1) if found else err}"
+        except AttributeError:
+            return f"missing: tilecraft's {type(owner).__name__} has no `{part.removesuffix('()')}`"
+        if instance:
+            obj = _SAMPLES.get(getattr(obj, "__name__", ""), lambda c: c)(obj)
+    return "mapped"
+
+
+# Objects of the classes whose instance attributes the census counts (`DataType(x).bits`).
+_SAMPLES = {
+    "DataType": lambda cls: cls("float16"),
+    "Target": lambda cls: cls("c"),
+    "Var": lambda cls: cls("v", "int32"),
+    "TensorCoreIntrinEmitter": lambda cls: cls(warp_row_tiles=16, warp_col_tiles=16),
+}
+
+
 def tabulate(uses: list[Use]) -> list[dict]:
     """One row per name: uses in code (calls and references), imports, files, call shapes."""
     rows: dict[str, dict] = defaultdict(
@@ -207,10 +249,15 @@ def tabulate(uses: list[Use]) -> list[dict]:
 
 
 def markdown(table: list[dict]) -> str:
-    lines = ["| name | uses | imports | files | call shapes |", "|---|---|---|---|---|"]
+    status = any("tilecraft" in row for row in table)
+    lines = ["| name | uses | imports | files | call shapes |" + (" tilecraft |" if status else "")]
+    lines.append("|---|---|---|---|---|" + ("---|" if status else ""))
     for row in table:
         shapes = ", ".join(f"{s} x{n}" for s, n in row["shapes"].items())
-        lines.append(f"| `{row['name']}` | {row['uses']} | {row['imports']} | {row['files']} | {shapes} |")
+        extra = f" {row['tilecraft']} |" if status else ""
+        lines.append(
+            f"| `{row['name']}` | {row['uses']} | {row['imports']} | {row['files']} | {shapes} |{extra}"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -219,19 +266,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tilelang", required=True, type=Path, help="a checkout of TileLang")
     parser.add_argument("--only", nargs="*", default=list(DEFAULT_PARTS), help="paths under it to scan")
     parser.add_argument("--prefix", default="", help="count only names starting with this")
+    parser.add_argument(
+        "--status",
+        action="store_true",
+        help="add what tilecraft's tvm namespace and emitters do with each name",
+    )
     parser.add_argument("--json", type=Path, help="write the table as JSON")
     parser.add_argument("--markdown", type=Path, help="write the table as Markdown")
     args = parser.parse_args(argv)
     files = python_files(args.tilelang, args.only)
     uses = [u for u in collect(files, args.tilelang) if u.name.startswith(args.prefix)]
     table = tabulate(uses)
+    if args.status:
+        for row in table:
+            row["tilecraft"] = tilecraft_status(row["name"])
     users = {u.file for u in uses}
     print(f"{len(files)} files scanned, {len(users)} use TVM or the intrinsic emitters, {len(table)} names")
     for folder, count in sorted(Counter(str(Path(f).parent) for f in users).items()):
         print(f"  {count:4d} files in {folder}")
     for row in table:
         shapes = ", ".join(f"{s} x{n}" for s, n in row["shapes"].items())
-        print(f"{row['uses']:5d} {row['imports']:4d} {row['files']:4d}  {row['name']}  {shapes}")
+        status = f"  [{row['tilecraft']}]" if args.status else ""
+        print(f"{row['uses']:5d} {row['imports']:4d} {row['files']:4d}  {row['name']}  {shapes}{status}")
     if args.json:
         args.json.write_text(json.dumps({"files": sorted(users), "names": table}, indent=1))
     if args.markdown:
