@@ -155,7 +155,9 @@ def emitter_gemm(M, N, K, *, dtype="float16", accum="float32", a_t=False, b_t=Tr
     a_shape, b_shape = ((K, M) if a_t else (M, K)), ((N, K) if b_t else (K, N))
     a_tile = (block_K, block_M + pad) if a_t else (block_M, block_K + pad)
     b_tile = (block_N, block_K + pad) if b_t else (block_K, block_N + pad)
-    c_tile = (block_M // mx, block_N // my, mx, my) if store == "4d" else (block_M, block_N)
+    c_tile = {"4d": (block_M // mx, block_N // my, mx, my), "region": (block_M + 8, block_N)}.get(
+        store, (block_M, block_N)
+    )
     steps = T.serial if k_loop == "serial" else T.unroll
 
     @tilecraft.jit  # names its annotations read come as Python defaults (the parser sees no closure for them)
@@ -186,6 +188,9 @@ def emitter_gemm(M, N, K, *, dtype="float16", accum="float32", a_t=False, b_t=Tr
                     emitter.mma(A_local, B_local, C_local)
             if store == "global":
                 emitter.stmatrix(C_local, C, by, bx)
+            elif store == "region":
+                emitter.stmatrix(C_local, C_shared[8 : 8 + block_M, 0:block_N])
+                T.copy(C_shared[8 : 8 + block_M, 0:block_N], C[by * block_M, bx * block_N])
             else:
                 emitter.stmatrix(C_local, C_shared)
                 if store == "4d":
@@ -235,6 +240,10 @@ def test_ragged_sizes_bfloat16_and_the_4d_store_match_numpy():
 
 def test_stmatrix_into_the_global_tile_matches_numpy():
     run_and_check(128, 64, 64, store="global", block=(64, 32, 32), warps=(2, 1), seed=3)
+
+
+def test_stmatrix_into_a_region_starts_at_its_origin():
+    run_and_check(64, 64, 32, store="region", seed=5)
 
 
 def test_int8_gemm_accumulates_exactly_in_int32():
@@ -342,9 +351,14 @@ def test_reading_the_accumulator_array_directly_is_a_located_error(compile_body)
         ("e.ldmatrix_a(B_local, As, 0)\ne.ldmatrix_b(B_local, Bs, 0)", "B_local holds the A tile"),
         ("e.ldmatrix_a(A_local, A, 0)", "ldmatrix_a reads shared memory; A is in global"),
         ("e.ldmatrix_a(C_local, As, 0)", "C_local is float32; the emitter was made for float16"),
-        ("e.stmatrix(C_local, Cs[0, 0])", "stmatrix stores into a buffer, got BufferLoad"),
+        ("e.stmatrix(C_local, Cs[0, 0])", "stmatrix stores into a buffer or a region of one, got BufferLoad"),
         ("e.mma_atom(A_local, B_local, C_local, 0, 0)", "call mma(), which covers all the atoms"),
         ("e.make_mma_store_layout(C_local)", "T.gemm chooses its layout"),
+        (
+            "f = TensorCoreIntrinEmitter(warp_row_tiles=16, warp_col_tiles=16, chunk=32, accum_dtype='float32')\n"
+            "e.ldmatrix_a(A_local, As, 0)\nf.ldmatrix_a(A_local, As, 0)",
+            "A_local holds a (64, 16) A tile of another emitter; this one's is (32, 16)",
+        ),
     ],
 )
 def test_misuse_is_an_error_that_says_what_is_wrong(compile_body, body, message):

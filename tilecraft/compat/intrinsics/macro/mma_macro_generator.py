@@ -217,9 +217,11 @@ class TensorCoreIntrinEmitter:
         tile of a global matrix."""
         state = self._state()
         c = self._tile(state, "C", C_local_buf)
-        target = C_buf.buffer if isinstance(C_buf, BufferRegion) else C_buf
-        if not isinstance(target, Buffer):
-            raise self._error(f"stmatrix stores into a buffer, got {type(C_buf).__name__}")
+        whole = C_buf.full_region() if isinstance(C_buf, Buffer) else None
+        region = C_buf if isinstance(C_buf, BufferRegion) else whole
+        if region is None:
+            raise self._error(f"stmatrix stores into a buffer or a region of one, got {type(C_buf).__name__}")
+        target = region.buffer
         global_tile = pid_m is not None and pid_n is not None
         if target.ndim not in (2, 4) or (global_tile and target.ndim != 2):
             raise self._error(f"stmatrix stores into a 2-D buffer or TileLang's 4-D tile layout, {target.name} "
@@ -232,6 +234,7 @@ class TensorCoreIntrinEmitter:
             index = (E.floordiv(i, mx), E.floordiv(j, my), E.floormod(i, mx), E.floormod(j, my))
         else:
             index = (i, j)
+        index = tuple(_plus(r.min, x) for r, x in zip(region.ranges, index))  # a region starts at its origin
         store = S.BufferStore(target, E.cast(c[i, j], target.dtype), index)
         return _with_span(_parallel((i, self.block_M), (j, self.block_N), store))
 
@@ -283,11 +286,18 @@ class TensorCoreIntrinEmitter:
             raise self._error(
                 f"the {role} operand must be the T.alloc_local array, got {type(local).__name__}"
             )
+        shape = {"A": (self.block_M, self.micro_size_k), "B": (self.block_N, self.micro_size_k),
+                 "C": (self.block_M, self.block_N)}[role]  # fmt: skip
         lifted = state.tile_of(local)
         if lifted is not None:
             if lifted.role != role:
                 raise self._error(
                     f"{local.name} holds the {lifted.role} tile; it cannot also be the {role} operand"
+                )
+            held = tuple(E.const_value(d) for d in lifted.tile.shape)
+            if held != shape:
+                raise self._error(
+                    f"{local.name} holds a {held} {role} tile of another emitter; this one's is {shape}"
                 )
             return lifted.tile
         if require_loaded:
@@ -307,8 +317,6 @@ class TensorCoreIntrinEmitter:
                 f"the {role} operand {local.name} is {local.dtype}; the emitter was made for {dtype}"
             )
         self._check_threads()
-        shape = {"A": (self.block_M, self.micro_size_k), "B": (self.block_N, self.micro_size_k),
-                 "C": (self.block_M, self.block_N)}[role]  # fmt: skip
         scope = "local.fragment" if role == "C" else "shared.dyn"
         return state.lift(local, Buffer(local.name, tuple(E.const(d) for d in shape), dtype, scope), role)
 
