@@ -203,9 +203,8 @@ def tilecraft_status(name: str) -> str:
     for part in [p for p in name[len(head) :].split(".") if p]:
         instance = part.endswith("()")
         try:
-            # a TVM class of the namespace stands for a tilecraft class, whose attributes count
-            owner = obj.__dict__.get("ir_class", obj) if isinstance(obj, type) else obj
-            obj = getattr(owner, part.removesuffix("()"))
+            owner = obj
+            obj = _attribute(obj, part.removesuffix("()"))
         except ImportError as err:
             found = re.search(r"(?:onto tilecraft's IR; |intrinsics\): )(.*) \(docs/compat\.md", str(err))
             return f"refused: {found.group(1) if found else err}"
@@ -214,6 +213,16 @@ def tilecraft_status(name: str) -> str:
         if instance:
             obj = _SAMPLES.get(getattr(obj, "__name__", ""), lambda c: c)(obj)
     return "mapped"
+
+
+def _attribute(obj, name: str):
+    """`obj.name`; a TVM class of the namespace also answers with the tilecraft class it stands for."""
+    try:
+        return getattr(obj, name)
+    except AttributeError:
+        if isinstance(obj, type) and "ir_class" in obj.__dict__:
+            return getattr(obj.__dict__["ir_class"], name)
+        raise
 
 
 # Objects of the classes whose instance attributes the census counts (`DataType(x).bits`).
