@@ -108,6 +108,115 @@ def test_a_tirx_builder_makes_the_tilecraft_expression(builder, ir_class, dtype,
         assert str(value) == text
 
 
+# Every name of tvm.tirx (its `op` builders and `expr` classes): a call with TVM's arguments, the tilecraft
+# class of the result and its dtype.
+EVERY_TIRX_NAME = {
+    "abs": (lambda: tirx.abs(F), E.Call, "float32"),
+    "fabs": (lambda: tirx.fabs(F), E.Call, "float32"),
+    "all": (lambda: tirx.all(X > 0), E.GT, "bool"),
+    "any": (lambda: tirx.any(X > 0, Y > 0), E.Or, "bool"),
+    "bitwise_and": (lambda: tirx.bitwise_and(X, Y), E.Call, "int32"),
+    "bitwise_or": (lambda: tirx.bitwise_or(X, Y), E.Call, "int32"),
+    "bitwise_xor": (lambda: tirx.bitwise_xor(X, Y), E.Call, "int32"),
+    "bitwise_not": (lambda: tirx.bitwise_not(X), E.Call, "int32"),
+    "shift_left": (lambda: tirx.shift_left(X, 1), E.Call, "int32"),
+    "shift_right": (lambda: tirx.shift_right(X, 1), E.Call, "int32"),
+    "call_intrin": (lambda: tirx.call_intrin("float32", "exp", F), E.Call, "float32"),
+    "const": (lambda: tirx.const(2, "int16"), E.IntImm, "int16"),
+    "reinterpret": (lambda: tirx.reinterpret("int32", F), E.Call, "int32"),
+    "if_then_else": (lambda: tirx.if_then_else(X > 0, F, 1.0), E.Select, "float32"),
+    "div": (lambda: tirx.div(F, 2.0), E.Div, "float32"),
+    "floordiv": (lambda: tirx.floordiv(X, Y), E.FloorDiv, "int32"),
+    "floormod": (lambda: tirx.floormod(X, Y), E.FloorMod, "int32"),
+    "indexdiv": (lambda: tirx.indexdiv(X, Y), E.FloorDiv, "int32"),
+    "indexmod": (lambda: tirx.indexmod(X, Y), E.FloorMod, "int32"),
+    "truncdiv": (lambda: tirx.truncdiv(X, Y), E.Expr, "int32"),
+    "truncmod": (lambda: tirx.truncmod(X, Y), E.TruncMod, "int32"),
+    "max": (lambda: tirx.max(X, Y), E.Max, "int32"),
+    "min": (lambda: tirx.min(X, Y), E.Min, "int32"),
+    "max_value": (lambda: tirx.max_value("float16"), E.FloatImm, "float16"),
+    "min_value": (lambda: tirx.min_value("int16"), E.IntImm, "int16"),
+    "infinity": (lambda: tirx.infinity("float32"), E.FloatImm, "float32"),
+    "pow": (lambda: tirx.pow(F, 2.0), E.Call, "float32"),
+    "power": (lambda: tirx.power(F, 2.0), E.Call, "float32"),
+    **{
+        name: ((lambda name=name: getattr(tirx, name)(F)), E.Call, "float32")
+        for name in (
+            "ceil",
+            "cos",
+            "erf",
+            "exp",
+            "exp2",
+            "floor",
+            "log",
+            "log2",
+            "round",
+            "rsqrt",
+            "sigmoid",
+            "sin",
+            "sqrt",
+            "tanh",
+        )
+    },  # fmt: skip
+    "Add": (lambda: tirx.Add(X, 1), E.Add, "int32"),
+    "Sub": (lambda: tirx.Sub(X, 1), E.Sub, "int32"),
+    "Mul": (lambda: tirx.Mul(X, Y), E.Mul, "int32"),
+    "Div": (lambda: tirx.Div(F, 3.0), E.Div, "float32"),
+    "FloorDiv": (lambda: tirx.FloorDiv(X, Y), E.FloorDiv, "int32"),
+    "FloorMod": (lambda: tirx.FloorMod(X, Y), E.FloorMod, "int32"),
+    "Mod": (lambda: tirx.Mod(X, Y), E.TruncMod, "int32"),
+    "Min": (lambda: tirx.Min(X, Y), E.Min, "int32"),
+    "Max": (lambda: tirx.Max(X, Y), E.Max, "int32"),
+    "EQ": (lambda: tirx.EQ(X, Y), E.EQ, "bool"),
+    "NE": (lambda: tirx.NE(X, Y), E.NE, "bool"),
+    "LT": (lambda: tirx.LT(X, Y), E.LT, "bool"),
+    "LE": (lambda: tirx.LE(X, Y), E.LE, "bool"),
+    "GT": (lambda: tirx.GT(X, Y), E.GT, "bool"),
+    "GE": (lambda: tirx.GE(X, Y), E.GE, "bool"),
+    "And": (lambda: tirx.And(X > 0, Y > 0), E.And, "bool"),
+    "Or": (lambda: tirx.Or(X > 0, Y > 0), E.Or, "bool"),
+    "Not": (lambda: tirx.Not(X > 0), E.Not, "bool"),
+    "Select": (lambda: tirx.Select(X > 0, F, F), E.Select, "float32"),
+    "Cast": (lambda: tirx.Cast("float16", F), E.Cast, "float16"),
+    "IntImm": (lambda: tirx.IntImm("uint8", 255), E.IntImm, "uint8"),
+    "FloatImm": (lambda: tirx.FloatImm("bfloat16", 2.0), E.FloatImm, "bfloat16"),
+    "StringImm": (lambda: tirx.StringImm("s"), E.StringImm, "int8"),
+    "Var": (lambda: tirx.Var("v", "float32"), E.Var, "float32"),
+    "SizeVar": (lambda: tirx.SizeVar("n", "int64"), E.Var, "int64"),
+    "Call": (lambda: tirx.Call("float32", "exp", [F]), E.Call, "float32"),
+    "Ramp": (lambda: tirx.Ramp(X, 2, 8), E.Ramp, "int32x8"),
+    "Broadcast": (lambda: tirx.Broadcast(X, 2), E.Broadcast, "int32x2"),
+    "BufferLoad": (
+        lambda: tirx.BufferLoad(Buffer("S", (E.const(4),), dt.float16, "shared"), [X]),
+        E.BufferLoad,
+        "float16",
+    ),
+    "PrimExpr": (lambda: tirx.PrimExpr, None, None),  # isinstance only (test below)
+    "Buffer": (lambda: tirx.Buffer, None, None),  # isinstance only (test below)
+    "BufferRegion": (
+        lambda: tirx.BufferRegion(Buffer("S", (E.const(4),), dt.float16, "shared"), [tvm.ir.Range(2)]),
+        BufferRegion,
+        "float16",
+    ),
+}
+
+
+def test_every_tirx_name_has_a_case():
+    assert sorted(EVERY_TIRX_NAME) == sorted(set(tirx.__all__) - {"expr", "op"})
+
+
+@pytest.mark.parametrize("name", sorted(EVERY_TIRX_NAME))
+def test_every_tirx_name_builds_tilecraft_ir(name):
+    build, ir_class, dtype = EVERY_TIRX_NAME[name]
+    value = build()
+    if ir_class is None:
+        return
+    assert isinstance(value, ir_class) and value.dtype == dtype
+    tvm_class = getattr(tirx, name)
+    if isinstance(tvm_class, type):  # a TVM class answers isinstance for what it builds
+        assert isinstance(value, tvm_class)
+
+
 def test_tvm_classes_are_tilecraft_classes_for_isinstance():
     assert isinstance(tirx.const(1), tirx.IntImm) and isinstance(tirx.const(1), tirx.PrimExpr)
     assert isinstance(X, tirx.Var) and not isinstance(X, tirx.IntImm)
@@ -341,3 +450,26 @@ def test_tileLangs_fp4_helpers_with_select_and_min_round_trip():
     e32, m_h = (bits >> 23) & 255, (bits >> 22) & 1
     e4 = np.where(e32 > 120, np.minimum(e32 - 120 + m_h, 7), np.where(e32 == 120, 1, 0))
     np.testing.assert_array_equal(encode(values), ((bits >> 31) << 3) | e4)
+
+
+@T.macro
+def _decode_nibble(Q, j):
+    # a macro that builds IR through the namespace, as TileLang's dequantization macros do
+    return tirx.Cast(
+        T.float32, (Q[j // 2] >> tirx.const(4, T.uint8) * (j % 2).astype(T.uint8)) & tirx.const(15, T.uint8)
+    )
+
+
+@T.prim_func
+def _nibbles(Q: T.Tensor((32,), T.uint8), R: T.Tensor((64,), T.float32)):
+    with T.Kernel(1, threads=64):
+        for j in T.Parallel(64):
+            R[j] = tirx.Select(j < 64, _decode_nibble(Q, j), tirx.const(-1.0, T.float32))
+
+
+def test_prim_func_and_macro_bodies_build_ir_through_the_namespace():
+    kernel = tilecraft.compile(_nibbles)
+    codes = np.arange(32, dtype=np.uint8) * 7
+    out = np.full(64, np.nan, dtype=np.float32)
+    kernel(codes, out)
+    np.testing.assert_array_equal(out, np.stack((codes & 15, codes >> 4), -1).reshape(-1).astype(np.float32))
