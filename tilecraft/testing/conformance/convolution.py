@@ -3,7 +3,7 @@ fills the image tile, the weights and the output are read and written through `T
 X.data)` views. The sizes are ragged for the tiles (N * OH * OW, KH * KW * C and F are no multiples of
 block_M, block_K and block_N), with stride 2, dilation 2 and padding 1, so every edge and every
 padding case is taken. `WIDE` has 16 channels, so a thread's run of 8 columns is one 16-byte chunk of
-the image (CUDA gathers it with cp.async, staged over 3 stages), with its own ragged sizes."""
+the image (a GPU backend may gather it asynchronously, staged over 3 stages), with its own ragged sizes."""
 
 from __future__ import annotations
 
