@@ -279,8 +279,9 @@ def test_loops_the_general_schedule_cannot_take_keep_the_ring_with_a_note(func, 
 
 @pytest.mark.parametrize("name", list(AB.CONFIGS))
 def test_the_conformance_attention_cases_are_specialized(name):
-    """tests/conformance runs these on the GPU (flash_attention_bhsd_*); the older flash_attention_*
-    cases (TileLang's bshd layout, 1 stage, K and V not the tensors' last two dims) stay on cp.async."""
+    """tests/conformance runs these on the GPU (flash_attention_bhsd_*; the bshd layout's
+    flash_attention_bshd_* are in test_tma_nd.py); the older flash_attention_* cases (bshd, 1 stage)
+    load K and V by TMA without a producer."""
     threads = AB.CONFIGS[name][8]
     art, kernel = _lower(AB.build(name)())
     assert "tc_setmaxnreg_inc<" in kernel and art.kernels[0].block == (threads + PRODUCER_THREADS,)
