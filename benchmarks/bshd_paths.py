@@ -33,7 +33,12 @@ PATHS = {
 # the paths to run; the sizes are those of TileLang's regression functions
 CASES = {
     "mha_fwd_bshd (1 stage, 128x128)": ((1, 32, 256, 128, False, 128, 128, 1, 128, 1), list(PATHS)),
-    "mha_fwd_bshd B8 S1024": ((8, 32, 1024, 128, False, 128, 128, 1, 128, 1), ["default", "no_ws"]),
+    # mha_inference's split kernel: 128x64 tiles, 2 stages, 128 threads, 512 keys per block (a batch of 4 for
+    # its 4 splits of KV_CTX 2048; 512 queries, not 128)
+    "mha_inference-like (128x64)": (
+        (4, 32, 512, 128, False, 128, 64, 2, 128, 1),
+        ["default", "no_overlap", "no_tma"],
+    ),
     "gqa_fwd_bshd (2 stages, 64x64)": ((1, 16, 1024, 128, False, 64, 64, 2, 128, 16), ["default", "no_tma"]),
 }
 
