@@ -44,8 +44,11 @@ from tilecraft.ir.eval import evaluate
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import Mutator, walk
 from tilecraft.testing.conformance import attention_bhsd as AB
+from tilecraft.testing.conformance import attention_bshd as AS
 from tilecraft.testing.conformance import clusters as CL
 from tilecraft.testing.conformance import persistent_tiles as PT
+from tilecraft.testing.conformance import register_operands as R
+from tilecraft.testing.conformance import regressions as D
 from tilecraft.transform.simt.barriers import PIPELINED_BUFFERS
 from tilecraft.transform.widen_fragments import widen_fragments
 
@@ -367,6 +370,15 @@ KERNELS = {
     "one-warpgroup": (lambda: AB.mha_fwd_bhsd(*AB.CONFIGS["causal_one_warpgroup"]), [{"bx": 0}, {"bx": 3}]),
     "one-tile": (lambda: AB.mha_fwd_bhsd(*AB.CONFIGS["one_tile_three_stages"]), [{"bx": 0}]),
     "p-shared": (lambda: AB.mha_fwd_bhsd(*AB.CONFIGS["p_shared"]), [{"bx": 1}]),  # named barriers in the loop
+    # one stage per tile (TileLang's num_stages=1): the producer refills K and V each once released
+    "one-stage": (lambda: AB.mha_fwd_bhsd(1, 2, 200, 64, True, 64, 64, 1, 128), [{"bx": 0}, {"bx": 3}]),
+    # TileLang's bshd layout: 4-D boxes (attention_bshd.py), grouped heads, one stage
+    "bshd-grouped": (lambda: AS.mha_fwd_bshd(*AS.CONFIGS["causal_grouped"]), [{"bx": 1, "by": 3}]),
+    "bshd-one-stage": (lambda: AS.mha_fwd_bshd(*AS.CONFIGS["one_stage"]), [{"bx": 2, "bz": 0}]),
+    # other one-stage loops of the conformance kit: register-A gemms (x loaded by the consumers), and a
+    # softmax over one TMA-fed gemm whose row maxima go to a shared tile
+    "register-a-one-stage": (R.fragment_a_from_global, [{"bx": 1}]),
+    "decode-scores-one-stage": (D.decode_scores, [{}]),
     "gemm": (lambda: gemm(1000, 1032, 520, 128, 128, 64, 128, 3, "float16", "NT"), [{"bx": 0, "by": 0}]),
     "gemm-one-tile": (
         lambda: gemm(256, 256, 64, 128, 128, 64, 128, 3, "float16", "TN"),

@@ -22,8 +22,9 @@ wgmma gemms only (a GEMM) has one ring pair: wait for tile k, issue its wgmmas (
 release stage (k-1) % s, whose wgmmas have then completed; a `wait_group 0` follows. A loop with other
 code (flash attention) has a ring pair per copy: the consumer runs the body in its order with each copy
 replaced by the wait for its tile, and releases each tile after the last statement that reads it
-(`_releases`; gemms there complete in place). The warp-specialize pass later puts the two loops on
-their own warpgroups. In a GEMM of thread-block clusters with TMA multicast switched on (multicast.py),
+(`_releases`; gemms there complete in place), which works with one stage per tile too (num_stages=1:
+the producer refills a tile once its last reader is done, while the consumers work on the other tiles).
+The warp-specialize pass later puts the two loops on their own warpgroups. In a GEMM of thread-block clusters with TMA multicast switched on (multicast.py),
 the copies the cluster's blocks share become multicast slices and the empty rings count the consumer
 warps of every block of the cluster, each warp releasing a stage in all of them.
 """
@@ -240,7 +241,8 @@ class _Pipeline(Mutator):
         if s.kind is not S.ForKind.PIPELINED:
             return s
         stages = S.annotation(s.annotations, "num_stages") or 0
-        if stages >= 2 and E.const_value(s.min) == 0:
+        # one stage pipelines only on a producer warpgroup (the general schedule; warp_specialize.py)
+        if (stages >= 2 or (specialized and stages == 1)) and E.const_value(s.min) == 0:
             rebuilt = self._pipeline(s, stages, specialized)
             if rebuilt is not None:
                 return rebuilt
@@ -375,7 +377,7 @@ class _Pipeline(Mutator):
         k, n = loop.loop_var, loop.extent
         if self.cluster is not None:
             note(loop, "only a GEMM's loop (TMA loads and wgmma gemms) multicasts", MULTICAST)
-        stage, use = E.floormod(k, stages), E.floordiv(k, stages)
+        stage, use = _ring_slot(k, stages)
         copies = [s for s in stmts if isinstance(s, TmaCopy)]
         rings = {id(c): (self.rings + 1 + 2 * i, self.rings + 2 + 2 * i) for i, c in enumerate(copies)}
         self.rings += 2 * len(copies)
@@ -389,7 +391,7 @@ class _Pipeline(Mutator):
 
         def pieces_at(it: E.Expr) -> list[Piece]:
             """Each statement of iteration `it` as the consumers run it, with the releases after it."""
-            at, use_at = E.floormod(it, stages), E.floordiv(it, stages)
+            at, use_at = _ring_slot(it, stages)
             pieces = []
             for pos, s in enumerate(stmts):
                 if isinstance(s, TmaCopy):
@@ -422,6 +424,14 @@ class _Pipeline(Mutator):
             note(loop, reason, "T.Pipelined loop keeps its gemms apart (no gemm-softmax overlap)")
         body = S.seq(*(x for stmt, releases in pieces_at(k) for x in (stmt, *releases)))
         return [S.For(k, E.const(0), n, S.ForKind.SERIAL, body, annotations, span=loop.span)]
+
+
+def _ring_slot(it: E.Expr, stages: int) -> tuple[E.Expr, E.Expr]:
+    """The stage iteration `it` uses and how many times it was used before (stage 0, use `it` for a ring
+    of one stage)."""
+    if stages == 1:
+        return E.const(0), it
+    return E.floormod(it, stages), E.floordiv(it, stages)
 
 
 def _releases(stmts: list[S.Stmt]) -> dict[int, list[TmaCopy]]:

@@ -1,13 +1,16 @@
 """Warp specialization of TMA pipelines (sm_90a): a producer warpgroup issues the loads.
 
-Which loops: the only `T.Pipelined` loop of a kernel (num_stages >= 2, starting at 0) whose tiles are
+Which loops: the only `T.Pipelined` loop of a kernel (num_stages >= 1, starting at 0) whose tiles are
 all loaded by unconditional TMA copies at the top level of its body (no cp.async, no tile loaded by the
 threads' own loads, no tile filled by two copies), at the kernel's top level (below its lets,
 allocations and layout annotations, not inside another loop or branch), in a kernel of 128 or 256
 threads in one dimension, whose trip count and TMA coordinates the producer can compute alone. The
-body is either only TMA copies and wgmma gemms of shared operands (the GEMM's schedule) or has other
-code too (flash attention's softmax between its gemms: the general schedule), whose statements must
-not write a loaded tile nor read one before its copy. Anything else keeps the pipeline without a
+body is either only TMA copies and wgmma gemms of shared operands (the GEMM's schedule, num_stages >=
+2: a stage is released when the next one's wgmmas are issued) or has other code too (flash attention's
+softmax between its gemms: the general schedule, which releases each tile after its last reader, so one
+stage per tile overlaps too: V(k) loads during Q @ K(k)^T and the softmax, K(k+1) during P @ V(k), as
+TileLang's warp specialization does at num_stages=1), whose statements must not write a loaded tile nor
+read one before its copy. Anything else keeps the pipeline without a
 producer, with a note on stderr under TILECRAFT_VERBOSE saying why (`specialization_candidate`).
 
 inject-software-pipeline builds the two halves of such a loop (`ProducerLoop`, then the consumer loop);
@@ -150,8 +153,8 @@ def _count_refusal(loops: list[S.For]) -> str | None:
 
 def _loop_refusal(loop: S.For, general: bool) -> str | None:
     stages = S.annotation(loop.annotations, "num_stages") or 0
-    if stages < 2 or E.const_value(loop.min) != 0:
-        return f"num_stages={stages} (a producer needs at least 2 stages) or the loop does not start at 0"
+    if stages < 1 or E.const_value(loop.min) != 0:
+        return f"num_stages={stages} (a producer needs at least 1 stage) or the loop does not start at 0"
     stmts = loop_statements(loop)
     nested = [n for s in stmts if not isinstance(s, TmaCopy) for n in walk(s) if isinstance(n, TmaCopy)]
     if nested:
@@ -167,6 +170,9 @@ def _loop_refusal(loop: S.For, general: bool) -> str | None:
     if refilled is not None:
         return f"two copies of the loop fill {refilled} (a stage holds one tile)"
     if gemms_only(stmts):
+        if stages < 2:
+            # a stage is released once the next one's wgmmas are issued, so one stage would wait on itself
+            return "num_stages=1 in a loop of TMA loads and gemms only (the GEMM schedule needs at least 2 stages)"
         return None
     if not general:
         return (

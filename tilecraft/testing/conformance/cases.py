@@ -16,6 +16,7 @@ import numpy as np
 
 import tilecraft.language as T
 from tilecraft.testing.conformance import attention_bhsd as AB
+from tilecraft.testing.conformance import attention_bshd as AS
 from tilecraft.testing.conformance import clusters as CL
 from tilecraft.testing.conformance import convolution as CV
 from tilecraft.testing.conformance import fragment_rows as FR
@@ -484,6 +485,9 @@ CASES = [
     # Flash attention whose pipelined loop is warp-specialized on sm_90a (softmax between TMA-fed gemms).
     *(Case(f"flash_attention_bhsd_{name}", AB.build(name), AB.inputs(name), AB.reference(name), 5e-3)
       for name in AB.CONFIGS),
+    # TileLang's bshd layout: K[b, rows, h, :] is a TMA box of a 4-D map on sm_90a (a 3-D one when packed).
+    *(Case(f"flash_attention_bshd_{name}", AS.build(name), AS.inputs(name), AS.reference(name), 5e-3)
+      for name in AS.CONFIGS),
 ]  # fmt: skip
 
 DYNAMIC_SIZES = (1000, 4097, 5)
