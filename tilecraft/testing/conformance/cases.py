@@ -15,6 +15,7 @@ import numpy as np
 
 import tilecraft.language as T
 from tilecraft.testing.conformance import attention_bhsd as AB
+from tilecraft.testing.conformance import block_sparse as BS
 from tilecraft.testing.conformance import clusters as CL
 from tilecraft.testing.conformance import convolution as CV
 from tilecraft.testing.conformance import fragment_rows as FR
@@ -478,6 +479,10 @@ CASES = [
     # Flash attention whose pipelined loop is warp-specialized on sm_90a (softmax between TMA-fed gemms).
     *(Case(f"flash_attention_bhsd_{name}", AB.build(name), AB.inputs(name), AB.reference(name), 5e-3)
       for name in AB.CONFIGS),
+    # A pipelined loop under a mask read from global memory: on sm_90a its ring counts the taken iterations.
+    *(Case(f"blocksparse_gemm_{name}", BS.build_gemm(name), BS.gemm_inputs(name), BS.gemm_reference(name),
+           TOL[F16]) for name in BS.GEMM_CONFIGS),
+    Case("blocksparse_attention_bhsd", BS.attention, BS.attention_inputs, BS.attention_reference, 5e-3),
 ]  # fmt: skip
 
 DYNAMIC_SIZES = (1000, 4097, 5)
