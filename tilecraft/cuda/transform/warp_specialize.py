@@ -68,6 +68,7 @@ from tilecraft.cuda.ir import (
     WgmmaWait,
     shared_accesses,
 )
+from tilecraft.cuda.transform.guards import guard_refusal, loop_body
 from tilecraft.cuda.transform.multicast import multicasts
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
@@ -132,6 +133,7 @@ def specialization_candidate(
     reason = (
         _threads_refusal(launch)
         or _count_refusal(loops)
+        or guard_refusal(launch, loop)  # the producer evaluates the loop's lets and guard alone
         or _loop_refusal(loop, general)
         or _producer_refusal(loop, launch)
         or _placement_refusal(launch.body, loop, launch)
@@ -207,7 +209,8 @@ def _loaded_by_threads(body: S.Stmt) -> str | None:
 
 
 def loop_statements(loop: S.For) -> list[S.Stmt]:
-    return list(loop.body.stmts) if isinstance(loop.body, S.SeqStmt) else [loop.body]
+    """The statements of the loop's body below its lets and guard (guards.loop_body)."""
+    return list(loop_body(loop).stmts)
 
 
 def gemms_only(stmts: list[S.Stmt]) -> bool:
@@ -328,6 +331,8 @@ def _persistent_refusal(body: S.Stmt, persistent: S.For, loop: S.For, launch: S.
         return "the loop is inside another loop within the T.Persistent loop"
     if any(isinstance(s, S.IfThenElse) for s in inner):
         return "the loop is in a branch within the T.Persistent loop (the ring counts every tile's trips)"
+    if loop_body(loop).guarded:
+        return "its copies are under a condition (the ring within T.Persistent counts every tile's trips)"
     if not gemms_only(loop_statements(loop)):
         return "inside T.Persistent only a GEMM's loop (TMA loads and wgmma gemms) keeps its producer"
     bound = {id(s.var) for s in inner if isinstance(s, S.LetStmt)} | {id(persistent.loop_var)}

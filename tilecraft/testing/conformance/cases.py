@@ -17,6 +17,7 @@ import numpy as np
 import tilecraft.language as T
 from tilecraft.testing.conformance import attention_bhsd as AB
 from tilecraft.testing.conformance import attention_bshd as AS
+from tilecraft.testing.conformance import block_sparse as BS
 from tilecraft.testing.conformance import clusters as CL
 from tilecraft.testing.conformance import convolution as CV
 from tilecraft.testing.conformance import fragment_rows as FR
@@ -488,6 +489,10 @@ CASES = [
     # TileLang's bshd layout: K[b, rows, h, :] is a TMA box of a 4-D map on sm_90a (a 3-D one when packed).
     *(Case(f"flash_attention_bshd_{name}", AS.build(name), AS.inputs(name), AS.reference(name), 5e-3)
       for name in AS.CONFIGS),
+    # A pipelined loop under a mask read from global memory: on sm_90a its ring counts the taken iterations.
+    *(Case(f"blocksparse_gemm_{name}", BS.build_gemm(name), BS.gemm_inputs(name), BS.gemm_reference(name),
+           TOL[F16]) for name in BS.GEMM_CONFIGS),
+    Case("blocksparse_attention_bhsd", BS.attention, BS.attention_inputs, BS.attention_reference, 5e-3),
 ]  # fmt: skip
 
 DYNAMIC_SIZES = (1000, 4097, 5)
