@@ -37,10 +37,9 @@ from tilecraft.backend import (
     check_idempotent,
     create_backend_context,
     lookup_target_kind,
-    plugin_problems,
-    registered_backends,
 )
-from tilecraft.backend._loader import BACKENDS, plugin_source
+from tilecraft.backend._loader import BACKENDS, plugin_problems, plugin_source
+from tilecraft.backend.registry import registered_backends
 from tilecraft.errors import BackendError, LoweringError, ToolchainNotFound
 from tilecraft.testing.conformance import (
     CASES,

@@ -25,8 +25,10 @@ from pathlib import Path
 from string import Template as TextTemplate
 
 from tilecraft import __version__
-from tilecraft.backend import BackendModule, lookup_target_kind, registered_backends, registered_target_kinds
+from tilecraft.backend import BackendModule, lookup_target_kind
 from tilecraft.backend._loader import BACKENDS, EXECUTION_BACKENDS, plugin_source
+from tilecraft.backend.registry import registered_backends
+from tilecraft.backend.target_kind import registered_target_kinds
 from tilecraft.errors import BackendError
 from tilecraft.tools.audit import find_backend
 
@@ -423,13 +425,13 @@ MANIFEST = register_backend(
 TEST_BACKEND = '''
 """Registration and target rules of the $name backend (what `tilecraft backend check $name` checks first)."""
 
-from tilecraft.backend import backend_for, check_idempotent, registered_backends
+from tilecraft.backend import backend_for, check_idempotent, lookup_target_kind
 from $package.backend import MANIFEST
-from $package.target import KIND
+from $package.target import KIND, TARGET_KIND
 
 
-def test_the_entry_point_registers_the_manifest():
-    assert MANIFEST in registered_backends()
+def test_the_target_kind_is_registered():
+    assert lookup_target_kind(KIND) is TARGET_KIND
 
 
 def test_examples_normalize_idempotently_and_select_this_backend():
