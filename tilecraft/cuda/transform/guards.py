@@ -155,7 +155,7 @@ def _varying_reason(e: E.Expr, varying: set[int], written: set[Buffer]) -> str |
 def _varying_above(launch: S.KernelLaunch, loop: S.For, written: set[Buffer]) -> set[int]:
     """The variables (ids) bound between the launch and the loop whose values may differ between the
     block's threads: the thread indices, lets of such values and loops with such bounds."""
-    path = _path(launch.body, loop)
+    path = statement_path(launch.body, loop)
     assert path is not None, "guard_refusal takes the launch's own loop"
     varying = {id(v) for v in launch.thread_vars}
     for s in path[:-1]:
@@ -166,13 +166,13 @@ def _varying_above(launch: S.KernelLaunch, loop: S.For, written: set[Buffer]) ->
     return varying
 
 
-def _path(node, target) -> list[S.Stmt] | None:
+def statement_path(node, target) -> list[S.Stmt] | None:
     """The statements from `node` down to `target`, both included (None: not below `node`)."""
     if node is target:
         return [node]
     for child in children(node) if isinstance(node, S.Stmt) else ():
         for item in child if isinstance(child, tuple) else (child,):
-            found = _path(item, target) if isinstance(item, S.Stmt) else None
+            found = statement_path(item, target) if isinstance(item, S.Stmt) else None
             if found is not None:
                 return [node, *found]
     return None

@@ -68,12 +68,12 @@ from tilecraft.cuda.ir import (
     WgmmaWait,
     shared_accesses,
 )
-from tilecraft.cuda.transform.guards import guard_refusal, loop_body
+from tilecraft.cuda.transform.guards import guard_refusal, loop_body, statement_path
 from tilecraft.cuda.transform.multicast import multicasts
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
-from tilecraft.ir.visitor import Mutator, children, free_vars, substitute, walk
+from tilecraft.ir.visitor import Mutator, free_vars, substitute, walk
 from tilecraft.transform.simt.barriers import SHARED, Accesses, is_sync
 
 # The general schedule (loops with code between their TMA-fed gemms): on by default; False switches it
@@ -279,22 +279,10 @@ def enclosing_lets(body: S.Stmt, target: S.Stmt) -> dict[E.Var, E.Expr]:
     (each outer value substituted into the inner ones). The producer runs above the lets that the split
     leaves in the consumers' branch, so its trip count and coordinates take these values inlined."""
     values: dict[E.Var, E.Expr] = {}
-    for s in _path(body, target) or ():
+    for s in statement_path(body, target) or ():
         if isinstance(s, S.LetStmt):
             values[s.var] = substitute(s.value, values)
     return values
-
-
-def _path(node, target) -> list[S.Stmt] | None:
-    """The statements from `node` down to `target`, both included (None: not below `node`)."""
-    if node is target:
-        return [node]
-    for child in children(node) if isinstance(node, S.Stmt) else ():
-        for item in child if isinstance(child, tuple) else (child,):
-            found = _path(item, target) if isinstance(item, S.Stmt) else None
-            if found is not None:
-                return [node, *found]
-    return None
 
 
 def _placement_refusal(body: S.Stmt, loop: S.For, launch: S.KernelLaunch) -> str | None:
@@ -312,7 +300,7 @@ def _placement_refusal(body: S.Stmt, loop: S.For, launch: S.KernelLaunch) -> str
 
 def persistent_loop(body: S.Stmt, loop: S.Stmt) -> S.For | None:
     """The T.Persistent loop around `loop`, if the loop is in one."""
-    for s in _path(body, loop) or ():
+    for s in statement_path(body, loop) or ():
         if isinstance(s, S.For) and S.annotation(s.annotations, S.PERSISTENT) and s is not loop:
             return s
     return None
@@ -326,7 +314,7 @@ def _persistent_refusal(body: S.Stmt, persistent: S.For, loop: S.For, launch: S.
     branch skipping the loop for some tiles would break."""
     if split_point(body, lambda s: s is persistent) is None:
         return "the T.Persistent loop around it is inside another loop or a branch"
-    inner = _path(persistent.body, loop) or []
+    inner = statement_path(persistent.body, loop) or []
     if any(isinstance(s, S.For) and s is not loop for s in inner):
         return "the loop is inside another loop within the T.Persistent loop"
     if any(isinstance(s, S.IfThenElse) for s in inner):
