@@ -10,7 +10,7 @@ import pytest
 import tilecraft
 import tilecraft.language as T
 from tests.cuda.test_tma import FakeDriver_call
-from tilecraft.backend.artifact import TensorMapInfo
+from tilecraft.runtime.artifact import TensorMapInfo
 from tilecraft.ir import dtype as dt
 from tilecraft.testing.conformance import attention_bshd as AS
 from tilecraft.testing.filecheck import filecheck
