@@ -574,7 +574,7 @@ GUARDED = {
     # name: (kernel, the mask's shape, the block indices its rows take, the mask's index of a block
     # and iteration)
     "gemm": (BS.build_gemm("example"), (3, 3, 13), lambda b, k: (b["by"], b["bx"], k)),
-    "gemm-three-stages": (BS.build_gemm("three_stages"), (3, 2, 7), lambda b, k: (b["by"], b["bx"], k)),
+    "gemm-three-stages": (BS.build_gemm("three_stages"), (5, 3, 7), lambda b, k: (b["by"], b["bx"], k)),
     "attention": (BS.attention, (1, 2, 5, 5), lambda b, k: (b["bz"], b["by"], b["bx"], k)),
 }
 

@@ -15,9 +15,9 @@ import tilecraft.language as T
 
 # M and K ragged against the tiles; N a multiple of 8 elements (TMA rows), ragged against 128 and 256
 GEMM_SHAPE = (272, 264, 392)
-# name -> (block_M, block_N, block_K, stages, threads): TileLang's example config, and two consumer
-# warpgroups with a ring of three
-GEMM_CONFIGS = {"example": (128, 128, 32, 2, 128), "three_stages": (128, 256, 64, 3, 256)}
+# name -> (block_M, block_N, block_K, stages, threads): TileLang's example config, and a ring of three
+# (smaller tiles: the OpenCL conformance run compiles these kernels with pocl, minutes for large ones)
+GEMM_CONFIGS = {"example": (128, 128, 32, 2, 128), "three_stages": (64, 128, 64, 3, 128)}
 
 
 def _ceil(a: int, b: int) -> int:
