@@ -26,10 +26,18 @@ run conformance-default "{}" "(cuda-nvrtc and ($PIPELINED)) or (cuda-nvcc and bl
 run blocksparse-tma-ring '{"tl.disable_warp_specialized": true}' "cuda-nvrtc and blocksparse"
 run blocksparse-cp-async '{"tl.disable_tma_lower": true}' "cuda-nvrtc and blocksparse"
 run blocksparse-mma-sync '{"tl.disable_wgmma": true}' "cuda-nvrtc and blocksparse"
-if [ -d "${TL_EXAMPLES:-}" ]; then  # TileLang's example as written, with its own check against torch
+if [ -d "${TL_EXAMPLES:-}" ]; then  # TileLang's examples as written, with their own checks against torch
     timeout 60 python3 -m tilecraft.compat "$TL_EXAMPLES/blocksparse_gemm/example_blocksparse_gemm.py" \
         > "$OUT/example.txt" 2>&1
-    echo "TileLang's example (exit $?): $(grep -E 'Verification|Error' "$OUT/example.txt" | tail -1)"
+    echo "blocksparse_gemm example (exit $?): $(grep -E 'Verification|Error' "$OUT/example.txt" | tail -1)"
+    # sparse GQA decode (a let or a mask read from global memory around the K/V copies): since the N-D TMA
+    # change these loops are warp-specialized on sm_90a with the guarded general schedule; their main()
+    # checks against a torch reference (assert_close raises on a mismatch)
+    for ex in indice mask; do
+        (cd "$TL_EXAMPLES/blocksparse_attention" && timeout 90 python3 -m tilecraft.compat \
+            "example_tilelang_sparse_gqa_decode_varlen_$ex.py") > "$OUT/gqa_decode_$ex.txt" 2>&1
+        echo "sparse_gqa_decode_varlen_$ex example (exit $?; 0: its check passed): $(grep -E 'Error' "$OUT/gqa_decode_$ex.txt" | tail -1)"
+    done
 fi
 timeout 120 python3 benchmarks/blocksparse_gemm.py --json "$OUT/blocksparse_gemm.json" > "$OUT/bench.txt" 2>&1
 echo "benchmark (exit $?):"; cat "$OUT/bench.txt" | tail -8
