@@ -570,12 +570,21 @@ def test_the_simulator_catches_a_broken_cluster_protocol(broken, symptom):
 
 # ---------------------------------------------------------------- guarded loops (block-sparse kernels)
 
+def _slots(mask: np.ndarray) -> np.ndarray:
+    """NSA's form of a mask: a taken slot holds a key block (its own number), a skipped one -1."""
+    return np.where(mask, np.arange(mask.shape[-1], dtype=np.int32), np.int32(-1))
+
+
+GEMM_ROW = lambda b, k: (b["by"], b["bx"], k)  # noqa: E731
+ATTENTION_ROW = lambda b, k: (b["bz"], b["by"], b["bx"], k)  # noqa: E731
 GUARDED = {
-    # name: (kernel, the mask's shape, the block indices its rows take, the mask's index of a block
-    # and iteration)
-    "gemm": (BS.build_gemm("example"), (3, 3, 13), lambda b, k: (b["by"], b["bx"], k)),
-    "gemm-three-stages": (BS.build_gemm("three_stages"), (3, 2, 7), lambda b, k: (b["by"], b["bx"], k)),
-    "attention": (BS.attention, (1, 2, 5, 5), lambda b, k: (b["bz"], b["by"], b["bx"], k)),
+    # name: (kernel, the mask's shape, its index of a block and iteration, the memory the kernel reads
+    # for a mask)
+    "gemm": (BS.build_gemm("example"), (3, 3, 13), GEMM_ROW, None),
+    "gemm-three-stages": (BS.build_gemm("three_stages"), (5, 3, 7), GEMM_ROW, None),
+    "attention": (BS.attention, (1, 2, 5, 5), ATTENTION_ROW, None),
+    # a let reads the slot's key block, the guard skips -1, the TMA coordinates come from the let
+    "selected-attention": (BS.selected_attention, (1, 2, 5, BS.SELECTED), ATTENTION_ROW, _slots),
 }
 
 
@@ -600,15 +609,15 @@ def test_a_guarded_pipeline_loads_and_consumes_each_taken_iteration_once(name):
     """Producer and consumers count the iterations the mask takes and run the ring on that count: no
     deadlock, no stale or overwritten tile, and each staged tile of a taken iteration is loaded once and
     read by every consumer warp in that same iteration, for masks taking none, all, one (first, middle,
-    last) and random sets of the iterations."""
-    make, shape, index = GUARDED[name]
+    last) and random sets of the iterations (GEMM schedule, general schedule, and a let above the guard)."""
+    make, shape, index, memory = GUARDED[name]
     launch = _launch(make())
     staged = {load.dst.name for n in walk(launch.body) if isinstance(n, TmaCopy) for load in n.loads} - {"Q_shared"}
     block = dict.fromkeys(("bx", "by", "bz"), 0)
     for mask_name, mask in _masks(shape).items():
         taken = [k for k in range(shape[-1]) if mask[index(block, k)]]
         for seed in range(4):
-            procs = simulate(launch, block, seed, {"BlockMask": mask})
+            procs = simulate(launch, block, seed, {"BlockMask": mask if memory is None else memory(mask)})
             producer, warps = procs[0], procs[1:]
             for buf in staged:
                 loaded = [k for b, k in producer.loaded if b == buf]

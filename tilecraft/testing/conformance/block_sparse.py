@@ -15,9 +15,9 @@ import tilecraft.language as T
 
 # M and K ragged against the tiles; N a multiple of 8 elements (TMA rows), ragged against 128 and 256
 GEMM_SHAPE = (272, 264, 392)
-# name -> (block_M, block_N, block_K, stages, threads): TileLang's example config, and two consumer
-# warpgroups with a ring of three
-GEMM_CONFIGS = {"example": (128, 128, 32, 2, 128), "three_stages": (128, 256, 64, 3, 256)}
+# name -> (block_M, block_N, block_K, stages, threads): TileLang's example config, and a ring of three
+# (smaller tiles: the OpenCL conformance run compiles these kernels with pocl, minutes for large ones)
+GEMM_CONFIGS = {"example": (128, 128, 32, 2, 128), "three_stages": (64, 128, 64, 3, 128)}
 
 
 def _ceil(a: int, b: int) -> int:
@@ -104,20 +104,45 @@ def masked_product(a: np.ndarray, b: np.ndarray, mask: np.ndarray, tile) -> np.n
 ATTENTION = (1, 2, 300, 64, 64, 64, 2, 128)  # batch, heads, seq (ragged), dim, block_m, block_n, stages, threads
 
 
-def blocksparse_attention(batch, heads, seq, dim, block_m, block_n, stages, threads):
+def blocksparse_attention(batch, heads, seq, dim, block_m, block_n, stages, threads, selected=0):
     """Flash attention in the (batch, heads, seq, dim) layout over the key blocks `BlockMask[b, h, q, k]`
-    selects: the whole body (both TMA copies, the softmax and both gemms) is under the mask."""
+    selects: the whole body (both TMA copies, the softmax and both gemms) is under the mask. With
+    `selected` > 0, NSA's form instead: the loop runs over `selected` slots of `BlockIndices[b, h, q, s]`,
+    a let takes the slot's key block and the guard skips the slots holding -1; the TMA coordinates
+    come from the let."""
     scale = (1.0 / dim) ** 0.5 * 1.44269504  # log2(e)
     shape = [batch, heads, seq, dim]
-    blocks = (batch, heads, _ceil(seq, block_m), _ceil(seq, block_n))
+    blocks = (batch, heads, _ceil(seq, block_m), selected or _ceil(seq, block_n))
     dtype, accum = "float16", "float32"
+
+    @T.macro
+    def attend(K, V, Q_shared, K_shared, V_shared, acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev,
+               scores_scale, scores_sum, logsum, k, by, bz):  # fmt: skip
+        T.copy(K[bz, by, k * block_n : (k + 1) * block_n, :], K_shared)
+        for i, j in T.Parallel(block_m, block_n):
+            acc_s[i, j] = T.if_then_else(k * block_n + j >= seq, -T.infinity(accum), 0)
+        T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+        T.copy(scores_max, scores_max_prev)
+        T.reduce_max(acc_s, scores_max, dim=1, clear=False)
+        for i in T.Parallel(block_m):
+            scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
+        for i, j in T.Parallel(block_m, block_n):
+            acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
+        T.reduce_sum(acc_s, scores_sum, dim=1)
+        for i in T.Parallel(block_m):
+            logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+        T.copy(acc_s, acc_s_cast)
+        for i, j in T.Parallel(block_m, dim):
+            acc_o[i, j] *= scores_scale[i]
+        T.copy(V[bz, by, k * block_n : (k + 1) * block_n, :], V_shared)
+        T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
 
     @T.prim_func
     def blocksparse_attention(
         Q: T.Tensor(shape, dtype),
         K: T.Tensor(shape, dtype),
         V: T.Tensor(shape, dtype),
-        BlockMask: T.Tensor(blocks, "bool"),
+        BlockMask: T.Tensor(blocks, "int32" if selected else "bool"),
         Output: T.Tensor(shape, dtype),
     ):
         with T.Kernel(T.ceildiv(seq, block_m), heads, batch, threads=threads) as (bx, by, bz):
@@ -138,26 +163,17 @@ def blocksparse_attention(batch, heads, seq, dim, block_m, block_n, stages, thre
             T.fill(acc_o, 0)
             T.fill(logsum, 0)
             T.fill(scores_max, -T.infinity(accum))
-            for k in T.Pipelined(T.ceildiv(seq, block_n), num_stages=stages):
-                if BlockMask[bz, by, bx, k]:
-                    T.copy(K[bz, by, k * block_n : (k + 1) * block_n, :], K_shared)
-                    for i, j in T.Parallel(block_m, block_n):
-                        acc_s[i, j] = T.if_then_else(k * block_n + j >= seq, -T.infinity(accum), 0)
-                    T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                    T.copy(scores_max, scores_max_prev)
-                    T.reduce_max(acc_s, scores_max, dim=1, clear=False)
-                    for i in T.Parallel(block_m):
-                        scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
-                    for i, j in T.Parallel(block_m, block_n):
-                        acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
-                    T.reduce_sum(acc_s, scores_sum, dim=1)
-                    for i in T.Parallel(block_m):
-                        logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
-                    T.copy(acc_s, acc_s_cast)
-                    for i, j in T.Parallel(block_m, dim):
-                        acc_o[i, j] *= scores_scale[i]
-                    T.copy(V[bz, by, k * block_n : (k + 1) * block_n, :], V_shared)
-                    T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
+            if selected:
+                for s in T.Pipelined(selected, num_stages=stages):
+                    i_s = BlockMask[bz, by, bx, s]
+                    if i_s >= 0:
+                        attend(K, V, Q_shared, K_shared, V_shared, acc_s, acc_s_cast, acc_o, scores_max,
+                               scores_max_prev, scores_scale, scores_sum, logsum, i_s, by, bz)  # fmt: skip
+            else:
+                for k in T.Pipelined(T.ceildiv(seq, block_n), num_stages=stages):
+                    if BlockMask[bz, by, bx, k]:
+                        attend(K, V, Q_shared, K_shared, V_shared, acc_s, acc_s_cast, acc_o, scores_max,
+                               scores_max_prev, scores_scale, scores_sum, logsum, k, by, bz)  # fmt: skip
             for i, j in T.Parallel(block_m, dim):
                 acc_o[i, j] /= logsum[i]
             T.copy(acc_o, O_shared)
@@ -166,8 +182,15 @@ def blocksparse_attention(batch, heads, seq, dim, block_m, block_n, stages, thre
     return blocksparse_attention
 
 
+SELECTED = 4  # slots per query block (of 5 key blocks)
+
+
 def attention():
     return blocksparse_attention(*ATTENTION)
+
+
+def selected_attention():
+    return blocksparse_attention(*ATTENTION, selected=SELECTED)
 
 
 def attention_mask(rng, shape) -> np.ndarray:
@@ -200,3 +223,35 @@ def attention_reference(arrays) -> dict[int, np.ndarray]:
     s = np.where(keep, s, -np.inf)
     p = np.exp(s - s.max(-1, keepdims=True))
     return {4: (p / p.sum(-1, keepdims=True)) @ v}
+
+
+def selected_indices(mask: np.ndarray, rng) -> np.ndarray:
+    """NSA's index form of a mask over key blocks: per query block `SELECTED` slots, each the index of a
+    selected key block or -1, in random order (so skipped slots fall anywhere in the loop). `mask` must
+    select at most `SELECTED` blocks per row."""
+    out = np.full((*mask.shape[:-1], SELECTED), -1, np.int32)
+    for row in np.ndindex(mask.shape[:-1]):
+        picked = np.nonzero(mask[row])[0]
+        slots = rng.permutation(SELECTED)[: len(picked)]
+        out[row][slots] = picked
+    return out
+
+
+def selected_inputs(rng) -> list[np.ndarray]:
+    batch, heads, seq, dim, block_m, block_n = ATTENTION[:6]
+    qkv = [rng.standard_normal((batch, heads, seq, dim)).astype(np.float16) for _ in range(3)]
+    mask = attention_mask(rng, (batch, heads, _ceil(seq, block_m), _ceil(seq, block_n)))
+    mask[0, -1, -1, :] = False  # the full row: as many blocks as there are slots
+    mask[0, -1, -1, :SELECTED] = True
+    for row in np.ndindex(mask.shape[:-1]):  # at most SELECTED per row
+        extra = np.nonzero(mask[row])[0][SELECTED:]
+        mask[row][extra] = False
+    return [*qkv, selected_indices(mask, rng), np.full((batch, heads, seq, dim), np.nan, np.float16)]
+
+
+def selected_reference(arrays) -> dict[int, np.ndarray]:
+    indices = arrays[3]
+    mask = np.zeros((*indices.shape[:-1], _ceil(ATTENTION[2], ATTENTION[5])), bool)
+    for row in np.ndindex(indices.shape[:-1]):
+        mask[row][indices[row][indices[row] >= 0]] = True
+    return attention_reference([*arrays[:3], mask])

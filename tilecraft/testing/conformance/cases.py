@@ -493,6 +493,7 @@ CASES = [
     *(Case(f"blocksparse_gemm_{name}", BS.build_gemm(name), BS.gemm_inputs(name), BS.gemm_reference(name),
            TOL[F16]) for name in BS.GEMM_CONFIGS),
     Case("blocksparse_attention_bhsd", BS.attention, BS.attention_inputs, BS.attention_reference, 5e-3),
+    Case("selected_blocks_attention_bhsd", BS.selected_attention, BS.selected_inputs, BS.selected_reference, 5e-3),
 ]  # fmt: skip
 
 DYNAMIC_SIZES = (1000, 4097, 5)
