@@ -10,8 +10,8 @@ import pytest
 import tilecraft
 import tilecraft.language as T
 from tests.cuda.test_tma import FakeDriver_call
-from tilecraft.runtime.artifact import TensorMapInfo
 from tilecraft.ir import dtype as dt
+from tilecraft.runtime.artifact import TensorMapInfo
 from tilecraft.testing.conformance import attention_bshd as AS
 from tilecraft.testing.filecheck import filecheck
 
