@@ -167,8 +167,8 @@ def numpy_blas() -> str:
 
 def write_json(path: str, rows: list[tuple[str, float, float, str]], command: str) -> None:
     """The rows as benchmarks/report.py's workload `cpu-numpy`: one record each, times in ms."""
-    from tilecraft.backend.execution import host_device
     from tilecraft.execution.cc.toolchain import compiler
+    from tilecraft.runtime.devices import host_device
 
     cc = compiler()
     threads = "OpenMP" if cc.openmp else "no OpenMP"

@@ -226,6 +226,7 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?:type object|module) '([\w.]+)' has no attribute '(\w+)'"), "missing API: {0}.{1}"),
     (re.compile(r"'(\w+)' object has no attribute '(\w+)'"), "missing API: {0}.{1}"),
     (re.compile(r"must be str(?:ing)?, not '(DataType)'"), "dtype is not a str ({0})"),
+    (re.compile(r"`(tvm[\w.]*|tilelang[\w.]*)` is not provided"), "unmapped TVM or intrinsics: {0}"),
     (re.compile(r"tilecraft has no TVM|No module named '(tvm)\b|cannot import name '(tvm)'"), "uses TVM directly"),
     (re.compile(r"No module named '([\w]+)"), "needs package: {0}"),
     (re.compile(r"cannot import name '(\w+)' from '(tilecraft[\w.]*)'"), "missing API: {1}.{0}"),

@@ -29,10 +29,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import tilecraft  # noqa: E402
 import tilecraft.language as T  # noqa: E402
 from tilecraft.autotuner import AutoTuner, Executor  # noqa: E402
 from tilecraft.autotuner.executor import available_cores, default_executor  # noqa: E402
+from tilecraft.backend.detection import detect_target  # noqa: E402
 
 
 def gemm(M, N, K, dtype, block_M=64, block_N=64, block_K=32, threads=128, stages=2):
@@ -188,7 +188,7 @@ def main() -> None:
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH ('-': stdout)")
     args = parser.parse_args()
     if args.target == "auto":
-        args.target = str(tilecraft.backend.detect_target())
+        args.target = str(detect_target())
     if args.size is None:
         args.size = 128 if on_host(args.target) else 4096
     with tempfile.TemporaryDirectory(prefix="tune-scaleout-cache-") as cache:

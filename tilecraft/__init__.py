@@ -52,7 +52,7 @@ __all__ = ["__version__", "compile", "jit", *_LAZY]
 
 def __getattr__(name: str) -> Any:
     if name == "tvm":
-        _no_tvm()
+        return _tvm()
     if name in _SUBMODULES:
         return importlib.import_module(f"tilecraft.{name}")
     module = _LAZY.get(name)
@@ -63,14 +63,16 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-def _no_tvm() -> None:
-    # `from tilelang import tvm` in a TileLang program: an ImportError (not an AttributeError, which the
-    # import system would turn into a bare "cannot import name") says in one line what to use instead.
+def _tvm() -> Any:
+    # `from tilelang import tvm` in a TileLang program run through the import hook: tilecraft's `tvm`
+    # namespace (tilecraft.compat.tvm, the part of TVM TileLang's examples use); without the hook there is
+    # no `tvm` here.
     from tilecraft._modules import imported
 
     hook = imported("tilecraft.compat.hook")
-    if hook is not None and hook.installed():
-        raise hook.NoTvmError(hook.NO_TVM.format(name="from tilelang import tvm", doc=hook.COMPAT_DOC))
+    if hook is None or not hook.installed():
+        raise AttributeError("module 'tilecraft' has no attribute 'tvm'")
+    return importlib.import_module(hook.TVM_PACKAGE)
 
 
 def __dir__() -> list[str]:

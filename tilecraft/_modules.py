@@ -28,3 +28,12 @@ def optional(name: str) -> ModuleType | None:
         return importlib.import_module(name)
     except ImportError:
         return None
+
+
+def moved(module: str, name: str, home: str, why: str = "") -> ImportError:
+    """The error for `module.name`, a name that module no longer exports and that lives in `home` now.
+
+    An ImportError, so that `from module import name` shows this message rather than Python's own."""
+    hint = f"; {why}" if why else ""
+    fix = f"import it from there (`from {home} import {name}`)"
+    return ImportError(f"{module}.{name} moved to {home}: {fix}{hint}", name=name)

@@ -109,7 +109,7 @@ class _Signature:
         for i in self.outputs:
             p = kernel.params[i]
             shape = [_dim(e, env, p.name) for e in p.shape]
-            if p.dtype.is_packed:  # bytes, two values each (backend/packed.py)
+            if p.dtype.is_packed:  # bytes, two values each (runtime/packed.py)
                 shape[-1] = (shape[-1] + 1) // 2
             outputs.append(reference.new_empty(shape, dtype=_storage(p.dtype).as_torch()))
         return _returned(outputs, len(self.outputs))
@@ -131,8 +131,8 @@ def _eager_signature(function: Any) -> _Signature:
             f"{function.func.__name__} is a lazy-style @tilecraft.jit factory; pass the Kernel it returns "
             f"for your sizes: tilecraft.torch.custom_op({function.func.__name__}(...), name=...)"
         )
-    from tilecraft.backend.artifact import ParamInfo
     from tilecraft.jit.api import _normalize_out_idx
+    from tilecraft.runtime.artifact import ParamInfo
     from tilecraft.transform.written import written_params
 
     names = [n for n, p in function.signature.parameters.items() if p.default is p.empty]
@@ -205,7 +205,7 @@ def _bind_dims(params: Sequence[Any], inputs: Sequence[int], args: Sequence[Any]
 
 
 def _storage(dtype: Any) -> Any:
-    from tilecraft.backend.packed import storage_dtype
+    from tilecraft.runtime.packed import storage_dtype
 
     return storage_dtype(dtype) if dtype.is_packed else dtype
 

@@ -24,18 +24,14 @@ from tilecraft.backend import (  # noqa: E402
     HostCodegen,
     PassPipeline,
     TargetKind,
-    isolated_registry,
-    mark_role,
     module_pass,
     register_backend,
     register_target_kind,
 )
-from tilecraft.execution import (  # noqa: E402
-    Availability,
-    CachedExecutionBackend,
-    ExecutionBackendSpec,
-    Loaded,
-)
+from tilecraft.backend.registry import isolated_registry  # noqa: E402
+from tilecraft.backend.split import mark_role  # noqa: E402
+from tilecraft.execution import Availability, CachedExecutionBackend, ExecutionBackendSpec  # noqa: E402
+from tilecraft.runtime import Loaded  # noqa: E402
 
 TOY_MODULE = "tilecraft_tests_toy_execution"
 

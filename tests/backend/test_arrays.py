@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tilecraft.backend.arrays import as_array_arg, from_array_interface
 from tilecraft.errors import ArgumentError
 from tilecraft.ir import dtype as dt
+from tilecraft.runtime.arrays import as_array_arg, from_array_interface
 
 
 class Interface:

@@ -4,19 +4,13 @@ import pickle
 
 import pytest
 
-from tilecraft.backend import (
-    ArtifactError,
-    CompiledArtifact,
-    DeviceCode,
-    HostCode,
-    KernelInfo,
-    ParamInfo,
-    Target,
-)
+from tilecraft.backend import DeviceCode, HostCode, Target
+from tilecraft.backend.errors import ArtifactError
 from tilecraft.ir import Buffer, PrimFunc, Var
 from tilecraft.ir import dtype as dt
 from tilecraft.ir.expr import const
 from tilecraft.ir.stmt import Evaluate
+from tilecraft.runtime import CompiledArtifact, KernelInfo, ParamInfo
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tilecraft import settings
-from tilecraft.backend import Target, TargetError, TargetKind, detect_target, detection_report
-from tilecraft.backend.detection import detection_order, named_only_kinds
+from tilecraft.backend import Target, TargetError, TargetKind
+from tilecraft.backend.detection import detect_target, detection_order, detection_report, named_only_kinds
 
 
 @pytest.fixture(autouse=True)

@@ -64,7 +64,8 @@ class Registered:
 
 
 def registered() -> Registered:
-    from tilecraft.backend import registered_backends, registered_target_kinds
+    from tilecraft.backend.registry import registered_backends
+    from tilecraft.backend.target_kind import registered_target_kinds
 
     names: set[str] = set()
     packages = {_module_of(d) for d in _backend_dirs() if d.relative_to(PACKAGE).parts[0] != "compat"}

@@ -87,7 +87,7 @@ GARBAGE = ("gar bage -x=", "'", "-1", "~no-such-user-xyz/x")
 def fresh_availability():
     """Availability probes are cached per process: these tests break the environment, so they probe
     afresh and leave no verdict behind for later tests."""
-    from tilecraft.backend import registered_backends
+    from tilecraft.backend.registry import registered_backends
     from tilecraft.execution import registered_execution_backends
 
     def reset():

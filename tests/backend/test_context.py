@@ -2,16 +2,13 @@
 
 import pytest
 
-from tilecraft.backend import (
-    BackendContext,
+from tilecraft.backend import BackendContext, HostCodegenHook, Target, create_backend_context
+from tilecraft.backend.errors import (
     ExecutionBackendNotDeclared,
     ExecutionBackendUnavailable,
-    HostCodegenHook,
     NoExecutionBackendAvailable,
-    Target,
-    create_backend_context,
-    split_host_device,
 )
+from tilecraft.backend.split import split_host_device
 from tilecraft.errors import BackendError
 from tilecraft.execution import Availability, ExecutionBackendSpec
 

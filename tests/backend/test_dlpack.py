@@ -12,10 +12,10 @@ import pytest
 
 import tilecraft
 import tilecraft.language as T
-from tilecraft.backend import dlpack
-from tilecraft.backend.arrays import as_array_arg
 from tilecraft.errors import ArgumentError
 from tilecraft.ir import dtype as dt
+from tilecraft.runtime import dlpack
+from tilecraft.runtime.arrays import as_array_arg
 
 
 class OnlyDLPack:

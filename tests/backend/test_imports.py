@@ -8,11 +8,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = (
-    "tilecraft.settings", "tilecraft.backend", "tilecraft.backend.artifact", "tilecraft.backend.codegen",
-    "tilecraft.backend.context", "tilecraft.backend.detection", "tilecraft.backend.module",
-    "tilecraft.backend.pipeline", "tilecraft.backend.registry", "tilecraft.backend.target",
-    "tilecraft.backend.execution", "tilecraft.backend.execution_registry", "tilecraft.backend.arrays",
-    "tilecraft.backend.timing", "tilecraft.execution", "tilecraft.execution.base", "tilecraft.execution.cache",
+    "tilecraft.settings", "tilecraft.backend", "tilecraft.backend.codegen", "tilecraft.backend.context",
+    "tilecraft.backend.detection", "tilecraft.backend.module", "tilecraft.backend.pipeline",
+    "tilecraft.backend.registry", "tilecraft.backend.target", "tilecraft.backend.execution",
+    "tilecraft.backend.execution_registry", "tilecraft.runtime", "tilecraft.runtime.artifact",
+    "tilecraft.runtime.arrays", "tilecraft.runtime.launch", "tilecraft.runtime.timing", "tilecraft.execution", "tilecraft.execution.base", "tilecraft.execution.cache",
     "tilecraft.execution.cuda_driver.runtime", "tilecraft.execution.nvrtc.backend",
     "tilecraft.execution.nvcc.backend", "tilecraft.tools.cli",
 )  # fmt: skip

@@ -1,5 +1,5 @@
 """Layers import downwards only (boundary 10 of ARCHITECTURE.md): the front end (jit/, tools/ ...) ->
-target backends -> execution/ -> the core (backend/, transform/, layout/, codegen/, language/, ir/).
+target backends -> execution/ -> the core (backend/, runtime/, transform/, layout/, codegen/, language/, ir/).
 
 The import graph is read statically from every module under `tilecraft/`: each `import` and
 `from ... import`, wherever it stands (inside functions and `if TYPE_CHECKING:` blocks too: a name used
@@ -36,7 +36,7 @@ LAYERS = {
     FRONT_END: ("jit", "tools", "autotuner", "profiler", "engine", "compat", "testing", "utils", "env", "math", "torch",
                 "__main__"),
     EXECUTION: ("execution",),
-    CORE: ("backend", "transform", "layout", "codegen", "language", "ir", "carver", "errors", "settings",
+    CORE: ("backend", "runtime", "transform", "layout", "codegen", "language", "ir", "carver", "errors", "settings",
            "_modules", "_origin", "_builtin"),
 }  # fmt: skip
 

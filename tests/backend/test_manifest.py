@@ -6,17 +6,15 @@ import pytest
 
 from tilecraft.backend import (
     API_VERSION,
-    MIN_API_VERSION,
     BackendModule,
     DeviceCodegen,
     HostCodegenHook,
-    ManifestError,
     PassPipeline,
-    PluginAPIError,
     register_backend,
-    registered_backends,
-    unregister_backend,
 )
+from tilecraft.backend.api import MIN_API_VERSION
+from tilecraft.backend.errors import ManifestError, PluginAPIError
+from tilecraft.backend.registry import registered_backends, unregister_backend
 from tilecraft.errors import BackendError
 
 

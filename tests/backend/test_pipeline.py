@@ -6,16 +6,9 @@ from dataclasses import dataclass
 import pytest
 
 from tilecraft import settings
-from tilecraft.backend import (
-    IRDumper,
-    Pass,
-    PassContext,
-    PassError,
-    PassPipeline,
-    PassTiming,
-    Target,
-    module_pass,
-)
+from tilecraft.backend import Pass, PassContext, PassPipeline, Target, module_pass
+from tilecraft.backend.errors import PassError
+from tilecraft.backend.instrument import IRDumper, PassTiming
 from tilecraft.errors import BackendError, KernelError, LoweringError
 from tilecraft.ir import IRModule, Span
 

@@ -13,22 +13,26 @@ from pathlib import Path
 import pytest
 
 import tilecraft._builtin
-from tilecraft.backend import (
-    API_VERSION,
-    Target,
-    _loader,
-    backend_for,
-    registered_backends,
-    target_kinds,
-)
+from tilecraft.backend import API_VERSION, Target, _loader, backend_for
+from tilecraft.backend.registry import registered_backends, target_kinds
 from tilecraft.errors import BackendError, PluginWarning
 from tilecraft.execution import registered_execution_backends
 
 ROOT = Path(__file__).resolve().parents[2]
 
 PLUGIN = """
-    from tilecraft.backend import (API_VERSION, BackendModule, DeviceCode, DeviceCodegen, PassPipeline,
-                                   TargetKind, mark_role, module_pass, register_backend, register_target_kind)
+    from tilecraft.backend import (
+        API_VERSION,
+        BackendModule,
+        DeviceCode,
+        DeviceCodegen,
+        PassPipeline,
+        TargetKind,
+        module_pass,
+        register_backend,
+        register_target_kind,
+    )
+    from tilecraft.backend.split import mark_role
     from tilecraft.execution import Availability, ExecutionBackendSpec
 
     KIND = "{kind}"

@@ -3,14 +3,8 @@
 import pytest
 
 from tilecraft import settings
-from tilecraft.backend import (
-    Target,
-    TargetError,
-    TargetKind,
-    check_idempotent,
-    detect_target,
-    detection_report,
-)
+from tilecraft.backend import Target, TargetError, TargetKind, check_idempotent
+from tilecraft.backend.detection import detect_target, detection_report
 from tilecraft.backend.target_kind import register_target_kind
 
 

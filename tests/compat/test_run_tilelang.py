@@ -402,7 +402,9 @@ def test_the_emulation_keeps_torch_compile_and_fork_rng_working(tmp_path):
     assert "ok 1" in assert_ran(run_tilelang(tmp_path, TORCH_MACHINERY, "--cuda-on-cpu"))
 
 
-def test_a_script_importing_tvm_gets_a_one_line_hint(tmp_path):
-    result = run_tilelang(tmp_path, "import tilelang\nimport tvm\n")
-    assert result.returncode == 1
-    assert "hint: tilecraft has no TVM, so `import tvm` cannot be supported" in result.stderr
+def test_a_script_using_an_unmapped_part_of_tvm_fails_in_one_line(tmp_path):
+    result = run_tilelang(
+        tmp_path, "import tilelang\nimport tvm\nprint(tvm.DataType('float16').bits)\ntvm.IRModule\n"
+    )
+    assert result.returncode == 1 and result.stdout.strip() == "16"
+    assert "UnmappedTvmError: `tvm.IRModule` is not provided: tilecraft has no TVM" in result.stderr

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import hashlib
 
-from tilecraft.backend import CompiledArtifact, KernelInfo, ParamInfo, Target
+from tilecraft.backend import Target
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
+from tilecraft.runtime import CompiledArtifact, KernelInfo, ParamInfo
 from tilecraft.testing.filecheck import filecheck
 
 ADD_SOURCE = """

@@ -17,12 +17,13 @@ import tilecraft
 import tilecraft.language as T
 from benchmarks.cluster_check import build as cluster_gemm
 from tests.cuda.test_launch import ALPHA, N_PARAM, A, B, N, Recorder, array, make_launcher
-from tilecraft.backend import CompiledArtifact, KernelInfo, Target
-from tilecraft.backend.artifact import artifact_files, artifact_from_files
+from tilecraft.backend import Target
 from tilecraft.errors import ArgumentError, TilecraftError
 from tilecraft.execution.cuda_driver.export_c import source as c_source
 from tilecraft.execution.cuda_driver.runtime import _dynamic_cluster
 from tilecraft.ir import expr as E
+from tilecraft.runtime import CompiledArtifact, KernelInfo
+from tilecraft.runtime.artifact import artifact_files, artifact_from_files
 from tilecraft.testing.conformance import clusters as CL
 
 SM90A = "cuda -arch=sm_90a"

@@ -123,7 +123,8 @@ def test_nvrtc_build_failure_keeps_the_source_under_the_cache(cache, no_driver):
 
 
 def test_build_needs_an_arch(cache, no_driver):
-    from tilecraft.backend import CompiledArtifact, Target
+    from tilecraft.backend import Target
+    from tilecraft.runtime import CompiledArtifact
 
     _nvrtc_or_skip()  # without cuda-python the build stops earlier, at NVRTC's version for the cache key
 
@@ -155,9 +156,9 @@ def test_launch_metadata_is_checked_at_build(cache, no_driver):
     """Parameters the function does not have fail before any compiler or GPU runs."""
     from dataclasses import replace
 
-    from tilecraft.backend import ParamInfo
     from tilecraft.errors import TilecraftError
     from tilecraft.ir import dtype as dt
+    from tilecraft.runtime import ParamInfo
 
     backend = NvccExecutionBackend(NVCC, cache)
     artifact = add_artifact(binaries={"cubin": ELF})

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tests.cuda.helpers import ADD_SOURCE, FakeContext, add_artifact
-from tilecraft.backend import CompiledArtifact, KernelInfo, ParamInfo, Target
+from tilecraft.backend import Target
 from tilecraft.errors import ArgumentError
 from tilecraft.execution.cuda_driver import driver as cuda_driver
 from tilecraft.execution.cuda_driver import launch as launch_module
@@ -21,6 +21,7 @@ from tilecraft.execution.nvrtc.spec import NVRTC
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.jit.kernel import Kernel
+from tilecraft.runtime import CompiledArtifact, KernelInfo, ParamInfo
 
 pytestmark = pytest.mark.gpu
 

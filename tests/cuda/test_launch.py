@@ -10,8 +10,7 @@ import types
 import numpy as np
 import pytest
 
-from tilecraft.backend import CompiledArtifact, KernelInfo, ParamInfo, Target
-from tilecraft.backend.arrays import ArrayArg
+from tilecraft.backend import Target
 from tilecraft.errors import ArgumentError, TilecraftError
 from tilecraft.execution.cuda_driver import launch as launch_module
 from tilecraft.execution.cuda_driver.launch import (
@@ -22,6 +21,8 @@ from tilecraft.execution.cuda_driver.launch import (
 )
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
+from tilecraft.runtime import CompiledArtifact, KernelInfo, ParamInfo
+from tilecraft.runtime.arrays import ArrayArg
 
 # (dtype, value, the C type it reaches the kernel as, the value the kernel reads)
 SCALARS = [

@@ -219,7 +219,7 @@ from tilecraft.execution.cache import KernelCache
 from tilecraft.execution.nvcc.backend import NvccExecutionBackend
 from tilecraft.execution.nvcc.spec import NVCC
 from tilecraft.ir import dtype as dt
-from tilecraft.backend.arrays import ArrayArg
+from tilecraft.runtime.arrays import ArrayArg
 
 backend = NvccExecutionBackend(NVCC, KernelCache(sys.argv[1], enabled=True))
 loaded = backend.load(backend.build(add_artifact(binaries={"cubin": b"\\x7fELF"}), FakeContext()))

@@ -12,14 +12,15 @@ import pytest
 
 import tilecraft
 from benchmarks.hopper_check import build
-from tilecraft.backend import CompiledArtifact, KernelInfo, ParamInfo, Target
-from tilecraft.backend.arrays import ArrayArg
-from tilecraft.backend.artifact import TensorMapInfo, artifact_files, artifact_from_files
+from tilecraft.backend import Target
 from tilecraft.errors import ArgumentError, TilecraftError
 from tilecraft.execution.cuda_driver.launch import LaunchHooks, build_launcher, make_stream_resolver
 from tilecraft.execution.cuda_driver.tensor_map import TensorMaps, encode_arguments
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
+from tilecraft.runtime import CompiledArtifact, KernelInfo, ParamInfo
+from tilecraft.runtime.arrays import ArrayArg
+from tilecraft.runtime.artifact import TensorMapInfo, artifact_files, artifact_from_files
 from tilecraft.testing.filecheck import filecheck
 
 SM90A = "cuda -arch=sm_90a"

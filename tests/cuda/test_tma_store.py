@@ -22,7 +22,6 @@ from benchmarks.hopper_attention import build as attention
 from tests.cuda.helpers import check_in_order
 from tests.cuda.test_tma import FakeDriver
 from tilecraft.backend import Target
-from tilecraft.backend.artifact import TensorMapInfo
 from tilecraft.backend.context import create_backend_context
 from tilecraft.cuda.intrinsics.mma_layouts import (
     WARP_SIZE,
@@ -46,6 +45,7 @@ from tilecraft.ir.eval import evaluate
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import Mutator, walk
 from tilecraft.layout.tile import blocked_layout
+from tilecraft.runtime.artifact import TensorMapInfo
 from tilecraft.testing.conformance import persistent_tiles as PT
 from tilecraft.testing.filecheck import filecheck
 

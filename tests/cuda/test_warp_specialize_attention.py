@@ -204,12 +204,37 @@ def test_attention_compiles_for_sm90a_without_spills(nvcc, tmp_path, name):
 # ---------------------------------------------------------------- kernels that keep the plain ring
 
 
-def test_one_stage_keeps_the_loop_without_a_producer(capsys):
-    """TileLang's 64x64 / 128 threads / 1 stage: nothing to overlap, no producer."""
+def test_one_stage_gets_a_producer_with_one_ring_slot_per_tile():
+    """TileLang's 64x64 / 128 threads / 1 stage, as TileLang runs it: K and V each have one stage and
+    their own ring pair, so the producer loads V(k) while the consumers compute Q @ K(k)^T and the
+    softmax, and K(k + 1) once K(k) is released (parities k % 2, the empty barrier's the phase before)."""
+    art, kernel = _lower(AB.mha_fwd_bhsd(1, 2, 200, 64, True, 64, 64, 1, 128))
+    assert "tc_setmaxnreg_dec<24>" in kernel and art.kernels[0].block == (256,)
+    check_in_order(
+        kernel,
+        "tc_mbar_wait(&tc_mbar[2], (uint32_t)(((k + 1) % 2)));",  # K's slot is empty
+        "tc_tma_load<4>(K_shared + 0, tc_tmap0,",
+        "tc_mbar_wait(&tc_mbar[4], (uint32_t)(((k + 1) % 2)));",  # V's slot is empty
+        "tc_tma_load<4>(V_shared + 0, tc_tmap1,",
+        "tc_setmaxnreg_inc<232>",
+        "tc_mbar_wait(&tc_mbar[1], (uint32_t)((k % 2)));",  # K(k) has landed
+        "tc::gemm_wgmma<",
+        "tc_mbar_arrive(&tc_mbar[2]",  # K released after Q @ K^T
+        "tc_mbar_wait(&tc_mbar[3], (uint32_t)((k % 2)));",  # V(k) has landed
+        "tc::gemm_wgmma_rs<",
+        "tc_mbar_arrive(&tc_mbar[4]",
+    )
+
+
+def test_a_one_stage_gemm_loop_keeps_the_ring(capsys):
+    """The GEMM schedule releases a stage once the next one's wgmmas are issued: one stage would wait on
+    itself, so a loop of TMA loads and gemms only needs two."""
+    from benchmarks.hopper_check import build as gemm
+
     with tilecraft.settings.override(TILECRAFT_VERBOSE=True):
-        art, kernel = _lower(AB.mha_fwd_bhsd(1, 2, 200, 64, True, 64, 64, 1, 128))
-    assert "not warp-specialized: num_stages=1" in capsys.readouterr().err
-    assert "setmaxnreg" not in kernel and "tc_mbar_arrive" not in kernel and art.kernels[0].block == (128,)
+        art, kernel = _lower(gemm(512, 512, 512, 128, 128, 64, 128, 1, "float16", "NT"))
+    assert "num_stages=1 in a loop of TMA loads and gemms only" in capsys.readouterr().err
+    assert "setmaxnreg" not in kernel and art.kernels[0].block == (128,)
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
@@ -279,8 +304,9 @@ def test_loops_the_general_schedule_cannot_take_keep_the_ring_with_a_note(func, 
 
 @pytest.mark.parametrize("name", list(AB.CONFIGS))
 def test_the_conformance_attention_cases_are_specialized(name):
-    """tests/conformance runs these on the GPU (flash_attention_bhsd_*); the older flash_attention_*
-    cases (TileLang's bshd layout, 1 stage, K and V not the tensors' last two dims) stay on cp.async."""
+    """tests/conformance runs these on the GPU (flash_attention_bhsd_*; the bshd layout's
+    flash_attention_bshd_* are in test_tma_nd.py); the older flash_attention_* cases (bshd, 1 stage)
+    load K and V by TMA without a producer."""
     threads = AB.CONFIGS[name][8]
     art, kernel = _lower(AB.build(name)())
     assert "tc_setmaxnreg_inc<" in kernel and art.kernels[0].block == (threads + PRODUCER_THREADS,)

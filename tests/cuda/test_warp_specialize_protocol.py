@@ -10,6 +10,10 @@ its own iteration (landed, and not overwritten until its wgmmas complete), and b
 trip count and finish with every transfer landed. Kernels in thread-block clusters with TMA multicast run
 every block of one cluster together: a multicast slice lands in each block's stage and completes on each
 one's barrier, a release arrives on every block's empty barrier, and a gemm needs every slice of its tile.
+A loop under a guard read from global memory (block-sparse kernels) runs with the mask given as that
+memory, its roles' counters of taken iterations executed too; every tile records the iteration that
+loaded it, so the checks also see that each taken iteration is loaded and consumed exactly once, in
+its own iteration, and no other is.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import numpy as np
 import pytest
 
 from benchmarks.cluster_check import build as cluster_gemm
@@ -36,6 +41,7 @@ from tilecraft.cuda.ir import (
     TmaCopy,
     WgmmaWait,
 )
+from tilecraft.cuda.transform.guards import COUNTER_SCOPE
 from tilecraft.cuda.transform.warp_specialize import GENERAL, PRODUCER_THREADS, enclosing_lets
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
@@ -44,8 +50,12 @@ from tilecraft.ir.eval import evaluate
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import Mutator, walk
 from tilecraft.testing.conformance import attention_bhsd as AB
+from tilecraft.testing.conformance import attention_bshd as AS
+from tilecraft.testing.conformance import block_sparse as BS
 from tilecraft.testing.conformance import clusters as CL
 from tilecraft.testing.conformance import persistent_tiles as PT
+from tilecraft.testing.conformance import register_operands as R
+from tilecraft.testing.conformance import regressions as D
 from tilecraft.transform.simt.barriers import PIPELINED_BUFFERS
 from tilecraft.transform.widen_fragments import widen_fragments
 
@@ -91,6 +101,7 @@ class Tile:
     iteration: int = -1
     landed: bool = False
     version: int = 0
+    loop: int = -1  # the producer's loop iteration that loaded it
 
 
 @dataclass
@@ -138,6 +149,10 @@ class Process:
         self.world, self.name, self.stmts, self.env = world, name, stmts, env
         self.groups: list[list[tuple[Tile, int, int]]] = []  # wgmma groups in flight: (tile, number, version)
         self.runs: dict[tuple, int] = {}  # (gemm or copy, buffer) -> times it ran
+        self.iteration = -1  # of the innermost loop running
+        self.loaded: list[tuple[str, int]] = []  # (buffer, iteration) of each tile the producer loaded
+        self.consumed: list[tuple[str, int, int]] = []  # (buffer, iteration, the tile's) of each gemm read
+        self.scalars: dict[Buffer, int] = {}  # the values of the role's counters (guards.py)
         self.steps = self._run()
         self.done = False
 
@@ -161,7 +176,7 @@ class Process:
         elif isinstance(s, S.For) and protocol:
             start = self.value(s.min)
             for k in range(start, start + self.value(s.extent)):
-                self.env[s.loop_var] = k
+                self.env[s.loop_var] = self.iteration = k
                 yield from self._stmt(s.body)
         elif isinstance(s, S.IfThenElse) and protocol:
             branch = s.then_case if self.value(s.condition) else s.else_case
@@ -173,6 +188,10 @@ class Process:
             yield from self._stmt(s.body)
         elif isinstance(s, PROTOCOL):
             yield from getattr(self, "_" + type(s).__name__)(s)
+        elif isinstance(s, S.BufferStore) and _counter(s.buffer):
+            self.scalars[s.buffer] = self.value(s.value)
+            self.env[s.buffer] = lambda _, buf=s.buffer: self.scalars[buf]
+            yield
         else:
             assert not protocol, f"not modelled: {type(s).__name__}"
             named = {n.name for n in walk(s) if isinstance(n, Buffer)} & self.world.tiles.keys()
@@ -210,7 +229,9 @@ class Process:
             for world in targets:
                 tile = world.stage_of(load.dst.name, offset, rank if load.multicast else 0)
                 tile.iteration, tile.landed, tile.version = number, False, tile.version + 1
+                tile.loop = self.iteration
                 world.transfers.append((world.barriers[(s.ring, stage)], tile, nbytes))
+        self.loaded += [(name, self.iteration) for name in numbers]
         yield
 
     def _GemmCall(self, s: GemmCall) -> Iterator[None]:  # noqa: N802
@@ -223,6 +244,7 @@ class Process:
                         f"{self.name}: tile {number} of {buf.name}: {tile}"
                     )
                     reads.append((tile, number, tile.version))
+                    self.consumed.append((buf.name, self.iteration, tile.loop))
         self.groups.append(reads)
         self._retire(s.wait if s.variant.startswith("wgmma") else 0)
         yield
@@ -246,18 +268,26 @@ class Process:
             yield
 
 
-def _roles(launch: S.KernelLaunch) -> tuple[S.For, S.SeqStmt, list[S.Stmt]]:
-    """The producer loop, and the consumers' sequence holding the pipeline with its statements from the
-    first to the last that takes part (a prologue, the loop, an epilogue; one tile: no loop at all)."""
+def _counter(buf: Buffer) -> bool:
+    """A role's scalar counter of the iterations a guard takes (guards.counter)."""
+    return buf.scope == COUNTER_SCOPE and buf.dtype.is_integer
+
+
+def _roles(launch: S.KernelLaunch) -> tuple[S.Stmt, S.SeqStmt, list[S.Stmt]]:
+    """The producer's program (its loop, with a guarded loop's counter), and the consumers' sequence
+    holding the pipeline with its statements from the first to the last that takes part (a prologue, the
+    loop, an epilogue; one tile: no loop at all)."""
     split = next(n for n in walk(launch.body) if isinstance(n, S.IfThenElse)
                  and any(isinstance(m, SetMaxNReg) and not m.increase for m in walk(n.then_case)))  # fmt: skip
-    producer = next(n for n in walk(split.then_case) if isinstance(n, S.For))
+    producer = next(n for n in walk(split.then_case) if isinstance(n, S.IfThenElse)).then_case
     rings = {n.ring for n in walk(producer) if isinstance(n, (TmaCopy, MbarWait))}
     tiles = {load.dst.name for n in walk(producer) if isinstance(n, TmaCopy) for load in n.loads}
 
     def takes_part(n) -> bool:
         if isinstance(n, (MbarWait, MbarArrive)):
             return n.ring in rings
+        if isinstance(n, S.BufferStore):
+            return _counter(n.buffer)
         return isinstance(n, WgmmaWait) or isinstance(n, GemmCall) and bool({n.a.name, n.b.name} & tiles)
 
     total = sum(takes_part(n) for n in walk(split.else_case))
@@ -286,16 +316,21 @@ def _consumer_loop(n) -> bool:
     return isinstance(n, S.For) and bool(S.annotation(n.annotations, PIPELINED_BUFFERS))
 
 
-def _env(launch: S.KernelLaunch, where: S.Stmt, block: dict[str, int]) -> dict:
-    """The block indices, and the lets above `where` evaluated from them (the causal `loop_range`)."""
-    env = {v: block[v.name] for v in launch.block_vars if v.name in block}
+def _env(launch: S.KernelLaunch, where: S.Stmt, block: dict[str, int], memory: dict[str, np.ndarray]) -> dict:
+    """The block indices, global `memory` (buffer name -> array), and the lets above `where` evaluated
+    from them (the causal `loop_range`)."""
+    env: dict = {v: block[v.name] for v in launch.block_vars if v.name in block}
+    for buf in {n.buffer for n in walk(launch.body) if isinstance(n, E.BufferLoad) and n.buffer.name in memory}:
+        env[buf] = lambda index, array=memory[buf.name]: array[tuple(index)]
     for var, value in enclosing_lets(launch.body, where).items():
         env[var] = evaluate(value, env)
     return env
 
 
-def simulate(launch: S.KernelLaunch, block: dict[str, int], seed: int) -> None:
-    simulate_cluster(launch, [block], seed)
+def simulate(launch: S.KernelLaunch, block: dict[str, int], seed: int,
+             memory: dict[str, np.ndarray] | None = None) -> list[Process]:  # fmt: skip
+    """The producer and consumer warps of one block (`memory`: global arrays a guard reads, by name)."""
+    return simulate_cluster(launch, [block], seed, memory)
 
 
 class _Rank(Mutator):
@@ -312,9 +347,12 @@ class _Rank(Mutator):
         return E.const(self.rank) if e.op == "cluster_ctarank" else self.generic_mutate(e)
 
 
-def simulate_cluster(launch: S.KernelLaunch, blocks: list[dict[str, int]], seed: int) -> None:
+def simulate_cluster(launch: S.KernelLaunch, blocks: list[dict[str, int]], seed: int,
+                     memory: dict[str, np.ndarray] | None = None) -> list[Process]:  # fmt: skip
     """The blocks of one cluster (block r: rank r) run together: each a producer and its consumer warps,
-    multicast loads landing in every block, releases arriving on every block's barrier."""
+    multicast loads landing in every block, releases arriving on every block's barrier. Returns the
+    processes, each block's producer before its warps."""
+    memory = memory or {}
     producer_loop, consumer_seq, consumer = _roles(launch)
     rings = {n.ring: (n.stages, n.arrivals) for n in walk(launch.body) if isinstance(n, MbarRing)}
     tiles, parts = {}, {}
@@ -332,9 +370,9 @@ def simulate_cluster(launch: S.KernelLaunch, blocks: list[dict[str, int]], seed:
         ranked = _Rank(rank)
         name = f"block {rank} " if len(worlds) > 1 else ""
         procs.append(Process(world, f"{name}producer", [ranked.mutate(producer_loop)],
-                             _env(launch, producer_loop, block)))  # fmt: skip
-        procs += [Process(world, f"{name}warp {w}", [ranked.mutate(c) for c in consumer], _env(launch, consumer_seq, block))
-                  for w in range(warps)]  # fmt: skip
+                             _env(launch, producer_loop, block, memory)))  # fmt: skip
+        procs += [Process(world, f"{name}warp {w}", [ranked.mutate(c) for c in consumer],
+                          _env(launch, consumer_seq, block, memory)) for w in range(warps)]  # fmt: skip
     rng = random.Random(seed)
     for _ in range(10**6):
         live = [p for p in procs if not p.done]
@@ -358,6 +396,7 @@ def simulate_cluster(launch: S.KernelLaunch, blocks: list[dict[str, int]], seed:
         loaded = {key[1]: n for key, n in procs[first].runs.items()}
         for warp in procs[first + 1 : first + per_block]:
             assert {key[-1]: n for key, n in warp.runs.items()} == loaded, (warp.name, warp.runs, loaded)
+    return procs
 
 
 KERNELS = {
@@ -367,6 +406,15 @@ KERNELS = {
     "one-warpgroup": (lambda: AB.mha_fwd_bhsd(*AB.CONFIGS["causal_one_warpgroup"]), [{"bx": 0}, {"bx": 3}]),
     "one-tile": (lambda: AB.mha_fwd_bhsd(*AB.CONFIGS["one_tile_three_stages"]), [{"bx": 0}]),
     "p-shared": (lambda: AB.mha_fwd_bhsd(*AB.CONFIGS["p_shared"]), [{"bx": 1}]),  # named barriers in the loop
+    # one stage per tile (TileLang's num_stages=1): the producer refills K and V each once released
+    "one-stage": (lambda: AB.mha_fwd_bhsd(1, 2, 200, 64, True, 64, 64, 1, 128), [{"bx": 0}, {"bx": 3}]),
+    # TileLang's bshd layout: 4-D boxes (attention_bshd.py), grouped heads, one stage
+    "bshd-grouped": (lambda: AS.mha_fwd_bshd(*AS.CONFIGS["causal_grouped"]), [{"bx": 1, "by": 3}]),
+    "bshd-one-stage": (lambda: AS.mha_fwd_bshd(*AS.CONFIGS["one_stage"]), [{"bx": 2, "bz": 0}]),
+    # other one-stage loops of the conformance kit: register-A gemms (x loaded by the consumers), and a
+    # softmax over one TMA-fed gemm whose row maxima go to a shared tile
+    "register-a-one-stage": (R.fragment_a_from_global, [{"bx": 1}]),
+    "decode-scores-one-stage": (D.decode_scores, [{}]),
     "gemm": (lambda: gemm(1000, 1032, 520, 128, 128, 64, 128, 3, "float16", "NT"), [{"bx": 0, "by": 0}]),
     "gemm-one-tile": (
         lambda: gemm(256, 256, 64, 128, 128, 64, 128, 3, "float16", "TN"),
@@ -518,3 +566,107 @@ def test_the_simulator_catches_a_broken_cluster_protocol(broken, symptom):
     with pytest.raises(AssertionError, match=symptom):
         for seed in SEEDS:
             simulate_cluster(launch, [{"bx": 0, "by": 0, "bz": 0}, {"bx": 1, "by": 0, "bz": 0}], seed)
+
+
+# ---------------------------------------------------------------- guarded loops (block-sparse kernels)
+
+def _slots(mask: np.ndarray) -> np.ndarray:
+    """NSA's form of a mask: a taken slot holds a key block (its own number), a skipped one -1."""
+    return np.where(mask, np.arange(mask.shape[-1], dtype=np.int32), np.int32(-1))
+
+
+GEMM_ROW = lambda b, k: (b["by"], b["bx"], k)  # noqa: E731
+ATTENTION_ROW = lambda b, k: (b["bz"], b["by"], b["bx"], k)  # noqa: E731
+GUARDED = {
+    # name: (kernel, the mask's shape, its index of a block and iteration, the memory the kernel reads
+    # for a mask)
+    "gemm": (BS.build_gemm("example"), (3, 3, 13), GEMM_ROW, None),
+    "gemm-three-stages": (BS.build_gemm("three_stages"), (5, 3, 7), GEMM_ROW, None),
+    "attention": (BS.attention, (1, 2, 5, 5), ATTENTION_ROW, None),
+    # a let reads the slot's key block, the guard skips -1, the TMA coordinates come from the let
+    "selected-attention": (BS.selected_attention, (1, 2, 5, BS.SELECTED), ATTENTION_ROW, _slots),
+}
+
+
+def _masks(shape) -> dict[str, np.ndarray]:
+    """Masks over the iterations of the block (0, 0, ...): the edges of the taken count, and random ones."""
+    n = shape[-1]
+    rows = {"none": np.zeros(n, bool), "all": np.ones(n, bool), "first": np.arange(n) == 0,
+            "last": np.arange(n) == n - 1, "middle": np.arange(n) == n // 2,
+            "alternate": np.arange(n) % 2 == 1, "all-but-first": np.arange(n) > 0}  # fmt: skip
+    rng = np.random.default_rng(29)
+    rows |= {f"random-{i}": rng.random(n) < p for i, p in enumerate((0.2, 0.5, 0.5, 0.8))}
+    masks = {}
+    for name, row in rows.items():
+        mask = rng.random(shape) < 0.5  # other blocks' rows: the simulation reads only its block's
+        mask[(0,) * (len(shape) - 1)] = row
+        masks[name] = mask
+    return masks
+
+
+@pytest.mark.parametrize("name", list(GUARDED))
+def test_a_guarded_pipeline_loads_and_consumes_each_taken_iteration_once(name):
+    """Producer and consumers count the iterations the mask takes and run the ring on that count: no
+    deadlock, no stale or overwritten tile, and each staged tile of a taken iteration is loaded once and
+    read by every consumer warp in that same iteration, for masks taking none, all, one (first, middle,
+    last) and random sets of the iterations (GEMM schedule, general schedule, and a let above the guard)."""
+    make, shape, index, memory = GUARDED[name]
+    launch = _launch(make())
+    staged = {load.dst.name for n in walk(launch.body) if isinstance(n, TmaCopy) for load in n.loads} - {"Q_shared"}
+    block = dict.fromkeys(("bx", "by", "bz"), 0)
+    for mask_name, mask in _masks(shape).items():
+        taken = [k for k in range(shape[-1]) if mask[index(block, k)]]
+        for seed in range(4):
+            procs = simulate(launch, block, seed, {"BlockMask": mask if memory is None else memory(mask)})
+            producer, warps = procs[0], procs[1:]
+            for buf in staged:
+                loaded = [k for b, k in producer.loaded if b == buf]
+                assert loaded == taken, (mask_name, buf, loaded, taken)
+                for warp in warps:
+                    reads = [(k, tile) for b, k, tile in warp.consumed if b == buf]
+                    assert [k for k, _ in reads] == taken, (mask_name, warp.name, buf, reads)
+                    assert all(k == tile for k, tile in reads), (mask_name, warp.name, buf, reads)
+
+
+class _ProducerIgnoresTheGuard(Mutator):
+    """The producer loads every iteration (its guard always true)."""
+
+    def mutate_Buffer(self, buf):
+        return buf
+
+    def mutate_IfThenElse(self, s: S.IfThenElse) -> S.Stmt:
+        s = self.generic_mutate(s)
+        loads = any(isinstance(n, TmaCopy) for n in walk(s.then_case))
+        reads_mask = any(isinstance(n, E.BufferLoad) and n.buffer.name == "BlockMask" for n in walk(s.condition))
+        return dataclasses.replace(s, condition=E.const(True)) if loads and reads_mask else s
+
+
+class _ConsumersCountEveryIteration(_Edit):
+    """The consumers' ring runs on k (the counter bumped before the guard, every iteration)."""
+
+    def mutate_For(self, s: S.For) -> S.Stmt:
+        if not _consumer_loop(s):
+            return self.generic_mutate(s)
+        guard = s.body
+        let = guard.then_case
+        count = next(n for n in walk(let) if isinstance(n, S.BufferStore) and _counter(n.buffer))
+        rest = S.seq(*(c for c in let.body.stmts if c is not count))
+        taken = dataclasses.replace(let, body=rest)
+        bump = S.BufferStore(count.buffer, E.add(E.BufferLoad(count.buffer.dtype, count.buffer, (E.const(0),)), 1),
+                             (E.const(0),))  # fmt: skip
+        return dataclasses.replace(s, body=S.seq(dataclasses.replace(guard, then_case=taken), bump))
+
+
+@pytest.mark.parametrize("broken", [_ProducerIgnoresTheGuard(), _ConsumersCountEveryIteration(lambda loop: loop)],
+                         ids=["producer-loads-all", "consumers-count-k"])  # fmt: skip
+def test_the_simulator_catches_a_broken_guarded_protocol(broken):
+    """A producer that loads skipped iterations too fills the ring with tiles nobody consumes (the
+    consumers read the wrong iteration's tile, or the producer waits forever for a stage); consumers whose
+    ring runs on k rather than on the taken count wait for stages no tile goes to."""
+    launch = broken.mutate(_launch(BS.build_gemm("example")()))
+    mask = _masks((3, 3, 13))["random-1"]
+    with pytest.raises(AssertionError, match="deadlock|tile .* of|!="):
+        for seed in SEEDS:
+            procs = simulate(launch, {"bx": 0, "by": 0, "bz": 0}, seed, {"BlockMask": mask})
+            for warp in procs[1:]:
+                assert all(k == tile for _, k, tile in warp.consumed), f"{warp.consumed} != its iterations"

@@ -58,7 +58,6 @@ def test_markdown_files_named_in_the_text_exist(page: Path):
     )
 
 
-MOVED = {"autotune.md"}  # merged into autotuning.md; kept so that old links land on a pointer to it
 TOPICS = ("Getting started", "The language", "Targets", "Tuning", "Migrating from TileLang", "Backends",
           "Reliability", "Performance")  # fmt: skip
 
@@ -66,16 +65,9 @@ TOPICS = ("Getting started", "The language", "Targets", "Tuning", "Migrating fro
 def test_the_index_lists_every_page_by_topic():
     index = ROOT / "docs" / "index.md"
     linked = {Path(t.partition("#")[0]).name for t in links(index)}
-    pages = {p.name for p in (ROOT / "docs").glob("*.md")} - {"index.md"} - MOVED
+    pages = {p.name for p in (ROOT / "docs").glob("*.md")} - {"index.md"}
     assert pages <= linked, f"docs/index.md does not list {sorted(pages - linked)}"
     headings = re.findall(r"^## (.+)$", index.read_text(), re.MULTILINE)
     assert tuple(headings) == TOPICS, headings
     assert "docs/index.md" in links(ROOT / "README.md")
 
-
-def test_nothing_links_to_a_moved_page():
-    for page in PAGES:
-        if page.name in MOVED:
-            continue
-        stale = [t for t in links(page) if Path(t.partition("#")[0]).name in MOVED]
-        assert not stale, f"{page.name} links to a moved page: {stale}"

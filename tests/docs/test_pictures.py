@@ -1,6 +1,6 @@
 """The pictures docs/pictures.py draws from the code are committed as the code draws them now: the layout
-pictures byte for byte, the pipeline picture by the pass lists it carries; and the drawing runs (the
-pipeline picture where matplotlib is)."""
+pictures byte for byte, the pipeline and layer pictures by what they carry; and the drawing runs (the
+pipeline and layer pictures where matplotlib is)."""
 
 from __future__ import annotations
 
@@ -24,20 +24,28 @@ def test_the_layout_pictures_are_what_the_layouts_draw(tmp_path):
         assert path.stat().st_size < 200_000
 
 
-def test_the_pipeline_picture_shows_the_pipelines_as_they_are():
-    drawn = pictures.described_pass_lists(pictures.IMAGES / "pipelines.png")
-    assert drawn == pictures.pass_lists(), "docs/images/pipelines.png is stale: run python docs/pictures.py"
+DESCRIBED = {"pipelines.png": (pictures.draw_pipelines, pictures.pass_lists),
+             "layers.png": (pictures.draw_layers, pictures.layers)}  # fmt: skip
 
 
-def test_the_pipeline_picture_is_drawn(tmp_path):
-    pytest.importorskip("matplotlib", reason="pipelines.png needs matplotlib")
-    path = pictures.draw_pipelines(tmp_path / "pipelines.png")
+@pytest.mark.parametrize("name", sorted(DESCRIBED))
+def test_the_described_pictures_show_the_code_as_it_is(name):
+    drawn = pictures.described(pictures.IMAGES / name)
+    assert drawn == DESCRIBED[name][1](), f"docs/images/{name} is stale: run python docs/pictures.py"
+
+
+@pytest.mark.parametrize("name", sorted(DESCRIBED))
+def test_the_described_pictures_are_drawn(name, tmp_path):
+    pytest.importorskip("matplotlib", reason=f"{name} needs matplotlib")
+    draw, shown = DESCRIBED[name]
+    path = draw(tmp_path / name)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert path.stat().st_size < 200_000
-    assert pictures.described_pass_lists(path) == pictures.pass_lists()
+    assert pictures.described(path) == shown()
 
 
 def test_the_docs_show_the_pictures():
     layouts = (ROOT / "docs" / "layouts.md").read_text()
     assert all(f"(images/{name})" in layouts for name in pictures.layouts())
-    assert "(images/pipelines.png)" in (ROOT / "docs" / "architecture.md").read_text()
+    architecture = (ROOT / "docs" / "architecture.md").read_text()
+    assert all(f"(images/{name})" in architecture for name in DESCRIBED)

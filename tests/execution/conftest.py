@@ -13,9 +13,11 @@ if str(_ROOT) not in sys.path:  # until pyproject sets pytest's `pythonpath`, te
     sys.path.insert(0, str(_ROOT))
 
 from tilecraft import settings  # noqa: E402
-from tilecraft.backend import CompiledArtifact, Target, TargetKind, isolated_registry  # noqa: E402
+from tilecraft.backend import Target, TargetKind  # noqa: E402
+from tilecraft.backend.registry import isolated_registry  # noqa: E402
 from tilecraft.backend.target_kind import register_target_kind  # noqa: E402
-from tilecraft.execution import Availability, CachedExecutionBackend, ExecutionBackendSpec, Loaded  # noqa: E402
+from tilecraft.execution import Availability, CachedExecutionBackend, ExecutionBackendSpec  # noqa: E402
+from tilecraft.runtime import CompiledArtifact, Loaded  # noqa: E402
 
 MODULE = "tilecraft_tests_echo_execution"
 

@@ -22,12 +22,12 @@ import pytest
 
 import tilecraft
 from tilecraft import settings
-from tilecraft.backend.artifact import ARTIFACT_JSON, artifact_from_files
 from tilecraft.errors import BackendError, ToolchainError
 from tilecraft.execution import cache as cache_module
 from tilecraft.execution.cache import INDEX, CacheSecurityError, read_entry
 from tilecraft.execution.cc import toolchain
 from tilecraft.jit.kernel import Kernel
+from tilecraft.runtime.artifact import ARTIFACT_JSON, artifact_from_files
 from tilecraft.testing.conformance import kernels as K
 
 REPO = Path(__file__).resolve().parents[2]

@@ -6,13 +6,14 @@ import json
 import pytest
 
 import tilecraft
-from tilecraft.backend import CompiledArtifact, DeviceCode, HostCode, KernelInfo, ParamInfo, Target
-from tilecraft.backend.artifact import ArtifactDecodeError, ArtifactError, artifact_files, artifact_from_files
+from tilecraft.backend import DeviceCode, HostCode, Target
 from tilecraft.execution.base import artifact_content_hash
 from tilecraft.ir import Buffer, PrimFunc, Var
 from tilecraft.ir import dtype as dt
 from tilecraft.ir.expr import BufferLoad, FloorDiv, const, select
 from tilecraft.ir.stmt import Evaluate
+from tilecraft.runtime import CompiledArtifact, KernelInfo, ParamInfo
+from tilecraft.runtime.artifact import ArtifactDecodeError, ArtifactError, artifact_files, artifact_from_files
 from tilecraft.testing.conformance import cases as C
 
 

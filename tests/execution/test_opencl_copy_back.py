@@ -12,9 +12,9 @@ import pytest
 
 import tilecraft
 import tilecraft.language as T
-from tilecraft.backend.arrays import as_array_arg
 from tilecraft.errors import ArgumentError
 from tilecraft.execution.opencl.memory import _regions, host_region
+from tilecraft.runtime.arrays import as_array_arg
 
 
 def frozen(array: np.ndarray) -> np.ndarray:

@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tilecraft.backend.arrays import ArrayArg, as_array_arg
-from tilecraft.backend.execution import Built, ExecutionBackend, Loaded
+from tilecraft.backend.execution import ExecutionBackend
 from tilecraft.errors import ArgumentError, BackendError
 from tilecraft.ir import dtype as dt
 from tilecraft.jit.kernel import Kernel
+from tilecraft.runtime.arrays import ArrayArg, as_array_arg
+from tilecraft.runtime.launch import Built, Loaded
 
 PACKAGE = Path(__file__).resolve().parents[2] / "tilecraft"
 FRONT_END = ("jit", "profiler", "autotuner")

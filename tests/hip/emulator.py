@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from tilecraft.backend.arrays import ArrayArg
 from tilecraft.execution.hip import DLPACK_ROCM
 from tilecraft.ir import dtype as dt
+from tilecraft.runtime.arrays import ArrayArg
 
 EMULATOR_DIR = Path(__file__).resolve().parent / "emulator"
 HEADER = EMULATOR_DIR / "tc_hip_emu.h"

@@ -11,8 +11,7 @@ import struct
 
 import pytest
 
-from tilecraft.backend import CompiledArtifact, KernelInfo, ParamInfo, Target
-from tilecraft.backend.arrays import ArrayArg
+from tilecraft.backend import Target
 from tilecraft.errors import ArgumentError, TilecraftError
 from tilecraft.execution.hip import DLPACK_ROCM
 from tilecraft.execution.hip import runtime as hip_runtime
@@ -20,6 +19,8 @@ from tilecraft.execution.hip.backend import HipExecutionBackend
 from tilecraft.execution.hip.spec import HIP
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
+from tilecraft.runtime import CompiledArtifact, KernelInfo, ParamInfo
+from tilecraft.runtime.arrays import ArrayArg
 
 FAKE_HSACO = b"\x7fELF fake code object"
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import pytest
 
 import tilecraft.language as T
-from tilecraft.backend.artifact import ArtifactError, CompiledArtifact, ParamInfo
 from tilecraft.backend.target import Target
 from tilecraft.jit.fastpath import MISS, build_fast_path
+from tilecraft.runtime.artifact import ArtifactError, CompiledArtifact, ParamInfo
 
 
 class FakeTensor:

@@ -1,4 +1,4 @@
-"""Packed 4-bit parameters at the call boundary (backend/packed.py): kernels take the bytes (torch
+"""Packed 4-bit parameters at the call boundary (runtime/packed.py): kernels take the bytes (torch
 float4_e2m1fn_x2, uint8 or int8, shape (..., ceil(N / 2)), low nibble first) or numpy arrays of ml_dtypes'
 4-bit types (packed for the call, unpacked back where written); outputs are allocated as bytes for torch
 callers and as ml_dtypes arrays for numpy callers; bad shapes and dtypes are clear errors."""
@@ -13,8 +13,8 @@ import pytest
 
 import tilecraft
 import tilecraft.language as T
-from tilecraft.backend.packed import pack, unpack
 from tilecraft.errors import ArgumentError
+from tilecraft.runtime.packed import pack, unpack
 
 torch = pytest.importorskip("torch")
 FP4 = ml_dtypes.float4_e2m1fn

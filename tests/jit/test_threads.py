@@ -109,7 +109,7 @@ def imports_main() -> None:
     up; nobody deadlocks, and everybody sees every package registered."""
     import importlib
 
-    from tilecraft.backend import registered_backends
+    from tilecraft.backend.registry import registered_backends
 
     packages = backend_packages()
 
@@ -161,12 +161,14 @@ def test_a_lookup_during_a_backend_package_import_leaves_loading_unfinished(tmp_
     import importlib
     from importlib.metadata import EntryPoint
 
-    from tilecraft.backend import _loader, isolated_registry, registered_backends
+    from tilecraft.backend import _loader
+    from tilecraft.backend.registry import isolated_registry, registered_backends
 
     package = tmp_path / "tctest_lookup_on_import"
     package.mkdir()
     (package / "__init__.py").write_text(
-        "from tilecraft.backend import _loader, registered_backends\n"
+        "from tilecraft.backend import _loader\n"
+        "from tilecraft.backend.registry import registered_backends\n"
         "registered_backends()\n"
         "LOADED_DURING_IMPORT = _loader._loaded\n"
     )

@@ -7,7 +7,6 @@ import pytest
 
 import tilecraft
 import tilecraft.language as T
-from tilecraft.backend.artifact import CompiledArtifact, ParamInfo
 from tilecraft.backend.codegen import DeviceCode
 from tilecraft.backend.errors import ArtifactError
 from tilecraft.backend.target import Target
@@ -15,6 +14,7 @@ from tilecraft.ir import dtype as dt
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import PrimFunc
+from tilecraft.runtime.artifact import CompiledArtifact, ParamInfo
 from tilecraft.testing.conformance.cases import CASES
 from tilecraft.transform.written import written_params
 

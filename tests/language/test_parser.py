@@ -562,3 +562,31 @@ def test_nested_helper_in_a_macro_called_twice_keeps_its_lines():
     stores = nodes(k, S.BufferStore)
     assert [E.const_value(s.indices[0]) for s in stores] == [2, 2]
     assert stores[0].span.line == stores[1].span.line
+
+
+def test_a_finisher_registered_while_parsing_rewrites_the_parsed_function():
+    """`Builder.finishers` run in order on the parsed function before the parser returns it (a parse-time
+    library such as tilecraft.compat's MMA emitters registers one)."""
+    import dataclasses
+
+    from tilecraft.language import builder as B
+
+    seen = []
+
+    def mark(tag):
+        def finish(func):
+            seen.append(tag)
+            return dataclasses.replace(func, name=f"{func.name}_{tag}")
+
+        return finish
+
+    def register():
+        B.current().finishers.extend([mark("a"), mark("b")])
+
+    @T.prim_func
+    def kernel(A: T.Tensor((4,), "float32")):
+        register()
+        with T.Kernel(1, threads=32):
+            A[0] = 1.0
+
+    assert seen == ["a", "b"] and kernel.name == "kernel_a_b"

@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 
 import tilecraft.opencl  # noqa: F401  (registers the target kind until the built-in list names it)
-from tilecraft.backend import CompiledArtifact, KernelInfo, ParamInfo, Target
+from tilecraft.backend import Target
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
+from tilecraft.runtime import CompiledArtifact, KernelInfo, ParamInfo
 
 TARGET = "opencl -platform=0 -device=0"
 

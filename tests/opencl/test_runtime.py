@@ -23,14 +23,14 @@ from tests.opencl.helpers import (
     transpose_artifact,
     two_kernels_artifact,
 )
-from tilecraft.backend.arrays import ArrayArg, as_array_arg
-from tilecraft.backend.execution import Built
 from tilecraft.errors import ArgumentError, TilecraftError, ToolchainError
 from tilecraft.execution.opencl.backend import BINARY_FILE, SOURCE_FILE, OpenCLExecutionBackend
 from tilecraft.execution.opencl.device import OpenCLUnavailable
 from tilecraft.execution.opencl.memory import host_region
 from tilecraft.execution.opencl.spec import OPENCL
 from tilecraft.jit.kernel import Kernel
+from tilecraft.runtime.arrays import ArrayArg, as_array_arg
+from tilecraft.runtime.launch import Built
 
 ROOT = Path(__file__).resolve().parents[2]
 

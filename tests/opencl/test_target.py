@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tilecraft.backend import Target, TargetError, check_idempotent, detect_target, isolated_registry
-from tilecraft.backend.detection import detection_order, detection_report
+from tilecraft.backend import Target, TargetError, check_idempotent
+from tilecraft.backend.detection import detect_target, detection_order, detection_report
+from tilecraft.backend.registry import isolated_registry
 from tilecraft.backend.target_kind import register_target_kind
 from tilecraft.opencl import target as opencl_target
 from tilecraft.opencl.target import OPENCL_TARGET_KIND

@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from tilecraft.backend.timing import DeviceTimer, KernelClock, KernelClockUnavailable
 from tilecraft.errors import ArgumentError
 from tilecraft.execution.cuda_driver.kernel_clock import DeviceSpan, split_by_flushes
 from tilecraft.profiler import BenchTimeout, device_timer, do_bench
 from tilecraft.profiler.bench import MAX_PROFILED_CALLS
+from tilecraft.runtime.timing import DeviceTimer, KernelClock, KernelClockUnavailable
 
 
 class FakeClock(DeviceTimer):

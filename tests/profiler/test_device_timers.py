@@ -10,9 +10,9 @@ import types
 from contextlib import contextmanager
 
 from tilecraft.backend.context import create_backend_context
-from tilecraft.backend.timing import DeviceTimer
 from tilecraft.execution.cuda_driver import timing
 from tilecraft.profiler import do_bench
+from tilecraft.runtime.timing import DeviceTimer
 
 
 class Device:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tilecraft.backend import registered_backends
+from tilecraft.backend.registry import registered_backends
 from tilecraft.errors import BackendError
 from tilecraft.tools.cli import main
 from tilecraft.tools.scaffold import scaffold

@@ -9,7 +9,7 @@ import pytest
 import tilecraft
 import tilecraft.language as T
 from tests.transform.helpers import OPENCL, assert_nvcc_compiles, run
-from tilecraft.backend import PassError
+from tilecraft.backend.errors import PassError
 from tilecraft.testing.conformance.regressions import (
     head_of_a_wide_fragment,
     online_softmax,

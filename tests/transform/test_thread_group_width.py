@@ -28,9 +28,9 @@ from tilecraft.backend import (
     TargetKind,
     register_backend,
     register_target_kind,
-    unregister_backend,
-    unregister_target_kind,
 )
+from tilecraft.backend.registry import unregister_backend
+from tilecraft.backend.target_kind import unregister_target_kind
 from tilecraft.ir import expr as E
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import walk
@@ -69,7 +69,8 @@ def wave_pipeline(simt: SimtTarget, until: str | None = None) -> PassPipeline:
 @pytest.fixture(scope="module")
 def simt64():
     """The `simt64` kind and backend, registered for this module only."""
-    from tilecraft.backend import API_VERSION, registered_backends
+    from tilecraft.backend import API_VERSION
+    from tilecraft.backend.registry import registered_backends
 
     opencl = next(m for m in registered_backends() if KIND not in m.target_kinds and m.name == "opencl")
     register_target_kind(

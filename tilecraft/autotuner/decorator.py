@@ -26,13 +26,13 @@ from tilecraft.autotuner.configs import resolve_configs, tuned_names
 from tilecraft.autotuner.record import canonical, function_identity
 from tilecraft.autotuner.result import AutotuneResult, ConfigError
 from tilecraft.autotuner.session import Factory, RunOptions, Session
-from tilecraft.backend.arrays import is_array
 from tilecraft.errors import ArgumentError
 from tilecraft.ir import expr as E
 from tilecraft.ir.function import PrimFunc
 from tilecraft.ir.visitor import substitute
 from tilecraft.jit.api import JITFunction, _consts_from_shapes
 from tilecraft.profiler.supply import TensorSupplyType
+from tilecraft.runtime.arrays import is_array
 
 _RETURN_KERNEL = "__return_kernel"
 

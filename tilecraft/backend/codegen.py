@@ -17,9 +17,9 @@ from tilecraft.backend.postproc import apply_postprocs
 from tilecraft.errors import BackendError
 
 if TYPE_CHECKING:
-    from tilecraft.backend.artifact import KernelInfo
     from tilecraft.backend.context import BackendContext
     from tilecraft.ir import IRModule
+    from tilecraft.runtime.artifact import KernelInfo
 
 
 @dataclass(frozen=True, eq=False)

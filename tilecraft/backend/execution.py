@@ -1,6 +1,6 @@
-"""The execution-backend protocol: how one is selected (`ExecutionBackendSpec`), what it makes (`Built`,
-`Loaded`, `FastPath`), and every method the JIT, the profiler and the autotuner call on it
-(`ExecutionBackend`).
+"""The execution-backend protocol: how one is selected (`ExecutionBackendSpec`) and every method the
+JIT, the profiler and the autotuner call on it (`ExecutionBackend`). What it makes (`Built`, `Loaded`,
+`FastPath`...) and the arrays and clocks it speaks in are runtime types (`tilecraft.runtime`).
 
 The spec is cheap and declarative: a target backend lists the specs that can consume its output, in
 `auto` order. Its availability probe runs lazily, once, and is cached. The implementation class is named
@@ -22,20 +22,21 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from tilecraft.backend.devices import DLPACK_HOST
 from tilecraft.errors import ArgumentError, BackendError
+from tilecraft.runtime.devices import DLPACK_HOST, BenchmarkDevice, host_device
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from tilecraft.backend.arrays import ArrayArg, ArrayReader
-    from tilecraft.backend.artifact import CompiledArtifact
     from tilecraft.backend.context import BackendContext
     from tilecraft.backend.target import Target
-    from tilecraft.backend.timing import DeviceTimer, KernelClock
     from tilecraft.ir.dtype import DataType
+    from tilecraft.runtime.arrays import ArrayArg, ArrayReader
+    from tilecraft.runtime.artifact import CompiledArtifact
+    from tilecraft.runtime.launch import Built, FastPath, Launcher, Loaded, NativeLaunch
+    from tilecraft.runtime.timing import DeviceTimer, KernelClock
 
 _NAME = re.compile(r"[a-z][a-z0-9_-]*")
 _IMPLEMENTATION = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
@@ -78,7 +79,7 @@ def _probe(probe: Callable[[], Availability], name: str) -> Availability:
 class ExecutionBackendSpec:
     """How to select an execution backend and what it consumes; no toolchain is touched to make one.
 
-    `device_types` are the DLPack device type codes (`backend/devices.py`) of the arrays its launcher
+    `device_types` are the DLPack device type codes (`runtime/devices.py`) of the arrays its launcher
     reads, host memory unless said otherwise; `ExecutionBackend.check_device` refuses arrays elsewhere.
     """
 
@@ -150,135 +151,6 @@ def _device_types(name: str, codes: Any) -> tuple[int, ...]:
     return found
 
 
-class StoredFiles(Protocol):
-    """Where a build's files are kept: a cache entry, or an export read back (`execution/cache.py`)."""
-
-    files: Mapping[str, str]
-    meta: Mapping[str, Any]
-
-    def path(self, name: str) -> Path: ...
-
-    def read(self, name: str) -> bytes: ...
-
-
-@dataclass(frozen=True, eq=False)
-class Built:
-    """A built artifact: the files an execution backend produced, and the key they are kept under."""
-
-    execution_backend: str
-    key: str
-    artifact: CompiledArtifact
-    entry: StoredFiles
-
-    def path(self, name: str) -> Path:
-        return self.entry.path(name)
-
-    def read(self, name: str) -> bytes:
-        return self.entry.read(name)
-
-
-@dataclass(frozen=True, eq=False)
-class Loaded:
-    """A built artifact loaded into this process; `handle` is whatever the backend's launcher needs."""
-
-    built: Built
-    handle: Any
-
-
-class Launcher(Protocol):
-    """What `ExecutionBackend.launcher` returns: launches every kernel of the artifact once.
-
-    `args` follow `artifact.params` (an `ArrayArg` for a buffer, a number for a scalar), `dims` are the
-    values of `artifact.symbolic_dims` in order; `stream` is the caller's, None for the default.
-    """
-
-    def __call__(self, args: Sequence[Any], dims: Sequence[int], stream: Any = None) -> Any: ...
-
-
-@dataclass(frozen=True)
-class FastPath:
-    """What tilecraft.jit's generated fast path for torch tensors launches through.
-
-    `launch(values, dims, stream)` takes raw values (a buffer's data pointer, a scalar's number) and a raw
-    stream handle; `device` is the torch device index every tensor must be on; `stream(device)` is the
-    handle of torch's current stream there. (The alignment every buffer needs is the artifact's
-    `buffer_alignment`, what codegen assumed; both paths read it there.)
-    """
-
-    launch: Callable[[Sequence[Any], Sequence[int], Any], None]
-    device: int
-    stream: Callable[[int], Any]
-
-
-@dataclass(frozen=True)
-class NativeKernel:
-    """One device kernel as the compiled launcher launches it (kind "kernel-params").
-
-    `function` is the driver's function handle; `grid` three bytecode programs
-    (`tilecraft.execution.native.program`) over the call's values; `slots` the kernel's parameters in
-    ABI order, each (value index, struct code: "p" a pointer, "b".."Q" integers, "f" float, "d" double).
-    A call's values are the function's parameters in order (a buffer's address, a scalar's number),
-    then its symbolic dims.
-    """
-
-    function: int
-    grid: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
-    block: tuple[int, int, int]
-    dynamic_smem: int
-    slots: tuple[tuple[int, str], ...]
-
-
-@dataclass(frozen=True)
-class NativeLaunch:
-    """How the compiled launcher (tilecraft/execution/native) launches a loaded artifact.
-
-    `kind` "kernel-params": `address` is a `cuLaunchKernel`-shaped function, called for each of
-    `kernels` on the stream `stream(device)` returns; a non-zero result calls `failed(k, rc, call)`,
-    which retries or raises. `kind` "packed-call": `address` is `int32_t f(void **slots)` taking the
-    addresses of `slots` (as in NativeKernel), run without the GIL; a non-zero result calls
-    `failed(rc)`, which raises. `device` is the torch device index tensors must be on (-1: the host);
-    `host_arrays`: numpy arrays are read too (host memory); `alignment`: the byte alignment every
-    buffer needs; `keep_alive`: what must outlive the launcher (the loaded module).
-    """
-
-    kind: str
-    address: int
-    failed: Callable[..., None]
-    device: int
-    alignment: int = 1
-    host_arrays: bool = False
-    stream: Callable[[int], int] | None = None
-    kernels: tuple[NativeKernel, ...] = ()
-    slots: tuple[tuple[int, str], ...] = ()
-    keep_alive: Any = None
-
-
-@dataclass(frozen=True)
-class BenchmarkDevice:
-    """One device an autotuning can time candidates on: its name and architecture (a tuning database's
-    key) and the environment that gives a fresh process this device alone (a pinned benchmark worker)."""
-
-    name: str
-    arch: str
-    environment: Mapping[str, str] = field(default_factory=dict)
-
-
-def host_device() -> BenchmarkDevice:
-    """The host processor: its model name (from /proc/cpuinfo on Linux) and machine type."""
-    import platform
-
-    name = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    name = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return BenchmarkDevice(name, platform.machine())
-
-
 class ExecutionBackend(ABC):
     """Build -> Load -> Launch of artifacts of the formats its spec consumes, and what a `Kernel` needs
     around a launch: reading, checking and allocating its device's arrays, copies, waiting, timing.
@@ -337,14 +209,14 @@ class ExecutionBackend(ABC):
         repetitions (writing `flush_bytes`). The default, the host's wall clock without a flush, is right
         for launches that return when their work is done; a backend whose launches are asynchronous must
         return a timer that waits for them (or reads device-side clocks)."""
-        from tilecraft.backend.timing import DeviceTimer
+        from tilecraft.runtime.timing import DeviceTimer
 
         return DeviceTimer()
 
     def kernel_clock(self, target: Target, flush_bytes: int) -> KernelClock:
         """The device's own record of how long each kernel ran, for `do_bench(backend="cupti")`. The
         default: none, which is an error saying to time with `backend="event"` (the timer above)."""
-        from tilecraft.backend.timing import KernelClockUnavailable
+        from tilecraft.runtime.timing import KernelClockUnavailable
 
         raise KernelClockUnavailable(
             f"execution backend {self.spec.name!r} keeps no record of its kernels' run times, so "

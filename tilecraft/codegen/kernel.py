@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from tilecraft.backend.artifact import KernelInfo
 from tilecraft.backend.codegen import DeviceCode
 from tilecraft.codegen.c_family import CFamilyPrinter, storage_type, value_type
 from tilecraft.ir import stmt as S
@@ -18,6 +17,7 @@ from tilecraft.ir.expr import Var
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.visitor import walk
+from tilecraft.runtime.artifact import KernelInfo
 
 
 def written_buffers(func: PrimFunc, *writers: type) -> set[int]:

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from tilecraft.backend.timing import KernelClock
 from tilecraft.profiler.bench import set_kernel_clock_standin
+from tilecraft.runtime.timing import KernelClock
 
 DEFAULT_CAPABILITY = (8, 0)
 EMULATED_NAME = "host CPU (tilecraft --cuda-on-cpu emulation)"

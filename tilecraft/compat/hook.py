@@ -4,8 +4,9 @@
 submodules: `tilelang.X.Y` loads `tilecraft.X.Y` and binds that very module under the TileLang name, so
 `tilelang.language is tilecraft.language` and a kernel module sees one set of types. A submodule without
 a tilecraft counterpart raises ImportError naming it and pointing at docs/compat.md, instead of Python's
-bare "No module named ...". It also refuses `tvm` and `tilelang.tvm` (TileLang's bundled TVM, which
-tilecraft does not have) with one line saying what to use instead.
+bare "No module named ...". `tvm`, `tilelang.tvm` and their submodules (TileLang's bundled TVM, which
+tilecraft does not have) load `tilecraft.compat.tvm`, the part of TVM that TileLang's examples use mapped
+onto tilecraft's IR; a TVM module it does not map raises `UnmappedTvmError` saying so in one line.
 
 Nothing installs the hook as a side effect: `import tilecraft` never does, and the command line installs
 it only in the process it starts to run a TileLang script (`tilecraft run-tilelang`).
@@ -30,30 +31,62 @@ COMPAT_DOC = "docs/compat.md"
 RENAMED: dict[str, str] = {
     "tilelang.engine.callback": "tilecraft.cuda.callback",
     "tilelang.contrib": "tilecraft.compat.contrib",
+    # TileLang's warp-level MMA macro emitters (tilecraft.cuda.intrinsics is tilecraft's own, another API);
+    # `tilelang.intrinsics` is their path in TileLang releases before the CUDA package.
+    "tilelang.cuda.intrinsics": "tilecraft.compat.intrinsics",
+    "tilelang.intrinsics": "tilecraft.compat.intrinsics",
 }
+INTRINSICS_PACKAGE = "tilecraft.compat.intrinsics"
 
 
 TVM = "tvm"
-NO_TVM = (
-    "tilecraft has no TVM, so `{name}` cannot be supported: use `tilecraft.DataType` for "
-    "`tvm.DataType` and tilecraft.language (T.*) for TVM's TIR ({doc})"
-)
+TVM_PACKAGE = "tilecraft.compat.tvm"
+# TVM modules under their other spelling: TileLang's bundled TVM renamed `tir` to `tirx`.
+TVM_RENAMED: dict[str, str] = {"tvm.tir": "tvm.tirx"}
 
 
 class UnmappedModuleError(ImportError):
     """A `tilelang` module that has no tilecraft counterpart was imported through the hook."""
 
 
-class NoTvmError(UnmappedModuleError):
-    """A TileLang program imported TVM (`import tvm`, `from tilelang import tvm`), which tilecraft lacks."""
+class UnmappedTvmError(UnmappedModuleError, ModuleNotFoundError):
+    """A TileLang program used a part of TVM (a module or a name in one) that tilecraft's `tvm` namespace
+    does not map. A ModuleNotFoundError too, so code probing for an optional TVM module still sees it
+    absent."""
+
+
+def unmapped_tvm_message(name: str, reason: str | None = None) -> str:
+    """The one line that says `name` (a TVM module or attribute, TVM's spelling) is not provided, why,
+    and where the mapped part is listed."""
+    why = reason or "tilecraft maps only the names TileLang's examples use"
+    return (
+        f"`{name}` is not provided: tilecraft has no TVM, and its `tvm` namespace maps the part of TVM that "
+        f"TileLang's examples use onto tilecraft's IR; {why} ({COMPAT_DOC}, section \"TVM\", lists what is "
+        "mapped and what to use instead)"
+    )
 
 
 def tvm_hint(err: BaseException) -> str | None:
-    """The one-line explanation of a failed `import tvm`, or None for any other error."""
+    """The one-line explanation of a failed import of a TVM module, or None for any other error."""
     name = getattr(err, "name", None) or ""
-    if isinstance(err, ModuleNotFoundError) and _is_under(name, TVM):
-        return NO_TVM.format(name=f"import {name}", doc=COMPAT_DOC)
+    if (
+        isinstance(err, ModuleNotFoundError)
+        and _is_under(name, TVM)
+        and not isinstance(err, UnmappedTvmError)
+    ):
+        return unmapped_tvm_message(name)
     return None
+
+
+def tvm_counterpart(name: str) -> str:
+    """The tilecraft module that stands for the TVM module `name` (`tvm.tir.op` and `tilelang.tvm.tirx.op`
+    -> `tilecraft.compat.tvm.tirx.op`)."""
+    if _is_under(name, f"{TILELANG}.{TVM}"):
+        name = name[len(TILELANG) + 1 :]
+    for old, new in TVM_RENAMED.items():
+        if _is_under(name, old):
+            name = new + name[len(old) :]
+    return TVM_PACKAGE + name[len(TVM) :]
 
 
 def _is_under(fullname: str, package: str) -> bool:
@@ -92,13 +125,15 @@ class TileLangFinder(importlib.abc.MetaPathFinder):
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if _is_under(fullname, f"{TILELANG}.{TVM}"):
-            raise NoTvmError(NO_TVM.format(name=f"import {fullname}", doc=COMPAT_DOC), name=fullname)
-        # A missing `tvm` stays a plain "not found" (None): libraries probe for it with find_spec (torch's
-        # dynamo does, at import). The runner explains the ModuleNotFoundError (`tvm_hint`).
+        if _is_under(fullname, TVM) or _is_under(fullname, f"{TILELANG}.{TVM}"):
+            return _tvm_spec(fullname)
         if not _is_under(fullname, TILELANG):
             return None
         real = counterpart(fullname)
+        if not _exists(real) and real.startswith(INTRINSICS_PACKAGE + "."):
+            from tilecraft.compat.intrinsics._refusing import unprovided
+
+            raise unprovided(fullname)
         if not _exists(real):
             raise UnmappedModuleError(
                 f"TileLang module {fullname!r} has no tilecraft counterpart (looked for {real!r}); "
@@ -107,6 +142,20 @@ class TileLangFinder(importlib.abc.MetaPathFinder):
             )
         is_package = importlib.util.find_spec(real).submodule_search_locations is not None
         return importlib.machinery.ModuleSpec(fullname, _AliasLoader(real), is_package=is_package)
+
+
+def _tvm_spec(fullname: str) -> importlib.machinery.ModuleSpec:
+    """`tvm...` loads tilecraft's `tvm` namespace; a module it lacks is refused in one line (torch's dynamo
+    probes `find_spec("tvm")` at import and takes the namespace for an installed TVM, which is harmless:
+    it only skips tracing into its files)."""
+    real = tvm_counterpart(fullname)
+    if not _exists(real):
+        from tilecraft.compat.tvm.refused import REFUSED
+
+        public = real.replace(TVM_PACKAGE, TVM, 1)
+        raise UnmappedTvmError(unmapped_tvm_message(public, REFUSED.get(public)), name=fullname)
+    is_package = importlib.util.find_spec(real).submodule_search_locations is not None
+    return importlib.machinery.ModuleSpec(fullname, _AliasLoader(real), is_package=is_package)
 
 
 def _exists(name: str) -> bool:
@@ -140,7 +189,19 @@ def install() -> None:
 
 
 def uninstall() -> None:
-    """Remove the hook and forget every module imported under a TileLang name."""
+    """Remove the hook and forget every module imported under a TileLang name, and the `tvm` namespace
+    bound under TVM's names."""
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, TileLangFinder)]
-    for name in [n for n in sys.modules if n == TILELANG or n.startswith(TILELANG + ".")]:
+    for name in [n for n in sys.modules if _is_under(n, TILELANG)]:
         del sys.modules[name]
+    for name in [n for n in sys.modules if _is_under(n, TVM)]:
+        if getattr(sys.modules[name], "__name__", "").startswith(TVM_PACKAGE):
+            del sys.modules[name]
+    sys.modules[TILECRAFT].__dict__.pop(TVM, None)  # bound by `import tilelang.tvm`
+    # `import tilelang.cuda.intrinsics` bound the compat package as the attribute `intrinsics` of
+    # tilecraft.cuda; give tilecraft its own module back
+    for old in RENAMED:
+        own = TILECRAFT + old[len(TILELANG) :]
+        parent, _, child = own.rpartition(".")
+        if own in sys.modules and parent in sys.modules:
+            setattr(sys.modules[parent], child, sys.modules[own])

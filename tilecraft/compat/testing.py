@@ -94,7 +94,8 @@ def cuda_capability() -> tuple[int, int] | None:
     emulated = cuda_on_cpu.capability()
     if emulated is not None:
         return emulated
-    from tilecraft.backend import detection_report, registered_backends
+    from tilecraft.backend.detection import detection_report
+    from tilecraft.backend.registry import registered_backends
 
     registered_backends()  # the built-in backends register their target kinds when first listed
     for result in detection_report():

@@ -11,11 +11,11 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
-from tilecraft.backend import imported_module as imported
 from tilecraft.backend.errors import TargetError
 from tilecraft.backend.target import Target
 from tilecraft.carver.arch.arch_base import TileDevice
 from tilecraft.cuda.target import KIND, arch_for_capability, capability
+from tilecraft.runtime import imported_module as imported
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ import dataclasses
 import math
 from pathlib import Path
 
-from tilecraft.backend.artifact import KernelInfo, TensorMapInfo
 from tilecraft.backend.codegen import DeviceCode
 from tilecraft.codegen import headers
 from tilecraft.codegen.c_family import BoundsSite
@@ -46,6 +45,7 @@ from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Var
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import walk
+from tilecraft.runtime.artifact import KernelInfo, TensorMapInfo
 from tilecraft.transform.bounds_checks import BOUNDS_CHECK
 from tilecraft.transform.storage import launch_info, planned_offsets
 

@@ -16,6 +16,7 @@ from tilecraft.cuda.op.gemm_plan import register_a_on_wgmma, tma_enabled, wgmma_
 from tilecraft.cuda.op.tma_store import staging_layouts, tma_store_enabled, unsuited_copies
 from tilecraft.cuda.storage import SHARED_SCOPES, mark_assumed_alignment, plan_shared_memory
 from tilecraft.cuda.target import KIND, capability
+from tilecraft.cuda.transform.async_gathers import async_gathers
 from tilecraft.cuda.transform.check import check_barrier_placement, check_planned_shared_memory
 from tilecraft.cuda.transform.clusters import cluster_launches
 from tilecraft.cuda.transform.pipeline import inject_software_pipeline
@@ -196,6 +197,7 @@ PIPELINE = PassPipeline(
         cuda_split_staging_tiles,  # a staging tile past the shared-memory limit beside the stages: column blocks
         cuda_infer_layouts,  # fragment layouts (mma/wgmma accumulators, propagation, defaults); gemm tiles
         cuda_lower_to_threads,  # tile ops and T.Parallel nests -> per-thread code; fragments -> registers
+        async_gathers,  # element gathers into shared tiles in T.Pipelined loops -> zero-filling cp.async
         inject_software_pipeline,  # T.Pipelined with cp.async / TMA (mbarrier ring) -> multi-stage buffers
         lower_buffer_views,  # accesses through T.Tensor(shape, dtype, A.data) views address A
         apply_shared_layouts,  # swizzled shared tiles addressed by physical offsets

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilecraft.backend.artifact import CompiledArtifact, ParamInfo
 from tilecraft.errors import TilecraftError
+from tilecraft.runtime.artifact import CompiledArtifact, ParamInfo
 
 
 @dataclass(frozen=True)

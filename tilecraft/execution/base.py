@@ -18,15 +18,16 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tilecraft import settings
-from tilecraft.backend.execution import Built, ExecutionBackend, ExecutionBackendSpec
+from tilecraft.backend.execution import ExecutionBackend, ExecutionBackendSpec
 from tilecraft.errors import BackendError
+from tilecraft.runtime.launch import Built
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from tilecraft.backend.artifact import CompiledArtifact
     from tilecraft.backend.context import BackendContext
     from tilecraft.execution.cache import CacheEntry, KernelCache
+    from tilecraft.runtime.artifact import CompiledArtifact
 
 EXPORT_FILE = "export.json"
 LEGACY_ARTIFACT_FILE = "artifact.pickle"  # exports before JSON; refused, never loaded
@@ -108,8 +109,8 @@ class CachedExecutionBackend(ExecutionBackend):
         import json
         from pathlib import Path
 
-        from tilecraft.backend.artifact import artifact_files
         from tilecraft.execution.cache import write_export
+        from tilecraft.runtime.artifact import artifact_files
 
         files = {name: built.read(name) for name in built.entry.files}
         stored = {**artifact_files(built.artifact), **self.c_api(built)}
@@ -132,8 +133,8 @@ class CachedExecutionBackend(ExecutionBackend):
         """
         from pathlib import Path
 
-        from tilecraft.backend.artifact import ArtifactDecodeError, artifact_from_files
         from tilecraft.execution.cache import read_export
+        from tilecraft.runtime.artifact import ArtifactDecodeError, artifact_from_files
 
         entry = read_export(Path(path))
         info = _export_info(entry, path)

@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tilecraft import settings
-from tilecraft.backend.arrays import as_array_arg, is_array
 from tilecraft.backend.context import BackendContext
 from tilecraft.errors import ArgumentError, TilecraftError, short_repr
 from tilecraft.ir import expr as E
@@ -21,6 +20,7 @@ from tilecraft.ir.visitor import substitute
 from tilecraft.jit.kernel import Kernel
 from tilecraft.jit.lower import lower_artifact, resolve_context
 from tilecraft.language.parser.source import parse_python
+from tilecraft.runtime.arrays import as_array_arg, is_array
 
 
 def _normalize_out_idx(

@@ -19,10 +19,10 @@ from collections.abc import Callable
 from typing import Any
 
 from tilecraft._modules import imported
-from tilecraft.backend.artifact import CompiledArtifact
-from tilecraft.backend.execution import FastPath
 from tilecraft.ir import expr as E
 from tilecraft.jit.scalars import integer_range
+from tilecraft.runtime.artifact import CompiledArtifact
+from tilecraft.runtime.launch import FastPath
 
 MISS = object()
 _TORCH_MAX_SIZE = 2**63 - 1  # torch sizes are int64: an int64 dim needs no range check

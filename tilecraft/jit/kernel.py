@@ -4,7 +4,7 @@ Every call is validated against the parameters: dtype (native byte order), rank,
 dims (consistent across parameters, and within their dtype's range), strides, device, writable memory
 for every buffer the kernel writes, and scalars of the right kind within their dtype's range. Symbolic
 dims are bound from the arrays' shapes without recompiling; outputs named by `out_idx` are allocated
-with the inputs' array library and device. Packed 4-bit parameters take their bytes (backend/packed.py).
+with the inputs' array library and device. Packed 4-bit parameters take their bytes (runtime/packed.py).
 """
 
 from __future__ import annotations
@@ -19,18 +19,18 @@ import numpy as np
 
 from tilecraft import settings
 from tilecraft._modules import imported
-from tilecraft.backend import packed
-from tilecraft.backend.arrays import ArrayArg, as_array_arg, check_alignment
-from tilecraft.backend.artifact import ParamInfo
 from tilecraft.backend.context import BackendContext
-from tilecraft.backend.dlpack import as_callers_array
-from tilecraft.backend.execution import Loaded
 from tilecraft.errors import ArgumentError, TilecraftError, UnpicklingKernelError
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir.eval import evaluate
 from tilecraft.jit.fastpath import MISS
 from tilecraft.jit.scalars import check_dim, check_scalar
+from tilecraft.runtime import packed
+from tilecraft.runtime.arrays import ArrayArg, as_array_arg, check_alignment
+from tilecraft.runtime.artifact import ParamInfo
+from tilecraft.runtime.dlpack import as_callers_array
+from tilecraft.runtime.launch import Loaded
 
 
 @dataclass(frozen=True)
@@ -275,7 +275,7 @@ class Kernel:
         and execution backend, and `out_idx`. Unpickling builds the artifact through the execution backend
         (a cache hit where it was built before, else a compile) and loads it (multiprocessing, Ray)."""
         from tilecraft import __version__
-        from tilecraft.backend.artifact import artifact_files
+        from tilecraft.runtime.artifact import artifact_files
 
         ctx = self.context
         return _unpickle_kernel, ({
@@ -409,7 +409,7 @@ class Kernel:
 
     def _bind_packed(self, i: int, value: Any, arg: ArrayArg, env: dict, deferred: list, arrays: dict,
                      call: _PackedCall) -> ArrayArg:  # fmt: skip
-        """A packed 4-bit parameter: its bytes (backend/packed.py), or a numpy array of one value a byte,
+        """A packed 4-bit parameter: its bytes (runtime/packed.py), or a numpy array of one value a byte,
         packed for the call (and unpacked back after it where the kernel writes it)."""
         info, check = self.artifact.params[i], self._checks[i]
         check.check_rank(arg)
@@ -485,8 +485,8 @@ PICKLE_FORMAT = 1  # what `Kernel.__reduce__` writes
 
 def _unpickle_kernel(state: dict[str, Any]) -> Kernel:
     """The Kernel `Kernel.__reduce__` described, built (or found in the cache) and loaded here."""
-    from tilecraft.backend.artifact import ArtifactDecodeError, artifact_from_files
     from tilecraft.backend.context import create_backend_context
+    from tilecraft.runtime.artifact import ArtifactDecodeError, artifact_from_files
 
     found = state.get("format") if isinstance(state, dict) else None
     if found != PICKLE_FORMAT:

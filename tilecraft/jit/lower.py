@@ -10,12 +10,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from tilecraft import settings
-from tilecraft.backend.artifact import (
-    ArtifactDecodeError,
-    CompiledArtifact,
-    artifact_files,
-    artifact_from_files,
-)
 from tilecraft.backend.context import BackendContext, create_backend_context
 from tilecraft.backend.instrument import CompositeInstrument, IRDumper, PassInstrument, PassTiming
 from tilecraft.backend.registry import registered_backends
@@ -24,6 +18,12 @@ from tilecraft.ir.arith.analyzer import assumed_divisible
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.structural import structural_hash
 from tilecraft.jit.options import PassConfigKey, PassConfigs, resolve_pass_configs
+from tilecraft.runtime.artifact import (
+    ArtifactDecodeError,
+    CompiledArtifact,
+    artifact_files,
+    artifact_from_files,
+)
 from tilecraft.transform.check import check_semantics
 from tilecraft.transform.expression_depth import bound_expression_depth
 from tilecraft.transform.widen_fragments import widen_fragments

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tilecraft.backend.artifact import ParamInfo
 from tilecraft.errors import ArgumentError, short_repr
 from tilecraft.ir.dtype import DataType
+from tilecraft.runtime.artifact import ParamInfo
 
 # What each dtype kind accepts, for error messages (numpy and torch scalars of the kind count too).
 _KINDS = {"bool": "a bool", "int": "an integer", "uint": "an integer"}

@@ -105,6 +105,11 @@ Buffer = Tensor
 half = float16
 float = float32  # noqa: A001
 double = float64
+# TileLang's C-style names (its quantization helpers use T.int and T.uint as defaults at import).
+int = int32  # noqa: A001
+uint = uint32
+short = int16
+long = int64
 float8_e4m3 = float8_e4m3fn
 # Two float4_e2m1fn values in one byte (torch.float4_e2m1fn_x2): the dtype of packed bytes' views.
 float4_e2m1fnx2 = float4_e2m1fn.with_lanes(2)
@@ -120,10 +125,10 @@ __all__ = [
     "dynamic", "empty", "erf", "evaluate", "exp", "exp2", "fill", "float", "float4_e2m1fn", "float4_e2m1fnx2",
     "float6_e2m3fn", "float6_e3m2fn", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float16", "float32", "float64", "floor", "floordiv", "floormod", "func_attr", "gemm",
     "get_block_binding", "get_thread_binding", "half", "if_then_else", "infinity", "int4", "int8", "int16",
-    "int32", "int64", "log", "log2", "macro", "max", "max_value", "min", "min_value", "pow", "prim_func",
+    "int", "int32", "int64", "log", "log2", "long", "macro", "max", "max_value", "min", "min_value", "pow", "prim_func",
     "print", "reduce_abssum", "reduce_absmax", "reduce_max", "reduce_min", "reduce_sum", "round", "rsqrt",
-    "serial", "sigmoid", "sin", "sqrt", "symbolic", "sync_threads", "tanh", "tfloat32", "truncdiv", "truncmod",
-    "uint4", "uint8", "uint16", "uint32", "uint64", "unroll", "use_swizzle", "vectorized",
+    "serial", "short", "sigmoid", "sin", "sqrt", "symbolic", "sync_threads", "tanh", "tfloat32", "truncdiv", "truncmod",
+    "uint", "uint4", "uint8", "uint16", "uint32", "uint64", "unroll", "use_swizzle", "vectorized",
 ]  # fmt: skip
 
 from tilecraft.language.generic import ir  # noqa: E402

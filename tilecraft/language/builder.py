@@ -8,6 +8,7 @@ The stack is per thread, so threads can parse kernels at the same time.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,10 @@ class Builder:
     workspaces: list[Buffer] = field(default_factory=list)
     consts: list[Var] = field(default_factory=list)
     unnamed_views: list[Buffer] = field(default_factory=list)  # take the name they are assigned to
+    # Rewrites of the parsed function, run in order before the parser returns it: a parse-time library
+    # that builds IR across statements (TileLang's MMA emitters in tilecraft.compat lift per-thread
+    # buffers to block tiles) registers one; each takes and returns a PrimFunc.
+    finishers: list[Callable[[Any], Any]] = field(default_factory=list)
 
     def error(self, message: str, hint: str | None = None) -> ParseError:
         return ParseError(message, self.span, hint)

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from tilecraft.backend.timing import FLUSH_BYTES, DeviceTimer, KernelClock, KernelClockUnavailable
 from tilecraft.errors import ArgumentError, TilecraftError
+from tilecraft.runtime.timing import FLUSH_BYTES, DeviceTimer, KernelClock, KernelClockUnavailable
 
 RETURN_MODES = ("min", "max", "mean", "median")
 BACKENDS = ("event", "cupti", "cudagraph")

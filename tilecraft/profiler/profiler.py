@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tilecraft.backend.timing import FLUSH_BYTES, DeviceTimer, KernelClock
 from tilecraft.errors import ArgumentError
 from tilecraft.profiler.bench import do_bench, kernel_clock_of
 from tilecraft.profiler.compare import mismatch_report
@@ -20,10 +19,11 @@ from tilecraft.profiler.supply import (
     to_numpy,
     torch_from_numpy,
 )
+from tilecraft.runtime.timing import FLUSH_BYTES, DeviceTimer, KernelClock
 
 if TYPE_CHECKING:
-    from tilecraft.backend.artifact import ParamInfo
     from tilecraft.jit.kernel import Kernel
+    from tilecraft.runtime.artifact import ParamInfo
 
 
 def _as_list(outputs: Any) -> list[Any]:

@@ -72,7 +72,7 @@ def supply_numpy(
     that hold such values (shape (..., ceil(N / 2)), two a byte: what kernels take on every device)."""
     values = _values(dtype, shape, kind, rng)
     if dtype.is_packed and shape:
-        from tilecraft.backend.packed import pack
+        from tilecraft.runtime.packed import pack
 
         return pack(values)
     return values

@@ -227,8 +227,9 @@ def _same_functions(a: IRModule, b: IRModule) -> bool:
 
 class _Canonical(Mutator):
     """Nested and empty statement sequences flattened (a pass that deletes a statement may leave an
-    empty sequence behind, which prints as nothing and means nothing), and a loop variable a pass bound
-    a second time replaced there by one of its own (as parsing the printed text makes one per loop)."""
+    empty sequence behind, which prints as nothing and means nothing), and a loop variable or a buffer
+    a pass bound (allocated) a second time replaced there by one of its own (as parsing the printed text
+    makes one per loop and per allocation: a pipeline's prologue repeats the loop body's scratch tiles)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -240,12 +241,30 @@ class _Canonical(Mutator):
     def mutate_SeqStmt(self, s: S.SeqStmt) -> S.Stmt:
         return S.seq(*(self.mutate(child) for child in s.stmts))
 
+    def mutate_Allocate(self, s: S.Allocate) -> S.Stmt:
+        if id(s.buffer) in self.bound:
+            fresh = dataclasses.replace(s.buffer)  # a new buffer object with the same fields
+            s = S.Allocate(fresh, _RenameBuffer(s.buffer, fresh).mutate(s.body), span=s.span)
+        self.bound.add(id(s.buffer))
+        return self.generic_mutate(s)
+
     def mutate_For(self, s: S.For) -> S.Stmt:
         if id(s.loop_var) in self.bound:
             fresh = Var(s.loop_var.dtype, s.loop_var.name)
             s = dataclasses.replace(s, loop_var=fresh, body=substitute(s.body, {s.loop_var: fresh}))
         self.bound.add(id(s.loop_var))
         return self.generic_mutate(s)
+
+
+class _RenameBuffer(Mutator):
+    """Every use of buffer `old` made a use of `new`."""
+
+    def __init__(self, old, new) -> None:
+        super().__init__()
+        self.old, self.new = old, new
+
+    def mutate_Buffer(self, buf):
+        return self.new if buf is self.old else buf
 
 
 def canonical(f: PrimFunc) -> PrimFunc:

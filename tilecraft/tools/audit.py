@@ -38,11 +38,10 @@ from tilecraft.backend import (
     check_idempotent,
     create_backend_context,
     lookup_target_kind,
-    plugin_problems,
-    registered_backends,
 )
-from tilecraft.backend._loader import BACKENDS, plugin_source
+from tilecraft.backend._loader import BACKENDS, plugin_problems, plugin_source
 from tilecraft.backend.capabilities import capabilities_of
+from tilecraft.backend.registry import registered_backends
 from tilecraft.errors import BackendError, LoweringError, ToolchainNotFound
 from tilecraft.testing.conformance import (
     CASES,
@@ -95,7 +94,11 @@ def find_backend(name: str) -> BackendModule:
     if len(owners) == 1:
         return owners[0]
     broken = [p.describe() for p in plugin_problems() if p.group == BACKENDS and p.name == name]
-    listed = ", ".join(f"{m.name} (kinds {', '.join(m.target_kinds)})" for m in backends) or "none"
+    # by name: registration order depends on which backend package a process imported first
+    listed = ", ".join(
+        f"{m.name} (kinds {', '.join(m.target_kinds)})" for m in sorted(backends, key=lambda m: m.name)
+    )
+    listed = listed or "none"
     more = f"; {broken[0]}" if broken else ""
     if len(owners) > 1:
         raise BackendError(f"target kind {name!r} has variants {', '.join(m.name for m in owners)}; name one")
@@ -187,7 +190,10 @@ def _kind_row(kind: str, manifest: BackendModule) -> Row:
             here = f"detected here: {target}" if isinstance(target, Target) else f"not here: {target}"
         except Exception as err:  # noqa: BLE001 - a detector raising means "not present"
             here = f"not here: {err}"
-    return Row(f"target kind {kind}", Verdict(PASS, f"examples normalize idempotently; capabilities declared; {here}"))
+    return Row(
+        f"target kind {kind}",
+        Verdict(PASS, f"examples normalize idempotently; capabilities declared; {here}"),
+    )
 
 
 def _dialect_row(manifest: BackendModule) -> Row:

@@ -17,7 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from tilecraft import __version__, settings
-from tilecraft.backend import BackendModule, Target, detection_report, plugin_problems, registered_backends
+from tilecraft.backend import BackendModule, Target
+from tilecraft.backend._loader import plugin_problems
+from tilecraft.backend.detection import detection_report
+from tilecraft.backend.registry import registered_backends
 from tilecraft.errors import KernelWarning, PluginWarning, TilecraftError
 from tilecraft.execution import KernelCache, registered_execution_backends
 from tilecraft.tools import opt, tune

@@ -25,8 +25,10 @@ from pathlib import Path
 from string import Template as TextTemplate
 
 from tilecraft import __version__
-from tilecraft.backend import BackendModule, lookup_target_kind, registered_backends, registered_target_kinds
+from tilecraft.backend import BackendModule, lookup_target_kind
 from tilecraft.backend._loader import BACKENDS, EXECUTION_BACKENDS, plugin_source
+from tilecraft.backend.registry import registered_backends
+from tilecraft.backend.target_kind import registered_target_kinds
 from tilecraft.errors import BackendError
 from tilecraft.tools.audit import find_backend
 
@@ -318,7 +320,6 @@ from __future__ import annotations
 
 import $tpackage  # noqa: F401 - the template backend; importing it registers kind $tkind
 from tilecraft.backend import Target, TargetKind, lookup_target_kind, register_target_kind
-from tilecraft.backend.capabilities import Capabilities
 
 KIND = "$name"
 TEMPLATE_KIND = "$tkind"
@@ -335,14 +336,12 @@ def detect() -> Target | str | None:
     return Target.parse({**found.attrs_dict, "kind": KIND})
 
 
-def capabilities(target: Target) -> Capabilities:
-    """What a target of this kind has: to start with, what kind $tkind's record says of the same
-    attributes. Write your hardware's here (tilecraft.backend.capabilities lists the fields: thread-group
-    width, thread and memory limits, matrix instructions, dtypes, atomics, ...); every limit key a Lack
-    reports must be in the manifest's `unsupported`."""
-    if TEMPLATE.capabilities is None:
-        return Capabilities()
-    return TEMPLATE.capabilities(target)
+def capabilities(target: Target):
+    """What a target of this kind has, a `tilecraft.backend.capabilities.Capabilities`: to start with,
+    what kind $tkind's record says of the same attributes. Write your hardware's here (that module lists
+    the fields: thread-group width, thread and memory limits, matrix instructions, dtypes, atomics, ...);
+    every limit key a Lack reports must be in the manifest's `unsupported`."""
+    return Target(TEMPLATE_KIND, target.attrs).capabilities
 
 
 TARGET_KIND = register_target_kind(
@@ -438,14 +437,13 @@ MANIFEST = register_backend(
 TEST_BACKEND = '''
 """Registration and target rules of the $name backend (what `tilecraft backend check $name` checks first)."""
 
-from tilecraft.backend import backend_for, check_idempotent, registered_backends
-from tilecraft.backend.capabilities import Capabilities
+from tilecraft.backend import backend_for, check_idempotent, lookup_target_kind
 from $package.backend import MANIFEST
-from $package.target import KIND
+from $package.target import KIND, TARGET_KIND
 
 
-def test_the_entry_point_registers_the_manifest():
-    assert MANIFEST in registered_backends()
+def test_the_target_kind_is_registered():
+    assert lookup_target_kind(KIND) is TARGET_KIND
 
 
 def test_examples_normalize_idempotently_and_select_this_backend():
@@ -454,8 +452,8 @@ def test_examples_normalize_idempotently_and_select_this_backend():
 
 
 def test_the_kind_declares_its_capabilities_and_the_manifest_its_limits():
+    assert TARGET_KIND.capabilities is not None
     for target in check_idempotent(KIND):
-        assert isinstance(target.capabilities, Capabilities)
         assert target.capabilities.limit_keys() <= set(MANIFEST.unsupported)
 '''
 

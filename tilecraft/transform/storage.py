@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from tilecraft.backend.artifact import KernelInfo, ParamInfo
 from tilecraft.backend.pipeline import module_pass
 from tilecraft.backend.split import ROLE_ATTR
 from tilecraft.errors import LoweringError
@@ -25,6 +24,7 @@ from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.host import KernelCall
 from tilecraft.ir.visitor import Mutator, Visitor, free_vars, walk
+from tilecraft.runtime.artifact import KernelInfo, ParamInfo
 
 STORAGE_ATTR = "tilecraft.arena_bytes"
 OFFSETS_ATTR = "tilecraft.arena_offsets"

@@ -4,7 +4,7 @@ made, which the language does not spell, so each Before is a kernel taken throug
 
 from __future__ import annotations
 
-from tests.cuda.passes.kernels import SM90A, staged, tma_gemm
+from tests.cuda.passes.kernels import SM90A, guarded_staged, guarded_tma_gemm, staged, tma_gemm
 from tests.transform.helpers import SM80
 from tilecraft.testing.passes import assert_pass, pass_test
 
@@ -82,3 +82,141 @@ def test_tma_copies_feed_wgmma_through_full_and_empty_mbarrier_rings(target):
     """
 
     assert_pass(target, "inject-software-pipeline", tma_gemm, expected, prefix=True)
+
+
+@pass_test("inject-software-pipeline", SM80)
+def test_a_guarded_loop_issues_and_consumes_only_the_iterations_its_guard_takes(target):
+    """Under a block-uniform guard, iteration k issues tile k + 1 only where the guard takes it and consumes
+    its own stage only where the guard takes k; the group count and the barrier stay unconditional."""
+    # Stages stay on k (a skipped iteration leaves its stage unused): every iteration still commits one
+    # group, waits and meets the others at the barrier, so the waits count the same groups as without
+    # the guard; the guard at k + 1 is read only for an iteration that exists.
+
+    expected = """
+    @T.prim_func
+    def guarded_staged(A: T.Tensor((512,), "float32"), Mask: T.Tensor((4,), "bool"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tx = T.get_thread_binding(0)
+            s = T.alloc_shared((2, 128), "float32")
+            acc = T.alloc_local((1,), "float32")
+            for r1 in T.serial(1, annotations={'unroll': True}):
+                acc[0] = 0.0
+            if T.ir.keep(T.bool(True)):
+                if Mask[0]:
+                    for c2 in T.serial(1, annotations={'unroll': True}):
+                        if c2 * 128 + tx < 32:
+                            T.ir.cuda.AsyncCopy(dst=s, dst_offset=0 + T.cast(0 + T.cast((c2 * 128 + tx) * 4, "int64") * 1, "int32"), src=A, src_offset=0 + T.cast(T.ir.Mul(dtype="int32", a=0, b=128) + (c2 * 128 + tx) * 4, "int64") * 1, bytes=16, valid=T.ir.Mul(dtype="int32", a=0, b=128) + (c2 * 128 + tx) * 4 < 512)
+            T.ir.cuda.AsyncCommit()
+            for k in T.serial(4, annotations={'pipelined_buffers': (s,)}):
+                T.ir.cuda.AsyncWait(pending=0)
+                T.sync_threads()
+                if k + 1 < 4:
+                    if Mask[k + 1]:
+                        for c2_1 in T.serial(1, annotations={'unroll': True}):
+                            if c2_1 * 128 + tx < 32:
+                                T.ir.cuda.AsyncCopy(dst=s, dst_offset=(k + 1) % 2 * 128 + T.cast(0 + T.cast((c2_1 * 128 + tx) * 4, "int64") * 1, "int32"), src=A, src_offset=0 + T.cast((k + 1) * 128 + (c2_1 * 128 + tx) * 4, "int64") * 1, bytes=16, valid=(k + 1) * 128 + (c2_1 * 128 + tx) * 4 < 512)
+                T.ir.cuda.AsyncCommit()
+                if Mask[k]:
+                    for r3 in T.serial(1, annotations={'unroll': True}):
+                        acc[0] = acc[0] + s[k % 2, tx % 32 + tx // 32 * 32]
+            T.ir.cuda.AsyncWait(pending=0)
+            for r4 in T.serial(1, annotations={'unroll': True}):
+                B[tx % 32 + tx // 32 * 32] = acc[0]
+    """
+
+    assert_pass(target, "inject-software-pipeline", guarded_staged, expected, prefix=True)
+
+
+@pass_test("inject-software-pipeline", SM90A)
+def test_a_guarded_warp_specialized_ring_advances_on_the_taken_count(target):
+    """Producer and consumers of a guarded loop each count the iterations the guard takes and put the
+    ring's stage and phase on that count, not on k."""
+    # The producer loads iteration k into stage loaded % 2 after waiting for it to be empty; the consumers
+    # wait for tile taken % 2 and release the stage of the previous taken tile, so skipped iterations
+    # leave no hole in the ring and the waits on both sides see the same sequence of tiles.
+
+    expected = """
+    @T.prim_func
+    def guarded_tma_gemm(A: T.Tensor((64, 128), "float16"), B: T.Tensor((128, 64), "float16"), Mask: T.Tensor((2,), "bool"), C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tx = T.get_thread_binding(0)
+            As = T.alloc_shared((2, 64, 64), "float16")
+            T.annotate_layout({As: T.ir.cuda.SharedLayout(kind='wgmma', rows=64, row_length=64, atom=64)})
+            Bs = T.alloc_shared((2, 64, 64), "float16")
+            T.annotate_layout({Bs: T.ir.cuda.SharedLayout(kind='wgmma', rows=64, row_length=64, atom=64)})
+            Cf = T.alloc_local((32,), "float32")
+            for r1 in T.serial(32, annotations={'unroll': True}):
+                Cf[r1] = 0.0
+            T.ir.cuda.MbarRing(ring=1, stages=2)
+            T.ir.cuda.MbarRing(ring=2, stages=2, arrivals=4)
+            with T.ir.cuda.ProducerLoop(consumer_threads=128):
+                loaded = T.alloc_var("int32")
+                loaded = 0
+                for k in T.serial(2):
+                    if Mask[k]:
+                        loaded_k: T.int32 = loaded
+                        loaded = loaded_k + 1
+                        T.ir.cuda.MbarWait(ring=2, stage=loaded_k % 2, parity=(loaded_k // 2 + 1) % 2)
+                        T.ir.cuda.TmaCopy(loads=(T.ir.cuda.TmaLoad(dst=As, dst_offset=loaded_k % 2 * 4096 + 0, src=A, box=(64, 64), swizzle=128, coords=(k * 64 + 0, 0)), T.ir.cuda.TmaLoad(dst=Bs, dst_offset=loaded_k % 2 * 4096 + 0, src=B, box=(64, 64), swizzle=128, coords=(0, k * 64))), bytes=16384, ring=1, stage=loaded_k % 2, elected=True)
+            with T.ir.scope():
+                taken = T.alloc_var("int32")
+                taken = 0
+                for k_1 in T.serial(2, annotations={'pipelined_buffers': (As, Bs)}):
+                    if Mask[k_1]:
+                        taken_k: T.int32 = taken
+                        taken = taken_k + 1
+                        T.ir.cuda.MbarWait(ring=1, stage=taken_k % 2, parity=taken_k // 2 % 2)
+                        T.ir.cuda.GemmCall(variant='wgmma', a=As, b=Bs, c=Cf, m=64, n=64, k=64, warps_m=1, warps_n=1, trans_a=False, trans_b=False, bf16=False, a_offset=taken_k % 2 * 4096 + 0, b_offset=taken_k % 2 * 4096 + 0, atom_a=64, atom_b=64, wait=1)
+                        if taken_k > 0:
+                            T.ir.cuda.MbarArrive(ring=2, stage=(taken_k + 1) % 2)
+            T.ir.cuda.WgmmaWait(pending=0, c=(Cf,))
+            for v2 in T.serial(16, annotations={'unroll': True}):
+                T.ir.cuda.VectorStore(dst=C, dst_offset=0 + T.cast((v2 * 2 & 1) + (tx % 32 & 3) * 2 + (v2 * 2 >> 2) * 8, "int64") * 1 + T.cast((tx % 32 >> 2) + (v2 * 2 >> 1 & 1) * 8 + tx // 32 * 16, "int64") * 64, values=(Cf[v2 * 2 + 0], Cf[v2 * 2 + 1]))
+    """
+
+    assert_pass(target, "inject-software-pipeline", guarded_tma_gemm, expected, prefix=True)
+
+
+@pass_test("inject-software-pipeline", SM90A)
+def test_a_guarded_tma_ring_without_a_producer_completes_the_gemm_in_flight_when_skipping(target):
+    """Without warp specialization a guarded TMA ring stays on k; a skipped iteration completes the wgmma
+    group still in flight before the refill of the previous iteration's stage."""
+    # The taken iteration waits for its stage and leaves its wgmma in flight (wait=1), which the next
+    # taken one retires; a skipped one waits for it (wait_group 0) instead, since the refill below the
+    # barrier overwrites stage (k - 1) % 2, which that group may still read.
+
+    expected = """
+    @T.prim_func
+    def guarded_tma_gemm(A: T.Tensor((64, 128), "float16"), B: T.Tensor((128, 64), "float16"), Mask: T.Tensor((2,), "bool"), C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tx = T.get_thread_binding(0)
+            As = T.alloc_shared((2, 64, 64), "float16")
+            T.annotate_layout({As: T.ir.cuda.SharedLayout(kind='wgmma', rows=64, row_length=64, atom=64)})
+            Bs = T.alloc_shared((2, 64, 64), "float16")
+            T.annotate_layout({Bs: T.ir.cuda.SharedLayout(kind='wgmma', rows=64, row_length=64, atom=64)})
+            Cf = T.alloc_local((32,), "float32")
+            for r1 in T.serial(32, annotations={'unroll': True}):
+                Cf[r1] = 0.0
+            T.ir.cuda.MbarRing(ring=1, stages=2, arrivals=2)
+            if T.ir.keep(T.bool(True)):
+                if Mask[0]:
+                    T.ir.cuda.TmaCopy(loads=(T.ir.cuda.TmaLoad(dst=As, dst_offset=0, src=A, box=(64, 64), swizzle=128, coords=(T.ir.Mul(dtype="int32", a=0, b=64) + 0, 0)),), bytes=8192, ring=1, stage=T.int32(0))
+                    T.ir.cuda.TmaCopy(loads=(T.ir.cuda.TmaLoad(dst=Bs, dst_offset=0, src=B, box=(64, 64), swizzle=128, coords=(0, T.ir.Mul(dtype="int32", a=0, b=64))),), bytes=8192, ring=1, stage=T.int32(0))
+            for k in T.serial(2, annotations={'pipelined_buffers': (As, Bs)}):
+                if Mask[k]:
+                    T.ir.cuda.MbarWait(ring=1, stage=k % 2)
+                    T.ir.cuda.GemmCall(variant='wgmma', a=As, b=Bs, c=Cf, m=64, n=64, k=64, warps_m=1, warps_n=1, trans_a=False, trans_b=False, bf16=False, a_offset=k % 2 * 4096 + 0, b_offset=k % 2 * 4096 + 0, atom_a=64, atom_b=64, wait=1)
+                else:
+                    T.ir.cuda.WgmmaWait(pending=0, c=(Cf,))
+                T.sync_threads()
+                if k + 1 < 2:
+                    if Mask[k + 1]:
+                        T.ir.cuda.TmaCopy(loads=(T.ir.cuda.TmaLoad(dst=As, dst_offset=(k + 1) % 2 * 4096 + 0, src=A, box=(64, 64), swizzle=128, coords=((k + 1) * 64 + 0, 0)),), bytes=8192, ring=1, stage=(k + 1) % 2)
+                        T.ir.cuda.TmaCopy(loads=(T.ir.cuda.TmaLoad(dst=Bs, dst_offset=(k + 1) % 2 * 4096 + 0, src=B, box=(64, 64), swizzle=128, coords=(0, (k + 1) * 64)),), bytes=8192, ring=1, stage=(k + 1) % 2)
+            T.ir.cuda.WgmmaWait(pending=0, c=(Cf,))
+            for v2 in T.serial(16, annotations={'unroll': True}):
+                T.ir.cuda.VectorStore(dst=C, dst_offset=0 + T.cast((v2 * 2 & 1) + (tx % 32 & 3) * 2 + (v2 * 2 >> 2) * 8, "int64") * 1 + T.cast((tx % 32 >> 2) + (v2 * 2 >> 1 & 1) * 8 + tx // 32 * 16, "int64") * 64, values=(Cf[v2 * 2 + 0], Cf[v2 * 2 + 1]))
+    """
+
+    assert_pass(target, "inject-software-pipeline", guarded_tma_gemm, expected, prefix=True,
+                pass_configs={"tl.disable_warp_specialized": True})  # fmt: skip

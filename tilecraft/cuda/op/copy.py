@@ -18,7 +18,7 @@ from __future__ import annotations
 from tilecraft import settings
 from tilecraft.cuda.ir import AsyncCopy, TmaCopy, TmaLoad, VectorCopy, VectorStore, VectorZero
 from tilecraft.cuda.op.stmatrix import stmatrix_copy
-from tilecraft.cuda.op.tma_store import tensor_map_refusal, tma_store_copy
+from tilecraft.cuda.op.tma_store import tensor_map_refusal, tma_box, tma_coords, tma_store_copy
 from tilecraft.cuda.shared_layout import SharedLayout
 from tilecraft.cuda.storage import BUFFER_ALIGN
 from tilecraft.cuda.storage import SHARED_SCOPES as SHARED
@@ -81,13 +81,10 @@ def _tma_copy(op: S.Copy, ctx) -> S.Stmt | None:
     if reason is not None:
         _note(op, reason)
         return None
-    rank = len(src.buffer.shape)
-    mins = [r.min for r in src.ranges]
-    box = (layout.atom, layout.rows) + (1,) * (rank - 2)
+    box = tma_box(src, layout.rows, layout.atom)
     loads = []
     for block in range(layout.row_length // layout.atom):
-        inner = E.add(mins[-1], block * layout.atom)
-        coords = (inner, *reversed(mins[:-1]))
+        coords = tma_coords(src, block * layout.atom)
         offset = E.const(block * layout.rows * layout.atom)
         loads.append(TmaLoad(dst.buffer, offset, src.buffer, box, layout.swizzle_bytes, coords, span=op.span))
     nbytes = layout.rows * layout.row_length * dst.dtype.bytes

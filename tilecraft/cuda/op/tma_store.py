@@ -70,8 +70,11 @@ def store_refusal(op: S.Copy) -> str | None:
 
 def tensor_map_refusal(op: S.Copy, tensor: BufferRegion, tile: BufferRegion, rows: int, how: str) -> str | None:
     """Why `tensor`'s region and the whole 2-D shared `tile` cannot be the two sides of TMA boxes through a
-    tensor map of `tensor` (None: they can): the rules TMA loads and stores share. `how`: "taken from"
-    or "stored into" (the tile and the tensor's last two dims), for the message."""
+    tensor map of `tensor` (None: they can): the rules TMA loads and stores share. The map has the
+    tensor's full rank; the region's extents must be 1 in every dim but two, the tile's rows in any dim
+    and its columns in the last (`rows_dim`: TileLang's bshd attention reads `K[b, rows, h, :]`), so the
+    box lands as the tile. `how`: "taken from" or "stored into" (the tile and the tensor), for the
+    message."""
     if S.annotation(op.annotations, "disable_tma"):
         return "T.copy(..., disable_tma=True)"
     buf = tensor.buffer
@@ -87,14 +90,47 @@ def tensor_map_refusal(op: S.Copy, tensor: BufferRegion, tile: BufferRegion, row
     if not all(isinstance(e, int) for e in extents):
         return "the region's extents are not constants"
     shape = [E.const_value(d) for d in tile.buffer.shape]
-    if len(shape) != 2 or not whole_region(tile) or extents[-2:] != shape or any(e != 1 for e in extents[:-2]):
-        return f"the region is not a whole 2-D tile {how} the last two dims of the tensor"
+    if len(shape) != 2 or not whole_region(tile):
+        return f"the region is not a whole 2-D tile {how} the tensor ({tile.buffer.name} is not used whole as 2-D)"
+    if rows_dim(tensor, shape[0]) is None or extents[-1] != shape[1]:
+        return (
+            f"the region's extents {tuple(extents)} are not a {shape[0]} x {shape[1]} tile {how} the tensor "
+            "(TMA here: the rows in one dim, the columns in the last, 1 in every other dim)"
+        )
     if rows > TMA_MAX_BOX:
         return f"the tile has {rows} rows (a TMA box has at most {TMA_MAX_BOX})"
     elems = BUFFER_ALIGN // buf.dtype.bytes
     if not Analyzer().can_prove(E.compare(E.EQ, E.floormod(buf.shape[-1], elems), 0)):
         return f"rows of {buf.name} are not provably a multiple of 16 bytes (TMA's stride rule)"
     return None
+
+
+def rows_dim(tensor: BufferRegion, rows: int) -> int | None:
+    """The dim of `tensor`'s region that holds a tile's `rows`: the one dim before the last whose extent
+    is not 1 when it is `rows`, the second-to-last when every such extent is 1 (a one-row tile); None when
+    the extents of the dims before the last are not `rows` in one dim and 1 in the others."""
+    extents = [E.const_value(r.extent) for r in tensor.ranges[:-1]]
+    wide = [k for k, e in enumerate(extents) if e != 1]
+    if not wide:
+        return len(extents) - 1 if rows == 1 and extents else None
+    return wide[0] if len(wide) == 1 and extents[wide[0]] == rows else None
+
+
+def tma_box(tensor: BufferRegion, rows: int, columns: int) -> tuple[int, ...]:
+    """The box of `rows` x `columns` (a swizzle column block) of the tile in `tensor`'s region, innermost
+    dim first as the driver takes it: `columns` in the last dim, `rows` in `rows_dim`, 1 elsewhere."""
+    rank = len(tensor.ranges)
+    box = [1] * rank
+    box[0] = columns
+    box[rank - 1 - rows_dim(tensor, rows)] = rows
+    return tuple(box)
+
+
+def tma_coords(tensor: BufferRegion, column: int) -> tuple[E.Expr, ...]:
+    """The box's start in every dim of `tensor`, innermost first: the region's starts, the last dim's
+    moved on by `column` (the swizzle column block's first element)."""
+    mins = [r.min for r in tensor.ranges]
+    return (E.add(mins[-1], column), *reversed(mins[:-1]))
 
 
 def layout_refusal(tile: Buffer, layout) -> str | None:
@@ -221,11 +257,10 @@ def _boxes(op: S.Copy, layout: SharedLayout | None) -> tuple[TmaStore, ...]:
     rows, cols = (E.const_value(d) for d in src.buffer.shape)
     atom = layout.atom if layout is not None else cols
     swizzle = layout.swizzle_bytes if layout is not None else 0
-    mins = [r.min for r in dst.ranges]
-    box = (atom, rows) + (1,) * (len(mins) - 2)
+    box = tma_box(dst, rows, atom)
     stores = []
     for block in range(cols // atom):
-        coords = (E.add(mins[-1], block * atom), *reversed(mins[:-1]))
+        coords = tma_coords(dst, block * atom)
         offset = E.const(block * rows * atom)
         stores.append(TmaStore(dst.buffer, src.buffer, offset, box, swizzle, coords, span=op.span))
     return tuple(stores)

@@ -58,7 +58,7 @@ class ClusterShare:
             return f"the tile's coordinates use {self.block_var.name}, along which the cluster runs"
         if any(v is self.block_var for v in free_vars(exprs[0])):
             return f"the loop's trip count uses {self.block_var.name}, along which the cluster runs"
-        rows = {load.box[1] for load in copy.loads}
+        rows = {load.box[row_axis(load.box)] for load in copy.loads}
         if any(r % (self.size * SWIZZLE_PERIOD_ROWS) for r in rows):
             return (
                 f"the tile's {min(rows)} rows do not split into {self.size} slices of 8-row swizzle periods"
@@ -108,12 +108,22 @@ def multicast_copy(copy: TmaCopy, size: int) -> TmaCopy:
     rank = cluster_rank()
     loads = []
     for load in copy.loads:
-        rows = load.box[1] // size
-        coords = (load.coords[0], E.add(load.coords[1], E.mul(rank, rows)), *load.coords[2:])
+        axis = row_axis(load.box)
+        rows = load.box[axis] // size
+        coords = list(load.coords)
+        coords[axis] = E.add(coords[axis], E.mul(rank, rows))
         offset = E.add(load.dst_offset, E.mul(rank, rows * load.box[0]))
-        box = (load.box[0], rows, *load.box[2:])
-        loads.append(dataclasses.replace(load, box=box, coords=coords, dst_offset=offset, multicast=size))
+        box = (*load.box[:axis], rows, *load.box[axis + 1 :])
+        loads.append(
+            dataclasses.replace(load, box=box, coords=tuple(coords), dst_offset=offset, multicast=size)
+        )
     return dataclasses.replace(copy, loads=tuple(loads))
+
+
+def row_axis(box: tuple[int, ...]) -> int:
+    """The entry of a box (innermost first) that holds the tile's rows: the one after the columns whose
+    extent is not 1 (op/tma_store.py `tma_box`), the second for a one-row box."""
+    return next((k for k in range(1, len(box)) if box[k] != 1), 1)
 
 
 def multicasts(body: S.Stmt) -> bool:

@@ -22,8 +22,9 @@ wgmma gemms only (a GEMM) has one ring pair: wait for tile k, issue its wgmmas (
 release stage (k-1) % s, whose wgmmas have then completed; a `wait_group 0` follows. A loop with other
 code (flash attention) has a ring pair per copy: the consumer runs the body in its order with each copy
 replaced by the wait for its tile, and releases each tile after the last statement that reads it
-(`_releases`; gemms there complete in place). The warp-specialize pass later puts the two loops on
-their own warpgroups. In a GEMM of thread-block clusters with TMA multicast switched on (multicast.py),
+(`_releases`; gemms there complete in place), which works with one stage per tile too (num_stages=1:
+the producer refills a tile once its last reader is done, while the consumers work on the other tiles).
+The warp-specialize pass later puts the two loops on their own warpgroups. In a GEMM of thread-block clusters with TMA multicast switched on (multicast.py),
 the copies the cluster's blocks share become multicast slices and the empty rings count the consumer
 warps of every block of the cluster, each warp releasing a stage in all of them.
 """
@@ -50,6 +51,7 @@ from tilecraft.cuda.ir import (
     WgmmaWait,
 )
 from tilecraft.cuda.op.gemm_plan import warp_specialization_enabled
+from tilecraft.cuda.transform.guards import LoopBody, counted, counter, counting, guard_refusal, loop_body
 from tilecraft.cuda.transform.multicast import MULTICAST, SWITCH, ClusterShare, cluster_share, multicast_copy
 from tilecraft.cuda.transform.overlap import OVERLAP, Piece, overlap_plan, overlapped
 from tilecraft.cuda.transform.warp_specialize import (
@@ -69,6 +71,8 @@ from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.visitor import Mutator, substitute, walk
 from tilecraft.transform.simt.barriers import PIPELINED_BUFFERS
 
+NOT_PIPELINED = "T.Pipelined loop is not pipelined (its copies complete where they are issued)"
+APART = "T.Pipelined loop keeps its gemms apart (no gemm-softmax overlap)"
 SYNC = S.Evaluate(E.Call(dt.int32, "sync_threads", ()))
 
 
@@ -199,11 +203,13 @@ class _Pipeline(Mutator):
         self.consumer_threads = 0
         self.enclosing: list[S.For] = []  # the loops around the one being rebuilt, outermost first
         self.cluster: ClusterShare | None = None  # the specialized loop's cluster, when it may multicast
+        self.launch: S.KernelLaunch | None = None  # the kernel being rebuilt, as it came in
 
     def mutate_Buffer(self, buf):
         return buf
 
     def mutate_KernelLaunch(self, s: S.KernelLaunch) -> S.Stmt:
+        self.launch = s
         self.specialized = None
         if self.specialize:
             loop, reason = specialization_candidate(s, self.general)
@@ -232,6 +238,7 @@ class _Pipeline(Mutator):
 
     def mutate_For(self, s: S.For) -> S.Stmt:
         specialized = s is self.specialized
+        refusal = guard_refusal(self.launch, s) if s.kind is S.ForKind.PIPELINED else None
         self.enclosing.append(s)
         try:
             s = self.generic_mutate(s)
@@ -240,14 +247,18 @@ class _Pipeline(Mutator):
         if s.kind is not S.ForKind.PIPELINED:
             return s
         stages = S.annotation(s.annotations, "num_stages") or 0
-        if stages >= 2 and E.const_value(s.min) == 0:
+        # one stage pipelines only on a producer warpgroup (the general schedule; warp_specialize.py)
+        if refusal is not None:
+            note(s, refusal, NOT_PIPELINED)
+        elif (stages >= 2 or (specialized and stages == 1)) and E.const_value(s.min) == 0:
             rebuilt = self._pipeline(s, stages, specialized)
             if rebuilt is not None:
                 return rebuilt
         return _synchronous(dataclasses.replace(s, kind=S.ForKind.SERIAL))
 
     def _pipeline(self, loop: S.For, stages: int, specialized: bool = False) -> S.Stmt | None:
-        stmts = _stmts(loop.body)
+        body = loop_body(loop)
+        stmts = list(body.stmts)
         producers = [x for x in stmts if _is_producer(x)]
         consumers = [x for x in stmts if not _is_producer(x)]
         if not producers or any(_is_async(n) for c in consumers for n in walk(c)):
@@ -267,9 +278,9 @@ class _Pipeline(Mutator):
             self.versions.setdefault(key, []).append(staged_buf)
         staged = {k: self.staged[k] for k in buffers}
         if specialized and gemms_only(stmts):
-            return self._specialized(loop, stages, producers, consumers, staged, tiles)
+            return self._specialized(loop, stages, body, producers, consumers, staged, tiles)
         if specialized:
-            return self._specialized_general(loop, stages, stmts, staged, tiles)
+            return self._specialized_general(loop, stages, body, staged, tiles)
         cp_async = any(isinstance(n, AsyncCopy) for p in producers for n in walk(p))
         tma = sum(isinstance(p, TmaCopy) for p in producers)  # each one arrives on the stage's barrier
         if tma != sum(isinstance(n, TmaCopy) for p in producers for n in walk(p)):
@@ -285,8 +296,10 @@ class _Pipeline(Mutator):
 
         def issue(step: E.Expr) -> S.Stmt:
             stage = E.floormod(step, stages) if not isinstance(step, E.IntImm) else step
-            body = _Stage(staged, stage, tiles, ring).mutate(substitute(produce, {k: step}))
-            return S.IfThenElse(E.compare(E.LT, step, n), body)
+            copy = _Stage(staged, stage, tiles, ring).mutate(substitute(produce, body.values(k, step)))
+            # an iteration the guard skips loads nothing (its stage stays unused); the guard is read only
+            # for iterations that exist
+            return S.IfThenElse(E.compare(E.LT, step, n), _when(body, body.taken(k, step), copy))
 
         commit = [AsyncCommit()] if cp_async else []
         prologue: list[S.Stmt] = [MbarRing(ring, stages, tma)] if tma else []
@@ -300,46 +313,60 @@ class _Pipeline(Mutator):
         consume = _Stage(staged, stage, tiles).mutate(S.seq(*consumers))
         landed = [MbarWait(ring, stage)] if tma else []
         after: list[S.Stmt] = [AsyncWait(0)] if cp_async else []
+        taken = body.condition
         if tma and not cp_async and _overlaps_wgmma(consumers):
             consume = S.seq(*(dataclasses.replace(c, wait=1) for c in _stmts(consume)))
-            body = S.seq(*landed, consume, SYNC, issue(E.add(k, stages - 1)))
-            after.append(WgmmaWait(0, tuple({id(c.c): c.c for c in consumers}.values())))
+            accumulators = tuple({id(c.c): c.c for c in consumers}.values())
+            # A skipped iteration completes the group still in flight: the refill below overwrites the
+            # stage of the iteration before, which that group may read.
+            skipped = WgmmaWait(0, accumulators) if body.guarded else None
+            steps = S.seq(*landed, consume)
+            steps = steps if taken is None else S.IfThenElse(taken, steps, skipped)
+            steady = S.seq(steps, SYNC, issue(E.add(k, stages - 1)))
+            after.append(WgmmaWait(0, accumulators))
         else:
             waits = [AsyncWait(stages - 2)] if cp_async else []
-            body = S.seq(*waits, *landed, SYNC, issue(E.add(k, stages - 1)), *commit, consume)
+            steady = S.seq(*waits, *_guarded(taken, landed), SYNC, issue(E.add(k, stages - 1)), *commit,
+                           *_guarded(taken, [consume]))  # fmt: skip
         annotations = ((PIPELINED_BUFFERS, tuple(staged.values())),)
-        steady = S.For(k, E.const(0), n, S.ForKind.SERIAL, body, annotations, span=loop.span)
+        steady = S.For(k, E.const(0), n, S.ForKind.SERIAL, body.wrap(steady), annotations, span=loop.span)
         return S.seq(*prologue, steady, *after)
 
-    def _specialized(self, loop: S.For, stages: int, producers: list[S.Stmt], consumers: list[S.Stmt],
-                     staged: dict[int, Buffer], tiles: dict[int, int]) -> S.Stmt:  # fmt: skip
+    def _specialized(self, loop: S.For, stages: int, body: LoopBody, producers: list[S.Stmt],
+                     consumers: list[S.Stmt], staged: dict[int, Buffer],
+                     tiles: dict[int, int]) -> S.Stmt:  # fmt: skip
         """The producer loop and the consumer loop of a warp-specialized pipeline (module docstring)."""
         full, empty = self.rings + 1, self.rings + 2
         self.rings += 2
         k, n = loop.loop_var, loop.extent
         # Inside T.Persistent the ring runs on across tiles: wave w's iteration k is use w * n + k of it
-        # (warp_specialize.specialization_candidate: n is the same for every tile).
+        # (warp_specialize.specialization_candidate: n is the same for every tile). A guarded loop's ring
+        # runs on the count of the iterations taken, which each role keeps (guards.py).
         wave = self.enclosing[-1].loop_var if self.enclosing else None
-        it = k if wave is None else E.add(E.mul(wave, n), k)
+        unguarded = k if wave is None else E.add(E.mul(wave, n), k)
+        loaded, taken = _Taken.of(body, "loaded"), _Taken.of(body, "taken")
+        it = unguarded if loaded is None else loaded.var
         stage, use = E.floormod(it, stages), E.floordiv(it, stages)
         copies = _stmts(_Stage(staged, stage, tiles, full).mutate(S.seq(*producers)))
-        shared = self._shared(loop, producers, wave)
+        shared = self._shared(loop, producers, wave, body)
         copies = [multicast_copy(c, self.cluster.size) if id(p) in shared else c for p, c in zip(producers, copies)]
         blocks = self.cluster.size if shared else 1  # the blocks whose consumers release each stage
         # one expect-tx per tile: the full barrier completes on one arrival and all the stage's bytes
         tile = TmaCopy(tuple(load for c in copies for load in c.loads), sum(c.bytes for c in copies), full,
                        stage, elected=True, span=copies[0].span)  # fmt: skip
         emptied = MbarWait(empty, stage, E.floormod(E.add(use, 1), 2))
-        produce = S.For(k, E.const(0), n, S.ForKind.SERIAL, S.seq(emptied, tile), span=loop.span)
+        produce = _loop(loop, body, loaded, S.seq(emptied, tile))
+        it = unguarded if taken is None else taken.var
+        stage, use = E.floormod(it, stages), E.floordiv(it, stages)
         gemms = _Stage(staged, stage, tiles).mutate(S.seq(*consumers))
         in_flight = [dataclasses.replace(c, wait=1) for c in _stmts(gemms)]
         # tile k-1's wgmmas have completed once tile k's return with one group in flight
         previous = E.floormod(E.add(it, stages - 1), stages)
         released = MbarArrive(empty, previous) if blocks == 1 else MbarArrive(empty, previous, cluster=blocks)
-        release = S.IfThenElse(E.compare(E.GT, k, 0), released)
-        body = S.seq(MbarWait(full, stage, E.floormod(use, 2)), *in_flight, release)
+        release = S.IfThenElse(E.compare(E.GT, k if taken is None else taken.var, 0), released)
+        steps = S.seq(MbarWait(full, stage, E.floormod(use, 2)), *in_flight, release)
         annotations = ((PIPELINED_BUFFERS, tuple(staged.values())),)
-        consume = S.For(k, E.const(0), n, S.ForKind.SERIAL, body, annotations, span=loop.span)
+        consume = _loop(loop, body, taken, steps, annotations)
         threads = self.consumer_threads
         # the next tile's producer waits for the last stage too: release it once its wgmmas completed
         last = [] if wave is None else [S.IfThenElse(E.compare(E.GT, n, 0), MbarArrive(empty, E.floormod(
@@ -353,9 +380,13 @@ class _Pipeline(Mutator):
             *last,
         )
 
-    def _shared(self, loop: S.For, producers: list[S.Stmt], wave) -> set[int]:
+    def _shared(self, loop: S.For, producers: list[S.Stmt], wave, body: LoopBody) -> set[int]:
         """The copies (ids) whose tiles the blocks of the kernel's cluster share, which are multicast."""
         if self.cluster is None:
+            return set()
+        if body.guarded:
+            note(loop, "its copies are under a condition (the cluster's blocks may load different tiles)",
+                 MULTICAST)  # fmt: skip
             return set()
         if wave is not None:
             note(loop, "the loop is in a T.Persistent loop (its blocks' tiles are not provably shared)", MULTICAST)
@@ -366,16 +397,19 @@ class _Pipeline(Mutator):
                  MULTICAST)  # fmt: skip
         return {key for key, reason in reasons.items() if reason is None}
 
-    def _specialized_general(self, loop: S.For, stages: int, stmts: list[S.Stmt], staged: dict[int, Buffer],
+    def _specialized_general(self, loop: S.For, stages: int, body: LoopBody, staged: dict[int, Buffer],
                              tiles: dict[int, int]) -> S.Stmt:  # fmt: skip
         """The producer and consumer loops of a warp-specialized pipeline with other code between its
         copies (module docstring): a full and an empty ring per copy, so the consumers wait for each tile
         where its copy stood (flash attention's Q @ K^T runs while V is in flight) and release it
         after the last statement that reads it."""
-        k, n = loop.loop_var, loop.extent
+        k = loop.loop_var
+        stmts = list(body.stmts)
         if self.cluster is not None:
             note(loop, "only a GEMM's loop (TMA loads and wgmma gemms) multicasts", MULTICAST)
-        stage, use = E.floormod(k, stages), E.floordiv(k, stages)
+        loaded, taken = _Taken.of(body, "loaded"), _Taken.of(body, "taken")
+        it = k if loaded is None else loaded.var
+        stage, use = _ring_slot(it, stages)
         copies = [s for s in stmts if isinstance(s, TmaCopy)]
         rings = {id(c): (self.rings + 1 + 2 * i, self.rings + 2 + 2 * i) for i, c in enumerate(copies)}
         self.rings += 2 * len(copies)
@@ -387,9 +421,11 @@ class _Pipeline(Mutator):
                 tile = dataclasses.replace(_Stage(staged, stage, tiles, full).mutate(s), elected=True)
                 produce += [MbarWait(empty, stage, E.floormod(E.add(use, 1), 2)), tile]
 
-        def pieces_at(it: E.Expr) -> list[Piece]:
-            """Each statement of iteration `it` as the consumers run it, with the releases after it."""
-            at, use_at = E.floormod(it, stages), E.floordiv(it, stages)
+        def pieces_at(it: E.Expr, position: E.Expr | None = None) -> list[Piece]:
+            """Each statement of iteration `it` as the consumers run it, with the releases after it; the
+            ring's `position` of the iteration is `it` unless given (a guarded loop's count)."""
+            position = it if position is None else position
+            at, use_at = _ring_slot(position, stages)
             pieces = []
             for pos, s in enumerate(stmts):
                 if isinstance(s, TmaCopy):
@@ -404,24 +440,73 @@ class _Pipeline(Mutator):
             return pieces
 
         threads = self.consumer_threads
-        producer = S.For(k, E.const(0), n, S.ForKind.SERIAL, S.seq(*produce), span=loop.span)
+        producer = _loop(loop, body, loaded, S.seq(*produce))
         annotations = ((PIPELINED_BUFFERS, tuple(staged.values())),)
         barriers = [MbarRing(r, stages, arrivals) for full, empty in rings.values()
                     for r, arrivals in ((full, 1), (empty, threads // 32))]  # fmt: skip
         producer = ProducerLoop(producer, threads, general=True, span=loop.span)
-        return S.seq(*barriers, producer, *self._consumer(loop, stmts, pieces_at, annotations))
+        return S.seq(*barriers, producer, *self._consumer(loop, body, taken, pieces_at, annotations))
 
-    def _consumer(self, loop: S.For, stmts: list[S.Stmt], pieces_at, annotations) -> list[S.Stmt]:
+    def _consumer(self, loop: S.For, body: LoopBody, taken: _Taken | None, pieces_at,
+                  annotations) -> list[S.Stmt]:  # fmt: skip
         """The consumer loop of the general schedule, or its prologue, loop and epilogue with the
         gemm-softmax overlap (overlap.py) where the pass config asks for it and the loop fits."""
         k, n = loop.loop_var, loop.extent
-        if self.overlap:
+        stmts = list(body.stmts)
+        if self.overlap and (body.guarded or body.lets):
+            # the overlap runs the next iteration's first gemm in this one: neither its lets nor whether it
+            # is taken are this iteration's
+            note(loop, "its body has lets or a guard", APART)
+        elif self.overlap:
             plan, reason = overlap_plan(stmts)
             if plan is not None:
                 return overlapped(plan, stmts, pieces_at, k, n, annotations, loop.span)
-            note(loop, reason, "T.Pipelined loop keeps its gemms apart (no gemm-softmax overlap)")
-        body = S.seq(*(x for stmt, releases in pieces_at(k) for x in (stmt, *releases)))
-        return [S.For(k, E.const(0), n, S.ForKind.SERIAL, body, annotations, span=loop.span)]
+            note(loop, reason, APART)
+        pieces = pieces_at(k) if taken is None else pieces_at(k, taken.var)
+        steps = S.seq(*(x for stmt, releases in pieces for x in (stmt, *releases)))
+        return [_loop(loop, body, taken, steps, annotations)]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Taken:
+    """One role's count of the iterations a guarded loop takes (guards.py): `var` holds this iteration's
+    position in the ring, `count` the number taken so far."""
+
+    count: Buffer
+    var: E.Var
+
+    @classmethod
+    def of(cls, body: LoopBody, name: str) -> _Taken | None:
+        return cls(counter(name), E.Var(dt.int32, f"{name}_k")) if body.guarded else None
+
+
+def _loop(loop: S.For, body: LoopBody, taken: _Taken | None, steps: S.Stmt, annotations=()) -> S.Stmt:
+    """One role's loop over the iterations: `steps` inside the body's lets, where a guarded loop runs
+    them only for the iterations it takes, counting them."""
+    k, n = loop.loop_var, loop.extent
+    if taken is not None:
+        steps = counted(taken.count, taken.var, body.condition, steps)
+    rebuilt = S.For(k, E.const(0), n, S.ForKind.SERIAL, body.wrap(steps), annotations, span=loop.span)
+    return rebuilt if taken is None else counting(taken.count, rebuilt)
+
+
+def _when(body: LoopBody, taken: E.Expr, stmt: S.Stmt) -> S.Stmt:
+    return S.IfThenElse(taken, stmt) if body.guarded else stmt
+
+
+def _guarded(condition: E.Expr | None, stmts: list[S.Stmt]) -> list[S.Stmt]:
+    """`stmts` under the guard (none: as they are)."""
+    if condition is None or not stmts:
+        return stmts
+    return [S.IfThenElse(condition, S.seq(*stmts))]
+
+
+def _ring_slot(it: E.Expr, stages: int) -> tuple[E.Expr, E.Expr]:
+    """The stage iteration `it` uses and how many times it was used before (stage 0, use `it` for a ring
+    of one stage)."""
+    if stages == 1:
+        return E.const(0), it
+    return E.floormod(it, stages), E.floordiv(it, stages)
 
 
 def _releases(stmts: list[S.Stmt]) -> dict[int, list[TmaCopy]]:

@@ -1,13 +1,16 @@
 """Warp specialization of TMA pipelines (sm_90a): a producer warpgroup issues the loads.
 
-Which loops: the only `T.Pipelined` loop of a kernel (num_stages >= 2, starting at 0) whose tiles are
+Which loops: the only `T.Pipelined` loop of a kernel (num_stages >= 1, starting at 0) whose tiles are
 all loaded by unconditional TMA copies at the top level of its body (no cp.async, no tile loaded by the
 threads' own loads, no tile filled by two copies), at the kernel's top level (below its lets,
 allocations and layout annotations, not inside another loop or branch), in a kernel of 128 or 256
 threads in one dimension, whose trip count and TMA coordinates the producer can compute alone. The
-body is either only TMA copies and wgmma gemms of shared operands (the GEMM's schedule) or has other
-code too (flash attention's softmax between its gemms: the general schedule), whose statements must
-not write a loaded tile nor read one before its copy. Anything else keeps the pipeline without a
+body is either only TMA copies and wgmma gemms of shared operands (the GEMM's schedule, num_stages >=
+2: a stage is released when the next one's wgmmas are issued) or has other code too (flash attention's
+softmax between its gemms: the general schedule, which releases each tile after its last reader, so one
+stage per tile overlaps too: V(k) loads during Q @ K(k)^T and the softmax, K(k+1) during P @ V(k), as
+TileLang's warp specialization does at num_stages=1), whose statements must not write a loaded tile nor
+read one before its copy. Anything else keeps the pipeline without a
 producer, with a note on stderr under TILECRAFT_VERBOSE saying why (`specialization_candidate`).
 
 inject-software-pipeline builds the two halves of such a loop (`ProducerLoop`, then the consumer loop);
@@ -65,11 +68,12 @@ from tilecraft.cuda.ir import (
     WgmmaWait,
     shared_accesses,
 )
+from tilecraft.cuda.transform.guards import guard_refusal, loop_body, statement_path
 from tilecraft.cuda.transform.multicast import multicasts
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
-from tilecraft.ir.visitor import Mutator, children, free_vars, substitute, walk
+from tilecraft.ir.visitor import Mutator, free_vars, substitute, walk
 from tilecraft.transform.simt.barriers import SHARED, Accesses, is_sync
 
 # The general schedule (loops with code between their TMA-fed gemms): on by default; False switches it
@@ -129,6 +133,7 @@ def specialization_candidate(
     reason = (
         _threads_refusal(launch)
         or _count_refusal(loops)
+        or guard_refusal(launch, loop)  # the producer evaluates the loop's lets and guard alone
         or _loop_refusal(loop, general)
         or _producer_refusal(loop, launch)
         or _placement_refusal(launch.body, loop, launch)
@@ -150,8 +155,8 @@ def _count_refusal(loops: list[S.For]) -> str | None:
 
 def _loop_refusal(loop: S.For, general: bool) -> str | None:
     stages = S.annotation(loop.annotations, "num_stages") or 0
-    if stages < 2 or E.const_value(loop.min) != 0:
-        return f"num_stages={stages} (a producer needs at least 2 stages) or the loop does not start at 0"
+    if stages < 1 or E.const_value(loop.min) != 0:
+        return f"num_stages={stages} (a producer needs at least 1 stage) or the loop does not start at 0"
     stmts = loop_statements(loop)
     nested = [n for s in stmts if not isinstance(s, TmaCopy) for n in walk(s) if isinstance(n, TmaCopy)]
     if nested:
@@ -167,6 +172,9 @@ def _loop_refusal(loop: S.For, general: bool) -> str | None:
     if refilled is not None:
         return f"two copies of the loop fill {refilled} (a stage holds one tile)"
     if gemms_only(stmts):
+        if stages < 2:
+            # a stage is released once the next one's wgmmas are issued, so one stage would wait on itself
+            return "num_stages=1 in a loop of TMA loads and gemms only (the GEMM schedule needs at least 2 stages)"
         return None
     if not general:
         return (
@@ -201,7 +209,8 @@ def _loaded_by_threads(body: S.Stmt) -> str | None:
 
 
 def loop_statements(loop: S.For) -> list[S.Stmt]:
-    return list(loop.body.stmts) if isinstance(loop.body, S.SeqStmt) else [loop.body]
+    """The statements of the loop's body below its lets and guard (guards.loop_body)."""
+    return list(loop_body(loop).stmts)
 
 
 def gemms_only(stmts: list[S.Stmt]) -> bool:
@@ -270,22 +279,10 @@ def enclosing_lets(body: S.Stmt, target: S.Stmt) -> dict[E.Var, E.Expr]:
     (each outer value substituted into the inner ones). The producer runs above the lets that the split
     leaves in the consumers' branch, so its trip count and coordinates take these values inlined."""
     values: dict[E.Var, E.Expr] = {}
-    for s in _path(body, target) or ():
+    for s in statement_path(body, target) or ():
         if isinstance(s, S.LetStmt):
             values[s.var] = substitute(s.value, values)
     return values
-
-
-def _path(node, target) -> list[S.Stmt] | None:
-    """The statements from `node` down to `target`, both included (None: not below `node`)."""
-    if node is target:
-        return [node]
-    for child in children(node) if isinstance(node, S.Stmt) else ():
-        for item in child if isinstance(child, tuple) else (child,):
-            found = _path(item, target) if isinstance(item, S.Stmt) else None
-            if found is not None:
-                return [node, *found]
-    return None
 
 
 def _placement_refusal(body: S.Stmt, loop: S.For, launch: S.KernelLaunch) -> str | None:
@@ -303,7 +300,7 @@ def _placement_refusal(body: S.Stmt, loop: S.For, launch: S.KernelLaunch) -> str
 
 def persistent_loop(body: S.Stmt, loop: S.Stmt) -> S.For | None:
     """The T.Persistent loop around `loop`, if the loop is in one."""
-    for s in _path(body, loop) or ():
+    for s in statement_path(body, loop) or ():
         if isinstance(s, S.For) and S.annotation(s.annotations, S.PERSISTENT) and s is not loop:
             return s
     return None
@@ -317,11 +314,13 @@ def _persistent_refusal(body: S.Stmt, persistent: S.For, loop: S.For, launch: S.
     branch skipping the loop for some tiles would break."""
     if split_point(body, lambda s: s is persistent) is None:
         return "the T.Persistent loop around it is inside another loop or a branch"
-    inner = _path(persistent.body, loop) or []
+    inner = statement_path(persistent.body, loop) or []
     if any(isinstance(s, S.For) and s is not loop for s in inner):
         return "the loop is inside another loop within the T.Persistent loop"
     if any(isinstance(s, S.IfThenElse) for s in inner):
         return "the loop is in a branch within the T.Persistent loop (the ring counts every tile's trips)"
+    if loop_body(loop).guarded:
+        return "its copies are under a condition (the ring within T.Persistent counts every tile's trips)"
     if not gemms_only(loop_statements(loop)):
         return "inside T.Persistent only a GEMM's loop (TMA loads and wgmma gemms) keeps its producer"
     bound = {id(s.var) for s in inner if isinstance(s, S.LetStmt)} | {id(persistent.loop_var)}

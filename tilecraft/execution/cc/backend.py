@@ -8,15 +8,15 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tilecraft.backend.arrays import ArrayArg
-from tilecraft.backend.artifact import CompiledArtifact
-from tilecraft.backend.devices import describe_device
-from tilecraft.backend.execution import Built, Loaded, NativeLaunch
 from tilecraft.errors import ArgumentError, OutOfBoundsError, TilecraftError, ToolchainError  # noqa: F401 - re-exported
 from tilecraft.execution.base import CachedExecutionBackend
 from tilecraft.execution.cc import forks, toolchain
 from tilecraft.execution.native.plan import build_plan
 from tilecraft.ir.dtype import DataType
+from tilecraft.runtime.arrays import ArrayArg
+from tilecraft.runtime.artifact import CompiledArtifact
+from tilecraft.runtime.devices import describe_device
+from tilecraft.runtime.launch import Built, Loaded, NativeLaunch
 
 # Fast math (pass config tl.enable_fast_math): the parts of gcc's and clang's -ffast-math that keep NaN
 # and infinity. Left out: -ffinite-math-only (folds isnan/isinf away, breaks reductions that start at

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tilecraft.backend.artifact import CompiledArtifact
 from tilecraft.execution.system_cc.c_api import c_name, shapes_comment
+from tilecraft.runtime.artifact import CompiledArtifact
 
 _ELEMENT = {
     "bool": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import shlex
 
 from tilecraft.backend.api import API_VERSION
-from tilecraft.backend.devices import DLPACK_HOST
 from tilecraft.backend.execution import Availability, ExecutionBackendSpec
+from tilecraft.runtime.devices import DLPACK_HOST
 
 
 def _availability() -> Availability:

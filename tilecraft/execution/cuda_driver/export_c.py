@@ -17,10 +17,10 @@ pointers to contiguous row-major arrays of the shapes the header states, 16-byte
 
 from __future__ import annotations
 
-from tilecraft.backend.artifact import CompiledArtifact, KernelInfo
 from tilecraft.errors import TilecraftError
 from tilecraft.execution.system_cc.c_api import c_name, shapes_comment
 from tilecraft.ir import expr as E
+from tilecraft.runtime.artifact import CompiledArtifact, KernelInfo
 
 _SCALAR = {
     "bool": "int32_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from tilecraft._modules import optional
-from tilecraft.backend.arrays import ArrayArg, from_array_interface
-from tilecraft.backend.devices import DLPACK_HOST
 from tilecraft.errors import ArgumentError, ToolchainError
 from tilecraft.execution.cuda_driver import DLPACK_CUDA
 from tilecraft.ir.dtype import DataType, torch_bit_view
+from tilecraft.runtime.arrays import ArrayArg, from_array_interface
+from tilecraft.runtime.devices import DLPACK_HOST
 
 NEED_ARRAY_LIBRARY = (
     "the CUDA execution backends copy arrays to and from the GPU with torch or CuPy; install one "

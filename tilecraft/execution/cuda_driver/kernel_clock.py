@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tilecraft.backend.timing import KernelClock, KernelClockUnavailable
+from tilecraft.runtime.timing import KernelClock, KernelClockUnavailable
 
 FLUSH_RANGE = "tilecraft.do_bench.flush"
 

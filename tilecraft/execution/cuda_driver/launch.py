@@ -36,11 +36,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from tilecraft._modules import imported
-from tilecraft.backend.artifact import CompiledArtifact, KernelInfo, ParamInfo
 from tilecraft.errors import ArgumentError, TilecraftError
 from tilecraft.execution.abi import arg_source
 from tilecraft.execution.cuda_driver.tensor_map import aligned_map
 from tilecraft.execution.grid import GRID_HELPERS, GridScope, python_source
+from tilecraft.runtime.artifact import CompiledArtifact, KernelInfo, ParamInfo
 
 SLOT_BYTES = 8
 POINTER_CODE = "Q"

@@ -19,10 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tilecraft._modules import imported
-from tilecraft.backend.arrays import ArrayArg
-from tilecraft.backend.artifact import CompiledArtifact, KernelInfo
-from tilecraft.backend.execution import BenchmarkDevice, Built, FastPath, Loaded, NativeKernel, NativeLaunch
-from tilecraft.backend.timing import DeviceTimer, KernelClock
 from tilecraft.errors import OutOfBoundsError, TilecraftError
 from tilecraft.execution import native
 from tilecraft.execution.base import CachedExecutionBackend
@@ -43,6 +39,11 @@ from tilecraft.execution.cuda_driver.tensor_map import TensorMaps
 from tilecraft.execution.native.plan import build_plan
 from tilecraft.ir import expr as E
 from tilecraft.ir.dtype import DataType
+from tilecraft.runtime.arrays import ArrayArg
+from tilecraft.runtime.artifact import CompiledArtifact, KernelInfo
+from tilecraft.runtime.devices import BenchmarkDevice
+from tilecraft.runtime.launch import Built, FastPath, Loaded, NativeKernel, NativeLaunch
+from tilecraft.runtime.timing import DeviceTimer, KernelClock
 
 SOURCE_FORMAT = "cuda-source"
 BINARY_FORMAT = "cubin"

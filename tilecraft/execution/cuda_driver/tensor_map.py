@@ -13,8 +13,8 @@ import ctypes
 from collections.abc import Sequence
 from typing import Any
 
-from tilecraft.backend.artifact import TensorMapInfo
 from tilecraft.errors import ArgumentError
+from tilecraft.runtime.artifact import TensorMapInfo
 
 MAP_BYTES = 128
 MAP_ALIGN = 64

@@ -13,8 +13,8 @@ import weakref
 from typing import Any
 
 from tilecraft._modules import imported
-from tilecraft.backend.timing import DeviceTimer
 from tilecraft.execution.cuda_driver.driver import get_driver
+from tilecraft.runtime.timing import DeviceTimer
 
 
 class TorchEventTimer(DeviceTimer):

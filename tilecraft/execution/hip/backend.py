@@ -17,9 +17,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tilecraft.backend.arrays import ArrayArg
-from tilecraft.backend.artifact import CompiledArtifact
-from tilecraft.backend.execution import Built, FastPath, Loaded
 from tilecraft.errors import ArgumentError, TilecraftError
 from tilecraft.execution.base import CachedExecutionBackend
 from tilecraft.execution.cuda_driver import interop
@@ -33,6 +30,9 @@ from tilecraft.execution.cuda_driver.launch import (
 )
 from tilecraft.execution.hip import runtime as hip_runtime
 from tilecraft.ir.dtype import DataType
+from tilecraft.runtime.arrays import ArrayArg
+from tilecraft.runtime.artifact import CompiledArtifact
+from tilecraft.runtime.launch import Built, FastPath, Loaded
 
 BINARY_FORMAT = "hsaco"
 SOURCE_FORMAT = "hip-source"

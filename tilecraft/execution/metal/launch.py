@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from tilecraft.backend.arrays import ArrayArg
-from tilecraft.backend.artifact import CompiledArtifact, KernelInfo, ParamInfo
 from tilecraft.errors import ArgumentError, TilecraftError, ToolchainError
 from tilecraft.execution.grid import grid_function
 from tilecraft.execution.metal.device import MetalRuntime
+from tilecraft.runtime.arrays import ArrayArg
+from tilecraft.runtime.artifact import CompiledArtifact, KernelInfo, ParamInfo
 
 SCALAR_CODES = {
     "bool": "i", "int8": "b", "int16": "h", "int32": "i", "int64": "q",

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 
 from tilecraft._modules import imported
-from tilecraft.backend.execution import NativeLaunch
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
+from tilecraft.runtime.launch import NativeLaunch
 
 P_BUFFER, P_INT, P_UINT, P_FLOAT, P_BOOL = range(5)
 _ELEMENT_KINDS = {"int": 0, "uint": 1, "float": 2, "bool": 3}

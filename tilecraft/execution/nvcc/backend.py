@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tilecraft.backend.artifact import CompiledArtifact
 from tilecraft.execution.cuda_driver.runtime import (
     BINARY_FORMAT,
     SOURCE_FORMAT,
@@ -18,6 +17,7 @@ from tilecraft.execution.cuda_driver.runtime import (
 )
 from tilecraft.execution.nvcc import toolchain
 from tilecraft.execution.nvcc.spec import NVCC
+from tilecraft.runtime.artifact import CompiledArtifact
 
 
 class NvccExecutionBackend(CudaRuntimeBackend):

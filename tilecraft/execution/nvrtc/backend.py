@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tilecraft.backend.artifact import CompiledArtifact
 from tilecraft.execution.cuda_driver.runtime import (
     SOURCE_FORMAT,
     CudaRuntimeBackend,
@@ -16,6 +15,7 @@ from tilecraft.execution.cuda_driver.runtime import (
 )
 from tilecraft.execution.nvrtc import compiler
 from tilecraft.execution.nvrtc.spec import NVRTC
+from tilecraft.runtime.artifact import CompiledArtifact
 
 
 class NvrtcExecutionBackend(CudaRuntimeBackend):

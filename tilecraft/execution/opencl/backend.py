@@ -12,16 +12,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tilecraft.backend.arrays import ArrayArg
-from tilecraft.backend.artifact import CompiledArtifact
-from tilecraft.backend.devices import describe_device
-from tilecraft.backend.execution import Built, Loaded
 from tilecraft.errors import ArgumentError
 from tilecraft.execution.base import CachedExecutionBackend
 from tilecraft.execution.opencl import device as cl_device
 from tilecraft.execution.opencl import program as cl_program
 from tilecraft.execution.opencl.launch import KernelPlan, build_launcher, check_artifact, plan_kernel
 from tilecraft.execution.opencl.spec import OPENCL, SOURCE_FORMAT
+from tilecraft.runtime.arrays import ArrayArg
+from tilecraft.runtime.artifact import CompiledArtifact
+from tilecraft.runtime.devices import describe_device
+from tilecraft.runtime.launch import Built, Loaded
 
 BINARY_FILE = "program.bin"
 SOURCE_FILE = cl_program.SOURCE_FILE

@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from tilecraft.backend.artifact import CompiledArtifact, KernelInfo, ParamInfo
 from tilecraft.errors import ArgumentError, TilecraftError
 from tilecraft.execution.abi import ArgSource, arg_source
 from tilecraft.execution.grid import grid_function
 from tilecraft.execution.opencl.device import DeviceInfo, DeviceRuntime, import_pyopencl
 from tilecraft.execution.opencl.memory import Staging
+from tilecraft.runtime.artifact import CompiledArtifact, KernelInfo, ParamInfo
 
 # The struct code of the OpenCL C type each scalar dtype is passed as.
 SCALAR_CODES = {

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from tilecraft.backend.arrays import ArrayArg
 from tilecraft.errors import ArgumentError
 from tilecraft.execution.opencl.device import import_pyopencl
+from tilecraft.runtime.arrays import ArrayArg
 
 Key = tuple[int, int]  # (address, nbytes) of a host region
 

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tilecraft.backend.artifact import CompiledArtifact
 from tilecraft.errors import ToolchainError
 from tilecraft.execution.opencl.device import DeviceRuntime, import_pyopencl
+from tilecraft.runtime.artifact import CompiledArtifact
 
 BASE_OPTIONS = ("-cl-std=CL1.2",)
 # Fast math (pass config tl.enable_fast_math). Not -cl-fast-relaxed-math: its -cl-finite-math-only lets the

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tilecraft.backend.api import API_VERSION
-from tilecraft.backend.devices import DLPACK_HOST
 from tilecraft.backend.execution import Availability, ExecutionBackendSpec
+from tilecraft.runtime.devices import DLPACK_HOST
 
 SOURCE_FORMAT = "opencl-source"
 

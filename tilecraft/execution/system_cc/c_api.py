@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from tilecraft.backend.artifact import CompiledArtifact
 from tilecraft.codegen.reserved import C_RESERVED
+from tilecraft.runtime.artifact import CompiledArtifact
 
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 # The loaders' own names (their globals, parameters and the locals of the launch functions): a

@@ -14,16 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tilecraft.backend.arrays import ArrayArg
-from tilecraft.backend.artifact import CompiledArtifact
-from tilecraft.backend.devices import describe_device
-from tilecraft.backend.execution import Built, Loaded
 from tilecraft.errors import ArgumentError, ToolchainError
 from tilecraft.execution.base import CachedExecutionBackend
 from tilecraft.execution.wgpu import device as wgpu_device
 from tilecraft.execution.wgpu.abi import WGSL_SOURCE
 from tilecraft.execution.wgpu.launch import KernelPlan, build_launcher, check_artifact, plan_kernels
 from tilecraft.execution.wgpu.spec import WGPU
+from tilecraft.runtime.arrays import ArrayArg
+from tilecraft.runtime.artifact import CompiledArtifact
+from tilecraft.runtime.devices import describe_device
+from tilecraft.runtime.launch import Built, Loaded
 
 SOURCE_FILE = "kernel.wgsl"
 

@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tilecraft.backend.artifact import CompiledArtifact, KernelInfo, ParamInfo
 from tilecraft.errors import ArgumentError, TilecraftError
 from tilecraft.execution.grid import grid_function
 from tilecraft.execution.wgpu import memory
 from tilecraft.execution.wgpu.abi import SCALAR_TYPES, binding_bases, fold_grid, uniform_layout
 from tilecraft.execution.wgpu.device import DeviceRuntime, import_wgpu
+from tilecraft.runtime.artifact import CompiledArtifact, KernelInfo, ParamInfo
 
 PACK_CODES = {"u32": "I", "i32": "i", "f32": "f", "i64": "q", "u64": "Q", "f64": "d"}
 PACK_ERRORS = (struct.error, TypeError, OverflowError, ValueError)

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from tilecraft.backend.arrays import ArrayArg
 from tilecraft.errors import ArgumentError
 from tilecraft.execution.wgpu.abi import device_dtype
 from tilecraft.ir.dtype import numpy_dtype
+from tilecraft.runtime.arrays import ArrayArg
 
 Key = tuple[int, int]  # (address, nbytes) of a host region
 

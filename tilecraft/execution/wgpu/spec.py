@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from tilecraft.backend.api import API_VERSION
-from tilecraft.backend.devices import DLPACK_HOST
 from tilecraft.backend.execution import Availability, ExecutionBackendSpec
 from tilecraft.execution.wgpu.abi import WGSL_SOURCE
+from tilecraft.runtime.devices import DLPACK_HOST
 
 
 def _availability() -> Availability:

@@ -191,6 +191,8 @@ class Parser:
         func = PrimFunc(
             self.source.tree.name, params, body, tuple(attrs.items()), span=self.span(self.source.tree)
         )
+        for finish in self.builder.finishers:
+            func = finish(func)
         # A sum of thousands of terms is split into locals here, so no later stage recurses per term.
         return bound_expression_depth(func)
 

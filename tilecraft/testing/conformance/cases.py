@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import ml_dtypes
 import numpy as np
 
 import tilecraft.language as T
 from tilecraft.testing.conformance import attention_bhsd as AB
+from tilecraft.testing.conformance import attention_bshd as AS
+from tilecraft.testing.conformance import block_sparse as BS
 from tilecraft.testing.conformance import clusters as CL
 from tilecraft.testing.conformance import convolution as CV
 from tilecraft.testing.conformance import fragment_rows as FR
@@ -461,6 +464,11 @@ CASES = [
     Case("convolution_fragment_into_an_output_view", CV.conv2d_fragment_out, CV.conv_inputs, CV.conv_reference,
          TOL[F16]),
     Case("im2col_tiles_stride_dilation_padding", CV.im2col_tiles, CV.im2col_inputs, CV.im2col_reference, 0.0),
+    # 16 and 24 channels: the image tile is gathered in 16-byte chunks (cp.async on CUDA, 3 stages)
+    Case("convolution_16_byte_gathers", CV.conv2d_wide, partial(CV.conv_inputs, g=CV.WIDE),
+         partial(CV.conv_reference, g=CV.WIDE), TOL[F16]),
+    Case("convolution_16_byte_gathers_strided", CV.conv2d_wide_strided, partial(CV.conv_inputs, g=CV.WIDE_STRIDED),
+         partial(CV.conv_reference, g=CV.WIDE_STRIDED), TOL[F16]),
     # float4_e2m1fn with e8m0 block scales and int4, packed two a byte, and back (bytes compared exactly)
     Case("mx_quantize_float4_int4_packed", SB.mx_quantize, SB.mx_inputs(), SB.mx_reference(), 0.0),
     Case("views_alias_their_base", V.views_alias_their_base, V.alias_inputs, V.alias_reference),
@@ -478,6 +486,14 @@ CASES = [
     # Flash attention whose pipelined loop is warp-specialized on sm_90a (softmax between TMA-fed gemms).
     *(Case(f"flash_attention_bhsd_{name}", AB.build(name), AB.inputs(name), AB.reference(name), 5e-3)
       for name in AB.CONFIGS),
+    # TileLang's bshd layout: K[b, rows, h, :] is a TMA box of a 4-D map on sm_90a (a 3-D one when packed).
+    *(Case(f"flash_attention_bshd_{name}", AS.build(name), AS.inputs(name), AS.reference(name), 5e-3)
+      for name in AS.CONFIGS),
+    # A pipelined loop under a mask read from global memory: on sm_90a its ring counts the taken iterations.
+    *(Case(f"blocksparse_gemm_{name}", BS.build_gemm(name), BS.gemm_inputs(name), BS.gemm_reference(name),
+           TOL[F16]) for name in BS.GEMM_CONFIGS),
+    Case("blocksparse_attention_bhsd", BS.attention, BS.attention_inputs, BS.attention_reference, 5e-3),
+    Case("selected_blocks_attention_bhsd", BS.selected_attention, BS.selected_inputs, BS.selected_reference, 5e-3),
 ]  # fmt: skip
 
 DYNAMIC_SIZES = (1000, 4097, 5)

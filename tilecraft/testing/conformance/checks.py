@@ -96,7 +96,8 @@ def convolution_in_the_eager_style(ctx) -> None:
     backend = ctx.execution_backend()
     arrays = CV.conv_inputs(np.random.default_rng(11))
     expected = CV.conv_reference(arrays)[2]
-    args = (CV.STRIDE, CV.DILATION, CV.PAD, CV.BM, CV.BN, CV.BK, 2, 128)
+    g = CV.NARROW
+    args = (g.stride, g.dilation, g.pad, g.bm, g.bn, g.bk, 2, 128)
     try:
         out = convolution(*(backend.to_device(a) for a in arrays[:2]), *args)
     except LoweringError as err:

@@ -9,13 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilecraft.backend import (
-    BackendContext,
-    Target,
-    create_backend_context,
-    lookup_target_kind,
-    registered_backends,
-)
+from tilecraft.backend import BackendContext, Target, create_backend_context, lookup_target_kind
+from tilecraft.backend.registry import registered_backends
 
 
 @dataclass(frozen=True)

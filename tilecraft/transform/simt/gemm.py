@@ -13,6 +13,7 @@ from tilecraft.errors import LoweringError
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion
+from tilecraft.ir.visitor import substitute
 from tilecraft.transform.simt.copy import with_layout
 from tilecraft.transform.tile_loops import make_loop_vars, parallel_nest
 
@@ -57,15 +58,23 @@ def fma_gemm(op: S.Gemm, m: int, n: int, k_extent: int, ctx) -> S.Stmt:
     update = S.BufferStore(
         op.c.buffer, E.add(c, E.mul(E.cast(a, acc_dtype), E.cast(b, acc_dtype))), c.indices
     )
-    body: S.Stmt = S.For(k, E.const(0), E.const(k_extent), S.ForKind.SERIAL, update, span=op.span)
-    if op.clear_accum:
-        body = S.seq(S.BufferStore(op.c.buffer, E.const(0, acc_dtype), c.indices), body)
-    nest = parallel_nest([i, j], [E.const(m), E.const(n)], body, op.span)
     if op.c.buffer.scope == FRAGMENT:
         layout = ctx.layout(op.c.buffer, op.span)
     else:
         layout = ctx.blocked((m, n), acc_dtype)
-    return with_layout(nest, layout)
+
+    def over_c(body: S.Stmt) -> S.For:
+        i2, j2 = make_loop_vars(2, "g")
+        body = substitute(body, {i: i2, j: j2})
+        return with_layout(parallel_nest([i2, j2], [E.const(m), E.const(n)], body, op.span), layout)
+
+    # The k loop outside the nest over C: each k step updates all of a thread's C elements, which are
+    # independent, instead of one element's whole chain of k dependent multiply-adds at a time. Every
+    # element still sums its products in k order, so the result is the same to the bit.
+    steps = S.For(k, E.const(0), E.const(k_extent), S.ForKind.SERIAL, over_c(update), span=op.span)
+    if not op.clear_accum:
+        return steps
+    return S.seq(over_c(S.BufferStore(op.c.buffer, E.const(0, acc_dtype), c.indices)), steps)
 
 
 def staged_fma_gemm(op: S.Gemm, m: int, n: int, k_extent: int, ctx) -> S.Stmt:

@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from tilecraft.backend.arrays import ArrayArg
 from tilecraft.errors import ArgumentError
 from tilecraft.ir import dtype as dt
 from tilecraft.ir.dtype import DataType
+from tilecraft.runtime.arrays import ArrayArg
 
 
 def byte_shape(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from tilecraft.backend.devices import DLPACK_HOST, describe_device
 from tilecraft.errors import ArgumentError
 from tilecraft.ir import dtype as dt
 from tilecraft.ir.dtype import DataType
+from tilecraft.runtime.devices import DLPACK_HOST, describe_device
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +181,7 @@ def from_array_interface(x: Any, info: dict, device: int, index: int) -> ArrayAr
 def _from_dlpack(x: Any, name: str) -> ArrayArg:
     """Any `__dlpack__` producer, wherever its memory lives (the execution backend's `check_device` says
     whether its launcher reads there); read in place."""
-    from tilecraft.backend import dlpack
+    from tilecraft.runtime import dlpack
 
     try:
         view = dlpack.read(x)
