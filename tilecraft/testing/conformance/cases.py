@@ -475,6 +475,8 @@ CASES = [
     Case("staged_tile_copied_out_in_the_loop", PS.copy_through_stages, PS.inputs, PS.reference, 0.0),
     Case("two_copies_into_one_tile_per_iteration", PS.two_copies_per_tile, PS.gemm_inputs, PS.gemm_reference,
          2e-3),
+    Case("accumulator_promoted_every_other_tile", PS.promoted_accumulator, PS.promoted_inputs,
+         PS.promoted_reference, 2e-3),
     Case("persistent_gemm_in_waves", PT.persistent_gemm, PT.inputs, PT.reference, 2e-3),
     Case("persistent_gemm_staged_through_shared", PT.persistent_gemm_staged, PT.staged_inputs, PT.reference,
          TOL[F16]),
