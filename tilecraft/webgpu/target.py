@@ -10,6 +10,8 @@ Attributes (all canonical after normalization):
 * `max_workgroup_size` (invocations per workgroup), `workgroup_memory` (bytes per workgroup),
   `max_workgroups` (per grid dim), `max_storage_buffers` (per shader stage), `max_binding_size` (bytes of
   one storage buffer binding).
+* `max_loop_iterations`: loop passes one invocation may run, counted over all its loops, before the
+  driver ends them silently (llvmpipe, lavapipe's driver: 65535); 0 where the driver has no such limit.
 
 Capabilities that are not given are read from the adapter, lazily (never at import) and at most once per
 process for each adapter, when wgpu is importable and the adapter exists; otherwise they stay unset, so a
@@ -32,7 +34,9 @@ KIND = "webgpu"
 ALIASES = ("wgpu",)
 FEATURES = ("f16", "f64", "int64", "float32_atomics", "subgroups")
 LIMITS = ("subgroup_size", "max_workgroup_size", "workgroup_memory", "max_workgroups", "max_storage_buffers",
-          "max_binding_size")  # fmt: skip
+          "max_binding_size", "max_loop_iterations")  # fmt: skip
+# Limits that may be 0 (none); the others are at least 1.
+UNLIMITED_AT_ZERO = ("max_loop_iterations",)
 ATTRIBUTES = ("adapter", *FEATURES, *LIMITS)
 
 
@@ -48,7 +52,7 @@ def normalize(attrs: dict[str, Any]) -> dict[str, Any]:
             out[key] = _flag(attrs[key], key)
     for key in LIMITS:
         if attrs.get(key) is not None:
-            out[key] = _count(attrs[key], key, minimum=1)
+            out[key] = _count(attrs[key], key, minimum=0 if key in UNLIMITED_AT_ZERO else 1)
     if any(key not in out for key in (*FEATURES, *LIMITS)):
         found = adapter_capabilities(out.get("adapter")) or {}
         out.update({key: value for key, value in found.items() if key not in out})
@@ -99,10 +103,10 @@ WEBGPU_TARGET_KIND = register_target_kind(
         examples=(
             "webgpu -f16=true -f64=false -int64=false -float32_atomics=false -subgroups=false "
             "-max_workgroup_size=256 -workgroup_memory=16384 -max_workgroups=65535 -max_storage_buffers=8 "
-            "-max_binding_size=134217728",
+            "-max_binding_size=134217728 -max_loop_iterations=0",
             "wgpu -f16=true -f64=true -int64=true -float32_atomics=true -subgroups=true -subgroup_size=8 "
             "-max_workgroup_size=1024 -workgroup_memory=32768 -max_workgroups=65535 -max_storage_buffers=32 "
-            "-max_binding_size=134217728",
+            "-max_binding_size=134217728 -max_loop_iterations=65535",
             {"kind": "webgpu", "f16": False, "subgroups": False, "workgroup_memory": 16384},
         ),
         auto=False,

@@ -399,6 +399,9 @@ CASES = [
     _gemm_case("gemm_bf16_nn", 192, 128, 128, dtype=BF16),
     _gemm_case("gemm_f32_ragged", 200, 136, 72, dtype=F32),
     _gemm_case("gemm_f16_ragged_nt", 130, 70, 90, tb=True),
+    # A long reduction (K >= 512): 32 k tiles; on lavapipe 36,035 loop passes per invocation, inside its
+    # 65,535 (docs/webgpu.md).
+    _gemm_case("gemm_f16_long_k", 128, 128, 1024),
     _gemm_16bit_case("gemm_bf16_out_ragged", 100, 136, 64, BF16),
     _gemm_16bit_case("gemm_f16_out_odd_n", 96, 77, 64, F16),
     Case("batched_gemm", lambda: K.batched_gemm(3, 128, 128, 64, dtype="float32"),

@@ -30,6 +30,7 @@ WORKGROUP_MEMORY = "resource:workgroup-memory"
 STORAGE_BUFFERS = "resource:storage-buffers"
 WIDE_WORKGROUP = "feature:64-bit-workgroup-memory"
 FLOAT64_MATH = "feature:float64-math"
+LOOP_ITERATIONS = "resource:loop-iterations"
 # WGSL's float64 (naga's shader-f64) has arithmetic and these; sin, exp, log, pow, tanh, ... it refuses
 # ("Cannot apply math function to type").
 FLOAT64_MATH_OK = ("abs", "floor", "ceil", "round", "sqrt")
