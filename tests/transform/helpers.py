@@ -13,7 +13,8 @@ OPENCL = "opencl -fp16=false -fp64=true -int64_atomics=true -local_mem=65536 -ma
 CUDA = "cuda -arch=sm_90a"
 # Without subgroups the SIMT layouts name groups of 32 invocations, as on OpenCL, so the same expected IR holds.
 WEBGPU = ("webgpu -f16=true -f64=true -int64=true -float32_atomics=true -subgroups=false -max_workgroup_size=1024 "
-          "-workgroup_memory=65536 -max_workgroups=65535 -max_storage_buffers=32 -max_binding_size=134217728")
+          "-workgroup_memory=65536 -max_workgroups=65535 -max_storage_buffers=32 -max_binding_size=134217728 "
+          "-max_loop_iterations=65535")
 
 
 

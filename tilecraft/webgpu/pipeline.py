@@ -24,6 +24,7 @@ from tilecraft.transform.target_support import check_target_support
 from tilecraft.webgpu.op import OP_TABLE
 from tilecraft.webgpu.simt import webgpu_simt
 from tilecraft.webgpu.target import KIND
+from tilecraft.webgpu.transform.loop_iterations import check_loop_iterations
 
 
 @module_pass("split-host-device")
@@ -48,5 +49,6 @@ PIPELINE = PassPipeline(
         narrow_shared_scopes(bindings=True),  # workgroup buffers in scope from first to last use, so later ones reuse words
         insert_barriers(None, webgpu_simt),  # workgroupBarrier between workgroup writes and others' reads
         split_host_device,  # one @compute entry point per T.Kernel, a host function that dispatches them
+        check_loop_iterations,  # loop passes per invocation within the driver's limit (llvmpipe: 65535)
     ),
 )

@@ -10,6 +10,8 @@ Attributes (all canonical after normalization):
 * `max_workgroup_size` (invocations per workgroup), `workgroup_memory` (bytes per workgroup),
   `max_workgroups` (per grid dim), `max_storage_buffers` (per shader stage), `max_binding_size` (bytes of
   one storage buffer binding).
+* `max_loop_iterations`: loop passes one invocation may run, counted over all its loops, before the
+  driver ends them silently (llvmpipe, lavapipe's driver: 65535); 0 where the driver has no such limit.
 
 `capabilities(target)` states these as the record tilecraft/backend/capabilities.py describes, with what
 WGSL itself lacks (float8, printf, float64 transcendentals, atomics past 32-bit words of storage buffers).
@@ -47,7 +49,9 @@ KIND = "webgpu"
 ALIASES = ("wgpu",)
 FEATURES = ("f16", "f64", "int64", "float32_atomics", "subgroups")
 LIMITS = ("subgroup_size", "max_workgroup_size", "workgroup_memory", "max_workgroups", "max_storage_buffers",
-          "max_binding_size")  # fmt: skip
+          "max_binding_size", "max_loop_iterations")  # fmt: skip
+# Limits that may be 0 (none); the others are at least 1.
+UNLIMITED_AT_ZERO = ("max_loop_iterations",)
 ATTRIBUTES = ("adapter", *FEATURES, *LIMITS)
 
 
@@ -63,7 +67,7 @@ def normalize(attrs: dict[str, Any]) -> dict[str, Any]:
             out[key] = _flag(attrs[key], key)
     for key in LIMITS:
         if attrs.get(key) is not None:
-            out[key] = _count(attrs[key], key, minimum=1)
+            out[key] = _count(attrs[key], key, minimum=0 if key in UNLIMITED_AT_ZERO else 1)
     if any(key not in out for key in (*FEATURES, *LIMITS)):
         found = adapter_capabilities(out.get("adapter")) or {}
         out.update({key: value for key, value in found.items() if key not in out})
@@ -105,6 +109,7 @@ WORKGROUP_MEMORY = "resource:workgroup-memory"
 STORAGE_BUFFERS = "resource:storage-buffers"
 WIDE_WORKGROUP = "feature:64-bit-workgroup-memory"
 FLOAT64_MATH = "feature:float64-math"
+LOOP_ITERATIONS = "resource:loop-iterations"
 # WGSL's float64 (naga's shader-f64) has arithmetic and these; sin, exp, log, pow, tanh, ... it refuses
 # ("Cannot apply math function to type").
 FLOAT64_MATH_OK = ("abs", "floor", "ceil", "round", "sqrt")
@@ -176,10 +181,10 @@ WEBGPU_TARGET_KIND = register_target_kind(
         examples=(
             "webgpu -f16=true -f64=false -int64=false -float32_atomics=false -subgroups=false "
             "-max_workgroup_size=256 -workgroup_memory=16384 -max_workgroups=65535 -max_storage_buffers=8 "
-            "-max_binding_size=134217728",
+            "-max_binding_size=134217728 -max_loop_iterations=0",
             "wgpu -f16=true -f64=true -int64=true -float32_atomics=true -subgroups=true -subgroup_size=8 "
             "-max_workgroup_size=1024 -workgroup_memory=32768 -max_workgroups=65535 -max_storage_buffers=32 "
-            "-max_binding_size=134217728",
+            "-max_binding_size=134217728 -max_loop_iterations=65535",
             {"kind": "webgpu", "f16": False, "subgroups": False, "workgroup_memory": 16384},
         ),
         auto=False,

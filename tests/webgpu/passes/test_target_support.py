@@ -12,7 +12,8 @@ from tilecraft.errors import LoweringError
 from tilecraft.testing.passes import UNCHANGED, assert_pass, pass_test, run_pass
 
 ADAPTER = ("webgpu -f16=false -f64=false -int64=false -float32_atomics=false -subgroups=false "
-           "-max_workgroups=65535 -max_storage_buffers=8 -max_binding_size=134217728")  # fmt: skip
+           "-max_workgroups=65535 -max_storage_buffers=8 -max_binding_size=134217728 "
+           "-max_loop_iterations=65535")  # fmt: skip
 
 
 @pass_test("check-target-support", WEBGPU)
