@@ -52,9 +52,11 @@ _BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^", "shift_le
 PYTHON_RESERVED = words("""False None True and as assert async await break class continue def del elif else
 except finally for from global if import in is lambda nonlocal not or pass raise return try while with
 yield cute cutlass cpasync warp math range int float bool print len min max abs""")
-# A constant-extent loop this short is unrolled while the kernel is traced (its index a Python int, so
-# register tensors are indexed by constants); longer ones are scf.for loops.
-UNROLL_LIMIT = 64
+# A constant-extent loop marked unrolled (per-thread register loops), up to this many iterations, is
+# unrolled while the kernel is traced: its index is a Python int, so register tensors are indexed by
+# constants and stay in registers. Other loops are scf.for loops (short constant ones unrolled too).
+UNROLL_LIMIT = 512
+SHORT_LOOP = 8
 
 
 def dtype_name(dtype: DataType) -> str:
@@ -348,7 +350,8 @@ class CuteDslPrinter:
             self.mark_nonneg(s.loop_var)
         start, extent = E.const_value(s.min), E.const_value(s.extent)
         unrolled = s.kind is S.ForKind.UNROLLED or S.annotation(s.annotations, "unroll")
-        if isinstance(start, int) and isinstance(extent, int) and (unrolled or extent <= 8) and extent <= UNROLL_LIMIT:
+        constant = isinstance(start, int) and isinstance(extent, int)
+        if constant and ((unrolled and extent <= UNROLL_LIMIT) or extent <= SHORT_LOOP):
             self.line(f"for {var} in cutlass.range_constexpr({start}, {start + extent}):")
         else:
             end = self.expr(E.add(s.min, s.extent)) if start != 0 else self.expr(s.extent)
@@ -448,8 +451,9 @@ class CuteDslPrinter:
         mt, nt = wm_ // 16, wn_ // 8
         g = self.fresh("g")  # a prefix for this call's names
         a, b, c = self.name(s.a), self.name(s.b), self.name(s.c)
-        a_off = "" if E.const_value(s.a_offset) == 0 else f" + {self.expr(E.convert(s.a_offset))}"
-        b_off = "" if E.const_value(s.b_offset) == 0 else f" + {self.expr(E.convert(s.b_offset))}"
+        # a stage of a stacked operand tile starts a whole tile in: ldmatrix's 16-byte rows stay aligned
+        a_off = "" if E.const_value(s.a_offset) == 0 else f"{self.expr(E.convert(s.a_offset))} + "
+        b_off = "" if E.const_value(s.b_offset) == 0 else f"{self.expr(E.convert(s.b_offset))} + "
         warp_index = "cute.arch.thread_idx()[0] // 32" if s.warp is None else self.expr(E.convert(s.warp))
         line = self.line
         line(f"# T.gemm: C[{s.m}x{s.n}] += A[{s.m}x{s.k}] @ B[{s.k}x{s.n}] on a {s.warps_m}x{s.warps_n} grid of "
@@ -473,7 +477,7 @@ class CuteDslPrinter:
             src, atom = self._swizzled(f"({m0} + {g}_lr) * {s.k} + {g}_kk + {g}_lc", s.k), ldm
         else:
             src, atom = self._swizzled(f"({g}_kk + {g}_xr) * {s.m} + {m0} + {g}_xc", s.m), ldm_t
-        line(f"cute.copy({atom}, {self._smem8(a, a_off, src)}, {self._reg(f'{g}_a', f'{g}_mi * 8', 8)})")
+        line(f"cute.copy({atom}, {self._smem8(a, a_off + src)}, {self._reg(f'{g}_a', f'{g}_mi * 8', 8)})")
         self.indent -= 1
         line(f"for {g}_nj in cutlass.range_constexpr(0, {nt}, 2):")
         self.indent += 1
@@ -483,7 +487,7 @@ class CuteDslPrinter:
         else:
             src, atom = self._swizzled(f"({n0} + {g}_xr) * {s.k} + {g}_kk + {g}_xc", s.k), ldm
         # registers r0, r1 are n-tile nj's B fragment, r2, r3 n-tile nj + 1's
-        line(f"cute.copy({atom}, {self._smem8(b, b_off, src)}, {self._reg(f'{g}_b', f'{g}_nj * 4', 8)})")
+        line(f"cute.copy({atom}, {self._smem8(b, b_off + src)}, {self._reg(f'{g}_b', f'{g}_nj * 4', 8)})")
         self.indent -= 1
         line(f"for {g}_mi in cutlass.range_constexpr({mt}):")
         line(f"    for {g}_ni in cutlass.range_constexpr({nt}):")
@@ -498,8 +502,8 @@ class CuteDslPrinter:
         shift = swizzle16_line_shift(width)
         return f"(({offset}) ^ (((({offset}) >> {shift}) & 7) << 3))"
 
-    def _smem8(self, buf: str, base: str, offset: str) -> str:
-        return f"cute.make_tensor({buf}.iterator{base} + cute.assume({offset}, divby=8), cute.make_layout(8))"
+    def _smem8(self, buf: str, offset: str) -> str:
+        return f"cute.make_tensor({buf}.iterator + cute.assume({offset}, divby=8), cute.make_layout(8))"
 
     def _reg(self, buf: str, offset: str, count: int, rank3: bool = False) -> str:
         layout = f"({count}, 1, 1)" if rank3 else f"{count}"
