@@ -171,7 +171,9 @@ def register_target_variant(name: str, kind: str) -> str:
             return name
         owner = KINDS.aliases.get(name) or (name if name in KINDS.kinds else None) or KINDS.variants.get(name)
         if owner is not None:
-            raise TargetError(f"target variant {name!r} of kind {kind!r}: the name is already used by kind {owner!r}")
+            raise TargetError(
+                f"target variant {name!r} of kind {kind!r}: the name is already used by kind {owner!r}"
+            )
         if kind not in KINDS.kinds:
             raise TargetError(f"target variant {name!r}: kind {kind!r} is not registered; {describe_kinds()}")
         KINDS.variants[name] = kind
@@ -225,5 +227,7 @@ def describe_kinds() -> str:
     if KINDS.aliases:
         text += "; aliases: " + ", ".join(f"{a} -> {k}" for a, k in sorted(KINDS.aliases.items()))
     if KINDS.variants:
-        text += "; variants: " + ", ".join(f"{v} -> {k} -backend={v}" for v, k in sorted(KINDS.variants.items()))
+        text += "; variants: " + ", ".join(
+            f"{v} -> {k} -backend={v}" for v, k in sorted(KINDS.variants.items())
+        )
     return text

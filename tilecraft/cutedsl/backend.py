@@ -27,7 +27,9 @@ CUTEDSL_BACKEND = register_backend(
         name=VARIANT,
         target_kinds=(KIND,),
         pipelines={KIND: PIPELINE},
-        device_codegens={KIND: DeviceCodegen(device_source, compile_cubin, (SOURCE_FORMAT,), (BINARY_FORMAT,))},
+        device_codegens={
+            KIND: DeviceCodegen(device_source, compile_cubin, (SOURCE_FORMAT,), (BINARY_FORMAT,))
+        },
         execution_backends=(CUTEDSL,),
         callbacks=CUDA_BACKEND.callbacks,
         pass_configs={ASSUME_ALIGNED: ASSUME_ALIGNED_DOC},

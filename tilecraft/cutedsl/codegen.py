@@ -61,7 +61,9 @@ def kernel_source(func: PrimFunc, index: int) -> str:
     params = [f"{_param_name(printer, p)}: {_annotation(p)}" for p in func.params]
     printer.mark_nonneg(*launch.block_vars, *launch.thread_vars, *func.symbolic_dims)
     for p in func.buffer_params:
-        printer.line(f"{printer.name(p)} = cute.make_tensor({_param_name(printer, p)}, cute.make_layout({printer.extent(p)}))")
+        printer.line(
+            f"{printer.name(p)} = cute.make_tensor({_param_name(printer, p)}, cute.make_layout({printer.extent(p)}))"
+        )
     for k, var in enumerate(launch.block_vars):
         printer.line(f"{printer.name(var)} = cute.arch.block_idx()[{k}]")
     for k, var in enumerate(launch.thread_vars):
@@ -75,7 +77,9 @@ def kernel_source(func: PrimFunc, index: int) -> str:
     atoms = [f"    {name} = {construction}" for name, construction in printer.atoms.items()]
     lines = printer.lines[:body_start] + atoms + printer.lines[body_start:]
     head = f"@cute.kernel\ndef {func.name}({', '.join(params)}):"
-    prefix = f'{func.name}.set_name_prefix("{func.name}", remove_cutlass_symbol=True, keep_mangled_name=False)'
+    prefix = (
+        f'{func.name}.set_name_prefix("{func.name}", remove_cutlass_symbol=True, keep_mangled_name=False)'
+    )
     return "\n".join([head, *lines, "", "", prefix])
 
 
@@ -99,7 +103,11 @@ def _launcher(mod: IRModule) -> str:
     for func in mod.functions:
         for p in func.params:
             name = f"a_{p.name}" if isinstance(p, Buffer) else f"s_{p.name}"
-            kind = ("pointer", STORAGE[p.dtype.name], BUFFER_ALIGN) if isinstance(p, Buffer) else ("scalar", dtype_name(p.dtype), 0)
+            kind = (
+                ("pointer", STORAGE[p.dtype.name], BUFFER_ALIGN)
+                if isinstance(p, Buffer)
+                else ("scalar", dtype_name(p.dtype), 0)
+            )
             args.append((name, kind))
     unique = dict(args)
     arg_text = ", ".join(f"({kind!r}, {dtype!r}, {align})" for kind, dtype, align in unique.values())
@@ -118,7 +126,9 @@ def module_source(mod: IRModule, ctx) -> str:
 
 
 def device_source(mod: IRModule, ctx) -> DeviceCode:
-    infos = [dataclasses.replace(launch_info(f), symbol=entry_symbol(f, k)) for k, f in enumerate(mod.functions)]
+    infos = [
+        dataclasses.replace(launch_info(f), symbol=entry_symbol(f, k)) for k, f in enumerate(mod.functions)
+    ]
     return DeviceCode(
         sources={SOURCE_FORMAT: module_source(mod, ctx)},
         entry_symbols=tuple(i.symbol for i in infos),
@@ -131,5 +141,7 @@ def compile_cubin(code: DeviceCode, ctx) -> DeviceCode:
     """The module compiled by the CuTe DSL's JIT for the target's arch (no GPU needed)."""
     from tilecraft.execution.cutedsl.compiler import compile_module
 
-    cubin = compile_module(code.sources[SOURCE_FORMAT], ctx.target.attr("arch"), [k.symbol for k in code.kernels])
+    cubin = compile_module(
+        code.sources[SOURCE_FORMAT], ctx.target.attr("arch"), [k.symbol for k in code.kernels]
+    )
     return code.with_binaries({BINARY_FORMAT: cubin})

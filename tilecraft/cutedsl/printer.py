@@ -48,7 +48,13 @@ MATH = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqr
         "cos": "cos", "pow": "pow"}  # fmt: skip
 _BINARY = {"Add": "+", "Sub": "-", "Mul": "*", "EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">",
            "GE": ">=", "And": "&", "Or": "|"}  # fmt: skip
-_BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^", "shift_left": "<<", "shift_right": ">>"}
+_BITWISE = {
+    "bitwise_and": "&",
+    "bitwise_or": "|",
+    "bitwise_xor": "^",
+    "shift_left": "<<",
+    "shift_right": ">>",
+}
 PYTHON_RESERVED = words("""False None True and as assert async await break class continue def del elif else
 except finally for from global if import in is lambda nonlocal not or pass raise return try while with
 yield cute cutlass cpasync warp math range int float bool print len min max abs""")
@@ -207,7 +213,9 @@ class CuteDslPrinter:
         if e.op == "bitwise_not":
             return f"(~{args[0]})"
         if e.op == "abs":
-            return f"cute.math.abs({args[0]})" if e.dtype.is_float else f"cutlass.max({args[0]}, -({args[0]}))"
+            return (
+                f"cute.math.abs({args[0]})" if e.dtype.is_float else f"cutlass.max({args[0]}, -({args[0]}))"
+            )
         if e.op == "sigmoid":
             return f"(cutlass.Float32(1.0) / (cutlass.Float32(1.0) + cute.math.exp(-({args[0]}))))"
         if e.op in MATH and e.dtype.is_float:
@@ -373,7 +381,9 @@ class CuteDslPrinter:
                 f"dtype={STORAGE[buf.dtype.name]}), cute.make_layout({self.extent(buf)}))"
             )
         elif buf.scope in ("local", "local.fragment"):
-            self.line(f"{self.name(buf)} = cute.make_rmem_tensor({self.extent(buf)}, {STORAGE[buf.dtype.name]})")
+            self.line(
+                f"{self.name(buf)} = cute.make_rmem_tensor({self.extent(buf)}, {STORAGE[buf.dtype.name]})"
+            )
         else:
             self.fail(f"a {buf.scope} buffer")
         self.stmt(s.body)

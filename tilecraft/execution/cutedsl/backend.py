@@ -7,7 +7,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tilecraft.execution.cuda_driver.runtime import BINARY_FORMAT, CudaRuntimeBackend, artifact_arch, check_artifact, sha256
+from tilecraft.execution.cuda_driver.runtime import (
+    BINARY_FORMAT,
+    CudaRuntimeBackend,
+    artifact_arch,
+    check_artifact,
+    sha256,
+)
 from tilecraft.execution.cutedsl import compiler
 from tilecraft.execution.cutedsl.spec import CUTEDSL
 from tilecraft.runtime.artifact import CompiledArtifact
@@ -28,11 +34,15 @@ class CuteDslExecutionBackend(CudaRuntimeBackend):
     def compile(self, artifact: CompiledArtifact, ctx: Any) -> tuple[Mapping[str, bytes], Mapping[str, Any]]:
         check_artifact(artifact)
         if BINARY_FORMAT in artifact.device_binaries:
-            files, meta = self.build_files(artifact, artifact.binary(BINARY_FORMAT), {"compiled_by": "codegen"})
+            files, meta = self.build_files(
+                artifact, artifact.binary(BINARY_FORMAT), {"compiled_by": "codegen"}
+            )
         else:
             symbols = [k.symbol for k in artifact.kernels]
             cubin = compiler.compile_module(artifact.source(SOURCE_FORMAT), artifact_arch(artifact), symbols)
-            files, meta = self.build_files(artifact, cubin, {**self.build_options(artifact, ctx), "compiled_by": "dsl"})
+            files, meta = self.build_files(
+                artifact, cubin, {**self.build_options(artifact, ctx), "compiled_by": "dsl"}
+            )
         files[PYTHON_FILE] = artifact.source(SOURCE_FORMAT).encode()
         return files, meta
 

@@ -24,7 +24,9 @@ from tilecraft.errors import ToolchainError, ToolchainNotFound
 
 EXTRA = "tilecraft[cutedsl]"
 PACKAGE = "nvidia-cutlass-dsl"
-INSTALL_HINT = f"pip install '{EXTRA}' (NVIDIA's CuTe DSL, package {PACKAGE} 4.x, Linux x86_64/aarch64, Python 3.10+)"
+INSTALL_HINT = (
+    f"pip install '{EXTRA}' (NVIDIA's CuTe DSL, package {PACKAGE} 4.x, Linux x86_64/aarch64, Python 3.10+)"
+)
 _LOCK = threading.Lock()  # the DSL's tracing state is per process: one compile at a time
 
 
@@ -62,7 +64,9 @@ def compile_module(source: str, arch: str, symbols: Sequence[str]) -> bytes:
         module = _import(path, f"tc_cutedsl_{digest}")
         try:
             args = [_fake_arg(cutlass, cute, *arg) for arg in module.TC_ARGS]
-            compiled = cute.compile(module.tc_launch, *args, options=f"--gpu-arch {arch} --keep-cubin --dump-dir {tmp}")
+            compiled = cute.compile(
+                module.tc_launch, *args, options=f"--gpu-arch {arch} --keep-cubin --dump-dir {tmp}"
+            )
             cubin = compiled.artifacts.CUBIN
             found = tuple(compiled.kernel_info)
         except Exception as err:
@@ -76,7 +80,9 @@ def compile_module(source: str, arch: str, symbols: Sequence[str]) -> bytes:
     if isinstance(cubin, str):
         cubin = Path(cubin).read_bytes()
     if not isinstance(cubin, bytes) or not cubin:
-        raise ToolchainError(f"the CuTe DSL returned no cubin for {arch}; the module is at {_keep(source, digest)}")
+        raise ToolchainError(
+            f"the CuTe DSL returned no cubin for {arch}; the module is at {_keep(source, digest)}"
+        )
     missing = [s for s in symbols if s not in found]
     if missing:
         raise ToolchainError(
