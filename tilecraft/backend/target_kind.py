@@ -163,7 +163,7 @@ def _check_names_free(kind: TargetKind) -> None:
 
 def register_target_variant(name: str, kind: str) -> str:
     """Let `name` stand for `kind -backend=name` in target strings and dicts (TileLang's spelling of a
-    backend variant, such as a variant of the CUDA kind): the variant backend's target.py calls it.
+    backend variant of a kind another backend owns): the variant backend's target.py calls it.
     The same spelling again is harmless; a name some kind, alias or other variant uses is an error."""
     _check_kind_name(name)
     with KINDS.lock:

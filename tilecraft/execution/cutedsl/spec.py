@@ -31,9 +31,9 @@ CUTEDSL = ExecutionBackendSpec(
     implementation="tilecraft.execution.cutedsl.backend:CuteDslExecutionBackend",
     consumes=("cutedsl-source", "cubin"),
     needs_host_codegen=False,
-    eager_device_compile=True,
+    eager_device_compile=False,
     device_types=DEVICE_TYPES,
-    doc="the CuTe DSL's JIT compiles the generated Python to a cubin (eagerly, in codegen; no GPU needed); "
-    "loaded and launched through the CUDA driver",
+    doc="the CuTe DSL's JIT compiles the generated Python to a cubin at Build, kept in the content-addressed "
+    "cache (no GPU needed); loaded and launched through the CUDA driver",
     api_version=API_VERSION,
 )
