@@ -25,7 +25,8 @@ import zlib
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+# benchmarks/cuda.py would shadow NVIDIA's `cuda` package (cuda-python, which the DSL and the driver import)
+sys.path[:] = [str(HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != HERE]
 
 import numpy as np  # noqa: E402
 
