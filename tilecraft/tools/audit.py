@@ -153,7 +153,7 @@ def _manifest_row(manifest: BackendModule) -> Row:
     def check() -> None:
         for kind in manifest.target_kinds:
             for example in lookup_target_kind(kind).examples:
-                target = Target.parse(example)
+                target = manifest.own_target(Target.parse(example))
                 chosen = backend_for(target)
                 expect(chosen is manifest, f"example target {target} selects backend {chosen.name!r}")
 
@@ -263,7 +263,7 @@ def _codegen_targets(manifest: BackendModule) -> list[tuple[Target, str]]:
     for kind in manifest.target_kinds:
         for example in lookup_target_kind(kind).examples or (kind,):
             try:
-                target = Target.parse(example)
+                target = manifest.own_target(Target.parse(example))
             except BackendError:
                 continue  # reported by the target-kind row
             spec = next((s for s in manifest.execution_backends if s.matches(target)), None)
