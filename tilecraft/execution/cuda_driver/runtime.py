@@ -36,13 +36,13 @@ from tilecraft.execution.cuda_driver.launch import (
 )
 from tilecraft.execution.cuda_driver.sources import SOURCE_NAME
 from tilecraft.execution.cuda_driver.tensor_map import TensorMaps
-from tilecraft.execution.native.plan import build_plan
 from tilecraft.ir import expr as E
 from tilecraft.ir.dtype import DataType
 from tilecraft.runtime.arrays import ArrayArg
 from tilecraft.runtime.artifact import CompiledArtifact, KernelInfo
 from tilecraft.runtime.devices import BenchmarkDevice
 from tilecraft.runtime.launch import Built, FastPath, Loaded, NativeKernel, NativeLaunch
+from tilecraft.runtime.plan import LaunchPlan
 from tilecraft.runtime.timing import DeviceTimer, KernelClock
 
 SOURCE_FORMAT = "cuda-source"
@@ -185,6 +185,10 @@ class CudaRuntimeBackend(CachedExecutionBackend):
                 raise
         return Loaded(built, CudaModule(driver, device, context, module, functions))
 
+    def compiled_launcher(self, loaded: Loaded, plan: LaunchPlan, miss: Any) -> Callable[..., Any] | None:
+        """The compiled launcher over `native_launch` (tilecraft/execution/native)."""
+        return native.compiled_launcher(self.native_launch(loaded), plan, miss)
+
     def launcher(self, loaded: Loaded) -> Callable[..., None]:
         buffers = [i for i, p in enumerate(loaded.built.artifact.params) if p.kind == "buffer"]
         launch = _build_launcher(loaded, make_stream_resolver(buffers), raw=False)
@@ -229,11 +233,6 @@ class CudaRuntimeBackend(CachedExecutionBackend):
         from tilecraft.execution.cuda_driver.export_c import c_api
 
         return c_api(built.artifact)
-
-    def compiled_launcher(self, loaded: Loaded, out_idx: Sequence[int], miss: Any) -> Callable[..., Any] | None:
-        """The compiled launcher's plan over `native_launch` (tilecraft/execution/native)."""
-        launch = self.native_launch(loaded)
-        return None if launch is None else build_plan(loaded.built.artifact, tuple(out_idx), launch, miss)
 
     def synchronize(self, loaded: Loaded) -> None:
         """Wait until every kernel launched so far on the module's device has finished."""
