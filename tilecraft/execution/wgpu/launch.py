@@ -16,42 +16,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from tilecraft.errors import ArgumentError, TilecraftError
+from tilecraft.execution.abi import PACK_ERRORS, ArgSource, arg_source, bad_scalar, plain_value, scalar_names
 from tilecraft.execution.grid import grid_function
+from tilecraft.execution.host_memory import refuse_stream
 from tilecraft.execution.wgpu import memory
 from tilecraft.execution.wgpu.abi import SCALAR_TYPES, binding_bases, fold_grid, uniform_layout
 from tilecraft.execution.wgpu.device import DeviceRuntime, import_wgpu
-from tilecraft.runtime.artifact import CompiledArtifact, KernelInfo, ParamInfo
+from tilecraft.runtime.artifact import CompiledArtifact, KernelInfo
 
 PACK_CODES = {"u32": "I", "i32": "i", "f32": "f", "i64": "q", "u64": "Q", "f64": "d"}
-PACK_ERRORS = (struct.error, TypeError, OverflowError, ValueError)
-
-
-@dataclass(frozen=True)
-class ArgSource:
-    """Where one kernel argument comes from: function parameter `index`, or symbolic dim `index`."""
-
-    kind: str  # "buffer", "scalar" or "dim"
-    index: int
-
-
-def arg_source(param: ParamInfo, artifact: CompiledArtifact, symbol: str) -> ArgSource:
-    """The function parameter or symbolic dim a kernel parameter names, of the same kind."""
-    for i, p in enumerate(artifact.params):
-        if p.name == param.name:
-            if p.kind != param.kind:
-                raise TilecraftError(f"kernel {symbol}: parameter {param.name!r} is a {param.kind} but the "
-                                     f"function's parameter of that name is a {p.kind}")  # fmt: skip
-            return ArgSource(p.kind, i)
-    for j, var in enumerate(artifact.symbolic_dims):
-        if var.name == param.name and param.kind == "scalar":
-            return ArgSource("dim", j)
-    known = [p.name for p in artifact.params] + [v.name for v in artifact.symbolic_dims]
-    raise TilecraftError(f"kernel {symbol}: parameter {param.name!r} is neither a parameter nor a symbolic dim "
-                         f"of {artifact.function_name} (known: {', '.join(known) or 'none'})")  # fmt: skip
-
-
-def scalar_names(artifact: CompiledArtifact) -> list[str]:
-    return [p.name for p in artifact.params if p.kind == "scalar"]
 
 
 def check_artifact(artifact: CompiledArtifact) -> None:
@@ -87,23 +60,15 @@ class KernelPlan:
     grid: Callable[[Sequence[Any], Sequence[int]], tuple[int, ...]]
 
     def uniform_bytes(self, groups: tuple[int, ...], args: Sequence[Any], dims: Sequence[int]) -> bytes:
-        values = [_plain(args[s.index] if s.kind == "scalar" else dims[s.index]) for s in self.sources
+        values = [plain_value(args[s.index] if s.kind == "scalar" else dims[s.index]) for s in self.sources
                   if s.kind != "buffer"]  # fmt: skip
         try:
             packed = self.uniform_format.pack(*(groups + (1, 1, 1))[:3], *values)
         except PACK_ERRORS:
-            self._name_bad_scalar(values)
+            params = [p for p in self.info.params if p.kind == "scalar"]
+            bad_scalar(params, values, [PACK_CODES[SCALAR_TYPES[p.dtype.name]] for p in params], self.info.symbol)
             raise
         return packed + b"\0" * (self.uniform_size - len(packed))
-
-    def _name_bad_scalar(self, values: Sequence[Any]) -> None:
-        params = [p for p in self.info.params if p.kind == "scalar"]
-        for param, value in zip(params, values):
-            try:
-                struct.pack("<" + PACK_CODES[SCALAR_TYPES[param.dtype.name]], value)
-            except PACK_ERRORS as err:
-                raise ArgumentError(f"kernel {self.info.symbol}: parameter {param.name!r} ({param.dtype}) "
-                                    f"cannot take {value!r}: {err}") from None  # fmt: skip
 
     def groups(self, scalars: Sequence[Any], dims: Sequence[int]) -> tuple[int, ...]:
         groups = tuple(int(g) for g in self.grid(scalars, dims))
@@ -111,12 +76,6 @@ class KernelPlan:
             raise ArgumentError(f"kernel {self.info.symbol}: grid {groups} has a negative dim; check the sizes "
                                 "of the arguments")  # fmt: skip
         return groups
-
-
-def _plain(value: Any) -> Any:
-    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
-        value = value.item()
-    return int(value) if isinstance(value, bool) else value
 
 
 def plan_kernels(artifact: CompiledArtifact, pipelines: Sequence[Any]) -> tuple[KernelPlan, ...]:
@@ -216,9 +175,7 @@ def build_launcher(artifact: CompiledArtifact, plans: Sequence[KernelPlan], runt
     f16 = artifact.target.attr("f16") is True
 
     def launch(args: Sequence[Any], dims: Sequence[int], stream: Any = None) -> None:
-        if stream is not None:
-            raise ArgumentError("stream= is not supported by the wgpu execution backend: each call copies its "
-                                "arrays in, runs on the device's own queue and returns when the results are back")  # fmt: skip
+        refuse_stream(stream, "wgpu", "runs on the device's own queue")
         with runtime.lock:
             call = Call(runtime, args, buffers, f16)
             try:
