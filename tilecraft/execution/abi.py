@@ -11,12 +11,12 @@ float beyond float32's range) is named by `bad_scalar`.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tilecraft.errors import ArgumentError, TilecraftError
-from tilecraft.runtime.artifact import CompiledArtifact, ParamInfo
+from tilecraft.runtime.artifact import CompiledArtifact, KernelInfo, ParamInfo
 
 SCALAR_CODES = {
     "bool": "i", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
@@ -77,3 +77,44 @@ def bad_scalar(params: Sequence[ParamInfo], values: Sequence[Any], codes: Sequen
             raise ArgumentError(
                 f"kernel {symbol}: parameter {param.name!r} ({param.dtype}) cannot take {value!r}: {err}"
             ) from None
+
+
+def work_groups(grid: Callable[[Sequence[Any], Sequence[int]], tuple[int, ...]], scalars: Sequence[Any],
+                dims: Sequence[int], symbol: str) -> tuple[int, ...]:  # fmt: skip
+    """The groups per dim of kernel `symbol`'s grid function (`grid.grid_function`) for a call's scalars and
+    dims; an ArgumentError if a dim is negative (0: the kernel launches nothing)."""
+    groups = tuple(int(g) for g in grid(scalars, dims))
+    if any(g < 0 for g in groups):
+        raise ArgumentError(f"kernel {symbol}: grid {groups} has a negative dim; check the sizes of the arguments")
+    return groups
+
+
+def scalar_code(param: ParamInfo, symbol: str, codes: Mapping[str, str], which: str) -> str:
+    """The code `codes` gives scalar `param`'s dtype; otherwise a TilecraftError saying that its dtype is
+    one `which` ("a Metal kernel cannot take") and which dtypes are supported."""
+    code = codes.get(param.dtype.name)
+    if code is None or param.dtype.lanes != 1:
+        raise TilecraftError(
+            f"kernel {symbol}: scalar parameter {param.name!r} has dtype {param.dtype}, which {which}; "
+            f"supported: {', '.join(codes)}"
+        )
+    return code
+
+
+def check_kernels(artifact: CompiledArtifact, check_kernel: Callable[[KernelInfo], None],
+                  check_scalar: Callable[[ParamInfo, str], object]) -> None:  # fmt: skip
+    """Launch metadata every kernel must satisfy, checked before anything is built or loaded: there is a
+    kernel; each passes the backend's `check_kernel` (its grid and block limits); each of its parameters
+    names a function parameter or symbolic dim (`arg_source`), each scalar passes `check_scalar(param,
+    symbol)`; its grid is a function of the scalar parameters and symbolic dims."""
+    from tilecraft.execution.grid import grid_function
+
+    if not artifact.kernels:
+        raise TilecraftError(f"artifact of {artifact.function_name} has no kernels to launch")
+    for info in artifact.kernels:
+        check_kernel(info)
+        for param in info.params:
+            arg_source(param, artifact, info.symbol)
+            if param.kind == "scalar":
+                check_scalar(param, info.symbol)
+        grid_function(info.grid, scalar_names(artifact), artifact.symbolic_dims)

@@ -149,6 +149,15 @@ def _value_source(param: ParamInfo, artifact: CompiledArtifact, symbol: str, raw
     return f"a{source.index}.ptr" if source.kind == "buffer" and not raw else f"a{source.index}"
 
 
+def check_artifact(artifact: CompiledArtifact) -> None:
+    """Launch metadata every kernel must satisfy; checked at build time, before any GPU is touched."""
+    if not artifact.kernels:
+        raise TilecraftError(f"artifact of {artifact.function_name} has no kernels to launch")
+    for info in artifact.kernels:
+        check_kernel(info, artifact.function_name)
+    check_parameters(artifact)
+
+
 def check_parameters(artifact: CompiledArtifact) -> None:
     """Every kernel parameter is a parameter or symbolic dim of the function, of the same kind."""
     for info in artifact.kernels:

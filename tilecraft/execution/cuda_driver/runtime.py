@@ -28,8 +28,7 @@ from tilecraft.execution.cuda_driver.launch import (
     SCALAR_CODES,
     LaunchHooks,
     build_launcher,
-    check_kernel,
-    check_parameters,
+    check_artifact,
     current_stream_getter,
     make_stream_resolver,
     torch_current_stream,
@@ -138,15 +137,6 @@ def artifact_device(artifact: CompiledArtifact) -> int:
 def compile_flags(artifact: CompiledArtifact) -> tuple[str, ...]:
     """The user's `compile_flags`, passed to the device compiler as they are."""
     return tuple(str(f) for f in artifact.extra_value("compile_flags", ()) or ())
-
-
-def check_artifact(artifact: CompiledArtifact) -> None:
-    """Launch metadata every kernel must satisfy; checked at build time, before any GPU is touched."""
-    if not artifact.kernels:
-        raise TilecraftError(f"artifact of {artifact.function_name} has no kernels to launch")
-    for info in artifact.kernels:
-        check_kernel(info, artifact.function_name)
-    check_parameters(artifact)
 
 
 def sha256(data: bytes) -> str:

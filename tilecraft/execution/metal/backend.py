@@ -31,9 +31,6 @@ from tilecraft.runtime.launch import Built, Loaded
 SOURCE_FILE = "kernel.metal"
 
 
-HOST_ARRAYS = "pass a numpy array or a CPU tensor (for torch: tensor.cpu())"
-
-
 @dataclass(eq=False)
 class MetalLibrary:
     """A library loaded on the device, with a launch plan per kernel."""
@@ -112,7 +109,8 @@ class MetalExecutionBackend(CachedExecutionBackend):
     def check_device(self, arg: ArrayArg, name: str) -> None:
         """Arrays must be in host memory: the launcher copies them to MTLBuffers and back."""
         if not self.accepts_device(arg):
-            refuse_device(arg, name, "metal", "Metal buffers", HOST_ARRAYS)
+            refuse_device(arg, name, "metal", "Metal buffers",
+                          "pass a numpy array or a CPU tensor (for torch: tensor.cpu())")
 
 
 __all__ = ["METAL", "MetalExecutionBackend", "MetalLibrary"]

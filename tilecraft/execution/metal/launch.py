@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from tilecraft.errors import ArgumentError, TilecraftError, ToolchainError
+from tilecraft.errors import TilecraftError, ToolchainError
 from tilecraft.execution import abi
 from tilecraft.execution.abi import ArgSource, arg_source, plain_value, scalar_names
 from tilecraft.execution.grid import grid_function
@@ -37,29 +37,17 @@ THREADGROUP_MEMORY_GRANULE = 16
 
 
 def scalar_code(param: ParamInfo, symbol: str) -> str:
-    code = SCALAR_CODES.get(param.dtype.name)
-    if code is None or param.dtype.lanes != 1:
-        raise TilecraftError(
-            f"kernel {symbol}: scalar parameter {param.name!r} has dtype {param.dtype}, which a Metal kernel "
-            f"cannot take; supported: {', '.join(SCALAR_CODES)}"
-        )
-    return code
+    return abi.scalar_code(param, symbol, SCALAR_CODES, "a Metal kernel cannot take")
 
 
 def check_artifact(artifact: CompiledArtifact) -> None:
     """Launch metadata every kernel must satisfy, checked before anything is built or loaded."""
-    if not artifact.kernels:
-        raise TilecraftError(f"artifact of {artifact.function_name} has no kernels to launch")
-    for info in artifact.kernels:
-        if not 1 <= len(info.grid) <= 3 or not 1 <= len(info.block) <= 3:
-            raise TilecraftError(
-                f"kernel {info.symbol}: grid {info.grid} and block {info.block} need 1 to 3 dims"
-            )
-        for param in info.params:
-            arg_source(param, artifact, info.symbol)
-            if param.kind == "scalar":
-                scalar_code(param, info.symbol)
-        grid_function(info.grid, scalar_names(artifact), artifact.symbolic_dims)
+    abi.check_kernels(artifact, _check_dims, scalar_code)
+
+
+def _check_dims(info: KernelInfo) -> None:
+    if not 1 <= len(info.grid) <= 3 or not 1 <= len(info.block) <= 3:
+        raise TilecraftError(f"kernel {info.symbol}: grid {info.grid} and block {info.block} need 1 to 3 dims")
 
 
 def _size3(values: Sequence[int]) -> tuple[int, int, int]:
@@ -81,12 +69,7 @@ class KernelPlan:
     threadgroup_memory: int
 
     def groups(self, scalars: Sequence[Any], dims: Sequence[int]) -> tuple[int, int, int]:
-        groups = tuple(int(g) for g in self.grid(scalars, dims))
-        if any(g < 0 for g in groups):
-            raise ArgumentError(
-                f"kernel {self.info.symbol}: grid {groups} has a negative dim; check the sizes of the arguments"
-            )
-        return _size3(groups)
+        return _size3(abi.work_groups(self.grid, scalars, dims, self.info.symbol))
 
     def encode(self, metal: Any, command_buffer: Any, args: Sequence[Any], dims: Sequence[int],
                scalars: Sequence[Any], buffers: dict[int, Any]) -> None:  # fmt: skip

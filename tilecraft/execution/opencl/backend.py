@@ -26,9 +26,6 @@ BINARY_FILE = "program.bin"
 SOURCE_FILE = cl_program.SOURCE_FILE
 
 
-HOST_ARRAYS = "pass a numpy array or a CPU tensor (for torch: tensor.cpu())"
-
-
 @dataclass(eq=False)
 class OpenCLProgram:
     """A program loaded on one device, with a launch plan per kernel. `from_binary` says whether the
@@ -105,7 +102,8 @@ class OpenCLExecutionBackend(CachedExecutionBackend):
         """Arrays must be in host memory (the spec's device type): the launcher copies them to the OpenCL
         device and back. Outputs are host arrays too (`empty`'s default)."""
         if not self.accepts_device(arg):
-            refuse_device(arg, name, "opencl", "the OpenCL device", HOST_ARRAYS)
+            refuse_device(arg, name, "opencl", "the OpenCL device",
+                          "pass a numpy array or a CPU tensor (for torch: tensor.cpu())")
 
 
 __all__ = ["OPENCL", "OpenCLExecutionBackend", "OpenCLProgram"]

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from tilecraft.errors import ArgumentError, TilecraftError
+from tilecraft.errors import TilecraftError
+from tilecraft.execution import abi
 from tilecraft.execution.abi import (
     PACK_ERRORS,
     SCALAR_CODES,
@@ -40,27 +41,17 @@ from tilecraft.runtime.artifact import CompiledArtifact, KernelInfo, ParamInfo
 
 
 def scalar_code(param: ParamInfo, symbol: str) -> str:
-    code = SCALAR_CODES.get(param.dtype.name)
-    if code is None or param.dtype.lanes != 1:
-        raise TilecraftError(
-            f"kernel {symbol}: scalar parameter {param.name!r} has dtype {param.dtype}, which an OpenCL "
-            f"kernel cannot take by value; supported: {', '.join(SCALAR_CODES)}"
-        )
-    return code
+    return abi.scalar_code(param, symbol, SCALAR_CODES, "an OpenCL kernel cannot take by value")
 
 
 def check_artifact(artifact: CompiledArtifact) -> None:
     """Launch metadata every kernel must satisfy, checked before anything is built or loaded."""
-    if not artifact.kernels:
-        raise TilecraftError(f"artifact of {artifact.function_name} has no kernels to launch")
-    for info in artifact.kernels:
-        if not 1 <= len(info.grid) <= 3:
-            raise TilecraftError(f"kernel {info.symbol}: grid {info.grid} must have 1 to 3 dims")
-        for param in info.params:
-            arg_source(param, artifact, info.symbol)
-            if param.kind == "scalar":
-                scalar_code(param, info.symbol)
-        grid_function(info.grid, scalar_names(artifact), artifact.symbolic_dims)
+    abi.check_kernels(artifact, _check_dims, scalar_code)
+
+
+def _check_dims(info: KernelInfo) -> None:
+    if not 1 <= len(info.grid) <= 3:
+        raise TilecraftError(f"kernel {info.symbol}: grid {info.grid} must have 1 to 3 dims")
 
 
 def check_limits(info: KernelInfo, kernel: Any, device: DeviceInfo) -> None:
@@ -132,13 +123,8 @@ class KernelPlan:
 
     def work_groups(self, scalars: Sequence[Any], dims: Sequence[int]) -> tuple[int, ...]:
         """The number of work-groups per dim, padded to the NDRange's dims; ArgumentError if negative."""
-        groups = tuple(int(g) for g in self.grid(scalars, dims))
-        groups += (1,) * (len(self.block) - len(groups))
-        if any(g < 0 for g in groups):
-            raise ArgumentError(
-                f"kernel {self.info.symbol}: grid {groups} has a negative dim; check the sizes of the arguments"
-            )
-        return groups
+        groups = abi.work_groups(self.grid, scalars, dims, self.info.symbol)
+        return groups + (1,) * (len(self.block) - len(groups))
 
     @staticmethod
     def _value(source: ArgSource, args: Sequence[Any], dims: Sequence[int], buffers: dict[int, Any]) -> Any:

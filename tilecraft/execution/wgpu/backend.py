@@ -28,9 +28,6 @@ from tilecraft.runtime.launch import Built, Loaded
 SOURCE_FILE = "kernel.wgsl"
 
 
-HOST_ARRAYS = "pass a numpy array or a CPU tensor (for torch: tensor.cpu())"
-
-
 @dataclass(eq=False)
 class WgpuProgram:
     """A module loaded on one device, with a dispatch plan per kernel."""
@@ -123,7 +120,8 @@ class WgpuExecutionBackend(CachedExecutionBackend):
     def check_device(self, arg: ArrayArg, name: str) -> None:
         """Arrays must be in host memory: the launcher copies them to the WebGPU device and back."""
         if not self.accepts_device(arg):
-            refuse_device(arg, name, "wgpu", "the WebGPU device", HOST_ARRAYS)
+            refuse_device(arg, name, "wgpu", "the WebGPU device",
+                          "pass a numpy array or a CPU tensor (for torch: tensor.cpu())")
 
 
 __all__ = ["WGPU", "WgpuExecutionBackend", "WgpuProgram"]

@@ -16,34 +16,33 @@ from dataclasses import dataclass
 from typing import Any
 
 from tilecraft.errors import ArgumentError, TilecraftError
+from tilecraft.execution import abi
 from tilecraft.execution.abi import PACK_ERRORS, ArgSource, arg_source, bad_scalar, plain_value, scalar_names
 from tilecraft.execution.grid import grid_function
 from tilecraft.execution.host_memory import refuse_stream
 from tilecraft.execution.wgpu import memory
 from tilecraft.execution.wgpu.abi import SCALAR_TYPES, binding_bases, fold_grid, uniform_layout
 from tilecraft.execution.wgpu.device import DeviceRuntime, import_wgpu
-from tilecraft.runtime.artifact import CompiledArtifact, KernelInfo
+from tilecraft.runtime.artifact import CompiledArtifact, KernelInfo, ParamInfo
 
 PACK_CODES = {"u32": "I", "i32": "i", "f32": "f", "i64": "q", "u64": "Q", "f64": "d"}
 
 
 def check_artifact(artifact: CompiledArtifact) -> None:
     """Launch metadata every kernel must satisfy, checked before anything is built or loaded."""
-    if not artifact.kernels:
-        raise TilecraftError(f"artifact of {artifact.function_name} has no kernels to launch")
-    for info in artifact.kernels:
-        if info.dynamic_smem:
-            raise TilecraftError(f"kernel {info.symbol} asks for {info.dynamic_smem} bytes of dynamic shared "
-                                 "memory; WebGPU declares workgroup memory in the shader")  # fmt: skip
-        if not 1 <= len(info.grid) <= 3:
-            raise TilecraftError(f"kernel {info.symbol}: grid {info.grid} must have 1 to 3 dims")
-        for param in info.params:
-            arg_source(param, artifact, info.symbol)
-            if param.kind == "scalar" and (param.dtype.name not in SCALAR_TYPES or param.dtype.lanes != 1):
-                raise TilecraftError(f"kernel {info.symbol}: scalar parameter {param.name!r} has dtype "
-                                     f"{param.dtype}, which a WGSL uniform block cannot hold; supported: "
-                                     f"{', '.join(SCALAR_TYPES)}")  # fmt: skip
-        grid_function(info.grid, scalar_names(artifact), artifact.symbolic_dims)
+    abi.check_kernels(artifact, _check_kernel, _check_scalar)
+
+
+def _check_kernel(info: KernelInfo) -> None:
+    if info.dynamic_smem:
+        raise TilecraftError(f"kernel {info.symbol} asks for {info.dynamic_smem} bytes of dynamic shared "
+                             "memory; WebGPU declares workgroup memory in the shader")  # fmt: skip
+    if not 1 <= len(info.grid) <= 3:
+        raise TilecraftError(f"kernel {info.symbol}: grid {info.grid} must have 1 to 3 dims")
+
+
+def _check_scalar(param: ParamInfo, symbol: str) -> str:
+    return abi.scalar_code(param, symbol, SCALAR_TYPES, "a WGSL uniform block cannot hold")
 
 
 @dataclass
@@ -71,11 +70,7 @@ class KernelPlan:
         return packed + b"\0" * (self.uniform_size - len(packed))
 
     def groups(self, scalars: Sequence[Any], dims: Sequence[int]) -> tuple[int, ...]:
-        groups = tuple(int(g) for g in self.grid(scalars, dims))
-        if any(g < 0 for g in groups):
-            raise ArgumentError(f"kernel {self.info.symbol}: grid {groups} has a negative dim; check the sizes "
-                                "of the arguments")  # fmt: skip
-        return groups
+        return abi.work_groups(self.grid, scalars, dims, self.info.symbol)
 
 
 def plan_kernels(artifact: CompiledArtifact, pipelines: Sequence[Any]) -> tuple[KernelPlan, ...]:
