@@ -21,12 +21,14 @@ checked value reaches the kernel (the backend's launcher, `Launcher`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tilecraft.errors import ArgumentError
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
+from tilecraft.ir.eval import evaluate
+from tilecraft.runtime.arrays import check_alignment
 from tilecraft.runtime.scalars import check_dim, integer_range
 
 if TYPE_CHECKING:
@@ -74,26 +76,20 @@ class ParamPlan:
     role: str
     shape: tuple[DimRule, ...] = ()
     strides: tuple[DimRule, ...] | None = None
+    # The info's facts every call reads, as fields (a property costs a call on the hot path).
+    name: str = field(init=False)
+    dtype: DataType = field(init=False)
+    is_buffer: bool = field(init=False)
+    written: bool = field(init=False)
+    packed: bool = field(init=False)
 
-    @property
-    def name(self) -> str:
-        return self.info.name
-
-    @property
-    def dtype(self) -> DataType:
-        return self.info.dtype
-
-    @property
-    def is_buffer(self) -> bool:
-        return self.info.kind == "buffer"
-
-    @property
-    def written(self) -> bool:
-        return self.info.written
-
-    @property
-    def packed(self) -> bool:
-        return self.is_buffer and self.info.dtype.is_packed
+    def __post_init__(self) -> None:
+        info = self.info
+        object.__setattr__(self, "name", info.name)
+        object.__setattr__(self, "dtype", info.dtype)
+        object.__setattr__(self, "is_buffer", info.kind == "buffer")
+        object.__setattr__(self, "written", info.written)
+        object.__setattr__(self, "packed", info.kind == "buffer" and info.dtype.is_packed)
 
     @property
     def plain(self) -> bool:
@@ -175,8 +171,6 @@ class ParamPlan:
     def check_memory(self, arg: ArrayArg, caller: ArrayArg, alignment: int) -> None:
         """Alignment and contiguity of the memory the kernel reads (`arg`) and, for a parameter the kernel
         writes, that the caller's array (`caller`) is writable. (The device is the execution backend's.)"""
-        from tilecraft.runtime.arrays import check_alignment
-
         name = self.name
         check_alignment(arg, name, alignment)
         if self.strides is None and not contiguous(arg.shape, arg.strides):
@@ -273,8 +267,6 @@ class LaunchPlan:
 
     def check_deferred(self, env: dict, deferred: list) -> None:
         """The dims given by expressions, once every symbolic dim is bound."""
-        from tilecraft.ir.eval import evaluate
-
         for rule, got, name, what in deferred:
             expected = int(evaluate(rule.expr, env))
             if what == "bytes":  # the last dim of packed data, given as its bytes
@@ -314,8 +306,6 @@ def _dims_key(p: ParamPlan) -> tuple:
 
 
 def _eval_dim(e: Any, env: dict, name: str) -> int:
-    from tilecraft.ir.eval import evaluate
-
     if isinstance(e, int):
         return e
     try:
