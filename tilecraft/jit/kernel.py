@@ -170,7 +170,7 @@ class Kernel:
     def _checked_call(self, args: tuple, stream: Any) -> Any:
         """A call through the full validation path: every argument checked, outputs allocated."""
         plan = self.launch_plan
-        values = plan.arrange(args)
+        values = plan.arrange(args, self.name)
         env: dict = {}
         deferred: list = []
         arrays: dict[int, ArrayArg] = {}

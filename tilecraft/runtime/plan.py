@@ -245,9 +245,10 @@ class LaunchPlan:
         bound = {r.slot for i in self.input_buffers() for r in self.params[i].shape if r.var is not None}
         return len(bound) == len(self.dims)
 
-    def arrange(self, args: Sequence[Any]) -> list:
+    def arrange(self, args: Sequence[Any], kernel: str | None = None) -> list:
         """The call's values in parameter order (None for each output the call leaves out); an error
-        naming what the kernel takes when there are neither all parameters nor all inputs."""
+        naming what kernel `kernel` (default: the artifact's function) takes when there are neither all
+        parameters nor all inputs."""
         n = len(self.params) - len(self.workspaces)
         if len(args) == n:
             return list(args)
@@ -260,7 +261,7 @@ class LaunchPlan:
         every = ", ".join(p.name for p in self.callable_params)
         missing = f"; missing: {', '.join(names[len(args) :])}" if len(args) < len(names) else ""
         raise ArgumentError(
-            f"kernel {self.name} takes {len(self.inputs)} inputs ({', '.join(names)})"
+            f"kernel {kernel or self.name} takes {len(self.inputs)} inputs ({', '.join(names)})"
             + (f" or all {n} parameters ({every}; out_idx names the outputs)" if self.outputs else "")
             + f", got {len(args)}{missing}"
         )
