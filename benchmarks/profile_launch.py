@@ -92,14 +92,14 @@ def _driver_floor_us(lib: ctypes.CDLL, kernel, a, b, batch: int = 100, batches: 
 def _plan_without_driver(lib: ctypes.CDLL, kernel, allocating: bool):
     """The kernel's compiled-launcher Plan with cuLaunchKernel replaced by a no-op: its own cost."""
     from tilecraft.execution.native.plan import build_plan
+    from tilecraft.runtime.plan import LaunchPlan
 
     loaded = kernel.loaded
     launch = kernel._backend.native_launch(loaded)
     noop = ctypes.cast(lib.tc_noop_launch, ctypes.c_void_p).value
     miss = object()
-    plan = build_plan(
-        loaded.built.artifact, (1,) if allocating else (), dataclasses.replace(launch, address=noop), miss
-    )
+    rules = LaunchPlan.build(loaded.built.artifact, (1,) if allocating else ())
+    plan = build_plan(rules, dataclasses.replace(launch, address=noop), miss)
 
     def call(*args):
         if plan(*args) is miss:

@@ -12,6 +12,7 @@ import tilecraft.language as T
 from tilecraft.backend.target import Target
 from tilecraft.jit.fastpath import MISS, build_fast_path
 from tilecraft.runtime.artifact import ArtifactError, CompiledArtifact, ParamInfo
+from tilecraft.runtime.plan import LaunchPlan
 
 
 class FakeTensor:
@@ -54,6 +55,7 @@ def fake_torch(monkeypatch):
 @dataclass
 class FakeFast:
     device: int = 0
+    alignment: int = 1
 
     def __post_init__(self):
         self.calls = []
@@ -78,7 +80,7 @@ def artifact(buffer_alignment=16):
 
 def test_fast_path_launches_with_bound_dims_and_allocates_outputs(fake_torch):
     fast = FakeFast()
-    fn = build_fast_path(artifact(), (2,), fast)
+    fn = build_fast_path(LaunchPlan.build(artifact(), (2,)), fast)
     out = fn(FakeTensor((5, 4), fake_torch.float32), 2.0)
     assert out.shape == (5, 4) and out.dtype is fake_torch.float32
     assert fast.calls == [((1024, 2.0, 4096), (5,), 77)]  # allocated like X: same shape and dtype
@@ -89,7 +91,7 @@ def test_fast_path_launches_with_bound_dims_and_allocates_outputs(fake_torch):
 def test_the_alignment_a_buffer_needs_is_the_artifacts(fake_torch, alignment, hits):
     """Addresses that break the alignment codegen assumed miss (the full path reports them); 1 checks none."""
     fast = FakeFast()
-    fn = build_fast_path(artifact(alignment), (2,), fast)
+    fn = build_fast_path(LaunchPlan.build(artifact(alignment), (2,)), fast)
     for ptr in (1024, 1040, 1028):
         fn(FakeTensor((5, 4), fake_torch.float32, ptr=ptr), 2.0)
     assert [values[0] for values, _, _ in fast.calls] == hits
@@ -116,7 +118,7 @@ def row_sum_artifact():
 
 def test_an_output_unlike_every_input_is_allocated_from_its_dims(fake_torch):
     fast = FakeFast()
-    fn = build_fast_path(row_sum_artifact(), (1,), fast)
+    fn = build_fast_path(LaunchPlan.build(row_sum_artifact(), (1,)), fast)
     out = fn(FakeTensor((6, 4), fake_torch.float32))
     assert out.shape == (6,) and out.dtype is fake_torch.float16 and out.get_device() == 0
     assert fast.calls == [((1024, 2048), (6,), 77)]
@@ -140,7 +142,7 @@ def test_anything_unusual_misses(fake_torch, args):
     args = tuple(FakeTensor(a.shape, fake_torch.float32 if a.dtype is None else a.dtype, a._device, a._contiguous)
                  if isinstance(a, FakeTensor) else a for a in args)  # fmt: skip
     fast = FakeFast()
-    fn = build_fast_path(artifact(), (2,), fast)
+    fn = build_fast_path(LaunchPlan.build(artifact(), (2,)), fast)
     assert fn(*args) is MISS
     assert fast.calls == []
 
@@ -154,7 +156,7 @@ def test_a_0_d_output_is_allocated_with_an_empty_shape(fake_torch):
     params = tuple(ParamInfo.from_param(p) for p in total.params)
     art = CompiledArtifact("total", Target("c", ()), params, (), ())
     fast = FakeFast()
-    fn = build_fast_path(art, (1,), fast)
+    fn = build_fast_path(LaunchPlan.build(art, (1,)), fast)
     assert "_empty((), dtype=_dt1" in fn.__source__
     out = fn(FakeTensor((8,), fake_torch.float32))
     assert out.shape == () and out.dtype is fake_torch.float16
@@ -176,14 +178,14 @@ def ranged_artifact(dim_dtype="int32"):
 def test_an_integer_scalar_out_of_range_misses(fake_torch, k, u):
     """The full path names the parameter and its range; the fast path must not pack a wrapped value."""
     fast = FakeFast()
-    fn = build_fast_path(ranged_artifact(), (3,), fast)
+    fn = build_fast_path(LaunchPlan.build(ranged_artifact(), (3,)), fast)
     assert fn(FakeTensor((5,), fake_torch.float32), k, u) is MISS
     assert fast.calls == []
 
 
 def test_integer_scalars_at_their_limits_launch(fake_torch):
     fast = FakeFast()
-    fn = build_fast_path(ranged_artifact(), (3,), fast)
+    fn = build_fast_path(LaunchPlan.build(ranged_artifact(), (3,)), fast)
     for k, u in [(2**31 - 1, 255), (-(2**31), 0)]:
         fn(FakeTensor((5,), fake_torch.float32), k, u)
     assert [call[0][1:3] for call in fast.calls] == [(2**31 - 1, 255), (-(2**31), 0)]
@@ -191,7 +193,7 @@ def test_integer_scalars_at_their_limits_launch(fake_torch):
 
 def test_a_dim_beyond_its_dtype_misses(fake_torch):
     fast = FakeFast()
-    fn = build_fast_path(ranged_artifact(), (3,), fast)
+    fn = build_fast_path(LaunchPlan.build(ranged_artifact(), (3,)), fast)
     assert fn(FakeTensor((2**31 + 8,), fake_torch.float32), 1, 1) is MISS
     fn(FakeTensor((2**31 - 1,), fake_torch.float32), 1, 1)
     assert fast.calls[0][1] == (2**31 - 1,)
@@ -199,7 +201,7 @@ def test_a_dim_beyond_its_dtype_misses(fake_torch):
 
 def test_an_int64_dim_needs_no_range_check(fake_torch):
     fast = FakeFast()
-    fn = build_fast_path(ranged_artifact("int64"), (3,), fast)
+    fn = build_fast_path(LaunchPlan.build(ranged_artifact("int64"), (3,)), fast)
     fn(FakeTensor((2**31 + 8,), fake_torch.float32), 1, 1)
     assert fast.calls[0][1] == (2**31 + 8,)
     assert "> 9223372036854775807" not in fn.__source__

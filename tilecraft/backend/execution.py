@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from tilecraft.runtime.arrays import ArrayArg, ArrayReader
     from tilecraft.runtime.artifact import CompiledArtifact
     from tilecraft.runtime.launch import Built, FastPath, Launcher, Loaded, NativeLaunch
+    from tilecraft.runtime.plan import LaunchPlan
     from tilecraft.runtime.timing import DeviceTimer, KernelClock
 
 _NAME = re.compile(r"[a-z][a-z0-9_-]*")
@@ -195,10 +196,12 @@ class ExecutionBackend(ABC):
         """How the compiled launcher launches `loaded`, or None (the default: calls take the Python path)."""
         return None
 
-    def compiled_launcher(self, loaded: Loaded, out_idx: Sequence[int], miss: Any) -> Callable[..., Any] | None:
-        """`plan(*args)`: checks a call with `out_idx` allocated (or every parameter given), allocates,
-        launches and returns the outputs, or returns `miss` for any call its rules do not accept; None
-        when this backend has no compiled launcher (the default) or the kernel cannot have one."""
+    def compiled_launcher(self, loaded: Loaded, plan: LaunchPlan, miss: Any) -> Callable[..., Any] | None:
+        """`call(*args)`: checks a call against `plan` (its outputs allocated, or every parameter given),
+        allocates, launches and returns the outputs, or returns `miss` for any call the plan's rules do
+        not accept; None when this backend has no compiled launcher (the default) or the kernel cannot
+        have one. (The compiled launcher, tilecraft/execution/native, makes one from `plan` and
+        `native_launch(loaded)`: `native.compiled_launcher`.)"""
         return None
 
     def synchronize(self, loaded: Loaded) -> None:  # noqa: B027 - a no-op is right for synchronous launches

@@ -12,7 +12,6 @@ from __future__ import annotations
 import sys
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,167 +21,14 @@ from tilecraft._modules import imported
 from tilecraft.backend.context import BackendContext
 from tilecraft.errors import ArgumentError, TilecraftError, UnpicklingKernelError
 from tilecraft.ir import dtype as dt
-from tilecraft.ir import expr as E
-from tilecraft.ir.eval import evaluate
 from tilecraft.jit.fastpath import MISS
-from tilecraft.jit.scalars import check_dim, check_scalar
 from tilecraft.runtime import packed
-from tilecraft.runtime.arrays import ArrayArg, as_array_arg, check_alignment
+from tilecraft.runtime.arrays import ArrayArg, as_array_arg
 from tilecraft.runtime.artifact import ParamInfo
 from tilecraft.runtime.dlpack import as_callers_array
 from tilecraft.runtime.launch import Loaded
-
-
-@dataclass(frozen=True)
-class _DimRule:
-    """How one dim (or stride) of a buffer parameter is checked or bound."""
-
-    axis: int
-    static: int | None
-    var: E.Var | None
-    expr: E.Expr | None
-
-
-def _rules(exprs: Sequence[E.Expr]) -> tuple[_DimRule, ...]:
-    rules = []
-    for axis, e in enumerate(exprs):
-        value = E.const_value(e)
-        if isinstance(value, int):
-            rules.append(_DimRule(axis, value, None, None))
-        elif isinstance(e, E.Var):
-            rules.append(_DimRule(axis, None, e, None))
-        else:
-            rules.append(_DimRule(axis, None, None, e))
-    return tuple(rules)
-
-
-class _ParamCheck:
-    """The precomputed checks of one buffer parameter."""
-
-    def __init__(self, info: ParamInfo) -> None:
-        self.info = info
-        self.shape = _rules(info.shape)
-        self.strides = _rules(info.strides) if info.strides else None
-        self.packed = info.dtype.is_packed
-
-    def bind(self, arg: ArrayArg, env: dict, deferred: list, last_known: bool = True) -> None:
-        """Check `arg` (a packed parameter's logical view: `last_known` False when its last dim is
-        bound by `packed_last` instead) and bind the dims it carries."""
-        info = self.info
-        if arg.dtype != info.dtype and not _byte_codes(info.dtype, arg.dtype):
-            raise ArgumentError(
-                f"parameter {info.name!r}: expected dtype {info.dtype}, got {arg.dtype}; "
-                f"{_conversion_hint(info.name, info.dtype, arg.library)}"
-            )
-        self.check_rank(arg)
-        rules = self.shape if last_known else self.shape[:-1]
-        self._bind_dims(rules, arg.shape, "shape", env, deferred, arg)
-        if self.strides is not None:
-            self._bind_dims(self.strides, arg.strides, "strides", env, deferred, arg)
-
-    def _bind_dims(self, rules, actual, what: str, env: dict, deferred: list, arg: ArrayArg) -> None:
-        name = self.info.name
-        for rule in rules:
-            got = actual[rule.axis]
-            if rule.static is not None:
-                if got != rule.static:
-                    raise ArgumentError(
-                        f"parameter {name!r}: {what}[{rule.axis}] must be {rule.static}, got {got} "
-                        f"(expected {what} {_fmt(self.info.shape if what == 'shape' else self.info.strides)}, "
-                        f"got {tuple(actual)})"
-                    )
-            elif rule.var is not None:
-                bound = env.get(rule.var)
-                if bound is None:
-                    check_dim(rule.var.name, rule.var.dtype, got, f"parameter {name!r}: {what}[{rule.axis}]")
-                    env[rule.var] = got
-                elif bound != got:
-                    raise ArgumentError(
-                        f"parameter {name!r}: {what}[{rule.axis}] is {got}, but {rule.var.name} = {bound} "
-                        "from an earlier parameter"
-                    )
-            else:
-                deferred.append((rule, got, name, what))
-
-    def check_rank(self, arg: ArrayArg) -> None:
-        info = self.info
-        if len(arg.shape) != len(info.shape):
-            raise ArgumentError(
-                f"parameter {info.name!r}: expected {len(info.shape)} dims {_fmt(info.shape)}, got shape {arg.shape}"
-            )
-
-    def packed_last(self, nbytes: int, env: dict, deferred: list, pending: list) -> int:
-        """The last dim of packed data held in rows of `nbytes` bytes: N or N - 1 of 2 * nbytes values, as
-        the parameter's declared dim says (a symbolic one that no other array binds is even: 2 * nbytes)."""
-        rule, name = self.shape[-1], self.info.name
-        if rule.static is not None:
-            _check_bytes(name, rule.static, nbytes)
-            return rule.static
-        if rule.var is not None:
-            bound = env.get(rule.var)
-            if bound is None:
-                pending.append((rule.var, nbytes, name))
-                return 2 * nbytes
-            _check_bytes(name, bound, nbytes)
-            return bound
-        deferred.append((rule, nbytes, name, "bytes"))
-        return 2 * nbytes
-
-    def contiguous(self, arg: ArrayArg) -> bool:
-        if 0 in arg.shape:
-            return True
-        expected = 1
-        for size, stride in zip(reversed(arg.shape), reversed(arg.strides)):
-            if size != 1 and stride != expected:
-                return False
-            expected *= size
-        return True
-
-
-def _conversion_hint(name: str, dtype: dt.DataType, library: str) -> str:
-    """How the caller converts an array of `library` to `dtype` (a copy)."""
-    if library == "torch":
-        return f"convert it first: {name}.to(torch.{dtype})"
-    try:
-        np_dtype = dt.numpy_dtype(dtype)
-    except Exception:  # noqa: BLE001 - a dtype numpy cannot hold: say what to pass, not how
-        return f"pass a {dtype} array"
-    scalar = np_dtype.type  # numpy.float32, ml_dtypes.bfloat16 ...
-    return f"convert it first: {name}.astype({scalar.__module__.split('.')[0]}.{scalar.__name__})"
-
-
-def _contiguous_copy(name: str, library: str) -> str:
-    return f"{name}.contiguous()" if library == "torch" else f"numpy.ascontiguousarray({name})"
-
-
-def _byte_codes(dtype: dt.DataType, given: dt.DataType) -> bool:
-    """uint8 bytes given for a one-byte microscaling format (float6, float8_e8m0fnu): their codes."""
-    return dtype.kind == "microfloat" and not dtype.is_packed and given == dt.uint8
-
-
-def _check_bytes(name: str, n: int, nbytes: int) -> None:
-    if (n + 1) // 2 != nbytes:
-        raise ArgumentError(
-            f"parameter {name!r}: rows of {n} packed 4-bit values take {(n + 1) // 2} bytes, got {nbytes} (the "
-            "last dim of packed data counts bytes: ceil(N / 2))"
-        )
-
-
-def _resolve_packed(env: dict, pending: list) -> None:
-    """Bind the symbolic last dims that only packed data gave (2 * its bytes), or check them against the
-    value another array bound."""
-    for var, nbytes, name in pending:
-        bound = env.get(var)
-        if bound is None:
-            check_dim(var.name, var.dtype, 2 * nbytes, f"parameter {name!r}: the last dim")
-            env[var] = 2 * nbytes
-        else:
-            _check_bytes(name, bound, nbytes)
-    pending.clear()
-
-
-def _fmt(exprs) -> str:
-    return "(" + ", ".join(str(e) for e in exprs) + ("," if len(exprs) == 1 else "") + ")"
+from tilecraft.runtime.plan import LaunchPlan, fmt, resolve_packed
+from tilecraft.runtime.scalars import check_scalar
 
 
 class Kernel:
@@ -202,14 +48,12 @@ class Kernel:
         self._backend = ctx.execution_backend()
         self._launch = self._backend.launcher(loaded)
         self._readers = self._backend.array_readers
-        # `T.alloc_global` workspaces are the last parameters; callers neither pass nor index them.
-        self._workspaces = [i for i, p in enumerate(artifact.params) if p.workspace]
-        n = len(artifact.params) - len(self._workspaces)
-        self.out_idx = tuple(sorted({i % n if -n <= i < n else _bad_out_idx(i, n) for i in out_idx}))
-        self._checks = [_ParamCheck(p) if p.kind == "buffer" else None for p in artifact.params]
-        self._inputs = [i for i in range(n) if i not in self.out_idx]
-        # The generated fast path passes the caller's arrays straight through: it has no workspaces.
-        self._fast: Any = False if self._workspaces else None
+        # Every call path reads the one plan: the checks below, the fast path, the compiled launcher.
+        self.launch_plan = plan = LaunchPlan.build(artifact, out_idx)
+        self.out_idx = plan.outputs
+        # The generated fast path and the compiled launcher check what a plain plan says: the others
+        # (strides, packed data, derived dims, workspaces) take the checked path.
+        self._fast: Any = None if plan.plain() else False
         self._plan: Any = None  # the compiled launcher's plan, made on the first call (False: none)
         self._plan_without_torch = False
 
@@ -219,7 +63,7 @@ class Kernel:
 
         try:
             support = self._backend.fast_path(self.loaded)
-            return None if support is None else build_fast_path(self.artifact, self.out_idx, support)
+            return None if support is None else build_fast_path(self.launch_plan, support)
         except Exception as err:  # noqa: BLE001 - the full path still works; the fast one is an optimization
             # Said once per kernel, so a broken fast path costs speed visibly instead of silently.
             warnings.warn(
@@ -233,7 +77,7 @@ class Kernel:
     @property
     def params(self) -> tuple[ParamInfo, ...]:
         """The parameters a caller passes (or gets back through `out_idx`): workspaces are not among them."""
-        return self.artifact.params[: len(self.artifact.params) - len(self._workspaces)]
+        return tuple(p.info for p in self.launch_plan.callable_params)
 
     def get_kernel_source(self) -> str:
         """The generated device source (the first source format the device codegen produced)."""
@@ -287,7 +131,8 @@ class Kernel:
     def _native_plan(self) -> Any:
         """The compiled launcher's plan for this kernel, or False (calls take the Python path)."""
         self._plan_without_torch = imported("torch") is None
-        plan = False if self._workspaces else self._backend.compiled_launcher(self.loaded, self.out_idx, MISS)
+        plain = self.launch_plan.plain()
+        plan = self._backend.compiled_launcher(self.loaded, self.launch_plan, MISS) if plain else None
         if not plan and settings.get("TILECRAFT_VERBOSE") and settings.get("TILECRAFT_LAUNCHER") != "python":
             # Finding this out on a GPU took a diagnostic script once: say it where users look.
             print(f"[tilecraft] {self.artifact.function_name}: no compiled launch plan on "
@@ -324,95 +169,65 @@ class Kernel:
 
     def _checked_call(self, args: tuple, stream: Any) -> Any:
         """A call through the full validation path: every argument checked, outputs allocated."""
-        values = self._arrange(args)
+        plan = self.launch_plan
+        values = plan.arrange(args, self.name)
         env: dict = {}
         deferred: list = []
         arrays: dict[int, ArrayArg] = {}
         call = _PackedCall()
         launch_args = list(values)
-        for i in self._inputs:
+        for i in plan.inputs:
             launch_args[i] = self._bind_param(i, values[i], env, deferred, arrays, call)
-        _resolve_packed(env, call.pending)
+        resolve_packed(env, call.pending)
         outputs = self._allocate_outputs(values, env, arrays)
-        for i in self.out_idx:
+        for i in plan.outputs:
             launch_args[i] = self._bind_param(i, values[i], env, deferred, arrays, call)
-        _resolve_packed(env, call.pending)
-        for i in self._workspaces:
+        resolve_packed(env, call.pending)
+        for i in plan.workspaces:
             launch_args.append(
                 self._bind_param(i, self._allocate(i, env, arrays), env, deferred, arrays, call)
             )
-        self._check_deferred(env, deferred)
-        dims = self._dims(env)
-        self._launch(launch_args, dims, stream)
+        plan.check_deferred(env, deferred)
+        self._launch(launch_args, plan.dim_values(env), stream)
         if call.restore:
             self._backend.synchronize(self.loaded)
             call.unpack()
         if not outputs:
             return None
-        result = [outputs[i] for i in self.out_idx]
+        result = [outputs[i] for i in plan.outputs]
         reference = next(iter(arrays.values()))
         if reference.library == "dlpack":  # a DLPack producer's caller gets its own array type back
             result = [as_callers_array(r, reference.obj) for r in result]
         return result[0] if len(result) == 1 else result
 
-    def _arrange(self, args: tuple) -> list:
-        n = len(self.params)
-        if len(args) == n:
-            return list(args)
-        if len(args) == len(self._inputs):
-            values: list = [None] * n
-            for i, a in zip(self._inputs, args):
-                values[i] = a
-            return values
-        names = [self.artifact.params[i].name for i in self._inputs]
-        every = ", ".join(p.name for p in self.params)
-        missing = f"; missing: {', '.join(names[len(args) :])}" if len(args) < len(names) else ""
-        raise ArgumentError(
-            f"kernel {self.name} takes {len(self._inputs)} inputs ({', '.join(names)})"
-            + (f" or all {n} parameters ({every}; out_idx names the outputs)" if self.out_idx else "")
-            + f", got {len(args)}{missing}"
-        )
-
     def _bind_param(
         self, i: int, value: Any, env: dict, deferred: list, arrays: dict, call: _PackedCall
     ) -> Any:
         """Check parameter i's value and bind the dims it carries; returns what the launcher takes."""
-        info = self.artifact.params[i]
-        if info.kind == "scalar":
-            return check_scalar(info, value)
-        arg = as_array_arg(value, info.name, self._readers)
-        check = self._checks[i]
-        if check.packed:
+        param = self.launch_plan.params[i]
+        if not param.is_buffer:
+            return check_scalar(param.info, value)
+        arg = as_array_arg(value, param.name, self._readers)
+        if param.packed:
             return self._bind_packed(i, value, arg, env, deferred, arrays, call)
-        check.bind(arg, env, deferred)
+        param.bind(arg, env, deferred)
         self._check_memory(i, arg, arg)
         arrays[i] = arg
         return arg
 
     def _check_memory(self, i: int, arg: ArrayArg, caller: ArrayArg) -> None:
-        """Device, alignment, contiguity (of the memory the kernel reads: `arg`) and, for a parameter the
-        kernel writes, that the caller's array (`caller`) is writable."""
-        info = self.artifact.params[i]
-        self._backend.check_device(arg, info.name)
-        check_alignment(arg, info.name, self.artifact.buffer_alignment)
-        if self._checks[i].strides is None and not self._checks[i].contiguous(arg):
-            raise ArgumentError(
-                f"parameter {info.name!r} must be contiguous (row-major), got strides {arg.strides} for shape "
-                f"{arg.shape}; pass a contiguous copy ({_contiguous_copy(info.name, caller.library)}) or "
-                "declare the parameter with T.StridedTensor"
-            )
-        if info.written and not caller.writable:
-            raise ArgumentError(
-                f"parameter {info.name!r} is read-only memory, but the kernel writes it; pass a writable "
-                "array (numpy: a copy, np.array(x), or a memmap opened with mode='r+')"
-            )
+        """Device (the execution backend's), then what the plan says of the memory (`ParamPlan.check_memory`)."""
+        param = self.launch_plan.params[i]
+        self._backend.check_device(arg, param.name)
+        param.check_memory(arg, caller, self.launch_plan.alignment)
 
     def _bind_packed(self, i: int, value: Any, arg: ArrayArg, env: dict, deferred: list, arrays: dict,
                      call: _PackedCall) -> ArrayArg:  # fmt: skip
         """A packed 4-bit parameter: its bytes (runtime/packed.py), or a numpy array of one value a byte,
         packed for the call (and unpacked back after it where the kernel writes it)."""
-        info, check = self.artifact.params[i], self._checks[i]
-        check.check_rank(arg)
+        param = self.launch_plan.params[i]
+        info = param.info
+        param.check_rank(arg)
         if arg.dtype == info.dtype and arg.library == "numpy" and arg.shape:
             data = as_array_arg(packed.pack(value), info.name)
             if info.written and arg.writable:
@@ -420,13 +235,13 @@ class Kernel:
             last, known = arg.shape[-1], True
         elif packed.holds_bytes(arg, info.dtype):
             data = arg
-            last, known = check.packed_last(arg.shape[-1], env, deferred, call.pending), False
+            last, known = param.packed_last(arg.shape[-1], env, deferred, call.pending), False
         else:
             raise ArgumentError(
-                f"parameter {info.name!r}: expected {packed.expected(info.dtype, _fmt(info.shape))}; got "
+                f"parameter {info.name!r}: expected {packed.expected(info.dtype, fmt(info.shape))}; got "
                 f"{arg.library} {arg.dtype} of shape {arg.shape}"
             )
-        check.bind(packed.logical_view(data, info.dtype, last, info.name), env, deferred, known)
+        param.bind(packed.logical_view(data, info.dtype, last, info.name), env, deferred, known)
         self._check_memory(i, data, arg)
         arrays[i] = data
         return packed.launch_bytes(data)
@@ -442,42 +257,14 @@ class Kernel:
 
     def _allocate(self, i: int, env: dict, arrays: dict) -> Any:
         """A new array for parameter i, beside the arrays bound so far (on their device)."""
-        info = self.artifact.params[i]
-        shape = tuple(self._eval_dim(e, env, info.name) for e in info.shape)
+        dtype = self.launch_plan.params[i].dtype
+        shape = self.launch_plan.shape_of(i, env)
         reference = next(iter(arrays.values()), None)
-        if info.dtype.is_packed:
+        if dtype.is_packed:
             if reference is None or reference.library == "numpy":
-                return np.empty(shape, dt.numpy_dtype(info.dtype))  # one value a byte, packed for the call
-            return self._backend.empty(reference, packed.byte_shape(shape), packed.storage_dtype(info.dtype))
-        return self._backend.empty(reference, shape, info.dtype)
-
-    def _eval_dim(self, e: E.Expr, env: dict, name: str) -> int:
-        if isinstance(e, int):
-            return e
-        try:
-            return int(evaluate(e, env))
-        except (KeyError, ValueError) as exc:
-            raise ArgumentError(
-                f"cannot allocate {name!r}: its shape {e} depends on a dim no input provides ({exc})"
-            ) from None
-
-    def _check_deferred(self, env: dict, deferred: list) -> None:
-        for rule, got, name, what in deferred:
-            expected = int(evaluate(rule.expr, env))
-            if what == "bytes":  # the last dim of packed data, given as its bytes
-                _check_bytes(name, expected, got)
-            elif expected != got:
-                raise ArgumentError(
-                    f"parameter {name!r}: {what}[{rule.axis}] must be {rule.expr} = {expected}, got {got}"
-                )
-
-    def _dims(self, env: dict) -> list[int]:
-        dims = []
-        for v in self.artifact.symbolic_dims:
-            if v not in env:
-                raise ArgumentError(f"symbolic dim {v.name} is not bound by any input's shape")
-            dims.append(env[v])
-        return dims
+                return np.empty(shape, dt.numpy_dtype(dtype))  # one value a byte, packed for the call
+            return self._backend.empty(reference, packed.byte_shape(shape), packed.storage_dtype(dtype))
+        return self._backend.empty(reference, shape, dtype)
 
 
 PICKLE_FORMAT = 1  # what `Kernel.__reduce__` writes
@@ -531,10 +318,6 @@ class _PackedCall:
 
 def _is_torch_tensor(x: Any) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
-
-
-def _bad_out_idx(i: int, n: int) -> int:
-    raise ArgumentError(f"out_idx {i} is out of range for a kernel with {n} parameters")
 
 
 JITKernel = Kernel  # TileLang's name for a compiled kernel

@@ -68,13 +68,15 @@ class FastPath:
 
     `launch(values, dims, stream)` takes raw values (a buffer's data pointer, a scalar's number) and a raw
     stream handle; `device` is the torch device index every tensor must be on; `stream(device)` is the
-    handle of torch's current stream there. (The alignment every buffer needs is the artifact's
-    `buffer_alignment`, what codegen assumed; both paths read it there.)
+    handle of torch's current stream there. Every buffer's address needs the larger of the kernel's
+    `LaunchPlan.alignment` (what codegen assumed) and `alignment`, what the backend's runtime needs
+    itself (its `check_device` refuses the others on the checked path).
     """
 
     launch: Callable[[Sequence[Any], Sequence[int], Any], None]
     device: int
     stream: Callable[[int], Any]
+    alignment: int = 1
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tilecraft.errors import ArgumentError, OutOfBoundsError, TilecraftError, ToolchainError  # noqa: F401 - re-exported
+from tilecraft.execution import native
 from tilecraft.execution.base import CachedExecutionBackend
 from tilecraft.execution.cc import forks, toolchain
-from tilecraft.execution.native.plan import build_plan
 from tilecraft.ir.dtype import DataType
 from tilecraft.runtime.arrays import ArrayArg
 from tilecraft.runtime.artifact import CompiledArtifact
 from tilecraft.runtime.devices import describe_device
 from tilecraft.runtime.launch import Built, Loaded, NativeLaunch
+from tilecraft.runtime.plan import LaunchPlan
 
 # Fast math (pass config tl.enable_fast_math): the parts of gcc's and clang's -ffast-math that keep NaN
 # and infinity. Left out: -ffinite-math-only (folds isnan/isinf away, breaks reductions that start at
@@ -154,12 +155,9 @@ class CCExecutionBackend(CachedExecutionBackend):
 
         return c_api(built.artifact)
 
-    def compiled_launcher(
-        self, loaded: Loaded, out_idx: Sequence[int], miss: Any
-    ) -> Callable[..., Any] | None:
-        """The compiled launcher's plan over `native_launch` (tilecraft/execution/native)."""
-        launch = self.native_launch(loaded)
-        return None if launch is None else build_plan(loaded.built.artifact, tuple(out_idx), launch, miss)
+    def compiled_launcher(self, loaded: Loaded, plan: LaunchPlan, miss: Any) -> Callable[..., Any] | None:
+        """The compiled launcher over `native_launch` (tilecraft/execution/native)."""
+        return native.compiled_launcher(self.native_launch(loaded), plan, miss)
 
     def launcher(self, loaded: Loaded) -> Callable[..., Any]:
         _, entry, message = loaded.handle

@@ -37,23 +37,16 @@ from typing import Any
 
 from tilecraft._modules import imported
 from tilecraft.errors import ArgumentError, TilecraftError
-from tilecraft.execution.abi import arg_source
+from tilecraft.execution.abi import PACK_ERRORS, SCALAR_CODES, arg_source, bad_scalar, plain_value
 from tilecraft.execution.cuda_driver.tensor_map import aligned_map
 from tilecraft.execution.grid import GRID_HELPERS, GridScope, python_source
 from tilecraft.runtime.artifact import CompiledArtifact, KernelInfo, ParamInfo
 
 SLOT_BYTES = 8
 POINTER_CODE = "Q"
-# The C type each scalar dtype is passed as (bool as int32, 16-bit floats as float32).
-SCALAR_CODES = {
-    "bool": "i", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
-    "uint8": "B", "uint16": "H", "uint32": "I", "uint64": "Q",
-    "float16": "f", "bfloat16": "f", "float32": "f", "float64": "d",
-}  # fmt: skip
 MAX_GRID = (2**31 - 1, 65535, 65535)
 MAX_BLOCK = (1024, 1024, 64)
 MAX_THREADS = 1024
-PACK_ERRORS = (struct.error, TypeError, OverflowError, ValueError)
 
 
 def slot_code(param: ParamInfo) -> str:
@@ -94,27 +87,14 @@ class ParamBuffer:
 
     def repack(self, values: Sequence[Any], symbol: str) -> None:
         """The slow path when `pack` refused a value: coerce numpy/torch scalars, or name the bad one."""
-        coerced = [_plain(v) for v in values]
+        coerced = [plain_value(v) for v in values]
         try:
             self.pack(coerced)
             return
         except PACK_ERRORS:
             pass
-        for param, value in zip(self.params, coerced):
-            try:
-                struct.pack("<" + slot_code(param), value)
-            except PACK_ERRORS as err:
-                raise ArgumentError(
-                    f"kernel {symbol}: parameter {param.name!r} ({param.dtype}) cannot take {value!r}: {err}"
-                ) from None
+        bad_scalar(self.params, coerced, [slot_code(p) for p in self.params], symbol)
         self.pack(coerced)  # every value fits its slot, so all of them do
-
-
-def _plain(value: Any) -> Any:
-    """numpy and torch scalars (and 0-d arrays) as Python numbers; bools as ints."""
-    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
-        value = value.item()
-    return int(value) if isinstance(value, bool) else value
 
 
 @dataclass(frozen=True)
@@ -167,6 +147,15 @@ def _value_source(param: ParamInfo, artifact: CompiledArtifact, symbol: str, raw
     if source.kind == "dim":
         return f"d{source.index}"
     return f"a{source.index}.ptr" if source.kind == "buffer" and not raw else f"a{source.index}"
+
+
+def check_artifact(artifact: CompiledArtifact) -> None:
+    """Launch metadata every kernel must satisfy; checked at build time, before any GPU is touched."""
+    if not artifact.kernels:
+        raise TilecraftError(f"artifact of {artifact.function_name} has no kernels to launch")
+    for info in artifact.kernels:
+        check_kernel(info, artifact.function_name)
+    check_parameters(artifact)
 
 
 def check_parameters(artifact: CompiledArtifact) -> None:

@@ -28,21 +28,20 @@ from tilecraft.execution.cuda_driver.launch import (
     SCALAR_CODES,
     LaunchHooks,
     build_launcher,
-    check_kernel,
-    check_parameters,
+    check_artifact,
     current_stream_getter,
     make_stream_resolver,
     torch_current_stream,
 )
 from tilecraft.execution.cuda_driver.sources import SOURCE_NAME
 from tilecraft.execution.cuda_driver.tensor_map import TensorMaps
-from tilecraft.execution.native.plan import build_plan
 from tilecraft.ir import expr as E
 from tilecraft.ir.dtype import DataType
 from tilecraft.runtime.arrays import ArrayArg
 from tilecraft.runtime.artifact import CompiledArtifact, KernelInfo
 from tilecraft.runtime.devices import BenchmarkDevice
 from tilecraft.runtime.launch import Built, FastPath, Loaded, NativeKernel, NativeLaunch
+from tilecraft.runtime.plan import LaunchPlan
 from tilecraft.runtime.timing import DeviceTimer, KernelClock
 
 SOURCE_FORMAT = "cuda-source"
@@ -140,15 +139,6 @@ def compile_flags(artifact: CompiledArtifact) -> tuple[str, ...]:
     return tuple(str(f) for f in artifact.extra_value("compile_flags", ()) or ())
 
 
-def check_artifact(artifact: CompiledArtifact) -> None:
-    """Launch metadata every kernel must satisfy; checked at build time, before any GPU is touched."""
-    if not artifact.kernels:
-        raise TilecraftError(f"artifact of {artifact.function_name} has no kernels to launch")
-    for info in artifact.kernels:
-        check_kernel(info, artifact.function_name)
-    check_parameters(artifact)
-
-
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -184,6 +174,10 @@ class CudaRuntimeBackend(CachedExecutionBackend):
                 driver.unload_module(module)
                 raise
         return Loaded(built, CudaModule(driver, device, context, module, functions))
+
+    def compiled_launcher(self, loaded: Loaded, plan: LaunchPlan, miss: Any) -> Callable[..., Any] | None:
+        """The compiled launcher over `native_launch` (tilecraft/execution/native)."""
+        return native.compiled_launcher(self.native_launch(loaded), plan, miss)
 
     def launcher(self, loaded: Loaded) -> Callable[..., None]:
         buffers = [i for i, p in enumerate(loaded.built.artifact.params) if p.kind == "buffer"]
@@ -229,11 +223,6 @@ class CudaRuntimeBackend(CachedExecutionBackend):
         from tilecraft.execution.cuda_driver.export_c import c_api
 
         return c_api(built.artifact)
-
-    def compiled_launcher(self, loaded: Loaded, out_idx: Sequence[int], miss: Any) -> Callable[..., Any] | None:
-        """The compiled launcher's plan over `native_launch` (tilecraft/execution/native)."""
-        launch = self.native_launch(loaded)
-        return None if launch is None else build_plan(loaded.built.artifact, tuple(out_idx), launch, miss)
 
     def synchronize(self, loaded: Loaded) -> None:
         """Wait until every kernel launched so far on the module's device has finished."""

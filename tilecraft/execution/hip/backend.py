@@ -23,8 +23,7 @@ from tilecraft.execution.cuda_driver import interop
 from tilecraft.execution.cuda_driver.launch import (
     LaunchHooks,
     build_launcher,
-    check_kernel,
-    check_parameters,
+    check_artifact,
     make_stream_resolver,
     torch_current_stream,
 )
@@ -62,15 +61,6 @@ def _unload(runtime: Any, module: int) -> None:
     # best effort: a failing runtime at this point has nothing left to free
     with contextlib.suppress(TilecraftError):
         runtime.unload_module(module)
-
-
-def check_artifact(artifact: CompiledArtifact) -> None:
-    """Launch metadata every kernel must satisfy; checked at build time, before any GPU is touched."""
-    if not artifact.kernels:
-        raise TilecraftError(f"artifact of {artifact.function_name} has no kernels to launch")
-    for info in artifact.kernels:
-        check_kernel(info, artifact.function_name)
-    check_parameters(artifact)
 
 
 class HipExecutionBackend(CachedExecutionBackend):

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tilecraft.errors import ArgumentError, ToolchainError
+from tilecraft.errors import ToolchainError
 from tilecraft.execution.base import CachedExecutionBackend
+from tilecraft.execution.host_memory import refuse_device
 from tilecraft.execution.metal import device as metal_device
 from tilecraft.execution.metal.launch import KernelPlan, build_launcher, check_artifact, plan_kernel
 from tilecraft.execution.metal.spec import METAL, SOURCE_FORMAT
 from tilecraft.runtime.arrays import ArrayArg
 from tilecraft.runtime.artifact import CompiledArtifact
-from tilecraft.runtime.devices import describe_device
 from tilecraft.runtime.launch import Built, Loaded
 
 SOURCE_FILE = "kernel.metal"
@@ -109,11 +109,8 @@ class MetalExecutionBackend(CachedExecutionBackend):
     def check_device(self, arg: ArrayArg, name: str) -> None:
         """Arrays must be in host memory: the launcher copies them to MTLBuffers and back."""
         if not self.accepts_device(arg):
-            raise ArgumentError(
-                f"parameter {name!r} is on {describe_device(arg.device_type, arg.device_id)}, but the metal "
-                "execution backend takes host arrays (it copies them into Metal buffers and back itself); pass a "
-                "numpy array or a CPU tensor (for torch: tensor.cpu())"
-            )
+            refuse_device(arg, name, "metal", "Metal buffers",
+                          "pass a numpy array or a CPU tensor (for torch: tensor.cpu())")
 
 
 __all__ = ["METAL", "MetalExecutionBackend", "MetalLibrary"]

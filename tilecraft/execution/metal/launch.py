@@ -22,80 +22,32 @@ from typing import Any
 
 import numpy as np
 
-from tilecraft.errors import ArgumentError, TilecraftError, ToolchainError
+from tilecraft.errors import TilecraftError, ToolchainError
+from tilecraft.execution import abi
+from tilecraft.execution.abi import ArgSource, arg_source, plain_value, scalar_names
 from tilecraft.execution.grid import grid_function
+from tilecraft.execution.host_memory import host_regions, refuse_stream
 from tilecraft.execution.metal.device import MetalRuntime
-from tilecraft.runtime.arrays import ArrayArg
 from tilecraft.runtime.artifact import CompiledArtifact, KernelInfo, ParamInfo
 
-SCALAR_CODES = {
-    "bool": "i", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
-    "uint8": "B", "uint16": "H", "uint32": "I", "uint64": "Q",
-    "float16": "f", "bfloat16": "f", "float32": "f",
-}  # fmt: skip
-PACK_ERRORS = (struct.error, TypeError, OverflowError, ValueError)
+SCALAR_CODES = {name: code for name, code in abi.SCALAR_CODES.items() if name != "float64"}  # MSL has no double
 STORAGE_MODE_SHARED = 0  # MTLResourceStorageModeShared: CPU and GPU see the same memory
 COMMAND_BUFFER_COMPLETED = 4  # MTLCommandBufferStatusCompleted
 THREADGROUP_MEMORY_GRANULE = 16
 
 
-@dataclass(frozen=True)
-class ArgSource:
-    """Where one kernel argument comes from: function parameter `index` (a buffer or a scalar), or
-    symbolic dim `index`."""
-
-    kind: str  # "buffer", "scalar" or "dim"
-    index: int
-
-
-def arg_source(param: ParamInfo, artifact: CompiledArtifact, symbol: str) -> ArgSource:
-    """The function parameter or symbolic dim a kernel parameter names, of the same kind."""
-    for i, p in enumerate(artifact.params):
-        if p.name == param.name:
-            if p.kind != param.kind:
-                raise TilecraftError(
-                    f"kernel {symbol}: parameter {param.name!r} is a {param.kind} but the function's parameter of "
-                    f"that name is a {p.kind}"
-                )
-            return ArgSource(p.kind, i)
-    for j, var in enumerate(artifact.symbolic_dims):
-        if var.name == param.name and param.kind == "scalar":
-            return ArgSource("dim", j)
-    known = [p.name for p in artifact.params] + [v.name for v in artifact.symbolic_dims]
-    raise TilecraftError(
-        f"kernel {symbol}: parameter {param.name!r} is neither a parameter nor a symbolic dim of "
-        f"{artifact.function_name} (known: {', '.join(known) or 'none'})"
-    )
-
-
 def scalar_code(param: ParamInfo, symbol: str) -> str:
-    code = SCALAR_CODES.get(param.dtype.name)
-    if code is None or param.dtype.lanes != 1:
-        raise TilecraftError(
-            f"kernel {symbol}: scalar parameter {param.name!r} has dtype {param.dtype}, which a Metal kernel "
-            f"cannot take; supported: {', '.join(SCALAR_CODES)}"
-        )
-    return code
-
-
-def scalar_names(artifact: CompiledArtifact) -> list[str]:
-    return [p.name for p in artifact.params if p.kind == "scalar"]
+    return abi.scalar_code(param, symbol, SCALAR_CODES, "a Metal kernel cannot take")
 
 
 def check_artifact(artifact: CompiledArtifact) -> None:
     """Launch metadata every kernel must satisfy, checked before anything is built or loaded."""
-    if not artifact.kernels:
-        raise TilecraftError(f"artifact of {artifact.function_name} has no kernels to launch")
-    for info in artifact.kernels:
-        if not 1 <= len(info.grid) <= 3 or not 1 <= len(info.block) <= 3:
-            raise TilecraftError(
-                f"kernel {info.symbol}: grid {info.grid} and block {info.block} need 1 to 3 dims"
-            )
-        for param in info.params:
-            arg_source(param, artifact, info.symbol)
-            if param.kind == "scalar":
-                scalar_code(param, info.symbol)
-        grid_function(info.grid, scalar_names(artifact), artifact.symbolic_dims)
+    abi.check_kernels(artifact, _check_dims, scalar_code)
+
+
+def _check_dims(info: KernelInfo) -> None:
+    if not 1 <= len(info.grid) <= 3 or not 1 <= len(info.block) <= 3:
+        raise TilecraftError(f"kernel {info.symbol}: grid {info.grid} and block {info.block} need 1 to 3 dims")
 
 
 def _size3(values: Sequence[int]) -> tuple[int, int, int]:
@@ -117,12 +69,7 @@ class KernelPlan:
     threadgroup_memory: int
 
     def groups(self, scalars: Sequence[Any], dims: Sequence[int]) -> tuple[int, int, int]:
-        groups = tuple(int(g) for g in self.grid(scalars, dims))
-        if any(g < 0 for g in groups):
-            raise ArgumentError(
-                f"kernel {self.info.symbol}: grid {groups} has a negative dim; check the sizes of the arguments"
-            )
-        return _size3(groups)
+        return _size3(abi.work_groups(self.grid, scalars, dims, self.info.symbol))
 
     def encode(self, metal: Any, command_buffer: Any, args: Sequence[Any], dims: Sequence[int],
                scalars: Sequence[Any], buffers: dict[int, Any]) -> None:  # fmt: skip
@@ -147,14 +94,12 @@ class KernelPlan:
         encoder.endEncoding()
 
     def _pack(self, code: str, value: Any, param: ParamInfo) -> bytes:
-        if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
-            value = value.item()
+        value = plain_value(value)
         try:
-            return struct.pack("<" + code, int(value) if isinstance(value, bool) else value)
-        except PACK_ERRORS as err:
-            raise ArgumentError(
-                f"kernel {self.info.symbol}: parameter {param.name!r} ({param.dtype}) cannot take {value!r}: {err}"
-            ) from None
+            return struct.pack("<" + code, value)
+        except abi.PACK_ERRORS:
+            abi.bad_scalar((param,), (value,), (code,), self.info.symbol)
+            raise
 
 
 def plan_kernel(
@@ -201,58 +146,16 @@ def _describe(error: Any) -> str:
 # ---------------------------------------------------------------------- memory
 
 
-@dataclass(frozen=True)
-class HostRegion:
-    """The host bytes one buffer argument spans: from its first element to its last."""
-
-    address: int
-    nbytes: int
-    written: bool
-
-    def view(self) -> np.ndarray:
-        holder = type("_Raw", (), {})()
-        holder.__array_interface__ = {"data": (self.address, False), "shape": (self.nbytes,), "typestr": "|u1",
-                                      "version": 3}  # fmt: skip
-        return np.asarray(holder)
-
-
-def host_region(arg: ArrayArg, name: str, written: bool) -> HostRegion:
-    if any(s < 0 for s in arg.strides):
-        raise ArgumentError(
-            f"parameter {name!r} has negative strides {arg.strides}; the metal execution backend copies each "
-            "buffer from its first element on; pass a copy (numpy: np.ascontiguousarray)"
-        )
-    if 0 in arg.shape:
-        return HostRegion(arg.ptr, 0, False)
-    if written and not arg.writable:
-        raise ArgumentError(
-            f"parameter {name!r} is read-only memory, but the kernel writes it; pass a writable array"
-        )
-    extent = 1 + sum((n - 1) * s for n, s in zip(arg.shape, arg.strides))
-    return HostRegion(arg.ptr, extent * arg.dtype.bytes, written)
-
-
 class Staging:
-    """The MTLBuffers of one call, one per distinct host region (the same array passed twice shares
-    one; partial overlaps are refused), filled from the host when made; `copy_back()` after the command
-    buffer completes copies the written ones back."""
+    """The MTLBuffers of one call, one per distinct host region (host_memory.py: the same array passed
+    twice shares one; partial overlaps are refused), filled from the host when made; `copy_back()` after
+    the command buffer completes copies the written ones back."""
 
     def __init__(
         self, runtime: MetalRuntime, args: Sequence[Any], buffers: Sequence[tuple[int, str, bool]]
     ) -> None:
-        self.regions: dict[tuple[int, int], HostRegion] = {}
-        self.by_param: dict[int, Any] = {}
+        self.regions, keys = host_regions(args, buffers, "metal")
         self.device: dict[tuple[int, int], Any] = {}
-        owners: dict[tuple[int, int], str] = {}
-        for index, name, written in buffers:
-            region = host_region(args[index], name, written)
-            key = (region.address, region.nbytes)
-            old = self.regions.get(key)
-            self.regions[key] = HostRegion(
-                region.address, region.nbytes, region.written or bool(old and old.written)
-            )
-            owners.setdefault(key, name)
-        _check_overlaps(self.regions, owners)
         for key, region in self.regions.items():
             # Metal has no empty buffers: an empty argument gets 16 bytes that nothing reads.
             data = region.view().tobytes() if region.nbytes else bytes(16)
@@ -260,25 +163,13 @@ class Staging:
             if buffer is None:
                 raise ToolchainError(f"{runtime.describe()} could not allocate a buffer of {len(data)} bytes")
             self.device[key] = buffer
-        for index, name, written in buffers:
-            region = host_region(args[index], name, written)
-            self.by_param[index] = self.device[(region.address, region.nbytes)]
+        self.by_param = {index: self.device[key] for index, key in keys.items()}
 
     def copy_back(self) -> None:
         for key, region in self.regions.items():
             if region.written and region.nbytes:
                 contents = self.device[key].contents().as_buffer(region.nbytes)
                 region.view()[:] = np.frombuffer(contents, dtype=np.uint8, count=region.nbytes)
-
-
-def _check_overlaps(regions: dict[tuple[int, int], HostRegion], owners: dict[tuple[int, int], str]) -> None:
-    spans = sorted((r.address, r.address + r.nbytes, owners[k]) for k, r in regions.items() if r.nbytes)
-    for (_, end, first), (start, _, second) in zip(spans, spans[1:]):
-        if start < end:
-            raise ArgumentError(
-                f"parameters {first!r} and {second!r} overlap in memory without being the same array; the metal "
-                "execution backend copies each buffer separately, so pass separate arrays (or the same array twice)"
-            )
 
 
 def build_launcher(artifact: CompiledArtifact, plans: Sequence[KernelPlan], runtime: MetalRuntime
@@ -289,11 +180,7 @@ def build_launcher(artifact: CompiledArtifact, plans: Sequence[KernelPlan], runt
     scalar_indices = [i for i, p in enumerate(artifact.params) if p.kind == "scalar"]
 
     def launch(args: Sequence[Any], dims: Sequence[int], stream: Any = None) -> None:
-        if stream is not None:
-            raise ArgumentError(
-                "stream= is not supported by the metal execution backend: each call copies its arrays in, runs "
-                "one command buffer on the device's queue and returns when the results are back in the arrays"
-            )
+        refuse_stream(stream, "metal", "runs one command buffer on the device's queue")
         scalars = [args[i] for i in scalar_indices]
         with runtime.lock:
             staging = Staging(runtime, args, buffers)

@@ -8,8 +8,8 @@ Python path, after one warning; `TILECRAFT_LAUNCHER=compiled` makes that an erro
 never builds it.
 
 `program(expr, slots)` turns a grid expression into the bytecode the extension evaluates (grid.py's
-semantics: `//` and `%` floor, `Div` and `TruncMod` truncate, as in C); plan.py binds a kernel's
-argument rules and an execution backend's `NativeLaunch` into the extension's Plan.
+semantics: `//` and `%` floor, `Div` and `TruncMod` truncate, as in C); plan.py writes a kernel's
+`LaunchPlan` and an execution backend's `NativeLaunch` as the extension's Plan (`compiled_launcher`).
 """
 
 from __future__ import annotations
@@ -66,6 +66,15 @@ def launcher_module() -> ModuleType | None:
         warnings.warn(f"tilecraft: {error}; kernel calls take the Python launch path, which is slower",
                       RuntimeWarning, stacklevel=3)  # fmt: skip
     return None
+
+
+def compiled_launcher(launch: Any, plan: Any, miss: Any) -> Any:
+    """The compiled launcher's Plan of a kernel's `LaunchPlan` over an execution backend's `NativeLaunch`
+    (None where the backend has none for this kernel, or the plan cannot be written as its tables): the
+    body of `ExecutionBackend.compiled_launcher` for a backend with a `native_launch`."""
+    from tilecraft.execution.native.plan import build_plan
+
+    return None if launch is None else build_plan(plan, launch, miss)
 
 
 def reset() -> None:

@@ -1,14 +1,15 @@
-"""A kernel's plan for the compiled launcher: its argument rules, output allocation and the execution
-backend's launch (`NativeLaunch`), bound once, so a call runs no Python.
+"""A kernel's plan for the compiled launcher: its `LaunchPlan` (runtime/plan.py) written as the
+extension's tables, with the execution backend's launch (`NativeLaunch`) bound in, so a call runs no
+Python.
 
-The rules are the Python path's checks written as data: per buffer its dtype (torch dtype object; numpy
-element kind and size), rank, each dim static or a symbolic dim (bound by the first buffer that has
-it, within its dtype's range, equal in the others), contiguity, the device (torch tensors) and the
-alignment, writability (numpy) for the buffers the kernel writes; per scalar its kind and range. The
-compiled launcher accepts a call that satisfies every rule and returns MISS for any other, which then
-takes the Python path and gets its error message there. A kernel that the rules cannot describe
-(strided or computed shapes, packed 4-bit parameters, workspaces, grids the bytecode cannot express,
-more parameters than the launcher's limits) has no plan: its calls take the Python path.
+Per buffer: its dtype (torch dtype object; numpy element kind and size), each dim static or a symbolic
+dim (bound by the first buffer that has it, within the plan's range for it, equal in the others),
+whether the kernel writes it (numpy arrays must then be writable); contiguity, the device (torch
+tensors) and the alignment for every buffer; per scalar its kind and range; per output the input it
+is allocated like. The compiled launcher accepts a call that satisfies every rule and returns MISS
+for any other, which then takes the Python path and gets its error message there. Only a plain plan
+(`LaunchPlan.plain`) can be written so; nor can grids the bytecode cannot express or more parameters
+than the launcher's limits: those kernels have no plan, and their calls take the Python path.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import numpy as np
 
 from tilecraft._modules import imported
 from tilecraft.ir import dtype as dt
-from tilecraft.ir import expr as E
 from tilecraft.runtime.launch import NativeLaunch
+from tilecraft.runtime.plan import LaunchPlan, ParamPlan
 
 P_BUFFER, P_INT, P_UINT, P_FLOAT, P_BOOL = range(5)
 _ELEMENT_KINDS = {"int": 0, "uint": 1, "float": 2, "bool": 3}
@@ -32,99 +33,60 @@ class _NoPlan(Exception):
     """This kernel's calls cannot be described by the launcher's rules."""
 
 
-def integer_range(dtype: Any) -> tuple[int, int]:
-    if dtype.is_uint:
-        return 0, (1 << dtype.bits) - 1
-    half = 1 << (dtype.bits - 1)
-    return -half, half - 1
-
-
-def build_plan(artifact: Any, out_idx: tuple[int, ...], launch: NativeLaunch, miss: Any) -> Any | None:
-    """The compiled launcher's Plan for `artifact` called with `out_idx` allocated (a call it does not
-    accept returns `miss`), or None when its calls take the Python path."""
+def build_plan(plan: LaunchPlan, launch: NativeLaunch, miss: Any) -> Any | None:
+    """The compiled launcher's Plan for `plan` (a call it does not accept returns `miss`), or None when
+    its calls take the Python path."""
     from tilecraft.execution.native import launcher_module
 
     module = launcher_module()
-    if module is None or any(p.workspace for p in artifact.params):
+    if module is None or not plan.plain():
         return None
+    limits = module.LIMITS
+    if len(plan.params) > limits["params"] or len(plan.dims) > limits["vars"]:
+        return None
+    if any(len(p.shape) > limits["dims"] for p in plan.params):
+        return None
+    torch = imported("torch")
     try:
-        return _Builder(artifact, out_idx, launch, module, miss).plan()
+        spec = _launch_spec(launch, limits)
+        rules = tuple(_rule(p, torch) for p in plan.params)
     except _NoPlan:
         return None
+    outputs = tuple((i, rules[i][1], dt.numpy_dtype(plan.params[i].dtype), twin)
+                    for i, twin in zip(plan.outputs, plan.twins))  # fmt: skip
+    alloc = (torch.empty, torch.empty_like, np.empty) if torch is not None else (None, None, np.empty)
+    return module.Plan(
+        miss, torch.Tensor if torch is not None else None, np.ndarray if launch.host_arrays else None,
+        launch.device, launch.alignment, rules, plan.inputs, outputs, plan.dim_limits, alloc, spec,
+        launch.keep_alive,
+    )  # fmt: skip
 
 
-class _Builder:
-    def __init__(self, artifact: Any, out_idx: tuple[int, ...], launch: NativeLaunch, module: Any, miss: Any
-                 ) -> None:  # fmt: skip
-        self.art = artifact
-        self.params = artifact.params
-        self.out_idx = out_idx
-        self.inputs = tuple(i for i in range(len(artifact.params)) if i not in out_idx)
-        self.miss = miss
-        self.launch = launch
-        self.module = module
-        self.torch = imported("torch")
-        self.vars = {id(v): j for j, v in enumerate(self.art.symbolic_dims)}
-        limits = module.LIMITS
-        if len(self.params) > limits["params"] or len(self.vars) > limits["vars"]:
-            raise _NoPlan
-
-    def plan(self) -> Any:
-        rules = tuple(self._rule(p) for p in self.params)
-        bound = {d for i in self.inputs if rules[i][0] == P_BUFFER for d in rules[i][4] if d < 0}
-        if len(bound) != len(self.vars):
-            raise _NoPlan  # a symbolic dim no input's shape gives
-        outputs = tuple(self._output(i, rules) for i in self.out_idx)
-        torch = self.torch
-        alloc = (torch.empty, torch.empty_like, np.empty) if torch is not None else (None, None, np.empty)
-        var_high = tuple(min(integer_range(v.dtype)[1], _INT64_MAX) for v in self.art.symbolic_dims)
-        launch = self.launch
-        return self.module.Plan(
-            self.miss, torch.Tensor if torch is not None else None, np.ndarray if launch.host_arrays else None,
-            launch.device, launch.alignment, rules, self.inputs, outputs, var_high, alloc, self._launch_spec(),
-            launch.keep_alive,
-        )  # fmt: skip
-
-    def _rule(self, p: Any) -> tuple:
-        if p.kind == "scalar":
-            return _scalar_rule(p.dtype)
-        if p.strides or len(p.shape) > self.module.LIMITS["dims"] or p.dtype.is_packed:
-            raise _NoPlan  # packed 4-bit data: the Python path reads its bytes' shape
-        dims = tuple(self._dim(e) for e in p.shape)
-        torch_dtype = getattr(self.torch, p.dtype.name, None) if self.torch is not None else None
-        kind = _ELEMENT_KINDS.get(p.dtype.kind, _NO_NUMPY_KIND)
-        return (P_BUFFER, torch_dtype, kind, max(1, p.dtype.bits // 8), dims, int(p.written))
-
-    def _dim(self, e: Any) -> int:
-        value = E.const_value(e) if isinstance(e, E.Expr) else e
-        if isinstance(value, int) and value >= 0:
-            return value
-        if isinstance(e, E.Var) and id(e) in self.vars:
-            return -(self.vars[id(e)] + 1)
-        raise _NoPlan  # a computed dim: the Python path evaluates and checks it
-
-    def _output(self, i: int, rules: tuple) -> tuple:
-        p = self.params[i]
-        dims = rules[i][4]
-        twin = next((j for j in self.inputs if rules[j][0] == P_BUFFER and rules[j][4] == dims
-                     and self.params[j].dtype == p.dtype), -1)  # fmt: skip
-        torch_dtype = rules[i][1]
-        return (i, torch_dtype, dt.numpy_dtype(p.dtype), twin)
-
-    def _launch_spec(self) -> tuple:
-        launch = self.launch
-        if launch.kind == "packed-call":
-            return ("packed-call", launch.address, None, launch.failed, launch.slots)
-        kernels = tuple((k.function, k.grid, k.block, k.dynamic_smem, k.slots) for k in launch.kernels)
-        if len(kernels) > self.module.LIMITS["kernels"]:
-            raise _NoPlan
-        return ("kernel-params", launch.address, launch.stream, launch.failed, kernels)
+def _rule(p: ParamPlan, torch: Any) -> tuple:
+    if not p.is_buffer:
+        return _scalar_rule(p)
+    dims = tuple(r.static if r.static is not None else -(r.slot + 1) for r in p.shape)
+    if any(r.static is not None and r.static < 0 for r in p.shape):
+        raise _NoPlan  # the launcher's tables write a symbolic dim as a negative number
+    torch_dtype = getattr(torch, p.dtype.name, None) if torch is not None else None
+    kind = _ELEMENT_KINDS.get(p.dtype.kind, _NO_NUMPY_KIND)
+    return (P_BUFFER, torch_dtype, kind, max(1, p.dtype.bits // 8), dims, int(p.written))
 
 
-def _scalar_rule(dtype: Any) -> tuple:
-    if dtype.is_bool:
+def _scalar_rule(p: ParamPlan) -> tuple:
+    if p.dtype.is_bool:
         return (P_BOOL,)
-    if dtype.is_integer:
-        low, high = integer_range(dtype)
+    limits = p.scalar_range()
+    if limits is not None:
+        low, high = limits
         return (P_UINT, high) if high > _INT64_MAX else (P_INT, low, high)
-    return (P_FLOAT, int(dtype.bits <= 32))
+    return (P_FLOAT, int(p.dtype.bits <= 32))
+
+
+def _launch_spec(launch: NativeLaunch, limits: dict) -> tuple:
+    if launch.kind == "packed-call":
+        return ("packed-call", launch.address, None, launch.failed, launch.slots)
+    kernels = tuple((k.function, k.grid, k.block, k.dynamic_smem, k.slots) for k in launch.kernels)
+    if len(kernels) > limits["kernels"]:
+        raise _NoPlan
+    return ("kernel-params", launch.address, launch.stream, launch.failed, kernels)

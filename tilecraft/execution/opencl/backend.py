@@ -12,15 +12,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tilecraft.errors import ArgumentError
 from tilecraft.execution.base import CachedExecutionBackend
+from tilecraft.execution.host_memory import refuse_device
 from tilecraft.execution.opencl import device as cl_device
 from tilecraft.execution.opencl import program as cl_program
 from tilecraft.execution.opencl.launch import KernelPlan, build_launcher, check_artifact, plan_kernel
 from tilecraft.execution.opencl.spec import OPENCL, SOURCE_FORMAT
 from tilecraft.runtime.arrays import ArrayArg
 from tilecraft.runtime.artifact import CompiledArtifact
-from tilecraft.runtime.devices import describe_device
 from tilecraft.runtime.launch import Built, Loaded
 
 BINARY_FILE = "program.bin"
@@ -103,11 +102,8 @@ class OpenCLExecutionBackend(CachedExecutionBackend):
         """Arrays must be in host memory (the spec's device type): the launcher copies them to the OpenCL
         device and back. Outputs are host arrays too (`empty`'s default)."""
         if not self.accepts_device(arg):
-            raise ArgumentError(
-                f"parameter {name!r} is on {describe_device(arg.device_type, arg.device_id)}, but the opencl "
-                "execution backend takes host arrays (it copies them to the OpenCL device and back itself); "
-                "pass a numpy array or a CPU tensor (for torch: tensor.cpu())"
-            )
+            refuse_device(arg, name, "opencl", "the OpenCL device",
+                          "pass a numpy array or a CPU tensor (for torch: tensor.cpu())")
 
 
 __all__ = ["OPENCL", "OpenCLExecutionBackend", "OpenCLProgram"]

@@ -22,49 +22,36 @@ from typing import Any
 
 import numpy as np
 
-from tilecraft.errors import ArgumentError, TilecraftError
-from tilecraft.execution.abi import ArgSource, arg_source
+from tilecraft.errors import TilecraftError
+from tilecraft.execution import abi
+from tilecraft.execution.abi import (
+    PACK_ERRORS,
+    SCALAR_CODES,
+    ArgSource,
+    arg_source,
+    bad_scalar,
+    plain_value,
+    scalar_names,
+)
 from tilecraft.execution.grid import grid_function
+from tilecraft.execution.host_memory import refuse_stream
 from tilecraft.execution.opencl.device import DeviceInfo, DeviceRuntime, import_pyopencl
 from tilecraft.execution.opencl.memory import Staging
 from tilecraft.runtime.artifact import CompiledArtifact, KernelInfo, ParamInfo
 
-# The struct code of the OpenCL C type each scalar dtype is passed as.
-SCALAR_CODES = {
-    "bool": "i", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
-    "uint8": "B", "uint16": "H", "uint32": "I", "uint64": "Q",
-    "float16": "f", "bfloat16": "f", "float32": "f", "float64": "d",
-}  # fmt: skip
-PACK_ERRORS = (struct.error, TypeError, OverflowError, ValueError)
-
 
 def scalar_code(param: ParamInfo, symbol: str) -> str:
-    code = SCALAR_CODES.get(param.dtype.name)
-    if code is None or param.dtype.lanes != 1:
-        raise TilecraftError(
-            f"kernel {symbol}: scalar parameter {param.name!r} has dtype {param.dtype}, which an OpenCL "
-            f"kernel cannot take by value; supported: {', '.join(SCALAR_CODES)}"
-        )
-    return code
-
-
-def scalar_names(artifact: CompiledArtifact) -> list[str]:
-    """The function's scalar parameters, in order: what grid expressions may name besides the dims."""
-    return [p.name for p in artifact.params if p.kind == "scalar"]
+    return abi.scalar_code(param, symbol, SCALAR_CODES, "an OpenCL kernel cannot take by value")
 
 
 def check_artifact(artifact: CompiledArtifact) -> None:
     """Launch metadata every kernel must satisfy, checked before anything is built or loaded."""
-    if not artifact.kernels:
-        raise TilecraftError(f"artifact of {artifact.function_name} has no kernels to launch")
-    for info in artifact.kernels:
-        if not 1 <= len(info.grid) <= 3:
-            raise TilecraftError(f"kernel {info.symbol}: grid {info.grid} must have 1 to 3 dims")
-        for param in info.params:
-            arg_source(param, artifact, info.symbol)
-            if param.kind == "scalar":
-                scalar_code(param, info.symbol)
-        grid_function(info.grid, scalar_names(artifact), artifact.symbolic_dims)
+    abi.check_kernels(artifact, _check_dims, scalar_code)
+
+
+def _check_dims(info: KernelInfo) -> None:
+    if not 1 <= len(info.grid) <= 3:
+        raise TilecraftError(f"kernel {info.symbol}: grid {info.grid} must have 1 to 3 dims")
 
 
 def check_limits(info: KernelInfo, kernel: Any, device: DeviceInfo) -> None:
@@ -136,44 +123,22 @@ class KernelPlan:
 
     def work_groups(self, scalars: Sequence[Any], dims: Sequence[int]) -> tuple[int, ...]:
         """The number of work-groups per dim, padded to the NDRange's dims; ArgumentError if negative."""
-        groups = tuple(int(g) for g in self.grid(scalars, dims))
-        groups += (1,) * (len(self.block) - len(groups))
-        if any(g < 0 for g in groups):
-            raise ArgumentError(
-                f"kernel {self.info.symbol}: grid {groups} has a negative dim; check the sizes of the arguments"
-            )
-        return groups
+        groups = abi.work_groups(self.grid, scalars, dims, self.info.symbol)
+        return groups + (1,) * (len(self.block) - len(groups))
 
     @staticmethod
     def _value(source: ArgSource, args: Sequence[Any], dims: Sequence[int], buffers: dict[int, Any]) -> Any:
         if source.kind == "buffer":
             return buffers[source.index]
-        return _plain(args[source.index] if source.kind == "scalar" else dims[source.index])
+        return plain_value(args[source.index] if source.kind == "scalar" else dims[source.index])
 
     def _check_scalars(self, values: Sequence[Any]) -> None:
         scalars = [v for s, v in zip(self.sources, values) if s.kind != "buffer"]
         try:
             self.scalars.pack(*scalars)
         except PACK_ERRORS:
-            self._name_bad_scalar(scalars)
-
-    def _name_bad_scalar(self, scalars: Sequence[Any]) -> None:
-        params = [p for p, s in zip(self.info.params, self.sources) if s.kind != "buffer"]
-        for param, value in zip(params, scalars):
-            try:
-                struct.pack("<" + scalar_code(param, self.info.symbol), value)
-            except PACK_ERRORS as err:
-                raise ArgumentError(
-                    f"kernel {self.info.symbol}: parameter {param.name!r} ({param.dtype}) cannot take "
-                    f"{value!r}: {err}"
-                ) from None
-
-
-def _plain(value: Any) -> Any:
-    """numpy scalars (and 0-d arrays) as Python numbers; bools as ints."""
-    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
-        value = value.item()
-    return int(value) if isinstance(value, bool) else value
+            params = [p for p, s in zip(self.info.params, self.sources) if s.kind != "buffer"]
+            bad_scalar(params, scalars, [scalar_code(p, self.info.symbol) for p in params], self.info.symbol)
 
 
 def plan_kernel(artifact: CompiledArtifact, info: KernelInfo, program: Any, names: Sequence[str],
@@ -209,11 +174,7 @@ def build_launcher(artifact: CompiledArtifact, plans: Sequence[KernelPlan], runt
     queue = runtime.queue
 
     def launch(args: Sequence[Any], dims: Sequence[int], stream: Any = None) -> None:
-        if stream is not None:
-            raise ArgumentError(
-                "stream= is not supported by the opencl execution backend: each call copies its arrays in, "
-                "runs on the device's own queue and returns when the results are back in the arrays"
-            )
+        refuse_stream(stream, "opencl", "runs on the device's own queue")
         scalars = [args[i] for i in scalar_indices]
         with runtime.lock:
             staging = Staging(runtime.pool, queue, args, buffers)

@@ -1,69 +1,31 @@
 """The memory model of a call: every buffer argument lives in host memory and is copied into a device
-buffer before the kernels run, then copied back after them.
-
-A buffer argument covers the bytes from its first element to its last (strided views included); the
-same region passed twice shares one device buffer, partially overlapping regions are refused. Only the
-buffers of parameters the kernel writes (`ParamInfo.written`) are copied back, and those must be
-writable host memory: a read-only array there is an error, never a result silently dropped. Device
-buffers come from the device's pool and return to it when the call ends.
+buffer from the device's pool before the kernels run, then copied back after them (the regions, their
+sharing and their checks: tilecraft/execution/host_memory.py). Device buffers return to the pool when
+the call ends.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from tilecraft.errors import ArgumentError
+from tilecraft.execution import host_memory
+from tilecraft.execution.host_memory import HostRegion, Key
 from tilecraft.execution.opencl.device import import_pyopencl
 from tilecraft.runtime.arrays import ArrayArg
 
-Key = tuple[int, int]  # (address, nbytes) of a host region
-
-
-class _RawMemory:
-    """Host bytes at an address, presented to numpy through the array interface."""
-
-    def __init__(self, address: int, nbytes: int) -> None:
-        self.__array_interface__ = {
-            "data": (address, False),
-            "shape": (nbytes,),
-            "typestr": "|u1",
-            "version": 3,
-        }
-
-
-@dataclass(frozen=True)
-class HostRegion:
-    """The host bytes one buffer argument spans."""
-
-    address: int
-    nbytes: int
-    written: bool  # the kernel writes it: copy it back
-
-    def view(self) -> np.ndarray:
-        """The bytes as a uint8 array, for copies (no copy is made here)."""
-        return np.asarray(_RawMemory(self.address, self.nbytes))
+BACKEND = "opencl"
 
 
 def host_region(arg: ArrayArg, name: str, written: bool = True) -> HostRegion:
-    """The region of `arg`: from its first element to its last, in bytes; `written` when the kernel
-    writes parameter `name`, which then must be writable memory."""
-    if any(s < 0 for s in arg.strides):
-        raise ArgumentError(
-            f"parameter {name!r} has negative strides {arg.strides}; the opencl execution backend copies "
-            "each buffer from its first element on; pass a copy (numpy: np.ascontiguousarray)"
-        )
-    if 0 in arg.shape:
-        return HostRegion(arg.ptr, 0, False)
-    if written and not arg.writable:
-        raise ArgumentError(
-            f"parameter {name!r} is read-only memory, but the kernel writes it; pass a writable array"
-        )
-    extent = 1 + sum((n - 1) * s for n, s in zip(arg.shape, arg.strides))
-    return HostRegion(arg.ptr, extent * arg.dtype.bytes, written)
+    """The host bytes of `arg` (`host_memory.host_region`)."""
+    return host_memory.host_region(arg, name, written, BACKEND)
+
+
+def _regions(
+    args: Sequence[Any], buffers: Sequence[tuple[int, str, bool]]
+) -> tuple[dict[Key, HostRegion], dict[int, Key]]:
+    return host_memory.host_regions(args, buffers, BACKEND)
 
 
 class Staging:
@@ -94,37 +56,3 @@ class Staging:
         for buffer in self.device.values():
             buffer.release()
         self.device.clear()
-
-
-def _regions(
-    args: Sequence[Any], buffers: Sequence[tuple[int, str, bool]]
-) -> tuple[dict[Key, HostRegion], dict[int, Key]]:
-    """The distinct host regions of the buffer arguments, and each parameter's region; refuses partial
-    overlaps."""
-    regions: dict[Key, HostRegion] = {}
-    owners: dict[Key, str] = {}
-    keys: dict[int, Key] = {}
-    for index, name, written in buffers:
-        region = host_region(args[index], name, written)
-        key = (region.address, region.nbytes)
-        regions[key] = _merge(regions[key], region) if key in regions else region
-        owners.setdefault(key, name)
-        keys[index] = key
-    _check_overlaps(regions, owners)
-    return regions, keys
-
-
-def _merge(a: HostRegion, b: HostRegion) -> HostRegion:
-    """One region passed as two arguments: copied back if the kernel writes either parameter."""
-    return HostRegion(a.address, a.nbytes, a.written or b.written)
-
-
-def _check_overlaps(regions: dict[Key, HostRegion], owners: dict[Key, str]) -> None:
-    spans = sorted((r.address, r.address + r.nbytes, owners[k]) for k, r in regions.items() if r.nbytes)
-    for (_, end, first), (start, _, second) in zip(spans, spans[1:]):
-        if start < end:
-            raise ArgumentError(
-                f"parameters {first!r} and {second!r} overlap in memory without being the same array; the "
-                "opencl execution backend copies each buffer to the device separately, so pass separate "
-                "arrays (or the same array twice)"
-            )

@@ -14,15 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tilecraft.errors import ArgumentError, ToolchainError
+from tilecraft.errors import ToolchainError
 from tilecraft.execution.base import CachedExecutionBackend
+from tilecraft.execution.host_memory import refuse_device
 from tilecraft.execution.wgpu import device as wgpu_device
 from tilecraft.execution.wgpu.abi import WGSL_SOURCE
 from tilecraft.execution.wgpu.launch import KernelPlan, build_launcher, check_artifact, plan_kernels
 from tilecraft.execution.wgpu.spec import WGPU
 from tilecraft.runtime.arrays import ArrayArg
 from tilecraft.runtime.artifact import CompiledArtifact
-from tilecraft.runtime.devices import describe_device
 from tilecraft.runtime.launch import Built, Loaded
 
 SOURCE_FILE = "kernel.wgsl"
@@ -120,11 +120,8 @@ class WgpuExecutionBackend(CachedExecutionBackend):
     def check_device(self, arg: ArrayArg, name: str) -> None:
         """Arrays must be in host memory: the launcher copies them to the WebGPU device and back."""
         if not self.accepts_device(arg):
-            raise ArgumentError(
-                f"parameter {name!r} is on {describe_device(arg.device_type, arg.device_id)}, but the wgpu "
-                "execution backend takes host arrays (it copies them to the WebGPU device and back itself); "
-                "pass a numpy array or a CPU tensor (for torch: tensor.cpu())"
-            )
+            refuse_device(arg, name, "wgpu", "the WebGPU device",
+                          "pass a numpy array or a CPU tensor (for torch: tensor.cpu())")
 
 
 __all__ = ["WGPU", "WgpuExecutionBackend", "WgpuProgram"]

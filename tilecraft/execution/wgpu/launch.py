@@ -16,61 +16,33 @@ from dataclasses import dataclass
 from typing import Any
 
 from tilecraft.errors import ArgumentError, TilecraftError
+from tilecraft.execution import abi
+from tilecraft.execution.abi import PACK_ERRORS, ArgSource, arg_source, bad_scalar, plain_value, scalar_names
 from tilecraft.execution.grid import grid_function
+from tilecraft.execution.host_memory import refuse_stream
 from tilecraft.execution.wgpu import memory
 from tilecraft.execution.wgpu.abi import SCALAR_TYPES, binding_bases, fold_grid, uniform_layout
 from tilecraft.execution.wgpu.device import DeviceRuntime, import_wgpu
 from tilecraft.runtime.artifact import CompiledArtifact, KernelInfo, ParamInfo
 
 PACK_CODES = {"u32": "I", "i32": "i", "f32": "f", "i64": "q", "u64": "Q", "f64": "d"}
-PACK_ERRORS = (struct.error, TypeError, OverflowError, ValueError)
-
-
-@dataclass(frozen=True)
-class ArgSource:
-    """Where one kernel argument comes from: function parameter `index`, or symbolic dim `index`."""
-
-    kind: str  # "buffer", "scalar" or "dim"
-    index: int
-
-
-def arg_source(param: ParamInfo, artifact: CompiledArtifact, symbol: str) -> ArgSource:
-    """The function parameter or symbolic dim a kernel parameter names, of the same kind."""
-    for i, p in enumerate(artifact.params):
-        if p.name == param.name:
-            if p.kind != param.kind:
-                raise TilecraftError(f"kernel {symbol}: parameter {param.name!r} is a {param.kind} but the "
-                                     f"function's parameter of that name is a {p.kind}")  # fmt: skip
-            return ArgSource(p.kind, i)
-    for j, var in enumerate(artifact.symbolic_dims):
-        if var.name == param.name and param.kind == "scalar":
-            return ArgSource("dim", j)
-    known = [p.name for p in artifact.params] + [v.name for v in artifact.symbolic_dims]
-    raise TilecraftError(f"kernel {symbol}: parameter {param.name!r} is neither a parameter nor a symbolic dim "
-                         f"of {artifact.function_name} (known: {', '.join(known) or 'none'})")  # fmt: skip
-
-
-def scalar_names(artifact: CompiledArtifact) -> list[str]:
-    return [p.name for p in artifact.params if p.kind == "scalar"]
 
 
 def check_artifact(artifact: CompiledArtifact) -> None:
     """Launch metadata every kernel must satisfy, checked before anything is built or loaded."""
-    if not artifact.kernels:
-        raise TilecraftError(f"artifact of {artifact.function_name} has no kernels to launch")
-    for info in artifact.kernels:
-        if info.dynamic_smem:
-            raise TilecraftError(f"kernel {info.symbol} asks for {info.dynamic_smem} bytes of dynamic shared "
-                                 "memory; WebGPU declares workgroup memory in the shader")  # fmt: skip
-        if not 1 <= len(info.grid) <= 3:
-            raise TilecraftError(f"kernel {info.symbol}: grid {info.grid} must have 1 to 3 dims")
-        for param in info.params:
-            arg_source(param, artifact, info.symbol)
-            if param.kind == "scalar" and (param.dtype.name not in SCALAR_TYPES or param.dtype.lanes != 1):
-                raise TilecraftError(f"kernel {info.symbol}: scalar parameter {param.name!r} has dtype "
-                                     f"{param.dtype}, which a WGSL uniform block cannot hold; supported: "
-                                     f"{', '.join(SCALAR_TYPES)}")  # fmt: skip
-        grid_function(info.grid, scalar_names(artifact), artifact.symbolic_dims)
+    abi.check_kernels(artifact, _check_kernel, _check_scalar)
+
+
+def _check_kernel(info: KernelInfo) -> None:
+    if info.dynamic_smem:
+        raise TilecraftError(f"kernel {info.symbol} asks for {info.dynamic_smem} bytes of dynamic shared "
+                             "memory; WebGPU declares workgroup memory in the shader")  # fmt: skip
+    if not 1 <= len(info.grid) <= 3:
+        raise TilecraftError(f"kernel {info.symbol}: grid {info.grid} must have 1 to 3 dims")
+
+
+def _check_scalar(param: ParamInfo, symbol: str) -> str:
+    return abi.scalar_code(param, symbol, SCALAR_TYPES, "a WGSL uniform block cannot hold")
 
 
 @dataclass
@@ -87,36 +59,18 @@ class KernelPlan:
     grid: Callable[[Sequence[Any], Sequence[int]], tuple[int, ...]]
 
     def uniform_bytes(self, groups: tuple[int, ...], args: Sequence[Any], dims: Sequence[int]) -> bytes:
-        values = [_plain(args[s.index] if s.kind == "scalar" else dims[s.index]) for s in self.sources
+        values = [plain_value(args[s.index] if s.kind == "scalar" else dims[s.index]) for s in self.sources
                   if s.kind != "buffer"]  # fmt: skip
         try:
             packed = self.uniform_format.pack(*(groups + (1, 1, 1))[:3], *values)
         except PACK_ERRORS:
-            self._name_bad_scalar(values)
+            params = [p for p in self.info.params if p.kind == "scalar"]
+            bad_scalar(params, values, [PACK_CODES[SCALAR_TYPES[p.dtype.name]] for p in params], self.info.symbol)
             raise
         return packed + b"\0" * (self.uniform_size - len(packed))
 
-    def _name_bad_scalar(self, values: Sequence[Any]) -> None:
-        params = [p for p in self.info.params if p.kind == "scalar"]
-        for param, value in zip(params, values):
-            try:
-                struct.pack("<" + PACK_CODES[SCALAR_TYPES[param.dtype.name]], value)
-            except PACK_ERRORS as err:
-                raise ArgumentError(f"kernel {self.info.symbol}: parameter {param.name!r} ({param.dtype}) "
-                                    f"cannot take {value!r}: {err}") from None  # fmt: skip
-
     def groups(self, scalars: Sequence[Any], dims: Sequence[int]) -> tuple[int, ...]:
-        groups = tuple(int(g) for g in self.grid(scalars, dims))
-        if any(g < 0 for g in groups):
-            raise ArgumentError(f"kernel {self.info.symbol}: grid {groups} has a negative dim; check the sizes "
-                                "of the arguments")  # fmt: skip
-        return groups
-
-
-def _plain(value: Any) -> Any:
-    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
-        value = value.item()
-    return int(value) if isinstance(value, bool) else value
+        return abi.work_groups(self.grid, scalars, dims, self.info.symbol)
 
 
 def plan_kernels(artifact: CompiledArtifact, pipelines: Sequence[Any]) -> tuple[KernelPlan, ...]:
@@ -216,9 +170,7 @@ def build_launcher(artifact: CompiledArtifact, plans: Sequence[KernelPlan], runt
     f16 = artifact.target.attr("f16") is True
 
     def launch(args: Sequence[Any], dims: Sequence[int], stream: Any = None) -> None:
-        if stream is not None:
-            raise ArgumentError("stream= is not supported by the wgpu execution backend: each call copies its "
-                                "arrays in, runs on the device's own queue and returns when the results are back")  # fmt: skip
+        refuse_stream(stream, "wgpu", "runs on the device's own queue")
         with runtime.lock:
             call = Call(runtime, args, buffers, f16)
             try:

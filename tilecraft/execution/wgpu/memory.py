@@ -17,38 +17,37 @@ from typing import Any
 import numpy as np
 
 from tilecraft.errors import ArgumentError
+from tilecraft.execution import host_memory
+from tilecraft.execution.host_memory import Key
 from tilecraft.execution.wgpu.abi import device_dtype
 from tilecraft.ir.dtype import numpy_dtype
-from tilecraft.runtime.arrays import ArrayArg
-
-Key = tuple[int, int]  # (address, nbytes) of a host region
-
-
-class _RawMemory:
-    """Host bytes at an address, presented to numpy through the array interface."""
-
-    def __init__(self, address: int, nbytes: int) -> None:
-        self.__array_interface__ = {"data": (address, False), "shape": (nbytes,), "typestr": "|u1", "version": 3}
 
 
 @dataclass(frozen=True)
 class HostRegion:
-    """The host elements one buffer argument spans, and how the device holds them."""
+    """The host elements one buffer argument spans (`host_memory.HostRegion`), and how the device holds
+    them."""
 
-    address: int
-    count: int  # elements from the first to the last
+    bytes: host_memory.HostRegion
     host_dtype: np.dtype
     device_dtype: np.dtype
-    written: bool
+
+    @property
+    def written(self) -> bool:
+        return self.bytes.written
 
     @property
     def nbytes(self) -> int:
-        return self.count * self.host_dtype.itemsize
+        return self.bytes.nbytes
+
+    @property
+    def count(self) -> int:
+        """Elements from the first to the last."""
+        return self.nbytes // self.host_dtype.itemsize
 
     def host(self) -> np.ndarray:
         """The elements in host memory (no copy)."""
-        raw = np.asarray(_RawMemory(self.address, self.nbytes))
-        return raw.view(self.host_dtype)
+        return self.bytes.view().view(self.host_dtype)
 
     def device_bytes(self) -> bytes:
         data = self.host()
@@ -62,49 +61,21 @@ class HostRegion:
         self.host()[...] = values.astype(self.host_dtype) if values.dtype != self.host_dtype else values
 
 
-def host_region(arg: ArrayArg, name: str, written: bool, f16: bool) -> HostRegion:
-    """The region of `arg`; `written` when the kernel writes parameter `name`, which must then be
-    writable memory."""
-    if any(s < 0 for s in arg.strides):
-        raise ArgumentError(
-            f"parameter {name!r} has negative strides {arg.strides}; the wgpu execution backend copies each "
-            "buffer from its first element on; pass a copy (numpy: np.ascontiguousarray)"
-        )
-    host = np.dtype(numpy_dtype(arg.dtype))
-    device = np.dtype(device_dtype(arg.dtype.name, f16))
-    if 0 in arg.shape:
-        return HostRegion(arg.ptr, 0, host, device, False)
-    if written and not arg.writable:
-        raise ArgumentError(f"parameter {name!r} is read-only memory, but the kernel writes it; pass a writable array")
-    count = 1 + sum((n - 1) * s for n, s in zip(arg.shape, arg.strides))
-    return HostRegion(arg.ptr, count, host, device, written)
-
-
 def regions(args: Sequence[Any], buffers: Sequence[tuple[int, str, bool]], f16: bool
             ) -> tuple[dict[Key, HostRegion], dict[int, Key]]:  # fmt: skip
-    """The distinct host regions of the buffer arguments and each parameter's region; refuses partial
-    overlaps. `buffers` lists each buffer parameter's (index, name, written)."""
-    found: dict[Key, HostRegion] = {}
+    """The distinct host regions of the buffer arguments (`host_memory.host_regions`) with their element
+    types, and each parameter's region; one region read as two dtypes is refused. `buffers` lists each
+    buffer parameter's (index, name, written)."""
+    found, keys = host_memory.host_regions(args, buffers, "wgpu")
+    typed: dict[Key, HostRegion] = {}
     owners: dict[Key, str] = {}
-    keys: dict[int, Key] = {}
-    for index, name, written in buffers:
-        region = host_region(args[index], name, written, f16)
-        key = (region.address, region.nbytes)
-        if key in found:
-            old = found[key]
-            if old.host_dtype != region.host_dtype:
-                raise ArgumentError(f"parameters {owners[key]!r} and {name!r} are one array read as "
-                                    f"{old.host_dtype} and {region.host_dtype}; pass separate arrays")  # fmt: skip
-            region = HostRegion(old.address, old.count, old.host_dtype, old.device_dtype, old.written or written)
-        found[key] = region
+    for index, name, _ in buffers:
+        key, dtype = keys[index], args[index].dtype
+        host = np.dtype(numpy_dtype(dtype))
+        old = typed.get(key)
+        if old is not None and old.host_dtype != host:
+            raise ArgumentError(f"parameters {owners[key]!r} and {name!r} are one array read as "
+                                f"{old.host_dtype} and {host}; pass separate arrays")  # fmt: skip
+        typed[key] = HostRegion(found[key], host, np.dtype(device_dtype(dtype.name, f16)))
         owners.setdefault(key, name)
-        keys[index] = key
-    spans = sorted((r.address, r.address + r.nbytes, owners[k]) for k, r in found.items() if r.nbytes)
-    for (_, end, first), (start, _, second) in zip(spans, spans[1:]):
-        if start < end:
-            raise ArgumentError(
-                f"parameters {first!r} and {second!r} overlap in memory without being the same array; the wgpu "
-                "execution backend copies each buffer to the device separately, so pass separate arrays (or "
-                "the same array twice)"
-            )
-    return found, keys
+    return typed, keys
