@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 import tilecraft.language as T
+from tilecraft.testing.conformance.tf32 import tf32_product
 
 MOE = (200, 64, 128)  # tokens (ragged for 128-row tiles), hidden, expert
 BLOCK = 128
@@ -207,5 +208,6 @@ def tf32_fragment_a_inputs(rng) -> list[np.ndarray]:
 
 
 def tf32_fragment_a_reference(arrays) -> dict[int, np.ndarray]:
-    x, fn = (np.asarray(a, np.float64) for a in arrays[:2])
-    return {2: x @ fn.T}
+    """The gemm of the operands rounded to tf32 (x is bfloat16, so exact in tf32)."""
+    x, fn = np.asarray(arrays[0], np.float32), np.asarray(arrays[1], np.float32)
+    return {2: tf32_product(x, fn.T)}
