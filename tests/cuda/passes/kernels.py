@@ -21,6 +21,19 @@ def staged(A: T.Tensor((512,), "float32"), B: T.Tensor((128,), "float32")):
 
 
 @T.prim_func
+def staged_in_body(A: T.Tensor((512,), "float32"), B: T.Tensor((128,), "float32")):
+    with T.Kernel(1, threads=128):
+        acc = T.alloc_fragment((128,), "float32")
+        T.clear(acc)
+        for k in T.Pipelined(4, num_stages=2):
+            s = T.alloc_shared((128,), "float32")
+            T.copy(A[k * 128], s)
+            for i in T.Parallel(128):
+                acc[i] = acc[i] + s[i]
+        T.copy(acc, B)
+
+
+@T.prim_func
 def tma_gemm(
     A: T.Tensor((64, 128), "float16"), B: T.Tensor((128, 64), "float16"), C: T.Tensor((64, 64), "float32")
 ):
