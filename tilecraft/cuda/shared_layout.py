@@ -20,6 +20,12 @@ class SharedLayout:
     Either way the 8 rows an ldmatrix phase reads and the chunks a cp.async phase writes hit distinct
     bank groups; keying on the line index alone would leave rows of 256 bytes 2-way conflicted.
 
+    `xor_rows` is the layout of a 32-bit operand tile that a per-thread FMA gemm reads along its rows
+    (A (M, K), B (N, K)), `row_length` a multiple of 32: the lanes of a warp read one k of several rows
+    at once, which a row length of a multiple of 32 elements puts all on one bank; the 16-byte chunk
+    index within each 128-byte line is XOR-ed with a hash of the row (`xor_rows_mask`), so up to 8
+    rows spaced by powers of two (1, 2, 4, 8) fall on 8 different bank groups.
+
     `swizzle32` is the layout of float32 operand tiles of TF32 gemms (`tc_swizzle32<W>`, W =
     `row_length`): the 16-byte chunk (4 elements) index within each 128-byte line is XOR-ed with a mask
     of the row index mod 8 (W a power of two >= 32) or of the line index (other W), see
@@ -43,6 +49,9 @@ class SharedLayout:
         """The element offset where the element at row-major offset `flat` is stored."""
         if self.kind == "wgmma":
             return self._wgmma_physical(flat)
+        if self.kind == "xor_rows":
+            row = _divmod(flat, self.row_length)[0]
+            return E.int_call("bitwise_xor", flat, E.int_call("shift_left", _row_hash(row), 2))
         if self.kind == "swizzle32":
             line = E.int_call("bitwise_and", E.int_call("shift_right", flat, self.line_shift), 7)
             return E.int_call(
@@ -51,6 +60,14 @@ class SharedLayout:
         line = E.int_call("bitwise_and", E.int_call("shift_right", flat, self.line_shift), 7)
         return E.int_call("bitwise_xor", flat, E.int_call("shift_left", line, 3))
 
+    def physical_at(self, row: E.Expr, col: E.Expr, row_length: int) -> E.Expr:
+        """`physical` of the element at (row, col) of a tile with rows of `row_length` elements; an
+        `xor_rows` tile XORs the column with its row's mask, which a loop over k keeps invariant."""
+        if self.kind == "xor_rows":
+            column = E.int_call("bitwise_xor", col, E.int_call("shift_left", _row_hash(row), 2))
+            return E.add(E.mul(row, row_length), column)
+        return self.physical(E.add(E.mul(row, row_length), col))
+
     def offset(self, flat: int) -> int:
         """`physical` on a Python int."""
         if self.kind == "wgmma":
@@ -58,6 +75,8 @@ class SharedLayout:
             linear = ((col // self.atom) * self.rows + row) * self.atom + col % self.atom
             line_shift, chunk_shift, mask = self._swizzle_bits()
             return linear ^ (((linear >> line_shift) & mask) << chunk_shift)
+        if self.kind == "xor_rows":
+            return flat ^ (xor_rows_mask(flat // self.row_length) << 2)
         if self.kind == "swizzle32":
             return flat ^ (swizzle32_mask(self.row_length, (flat >> self.line_shift) & 7) << 2)
         return flat ^ (((flat >> self.line_shift) & 7) << 3)
@@ -86,8 +105,8 @@ class SharedLayout:
         if self.kind == "wgmma":
             size = "" if self.element_bytes == 2 else f", element_bytes={self.element_bytes}"
             return f"SharedLayout('wgmma', rows={self.rows}, row_length={self.row_length}, atom={self.atom}{size})"
-        if self.kind == "swizzle32":
-            return f"SharedLayout('swizzle32', row_length={self.row_length})"
+        if self.kind in ("swizzle32", "xor_rows"):
+            return f"SharedLayout({self.kind!r}, row_length={self.row_length})"
         return f"SharedLayout({self.kind!r}, line_shift={self.line_shift})"
 
 
@@ -150,6 +169,28 @@ def _mask32(row_length: int, line: E.Expr) -> E.Expr:
             "bitwise_or", E.int_call("bitwise_or", bits(line, 1, 2), bits(line, -1, 1)), bits(line, 0, 4)
         )
     return E.int_call("bitwise_or", bits(line, 1, 6), bits(line, -2, 1))
+
+
+def xor_rows_mask(row: int) -> int:
+    """The chunk mask of `row` in an `xor_rows` layout: its bits folded 3 at a time (distinct for 8
+    consecutive rows, and for 8 rows spaced 2, 4, 8 or 16 apart)."""
+    return (row ^ (row >> 3) ^ (row >> 6)) & 7
+
+
+def _row_hash(row: E.Expr) -> E.Expr:
+    """`xor_rows_mask` of an index expression."""
+    folded = E.int_call("bitwise_xor", row, E.int_call("shift_right", row, 3))
+    folded = E.int_call("bitwise_xor", folded, E.int_call("shift_right", row, 6))
+    return E.int_call("bitwise_and", folded, 7)
+
+
+def xor_rows(row_length: int) -> SharedLayout | None:
+    """The `xor_rows` layout of a 32-bit tile whose rows hold `row_length` elements, read along its rows
+    by a per-thread FMA gemm; None where the rows are not a multiple of 32 elements (they then do not
+    all start on one bank, and a chunk XOR could cross a row's end)."""
+    if row_length % 32:
+        return None
+    return SharedLayout("xor_rows", row_length=row_length, element_bytes=4)
 
 
 def swizzle32(row_length: int) -> SharedLayout:

@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tilecraft.cuda.op.gemm_plan import WGMMA_VARIANTS, GemmPlan, is_tf32, plan_gemm
-from tilecraft.cuda.shared_layout import SharedLayout, swizzle16, swizzle32, wgmma_operand
+from tilecraft.cuda.shared_layout import SharedLayout, swizzle16, swizzle32, wgmma_operand, xor_rows
 from tilecraft.cuda.storage import SHARED_SCOPES as SHARED
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.visitor import walk
 
 FRAGMENT = "local.fragment"
 
@@ -48,3 +49,35 @@ def _operand_layout(buf: Buffer, plan: GemmPlan, atom: int) -> SharedLayout:
     if buf.dtype.bits == 32:
         return swizzle32(row_length)
     return swizzle16(row_length)
+
+
+def row_read_operands(op: S.Gemm) -> list:
+    """The operand regions a per-thread FMA gemm reads along their rows (A (M, K), B (N, K)): each k
+    step of a warp reads one element of several rows."""
+    return [r for r, along in ((op.a, not op.transpose_a), (op.b, op.transpose_b)) if along]
+
+
+def fma_operand_layouts(body: S.Stmt, wgmma: bool = False):
+    """Strict layouts for the shared tiles FMA gemms read along their rows: `xor_rows`, so the rows a
+    warp reads at once are on different banks. Only for 32-bit tiles that no gemm of another kind
+    (tensor cores, TF32) reads: those have their own layouts, and a tile has one."""
+    claimed = {id(r.buffer) for op in walk(body) if isinstance(op, S.Gemm) and not _exact_float32(op)
+               for r in (op.a, op.b)}  # fmt: skip
+
+    def strict(op: S.TileOp, threads: int, target) -> Iterator[tuple[Buffer, object, str]]:
+        if not isinstance(op, S.Gemm) or not _exact_float32(op):
+            return
+        if plan_gemm(op, threads, target, wgmma).tensor_cores:
+            return
+        for region in row_read_operands(op):
+            buf = region.buffer
+            layout = xor_rows(E.const_value(buf.shape[-1])) if buf.scope in SHARED else None
+            if layout is not None and id(buf) not in claimed:
+                yield buf, layout, "an operand T.gemm reads along its rows with per-thread multiply-adds"
+
+    return strict
+
+
+def _exact_float32(op: S.Gemm) -> bool:
+    """A gemm of float32 operands and accumulator that asks for no TF32: it runs as per-thread FMA."""
+    return all(r.dtype.name == "float32" for r in (op.a, op.b, op.c)) and not is_tf32(op)
