@@ -274,6 +274,17 @@ template <int W>
 TC_DEVICE int tc_swizzle32(int off) {
     return off ^ (tc_swizzle32_mask(W, (off >> tc_swizzle32_shift(W)) & 7) << 2);
 }
+// tc_swizzle32<W>(row * W + col), written so that for rows of a power of two W >= 32 elements (the mask
+// keys on the row) the row's part is computed once per thread and a column step is a constant offset
+// plus an XOR of its low 5 bits (the gemm templates' unrolled k loops stay light on registers).
+template <int W>
+TC_DEVICE int tc_swizzle32_at(int row, int col) {
+    if constexpr (W >= 32 && tc_pow2(W)) {
+        return row * W + (col & ~31) + ((col & 31) ^ (tc_swizzle32_mask(W, row & 7) << 2));
+    } else {
+        return tc_swizzle32<W>(row * W + col);
+    }
+}
 
 namespace tc {
 
@@ -376,7 +387,7 @@ TC_DEVICE void load_b_tf32(const float* B, int kk, int n_base, int lane, uint32_
 #pragma unroll
         for (int q = 0; q < 2; ++q) {
             const int k = kk + t + q * 4;
-            b[ni][q] = tc_f2tf32(TRANS_B ? B[tc_swizzle32<K>(n * K + k)] : B[tc_swizzle32<N>(k * N + n)]);
+            b[ni][q] = tc_f2tf32(TRANS_B ? B[tc_swizzle32_at<K>(n, k)] : B[tc_swizzle32_at<N>(k, n)]);
         }
     }
 }
@@ -395,7 +406,7 @@ TC_DEVICE void gemm_ss_tf32(const float* A, const float* B, float* C, int warp =
 #pragma unroll
             for (int q = 0; q < 4; ++q) {  // register q: row +8 when q is odd, k +4 when q >= 2
                 const int m = wm * WM + mi * 16 + g + (q & 1) * 8, k = kk + t + (q >> 1) * 4;
-                a[mi][q] = tc_f2tf32(TRANS_A ? A[tc_swizzle32<M>(k * M + m)] : A[tc_swizzle32<K>(m * K + k)]);
+                a[mi][q] = tc_f2tf32(TRANS_A ? A[tc_swizzle32_at<M>(k, m)] : A[tc_swizzle32_at<K>(m, k)]);
             }
         }
         load_b_tf32<M, N, K, WARPS_M, WARPS_N, TRANS_B>(B, kk, wn * WN, lane, b);
