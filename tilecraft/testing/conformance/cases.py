@@ -434,6 +434,8 @@ CASES = [
     Case("fragment_reads_across_threads", D.remote_reads,
          lambda r: [randn(r, (32, 64)), randn(r, (64, 32)), poison((32, 64)), poison((32, 64)), poison(4)],
          lambda a: dict(zip((2, 3, 4), D.remote_reference(a[0], a[1])))),
+    Case("fragment_column_blocks_in_a_serial_loop", D.column_block_reads,
+         lambda r: [randn(r, (32, 64)), poison((32, 4))], lambda a: {1: D.column_block_reference(a[0])}, 1e-5),
     Case("fragment_wider_than_its_loop", D.sink_logsumexp,
          lambda r: [randn(r, 3), randn(r, (3, 100, 64)), poison((3, 100))],
          lambda a: {2: D.sink_logsumexp_reference(a[0], a[1])}, 1e-5),
@@ -457,6 +459,8 @@ CASES = [
          R.tf32_fragment_a_reference, TF.TF32_TOL),
     # TF32 gemms of shared tiles (T.tfloat32 operands): ragged M and N, every transpose pair, and a
     # float32 A with a tfloat32 B (TF32 too: one tfloat32 operand asks for it)
+    Case("gemm_tf32_register_a_with_row_sums", R.tf32_gemm_with_row_sums, R.tf32_gemm_with_row_sums_inputs,
+         R.tf32_gemm_with_row_sums_reference, TF.TF32_TOL),
     _tf32_case("gemm_tf32_nt_ragged", 200, 136, 96, False, True),
     _tf32_case("gemm_tf32_nn", 128, 128, 64, False, False),
     _tf32_case("gemm_tf32_tn_ragged", 130, 64, 96, True, False),
