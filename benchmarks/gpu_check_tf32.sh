@@ -4,7 +4,9 @@
 #   1. the conformance cases of gemms on CUDA (both execution backends): the TF32 ones (gemm_tf32_*: shared
 #      tiles with every transpose pair and ragged sizes, a float32 x tfloat32 mix, mhc's register-A gemm
 #      accumulating over a pipelined loop), and every other gemm (float32 ones on FMA with the xor_rows
-#      tiles, 16-bit and float8 on tensor cores, the loops whose tiles are now allocated around the loop);
+#      tiles, 16-bit and float8 on tensor cores, the loops whose tiles are now allocated around the loop),
+#      and the fragment reads across threads (aligned column blocks read from registers, or broadcast once
+#      before a serial loop: gemm_tf32_register_a_with_row_sums is mhc's whole gemm kernel);
 #   2. the same TF32 and float32 cases on the sm_80 path (tl.disable_wgmma);
 #   3. the hardware-free tests of the change (nvcc, the host emulation of the TF32 templates, bank counts);
 #   4. benchmarks/mhc_pre_kernels.py: mhc's gemm kernel (built-in copy) timed with CUPTI and checked against
@@ -24,8 +26,9 @@ python3 -c "import xdist" 2>/dev/null && JOBS="-n 8"
 PYTEST="python3 -m pytest -q -rs -p no:cacheprovider $JOBS"
 CONF=tests/conformance/test_conformance.py
 
-timeout 150 $PYTEST $CONF -k "cuda and (tf32 or gemm)" > "$OUT/conformance.txt" 2>&1
-echo "1. conformance, cuda and (tf32 or gemm) (exit $?):"; grep -E "passed|failed|FAILED|Error" "$OUT/conformance.txt" | tail -30
+SELECT="tf32 or gemm or fragment_column_blocks or fragment_reads or row_vectors"
+timeout 150 $PYTEST $CONF -k "cuda and ($SELECT)" > "$OUT/conformance.txt" 2>&1
+echo "1. conformance, cuda and ($SELECT) (exit $?):"; grep -E "passed|failed|FAILED|Error" "$OUT/conformance.txt" | tail -30
 
 TILECRAFT_CONFORMANCE_PASS_CONFIGS='{"tl.disable_wgmma": true}' timeout 60 $PYTEST $CONF \
     -k "cuda-nvrtc and (tf32 or gemm_f32 or float32 or batched_gemm)" > "$OUT/conformance-sm80-path.txt" 2>&1
@@ -33,6 +36,7 @@ echo "2. the same without wgmma (exit $?):"; grep -E "passed|failed|FAILED|Error
 
 timeout 120 $PYTEST tests/cuda/test_tf32_gemm.py tests/cuda/test_tf32_mma_emulated.py tests/cuda/test_fma_shared_layouts.py \
     tests/cuda/passes/test_lower_to_threads_tf32.py tests/cuda/passes/test_inject_software_pipeline.py \
+    tests/transform/test_remote_fragment_reads.py \
     > "$OUT/tests.txt" 2>&1
 echo "3. tests (exit $?):"; grep -E "passed|failed|FAILED|Error" "$OUT/tests.txt" | tail -10
 

@@ -114,3 +114,35 @@ def test_a_transposed_register_a_stays_on_fma():
     transposed = dataclasses.replace(gemm, transpose_a=True)
     assert plan_gemm(transposed, 128, Target.parse("cuda -arch=sm_80")).variant == "fma"
     assert plan_gemm(gemm, 128, Target.parse("cuda -arch=sm_80")).variant == "rs"
+
+
+def test_the_tile_copied_into_the_tf32_operand_is_read_without_bank_conflicts():
+    """mhc's bfloat16 x tile is read into x_frag_16 in the m16n8k8 .tf32 A layout (8 rows x 4 columns per
+    warp access): row-major, its 512-byte rows put those 8 rows on the same 2 banks; as the source of a
+    copy into a gemm's register operand it takes swizzle16, and each access touches 8 bank groups."""
+    from collections import defaultdict
+
+    from tilecraft.ir import expr as E
+    from tilecraft.ir.eval import evaluate
+    from tilecraft.ir.visitor import free_vars
+    from tilecraft.testing.passes import run_pass
+
+    func = run_pass(
+        "cuda -arch=sm_80", "apply-shared-layouts", R.tf32_gemm_with_row_sums(), prefix=True
+    ).functions[0]
+    loads = [n for n in walk(func.body) if isinstance(n, E.BufferLoad) and n.buffer.name == "x_smem_16"]
+    assert loads
+    worst = 1
+    for load in loads:
+        (index,) = load.indices
+        variables = {v.name: v for v in free_vars(index)}
+        register = next(v for name, v in variables.items() if name.startswith("r"))
+        for reg in range(16):
+            banks = defaultdict(set)
+            for lane in range(32):
+                env = {v: 0 for v in variables.values()}
+                env.update({variables["tx"]: lane, register: reg})
+                word = evaluate(index, env) // 2  # two bfloat16 elements a 4-byte word
+                banks[word % 32].add(word)
+            worst = max(worst, max(len(words) for words in banks.values()))
+    assert worst == 1

@@ -63,10 +63,16 @@ class SharedLayout:
     def physical_at(self, row: E.Expr, col: E.Expr, row_length: int) -> E.Expr:
         """`physical` of the element at (row, col) of a tile with rows of `row_length` elements; an
         `xor_rows` tile XORs the column with its row's mask, which a loop over k keeps invariant."""
+        keyed_on_row = row_length == 1 << self.line_shift  # the mask keys on the row, not on its lines
         if self.kind == "xor_rows":
-            column = E.int_call("bitwise_xor", col, E.int_call("shift_left", _row_hash(row), 2))
-            return E.add(E.mul(row, row_length), column)
-        return self.physical(E.add(E.mul(row, row_length), col))
+            mask = E.int_call("shift_left", _row_hash(row), 2)
+        elif self.kind == "swizzle16" and keyed_on_row:
+            mask = E.int_call("shift_left", E.int_call("bitwise_and", row, 7), 3)
+        elif self.kind == "swizzle32" and keyed_on_row:
+            mask = E.int_call("shift_left", _mask32(row_length, E.int_call("bitwise_and", row, 7)), 2)
+        else:
+            return self.physical(E.add(E.mul(row, row_length), col))
+        return E.add(E.mul(row, row_length), E.int_call("bitwise_xor", col, mask))
 
     def offset(self, flat: int) -> int:
         """`physical` on a Python int."""
