@@ -15,11 +15,13 @@ from tilecraft.transform.layout_annotations import apply_layout_annotations
 from tilecraft.transform.lower_tile_ops import lower_tile_ops
 from tilecraft.transform.simplify import simplify_pass
 from tilecraft.transform.split_kernels import split_host_device_pass
+from tilecraft.transform.thread_dims import flatten_thread_dims
 from tilecraft.transform.widen import widen_index_arithmetic
 
 PIPELINE = PassPipeline(
     KIND,
     (
+        flatten_thread_dims,  # threads=(X, Y, Z): one linear thread index, dim 0 fastest
         emulate_mbarriers,  # T.alloc_barrier's mbarriers: counters that program order must satisfy
         run_thread_groups,  # `if thread index < c: A else: B` (thread groups): A then B
         check_block_model,  # reject other thread-index code: a block runs as one thread

@@ -39,6 +39,7 @@ from tilecraft.transform.simplify import simplify_pass
 from tilecraft.transform.simt.barriers import insert_barriers
 from tilecraft.transform.simt.lower_threads import lower_to_threads
 from tilecraft.transform.split_kernels import split_host_device_pass
+from tilecraft.transform.thread_dims import flatten_thread_dims
 from tilecraft.transform.thread_groups import groups_of
 from tilecraft.transform.widen import widen_index_arithmetic
 
@@ -184,6 +185,7 @@ def cuda_lower_to_threads(mod: IRModule, ctx) -> IRModule:
 PIPELINE = PassPipeline(
     KIND,
     (
+        flatten_thread_dims,  # threads=(X, Y, Z): one linear thread index, dim 0 fastest
         check_cuda_support,  # sm_80+, dtypes and features this backend lowers
         cluster_launches,  # T.Kernel(cluster_dims=...): kept on sm_90+, dropped (a scheduling matter) before
         rasterize_blocks,  # T.use_swizzle: blocks renumbered in L2-friendly panels

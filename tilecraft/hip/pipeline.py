@@ -35,6 +35,7 @@ from tilecraft.transform.simt.barriers import insert_barriers
 from tilecraft.transform.simt.lower_threads import lower_to_threads
 from tilecraft.transform.split_kernels import split_kernels
 from tilecraft.transform.storage import storage_pass
+from tilecraft.transform.thread_dims import flatten_thread_dims
 from tilecraft.transform.widen import widen_index_arithmetic
 
 
@@ -88,6 +89,7 @@ plan_lds = storage_pass(
 PIPELINE = PassPipeline(
     KIND,
     (
+        flatten_thread_dims,  # threads=(X, Y, Z): one linear thread index, dim 0 fastest
         check_hip_support,  # LDS and private memory budgets; math and output that compile without ROCm
         rasterize_blocks,  # T.use_swizzle: work-groups renumbered in L2-friendly panels
         simplify_pass,  # index arithmetic, before layouts are chosen

@@ -21,6 +21,7 @@ from tilecraft.transform.simt.barriers import insert_barriers
 from tilecraft.transform.simt.lower_threads import lower_to_threads
 from tilecraft.transform.split_kernels import split_kernels
 from tilecraft.transform.storage import storage_pass
+from tilecraft.transform.thread_dims import flatten_thread_dims
 from tilecraft.transform.widen import widen_index_arithmetic
 
 
@@ -40,6 +41,7 @@ plan_threadgroup_memory = storage_pass(
 PIPELINE = PassPipeline(
     KIND,
     (
+        flatten_thread_dims,  # threads=(X, Y, Z): one linear thread index, dim 0 fastest
         check_metal_support,  # no float64, 32-bit atomics, threadgroup size and memory of the target
         rasterize_blocks,  # T.use_swizzle: threadgroups renumbered in cache-friendly panels
         simplify_pass,  # index arithmetic, before layouts are chosen

@@ -18,11 +18,13 @@ from tilecraft.transform.simplify import simplify_pass
 from tilecraft.transform.simt.barriers import insert_barriers
 from tilecraft.transform.simt.lower_threads import lower_to_threads
 from tilecraft.transform.split_kernels import split_host_device_pass
+from tilecraft.transform.thread_dims import flatten_thread_dims
 from tilecraft.transform.widen import widen_index_arithmetic
 
 PIPELINE = PassPipeline(
     KIND,
     (
+        flatten_thread_dims,  # threads=(X, Y, Z): one linear thread index, dim 0 fastest
         check_opencl_support,  # dtypes, atomics and work-group size the device supports
         rasterize_blocks,  # T.use_swizzle: work-groups renumbered in cache-friendly panels
         simplify_pass,  # index arithmetic, before layouts are chosen

@@ -20,6 +20,7 @@ from tilecraft.transform.simplify import simplify_pass
 from tilecraft.transform.simt.barriers import insert_barriers
 from tilecraft.transform.simt.lower_threads import lower_to_threads
 from tilecraft.transform.split_kernels import split_kernels
+from tilecraft.transform.thread_dims import flatten_thread_dims
 from tilecraft.webgpu.op import OP_TABLE
 from tilecraft.webgpu.simt import webgpu_simt
 from tilecraft.webgpu.target import KIND
@@ -35,6 +36,7 @@ def split_host_device(mod, ctx):
 PIPELINE = PassPipeline(
     KIND,
     (
+        flatten_thread_dims,  # threads=(X, Y, Z): one linear thread index, dim 0 fastest
         check_webgpu_support,  # dtypes, atomics, workgroup size and memory the adapter supports
         rasterize_blocks,  # T.use_swizzle: workgroups renumbered in cache-friendly panels
         simplify_pass,  # index arithmetic, before layouts are chosen

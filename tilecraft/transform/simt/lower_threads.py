@@ -31,6 +31,7 @@ from tilecraft.layout.inference import kernel_threads, parallel_nest, var_positi
 from tilecraft.layout.tile import TileLayout, blocked_layout, register_map
 from tilecraft.transform.simt.broadcast import SCALAR_STATEMENTS, Copies, RemoteReads
 from tilecraft.transform.thread_groups import ThreadGroup, branch_groups, check_group, tile_level
+from tilecraft.transform.uniformity import ThreadVarying
 
 FRAGMENT = "local.fragment"
 
@@ -53,6 +54,7 @@ class ThreadContext:
     thread: E.Var | None = None  # the kernel's own thread index
     group: ThreadGroup | None = None  # the thread group whose code is being lowered
     primary: E.Expr | None = None  # true on the threads that write memory (not twins); None: all of them
+    varying: ThreadVarying | None = None  # what differs between the kernel's threads (per-thread code)
 
     def enter(self, group: ThreadGroup) -> tuple:
         """Lower the code of `group` from now on; returns what `leave` restores."""
@@ -393,6 +395,7 @@ class _PerKernel(Mutator):
         ctx = ThreadContext(
             self.target, threads, launch.thread_vars[0], self.simt, thread=launch.thread_vars[0]
         )
+        ctx.varying = ThreadVarying(launch)
         ctx.enter(ThreadGroup(0, threads))
         _Layouts(ctx).visit(launch.body)
         body = LowerToThreads(ctx, self.op_table).mutate(launch.body)
