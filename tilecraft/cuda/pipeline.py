@@ -29,6 +29,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import Mutator, walk
 from tilecraft.layout.inference import infer_layouts
+from tilecraft.transform.allreduce import lower_thread_allreduce
 from tilecraft.transform.bounds_checks import mark_bounds_checks
 from tilecraft.transform.buffer_views import lower_buffer_views
 from tilecraft.transform.guard_accesses import guard_accesses
@@ -186,6 +187,7 @@ PIPELINE = PassPipeline(
     KIND,
     (
         flatten_thread_dims,  # threads=(X, Y, Z): one linear thread index, dim 0 fastest
+        lower_thread_allreduce(cuda_simt),  # T.tvm_thread_allreduce -> lane exchanges, then shared memory and a barrier
         check_cuda_support,  # sm_80+, dtypes and features this backend lowers
         cluster_launches,  # T.Kernel(cluster_dims=...): kept on sm_90+, dropped (a scheduling matter) before
         rasterize_blocks,  # T.use_swizzle: blocks renumbered in L2-friendly panels

@@ -25,6 +25,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import walk
 from tilecraft.layout.inference import infer_layouts
+from tilecraft.transform.allreduce import lower_thread_allreduce
 from tilecraft.transform.buffer_views import lower_buffer_views
 from tilecraft.transform.guard_accesses import guard_accesses
 from tilecraft.transform.layout_annotations import apply_layout_annotations
@@ -90,6 +91,7 @@ PIPELINE = PassPipeline(
     KIND,
     (
         flatten_thread_dims,  # threads=(X, Y, Z): one linear thread index, dim 0 fastest
+        lower_thread_allreduce(hip_simt),  # T.tvm_thread_allreduce -> lane exchanges, then shared memory and a barrier
         check_hip_support,  # LDS and private memory budgets; math and output that compile without ROCm
         rasterize_blocks,  # T.use_swizzle: work-groups renumbered in L2-friendly panels
         simplify_pass,  # index arithmetic, before layouts are chosen

@@ -11,6 +11,7 @@ from tilecraft.metal.simt import metal_simt
 from tilecraft.metal.target import KIND
 from tilecraft.metal.transform.check import check_metal_support
 from tilecraft.metal.transform.stage_gemm import stage_simdgroup_gemms
+from tilecraft.transform.allreduce import lower_thread_allreduce
 from tilecraft.transform.buffer_views import lower_buffer_views
 from tilecraft.transform.guard_accesses import guard_accesses
 from tilecraft.transform.layout_annotations import apply_layout_annotations
@@ -42,6 +43,7 @@ PIPELINE = PassPipeline(
     KIND,
     (
         flatten_thread_dims,  # threads=(X, Y, Z): one linear thread index, dim 0 fastest
+        lower_thread_allreduce(metal_simt),  # T.tvm_thread_allreduce -> lane exchanges, then shared memory and a barrier
         check_metal_support,  # no float64, 32-bit atomics, threadgroup size and memory of the target
         rasterize_blocks,  # T.use_swizzle: threadgroups renumbered in cache-friendly panels
         simplify_pass,  # index arithmetic, before layouts are chosen

@@ -9,6 +9,7 @@ from tilecraft.opencl.simt import opencl_simt
 from tilecraft.opencl.storage import plan_local_memory
 from tilecraft.opencl.target import KIND
 from tilecraft.opencl.transform.check import check_opencl_support
+from tilecraft.transform.allreduce import lower_thread_allreduce
 from tilecraft.transform.buffer_views import lower_buffer_views
 from tilecraft.transform.guard_accesses import guard_accesses
 from tilecraft.transform.layout_annotations import apply_layout_annotations
@@ -25,6 +26,7 @@ PIPELINE = PassPipeline(
     KIND,
     (
         flatten_thread_dims,  # threads=(X, Y, Z): one linear thread index, dim 0 fastest
+        lower_thread_allreduce(opencl_simt),  # T.tvm_thread_allreduce -> lane exchanges, then shared memory and a barrier
         check_opencl_support,  # dtypes, atomics and work-group size the device supports
         rasterize_blocks,  # T.use_swizzle: work-groups renumbered in cache-friendly panels
         simplify_pass,  # index arithmetic, before layouts are chosen

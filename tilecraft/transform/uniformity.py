@@ -128,7 +128,7 @@ def _sub_statements(s: S.Stmt) -> list[S.Stmt]:
 
 def _written(s: S.Stmt) -> list[Buffer]:
     """The buffers a leaf statement stores into (a tile op's destination, an atomic's, a store's)."""
-    if isinstance(s, (S.BufferStore, AtomicUpdate)):
+    if isinstance(s, (S.BufferStore, AtomicUpdate, S.ThreadAllReduce)):
         return [s.buffer]
     dst = getattr(s, "dst", None)
     if isinstance(dst, BufferRegion):

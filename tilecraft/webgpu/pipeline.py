@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tilecraft.backend.pipeline import PassPipeline, module_pass
 from tilecraft.layout.inference import infer_layouts
+from tilecraft.transform.allreduce import lower_thread_allreduce
 from tilecraft.transform.buffer_views import lower_buffer_views
 from tilecraft.transform.guard_accesses import guard_accesses
 from tilecraft.transform.iteration_local import mark_iteration_local_shared
@@ -37,6 +38,7 @@ PIPELINE = PassPipeline(
     KIND,
     (
         flatten_thread_dims,  # threads=(X, Y, Z): one linear thread index, dim 0 fastest
+        lower_thread_allreduce(webgpu_simt),  # T.tvm_thread_allreduce -> lane exchanges, then shared memory and a barrier
         check_webgpu_support,  # dtypes, atomics, workgroup size and memory the adapter supports
         rasterize_blocks,  # T.use_swizzle: workgroups renumbered in cache-friendly panels
         simplify_pass,  # index arithmetic, before layouts are chosen

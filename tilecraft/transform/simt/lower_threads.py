@@ -55,6 +55,7 @@ class ThreadContext:
     group: ThreadGroup | None = None  # the thread group whose code is being lowered
     primary: E.Expr | None = None  # true on the threads that write memory (not twins); None: all of them
     varying: ThreadVarying | None = None  # what differs between the kernel's threads (per-thread code)
+    reducers: frozenset[int] = frozenset()  # the fragments T.finalize_reducer finalizes (T.alloc_reducer's)
 
     def enter(self, group: ThreadGroup) -> tuple:
         """Lower the code of `group` from now on; returns what `leave` restores."""
@@ -263,6 +264,7 @@ class LowerToThreads(RemoteReads, Mutator):
         replica = self._replica_guard(layout, inner)
         if replica is not None:
             inner = _GuardMemoryWrites(replica).mutate(inner)
+        inner = self._one_contribution(layout, inner)
         if guard is not None:
             inner = S.IfThenElse(guard, inner, span=s.span)
         return S.For(reg, E.const(0), E.const(layout.num_registers), S.ForKind.SERIAL, inner,
@@ -271,8 +273,24 @@ class LowerToThreads(RemoteReads, Mutator):
     def _replica_guard(self, layout: TileLayout, body: S.Stmt) -> E.Expr | None:
         """The one thread of each replica group that writes memory (registers are written by all); in a
         group with twins, of the threads that are no twin."""
+        if not _writes_memory(body):
+            return None
+        return self._replica_condition(layout)
+
+    def _one_contribution(self, layout: TileLayout, body: S.Stmt) -> S.Stmt:
+        """A reducer's registers are updated (a store whose value reads the reducer) by one thread of each
+        replica group of the nest (the others run the same iterations): the reducer's other copies keep
+        the value T.finalize_reducer combines with, so each iteration counts once. Stores that do not
+        read it (T.clear, T.fill) set every copy."""
+        registers = {id(self.ctx.registers[b]) for b in self.ctx.reducers if b in self.ctx.registers}
+        cond = self._replica_condition(layout) if registers else None
+        if cond is None or not any(isinstance(n, S.BufferStore) and id(n.buffer) in registers for n in walk(body)):
+            return body
+        return _GuardStores(cond, registers).mutate(body)
+
+    def _replica_condition(self, layout: TileLayout) -> E.Expr | None:
         lanes, warps = layout.replica_mask()
-        if not (lanes or warps or self.ctx.primary is not None) or not _writes_memory(body):
+        if not (lanes or warps or self.ctx.primary is not None):
             return None
         cond = self.ctx.primary
         for value, mask in ((self.ctx.lane, lanes), (self.ctx.warp, warps)):
@@ -346,6 +364,24 @@ def _positions(loop_vars: list[E.Var], indices) -> list[int] | None:
     return var_positions(_Nest, indices)
 
 
+class _GuardStores(Mutator):
+    """Each update of one of `buffers` (ids): a store whose value reads the buffer, runs under `cond`."""
+
+    def __init__(self, cond: E.Expr, buffers: set[int]) -> None:
+        super().__init__()
+        self.cond = cond
+        self.buffers = buffers
+
+    def mutate_Buffer(self, buf: Buffer) -> Buffer:
+        return buf
+
+    def mutate_BufferStore(self, s: S.BufferStore) -> S.Stmt:
+        reads = any(isinstance(n, E.BufferLoad) and n.buffer is s.buffer for n in walk(s.value))
+        if id(s.buffer) in self.buffers and reads:
+            return S.IfThenElse(self.cond, s, span=s.span)
+        return s
+
+
 class _GuardMemoryWrites(Mutator):
     """Each write outside registers runs under `cond`; register writes stay unguarded, because every
     thread that replicates a fragment element must hold its value (a later loop reads it there)."""
@@ -396,6 +432,7 @@ class _PerKernel(Mutator):
             self.target, threads, launch.thread_vars[0], self.simt, thread=launch.thread_vars[0]
         )
         ctx.varying = ThreadVarying(launch)
+        ctx.reducers = frozenset(id(n.buffer) for n in walk(launch.body) if isinstance(n, S.FinalizeReducer))
         ctx.enter(ThreadGroup(0, threads))
         _Layouts(ctx).visit(launch.body)
         body = LowerToThreads(ctx, self.op_table).mutate(launch.body)
