@@ -23,6 +23,7 @@ KERNELS = {
     "allreduce_max": lambda: PR.allreduce_gemv(8, 8, "max"),
     "reducer_gemv": PR.reducer_gemv,
     "reducers_over_short_loops": PR.reducer_short_loops,
+    "local_arrays_through_tile_ops": PR.local_tiles,
 }
 
 

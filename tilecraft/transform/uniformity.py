@@ -10,7 +10,7 @@ between threads is done by each thread. This is the classic divergence analysis,
 * per-thread storage (`T.alloc_local`, `T.alloc_var`) varies once some thread may store a different
   value into it than another: a varying value or index, or a store under varying control;
 * control varies inside a branch or `while` on a varying condition and a loop with varying bounds, except
-  a branch on the thread index whose sides run tile-level code (thread groups,
+  a branch on the thread index alone whose sides run tile-level code (thread groups,
   transform/thread_groups.py): such a side is the tile-level code of its group, which runs it together.
 
 Shared and global memory is not tracked: a load of it varies only through its index (every thread sees
@@ -24,7 +24,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.visitor import children, walk
-from tilecraft.transform.thread_groups import tile_level
+from tilecraft.transform.thread_groups import is_thread_condition, tile_level
 
 PER_THREAD_SCOPES = ("local", "local.var")
 
@@ -35,6 +35,7 @@ class ThreadVarying:
 
     def __init__(self, launch: S.KernelLaunch) -> None:
         self.vars: set[int] = {id(v) for v in launch.thread_vars}
+        self.tid = launch.thread_vars[0] if len(launch.thread_vars) == 1 else None
         self.buffers: set[int] = set()
         self.controlled: set[int] = set()  # statements under varying control
         self._changed = True
@@ -64,6 +65,13 @@ class ThreadVarying:
 
     # ------------------------------------------------------------------ the fixed point
 
+    def _group_branch(self, s: S.IfThenElse) -> bool:
+        """A branch on the thread index alone whose sides run tile-level code: the thread groups' split,
+        not per-thread control."""
+        if self.tid is None or not is_thread_condition(s.condition, self.tid):
+            return False
+        return tile_level(s.then_case) or (s.else_case is not None and tile_level(s.else_case))
+
     def _mark_var(self, v: E.Var) -> None:
         if id(v) not in self.vars:
             self.vars.add(id(v))
@@ -88,7 +96,7 @@ class ThreadVarying:
         elif isinstance(s, S.While):
             self._stmt(s.body, varying or self.expr(s.condition))
         elif isinstance(s, S.IfThenElse):
-            inner = varying or (self.expr(s.condition) and not _group_branch(s))
+            inner = varying or (self.expr(s.condition) and not self._group_branch(s))
             self._stmt(s.then_case, inner)
             if s.else_case is not None:
                 self._stmt(s.else_case, inner)
@@ -106,9 +114,6 @@ class ThreadVarying:
                 self._stmt(child, varying)
 
 
-def _group_branch(s: S.IfThenElse) -> bool:
-    """A branch whose sides run tile-level code: the thread groups' split, not per-thread control."""
-    return tile_level(s.then_case) or (s.else_case is not None and tile_level(s.else_case))
 
 
 def _operands(s: S.Stmt) -> tuple:

@@ -185,3 +185,31 @@ def short_inputs(rng):
 def short_reference(a):
     both = np.concatenate([np.asarray(a[0], np.float64), np.asarray(a[1], np.float64)])
     return {3: np.array([both.max(), both.sum()]), 4: np.asarray(a[2], np.float64).sum(axis=1)}
+
+
+def local_tiles(n: int = N, width: int = 8, threads: int = 64):
+    """Each thread clears, loads, scales and stores its own row through a T.alloc_local array (tile ops
+    of per-thread storage: every thread does all of them), guarded past the last row."""
+
+    @T.prim_func
+    def local_tiles(X: T.Tensor((n, width), "float32"), Y: T.Tensor((n, width), "float32")):
+        with T.Kernel(T.ceildiv(n, threads), threads=threads) as b:
+            row = b * threads + T.get_thread_binding()
+            loc = T.alloc_local((width,), "float32")
+            T.clear(loc)
+            if row < n:
+                T.copy(X[row, 0:width], loc)
+            for i in T.serial(width):
+                loc[i] = loc[i] * 2.0 + 1.0
+            if row < n:
+                T.copy(loc, Y[row, 0:width])
+
+    return local_tiles
+
+
+def local_inputs(rng):
+    return [rng.standard_normal((N, 8)).astype(np.float32), np.full((N, 8), np.nan, np.float32)]
+
+
+def local_reference(a):
+    return {1: np.asarray(a[0], np.float64) * 2 + 1}

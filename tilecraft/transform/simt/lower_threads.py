@@ -24,14 +24,16 @@ from tilecraft.errors import LoweringError
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
-from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import Mutator, Visitor, substitute, walk
 from tilecraft.layout.inference import kernel_threads, parallel_nest, var_positions
 from tilecraft.layout.tile import TileLayout, blocked_layout, register_map
+from tilecraft.transform.reductions import cumsum_loops, reduce_loops
 from tilecraft.transform.simt.broadcast import SCALAR_STATEMENTS, Copies, RemoteReads
 from tilecraft.transform.thread_groups import ThreadGroup, branch_groups, check_group, tile_level
-from tilecraft.transform.uniformity import ThreadVarying
+from tilecraft.transform.tile_loops import copy_as_loops, fill_as_loops
+from tilecraft.transform.uniformity import PER_THREAD_SCOPES, ThreadVarying
 
 FRAGMENT = "local.fragment"
 
@@ -158,6 +160,8 @@ class LowerToThreads(RemoteReads, Mutator):
         return self.generic_mutate(s)
 
     def mutate(self, node):
+        if isinstance(node, S.TileOp) and self._per_thread_op(node):
+            return self.mutate(per_thread_loops(node, self.ctx))
         if isinstance(node, S.TileOp):
             lower = self.op_table.get(type(node))
             if lower is None:
@@ -205,6 +209,17 @@ class LowerToThreads(RemoteReads, Mutator):
             finally:
                 self.ctx.leave(saved)
         return dataclasses.replace(s, then_case=cases[0], else_case=cases[1])
+
+    def _per_thread_op(self, op: S.TileOp) -> bool:
+        """A tile op of per-thread code: it names a thread's own storage (T.alloc_local, T.alloc_var) or
+        values that differ between threads, so each thread does all of it (a scalar atomic's own lowering
+        decides that itself)."""
+        if isinstance(op, S.AtomicOp):
+            return False
+        regions = [n for n in walk(op) if isinstance(n, BufferRegion)]
+        if any(r.buffer.scope in PER_THREAD_SCOPES for r in regions):
+            return True
+        return self.ctx.varying is not None and self.ctx.varying.stmt(op)
 
     def _primary_writes(self, lowered: S.Stmt) -> S.Stmt:
         """In a group with twins, only the threads that are no twin write memory (a twin computes what the
@@ -403,6 +418,38 @@ class _GuardMemoryWrites(Mutator):
 
     mutate_AtomicUpdate = _guarded
     mutate_Print = _guarded
+
+
+def per_thread_loops(op: S.TileOp, ctx) -> S.Stmt:
+    """The tile op as serial loops one thread runs alone (per-thread code)."""
+    if isinstance(op, S.Copy):
+        nest = copy_as_loops(op)
+    elif isinstance(op, S.Fill):
+        nest = fill_as_loops(op)
+    elif isinstance(op, S.Reduce):
+        nest = reduce_loops(op)
+    elif isinstance(op, S.Cumsum):
+        nest = cumsum_loops(op)
+    else:
+        ctx.fail(f"{type(op).__name__} of a thread's own buffers (per-thread code) is not supported on this target",
+                 op.span, "write the per-thread loop with T.serial, or use fragments and tile-level code")  # fmt: skip
+    return _Serial().mutate(nest)
+
+
+UNROLLED_PER_THREAD = 64  # per-thread loops up to this trip count unroll, so a small local array stays in registers
+
+
+class _Serial(Mutator):
+    def mutate_Buffer(self, buf: Buffer) -> Buffer:
+        return buf
+
+    def mutate_For(self, s: S.For) -> S.Stmt:
+        s = self.generic_mutate(s)
+        if s.kind is not S.ForKind.PARALLEL:
+            return s
+        extent = E.const_value(s.extent)
+        small = isinstance(extent, int) and extent <= UNROLLED_PER_THREAD
+        return dataclasses.replace(s, kind=S.ForKind.UNROLLED if small else S.ForKind.SERIAL, annotations=())
 
 
 def _writes_memory(body: S.Stmt) -> bool:
