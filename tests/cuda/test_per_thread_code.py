@@ -24,6 +24,8 @@ KERNELS = {
     "reducer_gemv": PR.reducer_gemv,
     "reducers_over_short_loops": PR.reducer_short_loops,
     "local_arrays_through_tile_ops": PR.local_tiles,
+    "allreduce_8_threads": lambda: PR.allreduce_gemv(2, 4),
+    "shared_atomics_24_threads": lambda: PR.splitk_gemv(4, 6),
 }
 
 

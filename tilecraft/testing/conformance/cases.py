@@ -502,6 +502,10 @@ CASES = [
          PR.reference, 1e-5),
     Case("per_thread_thread_allreduce_max", lambda: PR.allreduce_gemv(8, 8, "max"), PR.inputs,
          PR.allreduce_max_reference, 1e-6),
+    # blocks smaller than a warp, and of 24 threads: per-thread code alone runs on any block size
+    Case("per_thread_thread_allreduce_8_threads", lambda: PR.allreduce_gemv(2, 4), PR.inputs, PR.reference, 1e-5),
+    Case("per_thread_gemv_24_threads_shared_atomics", lambda: PR.splitk_gemv(4, 6), PR.inputs, PR.reference,
+         1e-5),
     Case("per_thread_local_arrays_through_tile_ops", PR.local_tiles, PR.local_inputs, PR.local_reference),
     Case("reducer_gemv_pipelined", PR.reducer_gemv, PR.inputs, PR.reference, 1e-5),
     Case("reducers_over_short_loops", PR.reducer_short_loops, PR.short_inputs, PR.short_reference, 1e-5),

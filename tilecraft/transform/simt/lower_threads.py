@@ -32,7 +32,7 @@ from tilecraft.layout.tile import TileLayout, blocked_layout, register_map
 from tilecraft.transform.reductions import cumsum_loops, reduce_loops
 from tilecraft.transform.simt.broadcast import SCALAR_STATEMENTS, Copies, RemoteReads
 from tilecraft.transform.thread_groups import ThreadGroup, branch_groups, check_group, tile_level
-from tilecraft.transform.tile_loops import copy_as_loops, fill_as_loops
+from tilecraft.transform.tile_loops import atomic_as_loops, copy_as_loops, fill_as_loops
 from tilecraft.transform.uniformity import PER_THREAD_SCOPES, ThreadVarying
 
 FRAGMENT = "local.fragment"
@@ -212,10 +212,8 @@ class LowerToThreads(RemoteReads, Mutator):
 
     def _per_thread_op(self, op: S.TileOp) -> bool:
         """A tile op of per-thread code: it names a thread's own storage (T.alloc_local, T.alloc_var) or
-        values that differ between threads, so each thread does all of it (a scalar atomic's own lowering
-        decides that itself)."""
-        if isinstance(op, S.AtomicOp):
-            return False
+        values that differ between threads, so each thread does all of it (and no twin is skipped: the
+        twins of a block that is not a power of two mirror tile-level code only)."""
         regions = [n for n in walk(op) if isinstance(n, BufferRegion)]
         if any(r.buffer.scope in PER_THREAD_SCOPES for r in regions):
             return True
@@ -430,6 +428,8 @@ def per_thread_loops(op: S.TileOp, ctx) -> S.Stmt:
         nest = reduce_loops(op)
     elif isinstance(op, S.Cumsum):
         nest = cumsum_loops(op)
+    elif isinstance(op, S.AtomicOp):
+        nest = atomic_as_loops(op)
     else:
         ctx.fail(f"{type(op).__name__} of a thread's own buffers (per-thread code) is not supported on this target",
                  op.span, "write the per-thread loop with T.serial, or use fragments and tile-level code")  # fmt: skip
