@@ -47,10 +47,12 @@ class _BlockModelCheck(Visitor):
         use.visit(launch.body)
         if use.found is not None:
             raise LoweringError(
-                "this kernel reads a thread index (T.get_thread_binding), which the CPU target cannot honour",
+                "this kernel reads a thread index (T.get_thread_binding) where the CPU target's work-item "
+                "loops (run-work-items) and thread groups (run-thread-groups) left it, which the CPU target "
+                "cannot honour",
                 use.found,
-                "a block runs as one thread on the CPU; express per-thread work as T.Parallel over the tile "
-                "so the backend partitions it",
+                "a block runs as one thread on the CPU; report the kernel, or express the per-thread work as "
+                "T.Parallel over the tile so the backend partitions it",
                 target=self.target,
                 unsupported=THREAD_INDEX,
             )
@@ -107,7 +109,7 @@ def run_thread_groups(mod: IRModule, ctx) -> IRModule:
 
 @module_pass("check-block-model")
 def check_block_model(mod: IRModule, ctx) -> IRModule:
-    """Kernels do not depend on thread indices."""
+    """Kernels do not depend on thread indices (a check: the passes before it leave none)."""
     checker = _BlockModelCheck(ctx.target)
     for func in mod.functions:
         for p in func.params:
