@@ -61,7 +61,21 @@ class ThreadVarying:
 
     def stmt(self, s: S.Stmt) -> bool:
         """Whether `s` runs under varying control or reads a varying value (its sub-statements included)."""
-        return id(s) in self.controlled or self.expr(_operands(s))
+        return id(s) in self.controlled or self.operands(s)
+
+    def operands(self, s: S.Stmt) -> bool:
+        """Whether `s` reads a varying value or names per-thread storage that varies (whatever its control)."""
+        return self.expr(_operands(s))
+
+    def per_thread_tile_op(self, op: S.TileOp) -> bool:
+        """Whether a tile op is per-thread code, done whole by each thread that runs it: it names a thread's
+        own storage (T.alloc_local / T.alloc_var) or values that differ between threads; a scalar atomic
+        also when the control around it differs. Any other tile op is the block's (or its thread
+        group's) tile-level code, even under a condition that differs between threads."""
+        if isinstance(op, S.AtomicOp) and not isinstance(op.value, BufferRegion):
+            return self.stmt(op)
+        regions = [n for n in walk(op) if isinstance(n, BufferRegion)]
+        return any(r.buffer.scope in PER_THREAD_SCOPES for r in regions) or self.operands(op)
 
     # ------------------------------------------------------------------ the fixed point
 

@@ -128,11 +128,15 @@ class WorkItems:
         """A leaf every thread runs for itself: it differs between threads, or touches per-thread storage."""
         if isinstance(s, ONCE):
             return False
-        if self.varying.stmt(s):
-            return True
-        touched = any(isinstance(n, (E.BufferLoad, S.BufferStore, AtomicUpdate, BufferRegion, S.ThreadAllReduce))
-                      and id(n.buffer) in self.user_locals for n in walk(s))  # fmt: skip
-        return touched or not tile_level(s)
+        if isinstance(s, S.TileOp):
+            return self.varying.per_thread_tile_op(s)
+        if tile_level(s):  # a T.Parallel nest: the block's unless it reads per-thread values
+            return self.varying.operands(s) or self._touches_locals(s)
+        return True
+
+    def _touches_locals(self, s: S.Stmt) -> bool:
+        return any(isinstance(n, (E.BufferLoad, S.BufferStore, AtomicUpdate, BufferRegion, S.ThreadAllReduce))
+                   and id(n.buffer) in self.user_locals for n in walk(s))  # fmt: skip
 
     def has_per_thread(self, s: S.Stmt) -> bool:
         known = self._per_thread.get(id(s))

@@ -24,7 +24,7 @@ from tilecraft.errors import LoweringError
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
-from tilecraft.ir.buffer import Buffer, BufferRegion
+from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import Mutator, Visitor, substitute, walk
 from tilecraft.layout.inference import kernel_threads, parallel_nest, var_positions
@@ -33,7 +33,7 @@ from tilecraft.transform.reductions import cumsum_loops, reduce_loops
 from tilecraft.transform.simt.broadcast import SCALAR_STATEMENTS, Copies, RemoteReads
 from tilecraft.transform.thread_groups import ThreadGroup, branch_groups, check_group, tile_level
 from tilecraft.transform.tile_loops import atomic_as_loops, copy_as_loops, fill_as_loops
-from tilecraft.transform.uniformity import PER_THREAD_SCOPES, ThreadVarying
+from tilecraft.transform.uniformity import ThreadVarying
 
 FRAGMENT = "local.fragment"
 
@@ -211,13 +211,9 @@ class LowerToThreads(RemoteReads, Mutator):
         return dataclasses.replace(s, then_case=cases[0], else_case=cases[1])
 
     def _per_thread_op(self, op: S.TileOp) -> bool:
-        """A tile op of per-thread code: it names a thread's own storage (T.alloc_local, T.alloc_var) or
-        values that differ between threads, so each thread does all of it (and no twin is skipped: the
-        twins of a block that is not a power of two mirror tile-level code only)."""
-        regions = [n for n in walk(op) if isinstance(n, BufferRegion)]
-        if any(r.buffer.scope in PER_THREAD_SCOPES for r in regions):
-            return True
-        return self.ctx.varying is not None and self.ctx.varying.stmt(op)
+        """A tile op of per-thread code (transform/uniformity.py): each thread does all of it, and no twin
+        is skipped (the twins of a block that is not a power of two mirror tile-level code only)."""
+        return self.ctx.varying is not None and self.ctx.varying.per_thread_tile_op(op)
 
     def _primary_writes(self, lowered: S.Stmt) -> S.Stmt:
         """In a group with twins, only the threads that are no twin write memory (a twin computes what the
