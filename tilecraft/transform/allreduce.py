@@ -5,8 +5,8 @@ Each thread's value is combined over the threads whose linear index differs only
 reduced bits that name lanes are combined by a butterfly of exchanges, when every axis is a power of two
 and the block is whole thread groups. What is left goes through shared memory: each thread stores its
 value at its own slot, a barrier, and each thread combines the slots of its partners, always in the same
-order, so that every thread of a reduction gets the same bits. Targets without an exchange (the CPU,
-which runs a block's threads one after the other, split at the barrier) take the shared-memory path for
+order, so that every thread of a reduction gets the same bits. Targets without an exchange (also one
+that runs a block's threads one after the other, split at the barrier) take the shared-memory path for
 every axis.
 """
 

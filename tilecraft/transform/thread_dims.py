@@ -4,9 +4,9 @@
 `T.get_thread_binding(d)` reads the index along dim d. Every tile-level pass (layouts, thread groups,
 cross-thread reductions) describes threads by one index, so a launch with several thread dims becomes a
 launch of their product, the dims recovered from the linear index with dim 0 fastest: thread (x, y, z)
-is linear thread `x + X * (y + Y * z)`. That is CUDA's (and HIP's, OpenCL's, Metal's, WebGPU's) own
-linearization of a block, so warps hold the same threads as a launch with real blockDim.y would, and a
-reduction over `threadIdx.y` is one over fixed bits of the linear index when the dims are powers of two.
+is linear thread `x + X * (y + Y * z)`. That is how GPUs linearize the threads of a block, so warps
+hold the same threads as a launch with a real second block dim would, and a reduction over dim 1 is one
+over fixed bits of the linear index when the dims are powers of two.
 """
 
 from __future__ import annotations

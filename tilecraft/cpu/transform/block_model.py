@@ -35,9 +35,6 @@ class _ThreadUse(Visitor):
             self.found = self.span
 
 
-THREAD_INDEX = "feature:thread-index"  # the limit this check reports (declared in the manifest)
-
-
 class _BlockModelCheck(Visitor):
     def __init__(self, target) -> None:
         self.target = target
@@ -54,7 +51,6 @@ class _BlockModelCheck(Visitor):
                 "a block runs as one thread on the CPU; report the kernel, or express the per-thread work as "
                 "T.Parallel over the tile so the backend partitions it",
                 target=self.target,
-                unsupported=THREAD_INDEX,
             )
         self.generic_visit(launch)
 

@@ -42,6 +42,8 @@ STRUCTURE = (S.SeqStmt, S.For, S.While, S.IfThenElse, S.LetStmt, S.Allocate)
 # Statements a block (or a thread group) runs once whatever its threads: mbarrier operations count the
 # group's threads themselves (emulate-mbarriers).
 ONCE = (S.Mbarrier, S.BarrierInit)
+# The limit the work-item loops report (declared in the manifest): a barrier some threads skip.
+DIVERGENT_BARRIER = "feature:divergent-barrier"
 
 
 def _structure(s: S.Stmt) -> bool:
@@ -226,6 +228,7 @@ class WorkItems:
                 "keep barriers, tile operations and T.tvm_thread_allreduce out of branches and loops that "
                 "depend on the thread index",
                 target=self.target,
+                unsupported=DIVERGENT_BARRIER,
             )
 
     def _branch(self, s: S.IfThenElse, group: E.Expr | None) -> S.Stmt:
@@ -281,7 +284,7 @@ class _PerKernel(Mutator):
         return buf
 
     def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
-        if not WorkItems(launch, self.target).needed():
+        if not launch.thread_vars or not WorkItems(launch, self.target).needed():
             return launch
         body, _ = Barriers(launch, tile_op_accesses).run(launch.body, State())
         return WorkItems(dataclasses.replace(launch, body=body), self.target).run()

@@ -415,7 +415,7 @@ class _GuardMemoryWrites(Mutator):
 
 
 def per_thread_loops(op: S.TileOp, ctx) -> S.Stmt:
-    """The tile op as serial loops one thread runs alone (per-thread code)."""
+    """The tile op as loops one thread runs alone (per-thread code)."""
     if isinstance(op, S.Copy):
         nest = copy_as_loops(op)
     elif isinstance(op, S.Fill):
@@ -432,9 +432,6 @@ def per_thread_loops(op: S.TileOp, ctx) -> S.Stmt:
     return _Serial().mutate(nest)
 
 
-UNROLLED_PER_THREAD = 64  # per-thread loops up to this trip count unroll, so a small local array stays in registers
-
-
 class _Serial(Mutator):
     def mutate_Buffer(self, buf: Buffer) -> Buffer:
         return buf
@@ -443,9 +440,9 @@ class _Serial(Mutator):
         s = self.generic_mutate(s)
         if s.kind is not S.ForKind.PARALLEL:
             return s
-        extent = E.const_value(s.extent)
-        small = isinstance(extent, int) and extent <= UNROLLED_PER_THREAD
-        return dataclasses.replace(s, kind=S.ForKind.UNROLLED if small else S.ForKind.SERIAL, annotations=())
+        # a static trip count unrolls (as register loops do), so a thread's small array stays in registers
+        static = isinstance(E.const_value(s.extent), int)
+        return dataclasses.replace(s, kind=S.ForKind.UNROLLED if static else S.ForKind.SERIAL, annotations=())
 
 
 def _writes_memory(body: S.Stmt) -> bool:
