@@ -18,6 +18,7 @@ BUILTIN_ENTRY_POINTS: dict[str, tuple[str, ...]] = {
         "webgpu = tilecraft.webgpu.backend:WEBGPU_BACKEND",
         "metal = tilecraft.metal.backend:METAL_BACKEND",
         "hip = tilecraft.hip.backend:HIP_BACKEND",
+        "cutedsl = tilecraft.cutedsl.backend:CUTEDSL_BACKEND",
     ),
     "tilecraft.execution_backends": (
         "cc = tilecraft.execution.cc.spec:CC",
@@ -27,5 +28,6 @@ BUILTIN_ENTRY_POINTS: dict[str, tuple[str, ...]] = {
         "wgpu = tilecraft.execution.wgpu.spec:WGPU",
         "metal = tilecraft.execution.metal.spec:METAL",
         "hip = tilecraft.execution.hip.spec:HIP",
+        "cutedsl = tilecraft.execution.cutedsl.spec:CUTEDSL",
     ),
 }

@@ -9,7 +9,8 @@ only in a type is still a dependency on that layer), resolved to the tilecraft m
 1. every top-level part of the package (a subpackage or a module) is in one layer of `LAYERS`; target
    backends are the top-level packages holding a `backend.py`. A module imports its own part and parts
    of lower layers only;
-2. target backends do not import each other;
+2. target backends do not import each other, except that a variant (a manifest declared `variant=True`,
+   handling targets of a kind another backend owns) may import that backend, its template;
 3. in `tilecraft/execution`, the package of one execution backend (a subpackage holding a `backend.py`)
    imports no other execution backend's package, and the shared execution code (the modules of
    `tilecraft/execution` itself and the runtime packages several backends share) imports none.
@@ -109,9 +110,32 @@ def _execution_package(dotted: str) -> str | None:
     return parts[2] if len(parts) > 3 and parts[1] == "execution" else None
 
 
-def violation(imp: Import, table: dict[str, int], backends: set[str]) -> str | None:
+def variant_templates() -> set[tuple[str, str]]:
+    """(variant package, template package) of every registered variant: the template is the backend that
+    owns the variant's kind without being a variant itself."""
+    from tilecraft.backend.registry import registered_backends
+
+    manifests = registered_backends()
+    return {
+        (_package_of(v), _package_of(t))
+        for v in manifests
+        if v.variant
+        for t in manifests
+        if not t.variant and set(t.target_kinds) & set(v.target_kinds)
+    }
+
+
+def _package_of(manifest) -> str:
+    """The top-level part of tilecraft a manifest's device codegen comes from (its backend package)."""
+    codegen = manifest.device_codegens[manifest.target_kinds[0]]
+    return part_of(codegen.source.__module__) or ""
+
+
+def violation(imp: Import, table: dict[str, int], backends: set[str], templates=frozenset()) -> str | None:
     """What is wrong with one import, or None."""
     source, target = part_of(imp.module), part_of(imp.target)
+    if (source, target) in templates:
+        return None
     if target is None or source is None:
         return None
     if source not in table or target not in table:
@@ -137,11 +161,11 @@ def _within_execution(imp: Import, backends: set[str]) -> str | None:
 
 def layer_violations(package: Path) -> list[str]:
     """`path:line: imports X: why` for every import in `package` that breaks a rule above."""
-    table, backends = layer_table(package), execution_backends(package)
+    table, backends, templates = layer_table(package), execution_backends(package), variant_templates()
     problems = []
     for path in sorted(package.rglob("*.py")):
         for imp in imports_of(package, path):
-            why = violation(imp, table, backends)
+            why = violation(imp, table, backends, templates)
             if why is not None:
                 problems.append(f"{imp.path}:{imp.line}: imports {imp.target}: {why}")
     return problems

@@ -44,6 +44,8 @@ def test_float8_buffers_are_bytes_converted_in_software():
     # CHECK: the float8 parameter is a byte pointer, stores convert and the in-expression cast rounds
     assert "uint8_t* __restrict__ Y" in source
     assert "tc_f32_to_e4m3(" in source and "tc_round_e4m3(" in source
+    # a cast stored into float8 memory converts once: rounding to e4m3 first would be two conversions more
+    assert "tc_f32_to_e4m3(tc_round_e4m3(" not in source
     assert "#include <cuda_fp8.h>" not in source  # NVRTC compiles it without include paths
 
 

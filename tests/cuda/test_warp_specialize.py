@@ -373,6 +373,41 @@ def test_code_beside_the_gemm_takes_the_general_schedule():
     assert art.kernels[0].block == (256,) and "tc_wgmma_wait<0>" not in kernel
 
 
+def test_a_gemm_whose_accumulator_is_read_under_a_condition_stays_in_flight():
+    """fp8 GEMM's "2xAcc" (the accumulator added into a second one every other tile): the gemm leaves its
+    group in flight, releases the previous tile's stages once it returns, and completes inside the branch
+    that reads the accumulator and after the loop."""
+    from tilecraft.testing.conformance.pipelined_stages import promoted_accumulator
+
+    art, kernel = _lower(promoted_accumulator())
+    consumer = kernel[kernel.index("tc_setmaxnreg_inc") :]
+    checks = """
+        CHECK: for (int32_t ko = 0; ko < 5; ++ko) {
+        CHECK: tc_mbar_wait(&tc_mbar[0 + (ko % 3)]
+        CHECK: tc_mbar_wait(&tc_mbar[6 + (ko % 3)]
+        CHECK-NOT: tc_mbar_arrive(
+        CHECK: tc::gemm_wgmma<128, 128, 64, 1, 1, false, true, false, 64, 64, 1>(A_s
+        CHECK-NEXT: if ((ko > 0)) {
+        CHECK-NEXT: tc_mbar_arrive(&tc_mbar[3 + ((ko + 2) % 3)]);
+        CHECK-NEXT: tc_mbar_arrive(&tc_mbar[9 + ((ko + 2) % 3)]);
+        CHECK: if ((((ko + 1) % 2) == 0)) {
+        CHECK-NEXT: tc_wgmma_wait<0>();
+        CHECK: C_sum[(int32_t)r{{[0-9]+}}] + C_l[(int32_t)r{{[0-9]+}}]
+        CHECK: tc_wgmma_wait<0>();
+    """
+    filecheck(consumer, checks)
+    assert art.kernels[0].block == (256,)
+
+
+def test_a_gemm_whose_accumulator_is_read_right_after_completes_in_place(capsys):
+    """Nothing would run beside the gemm: it completes in place (the general schedule's default) and the
+    note says why."""
+    with tilecraft.settings.override(TILECRAFT_VERBOSE=True):
+        _, kernel = _lower(gemm_with_a_scale, {GENERAL: True})
+    assert "tc_wgmma_wait<0>" not in kernel
+    assert "reads its accumulator (nothing would overlap the gemm)" in capsys.readouterr().err
+
+
 # ---------------------------------------------------------------- nvcc
 
 

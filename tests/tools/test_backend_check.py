@@ -67,6 +67,25 @@ def test_each_reports_every_kernel_in_order():
         assert heard == [("conformance c-cc", 2, 3, "a"), ("conformance c-cc", 3, 3, "b")]
 
 
+def test_a_kind_must_declare_its_capabilities_and_the_manifest_their_limits():
+    """The target-kind row fails for a kind without a capabilities function, and for a record whose limit
+    keys the manifest leaves out of `unsupported`."""
+    import dataclasses
+
+    from tilecraft.backend.registry import isolated_registry
+    from tilecraft.backend.target_kind import TargetKind, register_target_kind
+    from tilecraft.cuda.backend import CUDA_BACKEND
+
+    row = audit._kind_row("cuda", CUDA_BACKEND)
+    assert row.verdict.status == PASS and "capabilities declared" in row.verdict.reason
+    undeclared = audit._kind_row("cuda", dataclasses.replace(CUDA_BACKEND, unsupported={}))
+    assert undeclared.verdict.status == FAIL and "report limit(s) resource:shared-memory" in undeclared.verdict.reason
+    with isolated_registry():
+        register_target_kind(TargetKind("toynocaps", examples=("toynocaps",)))
+        bare = audit._kind_row("toynocaps", CUDA_BACKEND)
+    assert bare.verdict.status == FAIL and "kind toynocaps declares no capabilities" in bare.verdict.reason
+
+
 def test_an_unknown_backend_is_an_error_listing_the_registered_ones(capsys):
     assert main(["backend", "check", "no-such-backend"]) == 1
     err = capsys.readouterr().err

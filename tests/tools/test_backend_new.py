@@ -38,6 +38,11 @@ def test_the_package_has_every_layer_and_its_entry_point(template, tmp_path):
     assert "from tilecraft_tcnew.op import OP_TABLE" in pipeline
     readme = (out / "README.md").read_text()
     assert all(f"\n{n}. **" in readme for n in range(1, 8)), "the README walks through seven layers"
+    target = ast.parse((out / "tilecraft_tcnew/target.py").read_text())
+    assert any(isinstance(n, ast.FunctionDef) and n.name == "capabilities" for n in target.body)
+    assert any(k.arg == "capabilities" for n in ast.walk(target) if isinstance(n, ast.Call) for k in n.keywords), (
+        "the kind declares its capabilities"
+    )
 
 
 @pytest.mark.parametrize("name, words", [
@@ -94,7 +99,9 @@ def test_a_generated_backend_installs_and_passes_its_check(tmp_path):
         assert any(line.startswith(row) and " pass " in line for line in check.stdout.splitlines()), (
             check.stdout
         )
+    assert any(line.startswith("target kind tcgen") and "capabilities declared" in line
+               for line in check.stdout.splitlines()), check.stdout  # fmt: skip
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
                             "-k", "test_backend or elementwise_add_ragged or dynamic_shapes"],
                            cwd=out, env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert tests.returncode == 0 and "4 passed" in tests.stdout, tests.stdout + tests.stderr
+    assert tests.returncode == 0 and "5 passed" in tests.stdout, tests.stdout + tests.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import tilecraft
+import tilecraft.language as T
 from tilecraft.errors import ToolchainError
 
 # Every capability given, so nothing asks a device.
@@ -12,7 +13,18 @@ OPENCL = "opencl -fp16=false -fp64=true -int64_atomics=true -local_mem=65536 -ma
 CUDA = "cuda -arch=sm_90a"
 # Without subgroups the SIMT layouts name groups of 32 invocations, as on OpenCL, so the same expected IR holds.
 WEBGPU = ("webgpu -f16=true -f64=true -int64=true -float32_atomics=true -subgroups=false -max_workgroup_size=1024 "
-          "-workgroup_memory=65536 -max_workgroups=65535 -max_storage_buffers=32 -max_binding_size=134217728")
+          "-workgroup_memory=65536 -max_workgroups=65535 -max_storage_buffers=32 -max_binding_size=134217728 "
+          "-max_loop_iterations=65535")
+
+
+
+# 128 threads and 512 bytes of shared memory: what every target's support check passes, and a small limit refuses.
+@T.prim_func
+def staged(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+    with T.Kernel(1, threads=128):
+        s = T.alloc_shared((128,), "float32")
+        T.copy(A, s)
+        T.copy(s, B)
 
 
 def cuda_source(func) -> str:

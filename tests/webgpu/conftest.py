@@ -20,10 +20,10 @@ os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # Mesa's Vulkan WSI warns on e
 # Every capability given, so nothing asks an adapter: lavapipe's, with and without the optional features.
 FULL = ("webgpu -f16=true -f64=true -int64=true -float32_atomics=true -subgroups=true -subgroup_size=8 "
         "-max_workgroup_size=1024 -workgroup_memory=32768 -max_workgroups=65535 -max_storage_buffers=32 "
-        "-max_binding_size=134217728")  # fmt: skip
+        "-max_binding_size=134217728 -max_loop_iterations=65535")  # fmt: skip
 BARE = ("webgpu -f16=false -f64=false -int64=false -float32_atomics=false -subgroups=false "
         "-max_workgroup_size=256 -workgroup_memory=16384 -max_workgroups=65535 -max_storage_buffers=8 "
-        "-max_binding_size=134217728")  # fmt: skip
+        "-max_binding_size=134217728 -max_loop_iterations=65535")  # fmt: skip
 
 
 @pytest.fixture(autouse=True)

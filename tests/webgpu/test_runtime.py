@@ -10,7 +10,7 @@ import tilecraft
 import tilecraft.language as T
 from tests.webgpu.conftest import BARE
 from tilecraft.backend import create_backend_context
-from tilecraft.errors import ArgumentError
+from tilecraft.errors import ArgumentError, LoweringError
 from tilecraft.testing import conformance as kit
 
 # Without shader-f16, subgroups or f32 atomics: float16 widened on the host, reductions through
@@ -113,3 +113,73 @@ def test_64_bit_comparisons_and_uint32_to_int64_are_exact(adapter_runtime):
     w = x.astype(np.int64)
     expected = (w > 200) * 1 + (v < w) * 2 + (v >= -3) * 4
     np.testing.assert_array_equal(y, expected.astype(np.int32))
+
+
+def _llvmpipe(runtime) -> bool:
+    return "llvmpipe" in runtime.description.lower()
+
+
+def test_the_adapter_s_loop_limit_is_on_the_target(adapter_runtime):
+    expected = 65535 if _llvmpipe(adapter_runtime) else 0
+    assert tilecraft.Target.parse("webgpu").attr("max_loop_iterations") == expected
+
+
+def _gemm_inputs(m: int, n: int, k: int, seed: int):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    return a, b, np.full((m, n), np.nan, np.float32)
+
+
+def test_a_long_k_gemm_is_right_or_refused_never_cut_short(adapter_runtime):
+    """The reported bug: a float16 GEMM of 128x128 blocks on 128 threads came back NaN on lavapipe from
+    K = 512 on (llvmpipe ends every loop once an invocation has run 65535 loop passes). It is refused
+    there now; with 64x64 blocks K = 1024 fits and is right."""
+    square = kit.kernels.gemm(256, 256, 512, block_m=128, block_n=128, block_k=32)
+    if _llvmpipe(adapter_runtime):
+        with pytest.raises(LoweringError, match="loop passes") as info:
+            tilecraft.compile(square, target="webgpu", execution_backend="wgpu")
+        assert info.value.unsupported == "resource:loop-iterations"
+    else:
+        a, b, c = _gemm_inputs(256, 256, 512, 11)
+        tilecraft.compile(square, target="webgpu", execution_backend="wgpu")(a, b, c)
+        reference = a.astype(np.float64) @ b.astype(np.float64)
+        np.testing.assert_allclose(c, reference, rtol=0, atol=1e-4 * np.abs(reference).max())
+    kernel = tilecraft.compile(kit.kernels.gemm(128, 128, 1024), target="webgpu", execution_backend="wgpu")
+    a, b, c = _gemm_inputs(128, 128, 1024, 12)
+    kernel(a, b, c)
+    reference = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c, reference, rtol=0, atol=1e-4 * np.abs(reference).max())
+
+
+def _counting(outer: int, inner: int):
+    @T.prim_func
+    def counting(X: T.Tensor((32,), "int32"), Y: T.Tensor((32,), "int32")):
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(32):
+                total = T.alloc_var("int32")
+                total = 0
+                for _p in T.serial(outer):
+                    for _q in T.serial(inner):
+                        total += X[i]
+                Y[i] = total
+
+    return counting
+
+
+def test_llvmpipe_still_cuts_loops_short_where_the_count_says(adapter_runtime):
+    """Where the count is at most 65535 the loops run whole; one outer iteration more and, with the check
+    turned off, llvmpipe cuts them short (so the limit is still there); with the check, that is refused."""
+    if not _llvmpipe(adapter_runtime):
+        pytest.skip(f"the loop limit is llvmpipe's; this adapter is {adapter_runtime.description}")
+    unchecked = "webgpu -max_loop_iterations=0"
+    x = np.ones(32, np.int32)
+    results = {}
+    for outer in (992, 993):  # 64-iteration inner loops: 65475 and 65541 passes counted
+        y = np.full(32, -1, np.int32)
+        tilecraft.compile(_counting(outer, 64), target=unchecked, execution_backend="wgpu")(x, y)
+        results[outer] = int(y[0])
+    assert results == {992: 992 * 64, 993: 992 * 64 + 63}
+    tilecraft.compile(_counting(992, 64), target="webgpu", execution_backend="wgpu")
+    with pytest.raises(LoweringError, match="runs 65,541 loop passes"):
+        tilecraft.compile(_counting(993, 64), target="webgpu", execution_backend="wgpu")

@@ -11,6 +11,10 @@ from tilecraft.errors import BackendError
 
 FORMAT_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 KEBAB_NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
+# Limit keys (a manifest's `unsupported`, `LoweringError.unsupported`, a target's capabilities): what kind of
+# thing is missing, then its name (a tile-op class, a dtype, a feature or a resource in kebab case).
+UNSUPPORTED_KINDS = ("op", "dtype", "feature", "resource")
+LIMIT_KEY = re.compile(rf"({'|'.join(UNSUPPORTED_KINDS)}):[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def check_format(owner: str, fmt: Any) -> str:

@@ -7,6 +7,11 @@ pipeline reads (key -> one-line doc), so `pass_configs` can be checked against t
 support (`unsupported`: limit -> one-line reason, the only lowering errors the conformance kit accepts as
 a skip), and the plugin API version it was written for. Every rule is checked when the manifest is built;
 each message lists what was allowed.
+
+A *variant* (`variant=True`) shares a target kind with that kind's own backend and handles only the
+targets that name it (`-backend=NAME`, or its spelling from `register_target_variant`): the kind's rules,
+attributes and detection stay one, and the variant differs in its pipeline, codegen and execution
+backends. A backend that owns a new kind needs no such flag.
 """
 
 from __future__ import annotations
@@ -20,17 +25,13 @@ from tilecraft.backend.api import api_version_problem
 from tilecraft.backend.codegen import DeviceCodegen, HostCodegen, HostCodegenHook
 from tilecraft.backend.errors import ManifestError, PluginAPIError
 from tilecraft.backend.execution import ExecutionBackendSpec
-from tilecraft.backend.formats import first_doc_line, frozen_mapping
+from tilecraft.backend.formats import LIMIT_KEY, UNSUPPORTED_KINDS, first_doc_line, frozen_mapping
 from tilecraft.backend.pipeline import PassPipeline
 
 if TYPE_CHECKING:
     from tilecraft.backend.target import Target
 
 _NAME = re.compile(r"[a-z][a-z0-9_-]*")
-# `unsupported` keys: what kind of thing is missing, then its name (a tile-op class, a dtype, a feature or a
-# resource in kebab case).
-UNSUPPORTED_KINDS = ("op", "dtype", "feature", "resource")
-_UNSUPPORTED = re.compile(rf"({'|'.join(UNSUPPORTED_KINDS)}):[A-Za-z0-9][A-Za-z0-9_.-]*")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
@@ -54,6 +55,8 @@ class BackendModule:
     pass_configs: Mapping[str, str] = field(default_factory=dict)
     unsupported: Mapping[str, str] = field(default_factory=dict)
     api_version: int | None = None
+    # Last, so that manifests written with positional fields before it was added keep their meaning.
+    variant: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "target_kinds", tuple(self.target_kinds))
@@ -72,14 +75,30 @@ class BackendModule:
         return ManifestError(f"backend manifest {self.name!r}: {problem}")
 
     def matches(self, target: Target) -> bool:
-        """Whether this manifest handles `target`: it owns the kind and the predicate (if any) accepts it."""
-        return target.kind in self.target_kinds and (self.predicate is None or bool(self.predicate(target)))
+        """Whether this manifest handles `target`: it owns the kind, the target names this backend (a
+        variant) or no other one (`-backend=`), and the predicate (if any) accepts it."""
+        from tilecraft.backend.target import BACKEND_ATTR
+
+        if target.kind not in self.target_kinds:
+            return False
+        named = target.attr(BACKEND_ATTR)
+        if named != self.name and (named is not None or self.variant):
+            return False
+        return self.predicate is None or bool(self.predicate(target))
+
+    def own_target(self, target: Target) -> Target:
+        """`target` as one this manifest handles: with `-backend=NAME` for a variant (how the examples
+        and detected targets of a kind it shares become its own), else unchanged."""
+        from tilecraft.backend.target import BACKEND_ATTR
+
+        return target.with_attrs(**{BACKEND_ATTR: self.name}) if self.variant else target
 
     @property
     def predicate_doc(self) -> str:
         """The variant predicate in words: its docstring's first line, else its name."""
+        chosen = f"targets naming it (-backend={self.name})" if self.variant else "every target of its kinds"
         if self.predicate is None:
-            return "every target of its kinds"
+            return chosen
         return first_doc_line(self.predicate) or getattr(self.predicate, "__name__", repr(self.predicate))
 
     @property
@@ -120,6 +139,8 @@ def _check_identity(m: BackendModule) -> None:
         )
     if not isinstance(m.doc, str):
         raise m.fail("doc must be a string")
+    if not isinstance(m.variant, bool):
+        raise m.fail(f"variant must be True or False, got {m.variant!r}")
 
 
 def _check_per_kind(m: BackendModule, what: str, mapping: Mapping[str, Any], cls: type) -> None:
@@ -205,7 +226,7 @@ def _check_api_version(m: BackendModule) -> None:
 
 def _check_unsupported(m: BackendModule) -> None:
     for key, reason in m.unsupported.items():
-        if not isinstance(key, str) or not _UNSUPPORTED.fullmatch(key):
+        if not isinstance(key, str) or not LIMIT_KEY.fullmatch(key):
             raise m.fail(
                 f"unsupported keys are '<kind>:<name>' with kind one of {', '.join(UNSUPPORTED_KINDS)} "
                 f"(such as 'dtype:float64' or 'op:Cumsum'), got {key!r}"

@@ -1,8 +1,10 @@
 """The registry of target-backend manifests, and selection of the one that handles a target.
 
-Manifests sharing a target kind are variants and must have mutually exclusive predicates. What can be
-checked at registration is: a manifest without a predicate matches every target of its kinds, so it may
-not share a kind with any other manifest. Whether two predicates overlap is checked when a target is
+Manifests sharing a target kind must have mutually exclusive predicates, unless all but one of them are
+declared variants (`BackendModule.variant`), which handle only the targets that name them
+(`-backend=NAME`). What can be checked at registration is: a manifest without a predicate that is not a
+variant matches every target of its kinds that names no variant, so it may not share a kind with another
+such manifest. Whether two predicates overlap is checked when a target is
 looked up: more than one match is an error naming them.
 
 Backends are found through entry points (tilecraft/backend/_loader.py), loaded on the first lookup, not
@@ -73,6 +75,8 @@ def _check_kinds_registered(module: BackendModule) -> None:
 def _check_exclusive(module: BackendModule) -> None:
     for other in _manifests.values():
         shared = [k for k in module.target_kinds if k in other.target_kinds]
+        if module.variant or other.variant:
+            continue  # a variant handles only the targets that name it
         if shared and (module.predicate is None or other.predicate is None):
             without = module.name if module.predicate is None else other.name
             raise ManifestError(

@@ -8,6 +8,11 @@ Accepted spellings::
     Target.parse({"kind": "k", "arch": "x1"})
     Target.parse(target)                    # re-normalized
     Target.parse("auto") / Target.parse(None)   # TILECRAFT_TARGET if set, else hardware detection
+    Target.parse("k -backend=v")            # a backend variant v of kind k (registry.backend_for)
+    Target.parse("v -arch=x1")              # the same, where v is a registered variant spelling
+
+Every kind accepts `-backend=NAME`: it names the backend manifest that handles the target when a kind
+has several (a variant, BackendModule.variant). The kind's normalizer never sees it.
 
 `str(target)` is canonical (attributes sorted, flags bare) and parses back to an equal target.
 """
@@ -18,16 +23,22 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tilecraft.backend.errors import TargetError
-from tilecraft.backend.target_kind import check_attributes, lookup_target_kind
+from tilecraft.backend.target_kind import check_attributes, lookup_target_kind, variant_kind
 from tilecraft.errors import TilecraftError
+
+if TYPE_CHECKING:
+    from tilecraft.backend.capabilities import Capabilities
 
 AttrValue = str | int | bool
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _INT = re.compile(r"-?[0-9]+")
+_BACKEND_NAME = re.compile(r"[a-z][a-z0-9_-]*")
 AUTO = "auto"
+# The attribute every kind accepts: the backend variant that handles the target (registry.backend_for).
+BACKEND_ATTR = "backend"
 
 
 def parse_value(text: str) -> AttrValue:
@@ -85,6 +96,13 @@ class Target:
             if k == key:
                 return v
         return default
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What this target has: the record its kind builds from the attributes (backend/capabilities.py)."""
+        from tilecraft.backend.capabilities import capabilities_of
+
+        return capabilities_of(self)
 
     @property
     def attrs_dict(self) -> Mapping[str, AttrValue]:
@@ -161,9 +179,20 @@ def _parse_mapping(value: Mapping[str, Any]) -> Target:
 
 
 def normalize(kind_name: str, attrs: Mapping[str, Any]) -> Target:
-    """Resolve `kind_name` (or an alias) and apply its normalizer to `attrs`."""
+    """Resolve `kind_name` (an alias, or a variant spelling) and apply its normalizer to `attrs`; the
+    `backend` attribute is kept as written, beside the canonical ones."""
+    attrs = dict(attrs)
+    variant = variant_kind(kind_name)
+    if variant is not None:
+        if attrs.get(BACKEND_ATTR, kind_name) != kind_name:
+            raise TargetError(
+                f"target {kind_name!r} is kind {variant!r} with -backend={kind_name}; it cannot also name "
+                f"-backend={attrs[BACKEND_ATTR]}"
+            )
+        kind_name, attrs[BACKEND_ATTR] = variant, kind_name
     kind = lookup_target_kind(kind_name)
     raw = Target(kind.name, tuple(attrs.items()))  # validates what was written before the normalizer sees it
+    backend = _backend_name(kind.name, attrs.pop(BACKEND_ATTR, None))
     check_attributes(kind, attrs)
     if kind.normalize is None:
         return raw
@@ -174,7 +203,19 @@ def normalize(kind_name: str, attrs: Mapping[str, Any]) -> Target:
     except Exception as err:
         raise TargetError(f"target kind {kind.name!r} rejects attributes {dict(attrs)}: {err}") from err
     check_attributes(kind, canonical, written=False)
+    if backend is not None:
+        canonical[BACKEND_ATTR] = backend
     return Target(kind.name, tuple(canonical.items()))
+
+
+def _backend_name(kind: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _BACKEND_NAME.fullmatch(value):
+        raise TargetError(
+            f"target {kind}: -{BACKEND_ATTR}= names a backend manifest ({_BACKEND_NAME.pattern}), got {value!r}"
+        )
+    return value
 
 
 def _default_target() -> Target:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from tilecraft.backend.errors import TargetError
 
 if TYPE_CHECKING:
+    from tilecraft.backend.capabilities import CapabilityFacts
     from tilecraft.backend.target import Target
 
 Attrs = dict[str, Any]
@@ -48,6 +49,10 @@ class TargetKind:
     tilecraft.backend.target verifies it on `examples`). `detect` runs only when asked (a target of
     `"auto"`, a detection report), never at import. `auto=False` keeps the kind out of `"auto"`: for a
     kind that can run here but should be chosen only by name.
+
+    `capabilities` builds the record of what a target of the kind has (`Capabilities`, from its
+    canonical attributes: tilecraft/backend/capabilities.py), which the shared check and the backend's
+    passes read; None declares none (a record that knows nothing and refuses nothing).
     """
 
     name: str
@@ -60,6 +65,7 @@ class TargetKind:
     auto: bool = True
     # Last, so that kinds written with positional fields before it was added keep their meaning.
     attributes: tuple[str, ...] | None = None
+    capabilities: CapabilityFacts | None = None
 
     def __post_init__(self) -> None:
         for name in (self.name, *self.aliases):
@@ -70,7 +76,7 @@ class TargetKind:
             raise TargetError(f"target kind {self.name!r}: aliases must be unique and differ from the name")
         if self.attributes is not None:
             object.__setattr__(self, "attributes", _check_attribute_names(self.name, self.attributes))
-        for label, fn in (("normalize", self.normalize), ("detect", self.detect)):
+        for label, fn in (("normalize", self.normalize), ("detect", self.detect), ("capabilities", self.capabilities)):
             if fn is not None and not callable(fn):
                 raise TargetError(f"target kind {self.name!r}: {label} must be callable or None")
 
@@ -125,13 +131,16 @@ class KindTable:
     def __init__(self) -> None:
         self.kinds: dict[str, TargetKind] = {}
         self.aliases: dict[str, str] = {}
+        # variant spelling -> kind: `Target.parse("v -arch=x")` is `kind -arch=x -backend=v`
+        self.variants: dict[str, str] = {}
         self.lock = threading.RLock()
 
-    def snapshot(self) -> tuple[dict[str, TargetKind], dict[str, str]]:
-        return dict(self.kinds), dict(self.aliases)
+    def snapshot(self) -> tuple[dict[str, TargetKind], dict[str, str], dict[str, str]]:
+        return dict(self.kinds), dict(self.aliases), dict(self.variants)
 
-    def restore(self, state: tuple[dict[str, TargetKind], dict[str, str]]) -> None:
+    def restore(self, state: tuple) -> None:
         self.kinds, self.aliases = dict(state[0]), dict(state[1])
+        self.variants = dict(state[2]) if len(state) > 2 else {}
 
 
 KINDS = KindTable()
@@ -153,9 +162,38 @@ def register_target_kind(kind: TargetKind) -> TargetKind:
 
 def _check_names_free(kind: TargetKind) -> None:
     for name in (kind.name, *kind.aliases):
-        owner = KINDS.aliases.get(name) or (name if name in KINDS.kinds else None)
+        owner = KINDS.aliases.get(name) or (name if name in KINDS.kinds else None) or KINDS.variants.get(name)
         if owner is not None:
             raise TargetError(f"target kind {kind.name!r}: name {name!r} is already used by kind {owner!r}")
+
+
+def register_target_variant(name: str, kind: str) -> str:
+    """Let `name` stand for `kind -backend=name` in target strings and dicts (TileLang's spelling of a
+    backend variant of a kind another backend owns): the variant backend's target.py calls it.
+    The same spelling again is harmless; a name some kind, alias or other variant uses is an error."""
+    _check_kind_name(name)
+    with KINDS.lock:
+        if KINDS.variants.get(name) == kind:
+            return name
+        owner = KINDS.aliases.get(name) or (name if name in KINDS.kinds else None) or KINDS.variants.get(name)
+        if owner is not None:
+            raise TargetError(
+                f"target variant {name!r} of kind {kind!r}: the name is already used by kind {owner!r}"
+            )
+        if kind not in KINDS.kinds:
+            raise TargetError(f"target variant {name!r}: kind {kind!r} is not registered; {describe_kinds()}")
+        KINDS.variants[name] = kind
+        return name
+
+
+def variant_kind(name: str) -> str | None:
+    """The kind a variant spelling stands for (register_target_variant), or None."""
+    from tilecraft.backend._loader import ensure_backends
+
+    if name in KINDS.kinds or name in KINDS.aliases:
+        return None
+    ensure_backends()
+    return KINDS.variants.get(name)
 
 
 def unregister_target_kind(name: str) -> None:
@@ -194,4 +232,8 @@ def describe_kinds() -> str:
     text = f"registered kinds: {', '.join(sorted(KINDS.kinds))}"
     if KINDS.aliases:
         text += "; aliases: " + ", ".join(f"{a} -> {k}" for a, k in sorted(KINDS.aliases.items()))
+    if KINDS.variants:
+        text += "; variants: " + ", ".join(
+            f"{v} -> {k} -backend={v}" for v, k in sorted(KINDS.variants.items())
+        )
     return text

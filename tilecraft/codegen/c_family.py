@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from tilecraft.backend.capabilities import no_mbarriers
 from tilecraft.codegen.reserved import C_RESERVED, ReservedNames
 from tilecraft.errors import LoweringError
 from tilecraft.ir import expr as E
@@ -473,11 +474,8 @@ class CFamilyPrinter:
         self._no_mbarriers()
 
     def _no_mbarriers(self) -> None:
-        self.fail(
-            f"mbarriers (T.alloc_barrier, T.barrier_wait, T.barrier_arrive) are not supported on {self.target_name}",
-            "hand tiles between thread groups through shared memory and T.sync_threads() (docs/language.md, "
-            "'Warp specialization', lists the targets that run mbarriers)",
-        )
+        lack = no_mbarriers(self.target_name)
+        self.fail(lack.reason, lack.fix)
 
     def block(self, s: S.Stmt | None) -> None:
         self.indent += 1
@@ -547,14 +545,12 @@ class CFamilyPrinter:
 
     def stored(self, e: Expr, dtype: DataType) -> str:
         """The value a store of `e` into a `dtype` buffer converts: a cast to the buffer's 16-bit float
-        type is dropped, since converting to storage rounds the same way (round to nearest even twice
-        is once) and the cast's round trip would cost two more conversions per element (an epilogue's
-        f32 -> f16 store is three cvt instructions otherwise)."""
-        if (
-            isinstance(e, E.Cast)
-            and e.dtype == dtype
-            and dtype.kind in ("float", "bfloat")
-            and dtype.bits == 16
+        or float8 type is dropped, since converting to storage rounds the same way (round to nearest
+        even twice is once; saturation and NaN map the same) and the cast's round trip would cost two
+        more conversions per element (an epilogue's f32 -> f16 store is three cvt instructions
+        otherwise, and float8's software conversions are a dozen integer operations each)."""
+        if isinstance(e, E.Cast) and e.dtype == dtype and (
+            (dtype.kind in ("float", "bfloat") and dtype.bits == 16) or dtype.kind == "float8"
         ):
             return self.narrowing_source(e.value, dtype)
         if isinstance(e, E.Cast) and e.dtype == dtype and (dtype.kind == "microfloat" or dtype.is_packed):

@@ -1,10 +1,16 @@
-"""The CPU target kind `c` (alias `cpu`): attributes name the host's vector ISA."""
+"""The CPU target kind `c` (alias `cpu`): attributes name the host's vector ISA.
+
+Its capabilities (tilecraft/backend/capabilities.py): a block runs as one thread; every dtype, atomic
+update, mbarrier (emulated) and T.print; no matrix instructions or asynchronous copies. A block's scratch
+is bounded by a pass config, not by the target (cpu/storage.py).
+"""
 
 from __future__ import annotations
 
 import platform
 from functools import cache
 
+from tilecraft.backend.capabilities import EVERY_DTYPE, Capabilities
 from tilecraft.backend.errors import TargetError
 from tilecraft.backend.target import Target
 from tilecraft.backend.target_kind import TargetKind, register_target_kind
@@ -53,6 +59,16 @@ def normalize(attrs: dict) -> dict:
     return {**attrs, "isa": isa}
 
 
+def capabilities(target: Target) -> Capabilities:
+    """Everything the language has, run by one thread per block."""
+    return Capabilities(
+        thread_group=1,
+        mbarriers=True,
+        print=True,
+        **EVERY_DTYPE,
+    )
+
+
 def detect() -> Target:
     """The host processor is always there."""
     return Target.parse({"kind": KIND})
@@ -66,6 +82,7 @@ CPU_TARGET_KIND = register_target_kind(
         normalize=normalize,
         detect=detect,
         detect_priority=99,
+        capabilities=capabilities,
         doc="the host processor: a block runs as one thread, blocks run in parallel (OpenMP)",
         examples=("c", "cpu", "c -isa=generic", {"kind": "cpu"}),
     )

@@ -18,8 +18,7 @@ from tilecraft.cuda.op.gemm_plan import (
 from tilecraft.cuda.op.tma_store import TMA_STORE, TMA_STORE_DOC
 from tilecraft.cuda.pipeline import PIPELINE
 from tilecraft.cuda.storage import ASSUME_ALIGNED, ASSUME_ALIGNED_DOC
-from tilecraft.cuda.target import KIND
-from tilecraft.cuda.transform.check import SHARED_MEMORY
+from tilecraft.cuda.target import KIND, SHARED_MEMORY
 from tilecraft.cuda.transform.multicast import SWITCH as MULTICAST_SWITCH
 from tilecraft.cuda.transform.overlap import OVERLAP
 from tilecraft.cuda.transform.warp_specialize import GENERAL

@@ -17,7 +17,7 @@ from tilecraft.cuda.op.tma_store import staging_layouts, tma_store_enabled, unsu
 from tilecraft.cuda.storage import SHARED_SCOPES, mark_assumed_alignment, plan_shared_memory
 from tilecraft.cuda.target import KIND, capability
 from tilecraft.cuda.transform.async_gathers import async_gathers
-from tilecraft.cuda.transform.check import check_cuda_support, check_planned_shared_memory
+from tilecraft.cuda.transform.check import check_barrier_placement, check_planned_shared_memory
 from tilecraft.cuda.transform.clusters import cluster_launches
 from tilecraft.cuda.transform.pipeline import inject_software_pipeline
 from tilecraft.cuda.transform.shared_layouts import apply_shared_layouts
@@ -40,6 +40,7 @@ from tilecraft.transform.simplify import simplify_pass
 from tilecraft.transform.simt.barriers import insert_barriers
 from tilecraft.transform.simt.lower_threads import lower_to_threads
 from tilecraft.transform.split_kernels import split_host_device_pass
+from tilecraft.transform.target_support import check_target_support
 from tilecraft.transform.thread_dims import flatten_thread_dims
 from tilecraft.transform.thread_groups import groups_of
 from tilecraft.transform.widen import widen_index_arithmetic
@@ -128,7 +129,7 @@ def _strict_layouts(func: PrimFunc, wgmma: bool, ctx):
 def cuda_split_staging_tiles(mod: IRModule, ctx) -> IRModule:
     """Where the TMA-store epilogue is on, a staging tile that would take the kernel's shared memory past
     the target's limit beside the pipeline's stages is stored in column blocks (transform/split_staging.py)."""
-    limit = ctx.target.attr("max_shared_memory_per_block_optin")
+    limit = ctx.target.capabilities.shared_memory.bytes
     out = []
     for f in mod.functions:
         if limit and _tma_stores(_allows_wgmma(f, ctx), ctx):
@@ -186,9 +187,10 @@ def cuda_lower_to_threads(mod: IRModule, ctx) -> IRModule:
 PIPELINE = PassPipeline(
     KIND,
     (
+        check_target_support(),  # what the arch's capabilities lack (sm_80+, mbarriers, shared memory): refused
         flatten_thread_dims,  # threads=(X, Y, Z): one linear thread index, dim 0 fastest
         lower_thread_allreduce(cuda_simt),  # T.tvm_thread_allreduce -> lane exchanges, then shared memory and a barrier
-        check_cuda_support,  # sm_80+, dtypes and features this backend lowers
+        check_barrier_placement,  # T.alloc_barrier at the kernel's top level
         cluster_launches,  # T.Kernel(cluster_dims=...): kept on sm_90+, dropped (a scheduling matter) before
         rasterize_blocks,  # T.use_swizzle: blocks renumbered in L2-friendly panels
         simplify_pass,  # index arithmetic, before layouts are chosen

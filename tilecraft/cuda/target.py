@@ -9,6 +9,10 @@ Attributes (all canonical after normalization):
 * `sm_count`: number of SMs.
 * `max_shared_memory_per_block_optin`: bytes of shared memory one block may opt into.
 
+`capabilities(target)` is what the arch has (the record tilecraft/backend/capabilities.py describes):
+sm_80 and newer (older archs are refused), warps of 32, cp.async and mma.sync m16n8k16 from sm_80, TMA,
+mbarriers and thread-block clusters from sm_90, wgmma on sm_90a.
+
 A target without `arch` (`"cuda"`, or `"auto"` through the detector) is read from the device: its arch,
 SM count and shared-memory limit. A target that names its `arch` is never completed from hardware, so it
 means the same on every machine and parsing it never initializes CUDA (which would break processes
@@ -21,9 +25,20 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tilecraft.backend.capabilities import (
+    EVERY_DTYPE,
+    Capabilities,
+    Lack,
+    Limit,
+    MatrixInstruction,
+    Memory,
+)
 from tilecraft.backend.errors import TargetError
 from tilecraft.backend.target import Target
 from tilecraft.backend.target_kind import TargetKind, register_target_kind
+from tilecraft.cuda.intrinsics.mma_layouts import WARP_SIZE
+from tilecraft.cuda.intrinsics.simt import MAX_THREADS_PER_BLOCK
+from tilecraft.cuda.storage import SHARED_ALIGN
 
 KIND = "cuda"
 ALIASES = ("nvidia",)
@@ -141,6 +156,54 @@ def _require_device(index: int) -> Any:
     return status
 
 
+MIN_CAPABILITY = (8, 0)  # cp.async, bf16, ldmatrix
+SM90 = (9, 0)  # TMA, mbarrier.try_wait.parity, thread-block clusters, stmatrix
+WGMMA_ARCH = "sm_90a"
+# "Maximum amount of local memory per thread: 512 KB" for every compute capability (CUDA C++ Programming
+# Guide, Technical Specifications). Fragments live in registers and spill there; past it a launch fails.
+LOCAL_MEMORY_PER_THREAD = 512 * 1024
+SHARED_MEMORY = "resource:shared-memory"  # the limit of a kernel over the shared-memory budget (declared)
+HALF_TYPES = ("float16", "bfloat16")
+FLOAT8_TYPES = ("float8_e4m3fn", "float8_e5m2")
+MMA_SYNC = MatrixInstruction("mma.sync", (16, 8, 16), HALF_TYPES, ("float32",))
+WGMMA = (
+    MatrixInstruction("wgmma", (64, 256, 16), HALF_TYPES, ("float32",)),
+    MatrixInstruction("wgmma", (64, 256, 32), FLOAT8_TYPES, ("float32",)),
+)
+
+
+def capabilities(target: Target) -> Capabilities:
+    """What the target's arch has; an arch before sm_80 is refused as a whole."""
+    arch = target.attr("arch")
+    cc = capability(arch) if arch is not None else None
+    refused = None
+    if cc is not None and cc < MIN_CAPABILITY:
+        refused = Lack(f"the CUDA backend needs sm_80 or newer (cp.async, bf16, ldmatrix); target arch is {arch}",
+                       "use a target with -arch=sm_80 or newer")  # fmt: skip
+    sm90 = cc is not None and cc >= SM90
+    mbarriers = True if sm90 else None
+    if cc is not None and not sm90:
+        mbarriers = Lack(f"T.alloc_barrier needs sm_90 or newer (mbarrier.try_wait.parity); target arch is {arch}",
+                         "use a target with -arch=sm_90a, or hand tiles between thread groups through shared "
+                         "memory and T.sync_threads()")  # fmt: skip
+    return Capabilities(
+        refused=refused,
+        thread_group=WARP_SIZE,
+        max_threads=Limit(MAX_THREADS_PER_BLOCK, f"a CUDA block has at most {MAX_THREADS_PER_BLOCK} threads"),
+        shared_memory=Memory(target.attr("max_shared_memory_per_block_optin"), "shared memory", SHARED_ALIGN,
+                             key=SHARED_MEMORY),
+        private_memory=Memory(LOCAL_MEMORY_PER_THREAD, "registers and local memory",
+                              fix="use smaller tiles or more threads; a CUDA thread has at most 512 KiB of local "
+                              "memory, and anything past its 255 registers spills there"),  # fmt: skip
+        async_copies=("cp.async", "tma") if sm90 else ("cp.async",),
+        matrix=(MMA_SYNC, *WGMMA) if arch == WGMMA_ARCH else (MMA_SYNC,),
+        mbarriers=mbarriers,
+        clusters=sm90,
+        print=True,
+        **EVERY_DTYPE,
+    )  # fmt: skip
+
+
 def detect() -> Target | str:
     """Device 0 through the CUDA driver, or why there is none."""
     status = _device_status(0)
@@ -157,6 +220,7 @@ CUDA_TARGET_KIND = register_target_kind(
         normalize=normalize,
         detect=detect,
         detect_priority=10,
+        capabilities=capabilities,
         doc="an NVIDIA GPU: blocks of threads over SMs, named by arch (sm_80, sm_90a, sm_100a)",
         examples=(
             "cuda -arch=sm_90a",

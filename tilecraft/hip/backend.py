@@ -10,8 +10,7 @@ from tilecraft.execution.hip.spec import HIP
 from tilecraft.hip.carver import CDNA
 from tilecraft.hip.codegen import BINARY_FORMAT, SOURCE_FORMAT, compile_code_object, device_source
 from tilecraft.hip.pipeline import PIPELINE
-from tilecraft.hip.target import KIND
-from tilecraft.hip.transform.check import FLOAT64_MATH, LDS, PRINT
+from tilecraft.hip.target import FLOAT64_MATH, KIND, LDS, PRINT
 from tilecraft.transform.narrow_dtypes import NARROW_DTYPES
 
 HIP_BACKEND = register_backend(

@@ -19,7 +19,6 @@ from tilecraft.hip.ir import shared_accesses
 from tilecraft.hip.op import OP_TABLE
 from tilecraft.hip.op.gemm_plan import hip_strict_layouts
 from tilecraft.hip.target import KIND
-from tilecraft.hip.transform.check import check_hip_support
 from tilecraft.hip.transform.lds_layouts import apply_lds_layouts
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule, PrimFunc
@@ -36,6 +35,7 @@ from tilecraft.transform.simt.barriers import insert_barriers
 from tilecraft.transform.simt.lower_threads import lower_to_threads
 from tilecraft.transform.split_kernels import split_kernels
 from tilecraft.transform.storage import storage_pass
+from tilecraft.transform.target_support import check_target_support
 from tilecraft.transform.thread_dims import flatten_thread_dims
 from tilecraft.transform.widen import widen_index_arithmetic
 
@@ -90,9 +90,9 @@ plan_lds = storage_pass(
 PIPELINE = PassPipeline(
     KIND,
     (
+        check_target_support(),  # what the arch's capabilities lack: LDS, float64 math and T.print without ROCm
         flatten_thread_dims,  # threads=(X, Y, Z): one linear thread index, dim 0 fastest
         lower_thread_allreduce(hip_simt),  # T.tvm_thread_allreduce -> lane exchanges, then shared memory and a barrier
-        check_hip_support,  # LDS and private memory budgets; math and output that compile without ROCm
         rasterize_blocks,  # T.use_swizzle: work-groups renumbered in L2-friendly panels
         simplify_pass,  # index arithmetic, before layouts are chosen
         guard_accesses,  # T.Parallel loads/stores of global memory past an edge: zero / skipped

@@ -22,7 +22,7 @@ MATH32 = {"exp": "__builtin_expf", "exp2": "__builtin_exp2f", "log": "__builtin_
           "sqrt": "__builtin_sqrtf", "tanh": "tc_tanhf", "erf": "tc_erff", "floor": "__builtin_floorf",
           "ceil": "__builtin_ceilf", "round": "__builtin_rintf", "sin": "__builtin_sinf", "cos": "__builtin_cosf",
           "pow": "__builtin_powf", "abs": "__builtin_fabsf"}  # fmt: skip
-# The float64 functions clang expands for AMDGPU without ocml (check-hip-support refuses the others).
+# The float64 functions clang expands for AMDGPU without ocml (check-target-support refuses the others: hip/target.py).
 MATH64 = {"sqrt": "__builtin_sqrt", "floor": "__builtin_floor", "ceil": "__builtin_ceil", "round": "__builtin_rint",
           "abs": "__builtin_fabs"}  # fmt: skip
 ON_CHIP_32BIT = ("shared", "shared.dyn", "local", "local.fragment")

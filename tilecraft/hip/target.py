@@ -14,7 +14,9 @@ Attributes (all canonical after normalization):
 A target without `arch` is read from the device, through the amdgpu kernel driver's topology
 (`/sys/class/kfd/kfd/topology/nodes/*/properties`, `gfx_target_version`); a target that names its
 arch is never completed from hardware, so it means the same on every machine. Everything the backend
-decides per arch (wavefront, MFMA, fp8) comes from ARCHS.
+decides per arch (wavefront, MFMA, fp8) comes from ARCHS, and `capabilities(target)` states it as the
+record tilecraft/backend/capabilities.py describes, with what the HIP backend lacks without ROCm's
+device libraries (float64 transcendentals, T.print) and the dtypes it does not lower.
 """
 
 from __future__ import annotations
@@ -24,9 +26,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tilecraft.backend.capabilities import (
+    EVERY_DTYPE,
+    Capabilities,
+    Functions,
+    Lack,
+    Limit,
+    MatrixInstruction,
+    Memory,
+    no_mbarriers,
+)
 from tilecraft.backend.errors import TargetError
 from tilecraft.backend.target import Target
 from tilecraft.backend.target_kind import TargetKind, register_target_kind
+from tilecraft.hip.intrinsics.simt import MAX_THREADS_PER_BLOCK
+from tilecraft.transform.narrow_dtypes import narrow_lack
 
 KIND = "hip"
 ALIASES = ("rocm",)
@@ -34,26 +48,31 @@ ATTRIBUTES = ("arch", "device", "wavefront", "lds")
 KFD_TOPOLOGY = Path("/sys/class/kfd/kfd/topology/nodes")
 
 
+# The MFMA forms the backend emits: 16x16x16 of float16 or bfloat16 (CDNA2 and newer), 16x16x32 of
+# float8 (e4m3 / e5m2 in any pairing; CDNA3 and newer); both into float32.
+MFMA_HALF = MatrixInstruction("mfma", (16, 16, 16), ("float16", "bfloat16"), ("float32",))
+MFMA_FP8 = MatrixInstruction("mfma", (16, 16, 32), ("float8_e4m3fn", "float8_e5m2"), ("float32",))
+
+
 @dataclass(frozen=True)
 class ArchInfo:
     """What tilecraft uses of one AMD processor: its family, wavefront width, LDS per work-group, and
-    which MFMA forms it has (`mfma`: the 16x16x16 f16/bf16 ones; `fp8_mfma`: 16x16x32 fp8/bf8)."""
+    the MFMA forms the backend emits on it (none on RDNA, whose WMMA it does not use)."""
 
     family: str
     wavefront: int
     lds: int
-    mfma: bool
-    fp8_mfma: bool
+    mfma: tuple[MatrixInstruction, ...]
     # The fp8 encodings its fp8 MFMA reads: "fnuz" (gfx942: bias 8/16, no infinities, one NaN 0x80) or
     # "ocp" (gfx950: the e4m3fn / e5m2 formats tilecraft's float8 dtypes are).
     fp8_encoding: str = ""
 
 
 ARCHS: dict[str, ArchInfo] = {
-    "gfx90a": ArchInfo("CDNA2", 64, 64 * 1024, mfma=True, fp8_mfma=False),
-    "gfx942": ArchInfo("CDNA3", 64, 64 * 1024, mfma=True, fp8_mfma=True, fp8_encoding="fnuz"),
-    "gfx950": ArchInfo("CDNA4", 64, 160 * 1024, mfma=True, fp8_mfma=True, fp8_encoding="ocp"),
-    "gfx1100": ArchInfo("RDNA3", 32, 64 * 1024, mfma=False, fp8_mfma=False),
+    "gfx90a": ArchInfo("CDNA2", 64, 64 * 1024, (MFMA_HALF,)),
+    "gfx942": ArchInfo("CDNA3", 64, 64 * 1024, (MFMA_HALF, MFMA_FP8), fp8_encoding="fnuz"),
+    "gfx950": ArchInfo("CDNA4", 64, 160 * 1024, (MFMA_HALF, MFMA_FP8), fp8_encoding="ocp"),
+    "gfx1100": ArchInfo("RDNA3", 32, 64 * 1024, ()),
 }
 _ARCH = re.compile(r"(?:-{0,2}(?:offload-)?arch=)?(?:gfx)?([0-9a-f]{3,4})")
 
@@ -147,6 +166,43 @@ def _device_arch(device: int) -> str:
     return arch
 
 
+# The limits the capabilities report (LoweringError.unsupported), declared in the manifest.
+LDS = "resource:lds"
+FLOAT64_MATH = "feature:float64-math"
+PRINT = "feature:print"
+# clang expands these float64 functions for AMDGPU without ocml; the others (exp, log, sin, ...) would
+# be calls into a device library the code object does not link.
+FLOAT64_MATH_OK = ("sqrt", "floor", "ceil", "round", "abs", "rsqrt")
+# A scratch (private) segment of a work-item: the most AMD's HSA runtime gives one (its
+# max_scratch_per_work_item on CDNA is 0x3ffc0 bytes); fragments spill there past 512 VGPRs.
+PRIVATE_MEMORY_PER_WORK_ITEM = 0x3FFC0
+# What to do with a kernel of 4-bit or microscaling dtypes (transform/narrow_dtypes.py).
+NARROW_HINT = (
+    "convert the data to int8, float16 or float32 on the host, or run the kernel on a target that has these "
+    "dtypes (cpu, cuda, opencl)"
+)
+
+
+def capabilities(target: Target) -> Capabilities:
+    """What the arch has, and what the generated code compiles to without ROCm's device libraries."""
+    info = ARCHS.get(target.attr("arch"))
+    return Capabilities(
+        thread_group=target.attr("wavefront"),
+        max_threads=Limit(MAX_THREADS_PER_BLOCK, f"an AMD work-group has at most {MAX_THREADS_PER_BLOCK} work-items"),
+        shared_memory=Memory(target.attr("lds"), "LDS (shared memory)", 128, key=LDS),
+        private_memory=Memory(PRIVATE_MEMORY_PER_WORK_ITEM, "private memory",
+                              fix="use smaller tiles or more work-items; registers past 512 VGPRs spill to scratch"),
+        matrix=info.mfma if info is not None else (),
+        mbarriers=no_mbarriers("the HIP target"),
+        **EVERY_DTYPE | {"narrow": narrow_lack(target, NARROW_HINT)},
+        float64_math=Functions(FLOAT64_MATH_OK, Lack(
+            f"without ROCm's ocml device library clang has only {', '.join(FLOAT64_MATH_OK)} of float64 for AMD GPUs",
+            "compute it in float32 (cast the operand), or use another target", FLOAT64_MATH)),
+        print=Lack("device printf needs ROCm's hostcall buffer, which this backend does not set up",
+                   "copy the values to an output buffer and print them on the host", PRINT),
+    )  # fmt: skip
+
+
 def detect() -> Target | str:
     """AMD GPU 0 through the amdgpu driver's topology, or why there is none."""
     archs = gpu_archs()
@@ -165,6 +221,7 @@ HIP_TARGET_KIND = register_target_kind(
         normalize=normalize,
         detect=detect,
         detect_priority=12,
+        capabilities=capabilities,
         doc="an AMD GPU through HIP: work-groups of 64-lane wavefronts (CDNA) and MFMA, named by arch (gfx942)",
         examples=(
             "hip -arch=gfx942",

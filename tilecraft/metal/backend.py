@@ -8,12 +8,12 @@ from tilecraft.backend.registry import register_backend
 from tilecraft.execution.metal.spec import METAL
 from tilecraft.metal.codegen import DEVICE_CODEGEN
 from tilecraft.metal.pipeline import PIPELINE
-from tilecraft.metal.target import KIND
-from tilecraft.metal.transform.check import (
+from tilecraft.metal.target import (
     FLOAT64,
     INT64_ATOMICS,
+    KIND,
     PRINT,
-    THREADGROUP_MEMORY,
+    THREADGROUP_MEMORY_KEY,
     THREADGROUP_SIZE,
 )
 from tilecraft.transform.narrow_dtypes import NARROW_DTYPES
@@ -32,7 +32,7 @@ METAL_BACKEND = register_backend(
             PRINT: "MSL has no printf; copy the values to an output buffer",
             NARROW_DTYPES: "the Metal backend does not lower 4-bit (int4, uint4, float4_e2m1fn) or microscaling "
             "(float6, float8_e8m0fnu) dtypes; convert the data on the host or use the cpu, cuda or opencl target",
-            THREADGROUP_MEMORY: "a threadgroup has the target's threadgroup_memory bytes (32 KiB on Apple GPUs; "
+            THREADGROUP_MEMORY_KEY: "a threadgroup has the target's threadgroup_memory bytes (32 KiB on Apple GPUs; "
             "the conformance tiles need up to 96 KiB)",
             THREADGROUP_SIZE: "a threadgroup holds at most the target's max_threads threads (1024)",
         },

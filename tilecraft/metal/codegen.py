@@ -19,7 +19,6 @@ from pathlib import Path
 from tilecraft.backend.codegen import DeviceCode, DeviceCodegen
 from tilecraft.codegen import headers
 from tilecraft.codegen.c_family import storage_type, value_type
-from tilecraft.errors import LoweringError
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Var
@@ -28,8 +27,8 @@ from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.visitor import walk
 from tilecraft.metal.printer import SMEM, MetalPrinter
 from tilecraft.metal.target import family_number
-from tilecraft.metal.transform.check import THREADGROUP_MEMORY
 from tilecraft.transform.storage import STORAGE_ATTR, launch_info, planned_offsets
+from tilecraft.transform.target_support import check_planned_memory
 
 SOURCE_FORMAT = "metal-source"
 BINARY_FORMAT = "metallib"
@@ -79,23 +78,9 @@ def kernel_source(func: PrimFunc) -> str:
     return f"{head} {{\n{printer.text()}\n}}\n"
 
 
-def _check_threadgroup_memory(func: PrimFunc, target) -> None:
-    limit = target.attr("threadgroup_memory")
-    used = func.attr(STORAGE_ATTR, 0)
-    if used > limit:
-        launch: S.KernelLaunch = func.body
-        raise LoweringError(
-            f"kernel {func.name} needs {used} bytes of threadgroup memory; the target has {limit}",
-            launch.span,
-            "use smaller shared tiles (block sizes) or fewer shared buffers",
-            target=target,
-            unsupported=THREADGROUP_MEMORY,
-        )
-
-
 def device_source(mod: IRModule, ctx) -> DeviceCode:
     for f in mod.functions:
-        _check_threadgroup_memory(f, ctx.target)
+        check_planned_memory(f.name, f.attr(STORAGE_ATTR, 0), f.body.span, ctx.target)
     parts = [f"#define TC_APPLE_FAMILY {family_number(ctx.target)}\n" + header_text()]
     parts += [kernel_source(f) for f in mod.functions]
     return DeviceCode(

@@ -14,7 +14,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.metal.simt import GROUP_REDUCTIONS, SHUFFLE_XOR
-from tilecraft.metal.transform.check import PRINT
+from tilecraft.metal.target import NO_PRINTF
 
 MATH = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "tanh": "tanh",
         "erf": "tc_erf", "floor": "floor", "ceil": "ceil", "round": "rint", "sin": "sin", "cos": "cos",
@@ -153,7 +153,5 @@ class MetalPrinter(CFamilyPrinter):
     def _s_Print(self, s: S.Print) -> None:
         from tilecraft.errors import LoweringError
 
-        raise LoweringError(
-            "T.print is not supported on the Metal target: MSL has no printf", s.span,
-            "print on another target (cpu, cuda, opencl), or copy the values to an output buffer", unsupported=PRINT,
-        )  # fmt: skip
+        raise LoweringError(f"T.print is not supported on the Metal target: {NO_PRINTF.reason}", s.span, NO_PRINTF.fix,
+                            unsupported=NO_PRINTF.key)  # fmt: skip

@@ -10,6 +10,8 @@ Attributes (all canonical after normalization):
 * `max_threads`: threads per threadgroup (Apple GPUs: 1024).
 
 The SIMD-group width (32 on every Apple GPU) is a fact of the backend's `SimtTarget`, not an attribute.
+`capabilities(target)` states what the family has as the record tilecraft/backend/capabilities.py
+describes: no float64, 32-bit atomics, no printf, simdgroup_matrix from apple7, and the attributes' limits.
 `"auto"` never picks this kind (`auto=False`): name it.
 """
 
@@ -17,9 +19,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from tilecraft.backend.capabilities import (
+    ATOMIC_DTYPES_32BIT,
+    EVERY_DTYPE,
+    Atomics,
+    Capabilities,
+    Lack,
+    Limit,
+    MatrixInstruction,
+    Memory,
+    no_mbarriers,
+)
 from tilecraft.backend.errors import TargetError
 from tilecraft.backend.target import Target
 from tilecraft.backend.target_kind import TargetKind, register_target_kind
+from tilecraft.metal.simt import SIMD_WIDTH
+from tilecraft.transform.narrow_dtypes import narrow_lack
 
 KIND = "metal"
 FAMILIES = ("apple6", "apple7", "apple8", "apple9")
@@ -77,6 +92,47 @@ def _device_family() -> str:
         ) from None
 
 
+# The limits the capabilities report (LoweringError.unsupported), declared in the manifest.
+FLOAT64 = "dtype:float64"
+INT64_ATOMICS = "feature:int64-atomics"
+PRINT = "feature:print"
+THREADGROUP_SIZE = "resource:threadgroup-size"
+THREADGROUP_MEMORY_KEY = "resource:threadgroup-memory"
+# Metal does not publish a per-thread limit; past this a kernel spills far beyond what Apple GPUs keep
+# on chip, and the Metal compiler refuses much larger private arrays.
+THREAD_MEMORY = 64 * 1024
+NO_PRINTF = Lack("MSL has no printf", "print on another target (cpu, cuda, opencl), or copy the values to an output "
+                 "buffer", PRINT)  # fmt: skip
+SIMDGROUP_MATRIX = MatrixInstruction("simdgroup_matrix", (8, 8, 8), ("float32", "float16"), ("float32",))
+# What to do with a kernel of 4-bit or microscaling dtypes (transform/narrow_dtypes.py).
+NARROW_HINT = (
+    "convert the data to int8, float16 or float32 on the host, or run the kernel on a target that has these "
+    "dtypes (cpu, cuda, opencl)"
+)
+
+
+def capabilities(target: Target) -> Capabilities:
+    """What Metal and the target's family have."""
+    threads = target.attr("max_threads")
+    return Capabilities(
+        thread_group=SIMD_WIDTH,
+        max_threads=Limit(threads, f"a Metal threadgroup has at most {threads}", THREADGROUP_SIZE),
+        shared_memory=Memory(target.attr("threadgroup_memory"), "threadgroup memory", 16, key=THREADGROUP_MEMORY_KEY),
+        private_memory=Memory(THREAD_MEMORY, "thread memory", fix="use smaller tiles or more threads per threadgroup"),
+        matrix=(SIMDGROUP_MATRIX,) if family_number(target) >= SIMDGROUP_MATRIX_FAMILY else (),
+        mbarriers=no_mbarriers("the Metal target"),
+        **EVERY_DTYPE | {
+            "float64": Lack("Metal has no double precision",
+                            "use float32 (or run float64 kernels on the cpu or cuda target)", FLOAT64),
+            "narrow": narrow_lack(target, NARROW_HINT),
+        },
+        atomics=Atomics(dtypes=ATOMIC_DTYPES_32BIT, lack=Lack(
+            "Metal has 32-bit atomics only (atomic_int, atomic_uint; atomic_float in device memory from apple7)",
+            "accumulate in a float32 or int32 buffer", INT64_ATOMICS)),
+        print=NO_PRINTF,
+    )  # fmt: skip
+
+
 def detect() -> Target | str:
     """The default Metal device (macOS), or why there is none."""
     from tilecraft.execution.metal.device import MetalUnavailable, device_family
@@ -94,6 +150,7 @@ METAL_TARGET_KIND = register_target_kind(
         normalize=normalize,
         detect=detect,
         detect_priority=20,
+        capabilities=capabilities,
         doc="an Apple GPU through Metal (SIMD groups of 32, simdgroup_matrix from apple7), named by its family",
         examples=(
             "metal -family=apple7",

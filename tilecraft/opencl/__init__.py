@@ -1,11 +1,10 @@
 """The OpenCL target backend: kernel -> OpenCL C -> built by the device's driver through pyopencl.
 
-Import order follows the architecture: target, transforms, language, ops, then the manifest.
+Import order follows the architecture: target, language, ops, then the manifest.
 """
 
 # isort: off
 from tilecraft.opencl import target  # noqa: F401  (registers the target kind)
-from tilecraft.opencl import transform  # noqa: F401
 from tilecraft.opencl import language  # noqa: F401
 from tilecraft.opencl import op  # noqa: F401
 from tilecraft.opencl import backend  # noqa: F401  (registers the manifest)

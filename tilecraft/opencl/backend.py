@@ -9,8 +9,7 @@ from tilecraft.backend.registry import register_backend
 from tilecraft.execution.opencl.spec import OPENCL
 from tilecraft.opencl.codegen import SOURCE_FORMAT, device_source
 from tilecraft.opencl.pipeline import PIPELINE
-from tilecraft.opencl.target import KIND
-from tilecraft.opencl.transform.check import FLOAT64, INT64_ATOMICS, LOCAL_MEMORY, WORK_GROUP_SIZE
+from tilecraft.opencl.target import FLOAT64, INT64_ATOMICS, KIND, LOCAL_MEMORY, WORK_GROUP_SIZE
 
 OPENCL_BACKEND = register_backend(
     BackendModule(

@@ -15,15 +15,13 @@ from pathlib import Path
 from tilecraft.backend.codegen import DeviceCode
 from tilecraft.codegen import headers
 from tilecraft.codegen.kernel import bind_indices, device_code, function_text, param_decl, written_buffers
-from tilecraft.errors import LoweringError
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Var
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.opencl.printer import SMEM, OpenCLPrinter
-from tilecraft.opencl.transform.check import LOCAL_MEMORY
 from tilecraft.transform.storage import STORAGE_ATTR, launch_info, planned_offsets
-from tilecraft.transform.storage_budget import ARENA_HINT
+from tilecraft.transform.target_support import check_planned_memory
 
 SOURCE_FORMAT = "opencl-source"
 INCLUDE_DIR = Path(__file__).parent / "include"
@@ -54,22 +52,8 @@ def kernel_source(func: PrimFunc) -> str:
     return function_text(head, printer)
 
 
-def _check_local_memory(func: PrimFunc, target) -> None:
-    limit = target.attr("local_mem") if target is not None else None
-    used = func.attr(STORAGE_ATTR, 0)
-    if limit is not None and used > limit:
-        launch: S.KernelLaunch = func.body
-        raise LoweringError(
-            f"kernel {func.name} needs {used} bytes of shared (local) memory; the device has {limit}",
-            launch.span,
-            ARENA_HINT,
-            target=target,
-            unsupported=LOCAL_MEMORY,
-        )
-
-
 def device_source(mod: IRModule, ctx) -> DeviceCode:
     for f in mod.functions:
-        _check_local_memory(f, ctx.target)
+        check_planned_memory(f.name, f.attr(STORAGE_ATTR, 0), f.body.span, ctx.target)
     parts = [header_text(), *(kernel_source(f) for f in mod.functions)]
     return device_code(mod, SOURCE_FORMAT, parts, [launch_info(f) for f in mod.functions])

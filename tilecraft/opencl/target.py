@@ -8,6 +8,10 @@ Attributes (all canonical after normalization):
   `cl_khr_int64_base_atomics`.
 * `local_mem`: bytes of local memory per work-group; `max_work_group_size`: work-items per work-group.
 
+`capabilities(target)` states them as the record tilecraft/backend/capabilities.py describes: float64
+and 64-bit atomic updates where the device has the extensions, the work-group and local-memory limits;
+what is unknown refuses nothing.
+
 Capabilities that are not given are read from the device, lazily (never at import) and at most once per
 process for each device, when pyopencl is importable and the device exists; otherwise they stay unset,
 so a target can still be named (and its code generated) on a machine without OpenCL. A capability that
@@ -25,9 +29,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from tilecraft.backend.capabilities import (
+    ATOMIC_DTYPES_32BIT,
+    EVERY_DTYPE,
+    Atomics,
+    Capabilities,
+    Lack,
+    Limit,
+    Memory,
+    no_mbarriers,
+    support_of,
+)
 from tilecraft.backend.errors import TargetError
 from tilecraft.backend.target import Target
 from tilecraft.backend.target_kind import TargetKind, register_target_kind
+from tilecraft.opencl.storage import SHARED_ALIGN
 
 KIND = "opencl"
 ALIASES = ("ocl",)
@@ -81,6 +97,41 @@ def _device_status(platform: int, device: int) -> Any:
     return device_status(platform, device)
 
 
+# The limits the capabilities report (LoweringError.unsupported), declared in the manifest: they depend on
+# the device a target names.
+FLOAT64 = "dtype:float64"
+INT64_ATOMICS = "feature:int64-atomics"
+WORK_GROUP_SIZE = "resource:work-group-size"
+LOCAL_MEMORY = "resource:local-memory"
+# OpenCL has no query for a work-item's private memory. This is the largest any tested device offers
+# (NVIDIA: 512 KiB of local memory per thread); past it no device runs the kernel.
+PRIVATE_MEMORY_PER_WORK_ITEM = 512 * 1024
+
+
+def capabilities(target: Target) -> Capabilities:
+    """What the device has, from the capability attributes (unknown where they are unset)."""
+    fp64, atomics64 = target.attr("fp64"), target.attr("int64_atomics")
+    work_items = target.attr("max_work_group_size")
+    float64 = support_of(fp64, Lack("this OpenCL device has no cl_khr_fp64", "use float32, or a device with double "
+                                    "precision", FLOAT64))  # fmt: skip
+    atomics = Atomics()
+    if atomics64 is False:
+        atomics = Atomics(dtypes=ATOMIC_DTYPES_32BIT, lack=Lack(
+            "the device lacks cl_khr_int64_base_atomics (and the extended atomics for max/min)",
+            "accumulate in a float32 or int32 buffer", INT64_ATOMICS))
+    return Capabilities(
+        max_threads=Limit(work_items, f"this OpenCL device runs at most {work_items} work-items per work-group",
+                          WORK_GROUP_SIZE) if work_items else Limit(),
+        shared_memory=Memory(target.attr("local_mem"), "shared (local) memory", SHARED_ALIGN, key=LOCAL_MEMORY),
+        private_memory=Memory(PRIVATE_MEMORY_PER_WORK_ITEM, "private memory",
+                              fix="use smaller tiles or more threads (work-items per work-group)"),
+        mbarriers=no_mbarriers("the OpenCL target"),
+        **EVERY_DTYPE | {"float64": float64},
+        atomics=atomics,
+        print=True,
+    )  # fmt: skip
+
+
 def detect() -> Target | str:
     """Device 0 of platform 0, or why there is none (only tools and tests ask: `auto` skips this kind)."""
     status = _device_status(0, 0)
@@ -97,6 +148,7 @@ OPENCL_TARGET_KIND = register_target_kind(
         normalize=normalize,
         detect=detect,
         detect_priority=30,
+        capabilities=capabilities,
         doc="an OpenCL device (work-groups of work-items), named by platform and device index",
         examples=(
             "opencl",

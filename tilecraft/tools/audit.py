@@ -5,7 +5,8 @@ One row per check, each pass, fail or skip with its reason:
 - `entry point`: an entry point of `tilecraft.backends` names the manifest (how tilecraft finds it);
 - `manifest`: the manifest's rules (checked when it was built and registered), and that every example
   target of its kinds selects this manifest (no other variant's predicate accepts it);
-- `target kind K`: the kind's normalizer is idempotent on its examples, and what its detector finds here;
+- `target kind K`: the kind's normalizer is idempotent on its examples, it declares its capabilities and
+  every limit key they report for an example is declared by the manifest, and what its detector finds here;
 - `dialect`: the dialect module imports and exports the whole common language;
 - `boundary: shared code`: no shared tilecraft module names the backend (tilecraft/tools/boundary.py);
 - `boundary: public API`: the backend's package imports only tilecraft's public API;
@@ -39,6 +40,7 @@ from tilecraft.backend import (
     lookup_target_kind,
 )
 from tilecraft.backend._loader import BACKENDS, plugin_problems, plugin_source
+from tilecraft.backend.capabilities import capabilities_of
 from tilecraft.backend.registry import registered_backends
 from tilecraft.errors import BackendError, LoweringError, ToolchainNotFound
 from tilecraft.testing.conformance import (
@@ -92,7 +94,11 @@ def find_backend(name: str) -> BackendModule:
     if len(owners) == 1:
         return owners[0]
     broken = [p.describe() for p in plugin_problems() if p.group == BACKENDS and p.name == name]
-    listed = ", ".join(f"{m.name} (kinds {', '.join(m.target_kinds)})" for m in backends) or "none"
+    # by name: registration order depends on which backend package a process imported first
+    listed = ", ".join(
+        f"{m.name} (kinds {', '.join(m.target_kinds)})" for m in sorted(backends, key=lambda m: m.name)
+    )
+    listed = listed or "none"
     more = f"; {broken[0]}" if broken else ""
     if len(owners) > 1:
         raise BackendError(f"target kind {name!r} has variants {', '.join(m.name for m in owners)}; name one")
@@ -117,7 +123,7 @@ def audit(
     yield _entry_point_row(manifest)
     yield _manifest_row(manifest)
     for kind in manifest.target_kinds:
-        yield _kind_row(kind)
+        yield _kind_row(kind, manifest)
     yield _dialect_row(manifest)
     yield _naming_row(manifest)
     yield _imports_row(manifest)
@@ -147,7 +153,7 @@ def _manifest_row(manifest: BackendModule) -> Row:
     def check() -> None:
         for kind in manifest.target_kinds:
             for example in lookup_target_kind(kind).examples:
-                target = Target.parse(example)
+                target = manifest.own_target(Target.parse(example))
                 chosen = backend_for(target)
                 expect(chosen is manifest, f"example target {target} selects backend {chosen.name!r}")
 
@@ -161,9 +167,16 @@ def _manifest_row(manifest: BackendModule) -> Row:
     return Row("manifest", Verdict(PASS, summary))
 
 
-def _kind_row(kind: str) -> Row:
+def _kind_row(kind: str, manifest: BackendModule) -> Row:
     def check() -> None:
-        check_idempotent(kind)
+        examples = check_idempotent(kind)
+        expect(lookup_target_kind(kind).capabilities is not None,
+               f"kind {kind} declares no capabilities: give its TargetKind capabilities=, a function of a target "
+               "to its tilecraft.backend.capabilities.Capabilities (docs/backends.md, 'What a target declares')")  # fmt: skip
+        for target in examples:
+            undeclared = sorted(capabilities_of(target).limit_keys() - set(manifest.unsupported))
+            expect(not undeclared, f"the capabilities of {target} report limit(s) {', '.join(undeclared)}, which "
+                   f"manifest {manifest.name!r} does not declare in `unsupported`")  # fmt: skip
 
     found = verdict_of(check)
     if found.status != PASS:
@@ -177,7 +190,10 @@ def _kind_row(kind: str) -> Row:
             here = f"detected here: {target}" if isinstance(target, Target) else f"not here: {target}"
         except Exception as err:  # noqa: BLE001 - a detector raising means "not present"
             here = f"not here: {err}"
-    return Row(f"target kind {kind}", Verdict(PASS, f"examples normalize idempotently; {here}"))
+    return Row(
+        f"target kind {kind}",
+        Verdict(PASS, f"examples normalize idempotently; capabilities declared; {here}"),
+    )
 
 
 def _dialect_row(manifest: BackendModule) -> Row:
@@ -247,7 +263,7 @@ def _codegen_targets(manifest: BackendModule) -> list[tuple[Target, str]]:
     for kind in manifest.target_kinds:
         for example in lookup_target_kind(kind).examples or (kind,):
             try:
-                target = Target.parse(example)
+                target = manifest.own_target(Target.parse(example))
             except BackendError:
                 continue  # reported by the target-kind row
             spec = next((s for s in manifest.execution_backends if s.matches(target)), None)

@@ -1,8 +1,8 @@
 """`tilecraft backend new NAME --from KIND`: a pip-installable backend package that starts as a renamed
 variant of the backend of KIND.
 
-The new backend has its own target kind (NAME: the template kind's attributes, normalizer and detector,
-never picked by `"auto"`), its own manifest registered through its own entry point, and one module per
+The new backend has its own target kind (NAME: the template kind's attributes, normalizer, detector and
+capabilities, never picked by `"auto"`), its own manifest registered through its own entry point, and one module per
 layer. What it reuses from the template, it imports: the dialect, the op table (copied into a dict of its
 own), the device and host codegen, the execution backends. Only `pipeline.py` is copied, with its imports
 of the template's kind and op table pointed at the new package, so the complete pass order is there to
@@ -306,11 +306,14 @@ from $package import backend  # noqa: F401  (registers the manifest)
 '''
 
 TARGET = '''
-"""Layer 2, the target: kind `$name`, a renamed copy of kind `$tkind` (its attributes, normalizer and
-detector), so the backend starts where $tkind works. `"auto"` never picks it: name it (`target="$name"`).
+"""Layer 2, the target: kind `$name`, a renamed copy of kind `$tkind` (its attributes, normalizer,
+detector and capabilities), so the backend starts where $tkind works. `"auto"` never picks it: name it
+(`target="$name"`).
 
 Replace the normalizer and the detector with your hardware's: what attributes a target has, how they
-become canonical (idempotent: `check_idempotent` runs them twice), how the device is found.
+become canonical (idempotent: `check_idempotent` runs them twice), how the device is found. Then say
+what a target has in `capabilities`: the record check-target-support (the first pass of pipeline.py)
+refuses kernels by, and the passes read.
 """
 
 from __future__ import annotations
@@ -333,6 +336,14 @@ def detect() -> Target | str | None:
     return Target.parse({**found.attrs_dict, "kind": KIND})
 
 
+def capabilities(target: Target):
+    """What a target of this kind has, a `tilecraft.backend.capabilities.Capabilities`: to start with,
+    what kind $tkind's record says of the same attributes. Write your hardware's here (that module lists
+    the fields: thread-group width, thread and memory limits, matrix instructions, dtypes, atomics, ...);
+    every limit key a Lack reports must be in the manifest's `unsupported`."""
+    return Target(TEMPLATE_KIND, target.attrs).capabilities
+
+
 TARGET_KIND = register_target_kind(
     TargetKind(
         KIND,
@@ -343,6 +354,7 @@ TARGET_KIND = register_target_kind(
         auto=False,  # installing the plugin does not change what "auto" picks
         doc=f"a variant of {TEMPLATE_KIND}: {TEMPLATE.doc}",
         examples=$examples,
+        capabilities=capabilities,
     )
 )
 '''
@@ -437,6 +449,12 @@ def test_the_target_kind_is_registered():
 def test_examples_normalize_idempotently_and_select_this_backend():
     for target in check_idempotent(KIND):
         assert backend_for(target) is MANIFEST
+
+
+def test_the_kind_declares_its_capabilities_and_the_manifest_its_limits():
+    assert TARGET_KIND.capabilities is not None
+    for target in check_idempotent(KIND):
+        assert target.capabilities.limit_keys() <= set(MANIFEST.unsupported)
 '''
 
 TEST_CONFORMANCE = '''
@@ -499,9 +517,11 @@ model; tilecraft's docs/architecture.md and docs/backends.md). In this package:
 
 1. **Language dialect**, `$package/language/`: `from $package import language as T`. It re-exports the
    $tname dialect; add this backend's own extensions here. The common language stays whole.
-2. **Target**, `$package/target.py`: kind `$name` with the attributes, normalizer and detector of
-   `$tkind`. Write your own normalizer (canonical attributes, idempotent, rejecting impossible values with
-   the choices) and detector (lazy, returns a `Target` or the reason there is none).
+2. **Target**, `$package/target.py`: kind `$name` with the attributes, normalizer, detector and
+   capabilities of `$tkind`. Write your own normalizer (canonical attributes, idempotent, rejecting
+   impossible values with the choices), detector (lazy, returns a `Target` or the reason there is none)
+   and `capabilities` (what a target has, `tilecraft.backend.capabilities.Capabilities`: the pipeline's
+   first pass, check-target-support, refuses what it lacks, at the kernel's line).
 3. **Pass pipeline**, `$package/pipeline.py`: the complete pass order, copied from the $tname backend,
    its passes imported (the shared ones from `tilecraft.transform`). Replace passes as the hardware
    needs; the last ones must split host from device and mark every function's role.

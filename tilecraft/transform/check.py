@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from tilecraft.backend.capabilities import ATOMIC_DTYPES
 from tilecraft.errors import SemanticError
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
@@ -25,7 +26,6 @@ ON_CHIP = ("shared", "shared.dyn", "local", "local.fragment", "local.var")
 SCOPE_WORDS = {"local.fragment": "fragment", "shared": "shared buffer", "shared.dyn": "shared buffer"}
 # Integer forms of these trap (SIGFPE) or give an unspecified value when the divisor is zero.
 INT_DIVISIONS = (E.Div, E.FloorDiv, E.FloorMod, E.TruncMod)
-ATOMIC_DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64", "uint32", "uint64")
 
 # Accumulator dtypes a gemm accepts for each operand dtype.
 GEMM_ACCUMULATORS = {

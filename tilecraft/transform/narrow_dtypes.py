@@ -1,11 +1,12 @@
 """Where a kernel uses a 4-bit or microscaling dtype (int4, uint4, float4_e2m1fn, float6_e2m3fn,
-float6_e3m2fn, float8_e8m0fnu), for the backends that do not lower them to refuse it at its line."""
+float6_e3m2fn, float8_e8m0fnu), for the targets whose capabilities lack them to refuse it at its line
+(check-target-support)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilecraft.errors import LoweringError
+from tilecraft.backend.capabilities import Lack
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
@@ -14,8 +15,14 @@ from tilecraft.ir.function import IRModule
 from tilecraft.ir.span import Span
 from tilecraft.ir.visitor import Visitor
 
-# The limit key a backend that refuses them reports (and declares in its manifest's `unsupported`).
+# The limit key a target that lacks them reports (and its backend declares in the manifest's `unsupported`).
 NARROW_DTYPES = "dtype:4-bit-and-microscaling"
+
+
+def narrow_lack(target, fix: str) -> Lack:
+    """The Lack of a target whose backend does not lower these dtypes; `fix` (the backend's) says what to do
+    instead."""
+    return Lack(f"the {target.kind} backend does not lower 4-bit or microscaling dtypes", fix, NARROW_DTYPES)
 
 
 def is_narrow(dtype: DataType) -> bool:
@@ -30,17 +37,6 @@ class NarrowUse:
     dtype: DataType
     what: str
     span: Span | None
-
-
-def refuse_narrow_dtypes(mod: IRModule, target, hint: str) -> None:
-    """Raise a LoweringError (limit NARROW_DTYPES) at the first use of a narrow dtype in `mod`; `hint`
-    (the backend's) says what to do instead."""
-    use = first_narrow_use(mod)
-    if use is not None:
-        raise LoweringError(
-            f"{use.what} is {use.dtype}: the {target.kind} backend does not lower 4-bit or microscaling dtypes",
-            use.span, hint, target=target, unsupported=NARROW_DTYPES,
-        )  # fmt: skip
 
 
 def first_narrow_use(mod: IRModule) -> NarrowUse | None:

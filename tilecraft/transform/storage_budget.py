@@ -1,8 +1,8 @@
 """Storage budgets: how much on-chip storage one block (or one thread) of a target may hold.
 
-The limits are target facts (shared memory per block, local memory per thread, the scratch a host
-worker allocates per block), so each backend builds its `StorageBudget`s from its target and calls
-`check_storage_budgets` from its own check pass; this module knows no target. An allocation that takes
+The limits are target facts (shared memory per block, local memory per thread: the target's
+`Capabilities`, which `check-target-support` turns into budgets) or a backend's own (the scratch a host
+worker allocates per block); this module knows no target. An allocation that takes
 the live bytes of a budget past its limit is reported at its line, with the buffer's shape, dtype and
 size, the limit, and what to do.
 
@@ -17,6 +17,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from tilecraft.backend.capabilities import SHARED_FIX
 from tilecraft.errors import LoweringError
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
@@ -67,22 +68,7 @@ class StorageBudget:
 
 
 PRIVATE_SCOPES = ("local.fragment", "local", "local.var")
-ARENA_HINT = "use smaller shared tiles (block sizes) or fewer shared buffers"
-
-
-def private_budget(memory: str, limit: int, hint: str) -> StorageBudget:
-    """A thread's private storage (its fragments' share, local buffers, variables) of `limit` bytes."""
-    return StorageBudget(memory, PRIVATE_SCOPES, limit, per_thread=True, hint=hint)
-
-
-def arena_budgets(
-    memory: str, scopes: tuple[str, ...], limit: int | None, align: int, unsupported: str | None = None
-) -> tuple[StorageBudget, ...]:
-    """A block's arena (shared memory) of `limit` bytes, its buffers rounded up to `align`; none when the
-    target does not know its size."""
-    if limit is None:
-        return ()
-    return (StorageBudget(memory, scopes, limit, align=align, hint=ARENA_HINT, unsupported=unsupported),)
+ARENA_HINT = SHARED_FIX
 
 
 def check_storage_budgets(
@@ -174,6 +160,5 @@ def _describe(buf: Buffer) -> str:
 
 
 __all__ = [
-    "ARENA_HINT", "PRIVATE_SCOPES", "StorageBudget", "arena_budgets", "check_storage_budgets", "format_bytes",
-    "private_budget",
+    "ARENA_HINT", "PRIVATE_SCOPES", "StorageBudget", "check_storage_budgets", "format_bytes",
 ]  # fmt: skip

@@ -10,13 +10,14 @@ from tilecraft.execution.wgpu.spec import WGPU
 from tilecraft.transform.narrow_dtypes import NARROW_DTYPES
 from tilecraft.webgpu.codegen import SOURCE_FORMAT, device_source
 from tilecraft.webgpu.pipeline import PIPELINE
-from tilecraft.webgpu.target import KIND
-from tilecraft.webgpu.transform.check import (
+from tilecraft.webgpu.target import (
     ATOMICS,
     FLOAT8,
     FLOAT64,
     FLOAT64_MATH,
     INT64,
+    KIND,
+    LOOP_ITERATIONS,
     PRINT,
     STORAGE_BUFFERS,
     WIDE_WORKGROUP,
@@ -48,6 +49,8 @@ WEBGPU_BACKEND = register_backend(
             "lavapipe 32 KiB); on lavapipe 5 of the 65 conformance checks need more (40 to 112 KiB)",
             WORKGROUP_SIZE: "a workgroup holds at most the adapter's max_workgroup_size invocations (WebGPU "
             "guarantees 256)",
+            LOOP_ITERATIONS: "llvmpipe (lavapipe) ends every loop of an invocation once it has run 65,535 loop "
+            "passes in all, silently; kernels past that are refused on such an adapter (max_loop_iterations)",
             STORAGE_BUFFERS: "a shader binds at most the adapter's max_storage_buffers storage buffers (WebGPU "
             "guarantees 8)",
         },

@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 
 from tilecraft.backend.codegen import DeviceCode
-from tilecraft.errors import LoweringError
 from tilecraft.execution.wgpu.abi import SCALAR_TYPES, WGSL_SOURCE, binding_bases, uniform_layout
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
@@ -24,8 +23,8 @@ from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.visitor import walk
 from tilecraft.transform.storage import StoragePlan, buffer_offsets, launch_info, plan_storage
+from tilecraft.transform.target_support import check_planned_memory
 from tilecraft.webgpu.printer import SHARED, WgslPrinter
-from tilecraft.webgpu.transform.check import WORKGROUP_MEMORY
 from tilecraft.webgpu.types import storage_type, value_type
 
 SOURCE_FORMAT = WGSL_SOURCE
@@ -68,7 +67,8 @@ class KernelSource:
         """(the kernel's WGSL, the helper functions it calls)."""
         launch: S.KernelLaunch = self.func.body
         plan = plan_storage(launch.body, SHARED, align=4)
-        self._check_workgroup_memory(plan.peak, launch)
+        check_planned_memory(self.func.name, plan.peak, launch.span, self.target, " after lowering (its shared "
+                             "buffers and the scratch of cross-thread reductions)")  # fmt: skip
         k = self.index
         atomic_kinds = _atomic_kinds(self.func)
         atomics = {id(b): _atomic_type(b, atomic_kinds[id(b)], self.target) for b in self.buffers
@@ -134,18 +134,6 @@ class KernelSource:
             if not var.dtype.is_bool and SCALAR_TYPES[var.dtype.name] != wgsl:
                 value = f"{wgsl}({field})"
             printer.line(f"let {printer.name(var)}: {wgsl} = {value};")
-
-    def _check_workgroup_memory(self, used: int, launch: S.KernelLaunch) -> None:
-        limit = self.target.attr("workgroup_memory") if self.target is not None else None
-        if limit is not None and used > limit:
-            raise LoweringError(
-                f"kernel {self.func.name} needs {used} bytes of workgroup memory after lowering (its shared "
-                f"buffers and the scratch of cross-thread reductions); the adapter has {limit}",
-                launch.span,
-                "use smaller shared tiles (block sizes) or fewer shared buffers",
-                target=self.target,
-                unsupported=WORKGROUP_MEMORY,
-            )
 
 
 def device_source(mod: IRModule, ctx) -> DeviceCode:

@@ -21,11 +21,12 @@ from tilecraft.transform.simplify import simplify_pass
 from tilecraft.transform.simt.barriers import insert_barriers
 from tilecraft.transform.simt.lower_threads import lower_to_threads
 from tilecraft.transform.split_kernels import split_kernels
+from tilecraft.transform.target_support import check_target_support
 from tilecraft.transform.thread_dims import flatten_thread_dims
 from tilecraft.webgpu.op import OP_TABLE
 from tilecraft.webgpu.simt import webgpu_simt
 from tilecraft.webgpu.target import KIND
-from tilecraft.webgpu.transform.check import check_webgpu_support
+from tilecraft.webgpu.transform.loop_iterations import check_loop_iterations
 
 
 @module_pass("split-host-device")
@@ -37,9 +38,9 @@ def split_host_device(mod, ctx):
 PIPELINE = PassPipeline(
     KIND,
     (
+        check_target_support(iteration_local=True, bindings=True),  # what the adapter's capabilities lack
         flatten_thread_dims,  # threads=(X, Y, Z): one linear thread index, dim 0 fastest
         lower_thread_allreduce(webgpu_simt),  # T.tvm_thread_allreduce -> lane exchanges, then shared memory and a barrier
-        check_webgpu_support,  # dtypes, atomics, workgroup size and memory the adapter supports
         rasterize_blocks,  # T.use_swizzle: workgroups renumbered in cache-friendly panels
         simplify_pass,  # index arithmetic, before layouts are chosen
         guard_accesses,  # T.Parallel loads/stores of global memory past an edge: zero / skipped
@@ -52,5 +53,6 @@ PIPELINE = PassPipeline(
         narrow_shared_scopes(bindings=True),  # workgroup buffers in scope from first to last use, so later ones reuse words
         insert_barriers(None, webgpu_simt),  # workgroupBarrier between workgroup writes and others' reads
         split_host_device,  # one @compute entry point per T.Kernel, a host function that dispatches them
+        check_loop_iterations,  # loop passes per invocation within the driver's limit (llvmpipe: 65535)
     ),
 )

@@ -25,6 +25,7 @@ from tilecraft.ir.expr import Expr
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.webgpu import helpers
 from tilecraft.webgpu.simt import SHUFFLE_XOR
+from tilecraft.webgpu.target import NO_PRINTF
 from tilecraft.webgpu.types import storage_type, value_type
 
 SHARED = ("shared", "shared.dyn")
@@ -567,8 +568,7 @@ class WgslPrinter(CFamilyPrinter):
         self.line("}")
 
     def _s_Print(self, s: S.Print) -> None:
-        self.fail("T.print is not supported on WebGPU: WGSL has no printf",
-                  "copy the values to an output buffer and print them on the host")  # fmt: skip
+        self.fail(f"T.print is not supported on WebGPU: {NO_PRINTF.reason}", NO_PRINTF.fix)
 
     def helper_text(self) -> list[str]:
         return [helpers.SOURCES[name] for name in sorted(self.helpers)]

@@ -94,10 +94,10 @@ def test_a_row_spread_over_a_wavefront_is_summed_by_six_lane_exchanges(target):
     assert_pass(target, "lower-to-threads", row_sums, expected, prefix=True, as_text=True)
 
 
-@pass_test("check-hip-support", HIP)
+@pass_test("check-target-support", HIP)
 def test_a_kernel_within_the_lds_and_without_device_library_calls_passes_unchanged(target):
     """8 KiB of LDS, float16 MFMA operands and no float64 math: unchanged."""
-    assert_pass(target, "check-hip-support", mfma_gemm, UNCHANGED)
+    assert_pass(target, "check-target-support", mfma_gemm, UNCHANGED)
 
 
 def test_float64_transcendentals_are_refused_with_the_declared_limit():
@@ -108,7 +108,7 @@ def test_float64_transcendentals_are_refused_with_the_declared_limit():
                 B[i] = T.exp(A[i])
 
     with pytest.raises(LoweringError, match="T.exp of a float64 value.*ocml") as info:
-        run_pass(HIP, "check-hip-support", exp64)
+        run_pass(HIP, "check-target-support", exp64)
     assert info.value.unsupported == "feature:float64-math"
 
 
@@ -119,13 +119,13 @@ def test_print_is_refused_with_the_declared_limit():
             T.print(A[0], msg="a")
 
     with pytest.raises(LoweringError, match="T.print is not supported") as info:
-        run_pass(HIP, "check-hip-support", printing)
+        run_pass(HIP, "check-target-support", printing)
     assert info.value.unsupported == "feature:print"
 
 
 def test_lds_past_the_target_budget_is_refused_at_the_allocation():
     with pytest.raises(LoweringError, match="LDS") as info:
-        run_pass("hip -arch=gfx942 -lds=3072", "check-hip-support", mfma_gemm)
+        run_pass("hip -arch=gfx942 -lds=3072", "check-target-support", mfma_gemm)
     assert info.value.unsupported == "resource:lds" and "T.alloc_shared((32, 32)" in str(info.value)
 
 

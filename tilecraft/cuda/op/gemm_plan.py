@@ -31,7 +31,6 @@ DISABLE_WGMMA = "tl.disable_wgmma"  # TileLang's pass config: the mma.sync path 
 DISABLE_TMA = "tl.disable_tma_lower"  # TileLang's pass config: no TMA loads (cp.async instead)
 # TileLang's pass config: no producer warpgroup (the TMA loads issued by the consumers, in program order)
 DISABLE_WARP_SPECIALIZED = "tl.disable_warp_specialized"
-WGMMA_ARCH = "sm_90a"
 WARPGROUP_THREADS = 128
 WGMMA_VARIANTS = ("wgmma", "wgmma_rs")
 TRANSPOSED_REGISTER_A = (
@@ -99,8 +98,9 @@ def _fp8_wgmma_ok(op: S.Gemm, k: int) -> bool:
 
 
 def wgmma_enabled(target, pass_configs) -> bool:
-    """wgmma is used on sm_90a unless the kernel's pass configs set tl.disable_wgmma."""
-    return target.attr("arch") == WGMMA_ARCH and not bool(pass_configs.get(DISABLE_WGMMA, False))
+    """wgmma is used where the target has it (sm_90a) unless the kernel's pass configs set tl.disable_wgmma."""
+    has = target.capabilities.matrix_instruction("wgmma") is not None
+    return has and not bool(pass_configs.get(DISABLE_WGMMA, False))
 
 
 def tma_enabled(pass_configs) -> bool:

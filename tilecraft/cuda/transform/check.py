@@ -1,4 +1,5 @@
-"""What the CUDA target accepts, checked before lowering."""
+"""What the CUDA backend checks beyond the target's capabilities (check-target-support): where a kernel
+makes its mbarriers, before lowering, and its planned shared memory, after planning."""
 
 from __future__ import annotations
 
@@ -6,61 +7,29 @@ from tilecraft.backend.pipeline import module_pass
 from tilecraft.cuda.ir import MbarRing, SetMaxNReg
 from tilecraft.cuda.op.gemm_plan import DISABLE_TMA, DISABLE_WGMMA, tma_enabled, wgmma_enabled
 from tilecraft.cuda.op.tma_store import TMA_STORE, tma_store_enabled
-from tilecraft.cuda.storage import SHARED_ALIGN, SHARED_SCOPES
-from tilecraft.cuda.target import capability
+from tilecraft.cuda.target import SHARED_MEMORY
 from tilecraft.errors import LoweringError
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import walk
 from tilecraft.transform.storage import STORAGE_ATTR
-from tilecraft.transform.storage_budget import (
-    StorageBudget,
-    arena_budgets,
-    check_storage_budgets,
-    format_bytes,
-    private_budget,
-)
-
-MIN_CAPABILITY = (8, 0)
-# "Maximum amount of local memory per thread: 512 KB" for every compute capability (CUDA C++ Programming
-# Guide, Technical Specifications). Fragments live in registers and spill there; past it a launch fails.
-LOCAL_MEMORY_PER_THREAD = 512 * 1024
+from tilecraft.transform.storage_budget import format_bytes
 
 
-@module_pass("check-cuda-support")
-def check_cuda_support(mod: IRModule, ctx) -> IRModule:
-    """The target is sm_80 or newer, and the kernel uses only what this backend lowers."""
-    arch = ctx.target.attr("arch")
-    if arch is not None and capability(arch) < MIN_CAPABILITY:
-        raise LoweringError(f"the CUDA backend needs sm_80 or newer (cp.async, bf16, ldmatrix); target arch is {arch}",
-                            None, "use a target with -arch=sm_80 or newer", target=ctx.target)  # fmt: skip
-    check_storage_budgets(mod, storage_budgets(ctx.target), ctx.target, narrowed=SHARED_SCOPES)
+@module_pass("check-barrier-placement")
+def check_barrier_placement(mod: IRModule, ctx) -> IRModule:
+    """T.alloc_barrier's mbarriers are made by the whole block at the kernel's top level (their
+    initialization ends with a barrier of the block); whether the arch has them at all is the target's
+    capabilities' (check-target-support)."""
     for func in mod.functions:
         for launch in (n for n in walk(func.body) if isinstance(n, S.KernelLaunch)):
-            _check_mbarriers(launch, arch, ctx.target)
+            _check_top_level(launch, ctx.target)
     return mod
 
 
-MBARRIER_CAPABILITY = (9, 0)  # mbarrier.try_wait.parity
-
-
-def _check_mbarriers(launch: S.KernelLaunch, arch, target) -> None:
-    """T.alloc_barrier's mbarriers need sm_90, and are made by the whole block at the kernel's top level
-    (their initialization ends with a barrier of the block)."""
-    inits = [n for n in walk(launch.body) if isinstance(n, S.BarrierInit)]
-    if not inits:
-        return
-    if arch is not None and capability(arch) < MBARRIER_CAPABILITY:
-        raise LoweringError(
-            f"T.alloc_barrier needs sm_90 or newer (mbarrier.try_wait.parity); target arch is {arch}",
-            inits[0].span, "use a target with -arch=sm_90a, or hand tiles between thread groups through "
-            "shared memory and T.sync_threads()", target=target,
-        )  # fmt: skip
-    at_top = set()
-    for stmt in _top_level(launch.body):
-        if isinstance(stmt, S.BarrierInit):
-            at_top.add(id(stmt))
-    for init in inits:
+def _check_top_level(launch: S.KernelLaunch, target) -> None:
+    at_top = {id(stmt) for stmt in _top_level(launch.body) if isinstance(stmt, S.BarrierInit)}
+    for init in (n for n in walk(launch.body) if isinstance(n, S.BarrierInit)):
         if id(init) not in at_top:
             raise LoweringError(
                 f"T.alloc_barrier of {init.barriers.name} stands under a branch or loop; its barriers are "
@@ -81,32 +50,17 @@ def _top_level(body: S.Stmt):
             stack.append(s.body)
 
 
-SHARED_MEMORY = "resource:shared-memory"  # the limit of a kernel over the shared-memory budget (declared)
-
-
-def storage_budgets(target) -> tuple[StorageBudget, ...]:
-    """A thread's registers and local memory, and a block's shared memory where the target knows it."""
-    private = private_budget(
-        "registers and local memory",
-        LOCAL_MEMORY_PER_THREAD,
-        "use smaller tiles or more threads; a CUDA thread has at most 512 KiB of local memory, "
-        "and anything past its 255 registers spills there",
-    )
-    shared = target.attr("max_shared_memory_per_block_optin")
-    return (private, *arena_budgets("shared memory", SHARED_SCOPES, shared, SHARED_ALIGN, SHARED_MEMORY))
-
-
 MBARRIER_BYTES = 8
 
 
 @module_pass("check-planned-shared-memory")
 def check_planned_shared_memory(mod: IRModule, ctx) -> IRModule:
     """Each kernel's planned shared memory (the plan's bytes and the mbarriers) within the target's limit.
-    check-cuda-support counts live bytes before lowering, a pipelined tile once; the plan holds its
+    check-target-support counts live bytes before lowering, a pipelined tile once; the plan holds its
     num_stages copies, and warp specialization may keep a tile live longer than that count assumed (a
     T.Persistent kernel's staging tile next to its stage tiles). Such a kernel is refused here, with its
     line and the limit's key (SHARED_MEMORY, which the backend declares), instead of failing at load."""
-    limit = ctx.target.attr("max_shared_memory_per_block_optin")
+    limit = ctx.target.capabilities.shared_memory.bytes
     if not limit:
         return mod
     for func in mod.functions:

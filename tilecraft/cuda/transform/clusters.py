@@ -13,12 +13,9 @@ import dataclasses
 
 from tilecraft import settings
 from tilecraft.backend.pipeline import module_pass
-from tilecraft.cuda.target import capability
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import Mutator
-
-CLUSTER_CAPABILITY = (9, 0)
 
 
 class _DropClusters(Mutator):
@@ -42,7 +39,7 @@ class _DropClusters(Mutator):
 @module_pass("cluster-launches")
 def cluster_launches(mod: IRModule, ctx) -> IRModule:
     """Kernels keep their cluster shape on sm_90+; older archs launch the grid without clusters."""
-    arch = ctx.target.attr("arch")
-    if arch is None or capability(arch) >= CLUSTER_CAPABILITY:
+    if ctx.target.capabilities.clusters:
         return mod
+    arch = ctx.target.attr("arch")
     return mod.with_functions(f.with_body(_DropClusters(arch).mutate(f.body)) for f in mod.functions)

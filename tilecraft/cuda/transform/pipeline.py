@@ -52,6 +52,7 @@ from tilecraft.cuda.ir import (
 )
 from tilecraft.cuda.op.gemm_plan import warp_specialization_enabled
 from tilecraft.cuda.transform.guards import LoopBody, counted, counter, counting, guard_refusal, loop_body
+from tilecraft.cuda.transform.in_flight import IN_PLACE, in_flight_gemm, left_in_flight
 from tilecraft.cuda.transform.multicast import MULTICAST, SWITCH, ClusterShare, cluster_share, multicast_copy
 from tilecraft.cuda.transform.overlap import OVERLAP, Piece, overlap_plan, overlapped
 from tilecraft.cuda.transform.warp_specialize import (
@@ -445,12 +446,14 @@ class _Pipeline(Mutator):
         barriers = [MbarRing(r, stages, arrivals) for full, empty in rings.values()
                     for r, arrivals in ((full, 1), (empty, threads // 32))]  # fmt: skip
         producer = ProducerLoop(producer, threads, general=True, span=loop.span)
-        return S.seq(*barriers, producer, *self._consumer(loop, body, taken, pieces_at, annotations))
+        consumer = self._consumer(loop, body, taken, pieces_at, annotations, stages)
+        return S.seq(*barriers, producer, *consumer)
 
-    def _consumer(self, loop: S.For, body: LoopBody, taken: _Taken | None, pieces_at,
-                  annotations) -> list[S.Stmt]:  # fmt: skip
+    def _consumer(self, loop: S.For, body: LoopBody, taken: _Taken | None, pieces_at, annotations,
+                  stages: int) -> list[S.Stmt]:  # fmt: skip
         """The consumer loop of the general schedule, or its prologue, loop and epilogue with the
-        gemm-softmax overlap (overlap.py) where the pass config asks for it and the loop fits."""
+        gemm-softmax overlap (overlap.py) where the pass config asks for it and the loop fits, or with its
+        one gemm left in flight (in_flight.py)."""
         k, n = loop.loop_var, loop.extent
         stmts = list(body.stmts)
         if self.overlap and (body.guarded or body.lets):
@@ -463,8 +466,14 @@ class _Pipeline(Mutator):
                 return overlapped(plan, stmts, pieces_at, k, n, annotations, loop.span)
             note(loop, reason, APART)
         pieces = pieces_at(k) if taken is None else pieces_at(k, taken.var)
-        steps = S.seq(*(x for stmt, releases in pieces for x in (stmt, *releases)))
-        return [_loop(loop, body, taken, steps, annotations)]
+        at, reason = in_flight_gemm(stmts, stages)
+        if at is None:
+            note(loop, reason, IN_PLACE)
+            steps = S.seq(*(x for stmt, releases in pieces for x in (stmt, *releases)))
+            return [_loop(loop, body, taken, steps, annotations)]
+        position = k if taken is None else taken.var
+        steps = S.seq(*left_in_flight(pieces, at, position, position, stages))
+        return [_loop(loop, body, taken, steps, annotations), WgmmaWait(0, (stmts[at].c,))]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -40,6 +40,11 @@ LIMITS = {
     "max-storage-buffers-per-shader-stage": "max_storage_buffers",
     "max-storage-buffer-binding-size": "max_binding_size",
 }
+# Mesa's llvmpipe (lavapipe's Vulkan driver) ends every loop of an invocation once that invocation has
+# passed the end of a loop this many times in all (gallivm's loop limiter, LP_MAX_TGSI_LOOP_ITERATIONS in
+# lp_bld_limits.h; lp_exec_endloop decrements one counter per function), without an error. Other drivers
+# have no such counter (0: none).
+LLVMPIPE_LOOP_ITERATIONS = 65535
 # A one-workgroup shader that records the subgroup size its invocations see.
 SUBGROUP_PROBE = """
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
@@ -95,6 +100,7 @@ class DeviceRuntime:
         caps.update({attr: int(self.limits[name]) for name, attr in LIMITS.items() if name in self.limits})
         if self.subgroup_size is not None:
             caps["subgroup_size"] = self.subgroup_size
+        caps["max_loop_iterations"] = loop_iteration_limit(self.adapter.info)
         return caps
 
     def identity(self) -> dict[str, str]:
@@ -102,6 +108,13 @@ class DeviceRuntime:
         info = self.adapter.info
         return {"adapter": self.description, "backend": str(info.get("backend_type", "")),
                 "driver": str(info.get("description", ""))}  # fmt: skip
+
+
+def loop_iteration_limit(info: Any) -> int:
+    """The loop passes an invocation may run on the adapter described by `info` (wgpu's adapter info),
+    0 where the driver does not limit them."""
+    names = f"{info.get('vendor', '')} {info.get('device', '')}".lower()
+    return LLVMPIPE_LOOP_ITERATIONS if "llvmpipe" in names else 0
 
 
 _lock = threading.Lock()

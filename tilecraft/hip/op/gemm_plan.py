@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 from tilecraft.hip.intrinsics.mfma_layouts import MFMA_TILE, mfma_accumulator
 from tilecraft.hip.lds_layout import operand_layout
-from tilecraft.hip.target import arch_info
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import BufferRegion
 from tilecraft.layout.linear import is_power_of_two
@@ -53,14 +52,18 @@ def whole_2d(region: BufferRegion) -> bool:
 
 
 def instruction_kind(op: S.Gemm, target) -> str | None:
-    """The MFMA form for the gemm's dtypes on the target's arch, or None."""
-    info = arch_info(target)
+    """The MFMA form for the gemm's dtypes on the target's arch (its capabilities' matrix instructions),
+    or None."""
+    caps = target.capabilities
     a, b, c = op.a.dtype, op.b.dtype, op.c.dtype
-    if not info.mfma or c.name != "float32":
-        return None
-    if a == b and a.name in HALF_KINDS:
+
+    def mfma(dtype) -> bool:
+        instruction = caps.matrix_instruction("mfma", dtype.name)
+        return instruction is not None and c.name in instruction.accumulators
+
+    if a == b and a.name in HALF_KINDS and mfma(a):
         return HALF_KINDS[a.name]
-    if a.kind == "float8" and b.kind == "float8" and info.fp8_mfma:
+    if a.kind == "float8" and b.kind == "float8" and mfma(a) and mfma(b):
         return "fp8"
     return None
 

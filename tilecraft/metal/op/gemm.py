@@ -23,13 +23,11 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.metal.printer import SIMDGROUP_GEMM
 from tilecraft.metal.simt import SIMD_WIDTH
-from tilecraft.metal.target import SIMDGROUP_MATRIX_FAMILY, family_number
 from tilecraft.transform.simt.gemm import gemm_shape, staged_fma_gemm
 
 SHARED = ("shared", "shared.dyn")
 FRAGMENT = "local.fragment"
 TILE = 8
-MATRIX_DTYPES = ("float32", "float16")
 
 
 def lower_gemm(op: S.Gemm, ctx) -> S.Stmt:
@@ -56,7 +54,8 @@ def _plain_rows(region: BufferRegion) -> bool:
 
 def simdgroup_fits(op: S.Gemm, m: int, n: int, k: int, target, threads: int) -> bool:
     """Whether the simdgroup_matrix path takes this gemm (its C in threadgroup memory or staged there)."""
-    if family_number(target) < SIMDGROUP_MATRIX_FAMILY or threads % SIMD_WIDTH:
+    instruction = target.capabilities.matrix_instruction("simdgroup_matrix")
+    if instruction is None or threads % SIMD_WIDTH:
         return False
     if m % TILE or n % TILE or k % TILE:
         return False
@@ -64,8 +63,8 @@ def simdgroup_fits(op: S.Gemm, m: int, n: int, k: int, target, threads: int) -> 
     if a.buffer.scope not in SHARED or b.buffer.scope not in SHARED or a.dtype != b.dtype:
         return False
     if (
-        a.dtype.name not in MATRIX_DTYPES
-        or c.dtype != dt.float32
+        a.dtype.name not in instruction.operands
+        or c.dtype.name not in instruction.accumulators
         or c.buffer.scope not in (*SHARED, FRAGMENT)
     ):
         return False

@@ -10,9 +10,9 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import Mutator, walk
 from tilecraft.metal.op.gemm import FRAGMENT, simdgroup_fits, staged
-from tilecraft.metal.transform.check import storage_budgets
 from tilecraft.transform.simt.gemm import gemm_shape
 from tilecraft.transform.storage_budget import check_storage_budgets
+from tilecraft.transform.target_support import storage_budgets
 from tilecraft.transform.tile_loops import whole_region
 
 SHARED = ("shared", "shared.dyn")
@@ -48,7 +48,7 @@ def _candidates(func: PrimFunc, target) -> list[tuple[S.Gemm, S.Stmt]]:
 
 def _fits(func: PrimFunc, target) -> bool:
     try:
-        check_storage_budgets(func, storage_budgets(target), target, narrowed=SHARED)
+        check_storage_budgets(func, storage_budgets(target.capabilities), target, narrowed=SHARED)
     except LoweringError:
         return False
     return True

@@ -400,6 +400,9 @@ CASES = [
     _gemm_case("gemm_bf16_nn", 192, 128, 128, dtype=BF16),
     _gemm_case("gemm_f32_ragged", 200, 136, 72, dtype=F32),
     _gemm_case("gemm_f16_ragged_nt", 130, 70, 90, tb=True),
+    # A long reduction (K >= 512): 32 k tiles; on lavapipe 36,035 loop passes per invocation, inside its
+    # 65,535 (docs/webgpu.md).
+    _gemm_case("gemm_f16_long_k", 128, 128, 1024),
     _gemm_16bit_case("gemm_bf16_out_ragged", 100, 136, 64, BF16),
     _gemm_16bit_case("gemm_f16_out_odd_n", 96, 77, 64, F16),
     Case("batched_gemm", lambda: K.batched_gemm(3, 128, 128, 64, dtype="float32"),
@@ -476,6 +479,8 @@ CASES = [
     Case("staged_tile_copied_out_in_the_loop", PS.copy_through_stages, PS.inputs, PS.reference, 0.0),
     Case("two_copies_into_one_tile_per_iteration", PS.two_copies_per_tile, PS.gemm_inputs, PS.gemm_reference,
          2e-3),
+    Case("accumulator_promoted_every_other_tile", PS.promoted_accumulator, PS.promoted_inputs,
+         PS.promoted_reference, 2e-3),
     Case("persistent_gemm_in_waves", PT.persistent_gemm, PT.inputs, PT.reference, 2e-3),
     Case("persistent_gemm_staged_through_shared", PT.persistent_gemm_staged, PT.staged_inputs, PT.reference,
          TOL[F16]),

@@ -15,14 +15,16 @@ from tilecraft.backend.registry import registered_backends
 
 @dataclass(frozen=True)
 class TargetCase:
-    """One declared pair: a target kind and an execution backend its manifest lists."""
+    """One declared pair: a target kind and an execution backend its manifest lists (and the manifest's
+    name where it is a variant of the kind: its targets name it)."""
 
     kind: str
     execution_backend: str
+    variant: str | None = None
 
     @property
     def id(self) -> str:
-        return f"{self.kind}-{self.execution_backend}"
+        return f"{self.variant or self.kind}-{self.execution_backend}"
 
 
 class NotHere(Exception):
@@ -40,7 +42,7 @@ class NotHere(Exception):
 def declared_cases(backend: str | None = None) -> list[TargetCase]:
     """Every pair of every manifest (or of the manifest named `backend`), in registration order."""
     return [
-        TargetCase(kind, spec.name)
+        TargetCase(kind, spec.name, manifest.name if manifest.variant else None)
         for manifest in registered_backends()
         if backend is None or manifest.name == backend
         for kind in manifest.target_kinds
@@ -62,6 +64,8 @@ def resolve(case: TargetCase) -> BackendContext:
         raise NotHere(f"target {case.kind} not present: {exc}") from exc
     if not isinstance(found, Target):
         raise NotHere(f"target {case.kind} not present: {found or 'not detected'}")
+    if case.variant is not None:
+        found = found.with_attrs(backend=case.variant)
     spec = next(
         s for m in registered_backends() for s in m.execution_backends if s.name == case.execution_backend
     )

@@ -1,0 +1,26 @@
+/* int16_fragment.h: the C API of the tilecraft kernel int16_fragment (target cuda -arch=sm_90a -backend=cutedsl -device=0 -max_shared_memory_per_block_optin=232448).
+ * Link int16_fragment.c and -lcuda. Buffers are device pointers to contiguous row-major arrays of exactly these
+ * shapes, 16-byte aligned (nothing checks them in C):
+ *   X: (80, 64) int16
+ *   Y: (80, 64) int16, written
+ */
+#ifndef TILECRAFT_INT16_FRAGMENT_H
+#define TILECRAFT_INT16_FRAGMENT_H
+#include <cuda.h>
+#include <stdint.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Load the export's kernel.cubin into the current context (cuInit and a current context are the
+ * caller's); a CUresult. */
+CUresult tilecraft_int16_fragment_load(const char *cubin_path);
+
+/* Launch every kernel of int16_fragment in order on `stream` (0: the legacy default stream);
+ * CUDA_ERROR_INVALID_VALUE when the sizes give a grid beyond the device limits. Asynchronous. */
+CUresult tilecraft_int16_fragment(CUdeviceptr X, CUdeviceptr Y, CUstream stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,28 @@
+/* layer_norm.h: the C API of the tilecraft kernel layer_norm (target cuda -arch=sm_90a -backend=cutedsl -device=0 -max_shared_memory_per_block_optin=232448).
+ * Link layer_norm.c and -lcuda. Buffers are device pointers to contiguous row-major arrays of exactly these
+ * shapes, 16-byte aligned (nothing checks them in C):
+ *   X: (256, 128) float32
+ *   gamma: (128) float32
+ *   beta: (128) float32
+ *   Y: (256, 128) float32, written
+ */
+#ifndef TILECRAFT_LAYER_NORM_H
+#define TILECRAFT_LAYER_NORM_H
+#include <cuda.h>
+#include <stdint.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Load the export's kernel.cubin into the current context (cuInit and a current context are the
+ * caller's); a CUresult. */
+CUresult tilecraft_layer_norm_load(const char *cubin_path);
+
+/* Launch every kernel of layer_norm in order on `stream` (0: the legacy default stream);
+ * CUDA_ERROR_INVALID_VALUE when the sizes give a grid beyond the device limits. Asynchronous. */
+CUresult tilecraft_layer_norm(CUdeviceptr X, CUdeviceptr gamma, CUdeviceptr beta, CUdeviceptr Y, CUstream stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

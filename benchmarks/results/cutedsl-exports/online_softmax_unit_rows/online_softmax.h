@@ -1,0 +1,26 @@
+/* online_softmax.h: the C API of the tilecraft kernel online_softmax (target cuda -arch=sm_90a -backend=cutedsl -device=0 -max_shared_memory_per_block_optin=232448).
+ * Link online_softmax.c and -lcuda. Buffers are device pointers to contiguous row-major arrays of exactly these
+ * shapes, 16-byte aligned (nothing checks them in C):
+ *   X: (4, 512) float16
+ *   Y: (4, 512) float16, written
+ */
+#ifndef TILECRAFT_ONLINE_SOFTMAX_H
+#define TILECRAFT_ONLINE_SOFTMAX_H
+#include <cuda.h>
+#include <stdint.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Load the export's kernel.cubin into the current context (cuInit and a current context are the
+ * caller's); a CUresult. */
+CUresult tilecraft_online_softmax_load(const char *cubin_path);
+
+/* Launch every kernel of online_softmax in order on `stream` (0: the legacy default stream);
+ * CUDA_ERROR_INVALID_VALUE when the sizes give a grid beyond the device limits. Asynchronous. */
+CUresult tilecraft_online_softmax(CUdeviceptr X, CUdeviceptr Y, CUstream stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,27 @@
+/* reuse_after_loop.h: the C API of the tilecraft kernel reuse_after_loop (target cuda -arch=sm_90a -backend=cutedsl -device=0 -max_shared_memory_per_block_optin=232448).
+ * Link reuse_after_loop.c and -lcuda. Buffers are device pointers to contiguous row-major arrays of exactly these
+ * shapes, 16-byte aligned (nothing checks them in C):
+ *   A: (200, 160) float16
+ *   B: (160, 192) float16
+ *   C: (200, 192) float32, written
+ */
+#ifndef TILECRAFT_REUSE_AFTER_LOOP_H
+#define TILECRAFT_REUSE_AFTER_LOOP_H
+#include <cuda.h>
+#include <stdint.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Load the export's kernel.cubin into the current context (cuInit and a current context are the
+ * caller's); a CUresult. */
+CUresult tilecraft_reuse_after_loop_load(const char *cubin_path);
+
+/* Launch every kernel of reuse_after_loop in order on `stream` (0: the legacy default stream);
+ * CUDA_ERROR_INVALID_VALUE when the sizes give a grid beyond the device limits. Asynchronous. */
+CUresult tilecraft_reuse_after_loop(CUdeviceptr A, CUdeviceptr B, CUdeviceptr C, CUstream stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

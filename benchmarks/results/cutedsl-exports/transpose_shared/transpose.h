@@ -1,0 +1,26 @@
+/* transpose.h: the C API of the tilecraft kernel transpose (target cuda -arch=sm_90a -backend=cutedsl -device=0 -max_shared_memory_per_block_optin=232448).
+ * Link transpose.c and -lcuda. Buffers are device pointers to contiguous row-major arrays of exactly these
+ * shapes, 16-byte aligned (nothing checks them in C):
+ *   A: (256, 128) float32
+ *   B: (128, 256) float32, written
+ */
+#ifndef TILECRAFT_TRANSPOSE_H
+#define TILECRAFT_TRANSPOSE_H
+#include <cuda.h>
+#include <stdint.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Load the export's kernel.cubin into the current context (cuInit and a current context are the
+ * caller's); a CUresult. */
+CUresult tilecraft_transpose_load(const char *cubin_path);
+
+/* Launch every kernel of transpose in order on `stream` (0: the legacy default stream);
+ * CUDA_ERROR_INVALID_VALUE when the sizes give a grid beyond the device limits. Asynchronous. */
+CUresult tilecraft_transpose(CUdeviceptr A, CUdeviceptr B, CUstream stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,26 @@
+/* collatz.h: the C API of the tilecraft kernel collatz (target cuda -arch=sm_90a -backend=cutedsl -device=0 -max_shared_memory_per_block_optin=232448).
+ * Link collatz.c and -lcuda. Buffers are device pointers to contiguous row-major arrays of exactly these
+ * shapes, 16-byte aligned (nothing checks them in C):
+ *   A: (64) int32
+ *   steps: (64) int32, written
+ */
+#ifndef TILECRAFT_COLLATZ_H
+#define TILECRAFT_COLLATZ_H
+#include <cuda.h>
+#include <stdint.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Load the export's kernel.cubin into the current context (cuInit and a current context are the
+ * caller's); a CUresult. */
+CUresult tilecraft_collatz_load(const char *cubin_path);
+
+/* Launch every kernel of collatz in order on `stream` (0: the legacy default stream);
+ * CUDA_ERROR_INVALID_VALUE when the sizes give a grid beyond the device limits. Asynchronous. */
+CUresult tilecraft_collatz(CUdeviceptr A, CUdeviceptr steps, CUstream stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

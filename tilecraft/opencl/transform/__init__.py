@@ -1,1 +1,0 @@
-"""Passes only the OpenCL pipeline runs."""

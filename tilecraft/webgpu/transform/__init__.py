@@ -1,1 +1,0 @@
-"""Passes of the WebGPU backend only."""
