@@ -46,11 +46,11 @@ def test_register_a_layout_is_a_copy_per_warp_column():
     assert layout.replica_mask() == (0, 1)
 
 
-@pytest.mark.parametrize("build", ["float32_fragment_a", "tf32_fragment_a_accumulating"])
-def test_register_a_off_the_tensor_cores_is_staged_through_shared_memory(build, tmp_path):
-    """A float32 fragment A (TileLang's chunk_delta_bwd and mhc_pre) takes the FMA path on CUDA, its
-    tile first copied to a shared scratch tile that every thread's k loop reads, after a barrier."""
-    func = getattr(register_operands, build)()
+def test_register_a_off_the_tensor_cores_is_staged_through_shared_memory(tmp_path):
+    """A float32 fragment A (TileLang's chunk_delta_bwd) takes the FMA path on CUDA, its tile first
+    copied to a shared scratch tile that every thread's k loop reads, after a barrier. (A tfloat32 one,
+    mhc_pre's, takes the TF32 tensor cores: tests/cuda/test_tf32_gemm.py.)"""
+    func = register_operands.float32_fragment_a()
     plan = plan_gemm(_gemms(func)[0], 128, Target.parse(CUDA))
     assert (plan.variant, plan.a_layout) == ("fma", None)
     source = assert_nvcc_compiles(func, tmp_path)

@@ -12,12 +12,17 @@ import pytest
 import tilecraft
 import tilecraft.language as T
 from tests.transform.helpers import OPENCL, assert_nvcc_compiles, opencl_source, run
-from tilecraft.cuda.intrinsics.mma_layouts import mma_accumulator
+from tilecraft.cuda.intrinsics.mma_layouts import mma_accumulator, mma_operand_a_tf32
 from tilecraft.cuda.intrinsics.simt import WARPS
 from tilecraft.errors import LoweringError
-from tilecraft.layout.inference import extend
-from tilecraft.layout.tile import TileLayout, blocked_layout, project, register_map
+from tilecraft.ir import dtype as dt
+from tilecraft.ir import expr as E
+from tilecraft.layout.inference import block_positions, extend
+from tilecraft.layout.tile import TileLayout, block_of, blocked_layout, project, register_map
+from tilecraft.testing.conformance.register_operands import tf32_gemm_with_row_sums
 from tilecraft.testing.conformance.regressions import (
+    column_block_reads,
+    column_block_reference,
     decode_reference,
     decode_scores,
     remote_reads,
@@ -131,3 +136,54 @@ def test_a_broadcast_under_a_branch_on_the_thread_index_is_a_located_error():
     err = info.value
     assert "depends on the thread index" in err.message and "no barrier can be placed" in err.message
     assert err.span is not None and "every thread reads" in err.span.source_line()
+
+
+# ---------------------------------------------------------------- aligned column blocks (mhc_pre's row sums)
+
+
+def test_column_blocks_of_a_fragment_are_broadcast_once_before_the_serial_loop(nvcc, tmp_path):
+    """`x[i, jj * 4 + j]` in a serial loop over jj: the threads holding a block change with jj, and the loop
+    does not write x, so x goes through shared memory once, before the loop (it went once per block)."""
+    source = assert_nvcc_compiles(column_block_reads(), tmp_path)
+    body = source[source.index('extern "C"') :]
+    assert _shared_copies(body) == {"x"}
+    loop = body.index("for (int32_t jj")
+    stores = [m.start() for m in re.finditer(r"x_shared\d+\[[^\]]*\] = x\[", body)]
+    assert len(stores) == 1 and stores[0] < body.index("__syncthreads();", stores[0]) < loop
+
+
+def test_column_blocks_of_the_tf32_operand_are_read_from_registers(nvcc, tmp_path):
+    """In mhc_pre's gemm, x_frag has the m16n8k8 .tf32 A layout: lane l holds columns l % 4 (+ 4) of every
+    8-column block, so the loop over 4-column blocks takes that layout restricted to a block and reads
+    each block from the thread's registers (register r XOR the block's register bits): no broadcast."""
+    source = assert_nvcc_compiles(tf32_gemm_with_row_sums(), tmp_path)
+    body = source[source.index('extern "C"') :]
+    assert not _shared_copies(body), _shared_copies(body)
+    assert re.search(r"x_frag\[\(int32_t\)\(r\d+ \^ ", body)
+
+
+def test_block_positions_need_offsets_that_are_multiples_of_the_block():
+    i, j, jj = (E.Var(dt.int32, name) for name in ("i", "j", "jj"))
+    extents = (32, 4)
+    positions, offsets = block_positions([i, j], extents, (i, jj * 4 + j))
+    assert positions == [0, 1] and offsets[0] is None and E.same_expr(offsets[1], jj * 4)
+    found = block_positions([i, j], extents, (i, j + jj * 8))
+    assert found is not None and found[0] == [0, 1]
+    assert block_positions([i, j], extents, (i, jj * 2 + j)) is None  # blocks overlap
+    assert block_positions([i, j], extents, (i, i * 4 + j)) is None  # the offset moves with the nest
+    assert block_positions([i, j], extents, (i, jj + 4 + j)) is None  # jj + 4 need not be a multiple of 4
+
+
+def test_a_block_layout_exists_only_where_lanes_stay_within_a_block():
+    tf32_a = TileLayout((32, 256), mma_operand_a_tf32(32, 256, 2, 2))
+    block = block_of(tf32_a, (32, 4))
+    assert block is not None and block.linear.is_surjective()
+    assert register_map(block, [0, 1], tf32_a) is not None
+    assert block_of(blocked_layout((32, 64), 128, WARPS), (32, 4)) is None  # lanes span the columns
+
+
+def test_column_blocks_run_on_opencl(opencl):
+    x = np.random.default_rng(13).standard_normal((32, 64)).astype(np.float32)
+    s = np.full((32, 4), np.nan, np.float32)
+    run(column_block_reads(), opencl, x, s)
+    np.testing.assert_allclose(s, column_block_reference(x), rtol=1e-6)

@@ -18,7 +18,8 @@ class GemmCall(Stmt):
     """One block tile of `C += op(A) @ op(B)` on tensor cores (`tc::gemm_ss` / `tc::gemm_rs` /
     `tc::gemm_wgmma` / `tc::gemm_wgmma_rs`).
 
-    `a` and `b` are swizzled 16-bit shared tiles, K-major float8 tiles for "wgmma" (`tc::gemm_wgmma_fp8`),
+    `a` and `b` are swizzled 16-bit shared tiles, swizzled float32 tiles of a TF32 gemm (`tf32`),
+    K-major float8 tiles for "wgmma" (`tc::gemm_wgmma_fp8`),
     or plain row-major float8 tiles that `tc::gemm_ss_fp8` widens to float16 in registers (`a` is a
     register fragment for the "rs" and "wgmma_rs" variants);
     `c` is the accumulator fragment's register array in the mma (wgmma) layout. For "wgmma"/"wgmma_rs",
@@ -48,6 +49,12 @@ class GemmCall(Stmt):
     # mma.sync variants: the thread's warp within the thread group running the gemm, when that group is
     # not the whole block (a branch on the thread index); None: threadIdx.x / 32
     warp: Expr | None = None
+
+    @property
+    def tf32(self) -> bool:
+        """A TF32 gemm: float32 operands (only T.tfloat32 requests reach the tensor cores with them),
+        m16n8k8 .tf32 instructions (tc::gemm_ss_tf32 / gemm_rs_tf32)."""
+        return self.b.dtype.name == "float32"
 
     @property
     def float8_wgmma(self) -> bool:

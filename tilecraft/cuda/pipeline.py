@@ -22,7 +22,11 @@ from tilecraft.cuda.transform.clusters import cluster_launches
 from tilecraft.cuda.transform.pipeline import inject_software_pipeline
 from tilecraft.cuda.transform.shared_layouts import apply_shared_layouts
 from tilecraft.cuda.transform.split_staging import split_staging_tiles
-from tilecraft.cuda.transform.strict_layouts import cuda_strict_layouts
+from tilecraft.cuda.transform.strict_layouts import (
+    cuda_strict_layouts,
+    fma_operand_layouts,
+    fragment_source_layouts,
+)
 from tilecraft.cuda.transform.tma_store_waits import place_tma_store_waits
 from tilecraft.cuda.transform.warp_specialize import warp_specialize
 from tilecraft.ir import stmt as S
@@ -112,15 +116,20 @@ def _tma_stores(wgmma: bool, ctx) -> bool:
 
 
 def _strict_layouts(func: PrimFunc, wgmma: bool, ctx):
-    """The gemms' layouts, and where TMA stores are on the staging layout of each tile they store."""
+    """The gemms' layouts (tensor-core operands and accumulators, the tiles FMA gemms read along their
+    rows), swizzles of the tiles copied into fragments, and where TMA stores are on the staging layout
+    of each tile they store."""
     gemms = partial(cuda_strict_layouts, wgmma=wgmma)
-    if not _tma_stores(wgmma, ctx):
-        return gemms
-    staging = staging_layouts(func.body)
+    fma = fma_operand_layouts(func.body, wgmma)
+    sources = fragment_source_layouts(func.body)
+    staging = staging_layouts(func.body) if _tma_stores(wgmma, ctx) else None
 
     def strict(op, threads, target):
         yield from gemms(op, threads, target)
-        yield from staging(op, threads, target)
+        yield from fma(op, threads, target)
+        yield from sources(op, threads, target)
+        if staging is not None:
+            yield from staging(op, threads, target)
 
     return strict
 

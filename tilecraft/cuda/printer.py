@@ -133,6 +133,10 @@ class CudaPrinter(CFamilyPrinter):
         elif s.variant == "wgmma_rs":
             rest = f"{s.atom_b}" + (f", {s.wait}" if s.wait else "")
             self.line(f"tc::gemm_wgmma_rs<{dims}, {flags}, {rest}>((const uint32_t*){a}, {b}, {c});")
+        elif s.variant in ("ss", "rs") and s.tf32:
+            transposes = f"{str(s.trans_a).lower()}, " if s.variant == "ss" else ""
+            self.line(f"tc::gemm_{s.variant}_tf32<{dims}, {transposes}{str(s.trans_b).lower()}>"
+                      f"({a}, {b}, {c}{self._warp(s)});")  # fmt: skip
         elif s.variant == "ss" and s.a.dtype.kind == "float8":
             formats = ", ".join(str(x.dtype.name == "float8_e5m2").lower() for x in (s.a, s.b))
             self.line(f"tc::gemm_ss_fp8<{dims}, {str(s.trans_a).lower()}, {str(s.trans_b).lower()}, {formats}>"

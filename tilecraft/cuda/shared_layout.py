@@ -19,6 +19,17 @@ class SharedLayout:
     row index mod 8 (line_shift = log2 W); for other rows it is the 128-byte line index (line_shift = 6).
     Either way the 8 rows an ldmatrix phase reads and the chunks a cp.async phase writes hit distinct
     bank groups; keying on the line index alone would leave rows of 256 bytes 2-way conflicted.
+
+    `xor_rows` is the layout of a 32-bit operand tile that a per-thread FMA gemm reads along its rows
+    (A (M, K), B (N, K)), `row_length` a multiple of 32: the lanes of a warp read one k of several rows
+    at once, which a row length of a multiple of 32 elements puts all on one bank; the 16-byte chunk
+    index within each 128-byte line is XOR-ed with a hash of the row (`xor_rows_mask`), so up to 8
+    rows spaced by powers of two (1, 2, 4, 8) fall on 8 different bank groups.
+
+    `swizzle32` is the layout of float32 operand tiles of TF32 gemms (`tc_swizzle32<W>`, W =
+    `row_length`): the 16-byte chunk (4 elements) index within each 128-byte line is XOR-ed with a mask
+    of the row index mod 8 (W a power of two >= 32) or of the line index (other W), see
+    `swizzle32_mask`.
     """
 
     kind: str = "swizzle16"
@@ -38,8 +49,30 @@ class SharedLayout:
         """The element offset where the element at row-major offset `flat` is stored."""
         if self.kind == "wgmma":
             return self._wgmma_physical(flat)
+        if self.kind == "xor_rows":
+            row = _divmod(flat, self.row_length)[0]
+            return E.int_call("bitwise_xor", flat, E.int_call("shift_left", _row_hash(row), 2))
+        if self.kind == "swizzle32":
+            line = E.int_call("bitwise_and", E.int_call("shift_right", flat, self.line_shift), 7)
+            return E.int_call(
+                "bitwise_xor", flat, E.int_call("shift_left", _mask32(self.row_length, line), 2)
+            )
         line = E.int_call("bitwise_and", E.int_call("shift_right", flat, self.line_shift), 7)
         return E.int_call("bitwise_xor", flat, E.int_call("shift_left", line, 3))
+
+    def physical_at(self, row: E.Expr, col: E.Expr, row_length: int) -> E.Expr:
+        """`physical` of the element at (row, col) of a tile with rows of `row_length` elements; an
+        `xor_rows` tile XORs the column with its row's mask, which a loop over k keeps invariant."""
+        keyed_on_row = row_length == 1 << self.line_shift  # the mask keys on the row, not on its lines
+        if self.kind == "xor_rows":
+            mask = E.int_call("shift_left", _row_hash(row), 2)
+        elif self.kind == "swizzle16" and keyed_on_row:
+            mask = E.int_call("shift_left", E.int_call("bitwise_and", row, 7), 3)
+        elif self.kind == "swizzle32" and keyed_on_row:
+            mask = E.int_call("shift_left", _mask32(row_length, E.int_call("bitwise_and", row, 7)), 2)
+        else:
+            return self.physical(E.add(E.mul(row, row_length), col))
+        return E.add(E.mul(row, row_length), E.int_call("bitwise_xor", col, mask))
 
     def offset(self, flat: int) -> int:
         """`physical` on a Python int."""
@@ -48,6 +81,10 @@ class SharedLayout:
             linear = ((col // self.atom) * self.rows + row) * self.atom + col % self.atom
             line_shift, chunk_shift, mask = self._swizzle_bits()
             return linear ^ (((linear >> line_shift) & mask) << chunk_shift)
+        if self.kind == "xor_rows":
+            return flat ^ (xor_rows_mask(flat // self.row_length) << 2)
+        if self.kind == "swizzle32":
+            return flat ^ (swizzle32_mask(self.row_length, (flat >> self.line_shift) & 7) << 2)
         return flat ^ (((flat >> self.line_shift) & 7) << 3)
 
     def _swizzle_bits(self) -> tuple[int, int, int]:
@@ -74,6 +111,8 @@ class SharedLayout:
         if self.kind == "wgmma":
             size = "" if self.element_bytes == 2 else f", element_bytes={self.element_bytes}"
             return f"SharedLayout('wgmma', rows={self.rows}, row_length={self.row_length}, atom={self.atom}{size})"
+        if self.kind in ("swizzle32", "xor_rows"):
+            return f"SharedLayout({self.kind!r}, row_length={self.row_length})"
         return f"SharedLayout({self.kind!r}, line_shift={self.line_shift})"
 
 
@@ -95,6 +134,74 @@ def swizzle16_line_shift(row_length: int) -> int:
 def swizzle16(row_length: int) -> SharedLayout:
     """The swizzled layout of a 16-bit tensor-core operand tile whose rows hold `row_length` elements."""
     return SharedLayout("swizzle16", swizzle16_line_shift(row_length))
+
+
+def _is_power_of_two(value: int) -> bool:
+    return value > 0 and value & (value - 1) == 0
+
+
+def swizzle32_line_shift(row_length: int) -> int:
+    """What `tc_swizzle32_shift(W)` in tc_cuda.h computes: log2 W for a power of two W >= 32 (the mask
+    keys on the row), else 5 (the 128-byte line of float32 elements)."""
+    if row_length >= 32 and _is_power_of_two(row_length):
+        return row_length.bit_length() - 1
+    return 5
+
+
+def swizzle32_mask(row_length: int, line: int) -> int:
+    """`tc_swizzle32_mask(W, line)`: the chunk mask of row (or line) `line` mod 8. For W >= 32 the 3 bits
+    rotated left by one (8 distinct masks for the 8 rows a K-major read touches, and masks 0, 2, 4, 6 for
+    the 4 rows an MN-major read touches, whose 2 chunks per row then fill all 8); for W = 16 (two rows a
+    line) the line's 2 low bits reversed; for W = 8 (four rows a line) the line itself."""
+    if row_length == 16:
+        return ((line & 1) << 1) | ((line >> 1) & 1) | (line & 4)
+    if row_length == 8:
+        return line
+    return ((line << 1) | (line >> 2)) & 7
+
+
+def _mask32(row_length: int, line: E.Expr) -> E.Expr:
+    """`swizzle32_mask` of an index expression."""
+
+    def bits(value: E.Expr, shift: int, mask: int) -> E.Expr:
+        moved = E.int_call("shift_left", value, shift) if shift > 0 else value
+        moved = E.int_call("shift_right", value, -shift) if shift < 0 else moved
+        return E.int_call("bitwise_and", moved, mask)
+
+    if row_length == 8:
+        return line
+    if row_length == 16:
+        return E.int_call(
+            "bitwise_or", E.int_call("bitwise_or", bits(line, 1, 2), bits(line, -1, 1)), bits(line, 0, 4)
+        )
+    return E.int_call("bitwise_or", bits(line, 1, 6), bits(line, -2, 1))
+
+
+def xor_rows_mask(row: int) -> int:
+    """The chunk mask of `row` in an `xor_rows` layout: its bits folded 3 at a time (distinct for 8
+    consecutive rows, and for 8 rows spaced 2, 4, 8 or 16 apart)."""
+    return (row ^ (row >> 3) ^ (row >> 6)) & 7
+
+
+def _row_hash(row: E.Expr) -> E.Expr:
+    """`xor_rows_mask` of an index expression."""
+    folded = E.int_call("bitwise_xor", row, E.int_call("shift_right", row, 3))
+    folded = E.int_call("bitwise_xor", folded, E.int_call("shift_right", row, 6))
+    return E.int_call("bitwise_and", folded, 7)
+
+
+def xor_rows(row_length: int) -> SharedLayout | None:
+    """The `xor_rows` layout of a 32-bit tile whose rows hold `row_length` elements, read along its rows
+    by a per-thread FMA gemm; None where the rows are not a multiple of 32 elements (they then do not
+    all start on one bank, and a chunk XOR could cross a row's end)."""
+    if row_length % 32:
+        return None
+    return SharedLayout("xor_rows", row_length=row_length, element_bytes=4)
+
+
+def swizzle32(row_length: int) -> SharedLayout:
+    """The swizzled layout of a float32 operand tile of a TF32 gemm whose rows hold `row_length` elements."""
+    return SharedLayout("swizzle32", swizzle32_line_shift(row_length), row_length=row_length, element_bytes=4)
 
 
 WGMMA_ATOMS = (64, 32, 16)  # elements of a 128-, 64- and 32-byte swizzle row of a 16-bit tile

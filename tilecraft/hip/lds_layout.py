@@ -88,6 +88,10 @@ class LdsLayout:
         granule = E.int_call("bitwise_xor", E.int_call("shift_right", flat, g), k)
         return E.add(E.int_call("shift_left", granule, g), E.int_call("bitwise_and", flat, (1 << g) - 1))
 
+    def physical_at(self, row: E.Expr, col: E.Expr, row_length: int) -> E.Expr:
+        """`physical` of the element at (row, col) of a tile with rows of `row_length` elements."""
+        return self.physical(E.add(E.mul(row, row_length), col))
+
     def __repr__(self) -> str:
         return f"LdsLayout(element_bytes={self.element_bytes}, line_shift={self.line_shift})"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir.dtype import DataType, int32
 from tilecraft.ir.expr import Expr, IRError, Node, node
@@ -78,6 +79,10 @@ class Buffer(Node):
     equal fields are still different memory, except that a *view* (`base` set, made by
     `T.Tensor(shape, dtype, A.data)`) is another shape over the memory of the compact global buffer
     `base`: its element at row-major offset `o` is `base`'s element at row-major offset `o`.
+
+    `tf32`: declared `T.tfloat32`. The buffer holds float32 (its dtype) and is float32 to every load,
+    store and copy; a T.gemm that reads it as an operand asks for TF32 math (tensor cores where the
+    target has them, docs/language.md).
     """
 
     name: str
@@ -86,6 +91,7 @@ class Buffer(Node):
     scope: str = "global"
     strides: tuple[Expr, ...] = field(default=())
     base: Buffer | None = None
+    tf32: bool = False
 
     def __post_init__(self) -> None:
         if self.scope not in SCOPES:
@@ -95,6 +101,11 @@ class Buffer(Node):
                 f"buffer {self.name} cannot view {self.base.name}: a view and its base are compact global "
                 "buffers of one dtype, and the base is not itself a view"
             )
+
+    @property
+    def declared_dtype(self) -> DataType:
+        """The dtype as the kernel declared it: `T.tfloat32` for a tf32 buffer, else `dtype`."""
+        return dt.tfloat32 if self.tf32 else self.dtype
 
     @property
     def data(self) -> BufferData:
@@ -139,7 +150,7 @@ class Buffer(Node):
     def __repr__(self) -> str:
         shape = ", ".join(str(s) for s in self.shape)
         view = f", view of {self.base.name}" if self.base is not None else ""
-        return f"Buffer({self.name}, ({shape}), {self.dtype}, {self.scope}{view})"
+        return f"Buffer({self.name}, ({shape}), {self.declared_dtype}, {self.scope}{view})"
 
 
 def _can_view(view: Buffer, base: Buffer) -> bool:

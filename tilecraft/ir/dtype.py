@@ -165,9 +165,21 @@ ALL_DTYPES: tuple[DataType, ...] = (
     int4, uint4, float4_e2m1fn, float6_e2m3fn, float6_e3m2fn, float8_e8m0fnu,
 )  # fmt: skip
 
+# T.tfloat32: TF32 is float32 with a 10-bit mantissa, the input format of tensor-core gemms. It is not a
+# value type: every value, expression and array of it is float32 (`as_dtype` answers float32, and
+# "tfloat32" parses as float32); a buffer declared with it records the request (`Buffer.tf32`), so that a
+# T.gemm reading that buffer runs on TF32 tensor cores where the target has them.
+tfloat32 = DataType("tfloat32", "float", 32)
+
+
+def is_tfloat32(value: object) -> bool:
+    """Whether a dtype as written in a kernel (a DataType, a name) is `T.tfloat32`."""
+    return isinstance(value, str) and str(value) == "tfloat32"
+
+
 # The torch dtype whose elements store each packed type (as_torch); torch.float4_e2m1fn_x2 needs torch 2.8.
 # torch has no float6: its codes live in uint8 bytes.
-_TORCH_STORAGE = {"float4_e2m1fn": "float4_e2m1fn_x2", "int4": "int8", "uint4": "uint8", "float6_e2m3fn": "uint8",
+_TORCH_STORAGE = {"tfloat32": "float32", "float4_e2m1fn": "float4_e2m1fn_x2", "int4": "int8", "uint4": "uint8", "float6_e2m3fn": "uint8",
                   "float6_e3m2fn": "uint8"}  # fmt: skip
 
 
@@ -197,6 +209,7 @@ _ALIASES = {
     "e5m2_float8": "float8_e5m2",
     "boolean": "bool",
     "float4_e2m1fn_x2": "float4_e2m1fnx2",  # torch's name of a byte holding two float4_e2m1fn values
+    "tfloat32": "float32",  # storage and values; a buffer declared so records it (see `tfloat32`)
 }
 _BY_NAME = {dt.name: dt for dt in ALL_DTYPES}
 
@@ -216,7 +229,7 @@ def _parse_name(text: str) -> DataType:
 def as_dtype(value: object) -> DataType:
     """Convert a DataType, a string spelling, a numpy dtype or a torch dtype to a DataType."""
     if isinstance(value, DataType):
-        return value
+        return float32 if value.name == "tfloat32" else value
     if isinstance(value, str):
         return _parse_name(value)
     if value is bool:
@@ -244,6 +257,7 @@ def numpy_dtype(dtype: DataType):
 
     if dtype.is_packed and dtype.lanes == 2:
         return np.dtype(np.uint8)
+    dtype = as_dtype(dtype)
     if dtype.kind in ("bfloat", "float8", "microfloat") or dtype.is_packed:
         import ml_dtypes
 

@@ -315,7 +315,7 @@ class Printer:
         for view in [v for v in self.pending_views if id(v) in used]:
             shape = self.value(tuple(view.shape))
             self.line(
-                f"{self.name(view)} = T.Tensor({shape}, {dtype_str(view.dtype)}, {self.name(view.base)}.data)"
+                f"{self.name(view)} = T.Tensor({shape}, {dtype_str(view.declared_dtype)}, {self.name(view.base)}.data)"
             )
             self.pending_views.remove(view)
 
@@ -414,7 +414,7 @@ class Printer:
             else:
                 shape = self.value(tuple(b.shape))
                 scope = ', scope="shared"' if b.scope == "shared" else ""
-                self.line(f"{self.name(b)} = T.{fn}({shape}, {dtype_str(b.dtype)}{scope})")
+                self.line(f"{self.name(b)} = T.{fn}({shape}, {dtype_str(b.declared_dtype)}{scope})")
             self.stmt(s.body)
 
     def _barriers(self, s: S.Allocate) -> None:
@@ -529,8 +529,8 @@ class Printer:
     def _tensor_type(self, b: Buffer) -> str:
         shape = self.value(tuple(b.shape))
         if b.strides:
-            return f"T.StridedTensor({shape}, {self.value(tuple(b.strides))}, {dtype_str(b.dtype)})"
-        return f"T.Tensor({shape}, {dtype_str(b.dtype)})"
+            return f"T.StridedTensor({shape}, {self.value(tuple(b.strides))}, {dtype_str(b.declared_dtype)})"
+        return f"T.Tensor({shape}, {dtype_str(b.declared_dtype)})"
 
     def module(self, funcs: list[PrimFunc]) -> str:
         body_printer_lines = []

@@ -68,7 +68,7 @@ class _Tokenizer:
         if isinstance(value, Buffer):
             if not self._ref(value, "@"):
                 return []
-            self.tokens.extend((str(value.dtype), value.scope))
+            self.tokens.extend((str(value.declared_dtype), value.scope))
             # Only views add tokens: other buffers hash as before.
             return [value.shape, value.strides] + (
                 [_Token("view"), value.base] if value.base is not None else []

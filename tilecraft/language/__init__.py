@@ -22,6 +22,7 @@ from tilecraft.ir.dtype import (
     int16,
     int32,
     int64,
+    tfloat32,
     uint4,
     uint8,
     uint16,
@@ -113,9 +114,6 @@ long = int64
 float8_e4m3 = float8_e4m3fn
 # Two float4_e2m1fn values in one byte (torch.float4_e2m1fn_x2): the dtype of packed bytes' views.
 float4_e2m1fnx2 = float4_e2m1fn.with_lanes(2)
-# TF32 is float32 with a 10-bit mantissa for tensor-core gemms. No target generates TF32 mma, so a
-# tfloat32 tensor, tile or gemm operand is float32 throughout: at least as accurate as TileLang's TF32.
-tfloat32 = float32
 
 __all__ = [
     "And", "Broadcast", "Buffer", "Cast", "Fragment", "GemmWarpPolicy", "ClusterKernel", "Kernel", "Layout", "Not", "Or",

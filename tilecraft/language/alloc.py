@@ -50,7 +50,8 @@ def _runtime_names(variables) -> str:
 def _alloc(shape, dtype, scope: str, what: str) -> Buffer:
     b = builder.current(what)
     b.kernel(what)
-    buf = Buffer(f"buf{len(b.pending_allocations)}", _static_shape(shape, what), dt.as_dtype(dtype), scope)
+    buf = Buffer(f"buf{len(b.pending_allocations)}", _static_shape(shape, what), dt.as_dtype(dtype), scope,
+                 tf32=dt.is_tfloat32(dtype))  # fmt: skip
     b.pending_allocations.append(buf)
     return buf
 
@@ -97,6 +98,7 @@ def alloc_global(shape, dtype, scope: str = "global") -> Buffer:
             "T.alloc_global is only valid outside `with T.Kernel(...)`",
             hint="allocate the workspace at the top of the function body, before the kernels that use it",
         )
-    buf = Buffer(f"workspace{len(b.workspaces)}", b.parser.without_lets(_dims(shape)), dt.as_dtype(dtype))
+    buf = Buffer(f"workspace{len(b.workspaces)}", b.parser.without_lets(_dims(shape)), dt.as_dtype(dtype),
+                 tf32=dt.is_tfloat32(dtype))  # fmt: skip
     b.workspaces.append(buf)
     return buf

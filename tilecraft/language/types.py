@@ -39,9 +39,17 @@ class TensorType:
     dtype: DataType
     strides: tuple[Expr, ...] = ()
     scope: str = "global"
+    tf32: bool = False  # declared T.tfloat32 (Buffer.tf32); dtype is then float32
+
+    @staticmethod
+    def of(
+        shape: tuple[Expr, ...], dtype, strides: tuple[Expr, ...] = (), scope: str = "global"
+    ) -> TensorType:
+        """The type of a tensor declared with `dtype` as written (T.tfloat32 is float32 with `tf32`)."""
+        return TensorType(shape, dt.as_dtype(dtype), strides, scope, dt.is_tfloat32(dtype))
 
     def to_buffer(self, name: str) -> Buffer:
-        return Buffer(name, self.shape, self.dtype, self.scope, self.strides)
+        return Buffer(name, self.shape, self.dtype, self.scope, self.strides, tf32=self.tf32)
 
 
 @dataclass(frozen=True)
@@ -73,7 +81,7 @@ class _TensorFactory:
     def __call__(self, shape, dtype="float32", data=None) -> TensorType | Buffer:
         if data is not None:
             return view(_dims(shape), dtype, data)
-        return _tensor_type(lambda: TensorType(_dims(shape), dt.as_dtype(dtype)))
+        return _tensor_type(lambda: TensorType.of(_dims(shape), dtype))
 
     def __getitem__(self, key) -> TensorType:
         return _tensor_type(lambda: _subscripted(key))
@@ -82,7 +90,7 @@ class _TensorFactory:
 def _subscripted(key) -> TensorType:
     if not isinstance(key, tuple) or len(key) != 2:
         raise IRError("write T.Tensor[[M, N], dtype]")
-    return TensorType(_dims(key[0]), dt.as_dtype(key[1]))
+    return TensorType.of(_dims(key[0]), key[1])
 
 
 Tensor = _TensorFactory()
@@ -99,7 +107,7 @@ class _OnChipBufferType:
         self.name, self.scope = name, scope
 
     def __call__(self, shape, dtype="float32", *_args, **_kwargs) -> TensorType | InvalidTensorType:
-        return _tensor_type(lambda: TensorType(_dims(shape), dt.as_dtype(dtype), scope=self.scope))
+        return _tensor_type(lambda: TensorType.of(_dims(shape), dtype, scope=self.scope))
 
     def __getitem__(self, key) -> TensorType | InvalidTensorType:
         if not isinstance(key, tuple) or len(key) != 2:
@@ -126,7 +134,7 @@ def _strided(shape, strides, dtype) -> TensorType:
     shape, strides = _dims(shape), _dims(strides)
     if len(shape) != len(strides):
         raise IRError(f"StridedTensor has {len(shape)} dims but {len(strides)} strides")
-    return TensorType(shape, dt.as_dtype(dtype), strides)
+    return TensorType.of(shape, dtype, strides)
 
 
 def _names(names: str | Sequence[str]) -> list[str]:
@@ -161,6 +169,7 @@ def const(names: str | Sequence[str], dtype="int32") -> Var | tuple[Var, ...]:
 def empty(shape, dtype="float32") -> Buffer:
     """An output tensor allocated by the call (eager style); return it from the kernel function."""
     b = builder.current("T.empty")
-    buf = Buffer(f"out{len(b.outputs)}", b.parser.without_lets(_dims(shape)), dt.as_dtype(dtype))
+    buf = Buffer(f"out{len(b.outputs)}", b.parser.without_lets(_dims(shape)), dt.as_dtype(dtype),
+                 tf32=dt.is_tfloat32(dtype))  # fmt: skip
     b.outputs.append(buf)
     return buf

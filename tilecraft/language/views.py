@@ -27,7 +27,7 @@ def view(dims: tuple[E.Expr, ...], dtype, data) -> Buffer:
             f"the third argument of T.Tensor is the memory of a tensor, `A.data`; got {type(data).__name__}",
             hint="write T.Tensor(shape, dtype, A.data) with A a kernel parameter or a T.empty output",
         )
-    base, dtype = data.buffer, dt.as_dtype(dtype)
+    base, tf32, dtype = data.buffer, dt.is_tfloat32(dtype), dt.as_dtype(dtype)
     _check_base(b, base)
     if dtype != base.dtype:
         raise b.error(
@@ -39,7 +39,7 @@ def view(dims: tuple[E.Expr, ...], dtype, data) -> Buffer:
     dims = b.parser.without_lets(dims)
     _check_size(b, dims, base)
     root = base.base if base.base is not None else base
-    buf = Buffer(f"{base.name}_view", dims, dtype, base=root, span=b.span)
+    buf = Buffer(f"{base.name}_view", dims, dtype, base=root, tf32=tf32, span=b.span)
     b.unnamed_views.append(buf)
     return buf
 

@@ -10,7 +10,9 @@ fragment by some of its variables (a row vector `m[i]` in a loop over `(i, j)`) 
 extended over its other dims, so the read stays in the thread's registers. Next, a fragment wider than a
 nest that indexes it by its variables (`sinks[i]` of a `(128,)` fragment in `T.Parallel(64)`) takes the
 nest's layout for that part and further registers for the rest, and a free nest over a leading part of a
-known fragment iterates the fragment's layout with the rest masked. Then what stays free gets the default
+known fragment iterates the fragment's layout with the rest masked; a free nest over an aligned block
+of one (`x[i, jj * 4 + j]`) takes the fragment's layout restricted to a block, where every block spreads
+over the threads alike. Then what stays free gets the default
 (row-major over threads, runs as wide as the target's widest access), and propagation resumes. Two
 different layouts demanded for one fragment stop with both ops' lines.
 
@@ -37,12 +39,13 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.span import Span
-from tilecraft.ir.visitor import Mutator, Visitor, walk
+from tilecraft.ir.visitor import Mutator, Visitor, free_vars, walk
 from tilecraft.layout.fragment import FRAGMENT_INS, fragment_dims, linear_from_fragment
 from tilecraft.layout.layout import Fragment
 from tilecraft.layout.linear import LinearLayout, log2, next_power_of_two
 from tilecraft.layout.tile import (
     TileLayout,
+    block_of,
     blocked_layout,
     covers,
     keep_unit_dim,
@@ -167,6 +170,47 @@ def var_positions(nest: Nest, indices) -> list[int] | None:
     return out if len(set(out)) == len(out) else None
 
 
+def block_positions(loop_vars, extents, indices) -> tuple[list[int], list[E.Expr | None]] | None:
+    """As `var_positions`, for indices `v` or `v + c` (in either order): c uses no variable of the nest
+    and is a provable multiple of v's extent rounded up to a power of two, so the nest covers one aligned
+    block of the buffer (`x[i, jj * 4 + j]` in a nest over `(i, j)` of extents (_, 4)). Returns the
+    positions and each dim's offset c (None for a plain variable)."""
+    ids = [id(v) for v in loop_vars]
+    positions: list[int] = []
+    offsets: list[E.Expr | None] = []
+    for idx in indices:
+        var, offset = _var_and_offset(idx, ids)
+        if var is None:
+            return None
+        position = ids.index(id(var))
+        if offset is not None and power_of_two_factor(offset) < next_power_of_two(extents[position]):
+            return None
+        positions.append(position)
+        offsets.append(offset)
+    return (positions, offsets) if len(set(positions)) == len(positions) else None
+
+
+def _var_and_offset(idx: E.Expr, ids: list[int]) -> tuple[E.Var | None, E.Expr | None]:
+    if isinstance(idx, E.Var) and id(idx) in ids:
+        return idx, None
+    if isinstance(idx, E.Add):
+        for var, offset in ((idx.a, idx.b), (idx.b, idx.a)):
+            if isinstance(var, E.Var) and id(var) in ids and not any(id(v) in ids for v in free_vars(offset)):
+                return var, offset
+    return None, None
+
+
+def power_of_two_factor(e: E.Expr) -> int:
+    """A power of two that provably divides the integer expression `e` (1 when nothing is known)."""
+    if isinstance(e, E.IntImm):
+        return e.value & -e.value if e.value else 1 << 30
+    if isinstance(e, E.Mul):
+        return min(power_of_two_factor(e.a) * power_of_two_factor(e.b), 1 << 30)
+    if isinstance(e, (E.Add, E.Sub)):
+        return min(power_of_two_factor(e.a), power_of_two_factor(e.b))
+    return 1
+
+
 def static_shape(buf: Buffer) -> tuple[int, ...]:
     dims = tuple(E.const_value(d) for d in buf.shape)
     if not all(isinstance(d, int) for d in dims):
@@ -252,7 +296,7 @@ class Inference:
                     self.set_shared(buf, layout, why, op.span)
         while True:
             self._propagate()
-            if not (self._extend_one() or self._cover_one() or self._default_one()):
+            if not (self._extend_one() or self._cover_one() or self._block_one() or self._default_one()):
                 break
 
     def _annotated(self, note: S.AnnotateLayout) -> TileLayout:
@@ -369,6 +413,26 @@ class Inference:
                 full = dims == list(range(len(nest.vars)))
                 if nest.layout is None and known is not None and full and covers(known.shape, nest.extents):
                     nest.layout = within(known, nest.extents)
+                    return True
+        return False
+
+    def _block_one(self) -> bool:
+        """Lay out the first free nest that reads an aligned block of a known fragment (`x[i, jj * 4 + j]`)
+        as the fragment's layout restricted to one block, when every block spreads over the threads
+        alike: each thread then reads every block from its own registers; False when there is none."""
+        for nest in self.found.nests:
+            if nest.layout is not None:
+                continue
+            for buf, indices in nest.accesses:
+                known = self.known(buf)
+                found = block_positions(nest.vars, nest.extents, indices)
+                if known is None or found is None or found[0] != list(range(len(nest.vars))):
+                    continue
+                if not covers(known.shape, nest.extents):
+                    continue
+                layout = block_of(known, nest.extents)
+                if layout is not None:
+                    nest.layout = layout
                     return True
         return False
 

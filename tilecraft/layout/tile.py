@@ -102,6 +102,29 @@ def within(layout: TileLayout, shape: tuple[int, ...]) -> TileLayout:
     return TileLayout(tuple(shape), layout.linear)
 
 
+def block_of(layout: TileLayout, shape: tuple[int, ...]) -> TileLayout | None:
+    """A nest over `shape` covering one aligned block of the tile `layout` lays out (`F[i, c + j]`, c a
+    multiple of the block's power-of-two extent): the tile's layout with the registers that hold other
+    blocks dropped. Every block then spreads over the threads alike, each thread holding the same
+    elements of each: so a nest with this layout reads any block from its own registers. None when a
+    lane or warp bit moves between blocks (which threads hold a block depends on the block)."""
+    names = fragment_dims(len(shape))
+    padded = [next_power_of_two(s) for s in shape]
+    linear = layout.linear
+    bases: dict[str, list[tuple[int, ...]]] = {}
+    for name in linear.in_names:
+        kept = []
+        for bit in range(linear.in_bits(name)):
+            vector = tuple(linear.basis(name, bit)[n] for n in names)
+            inside = all(v < p for v, p in zip(vector, padded))
+            if not inside and name != "register":
+                return None
+            if inside:
+                kept.append(vector)
+        bases[name] = kept
+    return TileLayout(tuple(shape), LinearLayout(bases, dict(zip(names, padded))))
+
+
 def widen(layout: TileLayout, shape: tuple[int, ...]) -> TileLayout:
     """The layout of a fragment of `shape` whose leading part `layout` covers: the same threads and
     registers for that part, and further registers of the same threads for the rest (so every thread,

@@ -1,8 +1,9 @@
 """Address shared tiles through a backend's swizzled layout: after `apply_physical_layouts(mod,
 layout_type)`, every access to a buffer annotated with a layout of `layout_type` (an object with
 `physical(flat)`: the element offset where the element at row-major offset `flat` of the trailing 2-D
-tile is stored) uses a 1-D buffer and that offset; leading dims (pipeline stages, batch) count whole
-tiles. The layout annotations are gone. Loads, stores and atomic updates are rewritten; copies and gemm
+tile is stored, and `physical_at(row, col, row_length)`: the same for the element at (row, col), which a
+layout whose permutation keys on the row writes so that the row's part is loop-invariant in a loop over
+columns) uses a 1-D buffer and that offset; leading dims (pipeline stages, batch) count whole tiles. The layout annotations are gone. Loads, stores and atomic updates are rewritten; copies and gemm
 calls that already carry physical offsets keep them. A backend wraps it in its own named pass, for its
 own layout type.
 """
@@ -50,13 +51,17 @@ class _Apply(Mutator):
         layout = self.layouts[id(buf)]
         dims = _static(buf.shape)
         rows, cols = dims[-2:] if len(dims) >= 2 else (1, dims[-1])
-        tile = E.add(E.mul(indices[-2], cols), indices[-1]) if len(dims) >= 2 else indices[-1]
+        tile = (
+            layout.physical_at(indices[-2], indices[-1], cols)
+            if len(dims) >= 2
+            else layout.physical(indices[-1])
+        )
         if len(dims) <= 2:
-            return (layout.physical(tile),)
+            return (tile,)
         lead: E.Expr = E.const(0)
         for idx, dim in zip(indices[:-2], dims[:-2]):
             lead = E.add(E.mul(lead, dim), idx)
-        return (E.add(E.mul(lead, rows * cols), layout.physical(tile)),)
+        return (E.add(E.mul(lead, rows * cols), tile),)
 
     def _access(self, node):
         new = self.generic_mutate(node)  # the flat buffer, and the indices' own rewrites

@@ -24,13 +24,23 @@ def written_params(func: PrimFunc) -> tuple[bool, ...]:
     return tuple(isinstance(p, Buffer) and p in finder.written for p in func.params)
 
 
+def written_buffers(stmt: S.Stmt) -> set[int]:
+    """The ids of the buffers `stmt` may write (every buffer it names outside a read position: stores,
+    tile-op destinations, allocations, nodes this module does not know)."""
+    finder = _WriteFinder()
+    finder.visit(stmt)
+    return {id(b) for b in finder.written} | {id(b) for b in finder.named}
+
+
 class _WriteFinder(Visitor):
     """Collects every buffer that appears outside a known read position."""
 
     def __init__(self) -> None:
         self.written: set[Buffer] = set()
+        self.named: set[Buffer] = set()  # the buffers themselves (a view as well as its base)
 
     def visit_Buffer(self, node: Buffer) -> None:
+        self.named.add(node)
         self.written.add(node.base if node.base is not None else node)  # a view writes its base
 
     def read(self, value: object) -> None:

@@ -21,6 +21,19 @@ def staged(A: T.Tensor((512,), "float32"), B: T.Tensor((128,), "float32")):
 
 
 @T.prim_func
+def staged_in_body(A: T.Tensor((512,), "float32"), B: T.Tensor((128,), "float32")):
+    with T.Kernel(1, threads=128):
+        acc = T.alloc_fragment((128,), "float32")
+        T.clear(acc)
+        for k in T.Pipelined(4, num_stages=2):
+            s = T.alloc_shared((128,), "float32")
+            T.copy(A[k * 128], s)
+            for i in T.Parallel(128):
+                acc[i] = acc[i] + s[i]
+        T.copy(acc, B)
+
+
+@T.prim_func
 def tma_gemm(
     A: T.Tensor((64, 128), "float16"), B: T.Tensor((128, 64), "float16"), C: T.Tensor((64, 64), "float32")
 ):
@@ -37,7 +50,9 @@ def tma_gemm(
 
 
 @T.prim_func
-def guarded_staged(A: T.Tensor((512,), "float32"), Mask: T.Tensor((4,), "bool"), B: T.Tensor((128,), "float32")):
+def guarded_staged(
+    A: T.Tensor((512,), "float32"), Mask: T.Tensor((4,), "bool"), B: T.Tensor((128,), "float32")
+):
     with T.Kernel(1, threads=128):
         s = T.alloc_shared((128,), "float32")
         acc = T.alloc_fragment((128,), "float32")
@@ -96,3 +111,17 @@ def persistent_staged(size: int, tile: tuple[int, int, int], threads: int, block
                     T.copy(C_s, A[bx * bm, by * bn])
 
     return gemm
+
+
+@T.prim_func
+def tf32_register_a(
+    A: T.Tensor((16, 8), T.tfloat32), B: T.Tensor((16, 8), "float32"), C: T.Tensor((16, 16), "float32")
+):
+    with T.Kernel(1, threads=32):
+        a = T.alloc_fragment((16, 8), T.tfloat32)
+        b = T.alloc_shared((16, 8), "float32")
+        c = T.alloc_fragment((16, 16), "float32")
+        T.copy(A, a)
+        T.copy(B, b)
+        T.gemm(a, b, c, transpose_B=True, clear_accum=True)
+        T.copy(c, C)

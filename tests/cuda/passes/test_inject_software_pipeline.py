@@ -4,7 +4,14 @@ made, which the language does not spell, so each Before is a kernel taken throug
 
 from __future__ import annotations
 
-from tests.cuda.passes.kernels import SM90A, guarded_staged, guarded_tma_gemm, staged, tma_gemm
+from tests.cuda.passes.kernels import (
+    SM90A,
+    guarded_staged,
+    guarded_tma_gemm,
+    staged,
+    staged_in_body,
+    tma_gemm,
+)
 from tests.transform.helpers import SM80
 from tilecraft.testing.passes import assert_pass, pass_test
 
@@ -45,6 +52,47 @@ def test_cp_async_copies_of_the_next_stage_are_issued_before_this_stage_is_read(
     """
 
     assert_pass(target, "inject-software-pipeline", staged, expected, prefix=True)
+
+
+@pass_test("inject-software-pipeline", SM80)
+def test_a_tile_allocated_in_the_loop_body_is_allocated_around_the_loop_and_staged(target):
+    """A tile the loop body allocates (TileLang's mhc_pre allocates its tiles inside T.Pipelined) is
+    allocated once around the loop, so its copy is a producer the pipeline stages like any other."""
+    # As the first test: the stage dim, the prologue, and per iteration wait, barrier, next copy, compute;
+    # only the allocation of s moved out of the loop (it wrapped the whole body, which was then neither
+    # a copy nor a consumer, and stayed synchronous: commit and wait 0 after the copy).
+
+    expected = """
+    @T.prim_func
+    def staged_in_body(A: T.Tensor((512,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tx = T.get_thread_binding(0)
+            acc = T.alloc_local((1,), "float32")
+            for r1 in T.serial(1, annotations={'unroll': True}):
+                acc[0] = 0.0
+            with T.ir.scope():
+                s = T.alloc_shared((2, 128), "float32")
+                if T.ir.keep(T.bool(True)):
+                    for c2 in T.serial(1, annotations={'unroll': True}):
+                        if c2 * 128 + tx < 32:
+                            T.ir.cuda.AsyncCopy(dst=s, dst_offset=0 + T.cast(0 + T.cast((c2 * 128 + tx) * 4, "int64") * 1, "int32"), src=A, src_offset=0 + T.cast(T.ir.Mul(dtype="int32", a=0, b=128) + (c2 * 128 + tx) * 4, "int64") * 1, bytes=16, valid=T.ir.Mul(dtype="int32", a=0, b=128) + (c2 * 128 + tx) * 4 < 512)
+                T.ir.cuda.AsyncCommit()
+                for k in T.serial(4, annotations={'pipelined_buffers': (s,)}):
+                    T.ir.cuda.AsyncWait(pending=0)
+                    T.sync_threads()
+                    if k + 1 < 4:
+                        for c2_1 in T.serial(1, annotations={'unroll': True}):
+                            if c2_1 * 128 + tx < 32:
+                                T.ir.cuda.AsyncCopy(dst=s, dst_offset=(k + 1) % 2 * 128 + T.cast(0 + T.cast((c2_1 * 128 + tx) * 4, "int64") * 1, "int32"), src=A, src_offset=0 + T.cast((k + 1) * 128 + (c2_1 * 128 + tx) * 4, "int64") * 1, bytes=16, valid=(k + 1) * 128 + (c2_1 * 128 + tx) * 4 < 512)
+                    T.ir.cuda.AsyncCommit()
+                    for r3 in T.serial(1, annotations={'unroll': True}):
+                        acc[0] = acc[0] + s[k % 2, tx % 32 + tx // 32 * 32]
+                T.ir.cuda.AsyncWait(pending=0)
+            for r4 in T.serial(1, annotations={'unroll': True}):
+                B[tx % 32 + tx // 32 * 32] = acc[0]
+    """
+
+    assert_pass(target, "inject-software-pipeline", staged_in_body, expected, prefix=True)
 
 
 @pass_test("inject-software-pipeline", SM90A)

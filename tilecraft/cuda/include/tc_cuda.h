@@ -239,6 +239,53 @@ TC_DEVICE int tc_swizzle16(int off) {
     return off ^ (((off >> shift) & 7) << 3);
 }
 
+// TF32 (sm_80 and newer): a float32 operand rounded to tf32 (10-bit mantissa) to nearest, ties away
+// from zero; the result is a .b32 register whose 13 low mantissa bits are zero.
+TC_DEVICE uint32_t tc_f2tf32(float x) {
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+    return r;
+}
+TC_DEVICE void tc_mma_1688_tf32(float* c, const uint32_t* a, const uint32_t* b) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// The shared-memory layout of TF32 gemm operand tiles (float32) with rows of W elements: row-major with
+// the 16-byte chunk index (4 elements) within each 128-byte line XOR-ed with a mask of the row index
+// mod 8 (W a power of two >= 32; the mask is the row's 3 bits rotated left by one) or of the 128-byte
+// line index (other W: two rows a line for W = 16, mask = the line's 2 low bits reversed; four for
+// W = 8, mask = the line). tc::gemm_ss_tf32 reads one element per lane: a K-major tile at 8 rows x 4
+// consecutive k (one chunk per row), an MN-major one at 4 k rows x 8 consecutive m or n (two chunks per
+// row); both masks put those 8 chunks on 8 distinct bank groups, and a cp.async phase's 8 chunks stay
+// one line. The compiler writes the same function (tilecraft/cuda/shared_layout.py, swizzle32).
+__host__ __device__ constexpr bool tc_pow2(int w) { return w > 0 && (w & (w - 1)) == 0; }
+__host__ __device__ constexpr int tc_log2(int w) { return w <= 1 ? 0 : 1 + tc_log2(w / 2); }
+__host__ __device__ constexpr int tc_swizzle32_shift(int w) { return (w >= 32 && tc_pow2(w)) ? tc_log2(w) : 5; }
+__host__ __device__ constexpr int tc_swizzle32_mask(int w, int line) {
+    return w == 16 ? (((line & 1) << 1) | ((line >> 1) & 1) | (line & 4))
+           : w == 8 ? line
+                    : (((line << 1) | (line >> 2)) & 7);
+}
+template <int W>
+TC_DEVICE int tc_swizzle32(int off) {
+    return off ^ (tc_swizzle32_mask(W, (off >> tc_swizzle32_shift(W)) & 7) << 2);
+}
+// tc_swizzle32<W>(row * W + col), written so that for rows of a power of two W >= 32 elements (the mask
+// keys on the row) the row's part is computed once per thread and a column step is a constant offset
+// plus an XOR of its low 5 bits (the gemm templates' unrolled k loops stay light on registers).
+template <int W>
+TC_DEVICE int tc_swizzle32_at(int row, int col) {
+    if constexpr (W >= 32 && tc_pow2(W)) {
+        return row * W + (col & ~31) + ((col & 31) ^ (tc_swizzle32_mask(W, row & 7) << 2));
+    } else {
+        return tc_swizzle32<W>(row * W + col);
+    }
+}
+
 namespace tc {
 
 // The B fragments of one k16 step for a warp whose columns start at n_base: b[ni] holds, for n-tile ni,
@@ -319,6 +366,78 @@ TC_DEVICE void gemm_rs(const uint32_t* A, const uint16_t* B, float* C, int warp 
 #pragma unroll
             for (int ni = 0; ni < NT; ++ni)
                 tc_mma_16816<BF16>(C + (mi * NT + ni) * 4, A + (mi * (K / 16) + kk / 16) * 4, b[ni]);
+    }
+}
+
+// ------------------------------------------------------------------ TF32 operands: mma.sync m16n8k8
+
+// C += op(A) * op(B) on TF32 tensor cores for float32 tiles in shared memory (tc_swizzle32 layout, stored
+// as gemm_ss's: A (M, K) or (K, M) when TRANS_A, B (K, N) or (N, K) when TRANS_B); C in the mma
+// accumulator layout of gemm_ss (m16n8k8 and m16n8k16 share it). Each lane loads its operand elements
+// with 32-bit shared loads (ldmatrix moves 16-bit elements) and rounds them to tf32 (cvt.rna): per k8
+// step and 16x8 tile, a0..a3 are A (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4) and b0, b1 are
+// B (k t, n g), (k t + 4, n g), with g = lane / 4, t = lane % 4 (PTX ISA, mma.m16n8k8 .tf32 fragments).
+template <int M, int N, int K, int WARPS_M, int WARPS_N, bool TRANS_B>
+TC_DEVICE void load_b_tf32(const float* B, int kk, int n_base, int lane, uint32_t (*b)[2]) {
+    constexpr int NT = N / WARPS_N / 8;
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int ni = 0; ni < NT; ++ni) {
+        const int n = n_base + ni * 8 + g;
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+            const int k = kk + t + q * 4;
+            b[ni][q] = tc_f2tf32(TRANS_B ? B[tc_swizzle32_at<K>(n, k)] : B[tc_swizzle32_at<N>(k, n)]);
+        }
+    }
+}
+
+template <int M, int N, int K, int WARPS_M, int WARPS_N, bool TRANS_A, bool TRANS_B>
+TC_DEVICE void gemm_ss_tf32(const float* A, const float* B, float* C, int warp = threadIdx.x / 32) {
+    constexpr int WM = M / WARPS_M, WN = N / WARPS_N, MT = WM / 16, NT = WN / 8;
+    static_assert(WM % 16 == 0 && WN % 8 == 0 && K % 8 == 0, "gemm tile does not fit m16n8k8");
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+#pragma unroll
+    for (int kk = 0; kk < K; kk += 8) {
+        uint32_t a[MT][4], b[NT][2];
+#pragma unroll
+        for (int mi = 0; mi < MT; ++mi) {
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {  // register q: row +8 when q is odd, k +4 when q >= 2
+                const int m = wm * WM + mi * 16 + g + (q & 1) * 8, k = kk + t + (q >> 1) * 4;
+                a[mi][q] = tc_f2tf32(TRANS_A ? A[tc_swizzle32_at<M>(k, m)] : A[tc_swizzle32_at<K>(m, k)]);
+            }
+        }
+        load_b_tf32<M, N, K, WARPS_M, WARPS_N, TRANS_B>(B, kk, wn * WN, lane, b);
+#pragma unroll
+        for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+            for (int ni = 0; ni < NT; ++ni) tc_mma_1688_tf32(C + (mi * NT + ni) * 4, a[mi], b[ni]);
+    }
+}
+
+// As gemm_ss_tf32, with A (float32) in registers in the m16n8k8 A layout (mma_operand_a_tf32 in
+// tilecraft/cuda/intrinsics/mma_layouts.py): register (mi * (K / 8) + ki) * 4 + q holds a_q of k8
+// step ki of 16-row tile mi; rounded to tf32 here.
+template <int M, int N, int K, int WARPS_M, int WARPS_N, bool TRANS_B>
+TC_DEVICE void gemm_rs_tf32(const float* A, const float* B, float* C, int warp = threadIdx.x / 32) {
+    constexpr int WM = M / WARPS_M, WN = N / WARPS_N, MT = WM / 16, NT = WN / 8;
+    static_assert(WM % 16 == 0 && WN % 8 == 0 && K % 8 == 0, "gemm tile does not fit m16n8k8");
+    const int lane = threadIdx.x % 32;
+    const int wn = warp % WARPS_N;
+#pragma unroll
+    for (int kk = 0; kk < K; kk += 8) {
+        uint32_t a[MT][4], b[NT][2];
+#pragma unroll
+        for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) a[mi][q] = tc_f2tf32(A[(mi * (K / 8) + kk / 8) * 4 + q]);
+        load_b_tf32<M, N, K, WARPS_M, WARPS_N, TRANS_B>(B, kk, wn * WN, lane, b);
+#pragma unroll
+        for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+            for (int ni = 0; ni < NT; ++ni) tc_mma_1688_tf32(C + (mi * NT + ni) * 4, a[mi], b[ni]);
     }
 }
 

@@ -5,7 +5,7 @@ local index, its lane in the warp and its warp in the block; thread = warp * 32 
 ``dim0, dim1``: the tile's rows and columns, each padded to a power of two.
 
 The mma layouts follow `mma.sync.aligned.m16n8k16` with f16/bf16 operands and an f32 (or f16)
-accumulator; ``groupID = lane >> 2`` and ``threadID_in_group = lane % 4`` below are the ISA's names.
+accumulator (m16n8k8 with .tf32 operands has the same accumulator and its own A layout); ``groupID = lane >> 2`` and ``threadID_in_group = lane % 4`` below are the ISA's names.
 The wgmma layouts follow `wgmma.mma_async` m64nNk16 (sm_90a). They are CUDA's: the shared layout algebra
 (`tilecraft/layout/fragment.py`) knows no instruction.
 """
@@ -21,6 +21,8 @@ __all__ = [
     "mma_accumulator_coords",
     "mma_operand_a",
     "mma_operand_a_coords",
+    "mma_operand_a_tf32",
+    "mma_operand_a_tf32_coords",
     "mma_operand_b",
     "mma_operand_b_coords",
     "wgmma_accumulator",
@@ -139,6 +141,40 @@ def mma_operand_a_coords(
     mi, ki = divmod(tile, k // 16)
     row = wm * (m // warps_m) + mi * 16 + lane // 4 + 8 * ((i >> 1) & 1)
     col = ki * 16 + (lane % 4) * 2 + (i & 1) + 8 * (i >> 2)
+    return row, col
+
+
+def mma_operand_a_tf32(m: int, k: int, warps_m: int, warps_n: int) -> LinearLayout:
+    """The register-resident float32 A operand (m x k) of m16n8k8 with .tf32 inputs, replicated over the
+    warps_n warps that share a row block (PTX ISA, "mma.m16n8k8 fragment for matrix A, .tf32").
+
+    Lane l holds a0..a3 of each 16x8 mma tile (mi, ki), tk = k/8 tiles along k:
+
+        reg = (mi * tk + ki) * 4 + i                      i = a-index 0..3
+        row = wm * (m / warps_m) + mi * 16 + l // 4 + 8 * (i & 1)
+        col = ki * 8 + l % 4 + 4 * (i >> 1)
+
+    so a thread holds columns t and t + 4 of each 8-column block (t = l % 4): a loop over 4 columns
+    `x[i, 4 * c + j]` reads column j of every block of 4 from lane j, whatever c.
+    """
+    tm, tk = _warp_grid(m, k, warps_m, 1, (16, 8), "mma_operand_a_tf32")
+    _require_power_of_two("mma_operand_a_tf32: warps_n", warps_n)
+    register = _chain((0, 1, 3), (1, 1, 2), (1, log2(tk), 3), (0, log2(tm), 4))
+    lane = _chain((1, 2, 0), (0, 3, 0))
+    warp = _chain((-1, log2(warps_n), 0), (0, log2(warps_m), log2(m // warps_m)))
+    return _fragment(register, lane, warp, (m, k))
+
+
+def mma_operand_a_tf32_coords(
+    thread: int, reg: int, m: int, k: int, warps_m: int, warps_n: int
+) -> tuple[int, int]:
+    """The (row, col) of A that register `reg` of thread `thread` holds in `mma_operand_a_tf32`."""
+    warp, lane = divmod(thread, WARP_SIZE)
+    wm = warp // warps_n
+    tile, i = divmod(reg, 4)
+    mi, ki = divmod(tile, k // 8)
+    row = wm * (m // warps_m) + mi * 16 + lane // 4 + 8 * (i & 1)
+    col = ki * 8 + lane % 4 + 4 * (i >> 1)
     return row, col
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from tilecraft.cuda.ir import GemmCall
 from tilecraft.cuda.op.gemm_plan import plan_gemm
+from tilecraft.cuda.shared_layout import xor_rows
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
@@ -67,5 +68,9 @@ def _clear(op: S.Gemm, ctx) -> S.Stmt:
 
 def _fma(op: S.Gemm, plan, ctx) -> S.Stmt:
     # Staged here, not handed back as a gemm of a shared A: planned again, that could take a
-    # tensor-core path whose operand layout the staged tile, made after layout inference, lacks.
-    return staged_fma_gemm(op, plan.m, plan.n, plan.k, ctx)
+    # tensor-core path whose operand layout the staged tile, made after layout inference, lacks. The
+    # staged tile is read along its rows (unless A is transposed): xor_rows keeps them off one bank.
+    def layout(shape: tuple[int, ...]):
+        return xor_rows(shape[-1]) if op.a.dtype.bits == 32 and not op.transpose_a else None
+
+    return staged_fma_gemm(op, plan.m, plan.n, plan.k, ctx, layout)

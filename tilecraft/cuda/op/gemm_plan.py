@@ -3,8 +3,12 @@ choice imposes on the accumulator (and on a register-resident A operand).
 
 Variants: "wgmma" (sm_90a: wgmma.mma_async m64nNk16 from canonical swizzled shared tiles, a grid of
 warpgroups), "wgmma_rs" (the same with A in registers in wgmma's A-fragment layout), "ss" and "rs"
-(mma.sync m16n8k16 through ldmatrix, a grid of warps), "fma" (a per-thread loop; a fragment A is first
-copied to a shared tile).
+(mma.sync m16n8k16 through ldmatrix, a grid of warps; for TF32 gemms m16n8k8 with 32-bit shared
+loads), "fma" (a per-thread loop; a fragment A is first copied to a shared tile).
+
+A TF32 gemm is one with a float32 operand declared `T.tfloat32` (`Buffer.tf32`, A or B or both; the
+other float32) and a float32 accumulator: it runs on mma.sync m16n8k8 .tf32 with the operands rounded to
+tf32. A float32 gemm without such an operand stays exact (the FMA loop).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from dataclasses import dataclass
 from tilecraft.cuda.intrinsics.mma_layouts import (
     mma_accumulator,
     mma_operand_a,
+    mma_operand_a_tf32,
     wgmma_accumulator,
     wgmma_operand_a,
 )
@@ -80,7 +85,26 @@ def _pick(policy: S.GemmWarpPolicy, options: list[tuple[int, int]], m: int, n: i
     return min(options, key=lambda g: (abs(m // g[0] - n // g[1]), -g[0]))
 
 
+def is_tf32(op: S.Gemm) -> bool:
+    """A gemm asking for TF32 math: float32 operands, one of them (or both) declared T.tfloat32, and a
+    float32 accumulator."""
+    operands = (op.a, op.b)
+    floats = all(r.dtype.name == "float32" for r in (*operands, op.c))
+    return floats and any(r.buffer.tf32 for r in operands)
+
+
+def _tf32_ok(op: S.Gemm, m: int, n: int, k: int) -> bool:
+    """mma.sync m16n8k8 .tf32 takes the gemm: power-of-two M and N, K a multiple of 8, B in shared
+    memory, A in shared memory or in registers untransposed (a transposed register A stays on FMA)."""
+    shapes = all(is_power_of_two(x) for x in (m, n)) and k % 8 == 0
+    register_a = op.a.buffer.scope == "local.fragment"
+    placement = op.b.buffer.scope in SHARED and (op.a.buffer.scope in SHARED or register_a)
+    return is_tf32(op) and shapes and placement and not (register_a and op.transpose_a)
+
+
 def _tensor_core_ok(op: S.Gemm, m: int, n: int, k: int) -> bool:
+    if is_tf32(op):
+        return _tf32_ok(op, m, n, k)
     a, b, c = op.a.dtype, op.b.dtype, op.c.dtype
     shapes = all(is_power_of_two(x) for x in (m, n)) and k % 16 == 0
     placement = op.b.buffer.scope in SHARED and op.a.buffer.scope in (*SHARED, "local.fragment")
@@ -184,7 +208,8 @@ def plan_gemm(op: S.Gemm, threads: int, target, wgmma: bool = False) -> GemmPlan
             )
         c_layout = TileLayout((m, n), mma_accumulator(m, n, wm, wn))
         # Every warp reads whole rows of A, so the warps_n warps sharing a row block hold copies of it.
-        a_layout = TileLayout((m, k), mma_operand_a(m, k, wm, wn)) if register_a else None
+        operand_a = mma_operand_a_tf32 if is_tf32(op) else mma_operand_a
+        a_layout = TileLayout((m, k), operand_a(m, k, wm, wn)) if register_a else None
         return GemmPlan(m, n, k, wm, wn, True, "rs" if register_a else "ss", c_layout, a_layout)
     # A fragment A that tensor cores cannot take is staged through shared memory by the FMA lowering.
     return GemmPlan(m, n, k, 1, 1, False, "fma", None, None)

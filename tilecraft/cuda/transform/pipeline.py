@@ -210,6 +210,7 @@ class _Pipeline(Mutator):
         return buf
 
     def mutate_KernelLaunch(self, s: S.KernelLaunch) -> S.Stmt:
+        s = hoist_loop_allocations(s)
         self.launch = s
         self.specialized = None
         if self.specialize:
@@ -534,6 +535,66 @@ def _releases(stmts: list[S.Stmt]) -> dict[int, list[TmaCopy]]:
     for copy, pos in last.values():
         out.setdefault(pos, []).append(copy)
     return out
+
+
+def hoist_loop_allocations(launch: S.KernelLaunch) -> S.KernelLaunch:
+    """The kernel with the tiles a T.Pipelined loop body allocates first (TileLang allows `A_s =
+    T.alloc_shared(...)` inside the loop, and allocates every buffer of a block once, at its top)
+    allocated around the loop instead, with their layout annotations: the body's statements are then
+    its copies and its consumers, which the pipeline can stage (a body that is one allocation was
+    neither, and stayed synchronous). An allocation holds no value from one iteration to the next, so
+    one allocation for all iterations is the same program."""
+
+    class _Hoist(Mutator):
+        def mutate_Buffer(self, buf):
+            return buf
+
+        def mutate_For(self, s: S.For) -> S.Stmt:
+            s = self.generic_mutate(s)
+            if s.kind is not S.ForKind.PIPELINED:
+                return s
+            allocations, annotations, body = _leading_allocations(s.body)
+            if not allocations:
+                return s
+            out: S.Stmt = dataclasses.replace(s, body=body)
+            for alloc in reversed(allocations):
+                mine = [a for a in annotations if a.buffer is alloc.buffer]
+                out = S.Allocate(alloc.buffer, S.seq(*mine, out) if mine else out, span=alloc.span)
+            return out
+
+    return _Hoist().mutate(launch)
+
+
+def _leading_allocations(body: S.Stmt) -> tuple[list[S.Allocate], list[S.AnnotateLayout], S.Stmt]:
+    """The allocations that wrap the rest of a loop body (below its lets), the layout annotations of
+    those buffers that open their bodies, and the body without them (lets kept in place)."""
+    lets: list[S.LetStmt] = []
+    allocations: list[S.Allocate] = []
+    annotations: list[S.AnnotateLayout] = []
+    while True:
+        if isinstance(body, S.SeqStmt) and len(body.stmts) == 1:
+            body = body.stmts[0]
+        elif isinstance(body, S.LetStmt):
+            lets.append(body)
+            body = body.body
+        elif isinstance(body, S.Allocate) and body.buffer.scope != "local.var":
+            allocations.append(body)
+            body = body.body
+            while isinstance(body, S.SeqStmt) and body.stmts and _annotates(body.stmts[0], allocations):
+                annotations.append(body.stmts[0])
+                body = S.seq(*body.stmts[1:])
+            if _annotates(body, allocations):
+                annotations.append(body)
+                body = S.SeqStmt(())
+        else:
+            break
+    for let in reversed(lets):
+        body = dataclasses.replace(let, body=body)
+    return allocations, annotations, body
+
+
+def _annotates(s: S.Stmt, allocations: list[S.Allocate]) -> bool:
+    return isinstance(s, S.AnnotateLayout) and any(s.buffer is a.buffer for a in allocations)
 
 
 def _retarget_annotations(body: S.Stmt, old: Buffer, new: Buffer) -> S.Stmt:

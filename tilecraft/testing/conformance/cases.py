@@ -32,6 +32,7 @@ from tilecraft.testing.conformance import regressions as D
 from tilecraft.testing.conformance import shared_operands as SO
 from tilecraft.testing.conformance import shared_reuse as SR
 from tilecraft.testing.conformance import subbyte as SB
+from tilecraft.testing.conformance import tf32 as TF
 from tilecraft.testing.conformance import views as V
 
 F16, BF16, F32 = np.float16, ml_dtypes.bfloat16, np.float32
@@ -282,6 +283,11 @@ def _gemm_case(name, m, n, k, ta=False, tb=False, dtype=F16, bm=64, bn=64, bk=32
     return Case(name, build, inputs, reference, 1e-5 if dtype is F32 else 2e-3)
 
 
+def _tf32_case(name, m, n, k, ta, tb, a_dtype=T.tfloat32):
+    return Case(name, lambda: TF.gemm_tf32(m, n, k, ta, tb, a_dtype), TF.gemm_tf32_inputs(m, n, k, ta, tb),
+                TF.gemm_tf32_reference(ta, tb), TF.TF32_TOL)  # fmt: skip
+
+
 def _flash_case(causal):
     shape = (1, 128, 2, 64)
 
@@ -432,6 +438,8 @@ CASES = [
     Case("fragment_reads_across_threads", D.remote_reads,
          lambda r: [randn(r, (32, 64)), randn(r, (64, 32)), poison((32, 64)), poison((32, 64)), poison(4)],
          lambda a: dict(zip((2, 3, 4), D.remote_reference(a[0], a[1])))),
+    Case("fragment_column_blocks_in_a_serial_loop", D.column_block_reads,
+         lambda r: [randn(r, (32, 64)), poison((32, 4))], lambda a: {1: D.column_block_reference(a[0])}, 1e-5),
     Case("fragment_wider_than_its_loop", D.sink_logsumexp,
          lambda r: [randn(r, 3), randn(r, (3, 100, 64)), poison((3, 100))],
          lambda a: {2: D.sink_logsumexp_reference(a[0], a[1])}, 1e-5),
@@ -452,7 +460,16 @@ CASES = [
     Case("gemm_float32_register_a_transposed_in_registers", R.float32_fragment_a, R.float32_fragment_a_inputs,
          R.float32_fragment_a_reference, 1e-5),
     Case("gemm_tf32_register_a_accumulating", R.tf32_fragment_a_accumulating, R.tf32_fragment_a_inputs,
-         R.tf32_fragment_a_reference, 1e-5),
+         R.tf32_fragment_a_reference, TF.TF32_TOL),
+    # TF32 gemms of shared tiles (T.tfloat32 operands): ragged M and N, every transpose pair, and a
+    # float32 A with a tfloat32 B (TF32 too: one tfloat32 operand asks for it)
+    Case("gemm_tf32_register_a_with_row_sums", R.tf32_gemm_with_row_sums, R.tf32_gemm_with_row_sums_inputs,
+         R.tf32_gemm_with_row_sums_reference, TF.TF32_TOL),
+    _tf32_case("gemm_tf32_nt_ragged", 200, 136, 96, False, True),
+    _tf32_case("gemm_tf32_nn", 128, 128, 64, False, False),
+    _tf32_case("gemm_tf32_tn_ragged", 130, 64, 96, True, False),
+    _tf32_case("gemm_tf32_tt", 64, 192, 128, True, True),
+    _tf32_case("gemm_tf32_mixed_float32_a", 96, 64, 160, False, True, a_dtype=T.float32),
     # Reductions whose result keeps the reduced dim as extent 1.
     Case("reduce_keep_dim_rows_and_columns", KD.rows_and_columns, KD.rows_and_columns_inputs,
          KD.rows_and_columns_reference),

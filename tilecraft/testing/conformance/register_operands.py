@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 import tilecraft.language as T
+from tilecraft.testing.conformance.tf32 import tf32_product
 
 MOE = (200, 64, 128)  # tokens (ragged for 128-row tiles), hidden, expert
 BLOCK = 128
@@ -207,5 +208,68 @@ def tf32_fragment_a_inputs(rng) -> list[np.ndarray]:
 
 
 def tf32_fragment_a_reference(arrays) -> dict[int, np.ndarray]:
-    x, fn = (np.asarray(a, np.float64) for a in arrays[:2])
-    return {2: x @ fn.T}
+    """The gemm of the operands rounded to tf32 (x is bfloat16, so exact in tf32)."""
+    x, fn = np.asarray(arrays[0], np.float32), np.asarray(arrays[1], np.float32)
+    return {2: tf32_product(x, fn.T)}
+
+
+MHC_SQRSUM = (70, 512, 24, 256)  # tokens (ragged), hidden, outputs, hidden block
+
+
+def tf32_gemm_with_row_sums():
+    """example_mhc_pre.py's mhc_pre_gemm_sqrsum_tilelang as written (lines 134-195): the tiles allocated
+    inside T.Pipelined, the row sums of squares read from the tfloat32 fragment 4 columns at a time
+    (`x_frag[i, jj * 4 + j]` in a serial loop over the blocks), then the TF32 gemm of that fragment."""
+    tokens, hidden, outputs, block = MHC_SQRSUM
+    token_block = 32
+
+    @T.prim_func
+    def mhc_gemm_sqrsum(
+        X: T.Tensor((tokens, hidden), "bfloat16"),
+        Fn: T.Tensor((outputs, hidden), T.tfloat32),
+        Out: T.Tensor((tokens, outputs), "float32"),
+        Sqrsum: T.Tensor((tokens,), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(tokens, token_block), threads=128) as px:
+            out_frag = T.alloc_fragment((token_block, 32), "float32")
+            sqrsum_part = T.alloc_fragment((token_block, 4), "float32")
+            T.clear(out_frag)
+            T.clear(sqrsum_part)
+            for pz in T.Pipelined(hidden // block, num_stages=2):
+                x_smem_16 = T.alloc_shared((token_block, block), "bfloat16")
+                fn_smem = T.alloc_shared((32, block), T.tfloat32)
+                T.copy(X[px * token_block, pz * block], x_smem_16)
+                T.copy(Fn[0, pz * block], fn_smem)
+                x_frag_16 = T.alloc_fragment((token_block, block), "bfloat16")
+                T.copy(x_smem_16, x_frag_16)
+                x_frag = T.alloc_fragment((token_block, block), T.tfloat32)
+                T.copy(x_frag_16, x_frag)
+                for jj in T.serial(block // 4):
+                    for i, j in T.Parallel(token_block, 4):
+                        sqrsum_part[i, j] += x_frag[i, jj * 4 + j] * x_frag[i, jj * 4 + j]
+                T.gemm(x_frag, fn_smem, out_frag, transpose_B=True, clear_accum=False)
+            sqrsum_l = T.alloc_fragment(token_block, "float32")
+            T.reduce_sum(sqrsum_part, sqrsum_l)
+            for i in T.Parallel(token_block):
+                if px * token_block + i < tokens:
+                    Sqrsum[px * token_block + i] = sqrsum_l[i]
+            for i, j in T.Parallel(token_block, 32):
+                if px * token_block + i < tokens and j < outputs:
+                    Out[px * token_block + i, j] = out_frag[i, j]
+
+    return mhc_gemm_sqrsum
+
+
+def tf32_gemm_with_row_sums_inputs(rng) -> list[np.ndarray]:
+    import ml_dtypes
+
+    tokens, hidden, outputs, _ = MHC_SQRSUM
+    x = rng.standard_normal((tokens, hidden)).astype(ml_dtypes.bfloat16)
+    fn = (rng.standard_normal((outputs, hidden)) / 8).astype(np.float32)
+    return [x, fn, np.full((tokens, outputs), np.nan, np.float32), np.full(tokens, np.nan, np.float32)]
+
+
+def tf32_gemm_with_row_sums_reference(arrays) -> dict[int, np.ndarray]:
+    x, fn = np.asarray(arrays[0], np.float32), np.asarray(arrays[1], np.float32)
+    x64 = x.astype(np.float64)
+    return {2: tf32_product(x, fn.T), 3: (x64 * x64).sum(1)}

@@ -155,6 +155,32 @@ def remote_reference(x, w):
     return y, np.roll(x, -1, axis=1), np.array(r, np.float32)
 
 
+def column_block_reads(m: int = 32, n: int = 64):
+    """Row sums of squares read 4 columns at a time in a serial loop (example_mhc_pre's sqrsum), from a
+    fragment in the default layout: which threads hold a block of 4 columns changes with the block, so
+    the fragment is read through shared memory, copied there once before the loop (the loop does not
+    write it), not once per block."""
+
+    @T.prim_func
+    def column_block_reads(X: T.Tensor((m, n), "float32"), S: T.Tensor((m, 4), "float32")):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((m, n), "float32")
+            part = T.alloc_fragment((m, 4), "float32")
+            T.copy(X, x)
+            T.clear(part)
+            for jj in T.serial(n // 4):
+                for i, j in T.Parallel(m, 4):
+                    part[i, j] += x[i, jj * 4 + j] * x[i, jj * 4 + j]
+            T.copy(part, S)
+
+    return column_block_reads
+
+
+def column_block_reference(x):
+    x = np.asarray(x, np.float64)
+    return (x * x).reshape(x.shape[0], -1, 4).sum(1)
+
+
 # ---------------------------------------------------------------- fragments wider than their loops
 
 

@@ -77,9 +77,11 @@ def fma_gemm(op: S.Gemm, m: int, n: int, k_extent: int, ctx) -> S.Stmt:
     return S.seq(over_c(S.BufferStore(op.c.buffer, E.const(0, acc_dtype), c.indices)), steps)
 
 
-def staged_fma_gemm(op: S.Gemm, m: int, n: int, k_extent: int, ctx) -> S.Stmt:
+def staged_fma_gemm(op: S.Gemm, m: int, n: int, k_extent: int, ctx, staged_layout=None) -> S.Stmt:
     """`fma_gemm`, with a fragment A operand first copied to a shared tile: each thread's k loop reads a
-    whole row of A, which other threads hold. The copy is a T.copy the caller lowers again."""
+    whole row of A, which other threads hold. The copy is a T.copy the caller lowers again.
+    `staged_layout(shape)`: the target's layout for that tile (a swizzle that keeps the k loop's reads
+    of several rows off one bank), or None for row-major."""
     if op.a.buffer.scope != FRAGMENT:
         return fma_gemm(op, m, n, k_extent, ctx)
     shape = tuple(_static(op, r.extent, "A extents", ctx.target) for r in op.a.ranges)
@@ -87,7 +89,12 @@ def staged_fma_gemm(op: S.Gemm, m: int, n: int, k_extent: int, ctx) -> S.Stmt:
                     span=op.span)  # fmt: skip
     whole = staged.full_region()
     gemm = fma_gemm(dataclasses.replace(op, a=whole), m, n, k_extent, ctx)
-    return S.Allocate(staged, S.seq(S.Copy(op.a, whole, span=op.span), gemm), span=op.span)
+    layout = staged_layout(shape) if staged_layout is not None else None
+    annotation = []
+    if layout is not None:
+        ctx.shared_layouts[id(staged)] = layout
+        annotation = [S.AnnotateLayout(staged, layout, span=op.span)]
+    return S.Allocate(staged, S.seq(*annotation, S.Copy(op.a, whole, span=op.span), gemm), span=op.span)
 
 
 def lower_fma_gemm(op: S.Gemm, ctx) -> S.Stmt:

@@ -26,14 +26,22 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule
-from tilecraft.ir.visitor import Mutator, Visitor, substitute, walk
-from tilecraft.layout.inference import kernel_threads, parallel_nest, var_positions
+from tilecraft.ir.visitor import Mutator, Visitor, free_vars, substitute, walk
+from tilecraft.layout.inference import (
+    block_positions,
+    kernel_threads,
+    parallel_nest,
+    power_of_two_factor,
+    var_positions,
+)
+from tilecraft.layout.linear import log2
 from tilecraft.layout.tile import TileLayout, blocked_layout, register_map
 from tilecraft.transform.reductions import cumsum_loops, reduce_loops
 from tilecraft.transform.simt.broadcast import SCALAR_STATEMENTS, Copies, RemoteReads
 from tilecraft.transform.thread_groups import ThreadGroup, branch_groups, check_group, tile_level
 from tilecraft.transform.tile_loops import atomic_as_loops, copy_as_loops, fill_as_loops
 from tilecraft.transform.uniformity import ThreadVarying
+from tilecraft.transform.written import written_buffers
 
 FRAGMENT = "local.fragment"
 
@@ -146,9 +154,34 @@ class LowerToThreads(RemoteReads, Mutator):
         if copies:
             with self._staging(copies):
                 s = dataclasses.replace(s, min=self.mutate(s.min), extent=self.mutate(s.extent))
-        with self._branch((s.min, s.extent)):
+        invariant = self._shared_copies(self._invariant_remote_reads(s), s.span)
+        with self._staging(invariant), self._branch((s.min, s.extent)):
             loop = self._serial_loop(s)
-        return self._broadcast(copies, loop, s.span)
+        return self._broadcast({**copies, **invariant}, loop, s.span)
+
+    def _invariant_remote_reads(self, loop: S.For) -> list[Buffer]:
+        """The fragments that T.Parallel nests in `loop` read at elements other threads hold and that the
+        loop does not write: broadcast once before the loop instead of before each nest in every
+        iteration (mhc_pre's row sums read a gemm operand 4 columns at a time in a loop over 64 blocks).
+        Not inside a nest or a branch on the thread (no barrier there), nor for nests under such a branch
+        in the loop (they run on a thread group, whose layouts this scan does not see)."""
+        if self.nest is not None or self.divergent:
+            return []
+        written = written_buffers(loop.body)
+        found: dict[int, Buffer] = {}
+        for nest in _uniform_nests(loop.body, self.ctx.thread):
+            layout = S.annotation(nest.annotations, "layout")
+            loops, body = parallel_nest(nest)
+            saved = self.nest
+            self.nest = (layout, [f.loop_var for f in loops], E.Var(dt.int32, "r"))
+            try:
+                remote = self._remote_reads(body)
+            finally:
+                self.nest = saved
+            for buf in remote:
+                if id(buf) not in written and id(buf) not in self.staged and id(buf) in self.ctx.registers:
+                    found[id(buf)] = buf
+        return list(found.values())
 
     def _serial_loop(self, s: S.For) -> S.Stmt:
         if s.kind is S.ForKind.PIPELINED and (S.annotation(s.annotations, "num_stages") or 0) >= 2:
@@ -258,7 +291,8 @@ class LowerToThreads(RemoteReads, Mutator):
         self.ctx.in_nest = True
         copies: Copies = {}
         try:
-            copies = self._shared_copies(self._remote_reads(body), s.span)
+            remote = [buf for buf in self._remote_reads(body) if id(buf) not in self.staged]
+            copies = self._shared_copies(remote, s.span)
             with self._staging(copies):
                 inner = self.mutate(body)
         finally:
@@ -317,11 +351,20 @@ class LowerToThreads(RemoteReads, Mutator):
         if self.nest is not None:
             nest_layout, loop_vars, reg = self.nest
             dims = _positions(loop_vars, indices)
+            offsets = None
+            if dims is None:
+                found = block_positions(loop_vars, nest_layout.shape, indices)
+                dims, offsets = found if found is not None else (None, None)
             if dims is not None:
                 mapping = register_map(nest_layout, dims, layout)
-                if mapping is not None:
+                extra = _block_register(layout, offsets) if offsets is not None else None
+                if mapping is not None and (offsets is None or extra is not None):
                     out = mapping.apply_expr(register=reg, lane=self.ctx.lane, warp=self.ctx.warp)
-                    return out["register"]
+                    return (
+                        out["register"]
+                        if extra is None
+                        else E.int_call("bitwise_xor", out["register"], extra)
+                    )
         return _owned_register(layout, indices)
 
     def mutate_BufferLoad(self, e: E.BufferLoad) -> E.Expr:
@@ -351,6 +394,58 @@ class LowerToThreads(RemoteReads, Mutator):
                 "T.copy it into the fragment",
             )
         return S.BufferStore(self.ctx.registers[id(s.buffer)], value, (index,), span=s.span)
+
+
+def _uniform_nests(body: S.Stmt, thread: E.Var | None) -> list[S.For]:
+    """The outer loops of the T.Parallel nests in `body` with a layout, outside branches on `thread`."""
+    found: list[S.For] = []
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, S.For) and node.kind is S.ForKind.PARALLEL:
+            if S.annotation(node.annotations, "layout") is not None:
+                found.append(node)
+            continue
+        if (
+            isinstance(node, S.IfThenElse)
+            and thread is not None
+            and any(v is thread for v in free_vars(node.condition))
+        ):
+            continue
+        if isinstance(node, S.Stmt):
+            stack.extend(v for v in _child_stmts(node))
+    return found
+
+
+def _child_stmts(node: S.Stmt) -> list[S.Stmt]:
+    out = []
+    for f in dataclasses.fields(node):
+        value = getattr(node, f.name)
+        if isinstance(value, S.Stmt):
+            out.append(value)
+        elif isinstance(value, tuple):
+            out.extend(v for v in value if isinstance(v, S.Stmt))
+    return out
+
+
+def _block_register(layout: TileLayout, offsets: list[E.Expr | None]) -> E.Expr | None:
+    """For an access `F[v + c, ...]` of an aligned block at offsets `c` (`block_positions`): the register
+    that holds the block's offset itself in every thread, to XOR with the register of `F[v, ...]` (F is
+    linear over the bits, and c shares no bit with v); None when offsets reach elements that are not
+    in registers alone (which threads hold a block depends on the block)."""
+    names = layout.linear.out_names
+    registers = layout.linear.sublayout(["register"], names)
+    solve = registers.pseudo_invert()
+    for name, offset in zip(names, offsets):  # every element bit an offset may set is a register's
+        if offset is None:
+            continue
+        for bit in range(log2(min(power_of_two_factor(offset), layout.linear.out_size(name))),
+                         layout.linear.out_bits(name)):  # fmt: skip
+            unit = {n: (1 << bit if n == name else 0) for n in names}
+            if registers.apply(**solve.apply(**unit)) != unit:
+                return None
+    values = {name: (offset if offset is not None else E.const(0)) for name, offset in zip(names, offsets)}
+    return solve.apply_expr(**values)["register"]
 
 
 def _owned_register(layout: TileLayout, indices) -> E.Expr | None:
