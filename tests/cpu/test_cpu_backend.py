@@ -30,19 +30,33 @@ def scale_kernel(n=256, block=64):
     return scale
 
 
-def test_thread_index_is_rejected_with_the_kernel_line():
+def test_per_thread_code_runs_for_every_thread():
     @T.prim_func
     def per_thread(X: T.Tensor((128,), "float32")):
         with T.Kernel(1, threads=128) as _:
             tx = T.get_thread_binding()
-            X[tx] = 1.0  # the offending line
+            X[tx] = T.cast(tx, "float32") * 2.0
+
+    x = np.full(128, np.nan, np.float32)
+    tilecraft.compile(per_thread, target="cpu")(x)
+    np.testing.assert_array_equal(x, np.arange(128, dtype=np.float32) * 2)
+
+
+def test_a_barrier_some_threads_skip_is_rejected_with_the_kernel_line():
+    @T.prim_func
+    def skipped(X: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            tx = T.get_thread_binding()
+            if tx < 64:  # the offending line
+                X[tx] = 1.0
+                T.sync_threads()
 
     with pytest.raises(LoweringError) as info:
-        tilecraft.compile(per_thread, target="cpu")
+        tilecraft.compile(skipped, target="cpu")
     err = info.value
     assert err.span is not None and err.span.file == __file__
-    assert "X[tx] = 1.0" in str(err)
-    assert "T.Parallel" in str(err) and "target: c" in str(err)
+    assert "if tx < 64:" in str(err)
+    assert "some threads would skip" in str(err) and "target: c" in str(err)
 
 
 def test_bounds_check_reports_the_kernel_line():

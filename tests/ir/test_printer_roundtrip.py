@@ -500,6 +500,29 @@ def case_atomics():
 
 
 @case
+def case_cross_thread_reductions():
+    @T.prim_func
+    def cross_thread_reductions(A: T.Tensor((64, 32), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(2, threads=(4, 32)) as bx:
+            tn = T.get_thread_binding(0)
+            tk = T.get_thread_binding(1)
+            r = T.alloc_reducer(32, "float32", op="max", replication="all")
+            T.fill(r, -T.infinity("float32"))
+            for i, j in T.Parallel(32, 32):
+                r[i] = T.max(r[i], A[bx * 32 + i, j])
+            T.finalize_reducer(r)
+            acc = T.alloc_local((1,), "float32")
+            out = T.alloc_local((1,), "float32")
+            acc[0] = A[bx * 32 + tn, tk] + r[tn]
+            with T.attr(T.comm_reducer(lambda x, y: x + y, [T.float32(0)]), "reduce_scope",
+                        T.reinterpret(T.uint64(0), dtype="handle")):  # fmt: skip
+                T.evaluate(T.tvm_thread_allreduce(T.uint32(1), acc[0], True, out[0], tk, dtype="handle"))
+            B[bx * 4 + tn] = out[0]
+
+    return cross_thread_reductions
+
+
+@case
 def case_hints_and_prints():
     @T.prim_func
     def hints_and_prints(A: T.Tensor((64, 64), "float16"), n: T.int32):

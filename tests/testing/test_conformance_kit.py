@@ -10,14 +10,16 @@ from tilecraft.errors import LoweringError
 from tilecraft.testing import conformance as kit
 
 
-def thread_index_kernel():
+def divergent_barrier_kernel():
     @T.prim_func
-    def reads_a_thread_index(A: T.Tensor((128,), "float32")):
+    def skips_a_barrier(A: T.Tensor((128,), "float32")):
         with T.Kernel(1, threads=128) as _:
             tx = T.get_thread_binding()
-            A[tx] = 1.0
+            if tx < 64:
+                A[tx] = 1.0
+                T.sync_threads()
 
-    return reads_a_thread_index
+    return skips_a_barrier
 
 
 @pytest.fixture(scope="module")
@@ -27,10 +29,10 @@ def host_ctx():
 
 def test_a_declared_limit_is_a_skip(host_ctx):
     with pytest.raises(kit.Unsupported) as info:
-        kit.compile_kernel(thread_index_kernel(), host_ctx)
-    assert info.value.key == "feature:thread-index"
+        kit.compile_kernel(divergent_barrier_kernel(), host_ctx)
+    assert info.value.key == "feature:divergent-barrier"
     assert str(info.value).startswith(
-        "declared unsupported by cpu (feature:thread-index: a block runs as one"
+        "declared unsupported by cpu (feature:divergent-barrier: a block runs as one thread"
     )
 
 
@@ -43,14 +45,14 @@ def test_a_limit_the_manifest_does_not_declare_fails_and_says_so(host_ctx):
     found = kit.declared(LoweringError("no bfloat16 here", unsupported="dtype:bfloat16"), host_ctx)
     assert isinstance(found, kit.UndeclaredLimit)
     assert (
-        "limit 'dtype:bfloat16', which backend 'cpu' does not declare (declared: feature:thread-index)"
+        "limit 'dtype:bfloat16', which backend 'cpu' does not declare (declared: feature:divergent-barrier)"
         in str(found)
     )
 
 
 def test_verdicts(host_ctx):
     def unsupported():
-        raise kit.declared(LoweringError("x", unsupported="feature:thread-index"), host_ctx)
+        raise kit.declared(LoweringError("x", unsupported="feature:divergent-barrier"), host_ctx)
 
     def mismatch():
         raise AssertionError("output 2 relative error 1e-1 > 1e-5")

@@ -72,7 +72,7 @@ def test_prefix_runs_the_earlier_passes_first():
 
 def test_an_unknown_pass_names_the_pipelines_passes():
     with pytest.raises(
-        ValueError, match="pipeline 'c' has no pass 'no-such-pass'; its passes: check-target-support, emulate-mbarriers"
+        ValueError, match="pipeline 'c' has no pass 'no-such-pass'; its passes: check-target-support, flatten-thread-dims, lower-thread-allreduce, run-work-items"
     ):
         run_pass("c", "no-such-pass", edge)
 

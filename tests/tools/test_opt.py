@@ -38,7 +38,7 @@ def test_an_unknown_pass_lists_the_pipelines_passes(tmp_path, capsys):
     path.write_text(edge.script())
     status, _, err = run(capsys, "-p", "guard-access", str(path), "--target", "cpu")
     assert status == 1
-    assert "has no pass 'guard-access'; its passes: check-target-support, emulate-mbarriers" in err
+    assert "has no pass 'guard-access'; its passes: check-target-support, flatten-thread-dims, lower-thread-allreduce, run-work-items" in err
     assert "guard-accesses" in err
 
 

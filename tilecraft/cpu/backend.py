@@ -10,7 +10,7 @@ from tilecraft.cpu.codegen import DEVICE_FORMAT, HOST_FORMAT, OBJECT_FORMAT, dev
 from tilecraft.cpu.pipeline import BOUNDS_CHECK, PIPELINE
 from tilecraft.cpu.storage import MAX_BLOCK_SCRATCH
 from tilecraft.cpu.target import KIND
-from tilecraft.cpu.transform.block_model import THREAD_INDEX
+from tilecraft.cpu.transform.work_items import DIVERGENT_BARRIER
 from tilecraft.execution.cc.spec import CC
 
 
@@ -45,8 +45,8 @@ CPU_BACKEND = register_backend(
             MAX_BLOCK_SCRATCH: "bytes of per-block scratch a kernel may use (default 1 GiB)",
         },
         unsupported={
-            THREAD_INDEX: "a block runs as one thread, so T.get_thread_binding has no thread to name; write "
-            "per-thread work as T.Parallel over the tile",
+            DIVERGENT_BARRIER: "a block runs as one thread, its threads' per-thread code as loops between "
+            "barriers, so a barrier (or tile-level code) only some threads reach has no order to run in",
         },
         doc="the host processor through C: a block runs as one thread, blocks spread over OpenMP threads",
         api_version=API_VERSION,

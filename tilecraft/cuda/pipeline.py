@@ -33,6 +33,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import Mutator, walk
 from tilecraft.layout.inference import infer_layouts
+from tilecraft.transform.allreduce import lower_thread_allreduce
 from tilecraft.transform.bounds_checks import mark_bounds_checks
 from tilecraft.transform.buffer_views import lower_buffer_views
 from tilecraft.transform.guard_accesses import guard_accesses
@@ -44,6 +45,7 @@ from tilecraft.transform.simt.barriers import insert_barriers
 from tilecraft.transform.simt.lower_threads import lower_to_threads
 from tilecraft.transform.split_kernels import split_host_device_pass
 from tilecraft.transform.target_support import check_target_support
+from tilecraft.transform.thread_dims import flatten_thread_dims
 from tilecraft.transform.thread_groups import groups_of
 from tilecraft.transform.widen import widen_index_arithmetic
 
@@ -195,6 +197,8 @@ PIPELINE = PassPipeline(
     KIND,
     (
         check_target_support(),  # what the arch's capabilities lack (sm_80+, mbarriers, shared memory): refused
+        flatten_thread_dims,  # threads=(X, Y, Z): one linear thread index, dim 0 fastest
+        lower_thread_allreduce(cuda_simt),  # T.tvm_thread_allreduce -> lane exchanges, then shared memory and a barrier
         check_barrier_placement,  # T.alloc_barrier at the kernel's top level
         cluster_launches,  # T.Kernel(cluster_dims=...): kept on sm_90+, dropped (a scheduling matter) before
         rasterize_blocks,  # T.use_swizzle: blocks renumbered in L2-friendly panels

@@ -24,6 +24,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import walk
 from tilecraft.layout.inference import infer_layouts
+from tilecraft.transform.allreduce import lower_thread_allreduce
 from tilecraft.transform.buffer_views import lower_buffer_views
 from tilecraft.transform.guard_accesses import guard_accesses
 from tilecraft.transform.layout_annotations import apply_layout_annotations
@@ -35,6 +36,7 @@ from tilecraft.transform.simt.lower_threads import lower_to_threads
 from tilecraft.transform.split_kernels import split_kernels
 from tilecraft.transform.storage import storage_pass
 from tilecraft.transform.target_support import check_target_support
+from tilecraft.transform.thread_dims import flatten_thread_dims
 from tilecraft.transform.widen import widen_index_arithmetic
 
 
@@ -89,6 +91,8 @@ PIPELINE = PassPipeline(
     KIND,
     (
         check_target_support(),  # what the arch's capabilities lack: LDS, float64 math and T.print without ROCm
+        flatten_thread_dims,  # threads=(X, Y, Z): one linear thread index, dim 0 fastest
+        lower_thread_allreduce(hip_simt),  # T.tvm_thread_allreduce -> lane exchanges, then shared memory and a barrier
         rasterize_blocks,  # T.use_swizzle: work-groups renumbered in L2-friendly panels
         simplify_pass,  # index arithmetic, before layouts are chosen
         guard_accesses,  # T.Parallel loads/stores of global memory past an edge: zero / skipped

@@ -191,6 +191,34 @@ class Cumsum(TileOp):
     reverse: bool = False
 
 
+# What a cross-thread combine (T.finalize_reducer, a thread all-reduce) can do: the reductions' own kinds.
+THREAD_REDUCE_KINDS = ("sum", "max", "min")
+
+
+@node
+class FinalizeReducer(TileOp):
+    """`T.finalize_reducer(buf)`: the fragment `buf` (made by `T.alloc_reducer`) holds per-thread partial
+    results (`T.Parallel` iterations updated each thread's copy of an element); afterwards every copy
+    holds the `kind` combination of all of them."""
+
+    kind: str
+    buffer: Buffer
+
+
+@node
+class ThreadAllReduce(Stmt):
+    """Per-thread code that every thread of the block runs together (TVM's `tvm_thread_allreduce`):
+    `value` of each thread, combined (`kind`) over the threads whose linear index differs from its own
+    only in the digits `axes` (pairs (stride, extent): the digit is `t // stride % extent`), is stored
+    into `buffer[indices]` by each of those threads."""
+
+    kind: str
+    value: Expr
+    buffer: Buffer
+    indices: tuple[Expr, ...]
+    axes: tuple[tuple[int, int], ...]
+
+
 ATOMIC_KINDS = ("add", "max", "min")
 
 

@@ -158,9 +158,21 @@ from tilecraft.language.kernel import (  # noqa: E402
     thread_binding,
 )
 from tilecraft.language.math import clamp, reinterpret  # noqa: E402
+from tilecraft.language.reducers import (  # noqa: E402
+    alloc_reducer,
+    attr,
+    comm_reducer,
+    finalize_reducer,
+    tvm_thread_allreduce,
+)
 from tilecraft.language.types import FragmentBuffer, LocalBuffer, SharedBuffer  # noqa: E402
 
 __all__ += [
+    "alloc_reducer",
+    "attr",
+    "comm_reducer",
+    "finalize_reducer",
+    "tvm_thread_allreduce",
     "alloc_barrier",
     "annotate_consumer_reg_alloc",
     "annotate_producer_reg_dealloc",

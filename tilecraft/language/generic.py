@@ -25,7 +25,14 @@ class UnknownIRClass(AttributeError):
 
 
 class WithBlock:
-    """What `with <it>:` makes of its block, in a kernel (tilecraft.language.parser)."""
+    """What `with <it>:` makes of its block, in a kernel (tilecraft.language.parser): `enter` and `exit`
+    run around the parsing of the block, `build` makes the statement of the parsed block."""
+
+    def enter(self) -> None:
+        return None
+
+    def exit(self) -> None:
+        return None
 
     def build(self, body: Stmt) -> Stmt:
         raise NotImplementedError

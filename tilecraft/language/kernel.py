@@ -238,6 +238,12 @@ def print(value, msg: str = ""):  # noqa: A001 - TileLang's name
 
 
 def evaluate(value) -> Evaluate:
+    """An expression evaluated for its effect; a statement (TVM's `T.evaluate(T.tvm_thread_allreduce(...))`)
+    is itself."""
+    from tilecraft.ir.stmt import Stmt
+
+    if isinstance(value, Stmt):
+        return value
     return Evaluate(convert(value), span=builder.current_span())
 
 

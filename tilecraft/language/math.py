@@ -179,6 +179,10 @@ def reinterpret(value, dtype) -> Expr:
     is its IEEE-754 bit pattern (TileLang's order; the old `T.reinterpret(dtype, value)` is accepted)."""
     if isinstance(value, (str, dt.DataType)) and not isinstance(dtype, (str, dt.DataType)):
         value, dtype = dtype, value
+    if dtype == "handle":  # TVM's opaque pointer (the null value of a reduce scope's T.attr)
+        from tilecraft.language.reducers import Handle
+
+        return Handle(convert(value))
     value, dtype = convert(value), dt.as_dtype(dtype)
     if value.dtype.bits != dtype.bits or value.dtype.lanes != dtype.lanes:
         raise IRError(

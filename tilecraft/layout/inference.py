@@ -36,10 +36,10 @@ from tilecraft.backend.simt import SimtFacts, SimtTarget
 from tilecraft.errors import LoweringError
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
-from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.span import Span
-from tilecraft.ir.visitor import Mutator, Visitor, free_vars
+from tilecraft.ir.visitor import Mutator, Visitor, free_vars, walk
 from tilecraft.layout.fragment import FRAGMENT_INS, fragment_dims, linear_from_fragment
 from tilecraft.layout.layout import Fragment
 from tilecraft.layout.linear import LinearLayout, log2, next_power_of_two
@@ -553,6 +553,8 @@ def kernel_threads(launch: S.KernelLaunch, target, simt: SimtTarget) -> int:
     for t in launch.threads:
         threads *= t
     low, high = simt.width, simt.max_threads
+    if len(launch.threads) == 1 and 1 <= threads <= high and not _lays_out_tiles(launch):
+        return threads  # per-thread code alone: any block size the target launches
     if len(launch.threads) != 1 or threads % low or not low <= threads <= high:
         raise LoweringError(
             f"this target needs `threads` to be one number of threads, a multiple of {low} between {low} "
@@ -562,6 +564,26 @@ def kernel_threads(launch: S.KernelLaunch, target, simt: SimtTarget) -> int:
             target=target,
         )
     return threads
+
+
+def _lays_out_tiles(launch: S.KernelLaunch) -> bool:
+    """Whether the launch has code whose work is spread over its threads by layouts: fragments, T.Parallel
+    nests, tile ops other than those of a thread's own storage (T.alloc_local / T.alloc_var) and scalar
+    atomics. Per-thread code alone runs on blocks of any size."""
+    from tilecraft.transform.uniformity import PER_THREAD_SCOPES
+
+    for n in walk(launch.body):
+        if isinstance(n, S.Allocate) and n.buffer.scope == FRAGMENT:
+            return True
+        if isinstance(n, S.For) and n.kind is S.ForKind.PARALLEL:
+            return True
+        if isinstance(n, S.AtomicOp) and not isinstance(n.value, BufferRegion):
+            continue
+        if isinstance(n, S.TileOp):
+            regions = [r for r in walk(n) if isinstance(r, BufferRegion)]
+            if not any(r.buffer.scope in PER_THREAD_SCOPES for r in regions):
+                return True
+    return False
 
 
 class _Groups:

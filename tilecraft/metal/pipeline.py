@@ -10,6 +10,7 @@ from tilecraft.metal.op.gemm import shared_accesses
 from tilecraft.metal.simt import metal_simt
 from tilecraft.metal.target import KIND
 from tilecraft.metal.transform.stage_gemm import stage_simdgroup_gemms
+from tilecraft.transform.allreduce import lower_thread_allreduce
 from tilecraft.transform.buffer_views import lower_buffer_views
 from tilecraft.transform.guard_accesses import guard_accesses
 from tilecraft.transform.layout_annotations import apply_layout_annotations
@@ -21,6 +22,7 @@ from tilecraft.transform.simt.lower_threads import lower_to_threads
 from tilecraft.transform.split_kernels import split_kernels
 from tilecraft.transform.storage import storage_pass
 from tilecraft.transform.target_support import check_target_support
+from tilecraft.transform.thread_dims import flatten_thread_dims
 from tilecraft.transform.widen import widen_index_arithmetic
 
 
@@ -41,6 +43,8 @@ PIPELINE = PassPipeline(
     KIND,
     (
         check_target_support(),  # what the family's capabilities lack: float64, 64-bit atomics, T.print, limits
+        flatten_thread_dims,  # threads=(X, Y, Z): one linear thread index, dim 0 fastest
+        lower_thread_allreduce(metal_simt),  # T.tvm_thread_allreduce -> lane exchanges, then shared memory and a barrier
         rasterize_blocks,  # T.use_swizzle: threadgroups renumbered in cache-friendly panels
         simplify_pass,  # index arithmetic, before layouts are chosen
         guard_accesses,  # T.Parallel loads/stores of global memory past an edge: zero / skipped

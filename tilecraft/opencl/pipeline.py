@@ -8,6 +8,7 @@ from tilecraft.opencl.op import OP_TABLE
 from tilecraft.opencl.simt import opencl_simt
 from tilecraft.opencl.storage import plan_local_memory
 from tilecraft.opencl.target import KIND
+from tilecraft.transform.allreduce import lower_thread_allreduce
 from tilecraft.transform.buffer_views import lower_buffer_views
 from tilecraft.transform.guard_accesses import guard_accesses
 from tilecraft.transform.layout_annotations import apply_layout_annotations
@@ -18,12 +19,15 @@ from tilecraft.transform.simt.barriers import insert_barriers
 from tilecraft.transform.simt.lower_threads import lower_to_threads
 from tilecraft.transform.split_kernels import split_host_device_pass
 from tilecraft.transform.target_support import check_target_support
+from tilecraft.transform.thread_dims import flatten_thread_dims
 from tilecraft.transform.widen import widen_index_arithmetic
 
 PIPELINE = PassPipeline(
     KIND,
     (
         check_target_support(),  # what the device's capabilities lack: float64, 64-bit atomics, work-items, memory
+        flatten_thread_dims,  # threads=(X, Y, Z): one linear thread index, dim 0 fastest
+        lower_thread_allreduce(opencl_simt),  # T.tvm_thread_allreduce -> lane exchanges, then shared memory and a barrier
         rasterize_blocks,  # T.use_swizzle: work-groups renumbered in cache-friendly panels
         simplify_pass,  # index arithmetic, before layouts are chosen
         guard_accesses,  # T.Parallel loads/stores of global memory past an edge: zero / skipped

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tilecraft.backend.pipeline import PassPipeline, module_pass
 from tilecraft.layout.inference import infer_layouts
+from tilecraft.transform.allreduce import lower_thread_allreduce
 from tilecraft.transform.buffer_views import lower_buffer_views
 from tilecraft.transform.guard_accesses import guard_accesses
 from tilecraft.transform.iteration_local import mark_iteration_local_shared
@@ -21,6 +22,7 @@ from tilecraft.transform.simt.barriers import insert_barriers
 from tilecraft.transform.simt.lower_threads import lower_to_threads
 from tilecraft.transform.split_kernels import split_kernels
 from tilecraft.transform.target_support import check_target_support
+from tilecraft.transform.thread_dims import flatten_thread_dims
 from tilecraft.webgpu.op import OP_TABLE
 from tilecraft.webgpu.simt import webgpu_simt
 from tilecraft.webgpu.target import KIND
@@ -37,6 +39,8 @@ PIPELINE = PassPipeline(
     KIND,
     (
         check_target_support(iteration_local=True, bindings=True),  # what the adapter's capabilities lack
+        flatten_thread_dims,  # threads=(X, Y, Z): one linear thread index, dim 0 fastest
+        lower_thread_allreduce(webgpu_simt),  # T.tvm_thread_allreduce -> lane exchanges, then shared memory and a barrier
         rasterize_blocks,  # T.use_swizzle: workgroups renumbered in cache-friendly panels
         simplify_pass,  # index arithmetic, before layouts are chosen
         guard_accesses,  # T.Parallel loads/stores of global memory past an edge: zero / skipped

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tilecraft.cpu.op.atomic import lower_atomic
 from tilecraft.cpu.op.copy import lower_copy, lower_fill
 from tilecraft.cpu.op.gemm import lower_gemm
-from tilecraft.cpu.op.reduce import lower_cumsum, lower_reduce
+from tilecraft.cpu.op.reduce import lower_cumsum, lower_finalize_reducer, lower_reduce
 from tilecraft.ir import stmt as S
 
 OP_TABLE = {
@@ -15,6 +15,7 @@ OP_TABLE = {
     S.Reduce: lower_reduce,
     S.Cumsum: lower_cumsum,
     S.AtomicOp: lower_atomic,
+    S.FinalizeReducer: lower_finalize_reducer,
 }
 
 __all__ = ["OP_TABLE"]

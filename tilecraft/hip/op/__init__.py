@@ -6,7 +6,7 @@ from tilecraft.hip.op.gemm import lower_gemm
 from tilecraft.ir import stmt as S
 from tilecraft.transform.simt.atomic import lower_atomic
 from tilecraft.transform.simt.copy import lower_copy, lower_fill
-from tilecraft.transform.simt.reduce import lower_cumsum, lower_reduce
+from tilecraft.transform.simt.reduce import lower_cumsum, lower_finalize_reducer, lower_reduce
 
 OP_TABLE = {
     S.Copy: lower_copy,
@@ -15,6 +15,7 @@ OP_TABLE = {
     S.Reduce: lower_reduce,
     S.Cumsum: lower_cumsum,
     S.AtomicOp: lower_atomic,
+    S.FinalizeReducer: lower_finalize_reducer,
 }
 
 __all__ = ["OP_TABLE"]

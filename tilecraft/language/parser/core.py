@@ -479,6 +479,8 @@ class Parser:
             self._rename(buf, new)
             span = self.span(node)
             self.items.append(_Wrapper(lambda body, b=new, sp=span: S.Allocate(b, body, span=sp)))
+            if buf in self.builder.reducers:
+                self.builder.reducers[new] = self.builder.reducers.pop(buf)
             init = self.builder.inits.pop(buf, None)
             if callable(init):  # a statement made for the allocated buffer (T.alloc_barrier's counts)
                 self.items.append(init(new, span))
@@ -634,7 +636,11 @@ class Parser:
         if isinstance(spec, WithBlock):
             if item.optional_vars is not None:
                 raise self.error(item.optional_vars, "`with T.ir...:` binds no name")
-            body = self._block(node.body, "ir_branch")
+            self.evaluator.apply(item.context_expr, spec.enter)
+            try:
+                body = self._block(node.body, "ir_branch")
+            finally:
+                spec.exit()
             self.items.append(self.evaluator.apply(item.context_expr, spec.build, body))
             return
         if isinstance(spec, WarpGroups):

@@ -24,6 +24,7 @@ from tilecraft.testing.conformance import fragment_rows as FR
 from tilecraft.testing.conformance import global_layouts as G
 from tilecraft.testing.conformance import keep_dim as KD
 from tilecraft.testing.conformance import kernels as K
+from tilecraft.testing.conformance import per_thread as PR
 from tilecraft.testing.conformance import persistent_tiles as PT
 from tilecraft.testing.conformance import pipelined_stages as PS
 from tilecraft.testing.conformance import register_operands as R
@@ -514,6 +515,22 @@ CASES = [
     # A pipelined loop under a mask read from global memory: on sm_90a its ring counts the taken iterations.
     *(Case(f"blocksparse_gemm_{name}", BS.build_gemm(name), BS.gemm_inputs(name), BS.gemm_reference(name),
            TOL[F16]) for name in BS.GEMM_CONFIGS),
+    # Per-thread code (TileLang's gemv example): two-dim thread blocks, barriers the compiler places,
+    # per-thread atomics, TVM's thread all-reduce, reducers.
+    Case("per_thread_gemv_shared_tiles", PR.naive_gemv, PR.inputs, PR.reference, 1e-5),
+    Case("per_thread_gemv_2d_block_shared_atomics", PR.splitk_gemv, PR.inputs, PR.reference, 1e-5),
+    Case("per_thread_gemv_thread_allreduce", PR.allreduce_gemv, PR.inputs, PR.reference, 1e-5),
+    Case("per_thread_gemv_thread_allreduce_across_warps", lambda: PR.allreduce_gemv(4, 16), PR.inputs,
+         PR.reference, 1e-5),
+    Case("per_thread_thread_allreduce_max", lambda: PR.allreduce_gemv(8, 8, "max"), PR.inputs,
+         PR.allreduce_max_reference, 1e-6),
+    # blocks smaller than a warp, and of 24 threads: per-thread code alone runs on any block size
+    Case("per_thread_thread_allreduce_8_threads", lambda: PR.allreduce_gemv(2, 4), PR.inputs, PR.reference, 1e-5),
+    Case("per_thread_gemv_24_threads_shared_atomics", lambda: PR.splitk_gemv(4, 6), PR.inputs, PR.reference,
+         1e-5),
+    Case("per_thread_local_arrays_through_tile_ops", PR.local_tiles, PR.local_inputs, PR.local_reference),
+    Case("reducer_gemv_pipelined", PR.reducer_gemv, PR.inputs, PR.reference, 1e-5),
+    Case("reducers_over_short_loops", PR.reducer_short_loops, PR.short_inputs, PR.short_reference, 1e-5),
     Case("blocksparse_attention_bhsd", BS.attention, BS.attention_inputs, BS.attention_reference, 5e-3),
     Case("selected_blocks_attention_bhsd", BS.selected_attention, BS.selected_inputs, BS.selected_reference, 5e-3),
 ]  # fmt: skip

@@ -1,4 +1,5 @@
-"""Atomics for SIMT targets: each element updated once, by the thread that holds it."""
+"""Atomics for SIMT targets: each element updated once, by the thread that holds it; a scalar atomic of
+per-thread code (transform/uniformity.py), by every thread that runs it."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from tilecraft.transform.tile_loops import atomic_as_loops
 def lower_atomic(op: S.AtomicOp, ctx) -> S.Stmt:
     lowered = atomic_as_loops(op)
     if not isinstance(op.value, BufferRegion):
-        if ctx.in_nest:
+        if ctx.in_nest or (ctx.varying is not None and ctx.varying.stmt(op)):
+            # per-thread code (an operand or the control around it differs between threads): each
+            # thread makes its own update, as TileLang's per-thread atomics do
             return lowered
-        # a statement outside T.Parallel runs on every thread; the update must happen once
+        # a statement outside T.Parallel runs on every thread; a uniform update must happen once
         return S.IfThenElse(E.compare(E.EQ, ctx.tid, 0), lowered, span=op.span)
     if op.value.buffer.scope == "local.fragment":
         layout = ctx.layout(op.value.buffer, op.span)

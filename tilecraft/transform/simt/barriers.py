@@ -131,7 +131,10 @@ class Accesses:
                 continue
             if isinstance(n, E.BufferLoad):
                 note(n.buffer, reads)
-            elif isinstance(n, (S.BufferStore, AtomicUpdate)):
+            elif isinstance(n, S.BufferStore):
+                note(n.buffer, writes)
+            elif isinstance(n, AtomicUpdate):  # a read-modify-write: ordered after earlier stores too
+                note(n.buffer, reads)
                 note(n.buffer, writes)
             elif self.extra is not None and (found := self.extra(n)) is not None:
                 for buf in found[0]:

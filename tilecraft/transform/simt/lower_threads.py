@@ -36,8 +36,11 @@ from tilecraft.layout.inference import (
 )
 from tilecraft.layout.linear import log2
 from tilecraft.layout.tile import TileLayout, blocked_layout, register_map
+from tilecraft.transform.reductions import cumsum_loops, reduce_loops
 from tilecraft.transform.simt.broadcast import SCALAR_STATEMENTS, Copies, RemoteReads
 from tilecraft.transform.thread_groups import ThreadGroup, branch_groups, check_group, tile_level
+from tilecraft.transform.tile_loops import atomic_as_loops, copy_as_loops, fill_as_loops
+from tilecraft.transform.uniformity import ThreadVarying
 from tilecraft.transform.written import written_buffers
 
 FRAGMENT = "local.fragment"
@@ -61,6 +64,8 @@ class ThreadContext:
     thread: E.Var | None = None  # the kernel's own thread index
     group: ThreadGroup | None = None  # the thread group whose code is being lowered
     primary: E.Expr | None = None  # true on the threads that write memory (not twins); None: all of them
+    varying: ThreadVarying | None = None  # what differs between the kernel's threads (per-thread code)
+    reducers: frozenset[int] = frozenset()  # the fragments T.finalize_reducer finalizes (T.alloc_reducer's)
 
     def enter(self, group: ThreadGroup) -> tuple:
         """Lower the code of `group` from now on; returns what `leave` restores."""
@@ -188,6 +193,8 @@ class LowerToThreads(RemoteReads, Mutator):
         return self.generic_mutate(s)
 
     def mutate(self, node):
+        if isinstance(node, S.TileOp) and self._per_thread_op(node):
+            return self.mutate(per_thread_loops(node, self.ctx))
         if isinstance(node, S.TileOp):
             lower = self.op_table.get(type(node))
             if lower is None:
@@ -235,6 +242,11 @@ class LowerToThreads(RemoteReads, Mutator):
             finally:
                 self.ctx.leave(saved)
         return dataclasses.replace(s, then_case=cases[0], else_case=cases[1])
+
+    def _per_thread_op(self, op: S.TileOp) -> bool:
+        """A tile op of per-thread code (transform/uniformity.py): each thread does all of it, and no twin
+        is skipped (the twins of a block that is not a power of two mirror tile-level code only)."""
+        return self.ctx.varying is not None and self.ctx.varying.per_thread_tile_op(op)
 
     def _primary_writes(self, lowered: S.Stmt) -> S.Stmt:
         """In a group with twins, only the threads that are no twin write memory (a twin computes what the
@@ -295,6 +307,7 @@ class LowerToThreads(RemoteReads, Mutator):
         replica = self._replica_guard(layout, inner)
         if replica is not None:
             inner = _GuardMemoryWrites(replica).mutate(inner)
+        inner = self._one_contribution(layout, inner)
         if guard is not None:
             inner = S.IfThenElse(guard, inner, span=s.span)
         return S.For(reg, E.const(0), E.const(layout.num_registers), S.ForKind.SERIAL, inner,
@@ -303,8 +316,24 @@ class LowerToThreads(RemoteReads, Mutator):
     def _replica_guard(self, layout: TileLayout, body: S.Stmt) -> E.Expr | None:
         """The one thread of each replica group that writes memory (registers are written by all); in a
         group with twins, of the threads that are no twin."""
+        if not _writes_memory(body):
+            return None
+        return self._replica_condition(layout)
+
+    def _one_contribution(self, layout: TileLayout, body: S.Stmt) -> S.Stmt:
+        """A reducer's registers are updated (a store whose value reads the reducer) by one thread of each
+        replica group of the nest (the others run the same iterations): the reducer's other copies keep
+        the value T.finalize_reducer combines with, so each iteration counts once. Stores that do not
+        read it (T.clear, T.fill) set every copy."""
+        registers = {id(self.ctx.registers[b]) for b in self.ctx.reducers if b in self.ctx.registers}
+        cond = self._replica_condition(layout) if registers else None
+        if cond is None or not any(isinstance(n, S.BufferStore) and id(n.buffer) in registers for n in walk(body)):
+            return body
+        return _GuardStores(cond, registers).mutate(body)
+
+    def _replica_condition(self, layout: TileLayout) -> E.Expr | None:
         lanes, warps = layout.replica_mask()
-        if not (lanes or warps or self.ctx.primary is not None) or not _writes_memory(body):
+        if not (lanes or warps or self.ctx.primary is not None):
             return None
         cond = self.ctx.primary
         for value, mask in ((self.ctx.lane, lanes), (self.ctx.warp, warps)):
@@ -439,6 +468,24 @@ def _positions(loop_vars: list[E.Var], indices) -> list[int] | None:
     return var_positions(_Nest, indices)
 
 
+class _GuardStores(Mutator):
+    """Each update of one of `buffers` (ids): a store whose value reads the buffer, runs under `cond`."""
+
+    def __init__(self, cond: E.Expr, buffers: set[int]) -> None:
+        super().__init__()
+        self.cond = cond
+        self.buffers = buffers
+
+    def mutate_Buffer(self, buf: Buffer) -> Buffer:
+        return buf
+
+    def mutate_BufferStore(self, s: S.BufferStore) -> S.Stmt:
+        reads = any(isinstance(n, E.BufferLoad) and n.buffer is s.buffer for n in walk(s.value))
+        if id(s.buffer) in self.buffers and reads:
+            return S.IfThenElse(self.cond, s, span=s.span)
+        return s
+
+
 class _GuardMemoryWrites(Mutator):
     """Each write outside registers runs under `cond`; register writes stay unguarded, because every
     thread that replicates a fragment element must hold its value (a later loop reads it there)."""
@@ -460,6 +507,37 @@ class _GuardMemoryWrites(Mutator):
 
     mutate_AtomicUpdate = _guarded
     mutate_Print = _guarded
+
+
+def per_thread_loops(op: S.TileOp, ctx) -> S.Stmt:
+    """The tile op as loops one thread runs alone (per-thread code)."""
+    if isinstance(op, S.Copy):
+        nest = copy_as_loops(op)
+    elif isinstance(op, S.Fill):
+        nest = fill_as_loops(op)
+    elif isinstance(op, S.Reduce):
+        nest = reduce_loops(op)
+    elif isinstance(op, S.Cumsum):
+        nest = cumsum_loops(op)
+    elif isinstance(op, S.AtomicOp):
+        nest = atomic_as_loops(op)
+    else:
+        ctx.fail(f"{type(op).__name__} of a thread's own buffers (per-thread code) is not supported on this target",
+                 op.span, "write the per-thread loop with T.serial, or use fragments and tile-level code")  # fmt: skip
+    return _Serial().mutate(nest)
+
+
+class _Serial(Mutator):
+    def mutate_Buffer(self, buf: Buffer) -> Buffer:
+        return buf
+
+    def mutate_For(self, s: S.For) -> S.Stmt:
+        s = self.generic_mutate(s)
+        if s.kind is not S.ForKind.PARALLEL:
+            return s
+        # a static trip count unrolls (as register loops do), so a thread's small array stays in registers
+        static = isinstance(E.const_value(s.extent), int)
+        return dataclasses.replace(s, kind=S.ForKind.UNROLLED if static else S.ForKind.SERIAL, annotations=())
 
 
 def _writes_memory(body: S.Stmt) -> bool:
@@ -488,6 +566,8 @@ class _PerKernel(Mutator):
         ctx = ThreadContext(
             self.target, threads, launch.thread_vars[0], self.simt, thread=launch.thread_vars[0]
         )
+        ctx.varying = ThreadVarying(launch)
+        ctx.reducers = frozenset(id(n.buffer) for n in walk(launch.body) if isinstance(n, S.FinalizeReducer))
         ctx.enter(ThreadGroup(0, threads))
         _Layouts(ctx).visit(launch.body)
         body = LowerToThreads(ctx, self.op_table).mutate(launch.body)

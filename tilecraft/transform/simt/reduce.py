@@ -95,6 +95,40 @@ def lower_reduce(op: S.Reduce, ctx) -> S.Stmt:
     return out
 
 
+def lower_finalize_reducer(op: S.FinalizeReducer, ctx) -> S.Stmt:
+    """Each register of the reducer combined over the threads that hold copies of its element (the
+    layout's replica bits): their partial values, since the loops that update the reducer let one
+    thread of each replica group of their own layout contribute (lower_threads.py). Lane bits go
+    through the target's exchange, the rest (or all, without one) through shared memory."""
+    layout = ctx.layout(op.buffer, op.span)
+    regs = ctx.registers_of(op.buffer)
+    lanes, warps = layout.replica_mask()
+    lane_bits = [b for b in range(ctx.simt.lane_bits) if lanes >> b & 1]
+    warp_bits = [b for b in range(ctx.threads.bit_length()) if warps >> b & 1]
+    exchange = ctx.simt.exchange
+    exchanged = lane_bits if exchange is not None else []
+    accs = [Buffer(f"fin{k}", (E.const(1),), regs.dtype, "local.var") for k in range(layout.num_registers)]
+    stmts: list[S.Stmt] = []
+    for k, acc in enumerate(accs):
+        stmts.append(S.BufferStore(acc, E.BufferLoad(regs.dtype, regs, (E.const(k),)), (E.const(0),)))
+    whole = _whole_group(ctx.simt, op.kind, accs, exchanged)
+    for acc, combined in zip(accs, whole or ()):
+        stmts.append(S.BufferStore(acc, combined, (E.const(0),)))
+    for bit in exchanged if whole is None else ():
+        for acc in accs:
+            load = _load(acc)
+            stmts.append(S.BufferStore(acc, combine(op.kind, load, exchange(load, 1 << bit)), (E.const(0),)))
+    thread_bits = [b for b in lane_bits if b not in exchanged] + [b + ctx.simt.lane_bits for b in warp_bits]
+    if thread_bits and accs:
+        stmts += _through_shared_memory(accs, thread_bits, op, ctx)
+    for k, acc in enumerate(accs):
+        stmts.append(S.BufferStore(regs, _load(acc), (E.const(k),)))
+    out = S.seq(*stmts)
+    for acc in reversed(accs):
+        out = S.Allocate(acc, out, span=op.span)
+    return out
+
+
 def _whole_group(simt, kind: str, accs: list[Buffer], exchanged_bits) -> list[E.Expr] | None:
     """Each accumulator combined over the whole thread group by the target's group reduction, when
     the exchanged bits are all the lane bits and the target has one for this kind and dtype."""

@@ -7,7 +7,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.transform.simt.atomic import lower_atomic
 from tilecraft.transform.simt.copy import lower_copy, lower_fill
 from tilecraft.transform.simt.gemm import lower_fma_gemm
-from tilecraft.transform.simt.reduce import lower_cumsum, lower_reduce
+from tilecraft.transform.simt.reduce import lower_cumsum, lower_finalize_reducer, lower_reduce
 
 OP_TABLE = {
     S.Copy: lower_copy,
@@ -16,6 +16,7 @@ OP_TABLE = {
     S.Reduce: lower_reduce,
     S.Cumsum: lower_cumsum,
     S.AtomicOp: lower_atomic,
+    S.FinalizeReducer: lower_finalize_reducer,
 }
 
 __all__ = ["OP_TABLE"]

@@ -1,0 +1,215 @@
+"""Per-thread (SIMT) code and cross-thread reductions, in the shapes of TileLang's gemv example
+(examples/gemv/example_gemv.py): thread blocks of two dims (`threads=(BLOCK_N, BLOCK_K)`) read through
+`T.get_thread_binding(d)`, shared memory written and read by different threads with no barrier written
+(the compiler places them), scalar atomics of per-thread values, TVM's thread all-reduce, and TileLang's
+reducers. The sizes are ragged: N is not a multiple of the block's rows, K not of its columns, so the
+per-thread code guards its accesses itself (as a TileLang user writes it) and the tile-level code relies
+on the copies' edges.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import tilecraft.language as T
+
+N, K = 200, 100
+
+
+def _inputs(rng, n=N, k=K, dtype=np.float16):
+    return [rng.standard_normal(k).astype(dtype), rng.standard_normal((n, k)).astype(dtype),
+            np.full(n, np.nan, np.float32)]  # fmt: skip
+
+
+def inputs(rng):
+    return _inputs(rng)
+
+
+def reference(a):
+    return {2: np.asarray(a[1], np.float64) @ np.asarray(a[0], np.float64)}
+
+
+def naive_gemv(block_n: int = 64, block_k: int = 32):
+    """One thread per row; the block stages A and its rows of B in shared tiles each K step (barriers
+    between the stores and the other threads' reads, and before the next step's stores)."""
+
+    @T.prim_func
+    def naive_gemv(A: T.Tensor((K,), "float16"), B: T.Tensor((N, K), "float16"), C: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, block_n), threads=block_n) as bn:
+            tn = T.get_thread_binding(0)
+            A_shared = T.alloc_shared((block_k,), "float16")
+            B_shared = T.alloc_shared((block_n, block_k), "float16")
+            acc = T.alloc_local((1,), "float32")
+            T.clear(acc)
+            for bk in T.serial(T.ceildiv(K, block_k)):
+                for tk in T.serial(block_k):
+                    inside = bk * block_k + tk < K
+                    A_shared[tk] = T.if_then_else(inside, A[T.min(bk * block_k + tk, K - 1)], T.float16(0))
+                    row = T.min(bn * block_n + tn, N - 1)
+                    B_shared[tn, tk] = T.if_then_else(inside, B[row, T.min(bk * block_k + tk, K - 1)], T.float16(0))
+                for tk in T.serial(block_k):
+                    acc[0] += A_shared[tk].astype("float32") * B_shared[tn, tk].astype("float32")
+            if bn * block_n + tn < N:
+                C[bn * block_n + tn] = acc[0]
+
+    return naive_gemv
+
+
+def splitk_gemv(block_n: int = 16, block_k: int = 16):
+    """threads=(block_n, block_k): each thread sums a strided part of a row, the threads of a row add into
+    a shared slot one of them zeroed (a barrier before the atomics and one before the read)."""
+
+    @T.prim_func
+    def splitk_gemv(A: T.Tensor((K,), "float16"), B: T.Tensor((N, K), "float16"), C: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, block_n), threads=(block_n, block_k)) as bn:
+            tn = T.get_thread_binding(0)
+            tk = T.get_thread_binding(1)
+            acc = T.alloc_local((1,), "float32")
+            C_shared = T.alloc_shared((block_n,), "float32")
+            if tk == 0:
+                C_shared[tn] = 0
+            T.clear(acc)
+            for bk in T.serial(T.ceildiv(K, block_k)):
+                if bk * block_k + tk < K and bn * block_n + tn < N:
+                    a = A[bk * block_k + tk].astype("float32")
+                    acc[0] += a * B[bn * block_n + tn, bk * block_k + tk].astype("float32")
+            T.atomic_add(C_shared[tn], acc[0])
+            if bn * block_n + tn < N:
+                C[bn * block_n + tn] = C_shared[tn]
+
+    return splitk_gemv
+
+
+def allreduce_gemv(block_n: int = 2, reduce_threads: int = 32, kind: str = "sum"):
+    """TVM's thread all-reduce over threadIdx.y (example_gemv's splitk_gemv_vectorized_tvm); with `kind`
+    "max" the row's largest product instead of its sum."""
+    combiner = {"sum": lambda x, y: x + y, "max": lambda x, y: T.max(x, y)}[kind]
+    start = {"sum": 0.0, "max": -1e30}[kind]
+
+    @T.prim_func
+    def allreduce_gemv(A: T.Tensor((K,), "float16"), B: T.Tensor((N, K), "float16"), C: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, block_n), threads=(block_n, reduce_threads)) as bn:
+            tn = T.get_thread_binding(0)
+            tk = T.get_thread_binding(1)
+            acc = T.alloc_local((1,), "float32")
+            acc[0] = T.float32(start)
+            for bk in T.serial(T.ceildiv(K, reduce_threads)):
+                k = bk * reduce_threads + tk
+                if k < K and bn * block_n + tn < N:
+                    acc[0] = combiner(acc[0], A[k].astype("float32") * B[bn * block_n + tn, k].astype("float32"))
+            out = T.alloc_local((1,), "float32")
+            with T.attr(T.comm_reducer(combiner, [T.cast(0, "float32")]), "reduce_scope",
+                        T.reinterpret(T.uint64(0), dtype="handle")):  # fmt: skip
+                T.evaluate(T.tvm_thread_allreduce(T.uint32(1), acc[0], True, out[0], tk, dtype="handle"))
+            if bn * block_n + tn < N:
+                C[bn * block_n + tn] = out[0]
+
+    return allreduce_gemv
+
+
+def allreduce_max_reference(a):
+    products = np.asarray(a[1], np.float64) * np.asarray(a[0], np.float64)
+    return {2: products.max(axis=1)}
+
+
+def reducer_gemv(block_m: int = 64, block_n: int = 64, threads: int = 128, stages: int = 2):
+    """TileLang's gemv_alloc_reducer: each thread adds into its copy of the row sums in a T.Parallel loop
+    over the tile, T.finalize_reducer combines the copies."""
+
+    @T.prim_func
+    def reducer_gemv(x: T.Tensor((K,), "float16"), a: T.Tensor((N, K), "float16"), o: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, block_m), threads=threads) as i0_m:
+            o_reducer = T.alloc_reducer(block_m, "float32", replication="all")
+            T.clear(o_reducer)
+            for i0_n in T.Pipelined(T.ceildiv(K, block_n), num_stages=stages):
+                a_smem = T.alloc_shared((block_m, block_n), "float16")
+                T.copy(a[i0_m * block_m, i0_n * block_n], a_smem)
+                a_frag = T.alloc_fragment((block_m, block_n), "float16")
+                T.copy(a_smem, a_frag)
+                x_frag = T.alloc_fragment(block_n, "float16")
+                T.copy(x[i0_n * block_n], x_frag)
+                for i1_m, i1_n in T.Parallel(block_m, block_n):
+                    o_reducer[i1_m] += a_frag[i1_m, i1_n].astype("float32") * x_frag[i1_n].astype("float32")
+            T.finalize_reducer(o_reducer)
+            T.copy(o_reducer, o[i0_m * block_m])
+
+    return reducer_gemv
+
+
+def reducer_short_loops(threads: int = 128):
+    """A one-element max reducer updated by loops of 8 and 16 iterations (most threads mirror an
+    iteration: each must count once) and a row-sum reducer over a 4 x 64 tile, read by one thread."""
+
+    @T.prim_func
+    def reducer_short_loops(A: T.Tensor((8,), "float32"), B: T.Tensor((16,), "float32"),
+                            X: T.Tensor((4, 64), "float32"), out: T.Tensor((2,), "float32"),
+                            rows: T.Tensor((4,), "float32")):  # fmt: skip
+        with T.Kernel(1, threads=threads):
+            a = T.alloc_fragment(8, "float32")
+            b = T.alloc_fragment(16, "float32")
+            x = T.alloc_fragment((4, 64), "float32")
+            T.copy(A, a)
+            T.copy(B, b)
+            T.copy(X, x)
+            top = T.alloc_reducer(1, "float32", op="max")
+            total = T.alloc_reducer(1, "float32")
+            row = T.alloc_reducer(4, "float32", replication="none")
+            T.fill(top, -T.infinity("float32"))
+            T.clear(total)
+            T.clear(row)
+            for i in T.Parallel(8):
+                top[0] = T.max(top[0], a[i])
+                total[0] += a[i]
+            for j in T.Parallel(16):
+                top[0] = T.max(top[0], b[j])
+                total[0] += b[j]
+            for i, j in T.Parallel(4, 64):
+                row[i] += x[i, j]
+            T.finalize_reducer(top)
+            T.finalize_reducer(total)
+            T.finalize_reducer(row)
+            if T.get_thread_binding() == 0:
+                out[0] = top[0]
+                out[1] = total[0]
+            T.copy(row, rows)
+
+    return reducer_short_loops
+
+
+def short_inputs(rng):
+    return [rng.standard_normal(8).astype(np.float32), rng.standard_normal(16).astype(np.float32),
+            rng.standard_normal((4, 64)).astype(np.float32), np.full(2, np.nan, np.float32),
+            np.full(4, np.nan, np.float32)]  # fmt: skip
+
+
+def short_reference(a):
+    both = np.concatenate([np.asarray(a[0], np.float64), np.asarray(a[1], np.float64)])
+    return {3: np.array([both.max(), both.sum()]), 4: np.asarray(a[2], np.float64).sum(axis=1)}
+
+
+def local_tiles(n: int = N, width: int = 8, threads: int = 64):
+    """Each thread clears, loads, scales and stores its own row through a T.alloc_local array (tile ops
+    of per-thread storage: every thread does all of them), guarded past the last row."""
+
+    @T.prim_func
+    def local_tiles(X: T.Tensor((n, width), "float32"), Y: T.Tensor((n, width), "float32")):
+        with T.Kernel(T.ceildiv(n, threads), threads=threads) as b:
+            row = b * threads + T.get_thread_binding()
+            loc = T.alloc_local((width,), "float32")
+            T.clear(loc)
+            if row < n:
+                T.copy(X[row, 0:width], loc)
+            for i in T.serial(width):
+                loc[i] = loc[i] * 2.0 + 1.0
+            if row < n:
+                T.copy(loc, Y[row, 0:width])
+
+    return local_tiles
+
+
+def local_inputs(rng):
+    return [rng.standard_normal((N, 8)).astype(np.float32), np.full((N, 8), np.nan, np.float32)]
+
+
+def local_reference(a):
+    return {1: np.asarray(a[0], np.float64) * 2 + 1}
