@@ -153,3 +153,27 @@ def test_the_runs_compile_to_vector_instructions(nvcc, tmp_path):
     accesses = re.findall(r"\b((?:ld|st)\.global[\w.]*)", body)
     assert accesses.count("ld.global.nc.v4.u32") == 2, accesses
     assert accesses.count("st.global.u32") == 2 and "st.global.u8" not in accesses, accesses
+
+
+def test_a_load_into_a_fragment_of_another_dtype_converts_each_element_once():
+    """float32 -> float16 registers and float16 -> float32 registers: one vector load per run, then the
+    cast's conversion of each element (rounded once to float16, widened exactly)."""
+    import tilecraft.language as T
+
+    @T.prim_func
+    def convert(A: T.Tensor((64, 128), "float32"), B: T.Tensor((64, 128), "float16"),
+                C: T.Tensor((64, 128), "float32"), D: T.Tensor((64, 128), "float16")):  # fmt: skip
+        with T.Kernel(1, threads=128):
+            f = T.alloc_fragment((64, 128), "float16")
+            g = T.alloc_fragment((64, 128), "float32")
+            T.copy(A, f)
+            T.copy(B, g)
+            T.copy(f, D)
+            T.copy(g, C)
+
+    kernel = _kernel(_source(convert))
+    assert "const uint4 tc_v = __ldg((const uint4*)(A + " in kernel
+    assert "f[(v1 * 4)] = tc_f2h((float)((__int_as_float((int)(tc_v.x)))));" in kernel
+    assert "const uint2 tc_v = __ldg((const uint2*)(B + " in kernel
+    assert "g[((v2 * 4) + 1)] = ((float)((tc_h2f((uint16_t)((tc_v.x >> 16))))));" in kernel
+    assert "A[" not in kernel and "B[" not in kernel

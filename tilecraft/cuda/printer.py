@@ -363,7 +363,7 @@ class CudaPrinter(CFamilyPrinter):
 
     def _converted(self, value: str, src, dst) -> str:
         """The stored form in `dst` of `value` (C text of a `src` value), converted as a cast would."""
-        placeholder = E.Var("tc_elem", src)
+        placeholder = E.Var(src, "tc_elem")
         self.names[id(placeholder)] = f"({value})"
         try:
             return self.to_storage(self.stored(E.cast(placeholder, dst), dst), dst)

@@ -446,10 +446,11 @@ class CuteDslPrinter:
         """Element by element, each converted as a cast to the registers' dtype would."""
         index = self.fresh("v")
         dst, src = self.expr(s.dst_offset), self.expr(s.src_offset)
-        element = E.Var("tc_elem", s.src.dtype)
+        element = E.Var(s.src.dtype, "tc_elem")
         self.names[id(element)] = self.from_storage(f"{self.name(s.src)}[{src} + {index}]", s.src.dtype)
         try:
-            value = self.to_storage(self.expr(E.cast(element, s.dst.dtype)), s.dst.dtype)
+            converted = element if s.dst.dtype == s.src.dtype else E.cast(element, s.dst.dtype)
+            value = self.to_storage(self.expr(converted), s.dst.dtype)
         finally:
             del self.names[id(element)]
         self.line(f"for {index} in cutlass.range_constexpr({s.count}):")
