@@ -168,9 +168,8 @@ def _written(func: PrimFunc) -> set[int]:
         VectorZero,
     )
 
-    return written_buffers(
-        func, AsyncCopy, VectorCopy, VectorLoad, VectorZero, VectorStore, StMatrix, TmaStore
-    )
+    writers = (AsyncCopy, VectorCopy, VectorLoad, VectorZero, VectorStore, StMatrix, TmaStore)
+    return written_buffers(func, *writers)
 
 
 def _param(printer: CudaPrinter, p: Buffer | Var, written: set[int]) -> str:
@@ -247,9 +246,7 @@ def device_source(mod: IRModule, ctx) -> DeviceCode:
     for f in mod.functions:
         first = len(sites)
         kernels.append(kernel_source(f, sites))
-        infos.append(
-            dataclasses.replace(_kernel_info(f), bounds_sites=tuple(s.describe() for s in sites[first:]))
-        )
+        infos.append(dataclasses.replace(_kernel_info(f), bounds_sites=tuple(s.describe() for s in sites[first:])))
     if sites:  # the header's checks and the record the runtime reads back
         parts.insert(0, "#define TC_BOUNDS_CHECK 1")
     return device_code(mod, SOURCE_FORMAT, parts + kernels, infos, BUFFER_ALIGN)

@@ -180,9 +180,7 @@ class CudaPrinter(CFamilyPrinter):
             dst = f"{self.name(load.dst)} + {self.expr(load.dst_offset)}"
             if load.multicast:
                 mask = f"0x{(1 << load.multicast) - 1:x}"
-                self.line(
-                    f"tc_tma_load_multicast<{len(load.coords)}>({dst}, tc_tmap{tmap}, {{{coords}}}, {bar}, {mask});"
-                )
+                self.line(f"tc_tma_load_multicast<{len(load.coords)}>({dst}, tc_tmap{tmap}, {{{coords}}}, {bar}, {mask});")
             else:
                 self.line(f"tc_tma_load<{len(load.coords)}>({dst}, tc_tmap{tmap}, {{{coords}}}, {bar});")
         if not s.elected:
@@ -335,7 +333,8 @@ class CudaPrinter(CFamilyPrinter):
         nbytes = s.count * src.bytes
         vt = _VECTOR[nbytes]
         address = f"(const {vt}*)({self.name(s.src)} + {self.expr(s.src_offset)})"
-        # nvcc keeps a buffer assumed aligned off the read-only path unless told (benchmarks/NOTES-cuda.md)
+        # nvcc 13 left plain loads of a `const __restrict__` buffer that it assumes aligned on ld.global
+        # (not the non-coherent ld.global.nc) in TileLang's cast kernels; __ldg asks for it
         load = f"__ldg({address})" if id(s.src) in self.read_only else f"*{address}"
         if self.bounds_check:
             zero = {4: "0u", 8: "make_uint2(0u, 0u)", 16: "make_uint4(0u, 0u, 0u, 0u)"}[nbytes]

@@ -184,7 +184,7 @@ def _vector_fragment_store(op: S.Copy, frag: BufferRegion, ctx) -> S.Stmt | None
 def _vector_fragment_load(op: S.Copy, frag: BufferRegion, ctx) -> S.Stmt | None:
     """The fragment's registers loaded from global memory run by run (each run one aligned access,
     converted element by element to the fragment's dtype), or None where the element copy must do.
-    A run past the edge of the source loads its elements one by one, zero past the edge."""
+    A run past the edge of the source reads zeros (it lies wholly past it: `_fragment_runs`)."""
     src = op.src
     if frag is not op.dst:
         return None

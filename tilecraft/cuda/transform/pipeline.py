@@ -355,9 +355,7 @@ class _Pipeline(Mutator):
         stage, use = E.floormod(it, stages), E.floordiv(it, stages)
         copies = _stmts(_Stage(staged, stage, tiles, full).mutate(S.seq(*producers)))
         shared = self._shared(loop, producers, wave, body)
-        copies = [
-            multicast_copy(c, self.cluster.size) if id(p) in shared else c for p, c in zip(producers, copies)
-        ]
+        copies = [multicast_copy(c, self.cluster.size) if id(p) in shared else c for p, c in zip(producers, copies)]
         blocks = self.cluster.size if shared else 1  # the blocks whose consumers release each stage
         # one expect-tx per tile: the full barrier completes on one arrival and all the stage's bytes
         tile = TmaCopy(tuple(load for c in copies for load in c.loads), sum(c.bytes for c in copies), full,
@@ -397,11 +395,7 @@ class _Pipeline(Mutator):
                  MULTICAST)  # fmt: skip
             return set()
         if wave is not None:
-            note(
-                loop,
-                "the loop is in a T.Persistent loop (its blocks' tiles are not provably shared)",
-                MULTICAST,
-            )
+            note(loop, "the loop is in a T.Persistent loop (its blocks' tiles are not provably shared)", MULTICAST)
             return set()
         reasons = {id(p): self.cluster.shares(p, loop.extent) for p in producers}
         if all(reasons.values()):
