@@ -36,7 +36,8 @@ def test_one_producer_serves_every_tile_of_the_block():
     assert "(((wave * 7) + k) % 3)" in producer and "(((wave * 7) + k) % 3)" in consumer
     # each tile's last stage is released once its wgmmas completed, before the epilogue
     after_loop = consumer[consumer.index("tc_wgmma_wait<0>();") :]
-    assert after_loop.index("tc_mbar_arrive(&tc_mbar[3 + (((wave * 7) + 6) % 3)])") < after_loop.index("C[")
+    release = after_loop.index("tc_mbar_arrive(&tc_mbar[3 + (((wave * 7) + 6) % 3)])")
+    assert release < after_loop.index("*(uint2*)(C + ")  # the epilogue's vector stores
     assert "__syncthreads" not in consumer
 
 

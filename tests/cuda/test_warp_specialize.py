@@ -86,7 +86,7 @@ def test_a_producer_warpgroup_issues_the_tiles_and_the_consumers_run_wgmma(cfg):
         CHECK-NEXT: if ((ko > 0)) {{
         CHECK-NEXT: if ((threadIdx.x & 31u) == 0u) tc_mbar_arrive(&tc_mbar[3 + ((ko + 2) % 3)]);
         CHECK: tc_wgmma_wait<0>();
-        CHECK: C[
+        CHECK: *(uint32_t*)(C +
     """
     filecheck(kernel, checks)
     assert art.kernels[0].block == (threads + PRODUCER_THREADS,)

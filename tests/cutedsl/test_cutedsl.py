@@ -115,6 +115,23 @@ def test_a_reduction_shuffles_across_the_warp():
     assert "cute.arch.shuffle_sync_bfly(" in source
 
 
+def test_a_fragment_loaded_in_runs_is_read_element_by_element():
+    """The CUDA lowering loads an int8 tile into registers in runs (cuda.VectorLoad); here each run is a
+    loop over its elements, converted to the fragment's dtype where it differs (the float32 copy)."""
+    source = device_code(case("int8_fragment_runs")).sources["cutedsl-source"]
+    ast.parse(source)
+    filecheck(
+        source,
+        """
+        CHECK: for tc_v1 in cutlass.range_constexpr(8):
+        CHECK-NEXT: f[(v1 * 8) + tc_v1] = cutlass.Int8(X[
+        CHECK-SAME: + tc_v1])
+        CHECK: for tc_v2 in cutlass.range_constexpr(8):
+        CHECK-NEXT: g[(v2 * 8) + tc_v2] = cutlass.Float32(cutlass.Float32(X[
+    """,
+    )
+
+
 @pytest.mark.parametrize(
     "name, key",
     [("cumsum", "op:Cumsum"), ("split_k_gemm_atomic", "op:AtomicOp"), ("flash_attention_full", "feature:register-a-gemm"),

@@ -158,9 +158,18 @@ def _declare_barriers(printer: CudaPrinter, rings: dict[int, tuple[int, int]], p
 
 
 def _written(func: PrimFunc) -> set[int]:
-    from tilecraft.cuda.ir import AsyncCopy, StMatrix, TmaStore, VectorCopy, VectorStore, VectorZero
+    from tilecraft.cuda.ir import (
+        AsyncCopy,
+        StMatrix,
+        TmaStore,
+        VectorCopy,
+        VectorLoad,
+        VectorStore,
+        VectorZero,
+    )
 
-    return written_buffers(func, AsyncCopy, VectorCopy, VectorZero, VectorStore, StMatrix, TmaStore)
+    writers = (AsyncCopy, VectorCopy, VectorLoad, VectorZero, VectorStore, StMatrix, TmaStore)
+    return written_buffers(func, *writers)
 
 
 def _param(printer: CudaPrinter, p: Buffer | Var, written: set[int]) -> str:
@@ -198,6 +207,7 @@ def kernel_source(func: PrimFunc, sites: list[BoundsSite] | None = None) -> str:
     printer.reserve("tc_smem")
     printer.check_bounds(bool(func.attr(BOUNDS_CHECK, False)), sites)
     written = _written(func)
+    printer.read_only = {id(p) for p in func.buffer_params if id(p) not in written}
     params = ", ".join([_param(printer, p, written) for p in func.params]
                        + [f"const __grid_constant__ tc_tensor_map tc_tmap{i}" for i in range(len(maps))])  # fmt: skip
     swizzled = wgmma or bool(swizzled_tma_tiles(launch.body))

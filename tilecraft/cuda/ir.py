@@ -111,12 +111,26 @@ class VectorZero(Stmt):
 
 @node
 class VectorStore(Stmt):
-    """Store `values` (of `dst`'s dtype, 16 or 32 bits each, 4 to 16 bytes together) to the contiguous
+    """Store `values` (of `dst`'s dtype, 8, 16 or 32 bits each, 4 to 16 bytes together) to the contiguous
     elements `dst[dst_offset]`, ... in one access; `dst_offset` is a multiple of `len(values)`."""
 
     dst: Buffer
     dst_offset: Expr
     values: tuple[Expr, ...]
+
+
+@node
+class VectorLoad(Stmt):
+    """Load the `count` contiguous elements `src[src_offset]`, ... (of `src`'s dtype, 8, 16 or 32 bits
+    each, 4 to 16 bytes together) in one access, and write each, converted to `dst`'s dtype, to the
+    registers `dst[dst_offset]`, ..., `dst[dst_offset + count - 1]`; `src_offset` is a multiple of
+    `count` (the access is aligned)."""
+
+    dst: Buffer
+    dst_offset: Expr
+    src: Buffer
+    src_offset: Expr
+    count: int
 
 
 @node
@@ -298,7 +312,7 @@ def shared_accesses(node) -> tuple[tuple[Buffer, ...], tuple[Buffer, ...]] | Non
     """The buffers a CUDA statement reads and writes, for barrier insertion (None: not ours)."""
     if isinstance(node, GemmCall):
         return (node.a, node.b), (node.c,)
-    if isinstance(node, (AsyncCopy, VectorCopy)):
+    if isinstance(node, (AsyncCopy, VectorCopy, VectorLoad)):
         return (node.src,), (node.dst,)
     if isinstance(node, TmaCopy):
         return (), tuple(load.dst for load in node.loads)

@@ -8,7 +8,7 @@ threadIdx/blockIdx once at the top of the kernel.
 
 from __future__ import annotations
 
-from tilecraft.codegen.c_family import CFamilyPrinter, static_size, value_type
+from tilecraft.codegen.c_family import CFamilyPrinter, static_size, storage_type, value_type
 from tilecraft.codegen.reserved import CPP_RESERVED, words
 from tilecraft.cuda.intrinsics.simt import SHUFFLE_XOR
 from tilecraft.cuda.ir import (
@@ -27,6 +27,7 @@ from tilecraft.cuda.ir import (
     TmaStoreCopy,
     TmaStoreWait,
     VectorCopy,
+    VectorLoad,
     VectorStore,
     VectorZero,
     WgmmaWait,
@@ -83,6 +84,9 @@ class CudaPrinter(CFamilyPrinter):
         # wgmma reads shared memory through the async proxy: generic writes (stores, cp.async) must be
         # fenced by their writer before the barrier that publishes them
         self.fence = "tc_fence_proxy_async(); " if async_proxy_fence else ""
+        # ids of the buffer arguments the kernel never writes: vector loads of them take the read-only
+        # (non-coherent) path (codegen fills it in)
+        self.read_only: set[int] = set()
         self.barrier_statement = self.fence + "__syncthreads();"
 
     # ------------------------------------------------------------------ intrinsics
@@ -298,8 +302,15 @@ class CudaPrinter(CFamilyPrinter):
 
     def _s_VectorStore(self, s: VectorStore) -> None:
         dtype = s.dst.dtype
-        bits = [self.to_storage(self.stored(v, dtype), dtype) for v in s.values]
-        if dtype.bits == 16:
+        # a register of the buffer's dtype is stored as its bits (no round trip through float)
+        bits = [self.raw_value(v, dtype) or self.to_storage(self.stored(v, dtype), dtype) for v in s.values]
+        if dtype.bits == 8:
+            # through uint8_t: a negative int8 must not sign-extend into its neighbours' bytes
+            words = [" | ".join(f"((uint32_t)(uint8_t)({b}) << {8 * k})" if k else f"(uint32_t)(uint8_t)({b})"
+                                for k, b in enumerate(bits[w : w + 4]))
+                     for w in range(0, len(bits), 4)]  # fmt: skip
+            words = [f"({w})" for w in words]
+        elif dtype.bits == 16:
             # through uint16_t: a negative int16 must not sign-extend into its neighbour's half
             words = [f"((uint32_t)(uint16_t)({lo}) | ((uint32_t)(uint16_t)({hi}) << 16))"
                      for lo, hi in zip(bits[::2], bits[1::2])]  # fmt: skip
@@ -309,7 +320,58 @@ class CudaPrinter(CFamilyPrinter):
             words = [f"(uint32_t)({b})" for b in bits]
         vt = _VECTOR[4 * len(words)]
         packed = words[0] if len(words) == 1 else f"make_{vt}({', '.join(words)})"
-        self.line(f"*({vt}*)({self.name(s.dst)} + {self.expr(s.dst_offset)}) = {packed};")
+        target = f"{self.name(s.dst)} + {self.expr(s.dst_offset)}"
+        store = f"*({vt}*)({target}) = {packed};"
+        if self.bounds_check:
+            store = f"if ({self._run_in_bounds(s.dst, s.dst_offset, len(s.values))}) {store}"
+        self.line(store)
+
+    def _s_VectorLoad(self, s: VectorLoad) -> None:
+        """One aligned vector load into `tc_v`, whose words are split into the run's elements; each is
+        written to its register as loaded (one dtype) or converted."""
+        src, dst = s.src.dtype, s.dst.dtype
+        nbytes = s.count * src.bytes
+        vt = _VECTOR[nbytes]
+        address = f"(const {vt}*)({self.name(s.src)} + {self.expr(s.src_offset)})"
+        # nvcc 13 left plain loads of a `const __restrict__` buffer that it assumes aligned on ld.global
+        # (not the non-coherent ld.global.nc) in TileLang's cast kernels; __ldg asks for it
+        load = f"__ldg({address})" if id(s.src) in self.read_only else f"*{address}"
+        if self.bounds_check:
+            zero = {4: "0u", 8: "make_uint2(0u, 0u)", 16: "make_uint4(0u, 0u, 0u, 0u)"}[nbytes]
+            load = f"({self._run_in_bounds(s.src, s.src_offset, s.count)} ? {load} : {zero})"
+        self.line("{")
+        self.indent += 1
+        self.line(f"const {vt} tc_v = {load};")
+        words = ["tc_v"] if nbytes == 4 else [f"tc_v.{c}" for c in "xyzw"[: nbytes // 4]]
+        per_word = 4 // src.bytes
+        storage = storage_type(src)
+        for j in range(s.count):
+            word, shift = words[j // per_word], (j % per_word) * src.bits
+            if src.bits == 32:
+                bits = self.bitcast(word, "uint32_t", storage)
+            else:
+                part = word if shift == 0 else f"({word} >> {shift})"
+                narrow = "uint8_t" if src.bits == 8 else "uint16_t"
+                bits = self.bitcast(f"({narrow})({part})", narrow, storage)
+            value = bits if dst == src else self._converted(self.from_storage(bits, src), src, dst)
+            index = s.dst_offset if j == 0 else E.add(s.dst_offset, j)
+            reg = f"{self.name(s.dst)}[{self.expr(index)}]"
+            self.line(f"{reg} = {value};")
+        self.indent -= 1
+        self.line("}")
+
+    def _converted(self, value: str, src, dst) -> str:
+        """The stored form in `dst` of `value` (C text of a `src` value), converted as a cast would."""
+        placeholder = E.Var(src, "tc_elem")
+        self.names[id(placeholder)] = f"({value})"
+        try:
+            return self.to_storage(self.stored(E.cast(placeholder, dst), dst), dst)
+        finally:
+            del self.names[id(placeholder)]
+
+    def _run_in_bounds(self, buf: Buffer, offset: E.Expr, count: int) -> str:
+        first = self.expr(offset)
+        return f"{self.in_bounds(buf, first)} && {self.in_bounds(buf, f'({first}) + {count - 1}')}"
 
 
 def _is_zero(value) -> bool:

@@ -22,7 +22,16 @@ from collections.abc import Mapping
 
 from tilecraft.codegen.reserved import words
 from tilecraft.cuda.intrinsics.simt import SHUFFLE_XOR
-from tilecraft.cuda.ir import AsyncCommit, AsyncCopy, AsyncWait, GemmCall, VectorCopy, VectorStore, VectorZero
+from tilecraft.cuda.ir import (
+    AsyncCommit,
+    AsyncCopy,
+    AsyncWait,
+    GemmCall,
+    VectorCopy,
+    VectorLoad,
+    VectorStore,
+    VectorZero,
+)
 from tilecraft.cuda.shared_layout import swizzle16_line_shift
 from tilecraft.cuda.storage import SHARED_SCOPES
 from tilecraft.errors import LoweringError
@@ -432,6 +441,20 @@ class CuteDslPrinter:
         dst, src = self.expr(s.dst_offset), self.expr(s.src_offset)
         self.line(f"for {index} in cutlass.range_constexpr({s.bytes // s.dst.dtype.bytes}):")
         self.line(f"    {self.name(s.dst)}[{dst} + {index}] = {self.name(s.src)}[{src} + {index}]")
+
+    def _s_VectorLoad(self, s: VectorLoad) -> None:
+        """Element by element, each converted as a cast to the registers' dtype would."""
+        index = self.fresh("v")
+        dst, src = self.expr(s.dst_offset), self.expr(s.src_offset)
+        element = E.Var(s.src.dtype, "tc_elem")
+        self.names[id(element)] = self.from_storage(f"{self.name(s.src)}[{src} + {index}]", s.src.dtype)
+        try:
+            converted = element if s.dst.dtype == s.src.dtype else E.cast(element, s.dst.dtype)
+            value = self.to_storage(self.expr(converted), s.dst.dtype)
+        finally:
+            del self.names[id(element)]
+        self.line(f"for {index} in cutlass.range_constexpr({s.count}):")
+        self.line(f"    {self.name(s.dst)}[{dst} + {index}] = {value}")
 
     def _s_VectorZero(self, s: VectorZero) -> None:
         index = self.fresh("v")

@@ -126,7 +126,7 @@ def test_tma_copies_feed_wgmma_through_full_and_empty_mbarrier_rings(target):
                     T.ir.cuda.MbarArrive(ring=2, stage=(k_1 + 1) % 2)
             T.ir.cuda.WgmmaWait(pending=0, c=(Cf,))
             for v2 in T.serial(16, annotations={'unroll': True}):
-                T.ir.cuda.VectorStore(dst=C, dst_offset=0 + T.cast((v2 * 2 & 1) + (tx % 32 & 3) * 2 + (v2 * 2 >> 2) * 8, "int64") * 1 + T.cast((tx % 32 >> 2) + (v2 * 2 >> 1 & 1) * 8 + tx // 32 * 16, "int64") * 64, values=(Cf[v2 * 2 + 0], Cf[v2 * 2 + 1]))
+                T.ir.cuda.VectorStore(dst=C, dst_offset=0 + T.cast((tx % 32 & 3) * 2 + (v2 >> 1) * 8, "int64") * 1 + T.cast((tx % 32 >> 2) + (v2 & 1) * 8 + tx // 32 * 16, "int64") * 64, values=(Cf[v2 * 2 + 0], Cf[v2 * 2 + 1]))
     """
 
     assert_pass(target, "inject-software-pipeline", tma_gemm, expected, prefix=True)
@@ -219,7 +219,7 @@ def test_a_guarded_warp_specialized_ring_advances_on_the_taken_count(target):
                             T.ir.cuda.MbarArrive(ring=2, stage=(taken_k + 1) % 2)
             T.ir.cuda.WgmmaWait(pending=0, c=(Cf,))
             for v2 in T.serial(16, annotations={'unroll': True}):
-                T.ir.cuda.VectorStore(dst=C, dst_offset=0 + T.cast((v2 * 2 & 1) + (tx % 32 & 3) * 2 + (v2 * 2 >> 2) * 8, "int64") * 1 + T.cast((tx % 32 >> 2) + (v2 * 2 >> 1 & 1) * 8 + tx // 32 * 16, "int64") * 64, values=(Cf[v2 * 2 + 0], Cf[v2 * 2 + 1]))
+                T.ir.cuda.VectorStore(dst=C, dst_offset=0 + T.cast((tx % 32 & 3) * 2 + (v2 >> 1) * 8, "int64") * 1 + T.cast((tx % 32 >> 2) + (v2 & 1) * 8 + tx // 32 * 16, "int64") * 64, values=(Cf[v2 * 2 + 0], Cf[v2 * 2 + 1]))
     """
 
     assert_pass(target, "inject-software-pipeline", guarded_tma_gemm, expected, prefix=True)
@@ -263,7 +263,7 @@ def test_a_guarded_tma_ring_without_a_producer_completes_the_gemm_in_flight_when
                         T.ir.cuda.TmaCopy(loads=(T.ir.cuda.TmaLoad(dst=Bs, dst_offset=(k + 1) % 2 * 4096 + 0, src=B, box=(64, 64), swizzle=128, coords=(0, (k + 1) * 64)),), bytes=8192, ring=1, stage=(k + 1) % 2)
             T.ir.cuda.WgmmaWait(pending=0, c=(Cf,))
             for v2 in T.serial(16, annotations={'unroll': True}):
-                T.ir.cuda.VectorStore(dst=C, dst_offset=0 + T.cast((v2 * 2 & 1) + (tx % 32 & 3) * 2 + (v2 * 2 >> 2) * 8, "int64") * 1 + T.cast((tx % 32 >> 2) + (v2 * 2 >> 1 & 1) * 8 + tx // 32 * 16, "int64") * 64, values=(Cf[v2 * 2 + 0], Cf[v2 * 2 + 1]))
+                T.ir.cuda.VectorStore(dst=C, dst_offset=0 + T.cast((tx % 32 & 3) * 2 + (v2 >> 1) * 8, "int64") * 1 + T.cast((tx % 32 >> 2) + (v2 & 1) * 8 + tx // 32 * 16, "int64") * 64, values=(Cf[v2 * 2 + 0], Cf[v2 * 2 + 1]))
     """
 
     assert_pass(target, "inject-software-pipeline", guarded_tma_gemm, expected, prefix=True,

@@ -33,7 +33,7 @@ def test_a_tfloat32_register_a_gemm_is_one_tf32_mma_call(target):
                 c[r3] = 0.0
             T.ir.cuda.GemmCall(variant='rs', a=a, b=b, c=c, m=16, n=16, k=8, warps_m=1, warps_n=1, trans_a=False, trans_b=True, bf16=False, b_offset=T.int32(0))
             for v4 in T.serial(4, annotations={'unroll': True}):
-                T.ir.cuda.VectorStore(dst=C, dst_offset=0 + T.cast((v4 * 2 & 1) + (tx % 32 & 3) * 2 + (v4 * 2 >> 2) * 8, "int64") * 1 + T.cast((tx % 32 >> 2) + (v4 * 2 >> 1 & 1) * 8, "int64") * 16, values=(c[v4 * 2 + 0], c[v4 * 2 + 1]))
+                T.ir.cuda.VectorStore(dst=C, dst_offset=0 + T.cast((tx % 32 & 3) * 2 + (v4 >> 1) * 8, "int64") * 1 + T.cast((tx % 32 >> 2) + (v4 & 1) * 8, "int64") * 16, values=(c[v4 * 2 + 0], c[v4 * 2 + 1]))
     """
 
     assert_pass(target, "lower-to-threads", tf32_register_a, expected, prefix=True)

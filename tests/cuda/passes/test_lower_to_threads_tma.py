@@ -52,7 +52,7 @@ def test_tiles_with_rows_outside_the_second_to_last_dim_are_tma_boxes_of_full_ra
                 acc[r1] = 0.0
             T.ir.cuda.GemmCall(variant='wgmma', a=Q_s, b=K_s, c=acc, m=64, n=64, k=128, warps_m=1, warps_n=1, trans_a=False, trans_b=True, bf16=False, a_offset=T.int32(0), b_offset=T.int32(0), atom_a=64, atom_b=64)
             for v2 in T.serial(16, annotations={'unroll': True}):
-                T.ir.cuda.VectorStore(dst=S, dst_offset=0 + T.cast((v2 * 2 & 1) + (tx % 32 & 3) * 2 + (v2 * 2 >> 2) * 8, "int64") * 1 + T.cast((tx % 32 >> 2) + (v2 * 2 >> 1 & 1) * 8 + tx // 32 * 16, "int64") * 64, values=(acc[v2 * 2 + 0], acc[v2 * 2 + 1]))
+                T.ir.cuda.VectorStore(dst=S, dst_offset=0 + T.cast((tx % 32 & 3) * 2 + (v2 >> 1) * 8, "int64") * 1 + T.cast((tx % 32 >> 2) + (v2 & 1) * 8 + tx // 32 * 16, "int64") * 64, values=(acc[v2 * 2 + 0], acc[v2 * 2 + 1]))
             T.ir.cuda.TmaStoreCopy(stores=(T.ir.cuda.TmaStore(dst=Out, src=K_s, src_offset=0, box=(64, 1, 64, 1), swizzle=128, coords=(0, by, bx * 64, bz)), T.ir.cuda.TmaStore(dst=Out, src=K_s, src_offset=4096, box=(64, 1, 64, 1), swizzle=128, coords=(64, by, bx * 64, bz))))
     """
 

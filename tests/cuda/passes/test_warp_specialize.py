@@ -41,7 +41,7 @@ def test_the_producer_loop_runs_on_one_thread_of_an_extra_warpgroup(target):
                         T.ir.cuda.MbarArrive(ring=2, stage=(k_1 + 1) % 2)
                 T.ir.cuda.WgmmaWait(pending=0, c=(Cf,))
                 for v2 in T.serial(16, annotations={'unroll': True}):
-                    T.ir.cuda.VectorStore(dst=C, dst_offset=0 + T.cast((v2 * 2 & 1) + (tx % 32 & 3) * 2 + (v2 * 2 >> 2) * 8, "int64") * 1 + T.cast((tx % 32 >> 2) + (v2 * 2 >> 1 & 1) * 8 + tx // 32 * 16, "int64") * 64, values=(Cf[v2 * 2], Cf[v2 * 2 + 1]))
+                    T.ir.cuda.VectorStore(dst=C, dst_offset=0 + T.cast((tx % 32 & 3) * 2 + (v2 >> 1) * 8, "int64") * 1 + T.cast((tx % 32 >> 2) + (v2 & 1) * 8 + tx // 32 * 16, "int64") * 64, values=(Cf[v2 * 2], Cf[v2 * 2 + 1]))
     """
 
     assert_pass(target, "warp-specialize", tma_gemm, expected, prefix=True)

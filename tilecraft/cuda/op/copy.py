@@ -16,17 +16,19 @@ tile that TMA cannot do stays on the 16-byte chunks, with a note under TILECRAFT
 from __future__ import annotations
 
 from tilecraft import settings
-from tilecraft.cuda.ir import AsyncCopy, TmaCopy, TmaLoad, VectorCopy, VectorStore, VectorZero
+from tilecraft.cuda.ir import AsyncCopy, TmaCopy, TmaLoad, VectorCopy, VectorLoad, VectorStore, VectorZero
 from tilecraft.cuda.op.stmatrix import stmatrix_copy
 from tilecraft.cuda.op.tma_store import tensor_map_refusal, tma_box, tma_coords, tma_store_copy
 from tilecraft.cuda.shared_layout import SharedLayout
 from tilecraft.cuda.storage import BUFFER_ALIGN
 from tilecraft.cuda.storage import SHARED_SCOPES as SHARED
+from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.arith import Analyzer
 from tilecraft.ir.buffer import BufferRegion
 from tilecraft.layout.fragment import fragment_dims
+from tilecraft.layout.linear import LinearLayout, log2
 from tilecraft.layout.tile import TileLayout
 from tilecraft.transform.simt.copy import element_copy, fragment_copy, fragment_side, lower_fill
 from tilecraft.transform.tile_loops import conjunction, edge_conditions, loop_extents, region_index
@@ -60,8 +62,10 @@ def lower_copy(
         matrices = stmatrix_copy(op, frag, ctx) if stmatrix and id(op) not in unsuited else None
         if matrices is not None:
             return matrices
-        stores = _vector_fragment_store(op, frag, ctx)
-        return stores if stores is not None else fragment_copy(op, frag, ctx)
+        runs = _vector_fragment_store(op, frag, ctx)
+        if runs is None:
+            runs = _vector_fragment_load(op, frag, ctx)
+        return runs if runs is not None else fragment_copy(op, frag, ctx)
     vector = _vector_plan(op, ctx)
     if vector is not None:
         return vector
@@ -103,43 +107,100 @@ def _note(op: S.Copy, reason: str) -> None:
     settings.verbose_note(op.span, f"T.copy into a wgmma tile stays on cp.async (no TMA): {reason}")
 
 
-# ---------------------------------------------------------------- fragment runs to global memory
+# ---------------------------------------------------------------- fragment runs to and from global memory
+
+
+def _fragment_runs(op: S.Copy, frag: BufferRegion, glob: BufferRegion, elem: dt.DataType, ctx):
+    """(layout, kept dims, run) where the whole fragment `frag` moves to or from the global region `glob`
+    in runs: each thread's registers from every multiple of `run` hold `run` consecutive elements of the
+    innermost dim, which lie at consecutive addresses of `glob` (elements of `elem`, 8, 16 or 32 bits)
+    whose start is a multiple of `run` in every row, so that a run is one aligned 4-, 8- or 16-byte
+    access (buffer arguments start on BUFFER_ALIGN bytes, which the launchers check). The row length
+    is then a multiple of `run` too, so no run crosses the buffer's edge: each lies wholly inside or
+    wholly past it. None where the fragment is not moved whole, or runs are too short or not provably
+    aligned."""
+    if glob.buffer.scope != "global" or elem.bits not in (8, 16, 32) or elem.is_bool:
+        return None
+    layout = ctx.layout(frag.buffer, op.span)
+    if layout.padded or not _whole(frag, layout):
+        return None
+    kept = [k for k, s in enumerate(layout.shape) if s != 1] or [len(layout.shape) - 1]
+    extents = [E.const_value(e) for e in loop_extents(glob)]
+    if extents != [layout.shape[k] for k in kept] or not _contiguous_inner(glob):
+        return None
+    run = _register_run(layout, kept[-1], CHUNK // elem.bytes)
+    ana = Analyzer()
+    # the widest access whose alignment the region and the buffer's row length prove
+    while run >= 2 and run * elem.bytes >= 4 and not _row_strides_aligned(glob, run, ana):
+        run //= 2
+    if run < 2 or run * elem.bytes < 4:
+        return None
+    return layout, kept, run
+
+
+def _run_indices(glob: BufferRegion, layout: TileLayout, kept: list[int], run: int, ctx):
+    """(iteration var, first register of the run, the global indices of the run's elements)."""
+    it = ctx.var("v")
+    first = E.mul(it, run)
+    # the layout of the runs' first elements (register `it` of it is register it * run of the fragment),
+    # so that the index arithmetic has no register bits that are known to be zero
+    bits = log2(run)
+    bases = [(name, vs[bits:] if name == "register" else vs) for name, vs in layout.linear.bases]
+    starts = TileLayout(layout.shape, LinearLayout(bases, layout.linear.out_dims))
+    coords = starts.coords(it, ctx.lane, ctx.warp)
+    start = region_index(glob, [coords[k] for k in kept])
+    indices = [start] + [start[:-1] + (E.add(start[-1], j),) for j in range(1, run)]
+    return it, first, indices
+
+
+def _run_loop(it: E.Var, layout: TileLayout, run: int, body: S.Stmt, span) -> S.Stmt:
+    count = layout.num_registers // run
+    return S.For(it, E.const(0), E.const(count), S.ForKind.SERIAL, body, (("unroll", True),), span=span)
 
 
 def _vector_fragment_store(op: S.Copy, frag: BufferRegion, ctx) -> S.Stmt | None:
     """The fragment's registers stored run by run, or None where the shared element copy must do."""
     dst = op.dst
     dtype = dst.dtype
-    if frag is not op.src or dst.buffer.scope != "global" or dtype.bits not in (16, 32) or dtype.is_bool:
+    if frag is not op.src:
         return None
-    layout = ctx.layout(frag.buffer, op.span)
-    if layout.padded or any(layout.replica_mask()) or not _whole(frag, layout):
+    plan = _fragment_runs(op, frag, dst, dtype, ctx)
+    if plan is None or any(ctx.layout(frag.buffer, op.span).replica_mask()):
         return None
-    kept = [k for k, s in enumerate(layout.shape) if s != 1] or [len(layout.shape) - 1]
-    extents = [E.const_value(e) for e in loop_extents(dst)]
-    if extents != [layout.shape[k] for k in kept] or not _contiguous_inner(dst):
-        return None
-    run = _register_run(layout, kept[-1], CHUNK // dtype.bytes)
-    if run < 2 or not _row_strides_aligned(dst, run, Analyzer()):
-        return None
+    layout, kept, run = plan
     regs = ctx.registers_of(frag.buffer)
-    it = ctx.var("v")
-    first = E.mul(it, run)
-    coords = layout.coords(first, ctx.lane, ctx.warp)
-    indices = [region_index(dst, [coords[k] for k in kept])]
-    for j in range(1, run):
-        indices.append(indices[0][:-1] + (E.add(indices[0][-1], j),))
+    it, first, indices = _run_indices(dst, layout, kept, run, ctx)
     values = tuple(
         E.cast(E.BufferLoad(frag.buffer.dtype, regs, (E.add(first, j),)), dtype) for j in range(run)
     )
     body: S.Stmt = VectorStore(dst.buffer, _flat_offset(dst, indices[0]), values, span=op.span)
-    guard = conjunction(edge_conditions(dst, indices[0]) + edge_conditions(dst, indices[-1]))
+    # A run lies wholly inside or wholly past the edge (`_fragment_runs`): a run past it is skipped.
+    guard = conjunction(edge_conditions(dst, indices[-1]))
     if guard is not None:
-        # A run crossing the edge stores its elements one by one.
-        singles = [_guarded_store(dst, idx, value, op.span) for idx, value in zip(indices, values)]
-        body = S.IfThenElse(guard, body, S.SeqStmt(tuple(singles)), span=op.span)
-    count = layout.num_registers // run
-    return S.For(it, E.const(0), E.const(count), S.ForKind.SERIAL, body, (("unroll", True),), span=op.span)
+        body = S.IfThenElse(guard, body, span=op.span)
+    return _run_loop(it, layout, run, body, op.span)
+
+
+def _vector_fragment_load(op: S.Copy, frag: BufferRegion, ctx) -> S.Stmt | None:
+    """The fragment's registers loaded from global memory run by run (each run one aligned access,
+    converted element by element to the fragment's dtype), or None where the element copy must do.
+    A run past the edge of the source reads zeros (it lies wholly past it: `_fragment_runs`)."""
+    src = op.src
+    if frag is not op.dst:
+        return None
+    plan = _fragment_runs(op, frag, src, src.dtype, ctx)
+    if plan is None:
+        return None
+    layout, kept, run = plan
+    regs = ctx.registers_of(frag.buffer)
+    it, first, indices = _run_indices(src, layout, kept, run, ctx)
+    body: S.Stmt = VectorLoad(regs, first, src.buffer, _flat_offset(src, indices[0]), run, span=op.span)
+    guard = conjunction(edge_conditions(src, indices[-1]))
+    if guard is not None:  # a run past the edge reads zeros
+        zero = E.const(0, frag.buffer.dtype)
+        zeros = [S.BufferStore(regs, zero, (E.add(first, j),), span=op.span) for j in range(run)]
+        body = S.IfThenElse(guard, body, S.SeqStmt(tuple(zeros)), span=op.span)
+    return _run_loop(it, layout, run, body, op.span)
 
 
 def _whole(frag: BufferRegion, layout: TileLayout) -> bool:
@@ -165,12 +226,6 @@ def _register_run(layout: TileLayout, dim: int, limit: int) -> int:
             if (in_name != "register" or b >= bits) and linear.basis(in_name, b)[name] & (run - 1):
                 return 1
     return run
-
-
-def _guarded_store(dst: BufferRegion, indices, value: E.Expr, span) -> S.Stmt:
-    store: S.Stmt = S.BufferStore(dst.buffer, value, indices, span=span)
-    cond = conjunction(edge_conditions(dst, indices))
-    return store if cond is None else S.IfThenElse(cond, store, span=span)
 
 
 # ---------------------------------------------------------------- 16-byte chunks

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from tilecraft.cuda.ir import AsyncCopy, TmaCopy, TmaLoad, VectorCopy
+from tilecraft.cuda.ir import AsyncCopy, TmaCopy, TmaLoad, VectorCopy, VectorLoad
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
@@ -206,6 +206,9 @@ class _Writes(Visitor):
         self._source_read(node, "src")
 
     def visit_VectorCopy(self, node: VectorCopy) -> None:
+        self._source_read(node, "src")
+
+    def visit_VectorLoad(self, node: VectorLoad) -> None:
         self._source_read(node, "src")
 
     def visit_TmaLoad(self, node: TmaLoad) -> None:

@@ -35,6 +35,7 @@ from tilecraft.cuda.ir import (
     GemmCall,
     TmaCopy,
     VectorCopy,
+    VectorLoad,
     VectorStore,
     VectorZero,
     WgmmaWait,
@@ -95,7 +96,7 @@ def accesses(stmts: list[S.Stmt]) -> tuple[set[int], set[int]]:
         elif isinstance(n, GemmCall):
             reads.update((id(n.a), id(n.b), id(n.c)))
             writes.add(id(n.c))
-        elif isinstance(n, (AsyncCopy, VectorCopy)):
+        elif isinstance(n, (AsyncCopy, VectorCopy, VectorLoad)):
             reads.add(id(n.src))
             writes.add(id(n.dst))
         elif isinstance(n, (VectorZero, VectorStore)):

@@ -46,6 +46,7 @@ from tilecraft.cuda.ir import (
     TmaCopy,
     TmaLoad,
     VectorCopy,
+    VectorLoad,
     VectorStore,
     VectorZero,
     WgmmaWait,
@@ -171,6 +172,9 @@ class _Stage(Mutator):
     # Vector accesses of a staged tile (a T.copy of the tile to global memory in the loop body): without
     # these the consumer read stage 0 whatever the iteration.
     def mutate_VectorCopy(self, s: VectorCopy) -> S.Stmt:
+        return self._moved(s, ("dst", "dst_offset"), ("src", "src_offset"))
+
+    def mutate_VectorLoad(self, s: VectorLoad) -> S.Stmt:
         return self._moved(s, ("dst", "dst_offset"), ("src", "src_offset"))
 
     def mutate_VectorZero(self, s: VectorZero) -> S.Stmt:

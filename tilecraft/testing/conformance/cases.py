@@ -97,6 +97,63 @@ def int16_fragment(m=80, n=64, bm=32):
     return int16_fragment
 
 
+def fp8_token_cast(m=50, n=200, blk_m=8, group=128):
+    # TileLang's per_token_cast_to_fp8 with ragged rows and columns: on CUDA the float32 tile is loaded in
+    # 16-byte runs and the float8 fragment stored in 4-byte runs; runs past an edge go element by element.
+    groups = -(-n // group)
+
+    @T.prim_func
+    def fp8_token_cast(X: T.Tensor((m, n), "float32"), Y: T.Tensor((m, n), "float8_e4m3fn"),
+                       S: T.Tensor((m, groups), "float32")):  # fmt: skip
+        with T.Kernel(T.ceildiv(m, blk_m), groups, threads=128) as (bx, by):
+            x = T.alloc_fragment((blk_m, group), "float32")
+            amax = T.alloc_fragment((blk_m,), "float32")
+            s = T.alloc_fragment((blk_m,), "float32")
+            q = T.alloc_fragment((blk_m, group), "float8_e4m3fn")
+            T.copy(X[bx * blk_m : (bx + 1) * blk_m, by * group : (by + 1) * group], x)
+            T.reduce_absmax(x, amax, dim=1)
+            for i in T.Parallel(blk_m):
+                s[i] = T.max(amax[i], 1e-4) / 448.0
+            for i, j in T.Parallel(blk_m, group):
+                q[i, j] = T.clamp(x[i, j] / s[i], -448.0, 448.0)
+            for i in T.Parallel(blk_m):
+                S[bx * blk_m + i, by] = s[i]
+            T.copy(q, Y[bx * blk_m : (bx + 1) * blk_m, by * group : (by + 1) * group])
+
+    return fp8_token_cast
+
+
+def _fp8_token_cast_ref(a, group=128):
+    x = f64(a[0])
+    m, n = x.shape
+    pad = np.zeros((m, -(-n // group) * group))
+    pad[:, :n] = x
+    scale = np.maximum(np.abs(pad.reshape(m, -1, group)).max(axis=2), 1e-4) / 448.0
+    q = np.clip(x / np.repeat(scale, group, axis=1)[:, :n], -448.0, 448.0)
+    return {1: f64(q.astype(ml_dtypes.float8_e4m3fn)), 2: scale}
+
+
+def int8_fragment_runs(m=40, n=88, bm=16, bn=64):
+    # 8-bit fragments in runs: rows of 88 bytes allow 8-byte accesses (not 16), and the int8 tile is also
+    # loaded into float32 registers, converted from 4-byte loads. Negative values must not spill their
+    # sign into the neighbouring bytes of a packed store.
+    @T.prim_func
+    def int8_fragment_runs(X: T.Tensor((m, n), "int8"), Y: T.Tensor((m, n), "int8"),
+                           Z: T.Tensor((m, n), "float32")):  # fmt: skip
+        with T.Kernel(T.ceildiv(n, bn), T.ceildiv(m, bm), threads=64) as (bx, by):
+            f = T.alloc_fragment((bm, bn), "int8")
+            g = T.alloc_fragment((bm, bn), "float32")
+            T.copy(X[by * bm, bx * bn], f)
+            T.copy(X[by * bm, bx * bn], g)
+            for i, j in T.Parallel(bm, bn):
+                f[i, j] = -f[i, j] - 1
+                g[i, j] = g[i, j] * 0.5
+            T.copy(f, Y[by * bm, bx * bn])
+            T.copy(g, Z[by * bm, bx * bn])
+
+    return int8_fragment_runs
+
+
 def _random_int16(rng, shape):
     return rng.integers(-30000, 30000, size=shape, dtype=np.int16)
 
@@ -381,6 +438,12 @@ CASES = [
          lambda a: {1: f64(a[0]) * 2 + 1, 2: f64(a[0]) * 2 + 1}, 8e-3),
     Case("int16_through_a_fragment", int16_fragment, lambda r: [_random_int16(r, (80, 64)), np.full((80, 64), 7, np.int16)],
          lambda a: {1: -f64(a[0]) - 1}, 0.0),
+    Case("fp8_token_cast_ragged", fp8_token_cast,
+         lambda r: [randn(r, (50, 200), scale=30.0), poison((50, 200), ml_dtypes.float8_e4m3fn), poison((50, 2))],
+         _fp8_token_cast_ref, 1e-2),
+    Case("int8_fragment_runs", int8_fragment_runs,
+         lambda r: [r.integers(-128, 128, size=(40, 88), dtype=np.int8), np.full((40, 88), 7, np.int8), poison((40, 88))],
+         lambda a: {1: -f64(a[0]) - 1, 2: f64(a[0]) * 0.5}, 0.0),
     Case("broadcast_bias_relu", _bias_relu, lambda r: [randn(r, (200, 96)), randn(r, 96), poison((200, 96))],
          lambda a: {2: np.maximum(f64(a[0]) + f64(a[1]), 0)}),
     Case("row_sum_ragged", _row_sum, lambda r: [randn(r, (300, 64)), poison(300)],
