@@ -11,7 +11,8 @@ from tilecraft.ir.stmt import Stmt, TileOp
 class MatmulCall(Stmt):
     """`C[m, n] (+)= sum_k A[m, k] * B[k, n]` on row/column strides, by the header's blocked kernel.
 
-    C is contiguous along n; A may have any strides (its elements are broadcast). B is contiguous along
+    `m` may be computed at run time (rows of C past it are left as they are). C is contiguous along n; A may
+    have any strides (its elements are broadcast). B is contiguous along
     n with rows `b_row_stride` apart, or, when `b_panel_stride` is set, stored in column panels
     `b_row_stride` columns wide, `b_panel_stride` elements apart (the layout `PanelCopy` writes).
     """
@@ -25,7 +26,7 @@ class MatmulCall(Stmt):
     c: Buffer
     c_offset: Expr
     c_row_stride: int
-    m: int
+    m: int | Expr
     n: int
     k: int
     b_panel_stride: int = 0
@@ -51,10 +52,14 @@ class PanelCopy(TileOp):
 
 @node
 class PanelGemm(TileOp):
-    """`T.gemm(a, B_s, c)` whose B tile is stored as column panels (`PanelCopy`'s layout of `b`)."""
+    """`T.gemm(a, B_s, c)` whose B tile is stored as column panels (`PanelCopy`'s layout of `b`).
+
+    `rows`, when set, is how many leading rows of `c` the gemm updates (`gemm-live-rows`): the others
+    are never stored, and their rows of `a` are zeros a copy read past the tensor's edge."""
 
     a: BufferRegion
     b: Buffer
     c: BufferRegion
     transpose_a: bool = False
     clear_accum: bool = False
+    rows: Expr | None = None

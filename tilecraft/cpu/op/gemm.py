@@ -121,10 +121,10 @@ def lower_panel_gemm(op: PanelGemm, ctx) -> S.Stmt:
     rc0, rc1 = _matrix(op.c)[0]
     m, n = _static(op, rc0.extent, "M", ctx), _static(op, rc1.extent, "N", ctx)
     _, k, width = (E.const_value(d) for d in op.b.shape)
-    return _blocked_gemm(op, m, n, k, lambda *_: (op.b, E.const(0), width, k * width))
+    return _blocked_gemm(op, m, n, k, lambda *_: (op.b, E.const(0), width, k * width), op.rows)
 
 
-def _blocked_gemm(op: S.Gemm | PanelGemm, m: int, n: int, k: int, b_operand=None) -> S.Stmt:
+def _blocked_gemm(op: S.Gemm | PanelGemm, m: int, n: int, k: int, b_operand=None, rows=None) -> S.Stmt:
     cdt = _compute_dtype(op.a.dtype)
     stmts: list[S.Stmt] = []
     allocs: list[Buffer] = []
@@ -144,7 +144,8 @@ def _blocked_gemm(op: S.Gemm | PanelGemm, m: int, n: int, k: int, b_operand=None
         stmts.append(_copy_loops(c_buf, m, n, fill))
     stmts.append(
         MatmulCall(
-            a_buf, a_off, a_strides, b_buf, b_off, b_row, c_buf, c_off, c_row, m, n, k, b_panel, span=op.span
+            a_buf, a_off, a_strides, b_buf, b_off, b_row, c_buf, c_off, c_row, m if rows is None else rows, n, k,
+            b_panel, span=op.span,
         )
     )
     if not c_direct:

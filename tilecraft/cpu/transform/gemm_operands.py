@@ -11,6 +11,11 @@ strides, and streams B along n a vector at a time. Two rewrites follow from whic
   panels one cache line wide (`PanelCopy`, `PanelGemm` in tilecraft/cpu/ir.py): the copy writes each
   row of a panel as one line, and the kernel's k loop reads a panel contiguously instead of a row of
   the tile per k.
+- `gemm-live-rows`: where the A tile was copied across the tensor's last row (its rows past the edge
+  are zeros), the gemm updates only the accumulator's rows inside the tensor, when the accumulator's
+  other rows never reach memory (it is only filled, accumulated and copied into the tensor, whose copy
+  drops the rows past the edge). Those rows would only have gained `0 * B` (NaN where B holds an
+  infinity or NaN), and nothing reads them.
 
 Both look only at the ops that read and write a tile, its shape and its dtype, never at how the
 kernel text was written.
@@ -29,7 +34,7 @@ from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.arith.analyzer import Analyzer
-from tilecraft.ir.buffer import Buffer, Range
+from tilecraft.ir.buffer import Buffer, BufferRegion, Range
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import Mutator, Visitor, walk
 from tilecraft.transform.tile_loops import conjunction, whole_region, whole_tile_conditions
@@ -62,6 +67,20 @@ class _Uses(Visitor):
     def visit_Gemm(self, s: S.Gemm) -> None:
         for role, region in (("gemm-a", s.a), ("gemm-b", s.b), ("gemm-c", s.c)):
             self.roles[region.buffer].append((role, s))
+        self.generic_visit(s)
+
+    def visit_Fill(self, s: S.Fill) -> None:
+        self.roles[s.dst.buffer].append(("fill", s))
+        self.generic_visit(s)
+
+    def visit_PanelCopy(self, s: PanelCopy) -> None:
+        self.roles[s.src.buffer].append(("copy-src", s))
+        self.roles[s.dst].append(("panel-dst", s))
+        self.generic_visit(s)
+
+    def visit_PanelGemm(self, s: PanelGemm) -> None:
+        for role, buf in (("gemm-a", s.a.buffer), ("panel-b", s.b), ("gemm-c", s.c.buffer)):
+            self.roles[buf].append((role, s))
         self.generic_visit(s)
 
     def only(self, buf: Buffer) -> list[tuple[str, S.Stmt]] | None:
@@ -263,3 +282,69 @@ def gemm_b_panels(mod: IRModule, ctx) -> IRModule:
                 panels[buf] = _panel_buffer(buf, width)
         out.append(func.with_body(_BPanels(panels).mutate(func.body)) if panels else func)
     return mod.with_functions(out)
+
+
+# ---------------------------------------------------------------------------------------- gemm-live-rows
+
+
+def _a_tile_rows(gemm: PanelGemm, uses: _Uses) -> tuple[E.Expr, E.Expr, E.Expr] | None:
+    """For a gemm on an on-chip A tile that only one copy from a tensor writes: the tensor's first row the
+    copy reads, how many it reads, and the tensor's rows (past them the copy wrote zeros)."""
+    tile = gemm.a.buffer
+    if gemm.transpose_a or gemm.rows is not None or tile.scope not in ON_CHIP or not whole_region(gemm.a):
+        return None
+    roles = uses.only(tile)
+    if roles is None or sorted(r for r, _ in roles) != ["alloc", "copy-dst", "gemm-a"]:
+        return None
+    copy = next(s for r, s in roles if r == "copy-dst")
+    if not whole_region(copy.dst) or not _in_place_source(copy, tile):
+        return None
+    rows = copy.src.ranges[-2]
+    return rows.min, rows.extent, copy.src.buffer.shape[-2]
+
+
+def _rows_never_stored(acc: BufferRegion, first: E.Expr, tensor_rows: E.Expr, uses: _Uses) -> bool:
+    """Rows of the accumulator at or past `tensor_rows - first` reach no memory: it is only filled, copied
+    into, accumulated by gemms (row i from row i) and copied whole into a tensor at row `first` whose
+    rows end no later than `tensor_rows` (the copy skips the rows past its tensor's edge)."""
+    buf = acc.buffer
+    roles = uses.only(buf) if buf.scope in ON_CHIP and len(buf.shape) == 2 and whole_region(acc) else None
+    if roles is None:
+        return False
+    facts = Analyzer()
+    for role, s in roles:
+        if role in ("alloc", "fill", "copy-dst", "gemm-c"):
+            continue
+        if role != "copy-src" or not isinstance(s, S.Copy) or not whole_region(s.src):
+            return False
+        dst = s.dst
+        if dst.buffer.scope != "global" or len(dst.ranges) != 2 or dst.buffer.base is not None:
+            return False
+        if not facts.can_prove_equal(dst.ranges[0].min, first):
+            return False
+        if not facts.can_prove(E.compare(E.LE, dst.buffer.shape[0], tensor_rows)):
+            return False
+    return True
+
+
+class _LiveRows(Mutator):
+    def __init__(self, uses: _Uses) -> None:
+        super().__init__()
+        self.uses = uses
+
+    def mutate_Buffer(self, buf):
+        return buf
+
+    def mutate_PanelGemm(self, s: PanelGemm) -> S.Stmt:
+        found = _a_tile_rows(s, self.uses)
+        if found is None or not _rows_never_stored(s.c, found[0], found[2], self.uses):
+            return s
+        first, extent, tensor_rows = found
+        return dataclasses.replace(s, rows=E.min_(extent, E.sub(tensor_rows, first)))
+
+
+@module_pass("gemm-live-rows")
+def gemm_live_rows(mod: IRModule, ctx) -> IRModule:
+    """A gemm on an A tile copied across the tensor's last row updates only the accumulator rows that
+    can reach memory, when the accumulator's other rows are never stored."""
+    return mod.with_functions(f.with_body(_LiveRows(_uses(f.body)).mutate(f.body)) for f in mod.functions)
