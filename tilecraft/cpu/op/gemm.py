@@ -142,12 +142,9 @@ def _blocked_gemm(op: S.Gemm | PanelGemm, m: int, n: int, k: int, b_operand=None
         c_off, c_row = E.const(0), n
         fill = (lambda i, j: E.const(0, cdt)) if op.clear_accum else (lambda i, j: _element(op.c, i, j))
         stmts.append(_copy_loops(c_buf, m, n, fill))
-    stmts.append(
-        MatmulCall(
-            a_buf, a_off, a_strides, b_buf, b_off, b_row, c_buf, c_off, c_row, m if rows is None else rows, n, k,
-            b_panel, span=op.span,
-        )
-    )
+    m_run = m if rows is None else rows  # rows the kernel updates (gemm-live-rows may leave out dead ones)
+    args = (a_buf, a_off, a_strides, b_buf, b_off, b_row, c_buf, c_off, c_row, m_run, n, k, b_panel)
+    stmts.append(MatmulCall(*args, span=op.span))
     if not c_direct:
         stmts.append(_copy_loops_region(op.c, m, n, lambda i, j: E.BufferLoad(cdt, c_buf, (i, j))))
     body = S.seq(*stmts)
