@@ -1,4 +1,4 @@
-"""GEMM operand tiles on the CPU: where they live follows from what the kernel does with them
+"""GEMM operand tiles and block order on the CPU: where tiles live follows from what the kernel does with them
 (tilecraft/cpu/transform/gemm_operands.py), the generated C shows it, and the results do not change."""
 
 from __future__ import annotations
@@ -130,3 +130,25 @@ def test_results_match_numpy(m, n, k, dtype, transpose_a):
     ref = (a.T if transpose_a else a).astype(np.float64) @ b.astype(np.float64)
     tol = {"float16": 1e-2, "float32": 1e-5, "float64": 1e-12}[dtype]
     assert np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref) < tol
+
+
+@pytest.mark.parametrize("grid", [(5, 7, 2), (3, 2, 1), (9, 1, 1), (1, 6, 1)])
+def test_every_block_runs_once_in_the_strip_order(grid):
+    """The host walks the grid in strips of rows of by (docs/cpu.md): each block still runs exactly once,
+    with its own indices."""
+    g0, g1, g2 = grid
+
+    @T.prim_func
+    def mark(Out: T.Tensor((g2, g1, g0, 3), "int32"), Count: T.Tensor((1,), "int32")):
+        with T.Kernel(g0, g1, g2, threads=32) as (bx, by, bz):
+            Out[bz, by, bx, 0] = bx
+            Out[bz, by, bx, 1] = by
+            Out[bz, by, bx, 2] = bz
+            T.atomic_add(Count[0], 1)
+
+    out = np.full((g2, g1, g0, 3), -1, np.int32)
+    count = np.zeros(1, np.int32)
+    tilecraft.compile(mark, target="cpu")(out, count)
+    z, y, x = np.meshgrid(np.arange(g2), np.arange(g1), np.arange(g0), indexing="ij")
+    assert (out[..., 0] == x).all() and (out[..., 1] == y).all() and (out[..., 2] == z).all()
+    assert count[0] == g0 * g1 * g2
