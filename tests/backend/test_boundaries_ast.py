@@ -44,6 +44,8 @@ GENERIC_INTS = frozenset({0, 1, 2})
 # (module, the function or module-level name it is in): why the literal there is no hardware fact.
 ALLOWED_LITERALS = {
     ("layout/fragment.py", "MAX_PROBE_POINTS"): "a bound on the work of probing a T.Fragment for linearity",
+    ("layout/inference.py", "power_of_two_factor"): "2^30 stands for 'any power of two' (the factor of zero), "
+    "past every index range; arithmetic, not hardware",
 }
 # Intrinsics the SIMT passes may emit beyond the reference interpreter's, and why they are generic.
 ALLOWED_INTRINSICS = {

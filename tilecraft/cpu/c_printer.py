@@ -100,10 +100,10 @@ class CPrinter(CFamilyPrinter):
         b = f"{self.name(s.b)} + {self.expr(s.b_offset)}"
         c = f"{self.name(s.c)} + {self.expr(s.c_offset)}"
         am, ak = s.a_strides
-        shape = f"{s.m}, {s.n}, {s.k}"
-        self.line(
-            f"tc_matmul_{suffix}({shape}, {a}, {am}, {ak}, {b}, {s.b_row_stride}, {c}, {s.c_row_stride});"
-        )
+        m = s.m if isinstance(s.m, int) else self.expr(s.m)
+        shape = f"{m}, {s.n}, {s.k}"
+        b_layout = f"{s.b_row_stride}, {s.b_panel_stride}"
+        self.line(f"tc_matmul_{suffix}({shape}, {a}, {am}, {ak}, {b}, {b_layout}, {c}, {s.c_row_stride});")
 
 
 _NOT_SIMD = (S.For, S.While, AtomicUpdate, MatmulCall, S.Print, S.Evaluate)

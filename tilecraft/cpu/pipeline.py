@@ -7,6 +7,7 @@ from tilecraft.cpu.op import OP_TABLE
 from tilecraft.cpu.storage import plan_block_storage
 from tilecraft.cpu.target import KIND
 from tilecraft.cpu.transform.block_model import apply_block_model, check_block_model, run_thread_groups
+from tilecraft.cpu.transform.gemm_operands import gemm_a_in_place, gemm_b_panels, gemm_live_rows
 from tilecraft.cpu.transform.mbarriers import emulate_mbarriers
 from tilecraft.cpu.transform.work_items import run_work_items
 from tilecraft.transform.allreduce import lower_thread_allreduce
@@ -36,6 +37,9 @@ PIPELINE = PassPipeline(
         apply_layout_annotations(
             keep_fragments=False
         ),  # permuted global buffers addressed through their T.Layout; other layouts are hints here
+        gemm_a_in_place,  # a gemm reads an A tile inside its tensor where it lies; its copy runs at the edge only
+        gemm_b_panels,  # a B tile only copies write and gemms read is stored as the kernel's column panels
+        gemm_live_rows,  # a gemm skips accumulator rows past the tensor's edge that are never stored
         lower_tile_ops(OP_TABLE),  # copy/fill/gemm/reduce/cumsum/atomics -> loops and kernel calls
         lower_buffer_views,  # accesses through T.Tensor(shape, dtype, A.data) views address A
         simplify_pass,  # fold the index arithmetic the lowering produced

@@ -59,6 +59,13 @@ def normalize(attrs: dict) -> dict:
     return {**attrs, "isa": isa}
 
 
+def gemm_panel_bytes(target: Target) -> int:
+    """The width of a column panel of a gemm's B tile (`gemm-b-panels`): one cache line, 64 bytes on
+    every processor the target builds for, and a multiple of each vector width tc_cpu.h uses (16, 32
+    and 64 bytes), so a vector never straddles two panels."""
+    return 64
+
+
 def capabilities(target: Target) -> Capabilities:
     """Everything the language has, run by one thread per block."""
     return Capabilities(

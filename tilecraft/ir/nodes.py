@@ -150,12 +150,17 @@ def item_hint(hint: Any, index: int) -> Any:
 
 def coerce(value: Any, hint: Any) -> Any:
     """A parsed field value as the field annotated `hint` holds it: numbers become IR constants where
-    only expressions belong, dtype names become DataTypes, and tuples are coerced item by item."""
+    only expressions belong, dtype names become DataTypes, a buffer where only a region belongs is its
+    whole region (the printer writes a whole region as the buffer's name), and tuples are coerced item
+    by item."""
+    from tilecraft.ir.buffer import Buffer, BufferRegion
     from tilecraft.ir.dtype import DataType, as_dtype
     from tilecraft.ir.expr import convert
 
     if hint is None:
         return value
+    if isinstance(value, Buffer) and _members(hint) == (BufferRegion,):
+        return value.full_region()
     if isinstance(value, (bool, int, float)) and numbers_are_exprs(hint):
         return convert(value)
     if isinstance(value, str) and DataType in _members(hint):

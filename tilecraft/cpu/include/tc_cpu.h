@@ -187,20 +187,26 @@ TC_INLINE char* tc_scratch_alloc(size_t bytes) {
 #define TC_VBYTES 16
 #endif
 
-/* C[m, n] += sum_k A[m*am + k*ak] * B[k*ldb + n], rows of B and C contiguous.
- * MR rows by two vectors of columns stay in registers across the k loop. */
+/* C[m, n] += sum_k A[m*am + k*ak] * B(k, n), rows of C contiguous. B is either contiguous along n,
+ * B(k, n) = B[k*ldb + n] (ldp == 0), or stored in column panels of ldb columns, panel p ldp elements
+ * after panel p - 1: B(k, n) = B[(n / ldb) * ldp + k * ldb + n % ldb] (ldp > 0). The copy into a
+ * panel-stored tile writes the panels (tilecraft/cpu/transform/gemm_operands.py); a panel row is one
+ * cache line, so the k loop streams B contiguously. Vectors never straddle a panel: a panel's width is
+ * a multiple of the vector length (otherwise the columns are done by the scalar loop).
+ * MR rows by two vectors of columns stay in registers across the k loop; the two vectors are read
+ * from B0 and B1 (each advancing ldb per k). */
 #define TC_MATMUL(NAME, T)                                                                       \
     typedef T tc_v_##NAME __attribute__((vector_size(TC_VBYTES), aligned(sizeof(T))));          \
     enum { TC_VL_##NAME = TC_VBYTES / sizeof(T), TC_MR_##NAME = 6 };                             \
     TC_INLINE void tc_tile_##NAME(int rows, int vecs, int K, const T* A, int64_t am, int64_t ak, \
-                                  const T* B, int64_t ldb, T* C, int64_t ldc) {                  \
+                                  const T* B0, const T* B1, int64_t ldb, T* C, int64_t ldc) {   \
         tc_v_##NAME acc[TC_MR_##NAME][2];                                                        \
         TC_UNROLL for (int r = 0; r < TC_MR_##NAME; ++r) TC_UNROLL for (int v = 0; v < 2; ++v)  \
             if (r < rows && v < vecs) acc[r][v] = *(const tc_v_##NAME*)(C + r * ldc + v * TC_VL_##NAME); \
         for (int k = 0; k < K; ++k) {                                                            \
             tc_v_##NAME b[2];                                                                    \
-            TC_UNROLL for (int v = 0; v < 2; ++v)                                                \
-                if (v < vecs) b[v] = *(const tc_v_##NAME*)(B + k * ldb + v * TC_VL_##NAME);      \
+            b[0] = *(const tc_v_##NAME*)(B0 + k * ldb);                                          \
+            if (vecs > 1) b[1] = *(const tc_v_##NAME*)(B1 + k * ldb);                            \
             TC_UNROLL for (int r = 0; r < TC_MR_##NAME; ++r) {                                   \
                 if (r < rows) {                                                                  \
                     T a = A[r * am + k * ak];                                                    \
@@ -212,29 +218,36 @@ TC_INLINE char* tc_scratch_alloc(size_t bytes) {
             if (r < rows && v < vecs) *(tc_v_##NAME*)(C + r * ldc + v * TC_VL_##NAME) = acc[r][v]; \
     }                                                                                            \
     TC_INLINE void tc_matmul_##NAME(int M, int N, int K, const T* A, int64_t am, int64_t ak,    \
-                                    const T* B, int64_t ldb, T* C, int64_t ldc) {                \
+                                    const T* B, int64_t ldb, int64_t ldp, T* C, int64_t ldc) {   \
         const int VL = TC_VL_##NAME, MR = TC_MR_##NAME;                                          \
-        int nv = N - N % VL;                                                                     \
+        int nv = ldp > 0 && ldb % VL ? 0 : N - N % VL;                                           \
         for (int i = 0; i < M; i += MR) {                                                        \
             int rows = M - i < MR ? M - i : MR;                                                  \
             const T* Ai = A + i * am;                                                            \
             T* Ci = C + i * ldc;                                                                 \
             int j = 0;                                                                           \
             if (rows == MR) {                                                                    \
-                for (; j + 2 * VL <= nv; j += 2 * VL) tc_tile_##NAME(MR, 2, K, Ai, am, ak, B + j, ldb, Ci + j, ldc); \
-                for (; j < nv; j += VL) tc_tile_##NAME(MR, 1, K, Ai, am, ak, B + j, ldb, Ci + j, ldc); \
+                for (; j + 2 * VL <= nv; j += 2 * VL)                                            \
+                    tc_tile_##NAME(MR, 2, K, Ai, am, ak, TC_BCOL(j), TC_BCOL(j + VL), ldb, Ci + j, ldc); \
+                for (; j < nv; j += VL)                                                          \
+                    tc_tile_##NAME(MR, 1, K, Ai, am, ak, TC_BCOL(j), TC_BCOL(j), ldb, Ci + j, ldc); \
             } else {                                                                             \
-                for (; j < nv; j += VL) tc_tile_##NAME(rows, 1, K, Ai, am, ak, B + j, ldb, Ci + j, ldc); \
+                for (; j < nv; j += VL)                                                          \
+                    tc_tile_##NAME(rows, 1, K, Ai, am, ak, TC_BCOL(j), TC_BCOL(j), ldb, Ci + j, ldc); \
             }                                                                                    \
             for (int r = 0; r < rows; ++r)                                                       \
                 for (int jj = nv; jj < N; ++jj) {                                                \
+                    const T* Bj = TC_BCOL(jj);                                                   \
                     T s = Ci[r * ldc + jj];                                                      \
-                    for (int k = 0; k < K; ++k) s += Ai[r * am + k * ak] * B[k * ldb + jj];      \
+                    for (int k = 0; k < K; ++k) s += Ai[r * am + k * ak] * Bj[k * ldb];          \
                     Ci[r * ldc + jj] = s;                                                        \
                 }                                                                                \
         }                                                                                        \
     }
+/* Column j of B (its element at k = 0) in either layout. */
+#define TC_BCOL(j) (ldp > 0 ? B + ((j) / ldb) * ldp + (j) % ldb : B + (j))
 TC_MATMUL(f32, float)
 TC_MATMUL(f64, double)
+#undef TC_BCOL
 
 #endif /* TILECRAFT_TC_CPU_H */

@@ -1,14 +1,16 @@
 """Gemm on the CPU: operands are staged into the layout the header's register-blocked kernel wants.
 
 The kernel (`tc_matmul_*` in include/tc_cpu.h) broadcasts A's elements and streams B and C rows as
-vectors, so it needs B and C contiguous along n and float32/float64 elements. Other dtypes and
-transposed B are first copied into per-block staging buffers (`T.Parallel` loops the compiler
-vectorizes); the O(m*n*k) work always runs in the blocked kernel. Integer gemms use plain loops.
+vectors, so it needs B (rows or column panels) and C contiguous along n and float32/float64 elements.
+Other dtypes and transposed B are first copied into per-block staging buffers (`T.Parallel` loops the
+compiler vectorizes); the O(m*n*k) work always runs in the blocked kernel. Integer gemms use plain
+loops. `PanelGemm` (a B tile the `gemm-b-panels` pass stored as column panels) passes its panels as
+they are.
 """
 
 from __future__ import annotations
 
-from tilecraft.cpu.ir import MatmulCall
+from tilecraft.cpu.ir import MatmulCall, PanelGemm
 from tilecraft.errors import LoweringError
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
@@ -114,13 +116,21 @@ def _contiguous_rows(r: BufferRegion, dtype: dt.DataType) -> bool:
     )
 
 
-def _blocked_gemm(op: S.Gemm, m: int, n: int, k: int) -> S.Stmt:
+def lower_panel_gemm(op: PanelGemm, ctx) -> S.Stmt:
+    """The gemm on a B tile stored as column panels (`gemm-b-panels`): the panels go to the kernel as they are."""
+    rc0, rc1 = _matrix(op.c)[0]
+    m, n = _static(op, rc0.extent, "M", ctx), _static(op, rc1.extent, "N", ctx)
+    _, k, width = (E.const_value(d) for d in op.b.shape)
+    return _blocked_gemm(op, m, n, k, lambda *_: (op.b, E.const(0), width, k * width), op.rows)
+
+
+def _blocked_gemm(op: S.Gemm | PanelGemm, m: int, n: int, k: int, b_operand=None, rows=None) -> S.Stmt:
     cdt = _compute_dtype(op.a.dtype)
     stmts: list[S.Stmt] = []
     allocs: list[Buffer] = []
 
     a_buf, a_off, a_strides = _a_operand(op, m, k, cdt, stmts, allocs)
-    b_buf, b_off, b_row = _b_operand(op, n, k, cdt, stmts, allocs)
+    b_buf, b_off, b_row, b_panel = (b_operand or _b_operand)(op, n, k, cdt, stmts, allocs)
     c_direct = _contiguous_rows(op.c, cdt)
     if c_direct:
         c_buf, c_off, c_row = op.c.buffer, _offset(op.c), _strides(op.c.buffer)[-2]
@@ -132,9 +142,9 @@ def _blocked_gemm(op: S.Gemm, m: int, n: int, k: int) -> S.Stmt:
         c_off, c_row = E.const(0), n
         fill = (lambda i, j: E.const(0, cdt)) if op.clear_accum else (lambda i, j: _element(op.c, i, j))
         stmts.append(_copy_loops(c_buf, m, n, fill))
-    stmts.append(
-        MatmulCall(a_buf, a_off, a_strides, b_buf, b_off, b_row, c_buf, c_off, c_row, m, n, k, span=op.span)
-    )
+    m_run = m if rows is None else rows  # rows the kernel updates (gemm-live-rows may leave out dead ones)
+    args = (a_buf, a_off, a_strides, b_buf, b_off, b_row, c_buf, c_off, c_row, m_run, n, k, b_panel)
+    stmts.append(MatmulCall(*args, span=op.span))
     if not c_direct:
         stmts.append(_copy_loops_region(op.c, m, n, lambda i, j: E.BufferLoad(cdt, c_buf, (i, j))))
     body = S.seq(*stmts)
@@ -157,9 +167,9 @@ def _a_operand(op, m, k, cdt, stmts, allocs):
 
 def _b_operand(op, n, k, cdt, stmts, allocs):
     if not op.transpose_b and _contiguous_rows(op.b, cdt):
-        return op.b.buffer, _offset(op.b), _strides(op.b.buffer)[-2]
+        return op.b.buffer, _offset(op.b), _strides(op.b.buffer)[-2], 0
     buf = _stage("b_stage", k, n, cdt)
     allocs.append(buf)
     load = (lambda i, j: _element(op.b, j, i)) if op.transpose_b else (lambda i, j: _element(op.b, i, j))
     stmts.append(_copy_loops(buf, k, n, load))
-    return buf, E.const(0), n
+    return buf, E.const(0), n, 0

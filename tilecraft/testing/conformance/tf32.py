@@ -1,5 +1,5 @@
 """TF32 gemms: float32 operands declared `T.tfloat32` (one or both), which targets with TF32 tensor cores
-(CUDA: mma.sync m16n8k8 .tf32) multiply after rounding them to a 10-bit mantissa, and other targets
+(mma.sync m16n8k8 .tf32 on NVIDIA GPUs) multiply after rounding them to a 10-bit mantissa, and other targets
 multiply exactly. The references round both operands as `cvt.rna.tf32.f32` does (to nearest, ties away
 from zero); `TF32_TOL` covers both results: the exact product differs from the rounded one by about 3e-4
 of its norm (measured for normal inputs and K from 72 to 2048), accumulation order by about 1e-6."""
