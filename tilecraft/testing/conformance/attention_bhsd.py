@@ -11,6 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 import tilecraft.language as T
+from tilecraft.testing.conformance.online_softmax import (
+    causal_keep,
+    exact_attention,
+    mask_scores,
+    online_softmax,
+)
 
 
 def mha_fwd_bhsd(
@@ -19,6 +25,8 @@ def mha_fwd_bhsd(
     scale = (1.0 / dim) ** 0.5 * 1.44269504  # log2(e)
     shape = [batch, heads, seq, dim]
     dtype, accum = "float16", "float32"
+    mask = mask_scores(block_m, block_n, seq, causal, accum)
+    softmax = online_softmax(block_m, block_n, scale, accum)
 
     @T.prim_func
     def mha_fwd_bhsd(
@@ -55,27 +63,9 @@ def mha_fwd_bhsd(
             )
             for k in T.Pipelined(loop_range, num_stages=stages):
                 T.copy(K[bz, by, k * block_n : (k + 1) * block_n, :], K_shared)
-                if causal:
-                    for i, j in T.Parallel(block_m, block_n):
-                        acc_s[i, j] = T.if_then_else(
-                            bx * block_m + i >= k * block_n + j, 0, -T.infinity(accum)
-                        )
-                else:
-                    for i, j in T.Parallel(block_m, block_n):
-                        acc_s[i, j] = T.if_then_else(k * block_n + j >= seq, -T.infinity(accum), 0)
+                mask(acc_s, bx, k)
                 T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                T.copy(scores_max, scores_max_prev)
-                T.fill(scores_max, -T.infinity(accum))
-                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
-                for i in T.Parallel(block_m):
-                    scores_max[i] = T.max(scores_max[i], scores_max_prev[i])
-                for i in T.Parallel(block_m):
-                    scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
-                for i, j in T.Parallel(block_m, block_n):
-                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
-                T.reduce_sum(acc_s, scores_sum, dim=1)
-                for i in T.Parallel(block_m):
-                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+                softmax(acc_s, scores_max, scores_max_prev, scores_scale, scores_sum, logsum)
                 if p_shared:
                     T.copy(acc_s, P_shared)
                 else:
@@ -123,12 +113,7 @@ def reference(name: str):
     causal = CONFIGS[name][4]
 
     def ref(arrays) -> dict[int, np.ndarray]:
-        q, k, v = (np.asarray(t, np.float64) for t in arrays[:3])
-        s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1])
-        if causal:
-            n = s.shape[-1]
-            s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
-        p = np.exp(s - s.max(-1, keepdims=True))
-        return {3: (p / p.sum(-1, keepdims=True)) @ v}
+        q, k, v = arrays[:3]
+        return {3: exact_attention(q, k, v, causal_keep(q.shape[2]) if causal else None)}
 
     return ref

@@ -12,6 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 import tilecraft.language as T
+from tilecraft.testing.conformance.online_softmax import (
+    causal_keep,
+    exact_attention,
+    mask_scores,
+    online_softmax,
+)
 
 
 def mha_fwd_bshd(batch, heads, seq, dim, causal, block_m, block_n, stages, threads, groups=1, packed=False):
@@ -20,6 +26,8 @@ def mha_fwd_bshd(batch, heads, seq, dim, causal, block_m, block_n, stages, threa
     q_shape = [seq, heads, dim] if packed else [batch, seq, heads, dim]
     kv_shape = [seq, kv_heads, dim] if packed else [batch, seq, kv_heads, dim]
     dtype, accum = "float16", "float32"
+    mask = mask_scores(block_m, block_n, seq, causal, accum)
+    softmax = online_softmax(block_m, block_n, scale, accum)
 
     @T.prim_func
     def mha_fwd_bshd(
@@ -59,27 +67,9 @@ def mha_fwd_bshd(batch, heads, seq, dim, causal, block_m, block_n, stages, threa
                     T.copy(K[k * block_n : (k + 1) * block_n, by // groups, :], K_shared)
                 else:
                     T.copy(K[bz, k * block_n : (k + 1) * block_n, by // groups, :], K_shared)
-                if causal:
-                    for i, j in T.Parallel(block_m, block_n):
-                        acc_s[i, j] = T.if_then_else(
-                            bx * block_m + i >= k * block_n + j, 0, -T.infinity(accum)
-                        )
-                else:
-                    for i, j in T.Parallel(block_m, block_n):
-                        acc_s[i, j] = T.if_then_else(k * block_n + j >= seq, -T.infinity(accum), 0)
+                mask(acc_s, bx, k)
                 T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                T.copy(scores_max, scores_max_prev)
-                T.fill(scores_max, -T.infinity(accum))
-                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
-                for i in T.Parallel(block_m):
-                    scores_max[i] = T.max(scores_max[i], scores_max_prev[i])
-                for i in T.Parallel(block_m):
-                    scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
-                for i, j in T.Parallel(block_m, block_n):
-                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
-                T.reduce_sum(acc_s, scores_sum, dim=1)
-                for i in T.Parallel(block_m):
-                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+                softmax(acc_s, scores_max, scores_max_prev, scores_scale, scores_sum, logsum)
                 T.copy(acc_s, acc_s_cast)
                 for i, j in T.Parallel(block_m, dim):
                     acc_o[i, j] *= scores_scale[i]
@@ -142,12 +132,7 @@ def reference(name: str):
         # (batch, seq, heads, dim) -> (batch, heads, seq, dim), each query head with its K and V head
         q = q.transpose(0, 2, 1, 3)
         k, v = (np.repeat(t.transpose(0, 2, 1, 3), groups, axis=1) for t in (k, v))
-        s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1])
-        if causal:
-            n = s.shape[-1]
-            s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
-        p = np.exp(s - s.max(-1, keepdims=True))
-        out = ((p / p.sum(-1, keepdims=True)) @ v).transpose(0, 2, 1, 3)
+        out = exact_attention(q, k, v, causal_keep(q.shape[2]) if causal else None).transpose(0, 2, 1, 3)
         return {3: out[0] if packed else out}
 
     return ref

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 import tilecraft.language as T
+from tilecraft.testing.conformance.online_softmax import exact_attention, mask_scores, rescale_scores
 
 # M and K ragged against the tiles; N a multiple of 8 elements (TMA rows), ragged against 128 and 256
 GEMM_SHAPE = (272, 264, 392)
@@ -114,23 +115,18 @@ def blocksparse_attention(batch, heads, seq, dim, block_m, block_n, stages, thre
     shape = [batch, heads, seq, dim]
     blocks = (batch, heads, _ceil(seq, block_m), selected or _ceil(seq, block_n))
     dtype, accum = "float16", "float32"
+    mask = mask_scores(block_m, block_n, seq, False, accum)
+    rescale = rescale_scores(block_m, block_n, scale)
 
     @T.macro
     def attend(K, V, Q_shared, K_shared, V_shared, acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev,
                scores_scale, scores_sum, logsum, k, by, bz):  # fmt: skip
         T.copy(K[bz, by, k * block_n : (k + 1) * block_n, :], K_shared)
-        for i, j in T.Parallel(block_m, block_n):
-            acc_s[i, j] = T.if_then_else(k * block_n + j >= seq, -T.infinity(accum), 0)
+        mask(acc_s, 0, k)
         T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
         T.copy(scores_max, scores_max_prev)
-        T.reduce_max(acc_s, scores_max, dim=1, clear=False)
-        for i in T.Parallel(block_m):
-            scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
-        for i, j in T.Parallel(block_m, block_n):
-            acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
-        T.reduce_sum(acc_s, scores_sum, dim=1)
-        for i in T.Parallel(block_m):
-            logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+        T.reduce_max(acc_s, scores_max, dim=1, clear=False)  # not cleared: the max with the old maxima
+        rescale(acc_s, scores_max, scores_max_prev, scores_scale, scores_sum, logsum)
         T.copy(acc_s, acc_s_cast)
         for i, j in T.Parallel(block_m, dim):
             acc_o[i, j] *= scores_scale[i]
@@ -215,14 +211,10 @@ def attention_inputs(rng) -> list[np.ndarray]:
 
 def attention_reference(arrays) -> dict[int, np.ndarray]:
     block_m, block_n = ATTENTION[4:6]
-    q, k, v = (np.asarray(t, np.float64) for t in arrays[:3])
-    mask = arrays[3]
-    s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1])
-    seq = s.shape[-1]
+    q, k, v, mask = arrays[:4]
+    seq = q.shape[2]
     keep = mask.repeat(block_m, axis=2).repeat(block_n, axis=3)[:, :, :seq, :seq]
-    s = np.where(keep, s, -np.inf)
-    p = np.exp(s - s.max(-1, keepdims=True))
-    return {4: (p / p.sum(-1, keepdims=True)) @ v}
+    return {4: exact_attention(q, k, v, keep)}
 
 
 def selected_indices(mask: np.ndarray, rng) -> np.ndarray:

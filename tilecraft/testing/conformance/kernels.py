@@ -6,6 +6,7 @@ factories with their own sizes.
 """
 
 import tilecraft.language as T
+from tilecraft.testing.conformance.online_softmax import rescale_scores
 
 
 def elementwise_add(n: int = 1000, block: int = 256, dtype: str = "float32"):
@@ -256,6 +257,7 @@ def flash_attention(
     shape = [batch, seq_len, heads, dim]
     dtype = "float16"
     accum_dtype = "float"
+    rescale = rescale_scores(block_m, block_n, scale)
 
     @T.macro
     def MMA0(K, Q_shared, K_shared, acc_s, k, bx, by, bz):
@@ -277,13 +279,7 @@ def flash_attention(
         T.copy(scores_max, scores_max_prev)
         T.fill(scores_max, -T.infinity(accum_dtype))
         T.reduce_max(acc_s, scores_max, dim=1, clear=False)
-        for i in T.Parallel(block_m):
-            scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
-        for i, j in T.Parallel(block_m, block_n):
-            acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
-        T.reduce_sum(acc_s, scores_sum, dim=1)
-        for i in T.Parallel(block_m):
-            logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+        rescale(acc_s, scores_max, scores_max_prev, scores_scale, scores_sum, logsum)
         T.copy(acc_s, acc_s_cast)
 
     @T.macro
