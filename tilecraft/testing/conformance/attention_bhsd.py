@@ -14,8 +14,12 @@ import tilecraft.language as T
 from tilecraft.testing.conformance.online_softmax import (
     causal_keep,
     exact_attention,
+    finish_rows,
+    key_tiles,
     mask_scores,
     online_softmax,
+    row_statistics,
+    start_rows,
 )
 
 
@@ -25,6 +29,10 @@ def mha_fwd_bhsd(
     scale = (1.0 / dim) ** 0.5 * 1.44269504  # log2(e)
     shape = [batch, heads, seq, dim]
     dtype, accum = "float16", "float32"
+    rows = row_statistics(block_m, accum)
+    start = start_rows(accum)
+    trip_count = key_tiles(seq, block_m, block_n, causal)
+    finish = finish_rows(block_m, dim)
     mask = mask_scores(block_m, block_n, seq, causal, accum)
     softmax = online_softmax(block_m, block_n, scale, accum)
 
@@ -46,22 +54,11 @@ def mha_fwd_bhsd(
                 acc_s_cast = T.alloc_fragment([block_m, block_n], dtype)
             acc_s = T.alloc_fragment([block_m, block_n], accum)
             acc_o = T.alloc_fragment([block_m, dim], accum)
-            scores_max = T.alloc_fragment([block_m], accum)
-            scores_max_prev = T.alloc_fragment([block_m], accum)
-            scores_scale = T.alloc_fragment([block_m], accum)
-            scores_sum = T.alloc_fragment([block_m], accum)
-            logsum = T.alloc_fragment([block_m], accum)
+            scores_max, scores_max_prev, scores_scale, scores_sum, logsum = rows()
 
             T.copy(Q[bz, by, bx * block_m : (bx + 1) * block_m, :], Q_shared)
-            T.fill(acc_o, 0)
-            T.fill(logsum, 0)
-            T.fill(scores_max, -T.infinity(accum))
-            loop_range = (
-                T.min(T.ceildiv(seq, block_n), T.ceildiv((bx + 1) * block_m, block_n))
-                if causal
-                else T.ceildiv(seq, block_n)
-            )
-            for k in T.Pipelined(loop_range, num_stages=stages):
+            start(acc_o, logsum, scores_max)
+            for k in T.Pipelined(trip_count(bx), num_stages=stages):
                 T.copy(K[bz, by, k * block_n : (k + 1) * block_n, :], K_shared)
                 mask(acc_s, bx, k)
                 T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
@@ -77,9 +74,7 @@ def mha_fwd_bhsd(
                     T.gemm(P_shared, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
                 else:
                     T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
-            for i, j in T.Parallel(block_m, dim):
-                acc_o[i, j] /= logsum[i]
-            T.copy(acc_o, O_shared)
+            finish(acc_o, logsum, O_shared)
             T.copy(O_shared, Output[bz, by, bx * block_m : (bx + 1) * block_m, :])
 
     return mha_fwd_bhsd

@@ -13,10 +13,14 @@ import numpy as np
 
 import tilecraft.language as T
 from tilecraft.testing.conformance.online_softmax import (
+    attention_tiles,
     causal_keep,
     exact_attention,
+    finish_rows,
+    key_tiles,
     mask_scores,
     online_softmax,
+    start_rows,
 )
 
 
@@ -26,6 +30,10 @@ def mha_fwd_bshd(batch, heads, seq, dim, causal, block_m, block_n, stages, threa
     q_shape = [seq, heads, dim] if packed else [batch, seq, heads, dim]
     kv_shape = [seq, kv_heads, dim] if packed else [batch, seq, kv_heads, dim]
     dtype, accum = "float16", "float32"
+    tiles = attention_tiles(block_m, block_n, dim, dtype, accum)
+    start = start_rows(accum)
+    trip_count = key_tiles(seq, block_m, block_n, causal)
+    finish = finish_rows(block_m, dim)
     mask = mask_scores(block_m, block_n, seq, causal, accum)
     softmax = online_softmax(block_m, block_n, scale, accum)
 
@@ -37,32 +45,15 @@ def mha_fwd_bshd(batch, heads, seq, dim, causal, block_m, block_n, stages, threa
         Output: T.Tensor(q_shape, dtype),
     ):
         with T.Kernel(T.ceildiv(seq, block_m), heads, batch, threads=threads) as (bx, by, bz):
-            Q_shared = T.alloc_shared([block_m, dim], dtype)
-            K_shared = T.alloc_shared([block_n, dim], dtype)
-            V_shared = T.alloc_shared([block_n, dim], dtype)
-            O_shared = T.alloc_shared([block_m, dim], dtype)
-            acc_s = T.alloc_fragment([block_m, block_n], accum)
-            acc_s_cast = T.alloc_fragment([block_m, block_n], dtype)
-            acc_o = T.alloc_fragment([block_m, dim], accum)
-            scores_max = T.alloc_fragment([block_m], accum)
-            scores_max_prev = T.alloc_fragment([block_m], accum)
-            scores_scale = T.alloc_fragment([block_m], accum)
-            scores_sum = T.alloc_fragment([block_m], accum)
-            logsum = T.alloc_fragment([block_m], accum)
+            (Q_shared, K_shared, V_shared, O_shared, acc_s, acc_s_cast, acc_o,
+             scores_max, scores_max_prev, scores_scale, scores_sum, logsum) = tiles()  # fmt: skip
 
             if packed:
                 T.copy(Q[bx * block_m : (bx + 1) * block_m, by, :], Q_shared)
             else:
                 T.copy(Q[bz, bx * block_m : (bx + 1) * block_m, by, :], Q_shared)
-            T.fill(acc_o, 0)
-            T.fill(logsum, 0)
-            T.fill(scores_max, -T.infinity(accum))
-            loop_range = (
-                T.min(T.ceildiv(seq, block_n), T.ceildiv((bx + 1) * block_m, block_n))
-                if causal
-                else T.ceildiv(seq, block_n)
-            )
-            for k in T.Pipelined(loop_range, num_stages=stages):
+            start(acc_o, logsum, scores_max)
+            for k in T.Pipelined(trip_count(bx), num_stages=stages):
                 if packed:
                     T.copy(K[k * block_n : (k + 1) * block_n, by // groups, :], K_shared)
                 else:
@@ -78,9 +69,7 @@ def mha_fwd_bshd(batch, heads, seq, dim, causal, block_m, block_n, stages, threa
                 else:
                     T.copy(V[bz, k * block_n : (k + 1) * block_n, by // groups, :], V_shared)
                 T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
-            for i, j in T.Parallel(block_m, dim):
-                acc_o[i, j] /= logsum[i]
-            T.copy(acc_o, O_shared)
+            finish(acc_o, logsum, O_shared)
             if packed:
                 T.copy(O_shared, Output[bx * block_m : (bx + 1) * block_m, by, :])
             else:

@@ -12,7 +12,14 @@ from __future__ import annotations
 import numpy as np
 
 import tilecraft.language as T
-from tilecraft.testing.conformance.online_softmax import exact_attention, mask_scores, rescale_scores
+from tilecraft.testing.conformance.online_softmax import (
+    attention_tiles,
+    exact_attention,
+    finish_rows,
+    mask_scores,
+    rescale_scores,
+    start_rows,
+)
 
 # M and K ragged against the tiles; N a multiple of 8 elements (TMA rows), ragged against 128 and 256
 GEMM_SHAPE = (272, 264, 392)
@@ -115,6 +122,9 @@ def blocksparse_attention(batch, heads, seq, dim, block_m, block_n, stages, thre
     shape = [batch, heads, seq, dim]
     blocks = (batch, heads, _ceil(seq, block_m), selected or _ceil(seq, block_n))
     dtype, accum = "float16", "float32"
+    tiles = attention_tiles(block_m, block_n, dim, dtype, accum)
+    start = start_rows(accum)
+    finish = finish_rows(block_m, dim)
     mask = mask_scores(block_m, block_n, seq, False, accum)
     rescale = rescale_scores(block_m, block_n, scale)
 
@@ -142,23 +152,11 @@ def blocksparse_attention(batch, heads, seq, dim, block_m, block_n, stages, thre
         Output: T.Tensor(shape, dtype),
     ):
         with T.Kernel(T.ceildiv(seq, block_m), heads, batch, threads=threads) as (bx, by, bz):
-            Q_shared = T.alloc_shared([block_m, dim], dtype)
-            K_shared = T.alloc_shared([block_n, dim], dtype)
-            V_shared = T.alloc_shared([block_n, dim], dtype)
-            O_shared = T.alloc_shared([block_m, dim], dtype)
-            acc_s = T.alloc_fragment([block_m, block_n], accum)
-            acc_s_cast = T.alloc_fragment([block_m, block_n], dtype)
-            acc_o = T.alloc_fragment([block_m, dim], accum)
-            scores_max = T.alloc_fragment([block_m], accum)
-            scores_max_prev = T.alloc_fragment([block_m], accum)
-            scores_scale = T.alloc_fragment([block_m], accum)
-            scores_sum = T.alloc_fragment([block_m], accum)
-            logsum = T.alloc_fragment([block_m], accum)
+            (Q_shared, K_shared, V_shared, O_shared, acc_s, acc_s_cast, acc_o,
+             scores_max, scores_max_prev, scores_scale, scores_sum, logsum) = tiles()  # fmt: skip
 
             T.copy(Q[bz, by, bx * block_m : (bx + 1) * block_m, :], Q_shared)
-            T.fill(acc_o, 0)
-            T.fill(logsum, 0)
-            T.fill(scores_max, -T.infinity(accum))
+            start(acc_o, logsum, scores_max)
             if selected:
                 for s in T.Pipelined(selected, num_stages=stages):
                     i_s = BlockMask[bz, by, bx, s]
@@ -170,9 +168,7 @@ def blocksparse_attention(batch, heads, seq, dim, block_m, block_n, stages, thre
                     if BlockMask[bz, by, bx, k]:
                         attend(K, V, Q_shared, K_shared, V_shared, acc_s, acc_s_cast, acc_o, scores_max,
                                scores_max_prev, scores_scale, scores_sum, logsum, k, by, bz)  # fmt: skip
-            for i, j in T.Parallel(block_m, dim):
-                acc_o[i, j] /= logsum[i]
-            T.copy(acc_o, O_shared)
+            finish(acc_o, logsum, O_shared)
             T.copy(O_shared, Output[bz, by, bx * block_m : (bx + 1) * block_m, :])
 
     return blocksparse_attention

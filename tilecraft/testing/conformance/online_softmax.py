@@ -10,6 +10,82 @@ import numpy as np
 import tilecraft.language as T
 
 
+def attention_tiles(block_m, block_n, dim, dtype, accum):
+    """A macro that allocates a flash-attention block's tiles, in this order: Q, K, V and O in shared
+    memory; the scores (`acc_s`), their `dtype` copy for the second gemm and the output accumulator as
+    fragments; then `row_statistics`. Returns the twelve buffers."""
+    rows = row_statistics(block_m, accum)
+
+    @T.macro
+    def alloc():
+        Q_shared = T.alloc_shared([block_m, dim], dtype)
+        K_shared = T.alloc_shared([block_n, dim], dtype)
+        V_shared = T.alloc_shared([block_n, dim], dtype)
+        O_shared = T.alloc_shared([block_m, dim], dtype)
+        acc_s = T.alloc_fragment([block_m, block_n], accum)
+        acc_s_cast = T.alloc_fragment([block_m, block_n], dtype)
+        acc_o = T.alloc_fragment([block_m, dim], accum)
+        return (Q_shared, K_shared, V_shared, O_shared, acc_s, acc_s_cast, acc_o, *rows())
+
+    return alloc
+
+
+def row_statistics(block_m, accum):
+    """A macro that allocates the online softmax's per-row fragments: the running maximum, the one
+    before this key tile, the rescale factor, this tile's sum and the running sum. Returns the five."""
+
+    @T.macro
+    def alloc():
+        scores_max = T.alloc_fragment([block_m], accum)
+        scores_max_prev = T.alloc_fragment([block_m], accum)
+        scores_scale = T.alloc_fragment([block_m], accum)
+        scores_sum = T.alloc_fragment([block_m], accum)
+        logsum = T.alloc_fragment([block_m], accum)
+        return scores_max, scores_max_prev, scores_scale, scores_sum, logsum
+
+    return alloc
+
+
+def start_rows(accum):
+    """A macro that starts the output and the running sums at 0 and the running maxima at -inf."""
+
+    @T.macro
+    def start(acc_o, logsum, scores_max):
+        T.fill(acc_o, 0)
+        T.fill(logsum, 0)
+        T.fill(scores_max, -T.infinity(accum))
+
+    return start
+
+
+def key_tiles(seq, block_m, block_n, causal):
+    """A macro giving how many key tiles query tile `bx` reads: all of them, or causally those up to
+    its last row (bound once, as `loop_range`)."""
+
+    @T.macro
+    def count(bx):
+        loop_range = (
+            T.min(T.ceildiv(seq, block_n), T.ceildiv((bx + 1) * block_m, block_n))
+            if causal
+            else T.ceildiv(seq, block_n)
+        )
+        return loop_range
+
+    return count
+
+
+def finish_rows(block_m, dim):
+    """A macro that divides each output row by its softmax sum and stages the tile in shared memory."""
+
+    @T.macro
+    def finish(acc_o, logsum, O_shared):
+        for i, j in T.Parallel(block_m, dim):
+            acc_o[i, j] /= logsum[i]
+        T.copy(acc_o, O_shared)
+
+    return finish
+
+
 def mask_scores(block_m, block_n, seq, causal, accum):
     """A macro that starts key tile `k`'s scores at 0 where a query row may see the key, else -inf:
     causally (key index at most query index), or past the sequence's end of a ragged last tile."""
