@@ -7,7 +7,7 @@ are `thread` arrays; `local.var` buffers are scalars. Math uses MSL's overloaded
 
 from __future__ import annotations
 
-from tilecraft.codegen.c_family import CFamilyPrinter, static_size, storage_type
+from tilecraft.codegen.c_family import CFamilyPrinter
 from tilecraft.codegen.reserved import CPP_RESERVED, words
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
@@ -63,13 +63,8 @@ class MetalPrinter(CFamilyPrinter):
     thread_index = "(int32_t)tc_tid.x"
     math32 = MATH
     math64 = MATH
-
-    def __init__(self, shared_offsets: dict[int, int] | None = None) -> None:
-        super().__init__()
-        self.shared_offsets = shared_offsets or {}
-
-    def index_type(self, buf: Buffer) -> str:
-        return "int32_t" if buf.scope in ON_CHIP_32BIT else "int64_t"
+    int32_index_scopes = ON_CHIP_32BIT
+    arena_scopes = SHARED
 
     # ------------------------------------------------------------------ expressions
 
@@ -99,12 +94,9 @@ class MetalPrinter(CFamilyPrinter):
 
         return value_type(e.dtype)
 
-    def declare_buffer(self, buf: Buffer) -> str:
-        ctype = storage_type(buf.dtype)
-        if buf.scope in SHARED:
-            offset = self.shared_offsets[id(buf)]
-            return f"threadgroup {ctype}* {self.name(buf)} = (threadgroup {ctype}*)((threadgroup char*){SMEM} + {offset});"
-        return f"{ctype} {self.name(buf)}[{static_size(buf)}];"
+    def arena_pointer(self, buf: Buffer, ctype: str, offset: int) -> str:
+        name = self.name(buf)
+        return f"threadgroup {ctype}* {name} = (threadgroup {ctype}*)((threadgroup char*){SMEM} + {offset});"
 
     # ------------------------------------------------------------------ statements
 
