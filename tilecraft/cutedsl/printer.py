@@ -32,6 +32,7 @@ from tilecraft.ir.arith.exact import ExactTable
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.dtype import DataType
 from tilecraft.ir.expr import Expr, Var
+from tilecraft.ir.python_lines import PythonLines
 from tilecraft.ir.span import Span
 
 LOWERED = "feature:lowered-construct"
@@ -79,13 +80,12 @@ def value_type(dtype: DataType) -> str:
     return dtype_name(dtype)
 
 
-class CuteDslPrinter:
+class CuteDslPrinter(PythonLines):
     """Writes the body of one `@cute.kernel` function."""
 
     def __init__(self, arena_offsets: Mapping[int, int]) -> None:
+        super().__init__(indent=1)
         self.arena_offsets = arena_offsets
-        self.lines: list[str] = []
-        self.indent = 1
         self.names: dict[int, str] = {}
         self.used: set[str] = set()
         self.nonneg: set[int] = set()
@@ -114,9 +114,6 @@ class CuteDslPrinter:
         name = f"tc_{stem}{self.counter}"
         self.used.add(name)
         return name
-
-    def line(self, text: str) -> None:
-        self.lines.append("    " * self.indent + text)
 
     def fail(self, message: str):
         raise LoweringError(
@@ -307,15 +304,6 @@ class CuteDslPrinter:
             self.fail(f"statement {type(s).__name__}")
         method(s)
         self.span = saved
-
-    def block(self, s: S.Stmt | None) -> None:
-        self.indent += 1
-        start = len(self.lines)
-        if s is not None:
-            self.stmt(s)
-        if len(self.lines) == start:
-            self.line("pass")
-        self.indent -= 1
 
     def _s_SeqStmt(self, s: S.SeqStmt) -> None:
         for x in s.stmts:
