@@ -334,11 +334,7 @@ class CuteDslPrinter(PythonLines):
         self.stmt(s.body)
 
     def _s_IfThenElse(self, s: S.IfThenElse) -> None:
-        self.line(f"if {self.expr(s.condition)}:")
-        self.block(s.then_case)
-        if s.else_case is not None:
-            self.line("else:")
-            self.block(s.else_case)
+        self.if_else(self.expr(s.condition), s.then_case, s.else_case)
 
     def _s_For(self, s: S.For) -> None:
         var = self.name(s.loop_var)

@@ -344,13 +344,10 @@ class Printer(PythonLines):
 
     def _s_IfThenElse(self, s: S.IfThenElse) -> None:
         if isinstance(s.condition, E.IntImm):  # `if True:` would be decided while parsing
-            self.line(f"if T.ir.keep({self.exact(s.condition)}):")
+            condition = f"T.ir.keep({self.exact(s.condition)})"
         else:
-            self.line(f"if {self.expr(s.condition)}:")
-        self.block(s.then_case)
-        if s.else_case is not None:
-            self.line("else:")
-            self.block(s.else_case)
+            condition = self.expr(s.condition)
+        self.if_else(condition, s.then_case, s.else_case)
 
     def _s_For(self, s: S.For) -> None:
         loops = [s]

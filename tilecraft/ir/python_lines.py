@@ -26,5 +26,13 @@ class PythonLines:
             self.line("pass")
         self.indent -= 1
 
+    def if_else(self, condition: str, then_case: Any, else_case: Any | None) -> None:
+        """`if condition:` over `then_case`, and `else:` over `else_case` where there is one."""
+        self.line(f"if {condition}:")
+        self.block(then_case)
+        if else_case is not None:
+            self.line("else:")
+            self.block(else_case)
+
     def stmt(self, s: Any) -> None:
         raise NotImplementedError
