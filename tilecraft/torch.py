@@ -131,7 +131,7 @@ def _eager_signature(function: Any) -> _Signature:
             f"{function.func.__name__} is a lazy-style @tilecraft.jit factory; pass the Kernel it returns "
             f"for your sizes: tilecraft.torch.custom_op({function.func.__name__}(...), name=...)"
         )
-    from tilecraft.jit.api import _normalize_out_idx
+    from tilecraft.jit.api import _normalize_out_idx, consts_from_shapes
     from tilecraft.runtime.artifact import ParamInfo
     from tilecraft.transform.written import written_params
 
@@ -143,40 +143,16 @@ def _eager_signature(function: Any) -> _Signature:
     inputs = [i for i in range(len(params)) if i not in outputs]
 
     def kernel_for(args: tuple) -> Any:
-        shapes = {params[i].name: _Shaped(a) for i, a in zip(inputs, args) if params[i].kind == "buffer"}
-        consts = _consts(parsed, shapes)
+        shapes = {params[i].name: _shape(a) for i, a in zip(inputs, args) if params[i].kind == "buffer"}
+        consts = consts_from_shapes(parsed, shapes, shapes)  # torch holds packed 4-bit data as bytes
         return function._specialize(parsed, consts)
 
     return _Signature(params, outputs, kernel_for)
 
 
-class _Shaped:
+def _shape(tensor: Any) -> tuple[int, ...]:
     """A tensor's shape, for binding compile-time symbols without reading its data (fake tensors)."""
-
-    def __init__(self, tensor: Any) -> None:
-        self.shape = tuple(int(s) for s in tensor.shape)
-
-
-def _consts(func: Any, shapes: dict[str, _Shaped]) -> dict[str, int]:
-    symbols = {id(v) for v in func.attr("tilecraft.consts", ()) or ()}
-    consts: dict[str, int] = {}
-    for p in func.buffer_params:
-        shaped = shapes.get(p.name)
-        if shaped is None:
-            continue
-        if len(shaped.shape) != p.ndim:
-            raise ArgumentError(f"parameter {p.name!r}: expected {p.ndim} dims, got shape {shaped.shape}")
-        sizes = list(shaped.shape)
-        if p.dtype.is_packed and sizes:
-            sizes[-1] *= 2  # a tensor of packed 4-bit data holds two values a byte
-        for dim, size in zip(p.shape, sizes):
-            if id(dim) in symbols:
-                seen = consts.setdefault(dim.name, size)
-                if seen != size:
-                    raise ArgumentError(
-                        f"parameter {p.name!r}: {dim.name} is {size} here but {seen} in an earlier tensor"
-                    )
-    return consts
+    return tuple(int(s) for s in tensor.shape)
 
 
 def _bind_dims(params: Sequence[Any], inputs: Sequence[int], args: Sequence[Any]) -> dict:

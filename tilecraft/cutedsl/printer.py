@@ -41,6 +41,7 @@ from tilecraft.ir.arith.exact import ExactTable
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.dtype import DataType
 from tilecraft.ir.expr import Expr, Var
+from tilecraft.ir.python_lines import PythonLines
 from tilecraft.ir.span import Span
 
 LOWERED = "feature:lowered-construct"
@@ -88,13 +89,12 @@ def value_type(dtype: DataType) -> str:
     return dtype_name(dtype)
 
 
-class CuteDslPrinter:
+class CuteDslPrinter(PythonLines):
     """Writes the body of one `@cute.kernel` function."""
 
     def __init__(self, arena_offsets: Mapping[int, int]) -> None:
+        super().__init__(indent=1)
         self.arena_offsets = arena_offsets
-        self.lines: list[str] = []
-        self.indent = 1
         self.names: dict[int, str] = {}
         self.used: set[str] = set()
         self.nonneg: set[int] = set()
@@ -123,9 +123,6 @@ class CuteDslPrinter:
         name = f"tc_{stem}{self.counter}"
         self.used.add(name)
         return name
-
-    def line(self, text: str) -> None:
-        self.lines.append("    " * self.indent + text)
 
     def fail(self, message: str):
         raise LoweringError(
@@ -317,15 +314,6 @@ class CuteDslPrinter:
         method(s)
         self.span = saved
 
-    def block(self, s: S.Stmt | None) -> None:
-        self.indent += 1
-        start = len(self.lines)
-        if s is not None:
-            self.stmt(s)
-        if len(self.lines) == start:
-            self.line("pass")
-        self.indent -= 1
-
     def _s_SeqStmt(self, s: S.SeqStmt) -> None:
         for x in s.stmts:
             self.stmt(x)
@@ -355,11 +343,7 @@ class CuteDslPrinter:
         self.stmt(s.body)
 
     def _s_IfThenElse(self, s: S.IfThenElse) -> None:
-        self.line(f"if {self.expr(s.condition)}:")
-        self.block(s.then_case)
-        if s.else_case is not None:
-            self.line("else:")
-            self.block(s.else_case)
+        self.if_else(self.expr(s.condition), s.then_case, s.else_case)
 
     def _s_For(self, s: S.For) -> None:
         var = self.name(s.loop_var)

@@ -15,11 +15,12 @@ no host source is needed.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from tilecraft.backend.codegen import DeviceCode
 from tilecraft.codegen import headers
-from tilecraft.codegen.c_family import storage_type, value_type
+from tilecraft.codegen.kernel import bind_indices, device_code, function_text, param_decl, written_buffers
 from tilecraft.hip.ir import MfmaGemm
 from tilecraft.hip.lds_layout import LdsLayout
 from tilecraft.hip.printer import SMEM, HipPrinter, layout_struct, layout_type
@@ -27,7 +28,6 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Var
 from tilecraft.ir.function import IRModule, PrimFunc
-from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.visitor import walk
 from tilecraft.transform.storage import launch_info, planned_offsets
 
@@ -43,40 +43,28 @@ def header_text(mfma: bool) -> str:
     return text + "\n" + (INCLUDE_DIR / "tc_mfma.h").read_text() if mfma else text
 
 
-def _written(func: PrimFunc) -> set[int]:
-    return {id(n.buffer) for n in walk(func.body) if isinstance(n, (S.BufferStore, AtomicUpdate))}
-
-
 def _param(printer: HipPrinter, p: Buffer | Var, written: set[int]) -> str:
-    if isinstance(p, Buffer):
-        const = "" if id(p) in written else "const "
-        return f"{const}{storage_type(p.dtype)}* __restrict__ {printer.name(p)}"
-    return f"{value_type(p.dtype)} {printer.name(p)}"
+    return param_decl(printer, p, written, lambda buf, ptr: f"{ptr} __restrict__ {printer.name(buf)}")
 
 
 def kernel_source(func: PrimFunc) -> str:
     launch: S.KernelLaunch = func.body
     printer = HipPrinter(planned_offsets(func, SHARED_SCOPES))  # the plan of plan-lds
     printer.reserve(SMEM)
-    written = _written(func)
+    written = written_buffers(func)
     params = ", ".join(_param(printer, p, written) for p in func.params)
-    threads = 1
-    for t in launch.threads:
-        threads *= t
-    printer.mark_nonneg(*launch.block_vars, *launch.thread_vars, *func.symbolic_dims)
+    threads = math.prod(launch.threads)
     printer.line(f"extern __attribute__((shared)) __attribute__((aligned({SHARED_ALIGN}))) char {SMEM}[];")
-    for k, var in enumerate(launch.block_vars):
-        printer.line(
-            f"const int32_t {printer.name(var)} = (int32_t)__builtin_amdgcn_workgroup_id_{'xyz'[k]}();"
-        )
-    for k, var in enumerate(launch.thread_vars):
-        printer.line(
-            f"const int32_t {printer.name(var)} = (int32_t)__builtin_amdgcn_workitem_id_{'xyz'[k]}();"
-        )
+    bind_indices(
+        printer,
+        func,
+        lambda k: f"(int32_t)__builtin_amdgcn_workgroup_id_{'xyz'[k]}()",
+        lambda k: f"(int32_t)__builtin_amdgcn_workitem_id_{'xyz'[k]}()",
+    )
     printer.stmt(launch.body)
     head = (f'extern "C" __attribute__((global)) __attribute__((amdgpu_flat_work_group_size({threads}, {threads}))) '
             f"void {func.name}({params})")  # fmt: skip
-    return f"{head} {{\n{printer.text()}\n}}\n"
+    return function_text(head, printer)
 
 
 def uses_mfma(mod: IRModule) -> bool:
@@ -97,11 +85,7 @@ def device_source(mod: IRModule, ctx) -> DeviceCode:
     parts = [header_text(uses_mfma(mod))]
     parts += [layout_struct(layout) for layout in lds_layouts(mod)]
     parts += [kernel_source(f) for f in mod.functions]
-    return DeviceCode(
-        sources={SOURCE_FORMAT: "\n".join(parts)},
-        entry_symbols=tuple(f.name for f in mod.functions),
-        kernels=tuple(launch_info(f) for f in mod.functions),
-    )
+    return device_code(mod, SOURCE_FORMAT, parts, [launch_info(f) for f in mod.functions])
 
 
 def compile_code_object(code: DeviceCode, ctx) -> DeviceCode:

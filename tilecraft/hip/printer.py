@@ -8,7 +8,7 @@ backend expands itself (tanhf and erff, which it lacks, to tc_hip.h's).
 
 from __future__ import annotations
 
-from tilecraft.codegen.c_family import CFamilyPrinter, static_size, storage_type, value_type
+from tilecraft.codegen.c_family import CFamilyPrinter, static_size, value_type
 from tilecraft.codegen.reserved import CPP_RESERVED, words
 from tilecraft.hip.intrinsics.simt import LANE_XOR
 from tilecraft.hip.ir import MfmaGemm
@@ -25,7 +25,8 @@ MATH32 = {"exp": "__builtin_expf", "exp2": "__builtin_exp2f", "log": "__builtin_
 # The float64 functions clang expands for AMDGPU without ocml (check-target-support refuses the others: hip/target.py).
 MATH64 = {"sqrt": "__builtin_sqrt", "floor": "__builtin_floor", "ceil": "__builtin_ceil", "round": "__builtin_rint",
           "abs": "__builtin_fabs"}  # fmt: skip
-ON_CHIP_32BIT = ("shared", "shared.dyn", "local", "local.fragment")
+LDS_SCOPES = ("shared", "shared.dyn")
+ON_CHIP_32BIT = (*LDS_SCOPES, "local", "local.fragment")
 SMEM = "tc_smem"
 # HIP's built-in variables and vector types, the names of its headers and device library (for source
 # that includes them; tilecraft's includes none), on top of C++'s and C's names.
@@ -60,13 +61,8 @@ class HipPrinter(CFamilyPrinter):
     thread_index = "(int32_t)__builtin_amdgcn_workitem_id_x()"
     math32 = MATH32
     math64 = MATH64
-
-    def __init__(self, shared_offsets: dict[int, int] | None = None) -> None:
-        super().__init__()
-        self.shared_offsets = shared_offsets or {}
-
-    def index_type(self, buf: Buffer) -> str:
-        return "int32_t" if buf.scope in ON_CHIP_32BIT else "int64_t"
+    int32_index_scopes = ON_CHIP_32BIT
+    arena_scopes = LDS_SCOPES
 
     # ------------------------------------------------------------------ expressions
 
@@ -103,11 +99,10 @@ class HipPrinter(CFamilyPrinter):
 
     # ------------------------------------------------------------------ statements
 
-    def declare_buffer(self, buf: Buffer) -> str:
-        ctype = storage_type(buf.dtype)
-        if buf.scope in ("shared", "shared.dyn"):
-            offset = self.shared_offsets[id(buf)]
-            return f"{ctype}* __restrict__ {self.name(buf)} = ({ctype}*)({SMEM} + {offset});"
+    def arena_pointer(self, buf: Buffer, ctype: str, offset: int) -> str:
+        return f"{ctype}* __restrict__ {self.name(buf)} = ({ctype}*)({SMEM} + {offset});"
+
+    def private_array(self, buf: Buffer, ctype: str) -> str:
         return f"{ctype} {self.name(buf)}[{static_size(buf)}] __attribute__((aligned(16)));"
 
     def _s_MfmaGemm(self, s: MfmaGemm) -> None:

@@ -36,6 +36,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion, Range
 from tilecraft.ir.dtype import DataType
 from tilecraft.ir.function import IRModule, PrimFunc
+from tilecraft.ir.python_lines import PythonLines
 from tilecraft.ir.visitor import Visitor, walk
 
 _PREC = {
@@ -65,17 +66,16 @@ def dtype_str(dtype: DataType) -> str:
     return f'"{dtype}"'
 
 
-class Printer:
+class Printer(PythonLines):
     """Writes kernel-language text; names are made unique per printed unit."""
 
     def __init__(self, unique_names: bool = True, readable: bool = False) -> None:
+        super().__init__()
         self.unique_names = unique_names
         # For messages: `5 // 0` rather than the generic form that parses back to the same tree.
         self.readable = readable
         self.names: dict[int, str] = {}
         self.used: set[str] = {"T", "float"}
-        self.lines: list[str] = []
-        self.indent = 0
         # Views not declared yet, and the indent of the function body they are declared in.
         self.pending_views: list[Buffer] = []
         self.view_indent = -1
@@ -287,18 +287,6 @@ class Printer:
 
     # ------------------------------------------------------------------ statements
 
-    def line(self, text: str) -> None:
-        self.lines.append("    " * self.indent + text)
-
-    def block(self, s: S.Stmt | None) -> None:
-        self.indent += 1
-        start = len(self.lines)
-        if s is not None:
-            self.stmt(s)
-        if len(self.lines) == start:
-            self.line("pass")
-        self.indent -= 1
-
     def stmt(self, s: S.Stmt) -> None:
         if self.pending_views and self.indent == self.view_indent and not isinstance(s, _WRAPPERS):
             self._declare_views(s)
@@ -356,13 +344,10 @@ class Printer:
 
     def _s_IfThenElse(self, s: S.IfThenElse) -> None:
         if isinstance(s.condition, E.IntImm):  # `if True:` would be decided while parsing
-            self.line(f"if T.ir.keep({self.exact(s.condition)}):")
+            condition = f"T.ir.keep({self.exact(s.condition)})"
         else:
-            self.line(f"if {self.expr(s.condition)}:")
-        self.block(s.then_case)
-        if s.else_case is not None:
-            self.line("else:")
-            self.block(s.else_case)
+            condition = self.expr(s.condition)
+        self.if_else(condition, s.then_case, s.else_case)
 
     def _s_For(self, s: S.For) -> None:
         loops = [s]

@@ -18,6 +18,7 @@ from typing import Any
 
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Expr, Node, Var
+from tilecraft.ir.stmt import Stmt
 
 
 @cache
@@ -27,6 +28,17 @@ def _field_names(cls: type) -> tuple[str, ...]:
 
 def children(node: Node) -> list[Any]:
     return [getattr(node, name) for name in _field_names(type(node))]
+
+
+def sub_statements(s: Stmt) -> list[Stmt]:
+    """The statements directly under `s` (its bodies, and those in tuple fields), in field order."""
+    out: list[Stmt] = []
+    for c in children(s):
+        if isinstance(c, Stmt):
+            out.append(c)
+        elif isinstance(c, tuple):
+            out.extend(x for x in c if isinstance(x, Stmt))
+    return out
 
 
 class Visitor:

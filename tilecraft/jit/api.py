@@ -8,7 +8,7 @@ import functools
 import inspect
 import textwrap
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any
 
 from tilecraft import settings
@@ -361,15 +361,30 @@ def _divisible_dims(func: PrimFunc, tensors: Mapping[str, Any], consts: Mapping[
 
 
 def _consts_from_shapes(func: PrimFunc, tensors: Mapping[str, Any]) -> dict[str, int]:
-    symbols = {id(v): v for v in func.attr("tilecraft.consts", ()) or ()}
+    arrays = {p.name: as_array_arg(tensors[p.name], p.name) for p in func.buffer_params if p.name in tensors}
+    # packed 4-bit data given as bytes (not as the packed dtype itself) holds two values a byte
+    bytes_of_packed = {p.name for p in func.buffer_params if p.name in arrays and arrays[p.name].dtype != p.dtype}
+    return consts_from_shapes(func, {name: arr.shape for name, arr in arrays.items()}, bytes_of_packed)
+
+
+def consts_from_shapes(
+    func: PrimFunc, shapes: Mapping[str, tuple[int, ...]], bytes_of_packed: Container[str]
+) -> dict[str, int]:
+    """The sizes of `func`'s T.const symbols, read from the shapes of the arrays given for its buffer
+    parameters (by name; a parameter not in `shapes` is skipped). A packed 4-bit parameter named in
+    `bytes_of_packed` is given as bytes, two values each, so a symbol its last dim binds is twice the
+    array's. ArgumentError for a wrong rank, or a symbol bound to two sizes."""
+    symbols = {id(v) for v in func.attr("tilecraft.consts", ()) or ()}
     consts: dict[str, int] = {}
     for p in func.buffer_params:
-        if p.name not in tensors:
+        shape = shapes.get(p.name)
+        if shape is None:
             continue
-        arg = as_array_arg(tensors[p.name], p.name)
-        if len(arg.shape) != p.ndim:
-            raise ArgumentError(f"parameter {p.name!r}: expected {p.ndim} dims, got shape {arg.shape}")
-        for dim, size in zip(p.shape, _values_shape(p.dtype, arg)):
+        if len(shape) != p.ndim:
+            raise ArgumentError(f"parameter {p.name!r}: expected {p.ndim} dims, got shape {shape}")
+        if p.dtype.is_packed and shape and p.name in bytes_of_packed:
+            shape = (*shape[:-1], 2 * shape[-1])
+        for dim, size in zip(p.shape, shape):
             if id(dim) in symbols:
                 seen = consts.setdefault(dim.name, size)
                 if seen != size:
@@ -377,14 +392,6 @@ def _consts_from_shapes(func: PrimFunc, tensors: Mapping[str, Any]) -> dict[str,
                         f"parameter {p.name!r}: {dim.name} is {size} here but {seen} in an earlier tensor"
                     )
     return consts
-
-
-def _values_shape(dtype, arg) -> tuple[int, ...]:
-    """The shape of the values `arg` holds for a parameter of `dtype`: packed 4-bit bytes hold two values
-    each (a compile-time last dim taken from them is even)."""
-    if dtype.is_packed and arg.shape and arg.dtype != dtype:
-        return (*arg.shape[:-1], 2 * arg.shape[-1])
-    return arg.shape
 
 
 def jit(

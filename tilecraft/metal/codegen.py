@@ -14,17 +14,17 @@ metal_stdlib (tests/metal/shim).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from tilecraft.backend.codegen import DeviceCode, DeviceCodegen
 from tilecraft.codegen import headers
 from tilecraft.codegen.c_family import storage_type, value_type
+from tilecraft.codegen.kernel import bind_indices, device_code, function_text, written_buffers
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Var
 from tilecraft.ir.function import IRModule, PrimFunc
-from tilecraft.ir.lowered import AtomicUpdate
-from tilecraft.ir.visitor import walk
 from tilecraft.metal.printer import SMEM, MetalPrinter
 from tilecraft.metal.target import family_number
 from tilecraft.transform.storage import STORAGE_ATTR, launch_info, planned_offsets
@@ -43,10 +43,6 @@ def header_text() -> str:
     return headers.header_text(INCLUDE_DIR / "tc_metal.h")
 
 
-def _written(func: PrimFunc) -> set[int]:
-    return {id(n.buffer) for n in walk(func.body) if isinstance(n, (S.BufferStore, AtomicUpdate))}
-
-
 def _param(printer: MetalPrinter, p: Buffer | Var, index: int, written: set[int]) -> str:
     if isinstance(p, Buffer):
         const = "" if id(p) in written else "const "
@@ -58,24 +54,17 @@ def kernel_source(func: PrimFunc) -> str:
     launch: S.KernelLaunch = func.body
     printer = MetalPrinter(planned_offsets(func, SHARED_SCOPES))  # the plan of plan-threadgroup-memory
     printer.reserve(SMEM, GROUP, TID)
-    written = _written(func)
+    written = written_buffers(func)
     params = [_param(printer, p, i, written) for i, p in enumerate(func.params)]
     if func.attr(STORAGE_ATTR, 0):
         params.append(f"threadgroup uint4* {SMEM} [[threadgroup(0)]]")
     params.append(f"uint3 {GROUP} [[threadgroup_position_in_grid]]")
     params.append(f"uint3 {TID} [[thread_position_in_threadgroup]]")
-    threads = 1
-    for t in launch.threads:
-        threads *= t
-    printer.mark_nonneg(*launch.block_vars, *launch.thread_vars, *func.symbolic_dims)
-    for k, var in enumerate(launch.block_vars):
-        printer.line(f"const int32_t {printer.name(var)} = (int32_t){GROUP}.{'xyz'[k]};")
-    for k, var in enumerate(launch.thread_vars):
-        printer.line(f"const int32_t {printer.name(var)} = (int32_t){TID}.{'xyz'[k]};")
+    bind_indices(printer, func, lambda k: f"(int32_t){GROUP}.{'xyz'[k]}", lambda k: f"(int32_t){TID}.{'xyz'[k]}")
     printer.stmt(launch.body)
     args = ",\n    ".join(params)
-    head = f"[[max_total_threads_per_threadgroup({threads})]] kernel void {func.name}(\n    {args})"
-    return f"{head} {{\n{printer.text()}\n}}\n"
+    head = f"[[max_total_threads_per_threadgroup({math.prod(launch.threads)})]] kernel void {func.name}(\n    {args})"
+    return function_text(head, printer)
 
 
 def device_source(mod: IRModule, ctx) -> DeviceCode:
@@ -83,11 +72,7 @@ def device_source(mod: IRModule, ctx) -> DeviceCode:
         check_planned_memory(f.name, f.attr(STORAGE_ATTR, 0), f.body.span, ctx.target)
     parts = [f"#define TC_APPLE_FAMILY {family_number(ctx.target)}\n" + header_text()]
     parts += [kernel_source(f) for f in mod.functions]
-    return DeviceCode(
-        sources={SOURCE_FORMAT: "\n".join(parts)},
-        entry_symbols=tuple(f.name for f in mod.functions),
-        kernels=tuple(launch_info(f) for f in mod.functions),
-    )
+    return device_code(mod, SOURCE_FORMAT, parts, [launch_info(f) for f in mod.functions])
 
 
 def compile_metallib(code: DeviceCode, ctx) -> DeviceCode:

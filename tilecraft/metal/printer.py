@@ -7,8 +7,9 @@ are `thread` arrays; `local.var` buffers are scalars. Math uses MSL's overloaded
 
 from __future__ import annotations
 
-from tilecraft.codegen.c_family import CFamilyPrinter, static_size, storage_type
+from tilecraft.codegen.c_family import CFamilyPrinter
 from tilecraft.codegen.reserved import CPP_RESERVED, words
+from tilecraft.codegen.space_atomics import print_space_atomic
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
@@ -24,7 +25,6 @@ ON_CHIP_32BIT = (*SHARED, "local", "local.fragment")
 SMEM = "tc_smem"
 SIMDGROUP_GEMM = "metal_simdgroup_gemm"
 _ATOMIC_SUFFIX = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "i32", "uint32": "u32"}
-_ATOMIC_OP = {"add": 0, "max": 1, "min": 2}
 _SIMD_REDUCE = {op: f"simd_{kind}" for kind, op in GROUP_REDUCTIONS.items()}
 _MATRIX_ELEMENT = {"float32": "float", "float16": "half"}
 # The Metal Shading Language's keywords, attributes and types beyond C++'s, and the functions of
@@ -63,13 +63,8 @@ class MetalPrinter(CFamilyPrinter):
     thread_index = "(int32_t)tc_tid.x"
     math32 = MATH
     math64 = MATH
-
-    def __init__(self, shared_offsets: dict[int, int] | None = None) -> None:
-        super().__init__()
-        self.shared_offsets = shared_offsets or {}
-
-    def index_type(self, buf: Buffer) -> str:
-        return "int32_t" if buf.scope in ON_CHIP_32BIT else "int64_t"
+    int32_index_scopes = ON_CHIP_32BIT
+    arena_scopes = SHARED
 
     # ------------------------------------------------------------------ expressions
 
@@ -99,12 +94,9 @@ class MetalPrinter(CFamilyPrinter):
 
         return value_type(e.dtype)
 
-    def declare_buffer(self, buf: Buffer) -> str:
-        ctype = storage_type(buf.dtype)
-        if buf.scope in SHARED:
-            offset = self.shared_offsets[id(buf)]
-            return f"threadgroup {ctype}* {self.name(buf)} = (threadgroup {ctype}*)((threadgroup char*){SMEM} + {offset});"
-        return f"{ctype} {self.name(buf)}[{static_size(buf)}];"
+    def arena_pointer(self, buf: Buffer, ctype: str, offset: int) -> str:
+        name = self.name(buf)
+        return f"threadgroup {ctype}* {name} = (threadgroup {ctype}*)((threadgroup char*){SMEM} + {offset});"
 
     # ------------------------------------------------------------------ statements
 
@@ -137,18 +129,8 @@ class MetalPrinter(CFamilyPrinter):
         return "true" if E.const_value(e) else "false"
 
     def _s_AtomicUpdate(self, s: AtomicUpdate) -> None:
-        buf = s.buffer
-        suffix = _ATOMIC_SUFFIX.get(buf.dtype.name)
-        space = {"device": "g", "threadgroup": "l"}.get(address_space(buf))
-        if suffix is None or space is None:
-            self.fail(f"atomic {s.kind} on a {buf.scope} buffer of {buf.dtype} is not supported on "
-                      f"{self.target_name}", "use a float32 or int32 buffer in global or shared memory")  # fmt: skip
-        where = f"{self.name(buf)}, (int64_t)({self.offset(buf, s.indices)})"
-        value = self.expr(s.value)
-        if buf.dtype.is_float:
-            self.line(f"tc_atomic_rmw_{suffix}_{space}({where}, {value}, {_ATOMIC_OP[s.kind]});")
-        else:
-            self.line(f"tc_atomic_{s.kind}_{suffix}_{space}({where}, {value});")
+        space = {"device": "g", "threadgroup": "l"}.get(address_space(s.buffer))
+        print_space_atomic(self, s, _ATOMIC_SUFFIX, space, "int64_t")
 
     def _s_Print(self, s: S.Print) -> None:
         from tilecraft.errors import LoweringError

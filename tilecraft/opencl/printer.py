@@ -7,8 +7,9 @@ buffers are private arrays; `local.var` buffers are scalars. Math uses OpenCL's 
 
 from __future__ import annotations
 
-from tilecraft.codegen.c_family import ATOMIC_OP, ATOMIC_SUFFIX, CFamilyPrinter
+from tilecraft.codegen.c_family import ATOMIC_SUFFIX, CFamilyPrinter
 from tilecraft.codegen.reserved import C_RESERVED, words
+from tilecraft.codegen.space_atomics import print_space_atomic
 from tilecraft.ir import expr as E
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.lowered import AtomicUpdate
@@ -94,18 +95,8 @@ class OpenCLPrinter(CFamilyPrinter):
         return f"__local {ctype}* restrict {name} = (__local {ctype}*)((__local char*){SMEM} + {offset});"
 
     def _s_AtomicUpdate(self, s: AtomicUpdate) -> None:
-        buf = s.buffer
-        suffix = ATOMIC_SUFFIX.get(buf.dtype.name)
-        space = {"__global": "g", "__local": "l"}.get(address_space(buf))
-        if suffix is None or space is None:
-            self.fail(f"atomic {s.kind} on a {buf.scope} buffer of {buf.dtype} is not supported on "
-                      f"{self.target_name}", "use a float32 or int32 buffer in global or shared memory")  # fmt: skip
-        where = f"{self.name(buf)}, (long)({self.offset(buf, s.indices)})"
-        value = self.expr(s.value)
-        if buf.dtype.is_float:
-            self.line(f"tc_atomic_rmw_{suffix}_{space}({where}, {value}, {ATOMIC_OP[s.kind]});")
-        else:
-            self.line(f"tc_atomic_{s.kind}_{suffix}_{space}({where}, {value});")
+        space = {"__global": "g", "__local": "l"}.get(address_space(s.buffer))
+        print_space_atomic(self, s, ATOMIC_SUFFIX, space, "long")
 
     def print_format(self, dtype, value: str) -> tuple[str, str]:
         """OpenCL printf: 64-bit integers are `long` (%ld); floats print as float (a device without

@@ -24,7 +24,7 @@ from tilecraft.errors import LoweringError
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.eval import evaluate
-from tilecraft.ir.visitor import free_vars, walk
+from tilecraft.ir.visitor import free_vars, sub_statements, walk
 
 
 @dataclass(frozen=True)
@@ -155,20 +155,8 @@ def _walk(s: S.Stmt, group: ThreadGroup, tid, width: int, target) -> Iterator[tu
                     inner = check_group(threads, width, s.span, target) if runs_tiles else group
                     yield from _walk(body, inner, tid, width, target)
             return
-    for child in _statements(s):
+    for child in sub_statements(s):
         yield from _walk(child, group, tid, width, target)
-
-
-def _statements(s: S.Stmt) -> list[S.Stmt]:
-    from tilecraft.ir.visitor import children
-
-    out: list[S.Stmt] = []
-    for c in children(s):
-        if isinstance(c, S.Stmt):
-            out.append(c)
-        elif isinstance(c, tuple):
-            out.extend(x for x in c if isinstance(x, S.Stmt))
-    return out
 
 
 __all__ = [

@@ -23,7 +23,7 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.ir.lowered import AtomicUpdate
-from tilecraft.ir.visitor import children, walk
+from tilecraft.ir.visitor import children, sub_statements, walk
 from tilecraft.transform.thread_groups import is_thread_condition, tile_level
 
 PER_THREAD_SCOPES = ("local", "local.var")
@@ -124,7 +124,7 @@ class ThreadVarying:
             for buf in _written(s):
                 if varying or self.expr(_operands(s)):
                     self._mark_buffer(buf)
-            for child in _sub_statements(s):
+            for child in sub_statements(s):
                 self._stmt(child, varying)
 
 
@@ -133,16 +133,6 @@ class ThreadVarying:
 def _operands(s: S.Stmt) -> tuple:
     """Everything a statement reads or indexes (its sub-statements included)."""
     return tuple(c for c in children(s) if isinstance(c, (E.Expr, BufferRegion, S.Stmt, tuple)))
-
-
-def _sub_statements(s: S.Stmt) -> list[S.Stmt]:
-    out: list[S.Stmt] = []
-    for c in children(s):
-        if isinstance(c, S.Stmt):
-            out.append(c)
-        elif isinstance(c, tuple):
-            out.extend(x for x in c if isinstance(x, S.Stmt))
-    return out
 
 
 def _written(s: S.Stmt) -> list[Buffer]:

@@ -5,6 +5,23 @@ bfloat16 rounds to nearest even on the bits (NaN kept); float16 without `shader-
 (and NumPy) for negative operands; erf is Abramowitz and Stegun 7.1.26 (absolute error < 1.5e-7).
 """
 
+
+
+def _floor_division(ty: str, suffix: str) -> dict[str, str]:
+    """tc_floordiv_<ty> and tc_floormod_<ty>: WGSL's / and % truncate; these round the quotient toward
+    -inf and give the remainder the divisor's sign. `suffix` spells a literal of `ty` (`0i`, `0li`)."""
+    return {
+        f"tc_floordiv_{ty}": f"""fn tc_floordiv_{ty}(a: {ty}, b: {ty}) -> {ty} {{
+    let q = a / b;
+    return select(q, q - 1{suffix}, (a % b != 0{suffix}) && ((a < 0{suffix}) != (b < 0{suffix})));
+}}""",
+        f"tc_floormod_{ty}": f"""fn tc_floormod_{ty}(a: {ty}, b: {ty}) -> {ty} {{
+    let r = a % b;
+    return select(r, r + b, (r != 0{suffix}) && ((r < 0{suffix}) != (b < 0{suffix})));
+}}""",
+    }
+
+
 SOURCES = {
     "tc_lt_i64": """fn tc_lt_i64(a: i64, b: i64) -> bool {
     let ah = i32(a >> 32u);
@@ -76,22 +93,8 @@ SOURCES = {
 }""",
     "tc_wrap_i8": "fn tc_wrap_i8(x: i32) -> i32 { return (x << 24u) >> 24u; }",
     "tc_wrap_i16": "fn tc_wrap_i16(x: i32) -> i32 { return (x << 16u) >> 16u; }",
-    "tc_floordiv_i32": """fn tc_floordiv_i32(a: i32, b: i32) -> i32 {
-    let q = a / b;
-    return select(q, q - 1i, (a % b != 0i) && ((a < 0i) != (b < 0i)));
-}""",
-    "tc_floormod_i32": """fn tc_floormod_i32(a: i32, b: i32) -> i32 {
-    let r = a % b;
-    return select(r, r + b, (r != 0i) && ((r < 0i) != (b < 0i)));
-}""",
-    "tc_floordiv_i64": """fn tc_floordiv_i64(a: i64, b: i64) -> i64 {
-    let q = a / b;
-    return select(q, q - 1li, (a % b != 0li) && ((a < 0li) != (b < 0li)));
-}""",
-    "tc_floormod_i64": """fn tc_floormod_i64(a: i64, b: i64) -> i64 {
-    let r = a % b;
-    return select(r, r + b, (r != 0li) && ((r < 0li) != (b < 0li)));
-}""",
+    **_floor_division("i32", "i"),
+    **_floor_division("i64", "li"),
     "tc_erf": """fn tc_erf(x: f32) -> f32 {
     let t = 1.0f / (1.0f + 0.3275911f * abs(x));
     let p = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));

@@ -370,22 +370,22 @@ def _is_true(e: E.Expr) -> bool | None:
 
 
 def rewrite_and(s: Simplifier, e: E.And) -> E.Expr:
-    a, b = s.simplify(e.a), s.simplify(e.b)
-    x, y = _is_true(a), _is_true(b)
-    if x is not None:
-        return b if x else a
-    if y is not None:
-        return a if y else b
-    return a if s.key(a) == s.key(b) else _rebuild(e, a, b)
+    return _rewrite_connective(s, e, identity=True)
 
 
 def rewrite_or(s: Simplifier, e: E.Or) -> E.Expr:
+    return _rewrite_connective(s, e, identity=False)
+
+
+def _rewrite_connective(s: Simplifier, e: E.And | E.Or, identity: bool) -> E.Expr:
+    """`x op identity` is x, `x op (not identity)` is the constant, `x op x` is x (and: identity true;
+    or: identity false)."""
     a, b = s.simplify(e.a), s.simplify(e.b)
     x, y = _is_true(a), _is_true(b)
     if x is not None:
-        return a if x else b
+        return b if x == identity else a
     if y is not None:
-        return b if y else a
+        return a if y == identity else b
     return a if s.key(a) == s.key(b) else _rebuild(e, a, b)
 
 

@@ -2,20 +2,9 @@
 
 from __future__ import annotations
 
-from tilecraft.ir import stmt as S
-from tilecraft.transform.simt.atomic import lower_atomic
-from tilecraft.transform.simt.copy import lower_copy, lower_fill
 from tilecraft.transform.simt.gemm import lower_fma_gemm
-from tilecraft.transform.simt.reduce import lower_cumsum, lower_finalize_reducer, lower_reduce
+from tilecraft.transform.simt.op_table import simt_op_table
 
-OP_TABLE = {
-    S.Copy: lower_copy,
-    S.Fill: lower_fill,
-    S.Gemm: lower_fma_gemm,
-    S.Reduce: lower_reduce,
-    S.Cumsum: lower_cumsum,
-    S.AtomicOp: lower_atomic,
-    S.FinalizeReducer: lower_finalize_reducer,
-}
+OP_TABLE = simt_op_table(lower_fma_gemm)
 
 __all__ = ["OP_TABLE"]

@@ -11,6 +11,16 @@ from __future__ import annotations
 import numpy as np
 
 import tilecraft.language as T
+from tilecraft.testing.conformance.online_softmax import (
+    causal_keep,
+    exact_attention,
+    finish_rows,
+    key_tiles,
+    mask_scores,
+    online_softmax,
+    row_statistics,
+    start_rows,
+)
 
 
 def mha_fwd_bhsd(
@@ -19,6 +29,12 @@ def mha_fwd_bhsd(
     scale = (1.0 / dim) ** 0.5 * 1.44269504  # log2(e)
     shape = [batch, heads, seq, dim]
     dtype, accum = "float16", "float32"
+    rows = row_statistics(block_m, accum)
+    start = start_rows(accum)
+    trip_count = key_tiles(seq, block_m, block_n, causal)
+    finish = finish_rows(block_m, dim)
+    mask = mask_scores(block_m, block_n, seq, causal, accum)
+    softmax = online_softmax(block_m, block_n, scale, accum)
 
     @T.prim_func
     def mha_fwd_bhsd(
@@ -38,44 +54,15 @@ def mha_fwd_bhsd(
                 acc_s_cast = T.alloc_fragment([block_m, block_n], dtype)
             acc_s = T.alloc_fragment([block_m, block_n], accum)
             acc_o = T.alloc_fragment([block_m, dim], accum)
-            scores_max = T.alloc_fragment([block_m], accum)
-            scores_max_prev = T.alloc_fragment([block_m], accum)
-            scores_scale = T.alloc_fragment([block_m], accum)
-            scores_sum = T.alloc_fragment([block_m], accum)
-            logsum = T.alloc_fragment([block_m], accum)
+            scores_max, scores_max_prev, scores_scale, scores_sum, logsum = rows()
 
             T.copy(Q[bz, by, bx * block_m : (bx + 1) * block_m, :], Q_shared)
-            T.fill(acc_o, 0)
-            T.fill(logsum, 0)
-            T.fill(scores_max, -T.infinity(accum))
-            loop_range = (
-                T.min(T.ceildiv(seq, block_n), T.ceildiv((bx + 1) * block_m, block_n))
-                if causal
-                else T.ceildiv(seq, block_n)
-            )
-            for k in T.Pipelined(loop_range, num_stages=stages):
+            start(acc_o, logsum, scores_max)
+            for k in T.Pipelined(trip_count(bx), num_stages=stages):
                 T.copy(K[bz, by, k * block_n : (k + 1) * block_n, :], K_shared)
-                if causal:
-                    for i, j in T.Parallel(block_m, block_n):
-                        acc_s[i, j] = T.if_then_else(
-                            bx * block_m + i >= k * block_n + j, 0, -T.infinity(accum)
-                        )
-                else:
-                    for i, j in T.Parallel(block_m, block_n):
-                        acc_s[i, j] = T.if_then_else(k * block_n + j >= seq, -T.infinity(accum), 0)
+                mask(acc_s, bx, k)
                 T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                T.copy(scores_max, scores_max_prev)
-                T.fill(scores_max, -T.infinity(accum))
-                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
-                for i in T.Parallel(block_m):
-                    scores_max[i] = T.max(scores_max[i], scores_max_prev[i])
-                for i in T.Parallel(block_m):
-                    scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
-                for i, j in T.Parallel(block_m, block_n):
-                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
-                T.reduce_sum(acc_s, scores_sum, dim=1)
-                for i in T.Parallel(block_m):
-                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+                softmax(acc_s, scores_max, scores_max_prev, scores_scale, scores_sum, logsum)
                 if p_shared:
                     T.copy(acc_s, P_shared)
                 else:
@@ -87,9 +74,7 @@ def mha_fwd_bhsd(
                     T.gemm(P_shared, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
                 else:
                     T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
-            for i, j in T.Parallel(block_m, dim):
-                acc_o[i, j] /= logsum[i]
-            T.copy(acc_o, O_shared)
+            finish(acc_o, logsum, O_shared)
             T.copy(O_shared, Output[bz, by, bx * block_m : (bx + 1) * block_m, :])
 
     return mha_fwd_bhsd
@@ -123,12 +108,7 @@ def reference(name: str):
     causal = CONFIGS[name][4]
 
     def ref(arrays) -> dict[int, np.ndarray]:
-        q, k, v = (np.asarray(t, np.float64) for t in arrays[:3])
-        s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1])
-        if causal:
-            n = s.shape[-1]
-            s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
-        p = np.exp(s - s.max(-1, keepdims=True))
-        return {3: (p / p.sum(-1, keepdims=True)) @ v}
+        q, k, v = arrays[:3]
+        return {3: exact_attention(q, k, v, causal_keep(q.shape[2]) if causal else None)}
 
     return ref

@@ -12,6 +12,16 @@ from __future__ import annotations
 import numpy as np
 
 import tilecraft.language as T
+from tilecraft.testing.conformance.online_softmax import (
+    attention_tiles,
+    causal_keep,
+    exact_attention,
+    finish_rows,
+    key_tiles,
+    mask_scores,
+    online_softmax,
+    start_rows,
+)
 
 
 def mha_fwd_bshd(batch, heads, seq, dim, causal, block_m, block_n, stages, threads, groups=1, packed=False):
@@ -20,6 +30,12 @@ def mha_fwd_bshd(batch, heads, seq, dim, causal, block_m, block_n, stages, threa
     q_shape = [seq, heads, dim] if packed else [batch, seq, heads, dim]
     kv_shape = [seq, kv_heads, dim] if packed else [batch, seq, kv_heads, dim]
     dtype, accum = "float16", "float32"
+    tiles = attention_tiles(block_m, block_n, dim, dtype, accum)
+    start = start_rows(accum)
+    trip_count = key_tiles(seq, block_m, block_n, causal)
+    finish = finish_rows(block_m, dim)
+    mask = mask_scores(block_m, block_n, seq, causal, accum)
+    softmax = online_softmax(block_m, block_n, scale, accum)
 
     @T.prim_func
     def mha_fwd_bshd(
@@ -29,57 +45,22 @@ def mha_fwd_bshd(batch, heads, seq, dim, causal, block_m, block_n, stages, threa
         Output: T.Tensor(q_shape, dtype),
     ):
         with T.Kernel(T.ceildiv(seq, block_m), heads, batch, threads=threads) as (bx, by, bz):
-            Q_shared = T.alloc_shared([block_m, dim], dtype)
-            K_shared = T.alloc_shared([block_n, dim], dtype)
-            V_shared = T.alloc_shared([block_n, dim], dtype)
-            O_shared = T.alloc_shared([block_m, dim], dtype)
-            acc_s = T.alloc_fragment([block_m, block_n], accum)
-            acc_s_cast = T.alloc_fragment([block_m, block_n], dtype)
-            acc_o = T.alloc_fragment([block_m, dim], accum)
-            scores_max = T.alloc_fragment([block_m], accum)
-            scores_max_prev = T.alloc_fragment([block_m], accum)
-            scores_scale = T.alloc_fragment([block_m], accum)
-            scores_sum = T.alloc_fragment([block_m], accum)
-            logsum = T.alloc_fragment([block_m], accum)
+            (Q_shared, K_shared, V_shared, O_shared, acc_s, acc_s_cast, acc_o,
+             scores_max, scores_max_prev, scores_scale, scores_sum, logsum) = tiles()  # fmt: skip
 
             if packed:
                 T.copy(Q[bx * block_m : (bx + 1) * block_m, by, :], Q_shared)
             else:
                 T.copy(Q[bz, bx * block_m : (bx + 1) * block_m, by, :], Q_shared)
-            T.fill(acc_o, 0)
-            T.fill(logsum, 0)
-            T.fill(scores_max, -T.infinity(accum))
-            loop_range = (
-                T.min(T.ceildiv(seq, block_n), T.ceildiv((bx + 1) * block_m, block_n))
-                if causal
-                else T.ceildiv(seq, block_n)
-            )
-            for k in T.Pipelined(loop_range, num_stages=stages):
+            start(acc_o, logsum, scores_max)
+            for k in T.Pipelined(trip_count(bx), num_stages=stages):
                 if packed:
                     T.copy(K[k * block_n : (k + 1) * block_n, by // groups, :], K_shared)
                 else:
                     T.copy(K[bz, k * block_n : (k + 1) * block_n, by // groups, :], K_shared)
-                if causal:
-                    for i, j in T.Parallel(block_m, block_n):
-                        acc_s[i, j] = T.if_then_else(
-                            bx * block_m + i >= k * block_n + j, 0, -T.infinity(accum)
-                        )
-                else:
-                    for i, j in T.Parallel(block_m, block_n):
-                        acc_s[i, j] = T.if_then_else(k * block_n + j >= seq, -T.infinity(accum), 0)
+                mask(acc_s, bx, k)
                 T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                T.copy(scores_max, scores_max_prev)
-                T.fill(scores_max, -T.infinity(accum))
-                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
-                for i in T.Parallel(block_m):
-                    scores_max[i] = T.max(scores_max[i], scores_max_prev[i])
-                for i in T.Parallel(block_m):
-                    scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
-                for i, j in T.Parallel(block_m, block_n):
-                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
-                T.reduce_sum(acc_s, scores_sum, dim=1)
-                for i in T.Parallel(block_m):
-                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+                softmax(acc_s, scores_max, scores_max_prev, scores_scale, scores_sum, logsum)
                 T.copy(acc_s, acc_s_cast)
                 for i, j in T.Parallel(block_m, dim):
                     acc_o[i, j] *= scores_scale[i]
@@ -88,9 +69,7 @@ def mha_fwd_bshd(batch, heads, seq, dim, causal, block_m, block_n, stages, threa
                 else:
                     T.copy(V[bz, k * block_n : (k + 1) * block_n, by // groups, :], V_shared)
                 T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
-            for i, j in T.Parallel(block_m, dim):
-                acc_o[i, j] /= logsum[i]
-            T.copy(acc_o, O_shared)
+            finish(acc_o, logsum, O_shared)
             if packed:
                 T.copy(O_shared, Output[bx * block_m : (bx + 1) * block_m, by, :])
             else:
@@ -142,12 +121,7 @@ def reference(name: str):
         # (batch, seq, heads, dim) -> (batch, heads, seq, dim), each query head with its K and V head
         q = q.transpose(0, 2, 1, 3)
         k, v = (np.repeat(t.transpose(0, 2, 1, 3), groups, axis=1) for t in (k, v))
-        s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1])
-        if causal:
-            n = s.shape[-1]
-            s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
-        p = np.exp(s - s.max(-1, keepdims=True))
-        out = ((p / p.sum(-1, keepdims=True)) @ v).transpose(0, 2, 1, 3)
+        out = exact_attention(q, k, v, causal_keep(q.shape[2]) if causal else None).transpose(0, 2, 1, 3)
         return {3: out[0] if packed else out}
 
     return ref

@@ -12,6 +12,14 @@ from __future__ import annotations
 import numpy as np
 
 import tilecraft.language as T
+from tilecraft.testing.conformance.online_softmax import (
+    attention_tiles,
+    exact_attention,
+    finish_rows,
+    mask_scores,
+    rescale_scores,
+    start_rows,
+)
 
 # M and K ragged against the tiles; N a multiple of 8 elements (TMA rows), ragged against 128 and 256
 GEMM_SHAPE = (272, 264, 392)
@@ -114,23 +122,21 @@ def blocksparse_attention(batch, heads, seq, dim, block_m, block_n, stages, thre
     shape = [batch, heads, seq, dim]
     blocks = (batch, heads, _ceil(seq, block_m), selected or _ceil(seq, block_n))
     dtype, accum = "float16", "float32"
+    tiles = attention_tiles(block_m, block_n, dim, dtype, accum)
+    start = start_rows(accum)
+    finish = finish_rows(block_m, dim)
+    mask = mask_scores(block_m, block_n, seq, False, accum)
+    rescale = rescale_scores(block_m, block_n, scale)
 
     @T.macro
     def attend(K, V, Q_shared, K_shared, V_shared, acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev,
                scores_scale, scores_sum, logsum, k, by, bz):  # fmt: skip
         T.copy(K[bz, by, k * block_n : (k + 1) * block_n, :], K_shared)
-        for i, j in T.Parallel(block_m, block_n):
-            acc_s[i, j] = T.if_then_else(k * block_n + j >= seq, -T.infinity(accum), 0)
+        mask(acc_s, 0, k)
         T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
         T.copy(scores_max, scores_max_prev)
-        T.reduce_max(acc_s, scores_max, dim=1, clear=False)
-        for i in T.Parallel(block_m):
-            scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
-        for i, j in T.Parallel(block_m, block_n):
-            acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
-        T.reduce_sum(acc_s, scores_sum, dim=1)
-        for i in T.Parallel(block_m):
-            logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+        T.reduce_max(acc_s, scores_max, dim=1, clear=False)  # not cleared: the max with the old maxima
+        rescale(acc_s, scores_max, scores_max_prev, scores_scale, scores_sum, logsum)
         T.copy(acc_s, acc_s_cast)
         for i, j in T.Parallel(block_m, dim):
             acc_o[i, j] *= scores_scale[i]
@@ -146,23 +152,11 @@ def blocksparse_attention(batch, heads, seq, dim, block_m, block_n, stages, thre
         Output: T.Tensor(shape, dtype),
     ):
         with T.Kernel(T.ceildiv(seq, block_m), heads, batch, threads=threads) as (bx, by, bz):
-            Q_shared = T.alloc_shared([block_m, dim], dtype)
-            K_shared = T.alloc_shared([block_n, dim], dtype)
-            V_shared = T.alloc_shared([block_n, dim], dtype)
-            O_shared = T.alloc_shared([block_m, dim], dtype)
-            acc_s = T.alloc_fragment([block_m, block_n], accum)
-            acc_s_cast = T.alloc_fragment([block_m, block_n], dtype)
-            acc_o = T.alloc_fragment([block_m, dim], accum)
-            scores_max = T.alloc_fragment([block_m], accum)
-            scores_max_prev = T.alloc_fragment([block_m], accum)
-            scores_scale = T.alloc_fragment([block_m], accum)
-            scores_sum = T.alloc_fragment([block_m], accum)
-            logsum = T.alloc_fragment([block_m], accum)
+            (Q_shared, K_shared, V_shared, O_shared, acc_s, acc_s_cast, acc_o,
+             scores_max, scores_max_prev, scores_scale, scores_sum, logsum) = tiles()  # fmt: skip
 
             T.copy(Q[bz, by, bx * block_m : (bx + 1) * block_m, :], Q_shared)
-            T.fill(acc_o, 0)
-            T.fill(logsum, 0)
-            T.fill(scores_max, -T.infinity(accum))
+            start(acc_o, logsum, scores_max)
             if selected:
                 for s in T.Pipelined(selected, num_stages=stages):
                     i_s = BlockMask[bz, by, bx, s]
@@ -174,9 +168,7 @@ def blocksparse_attention(batch, heads, seq, dim, block_m, block_n, stages, thre
                     if BlockMask[bz, by, bx, k]:
                         attend(K, V, Q_shared, K_shared, V_shared, acc_s, acc_s_cast, acc_o, scores_max,
                                scores_max_prev, scores_scale, scores_sum, logsum, k, by, bz)  # fmt: skip
-            for i, j in T.Parallel(block_m, dim):
-                acc_o[i, j] /= logsum[i]
-            T.copy(acc_o, O_shared)
+            finish(acc_o, logsum, O_shared)
             T.copy(O_shared, Output[bz, by, bx * block_m : (bx + 1) * block_m, :])
 
     return blocksparse_attention
@@ -215,14 +207,10 @@ def attention_inputs(rng) -> list[np.ndarray]:
 
 def attention_reference(arrays) -> dict[int, np.ndarray]:
     block_m, block_n = ATTENTION[4:6]
-    q, k, v = (np.asarray(t, np.float64) for t in arrays[:3])
-    mask = arrays[3]
-    s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1])
-    seq = s.shape[-1]
+    q, k, v, mask = arrays[:4]
+    seq = q.shape[2]
     keep = mask.repeat(block_m, axis=2).repeat(block_n, axis=3)[:, :, :seq, :seq]
-    s = np.where(keep, s, -np.inf)
-    p = np.exp(s - s.max(-1, keepdims=True))
-    return {4: (p / p.sum(-1, keepdims=True)) @ v}
+    return {4: exact_attention(q, k, v, keep)}
 
 
 def selected_indices(mask: np.ndarray, rng) -> np.ndarray:

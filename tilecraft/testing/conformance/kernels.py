@@ -6,6 +6,13 @@ factories with their own sizes.
 """
 
 import tilecraft.language as T
+from tilecraft.testing.conformance.online_softmax import (
+    attention_tiles,
+    finish_rows,
+    key_tiles,
+    rescale_scores,
+    start_rows,
+)
 
 
 def elementwise_add(n: int = 1000, block: int = 256, dtype: str = "float32"):
@@ -256,6 +263,11 @@ def flash_attention(
     shape = [batch, seq_len, heads, dim]
     dtype = "float16"
     accum_dtype = "float"
+    rescale = rescale_scores(block_m, block_n, scale)
+    tiles = attention_tiles(block_m, block_n, dim, dtype, accum_dtype)
+    start = start_rows(accum_dtype)
+    trip_count = key_tiles(seq_len, block_m, block_n, is_causal)
+    finish = finish_rows(block_m, dim)
 
     @T.macro
     def MMA0(K, Q_shared, K_shared, acc_s, k, bx, by, bz):
@@ -277,13 +289,7 @@ def flash_attention(
         T.copy(scores_max, scores_max_prev)
         T.fill(scores_max, -T.infinity(accum_dtype))
         T.reduce_max(acc_s, scores_max, dim=1, clear=False)
-        for i in T.Parallel(block_m):
-            scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
-        for i, j in T.Parallel(block_m, block_n):
-            acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
-        T.reduce_sum(acc_s, scores_sum, dim=1)
-        for i in T.Parallel(block_m):
-            logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+        rescale(acc_s, scores_max, scores_max_prev, scores_scale, scores_sum, logsum)
         T.copy(acc_s, acc_s_cast)
 
     @T.macro
@@ -299,38 +305,17 @@ def flash_attention(
         Output: T.Tensor(shape, dtype),
     ):
         with T.Kernel(T.ceildiv(seq_len, block_m), heads, batch, threads=threads) as (bx, by, bz):
-            Q_shared = T.alloc_shared([block_m, dim], dtype)
-            K_shared = T.alloc_shared([block_n, dim], dtype)
-            V_shared = T.alloc_shared([block_n, dim], dtype)
-            O_shared = T.alloc_shared([block_m, dim], dtype)
-            acc_s = T.alloc_fragment([block_m, block_n], accum_dtype)
-            acc_s_cast = T.alloc_fragment([block_m, block_n], dtype)
-            acc_o = T.alloc_fragment([block_m, dim], accum_dtype)
-            scores_max = T.alloc_fragment([block_m], accum_dtype)
-            scores_max_prev = T.alloc_fragment([block_m], accum_dtype)
-            scores_scale = T.alloc_fragment([block_m], accum_dtype)
-            scores_sum = T.alloc_fragment([block_m], accum_dtype)
-            logsum = T.alloc_fragment([block_m], accum_dtype)
+            (Q_shared, K_shared, V_shared, O_shared, acc_s, acc_s_cast, acc_o,
+             scores_max, scores_max_prev, scores_scale, scores_sum, logsum) = tiles()  # fmt: skip
 
             T.copy(Q[bz, bx * block_m : (bx + 1) * block_m, by, :], Q_shared)
-            T.fill(acc_o, 0)
-            T.fill(logsum, 0)
-            T.fill(scores_max, -T.infinity(accum_dtype))
-
-            loop_range = (
-                T.min(T.ceildiv(seq_len, block_n), T.ceildiv((bx + 1) * block_m, block_n))
-                if is_causal
-                else T.ceildiv(seq_len, block_n)
-            )
-
-            for k in T.Pipelined(loop_range, num_stages=num_stages):
+            start(acc_o, logsum, scores_max)
+            for k in T.Pipelined(trip_count(bx), num_stages=num_stages):
                 MMA0(K, Q_shared, K_shared, acc_s, k, bx, by, bz)
                 Softmax(acc_s, acc_s_cast, scores_max, scores_max_prev, scores_scale, scores_sum, logsum)
                 Rescale(acc_o, scores_scale)
                 MMA1(V, V_shared, acc_s_cast, acc_o, k, by, bz)
-            for i, j in T.Parallel(block_m, dim):
-                acc_o[i, j] /= logsum[i]
-            T.copy(acc_o, O_shared)
+            finish(acc_o, logsum, O_shared)
             T.copy(O_shared, Output[bz, bx * block_m : (bx + 1) * block_m, by, :])
 
     return flash_attention
