@@ -290,7 +290,6 @@ UNMAPPED = [
     (lambda: tvm.foo_bar, "tvm.foo_bar", "tilecraft maps only the names TileLang's examples use"),
     (lambda: tirx.IndexMap, "tvm.tirx.IndexMap", "T.Layout and T.Fragment are tilecraft's"),
     (lambda: tirx.decl_buffer, "tvm.tirx.decl_buffer", "T.alloc_shared"),
-    (lambda: tirx.call_extern, "tvm.tirx.call_extern", "tilecraft has no T.call_extern"),
     (lambda: tirx.op.Op, "tvm.tirx.op.Op", "tilecraft maps only"),
     (lambda: tirx.expr.Shuffle, "tvm.tirx.expr.Shuffle", "tilecraft maps only"),
     (lambda: tvm.ir.Op, "tvm.ir.Op", "operator registry"),

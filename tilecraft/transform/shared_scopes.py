@@ -6,7 +6,8 @@ loop tiles are dead once its epilogue tiles are written needs the sum of both. T
 shared allocations of a kernel body's leading chain of `Allocate`s down to the range of top-level
 statements from the first one that names the buffer to the last, so that buffers used one after the
 other become sibling scopes and share bytes. Ranges that partly overlap are widened until they nest
-(scopes form a stack). Other allocations (registers) stay where they are, around everything. A scalar
+(scopes form a stack). A shared buffer no statement names is dropped (TVM drops unused allocations;
+TileLang's mxfp4 example allocates a bias tile it uses only with a bias). Other allocations (registers) stay where they are, around everything. A scalar
 binding (`n = T.min(...)` before a loop: a `LetStmt`) holds every statement after it in its body; where
 the target asks (`bindings`), a range that is only such a binding is narrowed again among the
 statements of its body.
@@ -53,16 +54,27 @@ def narrow_kernel_body(body: S.Stmt, scopes: Sequence[str], bindings: bool = Fal
     kept: list[S.Allocate | S.LetStmt] = []  # bindings and other allocations stay around everything
     for node in chain:
         found = [i for i, used in enumerate(uses) if isinstance(node, S.Allocate) and id(node.buffer) in used]
+        if isinstance(node, S.Allocate) and node.buffer.scope in scopes and not _used(node):
+            continue  # never used (TileLang's example allocates a bias tile it may not use): no bytes
         if isinstance(node, S.Allocate) and node.buffer.scope in scopes and found:
             movable.append(_Scope(node, found[0], found[-1]))
         else:
             kept.append(node)
     if len(stmts) < 2 or not movable:
-        return body  # one statement (or none) uses everything: nothing to narrow
+        if len(kept) == len(chain):
+            return body  # one statement (or none) uses everything: nothing to narrow
+        out = stmts[0] if len(stmts) == 1 else S.SeqStmt(tuple(stmts))
+        for node in reversed(kept):
+            out = dataclasses.replace(node, body=out)
+        return out
     out = _narrow(stmts, movable, bindings)
     for node in reversed(kept):
         out = dataclasses.replace(node, body=out)
     return out
+
+
+def _used(alloc: S.Allocate) -> bool:
+    return any(n is alloc.buffer for n in walk(alloc.body))
 
 
 def _narrow(stmts: list[S.Stmt], scopes: list[_Scope], bindings: bool) -> S.Stmt:
