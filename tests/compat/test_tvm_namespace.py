@@ -122,6 +122,8 @@ EVERY_TIRX_NAME = {
     "shift_left": (lambda: tirx.shift_left(X, 1), E.Call, "int32"),
     "shift_right": (lambda: tirx.shift_right(X, 1), E.Call, "int32"),
     "call_intrin": (lambda: tirx.call_intrin("float32", "exp", F), E.Call, "float32"),
+    "call_extern": (lambda: tirx.call_extern("float32", "my_fn", F), E.Call, "float32"),
+    "call_pure_extern": (lambda: tirx.call_pure_extern("int32", "my_fn", X), E.Call, "int32"),
     "const": (lambda: tirx.const(2, "int16"), E.IntImm, "int16"),
     "reinterpret": (lambda: tirx.reinterpret("int32", F), E.Call, "int32"),
     "if_then_else": (lambda: tirx.if_then_else(X > 0, F, 1.0), E.Select, "float32"),
