@@ -219,12 +219,12 @@ _SUPPORT_FIELDS = (
 )  # fmt: skip
 
 
-# What a target whose code generator does not compile T.import_source's text lacks (every kind but CUDA's).
+# What a target whose code generator does not compile T.import_source's text lacks (the default).
 NO_IMPORTED_SOURCE = Lack(
-    "this target's code generator does not compile source text imported with T.import_source (CUDA C: "
-    "__device__ functions, inline PTX)",
-    "run the kernel on a CUDA target, or write what the imported function computes in T.* (TileLang's "
-    "dequantize examples have such a path: fast_decoding=False / fast_dequant=False)",
+    "this target's code generator does not compile source text imported with T.import_source",
+    "run the kernel on a target whose code generator compiles the imported text, or write what the "
+    "imported function computes in T.* (TileLang's dequantize examples have such a path: "
+    "fast_decoding=False / fast_dequant=False)",
 )
 
 
@@ -246,9 +246,9 @@ class Capabilities:
       `narrow` (4-bit and microscaling dtypes, in buffers and values), `wide_shared` (64-bit elements in
       shared memory); `float64_math`: the math functions float64 values have.
     * `atomics`: which atomic updates exist. `print`: T.print.
-    * `imported_source`: whether the code generator puts `T.import_source` text (CUDA C: device
-      functions, inline PTX) into the device translation unit. Unlike the other facts it is refused
-      unless a kind says True, since a code generator that does not know it would drop the text.
+    * `imported_source`: whether the code generator puts `T.import_source` text (device functions,
+      inline assembly) into the device translation unit. Unlike the other facts it is refused unless a
+      kind says True, since a code generator that does not know it would drop the text.
     """
 
     refused: Lack | None = None

@@ -2,7 +2,8 @@
 
 Formats:
 - `cuda-source`: one self-contained translation unit: the text of include/tc_cuda.h, the wgmma
-  instructions the kernels use (sm_90a; tilecraft/cuda/wgmma.py), then one
+  instructions the kernels use (sm_90a; tilecraft/cuda/wgmma.py), the texts the kernels'
+  `T.import_source` calls gave (each once; `imported_source`), then one
   `extern "C" __global__` kernel per T.Kernel, taking the kernel's params in KernelInfo order
   (buffers as device pointers, scalars by value), then its tensor maps (`KernelInfo.tensor_maps`, as
   `const __grid_constant__ tc_tensor_map`), and its shared memory as dynamic shared memory; TMA

@@ -23,6 +23,7 @@ bytes may be reused), so the reuse this enables is race-free; the pass must run 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 
 from tilecraft.backend.pipeline import module_pass
@@ -52,29 +53,50 @@ def narrow_kernel_body(body: S.Stmt, scopes: Sequence[str], bindings: bool = Fal
     uses = [{id(n) for n in walk(s) if isinstance(n, Buffer)} for s in stmts]
     movable: list[_Scope] = []
     kept: list[S.Allocate | S.LetStmt] = []  # bindings and other allocations stay around everything
+    dropped = False
     for node in chain:
         found = [i for i, used in enumerate(uses) if isinstance(node, S.Allocate) and id(node.buffer) in used]
-        if isinstance(node, S.Allocate) and node.buffer.scope in scopes and not _used(node):
-            continue  # never used (TileLang's example allocates a bias tile it may not use): no bytes
+        if isinstance(node, S.Allocate) and node.buffer.scope in scopes and not found and not _used(node):
+            dropped = True  # never used (TileLang's example allocates a bias tile it may not use): no bytes
+            continue
         if isinstance(node, S.Allocate) and node.buffer.scope in scopes and found:
             movable.append(_Scope(node, found[0], found[-1]))
         else:
             kept.append(node)
     if len(stmts) < 2 or not movable:
-        if len(kept) == len(chain):
+        if not dropped:
             return body  # one statement (or none) uses everything: nothing to narrow
-        out = stmts[0] if len(stmts) == 1 else S.SeqStmt(tuple(stmts))
-        for node in reversed(kept):
-            out = dataclasses.replace(node, body=out)
-        return out
+        return _without_unused(body, scopes)
     out = _narrow(stmts, movable, bindings)
     for node in reversed(kept):
         out = dataclasses.replace(node, body=out)
     return out
 
 
+def _without_unused(stmt: S.Stmt, scopes: Sequence[str]) -> S.Stmt:
+    """The leading chain of `stmt` without the shared allocations its statements never name."""
+    if isinstance(stmt, S.Allocate) and stmt.buffer.scope in scopes and not _used(stmt):
+        return _without_unused(stmt.body, scopes)
+    if isinstance(stmt, (S.Allocate, S.LetStmt)):
+        return dataclasses.replace(stmt, body=_without_unused(stmt.body, scopes))
+    if isinstance(stmt, S.SeqStmt) and len(stmt.stmts) == 1:
+        return _without_unused(stmt.stmts[0], scopes)
+    return stmt
+
+
 def _used(alloc: S.Allocate) -> bool:
-    return any(n is alloc.buffer for n in walk(alloc.body))
+    """Whether the allocation's body names its buffer: in a node the walk reaches or, since some
+    statements hold buffers where the walk does not look (a persistent kernel's), in its printed form."""
+    name = alloc.buffer.name
+    if any(isinstance(n, Buffer) and n.name == name for n in walk(alloc.body)):
+        return True
+    from tilecraft.ir.printer import print_ir
+
+    try:
+        text = print_ir(alloc.body)
+    except Exception:  # noqa: BLE001 - what cannot be printed is kept, as before
+        return True
+    return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", text) is not None
 
 
 def _narrow(stmts: list[S.Stmt], scopes: list[_Scope], bindings: bool) -> S.Stmt:
