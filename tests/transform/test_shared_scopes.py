@@ -148,3 +148,14 @@ def test_the_budget_counts_tiles_that_are_never_live_together_once(monkeypatch):
             target=f"cuda -arch=sm_80 -max_shared_memory_per_block_optin={need // 2}",
             execution_backend="nvrtc",
         )
+
+
+def test_a_shared_buffer_nothing_names_is_dropped():
+    # TileLang's mxfp4 example allocates a bias tile it uses only with a bias: no bytes without one
+    a, unused, c = _shared("a"), _shared("unused"), _shared("c")
+    body = S.Allocate(a, S.Allocate(unused, S.Allocate(c, S.seq(_touch(a), _touch(c)))))
+    assert _scopes(narrow_kernel_body(body, ("shared",))) == [(0, "a"), (0, "c")]
+    one = S.Allocate(a, S.Allocate(unused, _touch(a)))  # one statement: nothing to narrow, still dropped
+    assert _scopes(narrow_kernel_body(one, ("shared",))) == [(0, "a")]
+    kept = S.Allocate(a, S.Allocate(c, _touch(a, c)))  # one statement using both: unchanged
+    assert narrow_kernel_body(kept, ("shared",)) is kept

@@ -215,7 +215,17 @@ EVERY_DTYPE: dict[str, Support] = dict.fromkeys(
 )
 _SUPPORT_FIELDS = (
     "mbarriers", "float64", "int64", "float16", "bfloat16", "float8", "narrow", "wide_shared", "print",
+    "imported_source",
 )  # fmt: skip
+
+
+# What a target whose code generator does not compile T.import_source's text lacks (the default).
+NO_IMPORTED_SOURCE = Lack(
+    "this target's code generator does not compile source text imported with T.import_source",
+    "run the kernel on a target whose code generator compiles the imported text, or write what the "
+    "imported function computes in T.* (TileLang's dequantize examples have such a path: "
+    "fast_decoding=False / fast_dequant=False)",
+)
 
 
 @dataclass(frozen=True)
@@ -236,6 +246,9 @@ class Capabilities:
       `narrow` (4-bit and microscaling dtypes, in buffers and values), `wide_shared` (64-bit elements in
       shared memory); `float64_math`: the math functions float64 values have.
     * `atomics`: which atomic updates exist. `print`: T.print.
+    * `imported_source`: whether the code generator puts `T.import_source` text (device functions,
+      inline assembly) into the device translation unit. Unlike the other facts it is refused unless a
+      kind says True, since a code generator that does not know it would drop the text.
     """
 
     refused: Lack | None = None
@@ -258,6 +271,7 @@ class Capabilities:
     float64_math: Functions = Functions()
     atomics: Atomics = Atomics()
     print: Support = None
+    imported_source: Support = NO_IMPORTED_SOURCE
 
     def __post_init__(self) -> None:
         owner = "Capabilities"

@@ -322,6 +322,10 @@ class CFamilyPrinter:
         return f"(float)({text})"
 
     def _e_Call(self, e: E.Call) -> str:
+        if e.op == "call_extern":  # T.call_extern: the function the imported source or toolchain provides
+            return f"{e.args[0].value}({', '.join(self.extern_argument(a) for a in e.args[1:])})"
+        if e.op == "access_ptr":
+            return self.access_pointer(e)
         args = [self.expr(a) for a in e.args]
         if e.op == "shift_left" and self.wraps(e) and e.dtype.is_int:
             # A negative value shifted left is undefined in C; its unsigned twin is not.
@@ -336,6 +340,21 @@ class CFamilyPrinter:
         if e.op == "reinterpret":
             return self.reinterpret(e.args[0].dtype, e.dtype, args[0])
         return self.math_call(e, args)
+
+    def extern_argument(self, e: Expr) -> str:
+        """An argument of an extern call: a string as a C string literal, the rest as values."""
+        if isinstance(e, E.StringImm):
+            return '"' + e.value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+        return self.expr(e)
+
+    def access_pointer(self, e: E.Call) -> str:
+        """`T.access_ptr`: the address of a thread's own array element, typed as its stored elements."""
+        load = e.args[0]
+        buf = load.buffer
+        if buf.scope == "local.var":
+            return f"(&{self.name(buf)})"
+        offset = self.offset(buf, load.indices)
+        return f"({self.name(buf)} + {offset})" if offset != "0" else f"({self.name(buf)})"
 
     def reinterpret(self, source: DataType, dest: DataType, value: str) -> str:
         """The bits of `value` (of dtype `source`) read as `dest`: a dtype stored narrower than it

@@ -10,7 +10,7 @@ from __future__ import annotations
 import platform
 from functools import cache
 
-from tilecraft.backend.capabilities import EVERY_DTYPE, Capabilities
+from tilecraft.backend.capabilities import EVERY_DTYPE, Capabilities, Lack
 from tilecraft.backend.errors import TargetError
 from tilecraft.backend.target import Target
 from tilecraft.backend.target_kind import TargetKind, register_target_kind
@@ -72,6 +72,12 @@ def capabilities(target: Target) -> Capabilities:
         thread_group=1,
         mbarriers=True,
         print=True,
+        imported_source=Lack(
+            "the CPU target compiles C for the host, which cannot hold T.import_source's CUDA device code "
+            "(__device__ functions, inline PTX such as lop3)",
+            "run the kernel on a CUDA target, or write what the imported function computes in T.* "
+            "(TileLang's dequantize examples have such a path: fast_decoding=False / fast_dequant=False)",
+        ),
         **EVERY_DTYPE,
     )
 

@@ -2,7 +2,8 @@
 
 Formats:
 - `cuda-source`: one self-contained translation unit: the text of include/tc_cuda.h, the wgmma
-  instructions the kernels use (sm_90a; tilecraft/cuda/wgmma.py), then one
+  instructions the kernels use (sm_90a; tilecraft/cuda/wgmma.py), the texts the kernels'
+  `T.import_source` calls gave (each once; `imported_source`), then one
   `extern "C" __global__` kernel per T.Kernel, taking the kernel's params in KernelInfo order
   (buffers as device pointers, scalars by value), then its tensor maps (`KernelInfo.tensor_maps`, as
   `const __grid_constant__ tc_tensor_map`), and its shared memory as dynamic shared memory; TMA
@@ -45,6 +46,7 @@ from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Var
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import walk
+from tilecraft.language.extern import imported_sources
 from tilecraft.runtime.artifact import KernelInfo, TensorMapInfo
 from tilecraft.transform.bounds_checks import BOUNDS_CHECK
 from tilecraft.transform.storage import launch_info, planned_offsets
@@ -241,6 +243,9 @@ def device_source(mod: IRModule, ctx) -> DeviceCode:
     fp8_widths = {instruction_n(c.n // c.warps_n) for c in calls if c.float8_wgmma}
     if widths or rs_widths or fp8_widths:
         parts.append(asm_functions(widths, rs_widths, fp8_widths))
+    imported = imported_source(mod)
+    if imported:
+        parts.append(imported)
     sites: list[BoundsSite] = []
     kernels, infos = [], []
     for f in mod.functions:
@@ -250,6 +255,20 @@ def device_source(mod: IRModule, ctx) -> DeviceCode:
     if sites:  # the header's checks and the record the runtime reads back
         parts.insert(0, "#define TC_BOUNDS_CHECK 1")
     return device_code(mod, SOURCE_FORMAT, parts + kernels, infos, BUFFER_ALIGN)
+
+
+def imported_source(mod: IRModule) -> str:
+    """The source texts the kernels' `T.import_source` calls gave, each once, in the order they were
+    first imported (after the header, before the kernels). TileLang's decoders use `uint`, which nvcc's
+    host headers declare and NVRTC does not; a repeated typedef of the same type is valid C++."""
+    texts: list[str] = []
+    for f in mod.functions:
+        for code, *_where in imported_sources(f):
+            if code not in texts:
+                texts.append(code)
+    if not texts:
+        return ""
+    return "\n".join(["// T.import_source", "typedef unsigned int uint;", *texts, "// end of T.import_source"])
 
 
 def _kernel_info(func: PrimFunc) -> KernelInfo:

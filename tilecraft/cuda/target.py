@@ -200,6 +200,7 @@ def capabilities(target: Target) -> Capabilities:
         mbarriers=mbarriers,
         clusters=sm90,
         print=True,
+        imported_source=True,
         **EVERY_DTYPE,
     )  # fmt: skip
 

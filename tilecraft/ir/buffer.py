@@ -144,8 +144,12 @@ class Buffer(Node):
                 ranges.append(Range(_index(k), E.const(1, _index_dtype(extent))))
         return BufferRegion(self, tuple(ranges))
 
-    def access_ptr(self, *_args, **_kwargs):
-        raise IRError("access_ptr is not part of tilecraft's language; pass the buffer or a region instead")
+    def access_ptr(self, access_mask, ptr_type="handle", content_lanes=1, offset=0, extent=None) -> Expr:
+        """TVM's access pointer: the address of this thread-private array's element `offset`, for an
+        extern call's pointer argument (`T.access_ptr`, tilecraft/language/extern.py)."""
+        from tilecraft.language.extern import buffer_access_ptr
+
+        return buffer_access_ptr(self, access_mask, ptr_type, content_lanes, offset, extent)
 
     def __repr__(self) -> str:
         shape = ", ".join(str(s) for s in self.shape)

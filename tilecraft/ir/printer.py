@@ -196,6 +196,12 @@ class Printer(PythonLines):
             return f"~{self.expr(e.args[0], _PREC['neg'])}", _PREC["neg"]
         if e.op == "reinterpret":
             return f"T.reinterpret({self.expr(e.args[0])}, {dtype_str(e.dtype)})", _ATOM
+        if e.op in ("call_extern", "access_ptr") and e.args and _extern_form(e):
+            if e.op == "call_extern":  # T.call_extern(dtype, name, *args)
+                args = ", ".join(self.expr(a) for a in e.args)
+                return f"T.call_extern({dtype_str(e.dtype)}, {args})", _ATOM
+            load, mask, extent = e.args  # T.access_ptr(buf[i], mask, extent)
+            return f"T.access_ptr({self.expr(load)}, {self.expr(mask)}, {self.expr(extent)})", _ATOM
         natural = e.op in ops.MATH_FLOAT + ops.MATH_ANY and e.args and e.args[0].dtype == e.dtype
         args = ", ".join(self.expr(a) for a in e.args)
         if natural:
@@ -569,6 +575,14 @@ def _module_level_vars(f: PrimFunc) -> list[E.Var]:
         if all(v is not o for o in out):
             out.append(v)
     return out
+
+
+def _extern_form(e: E.Call) -> bool:
+    """Whether a call_extern / access_ptr call has the arguments its T.* spelling builds back."""
+    if e.op == "call_extern":
+        return isinstance(e.args[0], E.StringImm)
+    return (len(e.args) == 3 and isinstance(e.args[0], E.BufferLoad) and isinstance(e.args[1], E.StringImm)
+            and e.dtype == E.dt.uint64 and e.args[2].dtype == E.dt.int32)  # fmt: skip
 
 
 def _layout_text(layout) -> str:

@@ -148,6 +148,7 @@ from tilecraft.language.barriers import (  # noqa: E402
     tma_copy,
     ws,
 )
+from tilecraft.language.extern import access_ptr, alloc_buffer, call_extern, dp4a, import_source  # noqa: E402
 from tilecraft.language.im2col import c2d_im2col, im2col  # noqa: E402
 from tilecraft.language.kernel import (  # noqa: E402
     annotate_consumer_reg_alloc,
@@ -157,7 +158,16 @@ from tilecraft.language.kernel import (  # noqa: E402
     set_max_nreg,
     thread_binding,
 )
-from tilecraft.language.math import clamp, reinterpret  # noqa: E402
+from tilecraft.language.math import (  # noqa: E402
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
+    clamp,
+    reinterpret,
+    shift_left,
+    shift_right,
+)
 from tilecraft.language.reducers import (  # noqa: E402
     alloc_reducer,
     attr,
@@ -168,6 +178,17 @@ from tilecraft.language.reducers import (  # noqa: E402
 from tilecraft.language.types import FragmentBuffer, LocalBuffer, SharedBuffer  # noqa: E402
 
 __all__ += [
+    "access_ptr",
+    "alloc_buffer",
+    "bitwise_and",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
+    "shift_left",
+    "shift_right",
+    "call_extern",
+    "dp4a",
+    "import_source",
     "alloc_reducer",
     "attr",
     "comm_reducer",

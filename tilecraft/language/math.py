@@ -265,3 +265,34 @@ def Ramp(base, stride, lanes: int) -> Expr:  # noqa: N802
 def Broadcast(value, lanes: int) -> Expr:  # noqa: N802
     value = convert(value)
     return E.Broadcast(value.dtype.with_lanes(lanes), value, int(lanes))
+
+
+def _int_operand(x) -> Expr:
+    # TVM converts a Python int to an int32 constant before matching types (T.shift_left(1, u8) is int32)
+    return x if isinstance(x, Expr) else E.convert(x)
+
+
+def shift_left(a, b) -> Expr:
+    """TVM's `T.shift_left(a, b)`: `a << b` (a Python int operand is an int32 constant)."""
+    return E.int_call("shift_left", _int_operand(a), _int_operand(b))
+
+
+def shift_right(a, b) -> Expr:
+    """TVM's `T.shift_right(a, b)`: `a >> b`."""
+    return E.int_call("shift_right", _int_operand(a), _int_operand(b))
+
+
+def bitwise_and(a, b) -> Expr:
+    return E.int_call("bitwise_and", _int_operand(a), _int_operand(b))
+
+
+def bitwise_or(a, b) -> Expr:
+    return E.int_call("bitwise_or", _int_operand(a), _int_operand(b))
+
+
+def bitwise_xor(a, b) -> Expr:
+    return E.int_call("bitwise_xor", _int_operand(a), _int_operand(b))
+
+
+def bitwise_not(a) -> Expr:
+    return ~_int_operand(a)

@@ -6,7 +6,8 @@ loop tiles are dead once its epilogue tiles are written needs the sum of both. T
 shared allocations of a kernel body's leading chain of `Allocate`s down to the range of top-level
 statements from the first one that names the buffer to the last, so that buffers used one after the
 other become sibling scopes and share bytes. Ranges that partly overlap are widened until they nest
-(scopes form a stack). Other allocations (registers) stay where they are, around everything. A scalar
+(scopes form a stack). A shared buffer no statement names is dropped (TVM drops unused allocations;
+TileLang's mxfp4 example allocates a bias tile it uses only with a bias). Other allocations (registers) stay where they are, around everything. A scalar
 binding (`n = T.min(...)` before a loop: a `LetStmt`) holds every statement after it in its body; where
 the target asks (`bindings`), a range that is only such a binding is narrowed again among the
 statements of its body.
@@ -22,6 +23,7 @@ bytes may be reused), so the reuse this enables is race-free; the pass must run 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 
 from tilecraft.backend.pipeline import module_pass
@@ -51,18 +53,50 @@ def narrow_kernel_body(body: S.Stmt, scopes: Sequence[str], bindings: bool = Fal
     uses = [{id(n) for n in walk(s) if isinstance(n, Buffer)} for s in stmts]
     movable: list[_Scope] = []
     kept: list[S.Allocate | S.LetStmt] = []  # bindings and other allocations stay around everything
+    dropped = False
     for node in chain:
         found = [i for i, used in enumerate(uses) if isinstance(node, S.Allocate) and id(node.buffer) in used]
+        if isinstance(node, S.Allocate) and node.buffer.scope in scopes and not found and not _used(node):
+            dropped = True  # never used (TileLang's example allocates a bias tile it may not use): no bytes
+            continue
         if isinstance(node, S.Allocate) and node.buffer.scope in scopes and found:
             movable.append(_Scope(node, found[0], found[-1]))
         else:
             kept.append(node)
     if len(stmts) < 2 or not movable:
-        return body  # one statement (or none) uses everything: nothing to narrow
+        if not dropped:
+            return body  # one statement (or none) uses everything: nothing to narrow
+        return _without_unused(body, scopes)
     out = _narrow(stmts, movable, bindings)
     for node in reversed(kept):
         out = dataclasses.replace(node, body=out)
     return out
+
+
+def _without_unused(stmt: S.Stmt, scopes: Sequence[str]) -> S.Stmt:
+    """The leading chain of `stmt` without the shared allocations its statements never name."""
+    if isinstance(stmt, S.Allocate) and stmt.buffer.scope in scopes and not _used(stmt):
+        return _without_unused(stmt.body, scopes)
+    if isinstance(stmt, (S.Allocate, S.LetStmt)):
+        return dataclasses.replace(stmt, body=_without_unused(stmt.body, scopes))
+    if isinstance(stmt, S.SeqStmt) and len(stmt.stmts) == 1:
+        return _without_unused(stmt.stmts[0], scopes)
+    return stmt
+
+
+def _used(alloc: S.Allocate) -> bool:
+    """Whether the allocation's body names its buffer: in a node the walk reaches or, since some
+    statements hold buffers where the walk does not look (a persistent kernel's), in its printed form."""
+    name = alloc.buffer.name
+    if any(isinstance(n, Buffer) and n.name == name for n in walk(alloc.body)):
+        return True
+    from tilecraft.ir.printer import print_ir
+
+    try:
+        text = print_ir(alloc.body)
+    except Exception:  # noqa: BLE001 - what cannot be printed is kept, as before
+        return True
+    return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", text) is not None
 
 
 def _narrow(stmts: list[S.Stmt], scopes: list[_Scope], bindings: bool) -> S.Stmt:

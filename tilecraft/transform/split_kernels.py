@@ -16,6 +16,7 @@ from tilecraft.ir.expr import Var
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.host import KernelCall
 from tilecraft.ir.visitor import Mutator, free_vars, walk
+from tilecraft.language.extern import IMPORT_SOURCE_ATTR
 
 
 def device_params(func: PrimFunc, launch: S.KernelLaunch) -> tuple[Buffer | Var, ...]:
@@ -46,6 +47,9 @@ class _Extract(Mutator):
         symbol = f"{self.func.name}_kernel{len(self.kernels)}"
         params = device_params(self.func, launch)
         attrs = ((ROLE, "device"), ("tilecraft.host_function", self.func.name))
+        imported = self.func.attr(IMPORT_SOURCE_ATTR)
+        if imported:  # T.import_source: the device translation unit holds it
+            attrs += ((IMPORT_SOURCE_ATTR, imported),)
         self.kernels.append(PrimFunc(symbol, params, launch, attrs, span=launch.span))
         return KernelCall(symbol, params, launch.grid, launch.threads, span=launch.span)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from tilecraft.backend.capabilities import Capabilities, Lack
+from tilecraft.backend.capabilities import NO_IMPORTED_SOURCE, Capabilities, Lack
 from tilecraft.backend.pipeline import module_pass
 from tilecraft.errors import LoweringError
 from tilecraft.ir import expr as E
@@ -58,6 +58,8 @@ def check_capabilities(mod: IRModule, target, iteration_local: bool = False, bin
         use = first_narrow_use(mod)
         if use is not None:
             _raise(f"{use.what} is {use.dtype}: {caps.narrow.reason}", use.span, caps.narrow, target)
+    if caps.imported_source is not True:
+        _check_imported_source(mod, caps, target)
     for func in mod.functions:
         walk = _SupportWalk(caps, target, func.span)
         for p in func.params:
@@ -66,6 +68,17 @@ def check_capabilities(mod: IRModule, target, iteration_local: bool = False, bin
     _check_buffer_count(mod, caps.max_buffers, target)
     counted = mark_iteration_local(mod) if iteration_local else mod
     check_storage_budgets(counted, storage_budgets(caps), target, narrowed=SHARED_SCOPES, bindings=bindings)
+
+
+def _check_imported_source(mod: IRModule, caps: Capabilities, target) -> None:
+    """T.import_source needs a code generator that puts its text into the device translation unit."""
+    from tilecraft.language.extern import imported_sources
+
+    for func in mod.functions:
+        for _code, file, line, col in imported_sources(func)[:1]:
+            lack = caps.imported_source if isinstance(caps.imported_source, Lack) else NO_IMPORTED_SOURCE
+            span = Span(file, line, col) if file else func.span
+            _raise(f"T.import_source: {lack.reason}", span, lack, target)
 
 
 def storage_budgets(caps: Capabilities) -> tuple[StorageBudget, ...]:

@@ -72,10 +72,6 @@ REFUSED: dict[str, str] = {
     "tvm.tirx.SBlock": _STATEMENTS,
     "tvm.tirx.Block": _STATEMENTS,
     "tvm.tirx.Shuffle": "vector shuffles are not part of tilecraft's IR (vectorization is a backend pass)",
-    "tvm.tirx.call_extern": "tilecraft has no T.call_extern: a kernel cannot call a C function it does not "
-    "see; write the computation in the kernel",
-    "tvm.tirx.call_pure_extern": "tilecraft has no T.call_extern: a kernel cannot call a C function it does "
-    "not see; write the computation in the kernel",
     "tvm.tirx.call_llvm_intrin": "tilecraft emits C, not LLVM IR: use T.* math or T.call_intrin",
     "tvm.tirx.call_llvm_pure_intrin": "tilecraft emits C, not LLVM IR: use T.* math or T.call_intrin",
 }

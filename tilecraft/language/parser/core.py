@@ -22,6 +22,7 @@ from tilecraft.ir.function import WORKSPACE_ATTR, PrimFunc
 from tilecraft.ir.visitor import substitute, walk
 from tilecraft.language import builder as B
 from tilecraft.language.barriers import WarpGroups
+from tilecraft.language.extern import CALL_EXTERN
 from tilecraft.language.generic import NodeWithoutBody, WithBlock
 from tilecraft.language.kernel import KernelSpec
 from tilecraft.language.loops import LoopSpec, PersistentSpec, python_range
@@ -278,6 +279,8 @@ class Parser:
 
     def stmt_Expr(self, node: ast.Expr) -> None:
         value = self.evaluator.eval(node.value)
+        if isinstance(value, E.Call) and value.op == CALL_EXTERN:  # a call made for its effect
+            value = S.Evaluate(value, span=self.span(node))
         self.emit(value, node)
 
     def stmt_Pass(self, node: ast.Pass) -> None:

@@ -24,7 +24,9 @@ __all__ = [
     "bitwise_not",
     "bitwise_or",
     "bitwise_xor",
+    "call_extern",
     "call_intrin",
+    "call_pure_extern",
     "ceil",
     "const",
     "cos",
@@ -171,3 +173,14 @@ def call_intrin(dtype, op_name, *args, span=None) -> E.Expr:
 
 
 __getattr__ = refusing(MODULE)
+
+
+def call_extern(dtype, func_name, *args, span=None) -> E.Expr:
+    """TVM's `call_extern(dtype, func_name, *args)`: `T.call_extern` (a function the kernel's
+    `T.import_source` text or the toolchain provides)."""
+    from tilecraft.language.extern import call_extern as extern
+
+    return extern(dtype, func_name, *args)
+
+
+call_pure_extern = call_extern
