@@ -19,8 +19,8 @@ from tilecraft.cuda.target import KIND, capability
 from tilecraft.cuda.transform.async_gathers import async_gathers
 from tilecraft.cuda.transform.check import check_barrier_placement, check_planned_shared_memory
 from tilecraft.cuda.transform.clusters import cluster_launches
-from tilecraft.cuda.transform.pipeline import inject_software_pipeline
 from tilecraft.cuda.transform.shared_layouts import apply_shared_layouts
+from tilecraft.cuda.transform.software_pipeline import inject_software_pipeline
 from tilecraft.cuda.transform.split_staging import split_staging_tiles
 from tilecraft.cuda.transform.strict_layouts import (
     cuda_strict_layouts,

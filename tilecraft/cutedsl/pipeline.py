@@ -21,8 +21,8 @@ from tilecraft.cuda.storage import mark_assumed_alignment, plan_shared_memory
 from tilecraft.cuda.target import KIND
 from tilecraft.cuda.transform.async_gathers import async_gathers
 from tilecraft.cuda.transform.check import check_barrier_placement, check_planned_shared_memory
-from tilecraft.cuda.transform.pipeline import inject_software_pipeline
 from tilecraft.cuda.transform.shared_layouts import apply_shared_layouts
+from tilecraft.cuda.transform.software_pipeline import inject_software_pipeline
 from tilecraft.cuda.transform.strict_layouts import cuda_strict_layouts
 from tilecraft.cutedsl.check import check_cutedsl_support
 from tilecraft.cutedsl.op import OP_TABLE
