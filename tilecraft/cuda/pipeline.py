@@ -9,7 +9,6 @@ from tilecraft.cuda.intrinsics.simt import cuda_simt
 from tilecraft.cuda.ir import shared_accesses
 from tilecraft.cuda.op import OP_TABLE
 from tilecraft.cuda.op.copy import lower_copy
-from tilecraft.cuda.op.gemm import lower_gemm
 from tilecraft.cuda.op.gemm_plan import WGMMA_PATH, on_wgmma_path, tma_enabled
 from tilecraft.cuda.op.tma_store import staging_layouts, tma_store_enabled, unsuited_copies
 from tilecraft.cuda.storage import mark_assumed_alignment, plan_shared_memory
@@ -125,7 +124,7 @@ def cuda_lower_to_threads(mod: IRModule, ctx) -> IRModule:
         # TMA loads fill wgmma operand tiles, so they exist where wgmma does
         copy = partial(lower_copy, tma=wgmma and tma, tma_store=_tma_stores(wgmma, ctx), stmatrix=stmatrix,
                        unsuited=unsuited_copies(f.body))  # fmt: skip
-        table = {**OP_TABLE, S.Gemm: lower_gemm, S.Copy: copy}
+        table = {**OP_TABLE, S.Copy: copy}
         lowered = lower_to_threads(table, cuda_simt)(mod.with_functions([f]), ctx).functions
         # the decision is in the instructions now (wgmma calls, TMA copies); no later pass reads it
         out.extend(g.without_attr(WGMMA_PATH) for g in lowered)

@@ -16,7 +16,6 @@ from tilecraft.backend.pipeline import PassPipeline, module_pass
 from tilecraft.cuda.intrinsics.simt import cuda_simt
 from tilecraft.cuda.ir import shared_accesses
 from tilecraft.cuda.op.copy import lower_copy
-from tilecraft.cuda.op.gemm import lower_gemm
 from tilecraft.cuda.op.gemm_plan import WGMMA_PATH
 from tilecraft.cuda.storage import mark_assumed_alignment, plan_shared_memory
 from tilecraft.cuda.target import KIND
@@ -56,7 +55,7 @@ def cutedsl_lower_to_threads(mod: IRModule, ctx) -> IRModule:
     """Tile ops and T.Parallel nests are per-thread code; fragments are per-thread register arrays; a
     gemm is one GemmCall of mma.sync atoms; copies into shared tiles are cp.async (never TMA)."""
     copy = partial(lower_copy, tma=False, tma_store=False, stmatrix=False, unsuited=frozenset())
-    table = {**OP_TABLE, S.Gemm: lower_gemm, S.Copy: copy}
+    table = {**OP_TABLE, S.Copy: copy}
     lowered = lower_to_threads(table, cuda_simt)(mod, ctx)
     return lowered.with_functions(f.without_attr(WGMMA_PATH) for f in lowered.functions)
 
