@@ -349,10 +349,10 @@ def test_a_tile_read_through_wgmma_and_ldmatrix_keeps_the_function_on_mma_sync()
 def test_two_layouts_demanded_of_one_shared_tile_are_an_error_not_an_overwrite(monkeypatch):
     """Were the path chosen per gemm anyway, layout inference refuses the tile instead of letting the
     later gemm's layout silently win."""
-    import tilecraft.cuda.pipeline as cuda_pipeline
+    import tilecraft.cuda.transform.gemm_instructions as gemm_instructions
     from tilecraft.testing.conformance.shared_operands import k_shared_by_two_gemms
 
-    monkeypatch.setattr(cuda_pipeline, "_shared_operands_agree", lambda *a: True)
+    monkeypatch.setattr(gemm_instructions, "_shared_operands_agree", lambda *a: True)
     with pytest.raises(LoweringError, match=r"shared buffer K_shared needs two different layouts"):
         _kernel_source(k_shared_by_two_gemms())
 

@@ -1,4 +1,4 @@
-"""Atomics for targets whose pointers carry an address space (OpenCL, Metal): their headers define each
+"""Atomics for targets whose pointers carry an address space (a global and a local or threadgroup one): their headers define each
 helper once per space, so a call names the space and takes the buffer and an element index rather than
 a pointer (a generic pointer would lose the space)."""
 

@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-import math
 from functools import partial
 
-from tilecraft import settings
 from tilecraft.backend.pipeline import PassPipeline, module_pass
 from tilecraft.cuda.intrinsics.simt import cuda_simt
 from tilecraft.cuda.ir import shared_accesses
 from tilecraft.cuda.op import OP_TABLE
 from tilecraft.cuda.op.copy import lower_copy
-from tilecraft.cuda.op.gemm import lower_gemm
-from tilecraft.cuda.op.gemm_plan import register_a_on_wgmma, tma_enabled, wgmma_enabled
+from tilecraft.cuda.op.gemm_plan import WGMMA_PATH, on_wgmma_path, tma_enabled
 from tilecraft.cuda.op.tma_store import staging_layouts, tma_store_enabled, unsuited_copies
-from tilecraft.cuda.storage import SHARED_SCOPES, mark_assumed_alignment, plan_shared_memory
+from tilecraft.cuda.storage import mark_assumed_alignment, plan_shared_memory
 from tilecraft.cuda.target import KIND, capability
 from tilecraft.cuda.transform.async_gathers import async_gathers
 from tilecraft.cuda.transform.check import check_barrier_placement, check_planned_shared_memory
 from tilecraft.cuda.transform.clusters import cluster_launches
-from tilecraft.cuda.transform.pipeline import inject_software_pipeline
+from tilecraft.cuda.transform.gemm_instructions import select_gemm_instructions
 from tilecraft.cuda.transform.shared_layouts import apply_shared_layouts
+from tilecraft.cuda.transform.software_pipeline import inject_software_pipeline
 from tilecraft.cuda.transform.split_staging import split_staging_tiles
 from tilecraft.cuda.transform.strict_layouts import (
     cuda_strict_layouts,
@@ -31,7 +29,7 @@ from tilecraft.cuda.transform.tma_store_waits import place_tma_store_waits
 from tilecraft.cuda.transform.warp_specialize import warp_specialize
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule, PrimFunc
-from tilecraft.ir.visitor import Mutator, walk
+from tilecraft.ir.visitor import Mutator
 from tilecraft.layout.inference import infer_layouts
 from tilecraft.transform.allreduce import lower_thread_allreduce
 from tilecraft.transform.bounds_checks import mark_bounds_checks
@@ -46,65 +44,7 @@ from tilecraft.transform.simt.lower_threads import lower_to_threads
 from tilecraft.transform.split_kernels import split_host_device_pass
 from tilecraft.transform.target_support import check_target_support
 from tilecraft.transform.thread_dims import flatten_thread_dims
-from tilecraft.transform.thread_groups import groups_of
 from tilecraft.transform.widen import widen_index_arithmetic
-
-
-def _allows_wgmma(func: PrimFunc, ctx) -> bool:
-    """sm_90a without tl.disable_wgmma, and every gemm of the function that takes A from registers runs
-    on wgmma too ("wgmma_rs"): a register-A gemm left on mma.sync would need its operand in the mma
-    layout, which a wgmma accumulator feeding it (flash attention's P tile) would contradict, so such a
-    function keeps all its gemms on mma.sync."""
-    if not wgmma_enabled(ctx.target, ctx.pass_configs):
-        return False
-    for launch in (n for n in walk(func.body) if isinstance(n, S.KernelLaunch)):
-        if _split_into_groups(launch, ctx.target):
-            return False
-        threads = math.prod(launch.threads)
-        gemms = [op for op in walk(launch.body) if isinstance(op, S.Gemm)]
-        for op in gemms:
-            register_a = op.a.buffer.scope == "local.fragment"
-            if register_a and not register_a_on_wgmma(op, threads, ctx.target):
-                return False
-        if not _shared_operands_agree(gemms, threads, ctx.target):
-            return False
-    return True
-
-
-def _split_into_groups(launch: S.KernelLaunch, target) -> bool:
-    """Whether some tile-level code of the launch runs on only part of its threads (a branch on the thread
-    index, or a thread count that is not a power of two): the wgmma and TMA paths (warpgroup-wide
-    instructions, one elected issuer, mbarrier arrival counts of the whole block) are kept for kernels
-    whose tiles are the whole block's, and such kernels use mma.sync and cp.async."""
-    for _, group in groups_of(launch, cuda_simt(target).width, target):
-        if not group.whole or group.count != math.prod(launch.threads):
-            return True
-    return False
-
-
-def _note_groups(func: PrimFunc, ctx) -> None:
-    """The TILECRAFT_VERBOSE note of a kernel whose tiles run on part of its threads (no wgmma, no TMA)."""
-    if not wgmma_enabled(ctx.target, ctx.pass_configs):
-        return
-    for launch in (n for n in walk(func.body) if isinstance(n, S.KernelLaunch)):
-        if _split_into_groups(launch, ctx.target):
-            settings.verbose_note(launch.span, "the kernel's tiles run on part of its threads (a branch on "
-                                  "the thread index, or threads that are not a power of two): T.gemm uses "
-                                  "mma.sync and copies cp.async, not wgmma and TMA")  # fmt: skip
-
-
-def _shared_operands_agree(gemms: list[S.Gemm], threads: int, target) -> bool:
-    """Every shared tile that several gemms read gets one layout from all of them on the wgmma path. A
-    tile that one gemm reads through wgmma (its canonical layout) and another through ldmatrix (a gemm
-    wgmma cannot take, such as M = 32) cannot have both, so the function keeps mma.sync, whose operand
-    layout depends only on the tile's row length (TileLang's mha_sink_bwd reads K_shared both ways)."""
-    demanded: dict[int, object] = {}
-    for op in gemms:
-        for buf, layout, _ in cuda_strict_layouts(op, threads, target, wgmma=True):
-            if buf.scope in SHARED_SCOPES and demanded.setdefault(id(buf), layout) != layout:
-                return False
-    return True
-
 
 STMATRIX_CAPABILITY = (9, 0)
 
@@ -117,15 +57,14 @@ def _tma_stores(wgmma: bool, ctx) -> bool:
 
 def _strict_layouts(func: PrimFunc, wgmma: bool, ctx):
     """The gemms' layouts (tensor-core operands and accumulators, the tiles FMA gemms read along their
-    rows), swizzles of the tiles copied into fragments, and where TMA stores are on the staging layout
-    of each tile they store."""
-    gemms = partial(cuda_strict_layouts, wgmma=wgmma)
-    fma = fma_operand_layouts(func.body, wgmma)
+    rows, as each gemm's recorded plan says), swizzles of the tiles copied into fragments, and where TMA
+    stores are on the staging layout of each tile they store."""
+    fma = fma_operand_layouts(func.body)
     sources = fragment_source_layouts(func.body)
     staging = staging_layouts(func.body) if _tma_stores(wgmma, ctx) else None
 
     def strict(op, threads, target):
-        yield from gemms(op, threads, target)
+        yield from cuda_strict_layouts(op, threads, target)
         yield from fma(op, threads, target)
         yield from sources(op, threads, target)
         if staging is not None:
@@ -141,7 +80,7 @@ def cuda_split_staging_tiles(mod: IRModule, ctx) -> IRModule:
     limit = ctx.target.capabilities.shared_memory.bytes
     out = []
     for f in mod.functions:
-        if limit and _tma_stores(_allows_wgmma(f, ctx), ctx):
+        if limit and _tma_stores(on_wgmma_path(f), ctx):
             f = f.with_body(_SplitStaging(limit).mutate(f.body))
         out.append(f)
     return mod.with_functions(out)
@@ -165,8 +104,7 @@ def cuda_infer_layouts(mod: IRModule, ctx) -> IRModule:
     and, on sm_90a, swizzled staging tiles of TMA stores."""
     out = []
     for f in mod.functions:
-        _note_groups(f, ctx)
-        strict = _strict_layouts(f, _allows_wgmma(f, ctx), ctx)
+        strict = _strict_layouts(f, on_wgmma_path(f), ctx)
         out.extend(infer_layouts(cuda_simt, strict)(mod.with_functions([f]), ctx).functions)
     return mod.with_functions(out)
 
@@ -184,12 +122,14 @@ def cuda_lower_to_threads(mod: IRModule, ctx) -> IRModule:
     )
     out = []
     for f in mod.functions:
-        wgmma = _allows_wgmma(f, ctx)
+        wgmma = on_wgmma_path(f)
         # TMA loads fill wgmma operand tiles, so they exist where wgmma does
         copy = partial(lower_copy, tma=wgmma and tma, tma_store=_tma_stores(wgmma, ctx), stmatrix=stmatrix,
                        unsuited=unsuited_copies(f.body))  # fmt: skip
-        table = {**OP_TABLE, S.Gemm: partial(lower_gemm, wgmma=wgmma), S.Copy: copy}
-        out.extend(lower_to_threads(table, cuda_simt)(mod.with_functions([f]), ctx).functions)
+        table = {**OP_TABLE, S.Copy: copy}
+        lowered = lower_to_threads(table, cuda_simt)(mod.with_functions([f]), ctx).functions
+        # the decision is in the instructions now (wgmma calls, TMA copies); no later pass reads it
+        out.extend(g.without_attr(WGMMA_PATH) for g in lowered)
     return mod.with_functions(out)
 
 
@@ -207,6 +147,7 @@ PIPELINE = PassPipeline(
         apply_layout_annotations(
             keep_fragments=True
         ),  # permuted global buffers addressed through their T.Layout; T.Fragment kept for inference
+        select_gemm_instructions(),  # each gemm's plan (wgmma, mma.sync, FMA) and the function's sm_90a path, recorded
         cuda_split_staging_tiles,  # a staging tile past the shared-memory limit beside the stages: column blocks
         cuda_infer_layouts,  # fragment layouts (mma/wgmma accumulators, propagation, defaults); gemm tiles
         cuda_lower_to_threads,  # tile ops and T.Parallel nests -> per-thread code; fragments -> registers

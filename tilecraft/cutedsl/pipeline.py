@@ -16,13 +16,14 @@ from tilecraft.backend.pipeline import PassPipeline, module_pass
 from tilecraft.cuda.intrinsics.simt import cuda_simt
 from tilecraft.cuda.ir import shared_accesses
 from tilecraft.cuda.op.copy import lower_copy
-from tilecraft.cuda.op.gemm import lower_gemm
+from tilecraft.cuda.op.gemm_plan import WGMMA_PATH
 from tilecraft.cuda.storage import mark_assumed_alignment, plan_shared_memory
 from tilecraft.cuda.target import KIND
 from tilecraft.cuda.transform.async_gathers import async_gathers
 from tilecraft.cuda.transform.check import check_barrier_placement, check_planned_shared_memory
-from tilecraft.cuda.transform.pipeline import inject_software_pipeline
+from tilecraft.cuda.transform.gemm_instructions import select_gemm_instructions
 from tilecraft.cuda.transform.shared_layouts import apply_shared_layouts
+from tilecraft.cuda.transform.software_pipeline import inject_software_pipeline
 from tilecraft.cuda.transform.strict_layouts import cuda_strict_layouts
 from tilecraft.cutedsl.check import check_cutedsl_support
 from tilecraft.cutedsl.op import OP_TABLE
@@ -46,8 +47,7 @@ from tilecraft.transform.widen import widen_index_arithmetic
 def cutedsl_infer_layouts(mod: IRModule, ctx) -> IRModule:
     """Every fragment has a layout: mma.sync accumulators (the m16n8k16 atom's), propagation, defaults;
     swizzled gemm operand tiles (what ldmatrix reads without bank conflicts)."""
-    strict = partial(cuda_strict_layouts, wgmma=False)
-    return infer_layouts(cuda_simt, strict)(mod, ctx)
+    return infer_layouts(cuda_simt, cuda_strict_layouts)(mod, ctx)
 
 
 @module_pass("lower-to-threads")
@@ -55,8 +55,9 @@ def cutedsl_lower_to_threads(mod: IRModule, ctx) -> IRModule:
     """Tile ops and T.Parallel nests are per-thread code; fragments are per-thread register arrays; a
     gemm is one GemmCall of mma.sync atoms; copies into shared tiles are cp.async (never TMA)."""
     copy = partial(lower_copy, tma=False, tma_store=False, stmatrix=False, unsuited=frozenset())
-    table = {**OP_TABLE, S.Gemm: partial(lower_gemm, wgmma=False), S.Copy: copy}
-    return lower_to_threads(table, cuda_simt)(mod, ctx)
+    table = {**OP_TABLE, S.Copy: copy}
+    lowered = lower_to_threads(table, cuda_simt)(mod, ctx)
+    return lowered.with_functions(f.without_attr(WGMMA_PATH) for f in lowered.functions)
 
 
 PIPELINE = PassPipeline(
@@ -71,6 +72,7 @@ PIPELINE = PassPipeline(
         apply_layout_annotations(
             keep_fragments=True
         ),  # permuted global buffers addressed through their T.Layout; T.Fragment kept for inference
+        select_gemm_instructions(wgmma=False),  # each gemm's plan (mma.sync or FMA), recorded on it
         cutedsl_infer_layouts,  # fragment layouts (mma.sync accumulators, propagation, defaults); gemm tiles
         cutedsl_lower_to_threads,  # tile ops and T.Parallel nests -> per-thread code; fragments -> registers
         async_gathers,  # element gathers into shared tiles in T.Pipelined loops -> zero-filling cp.async

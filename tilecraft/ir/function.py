@@ -39,6 +39,10 @@ class PrimFunc(Node):
     def with_body(self, body: Stmt) -> PrimFunc:
         return PrimFunc(self.name, self.params, body, self.attrs, span=self.span)
 
+    def without_attr(self, key: str) -> PrimFunc:
+        attrs = tuple((k, v) for k, v in self.attrs if k != key)
+        return PrimFunc(self.name, self.params, self.body, attrs, span=self.span)
+
     @property
     def buffer_params(self) -> tuple[Buffer, ...]:
         return tuple(p for p in self.params if isinstance(p, Buffer))

@@ -458,6 +458,8 @@ class Printer(PythonLines):
         for f, kw in _GEMM_KEYWORDS:
             if getattr(s, f) != getattr(defaults, f):
                 args.append(f"{kw}={self.value(getattr(s, f))}")
+        if s.annotations:
+            args.append(f"annotations={self.value(dict(s.annotations))}")
         self.line(f"T.gemm({', '.join(args)})")
 
     def _s_Reduce(self, s: S.Reduce) -> None:

@@ -160,6 +160,9 @@ class Gemm(TileOp):
     clear_accum: bool = False
     k_pack: int = 1
     wg_wait: int = 0
+    # What a backend decided for this gemm, recorded by one of its passes for the later ones (CUDA's
+    # select-gemm-instructions: its GemmPlan under "gemm_plan").
+    annotations: Annotations = ()
 
 
 REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax")

@@ -114,15 +114,16 @@ def clear(buffer: Operand) -> Fill:
 
 def gemm(A: Operand, B: Operand, C: Operand, transpose_A: bool = False, transpose_B: bool = False,
          policy: GemmWarpPolicy = GemmWarpPolicy.Square, clear_accum: bool = False, k_pack: int = 1,
-         wg_wait: int = 0) -> Gemm:  # fmt: skip  # noqa: N803
-    """`C += op(A) @ op(B)` (`C = ...` with `clear_accum`); op transposes where asked."""
+         wg_wait: int = 0, annotations: dict | None = None) -> Gemm:  # fmt: skip  # noqa: N803
+    """`C += op(A) @ op(B)` (`C = ...` with `clear_accum`); op transposes where asked. `annotations` are
+    what a backend's pass recorded on the gemm (printed IR spells them so; kernels need none)."""
     regions = [region_of(x, "T.gemm") for x in (A, B, C)]
     if any(r is None for r in regions):
         raise IRError("T.gemm operands must be whole buffers or sliced regions, not start indices")
     if not isinstance(policy, GemmWarpPolicy):
         raise IRError(f"T.gemm policy must be a T.GemmWarpPolicy, got {policy!r}")
     return Gemm(*regions, bool(transpose_A), bool(transpose_B), policy, bool(clear_accum), int(k_pack),
-                int(wg_wait), span=_span())  # fmt: skip
+                int(wg_wait), tuple((annotations or {}).items()), span=_span())  # fmt: skip
 
 
 def _reduce(kind: str, buffer: Operand, out: Operand, dim: int, clear: bool) -> Reduce:

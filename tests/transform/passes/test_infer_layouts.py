@@ -1,12 +1,26 @@
 """infer-layouts, Before/Expected: every fragment gets a layout over the block's threads, and every
 T.Parallel nest the partition of the fragment it writes or reads. Layouts print in a form for reading
-(not parsed back), so the expected IR is text."""
+(not parsed back), so the expected IR is text. On CUDA the input carries what select-gemm-instructions
+records ahead of it (each gemm's plan, the function's wgmma path)."""
 
 from __future__ import annotations
 
 import tilecraft.language as T
 from tests.transform.helpers import OPENCL, SM80, WEBGPU
-from tilecraft.testing.passes import assert_pass, pass_test
+from tilecraft.testing.passes import assert_pass, pass_test, pipeline_of, run_pass
+
+SELECT = "select-gemm-instructions"
+NO_WGMMA = "T.func_attr({'tilecraft.cuda.wgmma': False})"
+ACC_16X16 = (
+    "T.ir.TileLayout(shape=(16, 16), linear=T.ir.LinearLayout(bases={'register': ((0, 1), (8, 0), (0, 8)), "
+    "'lane': ((0, 2), (0, 4), (1, 0), (2, 0), (4, 0)), 'warp': ()}, out_dims={'dim0': 16, 'dim1': 16}))"
+)
+
+
+def _selected(target, kernel):
+    """The kernel as infer-layouts gets it: with select-gemm-instructions' record where the pipeline has it."""
+    pipeline, _ = pipeline_of(target)
+    return run_pass(target, SELECT, kernel) if SELECT in pipeline.pass_names else kernel
 
 
 @pass_test("infer-layouts", SM80, OPENCL, WEBGPU)
@@ -27,6 +41,7 @@ def test_a_fragment_and_the_nests_over_it_share_the_default_layout(target):
     expected = """
     @T.prim_func
     def scale(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+        <ATTR>
         with T.Kernel(2, threads=128) as bx:
             f = T.alloc_fragment((128,), "float32")
             T.annotate_layout({f: T.ir.TileLayout(shape=(128,), linear=T.ir.LinearLayout(bases={'register': (), 'lane': ((1,), (2,), (4,), (8,), (16,)), 'warp': ((32,), (64,))}, out_dims={'dim0': 128}))})
@@ -36,7 +51,8 @@ def test_a_fragment_and_the_nests_over_it_share_the_default_layout(target):
                 B[bx * 128 + i_1] = f[i_1]
     """
 
-    assert_pass(target, "infer-layouts", scale, expected)
+    expected = expected.replace("<ATTR>", NO_WGMMA if target == SM80 else "")
+    assert_pass(target, "infer-layouts", _selected(target, scale), expected)
 
 
 @pass_test("infer-layouts", SM80)
@@ -62,6 +78,7 @@ def test_a_gemm_accumulator_gets_the_mma_layout_and_its_operand_tiles_a_swizzle(
     expected = """
     @T.prim_func
     def mma(A: T.Tensor((16, 16), "float16"), B: T.Tensor((16, 16), "float16"), C: T.Tensor((16, 16), "float32")):
+        <ATTR>
         with T.Kernel(1, threads=32) as bx:
             As = T.alloc_shared((16, 16), "float16")
             T.annotate_layout({As: T.ir.cuda.SharedLayout()})
@@ -71,10 +88,13 @@ def test_a_gemm_accumulator_gets_the_mma_layout_and_its_operand_tiles_a_swizzle(
             T.annotate_layout({Cf: T.ir.TileLayout(shape=(16, 16), linear=T.ir.LinearLayout(bases={'register': ((0, 1), (8, 0), (0, 8)), 'lane': ((0, 2), (0, 4), (1, 0), (2, 0), (4, 0)), 'warp': ()}, out_dims={'dim0': 16, 'dim1': 16}))})
             T.copy(A, As)
             T.copy(B, Bs)
-            T.gemm(As, Bs, Cf, clear_accum=True)
+            T.gemm(As, Bs, Cf, clear_accum=True, annotations={'gemm_plan': <PLAN>})
             for i in T.Parallel(16, annotations={'layout': T.ir.TileLayout(shape=(16, 16), linear=T.ir.LinearLayout(bases={'register': ((0, 1), (8, 0), (0, 8)), 'lane': ((0, 2), (0, 4), (1, 0), (2, 0), (4, 0)), 'warp': ()}, out_dims={'dim0': 16, 'dim1': 16}))}):
                 for j in T.Parallel(16):
                     C[i, j] = Cf[i, j]
     """
 
-    assert_pass(target, "infer-layouts", mma, expected)
+    plan = ("T.ir.cuda.GemmPlan(m=16, n=16, k=16, warps_m=1, warps_n=1, tensor_cores=True, variant='ss', "
+            f"c_layout={ACC_16X16}, a_layout=None)")  # fmt: skip
+    expected = expected.replace("<ATTR>", NO_WGMMA).replace("<PLAN>", plan)
+    assert_pass(target, "infer-layouts", _selected(target, mma), expected)

@@ -7,7 +7,7 @@ through a shared tile)."""
 from __future__ import annotations
 
 from tilecraft.cuda.ir import GemmCall
-from tilecraft.cuda.op.gemm_plan import plan_gemm
+from tilecraft.cuda.op.gemm_plan import recorded_plan
 from tilecraft.cuda.shared_layout import xor_rows
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
@@ -17,9 +17,9 @@ from tilecraft.transform.simt.gemm import staged_fma_gemm
 from tilecraft.transform.tile_loops import whole_region
 
 
-def lower_gemm(op: S.Gemm, ctx, wgmma: bool = False) -> S.Stmt:
-    """`wgmma` allows the sm_90a path (gemm_plan.wgmma_enabled)."""
-    plan = plan_gemm(op, ctx.threads, ctx.target, wgmma)
+def lower_gemm(op: S.Gemm, ctx) -> S.Stmt:
+    """The instructions of the plan select-gemm-instructions recorded on `op`."""
+    plan = recorded_plan(op)
     if not plan.tensor_cores:
         return _fma(op, plan, ctx)
     offsets = {}
@@ -67,8 +67,9 @@ def _clear(op: S.Gemm, ctx) -> S.Stmt:
 
 
 def _fma(op: S.Gemm, plan, ctx) -> S.Stmt:
-    # Staged here, not handed back as a gemm of a shared A: planned again, that could take a
-    # tensor-core path whose operand layout the staged tile, made after layout inference, lacks. The
+    # Staged here, not handed back as a gemm of a shared A: that gemm would have no recorded plan, and
+    # planned anew it could take a tensor-core path whose operand layout the staged tile, made after
+    # layout inference, lacks. The
     # staged tile is read along its rows (unless A is transposed): xor_rows keeps them off one bank.
     def layout(shape: tuple[int, ...]):
         return xor_rows(shape[-1]) if op.a.dtype.bits == 32 and not op.transpose_a else None

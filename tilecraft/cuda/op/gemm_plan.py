@@ -27,6 +27,7 @@ from tilecraft.cuda.storage import SHARED_SCOPES as SHARED
 from tilecraft.cuda.wgmma import instruction_n
 from tilecraft.errors import LoweringError
 from tilecraft.ir import stmt as S
+from tilecraft.ir.nodes import ir_value
 from tilecraft.layout.linear import is_power_of_two
 from tilecraft.layout.tile import TileLayout
 from tilecraft.transform.simt.gemm import gemm_shape
@@ -38,13 +39,23 @@ DISABLE_TMA = "tl.disable_tma_lower"  # TileLang's pass config: no TMA loads (cp
 DISABLE_WARP_SPECIALIZED = "tl.disable_warp_specialized"
 WARPGROUP_THREADS = 128
 WGMMA_VARIANTS = ("wgmma", "wgmma_rs")
+# Where select-gemm-instructions records its decisions: each gemm's GemmPlan (an S.Gemm annotation), and
+# whether a function takes the sm_90a path, wgmma gemms and TMA loads and stores (a PrimFunc attribute).
+GEMM_PLAN = "gemm_plan"
+WGMMA_PATH = "tilecraft.cuda.wgmma"
+SELECTING_PASS = "select-gemm-instructions"
 TRANSPOSED_REGISTER_A = (
     "feature:transposed-register-a"  # the limit plan_gemm reports (declared in the manifest)
 )
 
 
+@ir_value
 @dataclass(frozen=True)
 class GemmPlan:
+    """How one T.gemm runs: its shape, the grid of warps (warpgroups on wgmma) it is spread over, the
+    variant, and the layouts that imposes on the accumulator and a register A. Decided once per gemm by
+    `select-gemm-instructions` (cuda/transform/gemm_instructions.py), which records it on the gemm."""
+
     m: int
     n: int
     k: int
@@ -58,6 +69,10 @@ class GemmPlan:
     # A and B tiles' canonical layouts
     atom_a: int = 0
     atom_b: int = 0
+
+    def structural_key(self):
+        return ("GemmPlan", self.m, self.n, self.k, self.warps_m, self.warps_n, self.tensor_cores, self.variant,
+                self.c_layout, self.a_layout, self.atom_a, self.atom_b)  # fmt: skip
 
 
 def warp_grid(policy: S.GemmWarpPolicy, warps: int, m: int, n: int) -> tuple[int, int] | None:
@@ -213,3 +228,22 @@ def plan_gemm(op: S.Gemm, threads: int, target, wgmma: bool = False) -> GemmPlan
         return GemmPlan(m, n, k, wm, wn, True, "rs" if register_a else "ss", c_layout, a_layout)
     # A fragment A that tensor cores cannot take is staged through shared memory by the FMA lowering.
     return GemmPlan(m, n, k, 1, 1, False, "fma", None, None)
+
+
+def recorded_plan(op: S.Gemm) -> GemmPlan:
+    """The plan select-gemm-instructions recorded on `op`; a gemm without one is a compiler bug (a
+    pipeline that lowers gemms before that pass, or a pass that dropped the gemm's annotations)."""
+    plan = S.annotation(op.annotations, GEMM_PLAN)
+    if not isinstance(plan, GemmPlan):
+        raise RuntimeError(f"T.gemm at {op.span} has no GemmPlan: the '{SELECTING_PASS}' pass decides "
+                           "every gemm's instructions and must run before the gemm is laid out or lowered")  # fmt: skip
+    return plan
+
+
+def on_wgmma_path(func) -> bool:
+    """Whether select-gemm-instructions put `func` on the sm_90a path (wgmma gemms, TMA loads and stores)."""
+    on = func.attr(WGMMA_PATH)
+    if not isinstance(on, bool):
+        raise RuntimeError(f"function {func.name} has no attribute {WGMMA_PATH!r}: the '{SELECTING_PASS}' "
+                           "pass decides it and must run before the passes that read it")  # fmt: skip
+    return on

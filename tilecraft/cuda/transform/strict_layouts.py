@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tilecraft.cuda.op.gemm_plan import WGMMA_VARIANTS, GemmPlan, is_tf32, plan_gemm
+from tilecraft.cuda.op.gemm_plan import WGMMA_VARIANTS, GemmPlan, is_tf32, recorded_plan
 from tilecraft.cuda.shared_layout import SharedLayout, swizzle16, swizzle32, wgmma_operand, xor_rows
 from tilecraft.cuda.storage import SHARED_SCOPES as SHARED
 from tilecraft.ir import expr as E
@@ -16,13 +16,14 @@ from tilecraft.ir.visitor import walk
 FRAGMENT = "local.fragment"
 
 
-def cuda_strict_layouts(
-    op: S.TileOp, threads: int, target, wgmma: bool = False
-) -> Iterator[tuple[Buffer, object, str]]:
-    """`wgmma` allows the sm_90a gemm path (gemm_plan.wgmma_enabled)."""
-    if not isinstance(op, S.Gemm):
-        return
-    plan = plan_gemm(op, threads, target, wgmma)
+def cuda_strict_layouts(op: S.TileOp, threads: int, target) -> Iterator[tuple[Buffer, object, str]]:
+    """The layouts a gemm's recorded plan (select-gemm-instructions) imposes on its tiles."""
+    if isinstance(op, S.Gemm):
+        yield from gemm_layouts(op, recorded_plan(op))
+
+
+def gemm_layouts(op: S.Gemm, plan: GemmPlan) -> Iterator[tuple[Buffer, object, str]]:
+    """The layouts `plan` imposes: swizzled shared operand tiles, the accumulator's and a register A's."""
     if plan.tensor_cores:
         for region, atom in ((op.a, plan.atom_a), (op.b, plan.atom_b)):
             # 16-bit tiles feed ldmatrix or wgmma, float8 tiles wgmma (K-major) or, row-major, the
@@ -57,7 +58,7 @@ def row_read_operands(op: S.Gemm) -> list:
     return [r for r, along in ((op.a, not op.transpose_a), (op.b, op.transpose_b)) if along]
 
 
-def fma_operand_layouts(body: S.Stmt, wgmma: bool = False):
+def fma_operand_layouts(body: S.Stmt):
     """Strict layouts for the shared tiles FMA gemms read along their rows: `xor_rows`, so the rows a
     warp reads at once are on different banks. Only for 32-bit tiles that no gemm of another kind
     (tensor cores, TF32) reads: those have their own layouts, and a tile has one."""
@@ -67,7 +68,7 @@ def fma_operand_layouts(body: S.Stmt, wgmma: bool = False):
     def strict(op: S.TileOp, threads: int, target) -> Iterator[tuple[Buffer, object, str]]:
         if not isinstance(op, S.Gemm) or not _exact_float32(op):
             return
-        if plan_gemm(op, threads, target, wgmma).tensor_cores:
+        if recorded_plan(op).tensor_cores:
             return
         for region in row_read_operands(op):
             buf = region.buffer
