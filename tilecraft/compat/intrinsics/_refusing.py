@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from tilecraft.compat.hook import COMPAT_DOC, UnmappedModuleError
@@ -56,7 +57,9 @@ def refusing(module: str):
     """A module `__getattr__` for TileLang's module `module` (`tilelang.cuda.intrinsics...`)."""
 
     def __getattr__(name: str) -> Any:
-        if name.startswith("_"):
+        # Tools that scan sys.modules (torch.compile's inductor) probe attributes named after other
+        # top-level modules (`mod.torch`) with getattr(..., None), which catches AttributeError only.
+        if name.startswith("_") or name in sys.modules:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         raise unprovided(f"{module}.{name}")
 
