@@ -27,6 +27,7 @@ from tilecraft.cuda.transform.strict_layouts import (
 )
 from tilecraft.cuda.transform.tma_store_waits import place_tma_store_waits
 from tilecraft.cuda.transform.warp_specialize import warp_specialize
+from tilecraft.cuda.transform.vectorize_loops import vectorize_loops
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import Mutator
@@ -154,6 +155,7 @@ PIPELINE = PassPipeline(
         async_gathers,  # element gathers into shared tiles in T.Pipelined loops -> zero-filling cp.async
         inject_software_pipeline,  # T.Pipelined with cp.async / TMA (mbarrier ring) -> multi-stage buffers
         lower_buffer_views,  # accesses through T.Tensor(shape, dtype, A.data) views address A
+        vectorize_loops,  # T.vectorized copies of one contiguous aligned run -> one vector access
         apply_shared_layouts,  # swizzled shared tiles addressed by physical offsets
         simplify_pass,  # fold the per-thread index arithmetic
         widen_index_arithmetic,  # int64 where an index value may not fit its dtype

@@ -20,6 +20,10 @@ TC_FN float tc_e4m3_to_f32(uint8_t b) {
 TC_FN float tc_e5m2_to_f32(uint8_t b) { return tc_h2f((uint16_t)((uint16_t)b << 8)); }
 
 TC_FN uint8_t tc_f32_to_e4m3(float f) {
+#ifdef TC_E4M3_HW
+    /* a including header's conversion instruction (CUDA sm_89+), which saturates as torch does */
+    return TC_E4M3_HW(f);
+#endif
     uint32_t x = tc_f32_to_bits(f);
     uint32_t sign = (x >> 24) & 0x80u;
     uint32_t ax = x & 0x7fffffffu;

@@ -56,10 +56,22 @@ TC_DEVICE float tc_round_bf16(float f) { return tc_bf2f(tc_f2bf(f)); }
 
 // ------------------------------------------------------------------ float8 (e4m3fn, e5m2)
 // Software conversions, bit for bit torch's casts on every architecture (sm_80 has no fp8 cvt; the
-// sm_89 cvt.satfinite would turn an e5m2 overflow into 57344 where torch gives inf), and no header.
+// sm_89 cvt.satfinite would turn an e5m2 overflow into 57344 where torch gives inf), and no header;
+// to e4m3 on sm_89+ through the cvt, which agrees with torch there.
 TC_DEVICE float tc_bits_to_f32(uint32_t u) { return __uint_as_float(u); }
 TC_DEVICE uint32_t tc_f32_to_bits(float f) { return __float_as_uint(f); }
 #define tc_rint rintf
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+// sm_89 and newer convert to e4m3 in one instruction: cvt.rn.satfinite rounds to nearest even and
+// saturates finite overflow and +-inf to +-448, as torch does; only a NaN loses its sign (the cvt
+// gives 0x7f), which the select restores. The pair's low byte is the second source's.
+TC_DEVICE uint8_t tc_f32_to_e4m3_cvt(float f) {
+    unsigned short pair;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(f));
+    return f != f ? (uint8_t)((__float_as_uint(f) >> 24) | 0x7fu) : (uint8_t)pair;
+}
+#define TC_E4M3_HW tc_f32_to_e4m3_cvt
+#endif
 // @tilecraft-soft-fp8: tilecraft/codegen/include/tc_soft_fp8.h is inserted here
 // @tilecraft-soft-mx: tilecraft/codegen/include/tc_soft_mx.h is inserted here
 

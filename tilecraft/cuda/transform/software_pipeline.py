@@ -58,9 +58,12 @@ from tilecraft.cuda.transform.multicast import MULTICAST, SWITCH, ClusterShare, 
 from tilecraft.cuda.transform.overlap import OVERLAP, Piece, overlap_plan, overlapped
 from tilecraft.cuda.transform.warp_specialize import (
     GENERAL,
+    REGISTER_MARGIN,
+    array_registers,
     enclosing_lets,
     gemms_only,
     note,
+    register_split,
     specialization_candidate,
     tile_accesses,
 )
@@ -454,6 +457,17 @@ class _Pipeline(Mutator):
         consumer = self._consumer(loop, body, taken, pieces_at, annotations, stages)
         return S.seq(*barriers, producer, *consumer)
 
+    def _registers_refusal(self) -> str | None:
+        """Why the overlap would spill: it keeps S, P and O live together (P's registers are read by the
+        wgmma in flight while the next softmax runs), so every per-thread array must fit the consumers'
+        registers at once."""
+        registers = array_registers(self.launch.body)
+        budget = register_split(self.consumer_threads, True, registers).consumer
+        if registers + REGISTER_MARGIN <= budget:
+            return None
+        return (f"its per-thread arrays take {registers} registers per consumer thread, and with "
+                f"{REGISTER_MARGIN} more for addresses they do not fit the {budget} a consumer has")
+
     def _consumer(self, loop: S.For, body: LoopBody, taken: _Taken | None, pieces_at, annotations,
                   stages: int) -> list[S.Stmt]:  # fmt: skip
         """The consumer loop of the general schedule, or its prologue, loop and epilogue with the
@@ -468,6 +482,8 @@ class _Pipeline(Mutator):
         elif self.overlap:
             plan, reason = overlap_plan(stmts)
             if plan is not None:
+                reason = self._registers_refusal()
+            if plan is not None and reason is None:
                 return overlapped(plan, stmts, pieces_at, k, n, annotations, loop.span)
             note(loop, reason, APART)
         pieces = pieces_at(k) if taken is None else pieces_at(k, taken.var)

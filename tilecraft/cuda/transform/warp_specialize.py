@@ -110,6 +110,40 @@ SPLITS = {1: RegisterSplit(24, 232, 2), 2: RegisterSplit(40, 232, 1)}
 GENERAL_SPLITS = {1: RegisterSplit(24, 232, 2), 2: RegisterSplit(24, 240, 1)}
 
 
+# One consumer warpgroup whose per-thread arrays do not fit the two-block split (an fp8 GEMM's two
+# accumulators, a decode kernel's 128-row O tile beside S and P) takes the one-block split instead, as
+# TileLang does for every warp-specialized kernel: 240 registers, the most setmaxnreg gives a thread
+# that ptxas can use; under 232 such consumers spill (ptxas -v on example_mha_inference: 384 bytes at
+# 232 with the gemm-softmax overlap, 20 without; none at 240 without the overlap).
+ONE_BLOCK = RegisterSplit(24, 240, 1)
+# Registers a consumer thread needs beside its arrays: addresses, loop counters, wgmma descriptors and
+# barrier phases (the flash kernels' ptxas -v: 10-20 more than their fragments).
+REGISTER_MARGIN = 16
+PER_THREAD_SCOPES = ("local", "local.fragment", "local.var")
+
+
+def array_registers(body: S.Stmt) -> int:
+    """32-bit registers per thread that the per-thread arrays allocated in `body` take, all counted live
+    at once (after lower-to-threads a fragment is a per-thread array); arrays of unknown size count 0."""
+    total = 0
+    for n in walk(body):
+        if isinstance(n, S.Allocate) and n.buffer.scope in PER_THREAD_SCOPES:
+            elements = 1
+            for dim in n.buffer.shape:
+                value = E.const_value(dim)
+                elements *= value if isinstance(value, int) else 0
+            total += elements * n.buffer.dtype.bytes
+    return -(-total // 4)
+
+
+def register_split(consumer_threads: int, general: bool, registers: int) -> RegisterSplit:
+    """The split for a kernel whose consumers hold `registers` (array_registers) in their arrays."""
+    split = (GENERAL_SPLITS if general else SPLITS)[consumer_threads // PRODUCER_THREADS]
+    if split.min_blocks > 1 and registers + REGISTER_MARGIN > split.consumer:
+        return ONE_BLOCK
+    return split
+
+
 def entry_registers(threads: int, min_blocks: int) -> int:
     """The registers per thread ptxas gives a kernel that runs setmaxnreg under `__launch_bounds__(threads,
     min_blocks)`: all that fit, in units of 8 (ptxas -v says so for the SPLITS launches, 256 x 2 and
@@ -447,7 +481,7 @@ def _specialize(launch: S.KernelLaunch) -> S.KernelLaunch:
     point = split_point(launch.body, lambda s: s is outermost)
     assert point is not None, "inject-software-pipeline made a producer loop the split cannot place"
     threads = producer.consumer_threads
-    split = (GENERAL_SPLITS if producer.general else SPLITS)[threads // PRODUCER_THREADS]
+    split = register_split(threads, producer.general, array_registers(launch.body))
     tx = launch.thread_vars[0]
     # the lets between the split and the loop stay in the consumers' branch: the producer inlines them
     body = producer.body if persistent is None else _producer_path(persistent, producer)

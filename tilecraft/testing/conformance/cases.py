@@ -591,6 +591,8 @@ CASES = [
     Case("per_thread_thread_allreduce_8_threads", lambda: PR.allreduce_gemv(2, 4), PR.inputs, PR.reference, 1e-5),
     Case("per_thread_gemv_24_threads_shared_atomics", lambda: PR.splitk_gemv(4, 6), PR.inputs, PR.reference,
          1e-5),
+    Case("per_thread_vectorized_runs_gemv", PR.vectorized_gemv, PR.vectorized_inputs, PR.vectorized_reference,
+         1e-5),
     Case("per_thread_local_arrays_through_tile_ops", PR.local_tiles, PR.local_inputs, PR.local_reference),
     Case("reducer_gemv_pipelined", PR.reducer_gemv, PR.inputs, PR.reference, 1e-5),
     Case("reducers_over_short_loops", PR.reducer_short_loops, PR.short_inputs, PR.short_reference, 1e-5),

@@ -107,6 +107,55 @@ def allreduce_gemv(block_n: int = 2, reduce_threads: int = 32, kind: str = "sum"
     return allreduce_gemv
 
 
+KV = 256  # a multiple of a block's run (reduce_threads * run elements) in vectorized_gemv
+
+
+def vectorized_gemv(block_n: int = 4, reduce_threads: int = 8, run: int = 8):
+    """TileLang's dequantize GEMV style: each thread moves runs of `run` float16 with `T.vectorized`
+    loops into per-thread arrays (one 16-byte access each on CUDA, where the index arithmetic proves
+    the run aligned), sums its products, and the threads of a row all-reduce; a row also goes back
+    out through a vectorized store. Rows past N (ragged: 200 rows of 4) are skipped by a guard around
+    the runs."""
+    step = reduce_threads * run
+
+    @T.prim_func
+    def vectorized_gemv(A: T.Tensor((KV,), "float16"), B: T.Tensor((N, KV), "float16"),
+                        C: T.Tensor((N,), "float32"), D: T.Tensor((N, KV), "float16")):  # fmt: skip
+        with T.Kernel(T.ceildiv(N, block_n), threads=(reduce_threads, block_n)) as bn:
+            tk = T.get_thread_binding(0)
+            tn = T.get_thread_binding(1)
+            a = T.alloc_local((run,), "float16")
+            b = T.alloc_local((run,), "float16")
+            acc = T.alloc_local((1,), "float32")
+            acc[0] = T.float32(0)
+            for ko in T.serial(KV // step):
+                for v in T.vectorized(run):
+                    a[v] = A[ko * step + tk * run + v]
+                if bn * block_n + tn < N:
+                    for v in T.vectorized(run):
+                        b[v] = B[bn * block_n + tn, ko * step + tk * run + v]
+                    for v in T.serial(run):
+                        acc[0] += a[v].astype("float32") * b[v].astype("float32")
+                    for v in T.vectorized(run):
+                        D[bn * block_n + tn, ko * step + tk * run + v] = b[v]
+            out = T.alloc_local((1,), "float32")
+            with T.attr(T.comm_reducer(lambda x, y: x + y, [T.cast(0, "float32")]), "reduce_scope",
+                        T.reinterpret(T.uint64(0), dtype="handle")):  # fmt: skip
+                T.evaluate(T.tvm_thread_allreduce(T.uint32(1), acc[0], True, out[0], tk, dtype="handle"))
+            if bn * block_n + tn < N and tk == 0:
+                C[bn * block_n + tn] = out[0]
+
+    return vectorized_gemv
+
+
+def vectorized_inputs(rng):
+    return [*_inputs(rng, k=KV), np.full((N, KV), np.nan, np.float16)]
+
+
+def vectorized_reference(a):
+    return {2: np.asarray(a[1], np.float64) @ np.asarray(a[0], np.float64), 3: a[1]}
+
+
 def allreduce_max_reference(a):
     products = np.asarray(a[1], np.float64) * np.asarray(a[0], np.float64)
     return {2: products.max(axis=1)}
