@@ -26,8 +26,8 @@ from tilecraft.cuda.transform.strict_layouts import (
     fragment_source_layouts,
 )
 from tilecraft.cuda.transform.tma_store_waits import place_tma_store_waits
-from tilecraft.cuda.transform.warp_specialize import warp_specialize
 from tilecraft.cuda.transform.vectorize_loops import vectorize_loops
+from tilecraft.cuda.transform.warp_specialize import warp_specialize
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import Mutator
