@@ -134,10 +134,12 @@ def test_8_bit_runs_narrow_to_what_the_row_length_aligns():
     assert "X[" not in kernel.split("} else {")[0]
 
 
-def test_a_row_length_that_aligns_no_4_byte_run_keeps_element_copies():
-    """float8 rows of 202 bytes: a 4-byte run may start at an address that is only 2-byte aligned."""
+def test_a_row_length_that_aligns_no_4_byte_run_stores_byte_pairs():
+    """float8 rows of 202 bytes: a 4-byte run may start at an address that is only 2-byte aligned, so
+    the bytes go out in pairs (one 16-bit store each), none alone."""
     kernel = _kernel(_source(fp8_token_cast(m=50, n=202)))
-    assert "*(uint32_t*)(Y + " not in kernel and "Y[(int64_t)" in kernel
+    assert "*(uint32_t*)(Y + " not in kernel and "*(uint16_t*)(Y + " in kernel
+    assert "Y[(int64_t)" not in kernel
     assert "const uint2 tc_v = __ldg((const uint2*)(X + " in kernel  # float32 pairs are 8-byte aligned
 
 

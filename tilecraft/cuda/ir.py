@@ -111,7 +111,8 @@ class VectorZero(Stmt):
 
 @node
 class VectorStore(Stmt):
-    """Store `values` (of `dst`'s dtype, 8, 16 or 32 bits each, 4 to 16 bytes together) to the contiguous
+    """Store `values` (of `dst`'s dtype, 8, 16 or 32 bits each, 4 to 16 bytes together, or a pair of
+    8-bit values) to the contiguous
     elements `dst[dst_offset]`, ... in one access; `dst_offset` is a multiple of `len(values)`."""
 
     dst: Buffer

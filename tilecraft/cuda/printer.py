@@ -320,6 +320,8 @@ class CudaPrinter(CFamilyPrinter):
             words = [f"(uint32_t)({b})" for b in bits]
         vt = _VECTOR[4 * len(words)]
         packed = words[0] if len(words) == 1 else f"make_{vt}({', '.join(words)})"
+        if dtype.bits == 8 and len(bits) == 2:  # a pair of bytes: one 16-bit store
+            vt, packed = "uint16_t", f"(uint16_t){words[0]}"
         target = f"{self.name(s.dst)} + {self.expr(s.dst_offset)}"
         store = f"*({vt}*)({target}) = {packed};"
         if self.bounds_check:

@@ -110,7 +110,8 @@ def _note(op: S.Copy, reason: str) -> None:
 # ---------------------------------------------------------------- fragment runs to and from global memory
 
 
-def _fragment_runs(op: S.Copy, frag: BufferRegion, glob: BufferRegion, elem: dt.DataType, ctx):
+def _fragment_runs(op: S.Copy, frag: BufferRegion, glob: BufferRegion, elem: dt.DataType, ctx,
+                   min_bytes: int = 4):  # fmt: skip
     """(layout, kept dims, run) where the whole fragment `frag` moves to or from the global region `glob`
     in runs: each thread's registers from every multiple of `run` hold `run` consecutive elements of the
     innermost dim, which lie at consecutive addresses of `glob` (elements of `elem`, 8, 16 or 32 bits)
@@ -131,9 +132,9 @@ def _fragment_runs(op: S.Copy, frag: BufferRegion, glob: BufferRegion, elem: dt.
     run = _register_run(layout, kept[-1], CHUNK // elem.bytes)
     ana = Analyzer()
     # the widest access whose alignment the region and the buffer's row length prove
-    while run >= 2 and run * elem.bytes >= 4 and not _row_strides_aligned(glob, run, ana):
+    while run >= 2 and run * elem.bytes >= min_bytes and not _row_strides_aligned(glob, run, ana):
         run //= 2
-    if run < 2 or run * elem.bytes < 4:
+    if run < 2 or run * elem.bytes < min_bytes:
         return None
     return layout, kept, run
 
@@ -164,7 +165,8 @@ def _vector_fragment_store(op: S.Copy, frag: BufferRegion, ctx) -> S.Stmt | None
     dtype = dst.dtype
     if frag is not op.src:
         return None
-    plan = _fragment_runs(op, frag, dst, dtype, ctx)
+    # pairs of 8-bit elements (a wgmma accumulator's column pairs cast to float8) go out as 2 bytes
+    plan = _fragment_runs(op, frag, dst, dtype, ctx, min_bytes=2)
     if plan is None or any(ctx.layout(frag.buffer, op.span).replica_mask()):
         return None
     layout, kept, run = plan
