@@ -112,8 +112,8 @@ KV = 256  # a multiple of a block's run (reduce_threads * run elements) in vecto
 
 def vectorized_gemv(block_n: int = 4, reduce_threads: int = 8, run: int = 8):
     """TileLang's dequantize GEMV style: each thread moves runs of `run` float16 with `T.vectorized`
-    loops into per-thread arrays (one 16-byte access each on CUDA, where the index arithmetic proves
-    the run aligned), sums its products, and the threads of a row all-reduce; a row also goes back
+    loops into per-thread arrays (one 16-byte access each on a target with vector loads, where the
+    index arithmetic proves the run aligned), sums its products, and the threads of a row all-reduce; a row also goes back
     out through a vectorized store. Rows past N (ragged: 200 rows of 4) are skipped by a guard around
     the runs."""
     step = reduce_threads * run
