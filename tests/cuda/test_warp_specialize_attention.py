@@ -242,10 +242,14 @@ def test_disable_warp_specialized_keeps_the_ring_without_a_producer(nvcc, tmp_pa
     art, kernel = _lower(build(*SIZE, causal), OFF)
     assert "setmaxnreg" not in kernel and "tc_mbar_arrive" not in kernel
     assert "__launch_bounds__(256)" in kernel and art.kernels[0].block == (256,)
-    # one barrier per stage for K and V together, every thread waits, then meets the others and refills
-    check_in_order(kernel, "for (int i = 1; i < 3; ++i) tc_mbar_init(&tc_mbar[i], 2);", "for (int32_t k = 0; k < ",
-           "tc_mbar_wait(&tc_mbar[1 + tc_stage], (tc_phase1 >> tc_stage) & 1u);", "__syncthreads();",
-           "tc_tma_load<4>(K_shared", "tc_tma_load<4>(V_shared", "tc::gemm_wgmma<", "tc::gemm_wgmma_rs<")  # fmt: skip
+    # a ring per tile (software_pipeline._per_tile): each thread waits for K right before Q @ K^T, meets
+    # the others and refills K's stage with the tile two on; the same for V around P @ V
+    check_in_order(kernel, "for (int i = 1; i < 3; ++i) tc_mbar_init(&tc_mbar[i], 1);",
+                   "for (int i = 3; i < 5; ++i) tc_mbar_init(&tc_mbar[i], 1);", "for (int32_t k = 0; k < ",
+                   "tc_mbar_wait(&tc_mbar[1 + tc_stage], (tc_phase1 >> tc_stage) & 1u);", "tc::gemm_wgmma<",
+                   "__syncthreads();", "tc_tma_load<4>(K_shared + ((((k + 2) % 2)",
+                   "tc_mbar_wait(&tc_mbar[3 + tc_stage], (tc_phase2 >> tc_stage) & 1u);", "tc::gemm_wgmma_rs<",
+                   "__syncthreads();", "tc_tma_load<4>(V_shared + ((((k + 2) % 2)")  # fmt: skip
     _ptxas(nvcc, art.device_sources["cuda-source"], tmp_path)
 
 

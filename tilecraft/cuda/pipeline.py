@@ -17,6 +17,7 @@ from tilecraft.cuda.transform.async_gathers import async_gathers
 from tilecraft.cuda.transform.check import check_barrier_placement, check_planned_shared_memory
 from tilecraft.cuda.transform.clusters import cluster_launches
 from tilecraft.cuda.transform.gemm_instructions import select_gemm_instructions
+from tilecraft.cuda.transform.late_waits import sink_tma_waits
 from tilecraft.cuda.transform.shared_layouts import apply_shared_layouts
 from tilecraft.cuda.transform.software_pipeline import inject_software_pipeline
 from tilecraft.cuda.transform.split_staging import split_staging_tiles
@@ -154,6 +155,7 @@ PIPELINE = PassPipeline(
         cuda_lower_to_threads,  # tile ops and T.Parallel nests -> per-thread code; fragments -> registers
         async_gathers,  # element gathers into shared tiles in T.Pipelined loops -> zero-filling cp.async
         inject_software_pipeline,  # T.Pipelined with cp.async / TMA (mbarrier ring) -> multi-stage buffers
+        sink_tma_waits,  # a TMA load outside a pipeline is waited for at its tile's first use
         lower_buffer_views,  # accesses through T.Tensor(shape, dtype, A.data) views address A
         vectorize_loops,  # T.vectorized copies of one contiguous aligned run -> one vector access
         apply_shared_layouts,  # swizzled shared tiles addressed by physical offsets

@@ -12,7 +12,10 @@ announces each tile's bytes on the barrier of its stage, every thread waits on t
 bit, kept per ring) before consuming the stage. When the producers are all TMA and the consumer is only
 wgmma gemms, the gemms leave their last group in flight (`wait_group 1`): iteration k waits for tile
 k, issues its wgmmas (retiring iteration k-1's), meets the others at a barrier, and only then refills
-stage (k-1) % s with tile k+s-1; a `wait_group 0` after the loop completes the last group.
+stage (k-1) % s with tile k+s-1; a `wait_group 0` after the loop completes the last group. A TMA loop with other code besides
+its gemms (flash decoding without a producer warpgroup) gets a ring per copy instead (`_per_tile`):
+each tile is waited for before its first reader and refilled with the tile s iterations on right after
+its last reader, behind a barrier.
 
 Warp-specialized kernels (sm_90a unless tl.disable_warp_specialized; warp_specialize.py says which loops
 qualify) get `full` rings (one arrival: the producer's expect-tx of the tile's bytes) and `empty` rings
@@ -60,6 +63,7 @@ from tilecraft.cuda.transform.warp_specialize import (
     GENERAL,
     REGISTER_MARGIN,
     array_registers,
+    consumer_refusal,
     enclosing_lets,
     gemms_only,
     note,
@@ -296,6 +300,10 @@ class _Pipeline(Mutator):
             return (
                 None  # a conditional TMA copy would leave the barrier short of arrivals: keep it synchronous
             )
+        if tma and not cp_async and not _overlaps_wgmma(consumers) and not body.guarded and all(
+            isinstance(p, TmaCopy) for p in producers
+        ) and consumer_refusal(stmts) is None:
+            return self._per_tile(loop, stages, body, staged, tiles)
         ring = 0
         if tma:
             self.rings += 1
@@ -340,6 +348,42 @@ class _Pipeline(Mutator):
         annotations = ((PIPELINED_BUFFERS, tuple(staged.values())),)
         steady = S.For(k, E.const(0), n, S.ForKind.SERIAL, body.wrap(steady), annotations, span=loop.span)
         return S.seq(*prologue, steady, *after)
+
+    def _per_tile(self, loop: S.For, stages: int, body: LoopBody, staged: dict[int, Buffer],
+                  tiles: dict[int, int]) -> S.Stmt:  # fmt: skip
+        """A TMA pipeline without a producer warpgroup whose body has code besides gemms (flash
+        decoding): a ring per copy, so each tile is waited for right before its first reader (Q @ K^T
+        runs while V is in flight) and refilled right after its last reader with the tile `stages`
+        iterations on, behind one barrier (`stages` tiles in flight, where one ring for all copies would
+        refill at the next iteration's top with `stages - 1`)."""
+        k, n = loop.loop_var, loop.extent
+        stmts = list(body.stmts)
+        copies = [s for s in stmts if isinstance(s, TmaCopy)]
+        rest = [s for s in stmts if not isinstance(s, TmaCopy)]
+        rings = {id(c): self.rings + 1 + i for i, c in enumerate(copies)}
+        self.rings += len(copies)
+        waits, releases = _first_and_last_readers(rest, copies)
+
+        def issue(copy: TmaCopy, step: E.Expr) -> S.Stmt:
+            stage = E.floormod(step, stages) if not isinstance(step, E.IntImm) else step
+            tile = _Stage(staged, stage, tiles, rings[id(copy)]).mutate(substitute(copy, body.values(k, step)))
+            return S.IfThenElse(E.compare(E.LT, step, n), tile)
+
+        prologue: list[S.Stmt] = [MbarRing(rings[id(c)], stages, 1) for c in copies]
+        if self.enclosing:
+            prologue.append(SYNC)  # the loop's previous run may still read the stages refilled here
+        prologue += [issue(c, E.const(step)) for step in range(stages) for c in copies]
+        stage = E.floormod(k, stages)
+        steps: list[S.Stmt] = []
+        for pos in range(len(rest) + 1):
+            steps += [MbarWait(rings[id(c)], stage) for c in waits.get(pos, ())]
+            if pos < len(rest):
+                steps.append(_Stage(staged, stage, tiles).mutate(rest[pos]))
+            if releases.get(pos):
+                steps += [SYNC, *(issue(c, E.add(k, stages)) for c in releases[pos])]
+        annotations = ((PIPELINED_BUFFERS, tuple(staged.values())),)
+        steady = S.For(k, E.const(0), n, S.ForKind.SERIAL, body.wrap(S.seq(*steps)), annotations, span=loop.span)
+        return S.seq(*prologue, steady)
 
     def _specialized(self, loop: S.For, stages: int, body: LoopBody, producers: list[S.Stmt],
                      consumers: list[S.Stmt], staged: dict[int, Buffer],
@@ -555,6 +599,21 @@ def _releases(stmts: list[S.Stmt]) -> dict[int, list[TmaCopy]]:
     for copy, pos in last.values():
         out.setdefault(pos, []).append(copy)
     return out
+
+
+def _first_and_last_readers(rest: list[S.Stmt], copies: list[TmaCopy]
+                            ) -> tuple[dict[int, list[TmaCopy]], dict[int, list[TmaCopy]]]:  # fmt: skip
+    """Position in `rest` -> the copies whose tiles are first read there (wait before it), and -> those
+    last read there (refill after it); a tile nothing reads is waited for and refilled at the end
+    (position len(rest))."""
+    first: dict[int, list[TmaCopy]] = {}
+    last: dict[int, list[TmaCopy]] = {}
+    for copy in copies:
+        tiles = {id(load.dst) for load in copy.loads}
+        readers = [pos for pos, s in enumerate(rest) if tile_accesses(s)[0] & tiles] or [len(rest)]
+        first.setdefault(readers[0], []).append(copy)
+        last.setdefault(readers[-1], []).append(copy)
+    return first, last
 
 
 def hoist_loop_allocations(launch: S.KernelLaunch) -> S.KernelLaunch:

@@ -215,7 +215,7 @@ def _loop_refusal(loop: S.For, general: bool) -> str | None:
             "the loop has other code than TMA loads and gemms, and the general schedule of warp "
             f"specialization (flash attention's) is switched off ({GENERAL}=False)"
         )
-    return _consumer_refusal(stmts)
+    return consumer_refusal(stmts)
 
 
 def _refilled(stmts: list[S.Stmt]) -> str | None:
@@ -258,7 +258,7 @@ def tile_accesses(s: S.Stmt) -> tuple[set[int], set[int]]:
     return Accesses(set(), shared_accesses)(s)
 
 
-def _consumer_refusal(stmts: list[S.Stmt]) -> str | None:
+def consumer_refusal(stmts: list[S.Stmt]) -> str | None:
     """A loop with other code (the general schedule: each copy's tile is waited for where the copy
     stood and released after its last reader) needs every loaded tile written by its copy alone and
     read only after it in the body: a read before the copy would want the previous iteration's tile,
