@@ -27,6 +27,7 @@ class FakeDevice:
         self.name, self.vendor, self.driver_version, self.extensions = name, "Fake", "1.0", ""
         self.local_mem_size, self.max_work_group_size = 65536, 1024
         self.max_work_item_sizes = (1024, 1024, 64)
+        self.type = 2  # CL_DEVICE_TYPE_CPU
         self.build_error = build_error
 
 

@@ -52,13 +52,17 @@ def test_a_hazard_before_a_loop_is_resolved_before_it_not_in_every_iteration():
         CHECK-NEXT: }
         CHECK-NOT: barrier(
         CHECK: barrier(CLK_LOCAL_MEM_FENCE
+        CHECK-NEXT: #ifndef TC_NO_UNROLL
         CHECK-NEXT: #pragma unroll
+        CHECK-NEXT: #endif
         CHECK-NEXT: for (
         CHECK-NEXT: tile_t[
         CHECK-SAME: = tile[
         CHECK-NEXT: }
         CHECK-NEXT: barrier(CLK_LOCAL_MEM_FENCE
+        CHECK-NEXT: #ifndef TC_NO_UNROLL
         CHECK-NEXT: #pragma unroll
+        CHECK-NEXT: #endif
         CHECK-NEXT: for (
         CHECK-NEXT: B[
         CHECK-SAME: = tile_t[

@@ -654,7 +654,7 @@ class CFamilyPrinter:
         self.line("}")
 
     def loop_pragma(self, s: S.For) -> str | None:
-        """A pragma line for the loop, if the target wants one: by default `#pragma unroll` for loops
+        """Pragma lines for the loop, if the target wants them: by default `#pragma unroll` for loops
         marked to be unrolled (per-thread register loops), which keeps their arrays in registers."""
         if s.kind is S.ForKind.UNROLLED or S.annotation(s.annotations, "unroll"):
             return "#pragma unroll"
@@ -665,8 +665,8 @@ class CFamilyPrinter:
         if self.is_nonneg(s.min):
             self.mark_nonneg(s.loop_var)
         pragma = self.loop_pragma(s)
-        if pragma:
-            self.line(pragma)
+        for line in pragma.splitlines() if pragma else ():
+            self.line(line)
         start = self.expr(s.min)
         end = self.expr(E.add(s.min, s.extent)) if E.const_value(s.min) != 0 else self.expr(s.extent)
         ctype = value_type(s.loop_var.dtype)

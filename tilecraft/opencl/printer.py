@@ -10,7 +10,9 @@ from __future__ import annotations
 from tilecraft.codegen.c_family import ATOMIC_SUFFIX, CFamilyPrinter
 from tilecraft.codegen.reserved import C_RESERVED, words
 from tilecraft.codegen.space_atomics import print_space_atomic
+from tilecraft.execution.opencl.spec import NO_UNROLL
 from tilecraft.ir import expr as E
+from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.opencl.storage import SHARED_SCOPES
@@ -73,6 +75,13 @@ class OpenCLPrinter(CFamilyPrinter):
     math64 = MATH
     int32_index_scopes = (*SHARED_SCOPES, "local", "local.fragment")
     arena_scopes = SHARED_SCOPES
+
+    def loop_pragma(self, s: S.For) -> str | None:
+        # A CPU device builds with TC_NO_UNROLL (execution/opencl/program.py): PoCL takes minutes to
+        # make work-group functions of fully unrolled attention loops, and a CPU keeps the arrays in
+        # memory either way. A GPU unrolls them, which keeps the arrays in registers.
+        pragma = super().loop_pragma(s)
+        return None if pragma is None else f"#ifndef {NO_UNROLL}\n{pragma}\n#endif"
 
     def __init__(self, arena_offsets: dict[int, int] | None = None) -> None:
         super().__init__(arena_offsets)

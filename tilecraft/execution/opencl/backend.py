@@ -58,7 +58,7 @@ class OpenCLExecutionBackend(CachedExecutionBackend):
         """The build options and the device's identity (platform name and version, device name, driver
         version): a program binary is only valid for the device and driver that made it."""
         info = cl_device.find_device(*artifact_device(artifact))
-        return {"options": cl_program.program_options(artifact), "device": info.identity()}
+        return {"options": cl_program.program_options(artifact, info.cpu), "device": info.identity()}
 
     def compile(self, artifact: CompiledArtifact, ctx: Any) -> tuple[Mapping[str, bytes], Mapping[str, Any]]:
         check_artifact(artifact)
@@ -90,7 +90,7 @@ class OpenCLExecutionBackend(CachedExecutionBackend):
             program, error = cl_program.load_binary(runtime, built.read(BINARY_FILE))
             if program is not None:
                 return program, ""
-        options = built.entry.meta.get("options") or cl_program.program_options(built.artifact)
+        options = built.entry.meta.get("options") or cl_program.program_options(built.artifact, runtime.info.cpu)
         keep = self.cache.failure_dir(built.key)
         return cl_program.build_from_source(runtime, built.read(SOURCE_FILE).decode(), options, keep), error
 

@@ -38,6 +38,7 @@ BUILD_FIX = (
 PROBE_SOURCE = "__kernel void tc_probe(__global float* x) { x[get_global_id(0)] = exp(x[get_global_id(0)]); }"
 FP16 = "cl_khr_fp16"
 FP64 = "cl_khr_fp64"
+CL_DEVICE_TYPE_CPU = 1 << 1  # the OpenCL constant (pyopencl.device_type.CPU)
 INT64_ATOMICS = "cl_khr_int64_base_atomics"
 
 
@@ -97,6 +98,7 @@ class DeviceInfo:
     max_work_group_size: int
     max_work_item_sizes: tuple[int, ...]
     handle: Any = field(default=None, compare=False, repr=False)  # the pyopencl Device
+    cpu: bool = False  # CL_DEVICE_TYPE_CPU (PoCL's CPU device, say)
 
     @property
     def fp16(self) -> bool:
@@ -133,6 +135,7 @@ def _device_info(platform_index: int, device_index: int, platform: Any, device: 
         platform_index, device_index, platform.name.strip(), platform.version.strip(), device.name.strip(),
         device.vendor.strip(), device.driver_version.strip(), tuple(device.extensions.split()),
         int(device.local_mem_size), int(device.max_work_group_size), tuple(device.max_work_item_sizes), device,
+        bool(int(device.type) & CL_DEVICE_TYPE_CPU),
     )  # fmt: skip
 
 

@@ -7,6 +7,8 @@ from tilecraft.backend.execution import Availability, ExecutionBackendSpec
 from tilecraft.runtime.devices import DLPACK_HOST
 
 SOURCE_FORMAT = "opencl-source"
+# Defined by the build for a CPU device: the source's unrolled loops test it and stay rolled there.
+NO_UNROLL = "TC_NO_UNROLL"
 
 
 def _availability() -> Availability:
