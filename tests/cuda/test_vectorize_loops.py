@@ -64,3 +64,36 @@ def test_unprovable_runs_stay_element_copies(run, row, offset, step, why):
     source = _kernel(_copy(run, row, offset, step=step))
     assert "*(const uint" not in source, why
     assert "A[" in source and "B[" in source, why
+
+
+def _two_stores(dependent: bool):
+    """One T.vectorized loop with two stores: two loads into two arrays (TileLang's split-K GEMV), or a
+    load into an array and that array's store out (the second store reads what the first writes)."""
+
+    @T.prim_func
+    def two(A: T.Tensor((8, 256), "float16"), B: T.Tensor((8, 256), "float16"), C: T.Tensor((8, 256), "float16")):
+        with T.Kernel(8, threads=32) as bx:
+            tx = T.get_thread_binding(0)
+            a = T.alloc_local((8,), "float16")
+            b = T.alloc_local((8,), "float16")
+            for v in T.vectorized(8):
+                a[v] = A[bx, tx * 8 + v]
+                if dependent:
+                    C[bx, tx * 8 + v] = a[v]
+                else:
+                    b[v] = B[bx, tx * 8 + v]
+            for v in T.serial(8):
+                C[bx, tx * 8 + v] = a[v] + b[v]
+
+    return two
+
+
+def test_a_loop_of_two_independent_runs_is_two_vector_loads():
+    source = _kernel(_two_stores(dependent=False))
+    assert "*(uint4*)(a + 0) = *(const uint4*)(A + " in source, source
+    assert "*(uint4*)(b + 0) = *(const uint4*)(B + " in source, source
+
+
+def test_a_loop_whose_second_store_reads_the_first_stays_element_copies():
+    source = _kernel(_two_stores(dependent=True))
+    assert "*(const uint4*)(A + " not in source and "a[(int32_t)v] = A[" in source, source

@@ -4,8 +4,8 @@
         A_local[v] = A[by, ko * 256 + kr * 8 + v]        # 8 float16: one 16-byte load
 
 becomes `VectorCopy(A_local, 0, A, by * K + ko * 256 + kr * 8, 16)` (`*(uint4*)dst = *(const uint4*)src`)
-where the arithmetic proves it safe: the body is a single store of a load of the same dtype (8, 16 or 32
-bits), the loop's n elements take 4, 8 or 16 bytes, each side's last index is `base + v` with the other
+where the arithmetic proves it safe: each store of the body is of a load of the same dtype (8, 16 or
+32 bits; several stores only where none writes what another reads or writes), the loop's n elements take 4, 8 or 16 bytes, each side's last index is `base + v` with the other
 indices free of `v`, `base` is a multiple of n and so is the row length of a multi-dimensional buffer
 (so the flat offset is too), and both buffers start on 16 bytes: global buffers (BUFFER_ALIGN, which
 the launchers check) and per-thread arrays (declared aligned). The vector touches exactly the elements
@@ -33,12 +33,26 @@ VECTOR_BYTES = (4, 8, 16)
 ALIGNED_SCOPES = ("global", "local", "local.fragment")
 
 
-def vector_copy(loop: S.For) -> VectorCopy | None:
-    """The loop as one VectorCopy, or None where that is not provably the same accesses."""
+def vector_copies(loop: S.For) -> S.Stmt | None:
+    """The loop as one VectorCopy per store of its body, or None where that is not provably the same
+    accesses. Several stores (a GEMV loading a run of A and one of B in one loop) are copied one after
+    the other, which is the scalar loop's interleaving only where no store writes what another reads
+    or writes."""
     n = E.const_value(loop.extent)
-    store = loop.body
     if loop.kind is not S.ForKind.VECTORIZED or E.const_value(loop.min) != 0 or not isinstance(n, int):
         return None
+    stores = list(loop.body.stmts) if isinstance(loop.body, S.SeqStmt) else [loop.body]
+    copies = [_vector_copy(loop, store, n) for store in stores]
+    if not copies or any(c is None for c in copies):
+        return None
+    written = [id(c.dst) for c in copies]
+    if len(set(written)) != len(written) or set(written) & {id(c.src) for c in copies}:
+        return None
+    return S.seq(*copies)
+
+
+def _vector_copy(loop: S.For, store: S.Stmt, n: int) -> VectorCopy | None:
+    """One store of the loop's body as a VectorCopy of its n elements, or None."""
     if not isinstance(store, S.BufferStore) or not isinstance(store.value, E.BufferLoad):
         return None
     load = store.value
@@ -53,7 +67,7 @@ def vector_copy(loop: S.For) -> VectorCopy | None:
     src_offset = _run_start(src, load.indices, loop.loop_var, n, ana)
     if dst_offset is None or src_offset is None:
         return None
-    return VectorCopy(dst, dst_offset, src, src_offset, n * dtype.bytes, span=loop.span)
+    return VectorCopy(dst, dst_offset, src, src_offset, n * dtype.bytes, span=store.span or loop.span)
 
 
 def _run_start(buf: Buffer, indices, v: E.Var, n: int, ana: Analyzer) -> E.Expr | None:
@@ -86,10 +100,10 @@ class _Vectorize(Mutator):
 
     def mutate_For(self, s: S.For) -> S.Stmt:
         s = self.generic_mutate(s)
-        return vector_copy(s) or s
+        return vector_copies(s) or s
 
 
 @module_pass("vectorize-loops")
 def vectorize_loops(mod: IRModule, ctx) -> IRModule:
-    """`T.vectorized` copies of one contiguous, aligned run -> one 4-, 8- or 16-byte access."""
+    """`T.vectorized` copies of contiguous, aligned runs -> one 4-, 8- or 16-byte access each."""
     return mod.with_functions(f.with_body(_Vectorize().mutate(f.body)) for f in mod.functions)

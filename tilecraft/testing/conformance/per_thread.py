@@ -111,11 +111,11 @@ KV = 256  # a multiple of a block's run (reduce_threads * run elements) in vecto
 
 
 def vectorized_gemv(block_n: int = 4, reduce_threads: int = 8, run: int = 8):
-    """TileLang's dequantize GEMV style: each thread moves runs of `run` float16 with `T.vectorized`
-    loops into per-thread arrays (one 16-byte access each on a target with vector loads, where the
-    index arithmetic proves the run aligned), sums its products, and the threads of a row all-reduce; a row also goes back
-    out through a vectorized store. Rows past N (ragged: 200 rows of 4) are skipped by a guard around
-    the runs."""
+    """TileLang's GEMV style: each thread moves runs of `run` float16 with `T.vectorized` loops into
+    per-thread arrays (one loop loading a run of A and one of B, as TileLang's split-K GEMV does; one
+    16-byte access each on a target with vector loads, where the index arithmetic proves the run
+    aligned), sums its products, and the threads of a row all-reduce; a row also goes back out through
+    a vectorized store. Rows past N (ragged: 200 rows of 4) are skipped by a guard around the runs."""
     step = reduce_threads * run
 
     @T.prim_func
@@ -129,10 +129,9 @@ def vectorized_gemv(block_n: int = 4, reduce_threads: int = 8, run: int = 8):
             acc = T.alloc_local((1,), "float32")
             acc[0] = T.float32(0)
             for ko in T.serial(KV // step):
-                for v in T.vectorized(run):
-                    a[v] = A[ko * step + tk * run + v]
                 if bn * block_n + tn < N:
                     for v in T.vectorized(run):
+                        a[v] = A[ko * step + tk * run + v]
                         b[v] = B[bn * block_n + tn, ko * step + tk * run + v]
                     for v in T.serial(run):
                         acc[0] += a[v].astype("float32") * b[v].astype("float32")
