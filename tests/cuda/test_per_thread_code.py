@@ -97,3 +97,16 @@ def test_a_reducer_s_mirrored_updates_are_guarded_and_finalize_combines_the_copi
     guard = re.escape("if (((((tx % 32) & 24) == 0) && (((tx / 32) & 3) == 0))) {")
     assert re.search(guard + r"\s*" + re.escape("total[0] = (total[0] + a[0]);"), text), text
     assert text.count("__shfl_xor_sync") >= 5
+
+
+def test_a_reducer_gemv_is_laid_out_for_its_tile_not_for_its_row_sums():
+    """TileLang's gemv_alloc_reducer at its sizes (128 x 128 tiles, 256 threads): the loop takes the tile's
+    layout (8 rows of 8 consecutive elements a thread), so x arrives in vector loads (8 bytes where the
+    conformance K leaves rows only that aligned) and each thread
+    adds into 8 row sums, combined across the 16 threads of a row by shuffles at finalize. Laid out from
+    the row sums instead (their allocation comes first), a thread held one row and read the tile
+    column by column."""
+    text = kernel_text(PR.reducer_gemv(block_m=128, block_n=128, threads=256))
+    assert "float o_reducer[8]" in text, text
+    assert re.search(re.escape("tc_v = __ldg((const uint") + "[24]" + re.escape("*)(x + "), text), text
+    assert text.count("__shfl_xor_sync") >= 4 * 8, text

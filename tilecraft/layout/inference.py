@@ -461,9 +461,18 @@ class Inference:
                 and self.known(op.src.buffer) is None
             ):
                 yield op.src.buffer
-        for buf in self.found.fragments.values():
-            if self.known(buf) is None:
-                yield buf
+        # The largest first: a nest over a big tile and a small per-row vector (a GEMV's `acc[i] +=
+        # a[i, j] * x[j]`) is laid out for the tile's loads, the vector following the nest, not the
+        # other way round (TileLang lays such a loop out from its tile accesses too).
+        free = [buf for buf in self.found.fragments.values() if self.known(buf) is None]
+        yield from sorted(free, key=lambda buf: -_elements(buf))
+
+
+def _elements(buf: Buffer) -> int:
+    total = 1
+    for extent in static_shape(buf):
+        total *= extent
+    return total
 
 
 def extend(frag: TileLayout, dims: list[int], extents: tuple[int, ...]) -> TileLayout | None:
