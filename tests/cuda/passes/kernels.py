@@ -127,26 +127,33 @@ def tf32_register_a(
         T.copy(c, C)
 
 
-@T.prim_func
-def decode_tiles(
-    Q: T.Tensor((64, 64), "float16"), K: T.Tensor((256, 64), "float16"), V: T.Tensor((256, 64), "float16"),
-    Out: T.Tensor((64, 64), "float32"),
-):  # fmt: skip
+def decode_tiles_kernel(stages: int):
     """Flash decoding's shape in miniature: Q loaded once, then K and V tiles each read by one gemm."""
-    with T.Kernel(1, threads=128):
-        Qs = T.alloc_shared((64, 64), "float16")
-        Ks = T.alloc_shared((64, 64), "float16")
-        Vs = T.alloc_shared((64, 64), "float16")
-        S = T.alloc_fragment((64, 64), "float32")
-        P = T.alloc_fragment((64, 64), "float16")
-        Of = T.alloc_fragment((64, 64), "float32")
-        T.copy(Q, Qs)
-        T.clear(Of)
-        for k in T.Pipelined(4, num_stages=2):
-            T.copy(K[k * 64, 0], Ks)
-            T.copy(V[k * 64, 0], Vs)
-            T.clear(S)
-            T.gemm(Qs, Ks, S, transpose_B=True)
-            T.copy(S, P)
-            T.gemm(P, Vs, Of)
-        T.copy(Of, Out)
+
+    @T.prim_func
+    def decode_tiles(
+        Q: T.Tensor((64, 64), "float16"), K: T.Tensor((256, 64), "float16"), V: T.Tensor((256, 64), "float16"),
+        Out: T.Tensor((64, 64), "float32"),
+    ):  # fmt: skip
+        with T.Kernel(1, threads=128):
+            Qs = T.alloc_shared((64, 64), "float16")
+            Ks = T.alloc_shared((64, 64), "float16")
+            Vs = T.alloc_shared((64, 64), "float16")
+            S = T.alloc_fragment((64, 64), "float32")
+            P = T.alloc_fragment((64, 64), "float16")
+            Of = T.alloc_fragment((64, 64), "float32")
+            T.copy(Q, Qs)
+            T.clear(Of)
+            for k in T.Pipelined(4, num_stages=stages):
+                T.copy(K[k * 64, 0], Ks)
+                T.copy(V[k * 64, 0], Vs)
+                T.clear(S)
+                T.gemm(Qs, Ks, S, transpose_B=True)
+                T.copy(S, P)
+                T.gemm(P, Vs, Of)
+            T.copy(Of, Out)
+
+    return decode_tiles
+
+
+decode_tiles = decode_tiles_kernel(2)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from tests.cuda.passes.kernels import (
     SM90A,
     decode_tiles,
+    decode_tiles_kernel,
     guarded_staged,
     guarded_tma_gemm,
     staged,
@@ -324,4 +325,55 @@ def test_a_tma_ring_without_a_producer_waits_and_refills_each_tile_at_its_own_re
     """  # noqa: E501
 
     assert_pass(target, "inject-software-pipeline", decode_tiles, expected, prefix=True,
+                pass_configs={"tl.disable_warp_specialized": True})  # fmt: skip
+
+
+@pass_test("inject-software-pipeline", SM90A)
+def test_one_stage_per_tile_still_loads_a_tile_while_the_other_is_read(target):
+    """num_stages=1 without warp specialization (TileLang's fused MoE asks for it): each tile has one
+    stage, refilled with the next iteration's tile right after its reader, so K(k+1) loads during the cast
+    and P @ V(k), and V(k+1) during Q @ K(k+1)^T; one ring for both tiles could not prefetch at all."""
+    expected = """
+    @T.prim_func
+    def decode_tiles(Q: T.Tensor((64, 64), "float16"), K: T.Tensor((256, 64), "float16"), V: T.Tensor((256, 64), "float16"), Out: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tx = T.get_thread_binding(0)
+            Qs = T.alloc_shared((64, 64), "float16")
+            T.annotate_layout({Qs: T.ir.cuda.SharedLayout(kind='wgmma', rows=64, row_length=64, atom=64)})
+            Ks = T.alloc_shared((1, 64, 64), "float16")
+            T.annotate_layout({Ks: T.ir.cuda.SharedLayout(kind='wgmma', rows=64, row_length=64, atom=64)})
+            Vs = T.alloc_shared((1, 64, 64), "float16")
+            T.annotate_layout({Vs: T.ir.cuda.SharedLayout(kind='wgmma', rows=64, row_length=64, atom=64)})
+            S = T.alloc_local((32,), "float32")
+            P = T.alloc_local((32,), "float16")
+            Of = T.alloc_local((32,), "float32")
+            T.ir.cuda.TmaCopy(loads=(T.ir.cuda.TmaLoad(dst=Qs, dst_offset=0, src=Q, box=(64, 64), swizzle=128, coords=(0, 0)),), bytes=8192)
+            for r1 in T.serial(32, annotations={'unroll': True}):
+                Of[r1] = 0.0
+            T.ir.cuda.MbarRing(ring=1, stages=1)
+            T.ir.cuda.MbarRing(ring=2, stages=1)
+            if T.ir.keep(T.bool(True)):
+                T.ir.cuda.TmaCopy(loads=(T.ir.cuda.TmaLoad(dst=Ks, dst_offset=0, src=K, box=(64, 64), swizzle=128, coords=(0, T.ir.Mul(dtype="int32", a=0, b=64))),), bytes=8192, ring=1, stage=T.int32(0))
+            if T.ir.keep(T.bool(True)):
+                T.ir.cuda.TmaCopy(loads=(T.ir.cuda.TmaLoad(dst=Vs, dst_offset=0, src=V, box=(64, 64), swizzle=128, coords=(0, T.ir.Mul(dtype="int32", a=0, b=64))),), bytes=8192, ring=2, stage=T.int32(0))
+            for k in T.serial(4, annotations={'pipelined_buffers': (Ks, Vs)}):
+                for r2 in T.serial(32, annotations={'unroll': True}):
+                    S[r2] = 0.0
+                T.ir.cuda.MbarWait(ring=1, stage=T.int32(0))
+                T.ir.cuda.GemmCall(variant='wgmma', a=Qs, b=Ks, c=S, m=64, n=64, k=64, warps_m=1, warps_n=1, trans_a=False, trans_b=True, bf16=False, a_offset=T.int32(0), b_offset=T.int32(0), atom_a=64, atom_b=64)
+                T.sync_threads()
+                if k + 1 < 4:
+                    T.ir.cuda.TmaCopy(loads=(T.ir.cuda.TmaLoad(dst=Ks, dst_offset=0, src=K, box=(64, 64), swizzle=128, coords=(0, (k + 1) * 64)),), bytes=8192, ring=1, stage=T.int32(0))
+                for r3 in T.serial(32, annotations={'unroll': True}):
+                    P[r3] = T.cast(S[r3], "float16")
+                T.ir.cuda.MbarWait(ring=2, stage=T.int32(0))
+                T.ir.cuda.GemmCall(variant='wgmma_rs', a=P, b=Vs, c=Of, m=64, n=64, k=64, warps_m=1, warps_n=1, trans_a=False, trans_b=False, bf16=False, b_offset=T.int32(0), atom_b=64)
+                T.sync_threads()
+                if k + 1 < 4:
+                    T.ir.cuda.TmaCopy(loads=(T.ir.cuda.TmaLoad(dst=Vs, dst_offset=0, src=V, box=(64, 64), swizzle=128, coords=(0, (k + 1) * 64)),), bytes=8192, ring=2, stage=T.int32(0))
+            for v4 in T.serial(16, annotations={'unroll': True}):
+                T.ir.cuda.VectorStore(dst=Out, dst_offset=0 + T.cast((tx % 32 & 3) * 2 + (v4 >> 1) * 8, "int64") * 1 + T.cast((tx % 32 >> 2) + (v4 & 1) * 8 + tx // 32 * 16, "int64") * 64, values=(Of[v4 * 2 + 0], Of[v4 * 2 + 1]))
+    """  # noqa: E501
+
+    assert_pass(target, "inject-software-pipeline", decode_tiles_kernel(1), expected, prefix=True,
                 pass_configs={"tl.disable_warp_specialized": True})  # fmt: skip

@@ -260,10 +260,10 @@ class _Pipeline(Mutator):
         if s.kind is not S.ForKind.PIPELINED:
             return s
         stages = S.annotation(s.annotations, "num_stages") or 0
-        # one stage pipelines only on a producer warpgroup (the general schedule; warp_specialize.py)
+        # one stage pipelines on a producer warpgroup (warp_specialize.py) or with a ring per copy (_per_tile)
         if refusal is not None:
             note(s, refusal, NOT_PIPELINED)
-        elif (stages >= 2 or (specialized and stages == 1)) and E.const_value(s.min) == 0:
+        elif stages >= 1 and E.const_value(s.min) == 0:
             rebuilt = self._pipeline(s, stages, specialized)
             if rebuilt is not None:
                 return rebuilt
@@ -284,6 +284,9 @@ class _Pipeline(Mutator):
             # Two copies fill one tile per iteration (one half, a gemm, the other half): a stage holds one
             # tile, so both would land in it before either gemm read it. Such a loop stays synchronous.
             return None
+        per_tile = not specialized and _per_tile_fits(body, producers, consumers)
+        if stages < 2 and not specialized and not per_tile:
+            return None  # one stage pipelines only on a producer warpgroup or with a ring per copy
         tiles = {key: _tile_elems(buf) for key, buf in buffers.items()}
         for key, buf in buffers.items():
             staged_buf = Buffer(buf.name, (E.const(stages), *buf.shape), buf.dtype, buf.scope, span=buf.span)
@@ -300,9 +303,7 @@ class _Pipeline(Mutator):
             return (
                 None  # a conditional TMA copy would leave the barrier short of arrivals: keep it synchronous
             )
-        if tma and not cp_async and not _overlaps_wgmma(consumers) and not body.guarded and all(
-            isinstance(p, TmaCopy) for p in producers
-        ) and consumer_refusal(stmts) is None:
+        if per_tile:
             return self._per_tile(loop, stages, body, staged, tiles)
         ring = 0
         if tma:
@@ -355,7 +356,9 @@ class _Pipeline(Mutator):
         decoding): a ring per copy, so each tile is waited for right before its first reader (Q @ K^T
         runs while V is in flight) and refilled right after its last reader with the tile `stages`
         iterations on, behind one barrier (`stages` tiles in flight, where one ring for all copies would
-        refill at the next iteration's top with `stages - 1`)."""
+        refill at the next iteration's top with `stages - 1`). With one stage (num_stages=1: a fused MoE's
+        gate and up projections) a tile's next load still runs during the statements after its last
+        reader, where one ring would have no prefetch at all."""
         k, n = loop.loop_var, loop.extent
         stmts = list(body.stmts)
         copies = [s for s in stmts if isinstance(s, TmaCopy)]
@@ -365,7 +368,7 @@ class _Pipeline(Mutator):
         waits, releases = _first_and_last_readers(rest, copies)
 
         def issue(copy: TmaCopy, step: E.Expr) -> S.Stmt:
-            stage = E.floormod(step, stages) if not isinstance(step, E.IntImm) else step
+            stage = _ring_slot(step, stages)[0] if not isinstance(step, E.IntImm) else step
             tile = _Stage(staged, stage, tiles, rings[id(copy)]).mutate(substitute(copy, body.values(k, step)))
             return S.IfThenElse(E.compare(E.LT, step, n), tile)
 
@@ -373,7 +376,7 @@ class _Pipeline(Mutator):
         if self.enclosing:
             prologue.append(SYNC)  # the loop's previous run may still read the stages refilled here
         prologue += [issue(c, E.const(step)) for step in range(stages) for c in copies]
-        stage = E.floormod(k, stages)
+        stage = _ring_slot(k, stages)[0]
         steps: list[S.Stmt] = []
         for pos in range(len(rest) + 1):
             steps += [MbarWait(rings[id(c)], stage) for c in waits.get(pos, ())]
@@ -599,6 +602,15 @@ def _releases(stmts: list[S.Stmt]) -> dict[int, list[TmaCopy]]:
     for copy, pos in last.values():
         out.setdefault(pos, []).append(copy)
     return out
+
+
+def _per_tile_fits(body: LoopBody, producers: list[S.Stmt], consumers: list[S.Stmt]) -> bool:
+    """The loop takes a ring per copy (`_Pipeline._per_tile`): its copies are all unconditional TMA
+    copies, its body is unguarded and has code besides wgmma gemms of shared operands (those keep their
+    group in flight on one ring), and no statement writes a loaded tile or reads one before its copy."""
+    if body.guarded or not all(isinstance(p, TmaCopy) for p in producers) or _overlaps_wgmma(consumers):
+        return False
+    return consumer_refusal(list(body.stmts)) is None
 
 
 def _first_and_last_readers(rest: list[S.Stmt], copies: list[TmaCopy]
