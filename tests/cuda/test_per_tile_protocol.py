@@ -14,14 +14,13 @@ a slow warp the next tile), and every tile loaded is read by every warp.
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Iterator
 
 import pytest
 
 from benchmarks.hopper_attention import build as attention
 from tests.cuda.passes.kernels import decode_tiles_kernel
-from tests.cuda.test_warp_specialize_protocol import Process, World, _launch
+from tests.cuda.test_warp_specialize_protocol import Process, World, _launch, run_to_the_end
 from tilecraft.cuda.ir import GemmCall, MbarRing, MbarWait, TmaCopy
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
@@ -98,23 +97,7 @@ def simulate_block(launch: S.KernelLaunch, block: dict[str, int], seed: int) -> 
     env = {v: block.get(v.name, 0) for v in launch.block_vars}
     procs = [Warp(world, w, launch.body, {**env, launch.thread_vars[0]: 32 * w}, staged) for w in range(warps)]
     world.stages_loaded = lambda name: procs[0].runs.get(("copy", name), 0)
-    rng = random.Random(seed)
-    for _ in range(10**6):
-        live = [p for p in procs if not p.done]
-        if not live and not world.transfers:
-            break
-        choice = rng.randrange(len(live) + len(world.transfers))
-        if choice >= len(live):
-            bar, tile, bytes_ = world.transfers.pop(choice - len(live))
-            tile.landed = True
-            bar.transfer(bytes_)
-            continue
-        try:
-            next(live[choice].steps)
-        except StopIteration:
-            live[choice].done = True
-    else:
-        raise AssertionError(f"deadlock: {[p.name for p in procs if not p.done]} never finish (seed {seed})")
+    run_to_the_end(procs, world.transfers, seed, f"seed {seed}")
     loaded = {key[1]: n for key, n in procs[0].runs.items() if key[0] == "copy" and key[1] in staged}
     for warp in procs:
         read = {key[-1]: n for key, n in warp.runs.items() if key[0] != "copy"}

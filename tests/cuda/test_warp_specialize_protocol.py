@@ -373,11 +373,23 @@ def simulate_cluster(launch: S.KernelLaunch, blocks: list[dict[str, int]], seed:
                              _env(launch, producer_loop, block, memory)))  # fmt: skip
         procs += [Process(world, f"{name}warp {w}", [ranked.mutate(c) for c in consumer],
                           _env(launch, consumer_seq, block, memory)) for w in range(warps)]  # fmt: skip
+    run_to_the_end(procs, transfers, seed, f"{blocks}, seed {seed}")
+    per_block = 1 + warps
+    for first in range(0, len(procs), per_block):  # both roles ran the same trip count in every block
+        loaded = {key[1]: n for key, n in procs[first].runs.items()}
+        for warp in procs[first + 1 : first + per_block]:
+            assert {key[-1]: n for key, n in warp.runs.items()} == loaded, (warp.name, warp.runs, loaded)
+    return procs
+
+
+def run_to_the_end(procs: list[Process], transfers: list, seed: int, where: str) -> None:
+    """Step the processes and land the transfers in a random order until all are done; a deadlock is an
+    AssertionError naming the processes that never finish."""
     rng = random.Random(seed)
     for _ in range(10**6):
         live = [p for p in procs if not p.done]
         if not live and not transfers:
-            break
+            return
         choice = rng.randrange(len(live) + len(transfers))
         if choice >= len(live):
             bar, tile, bytes_ = transfers.pop(choice - len(live))
@@ -388,15 +400,7 @@ def simulate_cluster(launch: S.KernelLaunch, blocks: list[dict[str, int]], seed:
             next(live[choice].steps)
         except StopIteration:
             live[choice].done = True
-    else:
-        blocked = [p.name for p in procs if not p.done]
-        raise AssertionError(f"deadlock: {blocked} never finish ({blocks}, seed {seed})")
-    per_block = 1 + warps
-    for first in range(0, len(procs), per_block):  # both roles ran the same trip count in every block
-        loaded = {key[1]: n for key, n in procs[first].runs.items()}
-        for warp in procs[first + 1 : first + per_block]:
-            assert {key[-1]: n for key, n in warp.runs.items()} == loaded, (warp.name, warp.runs, loaded)
-    return procs
+    raise AssertionError(f"deadlock: {[p.name for p in procs if not p.done]} never finish ({where})")
 
 
 KERNELS = {
