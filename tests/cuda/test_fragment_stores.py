@@ -96,10 +96,11 @@ def test_a_buffer_written_only_by_vector_stores_is_not_declared_const():
 # ---------------------------------------------------------------- 8-bit runs and loads into fragments
 
 
-def test_a_float8_fragment_is_stored_in_32_bit_words_and_a_float32_tile_loaded_in_16_bytes():
-    """TileLang's per_token_cast_to_fp8 (ragged here): each thread holds runs of 4 consecutive columns,
-    so the float32 tile is loaded with one 16-byte read-only load per run, and the float8 result stored
-    4 bytes at a time, packed through uint8_t; runs past the edge read zeros and store nothing."""
+def test_a_float8_fragment_is_stored_in_8_byte_runs_and_a_float32_tile_loaded_in_16_bytes():
+    """TileLang's per_token_cast_to_fp8 (ragged here): the row maxima's source gives each thread a run of 8
+    consecutive columns (16 threads a row: 4 shuffle levels), so the float32 tile is loaded with two
+    16-byte read-only loads per run, and the float8 result stored 8 bytes at a time, packed through
+    uint8_t; runs past the edge read zeros and store nothing."""
     kernel = _kernel(_source(fp8_token_cast()))
     checks = """
         CHECK: for (int32_t v1 = 0; v1 < 2; ++v1) {
@@ -110,10 +111,12 @@ def test_a_float8_fragment_is_stored_in_32_bit_words_and_a_float32_tile_loaded_i
         CHECK: x[((v1 * 4) + 3)] = __int_as_float((int)(tc_v.w));
         CHECK: } else {
         CHECK-NEXT: x[(int32_t)(v1 * 4)] = (float)0;
+        CHECK: __shfl_xor_sync(0xffffffffu, red0, 8)
+        CHECK-NOT: __shfl_xor_sync(0xffffffffu, red0, 16)
         CHECK: tc_f32_to_e4m3(
-        CHECK: for (int32_t v5 = 0; v5 < 2; ++v5) {
+        CHECK: for (int32_t v5 = 0; v5 < 1; ++v5) {
         CHECK-NEXT: if (
-        CHECK-NEXT: *(uint32_t*)(Y + {{.*}} = ((uint32_t)(uint8_t)(q[(int32_t)(v5 * 4)]) | ((uint32_t)(uint8_t)(q[(int32_t)((v5 * 4) + 1)]) << 8) | {{.*}} << 24));
+        CHECK-NEXT: *(uint2*)(Y + {{.*}} = make_uint2(((uint32_t)(uint8_t)(q[0]) | {{.*}}(q[(int32_t)7]) << 24)));
         CHECK-NOT: Y[
     """
     filecheck(kernel, [line.strip() for line in checks.strip().splitlines()])
@@ -144,7 +147,7 @@ def test_a_row_length_that_aligns_no_4_byte_run_stores_byte_pairs():
 
 
 def test_the_runs_compile_to_vector_instructions(nvcc, tmp_path):
-    """ptxas sees one v4 read-only load per float32 run and one 32-bit store per float8 run."""
+    """ptxas sees two v4 read-only loads per float32 run of 8 and one 64-bit store per float8 run."""
     path = tmp_path / "cast.cu"
     path.write_text(_source(fp8_token_cast()))
     done = subprocess.run([nvcc, "-arch=sm_90a", "-ptx", "-O3", "-o", str(tmp_path / "cast.ptx"), str(path)],
@@ -154,7 +157,7 @@ def test_the_runs_compile_to_vector_instructions(nvcc, tmp_path):
     body = ptx[ptx.rindex(".entry") :]
     accesses = re.findall(r"\b((?:ld|st)\.global[\w.]*)", body)
     assert accesses.count("ld.global.nc.v4.u32") == 2, accesses
-    assert accesses.count("st.global.u32") == 2 and "st.global.u8" not in accesses, accesses
+    assert accesses.count("st.global.v2.u32") == 1 and "st.global.u8" not in accesses, accesses
 
 
 def test_a_load_into_a_fragment_of_another_dtype_converts_each_element_once():

@@ -46,8 +46,8 @@ def test_source_is_opencl_c_with_work_group_builtins():
 def test_reductions_go_through_local_memory_without_shuffles():
     """Each butterfly step of the row max stores the partials, meets at a barrier, then reads the
     partner's (tx ^ 1, 2, 4, 8, 16); the row sum's scratch reuses the same bytes only after a barrier
-    that follows the last read of the max's."""
-    source = lower_source(K.softmax(256, 128, 16, "float16"))
+    that follows the last read of the max's. Rows of 256 over runs of 8 a work-item: 32 work-items a row."""
+    source = lower_source(K.softmax(256, 256, 16, "float16"))
     steps = "\n".join(
         f"CHECK: red_smem1[(int32_t)tx] = red0;\n"
         f"CHECK: barrier(CLK_LOCAL_MEM_FENCE\n"

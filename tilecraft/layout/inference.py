@@ -438,10 +438,10 @@ class Inference:
 
     def _default_one(self) -> bool:
         """Give the first still-free fragment (or nest) the default layout; False when none is left."""
-        for buf in self._free_in_order():
+        for buf, run in self._free_in_order():
             self.set(
                 buf,
-                blocked_layout(static_shape(buf), self.groups.fragment_span(buf), self.simt, buf.dtype),
+                blocked_layout(static_shape(buf), self.groups.fragment_span(buf), self.simt, buf.dtype, run),
                 "the default layout",
                 buf.span,
             )
@@ -454,18 +454,24 @@ class Inference:
         return False
 
     def _free_in_order(self):
+        """(fragment, run): reduction sources first, each thread holding a run of the reduced dim when it
+        is the innermost (as many of a row's elements as its share of the tile: fewer threads share a
+        row, fewer shuffles combine it, as TileLang's per-token fp8 cast reduces 8 a thread over 16
+        threads), then the rest by size."""
         for op in self.found.ops:
             if (
                 isinstance(op, S.Reduce)
                 and op.src.buffer.scope == FRAGMENT
                 and self.known(op.src.buffer) is None
             ):
-                yield op.src.buffer
+                buf = op.src.buffer
+                innermost = op.dim in (-1, len(buf.shape) - 1)
+                yield buf, (_elements(buf) // self.groups.fragment_span(buf) if innermost else None)
         # The largest first: a nest over a big tile and a small per-row vector (a GEMV's `acc[i] +=
         # a[i, j] * x[j]`) is laid out for the tile's loads, the vector following the nest, not the
         # other way round (TileLang lays such a loop out from its tile accesses too).
         free = [buf for buf in self.found.fragments.values() if self.known(buf) is None]
-        yield from sorted(free, key=lambda buf: -_elements(buf))
+        yield from ((buf, None) for buf in sorted(free, key=lambda buf: -_elements(buf)))
 
 
 def _elements(buf: Buffer) -> int:

@@ -74,13 +74,18 @@ class TileLayout:
 
 
 def blocked_layout(
-    shape: tuple[int, ...], threads: int, simt: SimtTarget, dtype: dt.DataType | None = None
+    shape: tuple[int, ...], threads: int, simt: SimtTarget, dtype: dt.DataType | None = None,
+    run: int | None = None,
 ) -> TileLayout:
     """The free default: row-major over threads in `simt`'s thread groups; with a `dtype`, each thread
-    takes runs of the innermost dim as wide as the target's widest access (`simt.vector_bytes`)."""
+    takes runs of the innermost dim as wide as the target's widest access (`simt.vector_bytes`), or
+    `run` elements where that is longer (a reduction's source), up to two accesses: a longer run saves
+    shuffle levels but spreads a warp's loads over more rows."""
     vector = 1
     if dtype is not None:
         vector = max(1, simt.vector_bytes // max(1, dtype.bytes))
+    if run is not None and run > vector:
+        vector = min(1 << (run.bit_length() - 1), 2 * vector)
     total = 1
     for s in shape:
         total *= s
