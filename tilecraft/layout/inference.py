@@ -28,6 +28,7 @@ shared buffer's) allocation and a `("layout", TileLayout)` annotation on each ne
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -466,19 +467,12 @@ class Inference:
             ):
                 buf = op.src.buffer
                 innermost = op.dim in (-1, len(buf.shape) - 1)
-                yield buf, (_elements(buf) // self.groups.fragment_span(buf) if innermost else None)
+                yield buf, (math.prod(static_shape(buf)) // self.groups.fragment_span(buf) if innermost else None)
         # The largest first: a nest over a big tile and a small per-row vector (a GEMV's `acc[i] +=
         # a[i, j] * x[j]`) is laid out for the tile's loads, the vector following the nest, not the
         # other way round (TileLang lays such a loop out from its tile accesses too).
         free = [buf for buf in self.found.fragments.values() if self.known(buf) is None]
-        yield from ((buf, None) for buf in sorted(free, key=lambda buf: -_elements(buf)))
-
-
-def _elements(buf: Buffer) -> int:
-    total = 1
-    for extent in static_shape(buf):
-        total *= extent
-    return total
+        yield from ((buf, None) for buf in sorted(free, key=lambda buf: -math.prod(static_shape(buf))))
 
 
 def extend(frag: TileLayout, dims: list[int], extents: tuple[int, ...]) -> TileLayout | None:
