@@ -18,6 +18,8 @@ from collections.abc import Iterator
 
 import pytest
 
+import tilecraft
+import tilecraft.language as T
 from benchmarks.hopper_attention import build as attention
 from tests.cuda.passes.kernels import decode_tiles_kernel
 from tests.cuda.test_warp_specialize_protocol import Process, World, _launch, run_to_the_end
@@ -153,3 +155,45 @@ def test_the_simulator_catches_a_refill_without_its_barrier():
     with pytest.raises(AssertionError, match="tile .* of|deadlock"):
         for seed in range(40):
             simulate_block(broken, {}, seed)
+
+
+def _decode(v_copy_before_its_gemm: bool):
+    """Flash decoding written two ways: both copies at the top of the body (this kit's style), or V's copy
+    right before P @ V (TileLang's example_gqa_decode)."""
+
+    @T.prim_func
+    def decode(Q: T.Tensor((64, 64), "float16"), K: T.Tensor((1024, 64), "float16"),
+               V: T.Tensor((1024, 64), "float16"), Out: T.Tensor((64, 64), "float32")):  # fmt: skip
+        with T.Kernel(1, threads=128):
+            Qs = T.alloc_shared((64, 64), "float16")
+            Ks = T.alloc_shared((64, 64), "float16")
+            Vs = T.alloc_shared((64, 64), "float16")
+            S_f = T.alloc_fragment((64, 64), "float32")
+            P = T.alloc_fragment((64, 64), "float16")
+            Of = T.alloc_fragment((64, 64), "float32")
+            T.copy(Q, Qs)
+            T.clear(Of)
+            for k in T.Pipelined(16, num_stages=2):
+                T.copy(K[k * 64, 0], Ks)
+                if not v_copy_before_its_gemm:
+                    T.copy(V[k * 64, 0], Vs)
+                T.clear(S_f)
+                T.gemm(Qs, Ks, S_f, transpose_B=True)
+                T.copy(S_f, P)
+                if v_copy_before_its_gemm:
+                    T.copy(V[k * 64, 0], Vs)
+                T.gemm(P, Vs, Of)
+            T.copy(Of, Out)
+
+    return decode
+
+
+def test_where_a_copy_stands_in_the_body_does_not_change_the_code():
+    """Each tile is waited for before its first reader, wherever its copy is written: both texts lower to
+    the same CUDA."""
+    sources = [
+        tilecraft.lower(_decode(late), target="cuda -arch=sm_90a", execution_backend="nvrtc",
+                        pass_configs=NO_PRODUCER).source("cuda-source")
+        for late in (False, True)
+    ]  # fmt: skip
+    assert sources[0] == sources[1]
