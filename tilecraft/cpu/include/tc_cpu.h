@@ -179,12 +179,17 @@ TC_INLINE char* tc_scratch_alloc(size_t bytes) {
 
 /* ------------------------------------------------------------------ matmul */
 
+/* TC_MR_ROWS rows by two vectors of accumulators, plus two B vectors and one broadcast of A, fill the
+ * vector registers: 12 x 2 + 3 of AVX-512's 32, 6 x 2 + 3 of AVX's and SSE's 16. */
 #if defined(__AVX512F__)
 #define TC_VBYTES 64
+#define TC_MR_ROWS 12
 #elif defined(__AVX__)
 #define TC_VBYTES 32
+#define TC_MR_ROWS 6
 #else
 #define TC_VBYTES 16
+#define TC_MR_ROWS 6
 #endif
 
 /* C[m, n] += sum_k A[m*am + k*ak] * B(k, n), rows of C contiguous. B is either contiguous along n,
@@ -193,11 +198,11 @@ TC_INLINE char* tc_scratch_alloc(size_t bytes) {
  * panel-stored tile writes the panels (tilecraft/cpu/transform/gemm_operands.py); a panel row is one
  * cache line, so the k loop streams B contiguously. Vectors never straddle a panel: a panel's width is
  * a multiple of the vector length (otherwise the columns are done by the scalar loop).
- * MR rows by two vectors of columns stay in registers across the k loop; the two vectors are read
- * from B0 and B1 (each advancing ldb per k). */
+ * MR (TC_MR_ROWS) rows by two vectors of columns stay in registers across the k loop; the two vectors are
+ * read from B0 and B1 (each advancing ldb per k). */
 #define TC_MATMUL(NAME, T)                                                                       \
     typedef T tc_v_##NAME __attribute__((vector_size(TC_VBYTES), aligned(sizeof(T))));          \
-    enum { TC_VL_##NAME = TC_VBYTES / sizeof(T), TC_MR_##NAME = 6 };                             \
+    enum { TC_VL_##NAME = TC_VBYTES / sizeof(T), TC_MR_##NAME = TC_MR_ROWS };                    \
     TC_INLINE void tc_tile_##NAME(int rows, int vecs, int K, const T* A, int64_t am, int64_t ak, \
                                   const T* B0, const T* B1, int64_t ldb, T* C, int64_t ldc) {   \
         tc_v_##NAME acc[TC_MR_##NAME][2];                                                        \
