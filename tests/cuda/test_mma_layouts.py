@@ -200,7 +200,7 @@ def test_operand_b_matches_reference_and_isa(k, n, warps_m, warps_n):
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda: mma_accumulator(48, 32, 1, 1), "not a power of two"),
+        (lambda: mma_operand_a(32, 48, 1, 1), "not a power of two"),
         (lambda: mma_accumulator(32, 20, 1, 1), "not a multiple"),
         (lambda: mma_accumulator(64, 64, 3, 1), "power of two"),
         (lambda: mma_operand_a(32, 24, 1, 1), "not a multiple"),
@@ -219,3 +219,27 @@ def test_fragment_to_linear_recovers_the_mma_tile():
         forward_index_fn=lambda i, j: (i // 8) * 2 + j % 2,
     )
     assert fragment.to_linear(WARP_SIZE) == mma_accumulator(16, 8, 1, 1)
+
+
+@pytest.mark.parametrize("m, n, warps_m, warps_n", [(48, 32, 1, 1), (128, 192, 8, 1), (32, 192, 1, 8), (96, 48, 2, 2)])
+def test_padded_accumulator_covers_each_element_once(m, n, warps_m, warps_n):
+    """An extent that is not a power of two (TileLang's 192-column GQA head) is laid out as the next
+    power of two: every real element has exactly one (register, lane, warp), the rest of the padded
+    span lies outside the tile, and the coordinates are the formulas tc::gemm_ss follows with the warps'
+    shares of the padded extents (tc_pad_pow2 in tc_cuda.h)."""
+    layout = mma_accumulator(m, n, warps_m, warps_n)
+    assert layout.out_size("dim0") == 1 << (m - 1).bit_length()
+    assert layout.out_size("dim1") == 1 << (n - 1).bit_length()
+    owners = Counter()
+    for reg, lane, warp in points(layout):
+        row, col = coords(layout, reg, lane, warp)
+        assert (row, col) == mma_accumulator_coords(warp * 32 + lane, reg, m, n, warps_m, warps_n)
+        if row < m and col < n:
+            owners[row, col] += 1
+    assert len(owners) == m * n and set(owners.values()) == {1}
+
+
+def test_padded_operand_a_rows():
+    layout = mma_operand_a(48, 32, 1, 1)
+    real = {coords(layout, r, lane, 0) for r, lane, _ in points(layout)}
+    assert {(row, col) for row, col in real if row < 48} == {(r, c) for r in range(48) for c in range(32)}

@@ -297,6 +297,20 @@ TC_DEVICE int tc_swizzle32_at(int row, int col) {
         return tc_swizzle32<W>(row * W + col);
     }
 }
+// A gemm extent that is not a power of two (a 192-column head) is laid out as the next power of two
+// (the register layouts are linear in the bits of their indices, tilecraft/cuda/intrinsics/mma_layouts.py);
+// the warps' shares follow the padded extent and the tiles past the real one are never computed.
+__host__ __device__ constexpr int tc_pad_pow2(int x) { return x <= 1 ? 1 : 2 * tc_pad_pow2((x + 1) / 2); }
+// Whether the tile starting at `start` lies inside an extent of `extent`: always, with no test in the
+// code, for a power of two (the padding exists only for other extents).
+template <int EXTENT>
+TC_DEVICE bool tc_real_tile(int start) {
+    if constexpr (tc_pad_pow2(EXTENT) == EXTENT) {
+        return true;
+    } else {
+        return start < EXTENT;
+    }
+}
 
 namespace tc {
 
@@ -308,6 +322,7 @@ TC_DEVICE void load_b(const uint16_t* B, int kk, int n_base, int lane, uint32_t 
 #pragma unroll
     for (int nj = 0; nj < NT; nj += 2) {
         const int n0 = n_base + nj * 8;
+        if (!tc_real_tile<N>(n0)) break;
         uint32_t r[4];
         if (!TRANS_B) {
             // stored (K, N): matrices (k0-7,n0-7), (k8-15,n0-7), (k0-7,n8-15), (k8-15,n8-15), transposed
@@ -332,8 +347,9 @@ TC_DEVICE void load_b(const uint16_t* B, int kk, int n_base, int lane, uint32_t 
 // row wm*WM + mi*16 + half*8 + lane/4, col wn*WN + ni*8 + (lane%4)*2 + b.
 template <int M, int N, int K, int WARPS_M, int WARPS_N, bool TRANS_A, bool TRANS_B, bool BF16>
 TC_DEVICE void gemm_ss(const uint16_t* A, const uint16_t* B, float* C, int warp = threadIdx.x / 32) {
-    constexpr int WM = M / WARPS_M, WN = N / WARPS_N, MT = WM / 16, NT = WN / 8;
-    static_assert(WM % 16 == 0 && WN % 16 == 0 && K % 16 == 0, "gemm tile does not fit m16n8k16");
+    constexpr int WM = tc_pad_pow2(M) / WARPS_M, WN = tc_pad_pow2(N) / WARPS_N, MT = WM / 16, NT = WN / 8;
+    static_assert(WM % 16 == 0 && WN % 16 == 0 && K % 16 == 0 && M % 16 == 0 && N % 16 == 0,
+                  "gemm tile does not fit m16n8k16");
     const int lane = threadIdx.x % 32;
     const int wm = warp / WARPS_N, wn = warp % WARPS_N;
     // ldmatrix.x4 lane -> (row within 16, 8-column half) of the 16x16 source block it addresses
@@ -344,6 +360,7 @@ TC_DEVICE void gemm_ss(const uint16_t* A, const uint16_t* B, float* C, int warp 
 #pragma unroll
         for (int mi = 0; mi < MT; ++mi) {
             const int m0 = wm * WM + mi * 16;
+            if (!tc_real_tile<M>(m0)) break;
             if (!TRANS_A) {
                 tc_ldmatrix_x4(a[mi], A + tc_swizzle16<K>((m0 + lr) * K + kk + lc));
             } else {
@@ -357,7 +374,9 @@ TC_DEVICE void gemm_ss(const uint16_t* A, const uint16_t* B, float* C, int warp 
 #pragma unroll
         for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
-            for (int ni = 0; ni < NT; ++ni) tc_mma_16816<BF16>(C + (mi * NT + ni) * 4, a[mi], b[ni]);
+            for (int ni = 0; ni < NT; ++ni)
+                if (tc_real_tile<M>(wm * WM + mi * 16) && tc_real_tile<N>(wn * WN + ni * 8))
+                    tc_mma_16816<BF16>(C + (mi * NT + ni) * 4, a[mi], b[ni]);
     }
 }
 
@@ -365,10 +384,11 @@ TC_DEVICE void gemm_ss(const uint16_t* A, const uint16_t* B, float* C, int warp 
 // as flash attention's P tile): A holds, for this thread, per (mi, k16 step) four 32-bit registers.
 template <int M, int N, int K, int WARPS_M, int WARPS_N, bool TRANS_B, bool BF16>
 TC_DEVICE void gemm_rs(const uint32_t* A, const uint16_t* B, float* C, int warp = threadIdx.x / 32) {
-    constexpr int WM = M / WARPS_M, WN = N / WARPS_N, MT = WM / 16, NT = WN / 8;
-    static_assert(WM % 16 == 0 && WN % 16 == 0 && K % 16 == 0, "gemm tile does not fit m16n8k16");
+    constexpr int WM = tc_pad_pow2(M) / WARPS_M, WN = tc_pad_pow2(N) / WARPS_N, MT = WM / 16, NT = WN / 8;
+    static_assert(WM % 16 == 0 && WN % 16 == 0 && K % 16 == 0 && M % 16 == 0 && N % 16 == 0,
+                  "gemm tile does not fit m16n8k16");
     const int lane = threadIdx.x % 32;
-    const int wn = warp % WARPS_N;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
 #pragma unroll
     for (int kk = 0; kk < K; kk += 16) {
         uint32_t b[NT][2];
@@ -377,7 +397,8 @@ TC_DEVICE void gemm_rs(const uint32_t* A, const uint16_t* B, float* C, int warp 
         for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
             for (int ni = 0; ni < NT; ++ni)
-                tc_mma_16816<BF16>(C + (mi * NT + ni) * 4, A + (mi * (K / 16) + kk / 16) * 4, b[ni]);
+                if (tc_real_tile<M>(wm * WM + mi * 16) && tc_real_tile<N>(wn * WN + ni * 8))
+                    tc_mma_16816<BF16>(C + (mi * NT + ni) * 4, A + (mi * (K / 16) + kk / 16) * 4, b[ni]);
     }
 }
 
@@ -715,6 +736,14 @@ TC_DEVICE void tc_wgmma_fence_operands(float* c) {
 #pragma unroll
     for (int i = 0; i < R; ++i) asm volatile("" : "+f"(c[i])::"memory");
 }
+// The accumulator registers of a warpgroup's MI row blocks of GN columns each, laid out GNP apart (the
+// next power of two of a wgmma N that is not one, mma_layouts.py): the padding is never fenced, so it
+// stays dead and takes no registers.
+template <int MI, int GN, int GNP>
+TC_DEVICE void tc_wgmma_fence_accumulator(float* c) {
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) tc_wgmma_fence_operands<GN / 2>(c + mi * (GNP / 2));
+}
 
 // Keeps register operands alive up to this point: a wgmma still in flight reads them, and the compiler,
 // which sees them only as inputs of the issuing asm, could otherwise reuse their registers early.
@@ -787,8 +816,8 @@ TC_DEVICE void gemm_wgmma_fp8(const uint8_t* A, const uint8_t* B, float* C) {
 template <int M, int N, int K, int GROUPS_M, int GROUPS_N, bool TRANS_A, bool TRANS_B, int ATOM_A, int ATOM_B,
           int WAIT, class INSTR>
 TC_DEVICE void gemm_wgmma_steps(const uint16_t* A, const uint16_t* B, float* C) {
-    constexpr int GM = M / GROUPS_M, GN = N / GROUPS_N, MI = GM / 64;
-    constexpr int NI = GN < 256 ? GN : 256, NJ = GN / NI, REGS = MI * GN / 2;
+    constexpr int GM = M / GROUPS_M, GN = N / GROUPS_N, MI = GM / 64, GNP = tc_pad_pow2(N) / GROUPS_N;
+    constexpr int NI = GN < 256 ? GN : 256, NJ = GN / NI;
     static_assert(GM % 64 == 0 && GN % 8 == 0 && K % 16 == 0, "gemm tile does not fit wgmma m64nNk16");
     // rows of the stored tiles and the descriptors' byte offsets (tilecraft/cuda/wgmma.py operand_strides)
     constexpr int ROWS_A = TRANS_A ? K : M, ROWS_B = TRANS_B ? N : K;
@@ -798,7 +827,7 @@ TC_DEVICE void gemm_wgmma_steps(const uint16_t* A, const uint16_t* B, float* C) 
     const int row0 = (group / GROUPS_N) * GM, col0 = (group % GROUPS_N) * GN;
     const uint64_t desc_a = tc_wgmma_desc(A, LEAD_A, STRIDE_A, tc_wgmma_mode(ATOM_A));
     const uint64_t desc_b = tc_wgmma_desc(B, LEAD_B, STRIDE_B, tc_wgmma_mode(ATOM_B));
-    tc_wgmma_fence_operands<REGS>(C);
+    tc_wgmma_fence_accumulator<MI, GN, GNP>(C);
     tc_wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < K; kk += 16) {
@@ -814,13 +843,13 @@ TC_DEVICE void gemm_wgmma_steps(const uint16_t* A, const uint16_t* B, float* C) 
                 const int b_off =
                     TRANS_B ? wgmma_offset<ROWS_B, ATOM_B>(n0, kk) : wgmma_offset<ROWS_B, ATOM_B>(kk, n0);
                 const uint64_t db = desc_b + (uint64_t)((b_off * 2) >> 4);
-                INSTR::template run<NI>(C + (mi * (GN / 8) + nj * (NI / 8)) * 4, da, db);
+                INSTR::template run<NI>(C + (mi * (GNP / 8) + nj * (NI / 8)) * 4, da, db);
             }
         }
     }
     tc_wgmma_commit();
     tc_wgmma_wait<WAIT>();
-    tc_wgmma_fence_operands<REGS>(C);
+    tc_wgmma_fence_accumulator<MI, GN, GNP>(C);
 }
 
 // As gemm_wgmma with A (M, K) already in registers ("rs", flash attention's P tile): warp w of
@@ -832,13 +861,13 @@ TC_DEVICE void gemm_wgmma_steps(const uint16_t* A, const uint16_t* B, float* C) 
 template <int M, int N, int K, int GROUPS_M, int GROUPS_N, bool TRANS_B, bool BF16, int ATOM_B, int WAIT = 0>
 TC_DEVICE void gemm_wgmma_rs(const uint32_t* A, const uint16_t* B, float* C) {
     constexpr int GM = M / GROUPS_M, GN = N / GROUPS_N, MI = GM / 64, KT = K / 16;
-    constexpr int NI = GN < 256 ? GN : 256, NJ = GN / NI, REGS = MI * GN / 2;
+    constexpr int GNP = tc_pad_pow2(N) / GROUPS_N, NI = GN < 256 ? GN : 256, NJ = GN / NI;
     static_assert(GM % 64 == 0 && GN % 8 == 0 && K % 16 == 0, "gemm tile does not fit wgmma m64nNk16");
     constexpr int ROWS_B = TRANS_B ? N : K;
     constexpr uint32_t LEAD_B = TRANS_B ? 16 : ROWS_B * ATOM_B * 2, STRIDE_B = 8 * ATOM_B * 2;
     const int col0 = (threadIdx.x / 128 % GROUPS_N) * GN;
     const uint64_t desc_b = tc_wgmma_desc(B, LEAD_B, STRIDE_B, tc_wgmma_mode(ATOM_B));
-    tc_wgmma_fence_operands<REGS>(C);
+    tc_wgmma_fence_accumulator<MI, GN, GNP>(C);
     // orders this thread's register writes (the cast that produced A, the accumulator) before wgmma
     tc_wgmma_fence();
 #pragma unroll
@@ -851,14 +880,14 @@ TC_DEVICE void gemm_wgmma_rs(const uint32_t* A, const uint16_t* B, float* C) {
                 const int b_off =
                     TRANS_B ? wgmma_offset<ROWS_B, ATOM_B>(n0, kk) : wgmma_offset<ROWS_B, ATOM_B>(kk, n0);
                 const uint64_t db = desc_b + (uint64_t)((b_off * 2) >> 4);
-                tc_wgmma_rs_op<NI>::template run<BF16, TRANS_B ? 0 : 1>(C + (mi * (GN / 8) + nj * (NI / 8)) * 4,
+                tc_wgmma_rs_op<NI>::template run<BF16, TRANS_B ? 0 : 1>(C + (mi * (GNP / 8) + nj * (NI / 8)) * 4,
                                                                      A + (mi * KT + ki) * 4, db);
             }
         }
     }
     tc_wgmma_commit();
     tc_wgmma_wait<WAIT>();
-    tc_wgmma_fence_operands<REGS>(C);
+    tc_wgmma_fence_accumulator<MI, GN, GNP>(C);
     tc_wgmma_keep_operands<MI * KT * 4>(A);
 }
 

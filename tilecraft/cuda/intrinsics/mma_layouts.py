@@ -12,7 +12,7 @@ The wgmma layouts follow `wgmma.mma_async` m64nNk16 (sm_90a). They are CUDA's: t
 
 from __future__ import annotations
 
-from tilecraft.layout.linear import LinearLayout, is_power_of_two, log2
+from tilecraft.layout.linear import LinearLayout, is_power_of_two, log2, next_power_of_two
 
 __all__ = [
     "WARPGROUP",
@@ -59,16 +59,23 @@ def _fragment(register, lane, warp, shape: tuple[int, int]) -> LinearLayout:
 # ---------------------------------------------------------------- mma.sync m16n8k16
 
 
-def _warp_grid(rows: int, cols: int, warps_m: int, warps_n: int, tile: tuple[int, int], what: str):
+def _warp_grid(rows: int, cols: int, warps_m: int, warps_n: int, tile: tuple[int, int], what: str,
+               padded: tuple[bool, bool] = (True, True)):
     """The per-warp tile counts `(tiles_m, tiles_n)` of a (rows x cols) tile split over the warp grid
-    into mma tiles of `tile`; raises unless everything is a power of two that divides evenly."""
+    into mma tiles of `tile`. An extent marked `padded` that is not a power of two is laid out as the
+    next one (a 192-column head as 256: the tiles past 192 are never computed, their registers never
+    touched, and the warps' shares follow the padded extent, as `tc_pad_pow2` in tc_cuda.h); the others
+    must divide evenly into a power of two of tiles."""
     for name, value in (("warps_m", warps_m), ("warps_n", warps_n)):
         _require_power_of_two(f"{what}: {name}", value)
     counts = []
-    for extent, warps, step, name in ((rows, warps_m, tile[0], "rows"), (cols, warps_n, tile[1], "cols")):
-        if extent % (warps * step):
+    for extent, warps, step, name, pad in zip((rows, cols), (warps_m, warps_n), tile, ("rows", "cols"), padded):
+        if extent % step:
+            raise ValueError(f"{what}: {name}={extent} is not a multiple of the instruction's {step}")
+        laid = next_power_of_two(extent) if pad else extent
+        if laid % (warps * step):
             raise ValueError(f"{what}: {name}={extent} is not a multiple of {warps} warps x {step}")
-        count = extent // (warps * step)
+        count = laid // (warps * step)
         if not is_power_of_two(count):
             raise ValueError(
                 f"{what}: {name}={extent} gives {count} mma tiles of {step} per warp, not a power of two; "
@@ -76,6 +83,11 @@ def _warp_grid(rows: int, cols: int, warps_m: int, warps_n: int, tile: tuple[int
             )
         counts.append(count)
     return counts[0], counts[1]
+
+
+def laid_out(extent: int) -> int:
+    """The extent a register layout spans for a tile extent: the next power of two."""
+    return next_power_of_two(extent)
 
 
 def mma_accumulator(m: int, n: int, warps_m: int, warps_n: int) -> LinearLayout:
@@ -93,8 +105,9 @@ def mma_accumulator(m: int, n: int, warps_m: int, warps_n: int) -> LinearLayout:
     tm, tn = _warp_grid(m, n, warps_m, warps_n, (16, 8), "mma_accumulator")
     register = _chain((1, 1, 0), (0, 1, 3), (1, log2(tn), 3), (0, log2(tm), 4))
     lane = _chain((1, 2, 1), (0, 3, 0))
-    warp = _chain((1, log2(warps_n), log2(n // warps_n)), (0, log2(warps_m), log2(m // warps_m)))
-    return _fragment(register, lane, warp, (m, n))
+    mp, np_ = laid_out(m), laid_out(n)
+    warp = _chain((1, log2(warps_n), log2(np_ // warps_n)), (0, log2(warps_m), log2(mp // warps_m)))
+    return _fragment(register, lane, warp, (mp, np_))
 
 
 def mma_accumulator_coords(
@@ -104,6 +117,7 @@ def mma_accumulator_coords(
     a plain-Python statement of the formulas, which the tensor-core gemm templates follow."""
     warp, lane = divmod(thread, WARP_SIZE)
     wm, wn = divmod(warp, warps_n)
+    m, n = laid_out(m), laid_out(n)
     tn = n // warps_n // 8
     tile, within = divmod(reg, 4)
     mi, ni = divmod(tile, tn)
@@ -123,7 +137,8 @@ def mma_operand_a(m: int, k: int, warps_m: int, warps_n: int) -> LinearLayout:
         row = wm * (m / warps_m) + mi * 16 + l // 4 + 8 * ((i >> 1) & 1)
         col = ki * 16 + (l % 4) * 2 + (i & 1) + 8 * (i >> 2)
     """
-    tm, tk = _warp_grid(m, k, warps_m, 1, (16, 16), "mma_operand_a")
+    tm, tk = _warp_grid(m, k, warps_m, 1, (16, 16), "mma_operand_a", (True, False))
+    m = laid_out(m)
     _require_power_of_two("mma_operand_a: warps_n", warps_n)
     register = _chain((1, 1, 0), (0, 1, 3), (1, 1, 3), (1, log2(tk), 4), (0, log2(tm), 4))
     lane = _chain((1, 2, 1), (0, 3, 0))
@@ -137,6 +152,7 @@ def mma_operand_a_coords(
     """The (row, col) of A that register `reg` of thread `thread` holds in `mma_operand_a`."""
     warp, lane = divmod(thread, WARP_SIZE)
     wm = warp // warps_n
+    m = laid_out(m)
     tile, i = divmod(reg, 8)
     mi, ki = divmod(tile, k // 16)
     row = wm * (m // warps_m) + mi * 16 + lane // 4 + 8 * ((i >> 1) & 1)
@@ -157,7 +173,8 @@ def mma_operand_a_tf32(m: int, k: int, warps_m: int, warps_n: int) -> LinearLayo
     so a thread holds columns t and t + 4 of each 8-column block (t = l % 4): a loop over 4 columns
     `x[i, 4 * c + j]` reads column j of every block of 4 from lane j, whatever c.
     """
-    tm, tk = _warp_grid(m, k, warps_m, 1, (16, 8), "mma_operand_a_tf32")
+    tm, tk = _warp_grid(m, k, warps_m, 1, (16, 8), "mma_operand_a_tf32", (True, False))
+    m = laid_out(m)
     _require_power_of_two("mma_operand_a_tf32: warps_n", warps_n)
     register = _chain((0, 1, 3), (1, 1, 2), (1, log2(tk), 3), (0, log2(tm), 4))
     lane = _chain((1, 2, 0), (0, 3, 0))
@@ -171,6 +188,7 @@ def mma_operand_a_tf32_coords(
     """The (row, col) of A that register `reg` of thread `thread` holds in `mma_operand_a_tf32`."""
     warp, lane = divmod(thread, WARP_SIZE)
     wm = warp // warps_n
+    m = laid_out(m)
     tile, i = divmod(reg, 4)
     mi, ki = divmod(tile, k // 8)
     row = wm * (m // warps_m) + mi * 16 + lane // 4 + 8 * (i & 1)
@@ -188,7 +206,8 @@ def mma_operand_b(k: int, n: int, warps_m: int, warps_n: int) -> LinearLayout:
         row = ki * 16 + (l % 4) * 2 + (i & 1) + 8 * (i >> 1)
         col = wn * (n / warps_n) + ni * 8 + l // 4
     """
-    tk, tn = _warp_grid(k, n, 1, warps_n, (16, 8), "mma_operand_b")
+    tk, tn = _warp_grid(k, n, 1, warps_n, (16, 8), "mma_operand_b", (False, True))
+    n = laid_out(n)
     _require_power_of_two("mma_operand_b: warps_m", warps_m)
     register = _chain((0, 1, 0), (0, 1, 3), (1, log2(tn), 3), (0, log2(tk), 4))
     lane = _chain((0, 2, 1), (1, 3, 0))
@@ -202,6 +221,7 @@ def mma_operand_b_coords(
     """The (row, col) of B that register `reg` of thread `thread` holds in `mma_operand_b`."""
     warp, lane = divmod(thread, WARP_SIZE)
     wn = warp % warps_n
+    n = laid_out(n)
     tile, i = divmod(reg, 4)
     ki, ni = divmod(tile, n // warps_n // 8)
     row = ki * 16 + (lane % 4) * 2 + (i & 1) + 8 * (i >> 1)
@@ -229,6 +249,7 @@ def wgmma_accumulator(m: int, n: int, groups_m: int, groups_n: int) -> LinearLay
         col = gn * (n / groups_n) + ni * 8 + (l % 4) * 2 + b
     """
     tm, tn = _warp_grid(m, n, groups_m, groups_n, (64, 8), "wgmma_accumulator")
+    m, n = laid_out(m), laid_out(n)
     register = _chain((1, 1, 0), (0, 1, 3), (1, log2(tn), 3), (0, log2(tm), 6))
     lane = _chain((1, 2, 1), (0, 3, 0))
     warp = _chain(
@@ -245,6 +266,7 @@ def wgmma_accumulator_coords(
     warp, lane = divmod(thread, WARP_SIZE)
     group, w = divmod(warp, WARPGROUP)
     gm, gn = divmod(group, groups_n)
+    m, n = laid_out(m), laid_out(n)
     tn = n // groups_n // 8
     tile, within = divmod(reg, 4)
     mi, ni = divmod(tile, tn)
@@ -269,7 +291,8 @@ def wgmma_operand_a(m: int, k: int, groups_m: int, groups_n: int) -> LinearLayou
     which is `wgmma_accumulator(m, k, groups_m, 1)` register for register: an accumulator of a wgmma
     gemm with one warpgroup column converts into this operand in-thread (flash attention's P tile).
     """
-    tm, tk = _warp_grid(m, k, groups_m, 1, (64, 16), "wgmma_operand_a")
+    tm, tk = _warp_grid(m, k, groups_m, 1, (64, 16), "wgmma_operand_a", (True, False))
+    m = laid_out(m)
     _require_power_of_two("wgmma_operand_a: groups_n", groups_n)
     register = _chain((1, 1, 0), (0, 1, 3), (1, 1, 3), (1, log2(tk), 4), (0, log2(tm), 6))
     lane = _chain((1, 2, 1), (0, 3, 0))
@@ -284,6 +307,7 @@ def wgmma_operand_a_coords(
     warp, lane = divmod(thread, WARP_SIZE)
     group, w = divmod(warp, WARPGROUP)
     gm = group // groups_n
+    m = laid_out(m)
     tile, i = divmod(reg, 8)
     mi, ki = divmod(tile, k // 16)
     row = gm * (m // groups_m) + mi * 64 + w * 16 + lane // 4 + 8 * ((i >> 1) & 1)

@@ -24,11 +24,12 @@ from tilecraft.cuda.intrinsics.mma_layouts import (
 )
 from tilecraft.cuda.shared_layout import wgmma_atom
 from tilecraft.cuda.storage import SHARED_SCOPES as SHARED
+from tilecraft.cuda.wgmma import MAX_N as MAX_WGMMA_N
 from tilecraft.cuda.wgmma import instruction_n
 from tilecraft.errors import LoweringError
 from tilecraft.ir import stmt as S
 from tilecraft.ir.nodes import ir_value
-from tilecraft.layout.linear import is_power_of_two
+from tilecraft.layout.linear import is_power_of_two, next_power_of_two
 from tilecraft.layout.tile import TileLayout
 from tilecraft.transform.simt.gemm import gemm_shape
 
@@ -76,8 +77,20 @@ class GemmPlan:
 
 
 def warp_grid(policy: S.GemmWarpPolicy, warps: int, m: int, n: int) -> tuple[int, int] | None:
-    """(warps_m, warps_n) with 16-row and 16-column warp tiles, as the policy prefers; None if none fits."""
-    return _pick(policy, _grids(warps, lambda wm, wn: m % (16 * wm) == 0 and n % (16 * wn) == 0), m, n)
+    """(warps_m, warps_n) with 16-row and 16-column warp tiles, as the policy prefers; None if none fits.
+    An extent that is not a power of two is split as the next one (`padded_extents_ok`)."""
+    mp, np_ = next_power_of_two(m), next_power_of_two(n)
+    return _pick(policy, _grids(warps, lambda wm, wn: mp % (16 * wm) == 0 and np_ % (16 * wn) == 0), m, n)
+
+
+def padded_extents_ok(op: S.Gemm, m: int, n: int) -> bool:
+    """Power-of-two M and N, or, for 16-bit operands (tc::gemm_ss, gemm_rs and the wgmma templates),
+    multiples of 16 laid out as the next power of two: a 192-column head (TileLang's GQA backward, QK
+    dim 192) runs on tensor cores with the tiles past 192 skipped. TF32 and float8 gemms keep powers of two."""
+    if all(is_power_of_two(x) for x in (m, n)):
+        return True
+    sixteen_bit = op.a.dtype.name in MMA_INPUTS and op.a.dtype == op.b.dtype
+    return sixteen_bit and m % 16 == 0 and n % 16 == 0
 
 
 def _grids(units: int, fits) -> list[tuple[int, int]]:
@@ -121,7 +134,7 @@ def _tensor_core_ok(op: S.Gemm, m: int, n: int, k: int) -> bool:
     if is_tf32(op):
         return _tf32_ok(op, m, n, k)
     a, b, c = op.a.dtype, op.b.dtype, op.c.dtype
-    shapes = all(is_power_of_two(x) for x in (m, n)) and k % 16 == 0
+    shapes = padded_extents_ok(op, m, n) and k % 16 == 0
     placement = op.b.buffer.scope in SHARED and op.a.buffer.scope in (*SHARED, "local.fragment")
     # float8 operands (either format, mixed) widen to float16 in registers (tc::gemm_ss_fp8); A must
     # then come from shared memory, as the "rs" variant takes registers already in f16 mma layout.
@@ -160,8 +173,12 @@ def _wgmma_plan(op: S.Gemm, threads: int, m: int, n: int, k: int) -> GemmPlan | 
     groups = threads // WARPGROUP_THREADS
     if threads % WARPGROUP_THREADS or not is_power_of_two(groups) or not _tensor_core_ok(op, m, n, k):
         return None
+    if not is_power_of_two(m):
+        return None  # the warpgroups' rows are shares of M (mma.sync pads M; wgmma does not)
     register_a = op.a.buffer.scope == "local.fragment"
     fp8 = op.a.dtype.kind == "float8"
+    if register_a and not is_power_of_two(k):
+        return None  # the register A layout strides by K / 16 steps, a power of two
     if fp8 and not _fp8_wgmma_ok(op, k):
         return None  # other float8 gemms take tc::gemm_ss_fp8 (widened to f16 for mma.sync)
     if not fp8 and op.a.dtype.name not in MMA_INPUTS:
@@ -174,8 +191,10 @@ def _wgmma_plan(op: S.Gemm, threads: int, m: int, n: int, k: int) -> GemmPlan | 
 
     def fits(gm: int, gn: int) -> bool:
         # M in 64-row instructions; N of each instruction a multiple of 8 (16 for an N-major B: its
-        # narrowest swizzle row holds 16 elements)
-        return m % (64 * gm) == 0 and n % (8 * gn) == 0 and (b_k_major or (n // gn) % 16 == 0)
+        # narrowest swizzle row holds 16 elements). An N that is not a power of two is one instruction
+        # of one warpgroup column (its registers laid out as the next power of two's).
+        padded = is_power_of_two(n) or (gn == 1 and n <= MAX_WGMMA_N)
+        return m % (64 * gm) == 0 and n % (8 * gn) == 0 and (b_k_major or (n // gn) % 16 == 0) and padded
 
     grid = _pick(op.policy, _grids(groups, fits), m, n)
     if grid is None:

@@ -520,6 +520,10 @@ CASES = [
     # A register-resident gemm operand copied into every warp of its row block.
     Case("gemm_register_a_from_global", R.fragment_a_from_global, R.moe_inputs, R.moe_reference, 3e-3),
     Case("gemm_register_a_from_accumulator", R.fragment_a_from_accumulator, R.gqa_inputs, R.gqa_reference, 3e-3),
+    Case("gemm_head_192_register_a", lambda: R.head_192_gemms(False), R.head_192_inputs,
+         R.head_192_reference(False), 3e-3),
+    Case("gemm_head_192_with_transposed_dq", lambda: R.head_192_gemms(True), R.head_192_inputs,
+         R.head_192_reference(True), 3e-3),
     Case("gemm_float32_register_a_transposed_in_registers", R.float32_fragment_a, R.float32_fragment_a_inputs,
          R.float32_fragment_a_reference, 1e-5),
     Case("gemm_tf32_register_a_accumulating", R.tf32_fragment_a_accumulating, R.tf32_fragment_a_inputs,

@@ -273,3 +273,62 @@ def tf32_gemm_with_row_sums_reference(arrays) -> dict[int, np.ndarray]:
     x, fn = np.asarray(arrays[0], np.float32), np.asarray(arrays[1], np.float32)
     x64 = x.astype(np.float64)
     return {2: tf32_product(x, fn.T), 3: (x64 * x64).sum(1)}
+
+
+HEAD192 = (128, 32, 192)  # block_M, block_N, QK head dim (example_gqa_bwd.py's D_HEAD_QK = 192)
+
+
+def head_192_gemms(with_dq: bool):
+    """dk = cast(K @ Q^T) @ Q (N = 192 from a register A) and, `with_dq`, dq = cast(K @ Q^T)^T @ K (M = 32,
+    N = 192, A transposed from shared memory): extents that are not powers of two, laid out as the next
+    one on tensor cores (example_gqa_bwd.py:301-329). Without dq the block takes wgmma on sm_90a; with it
+    the shared K tile is read by mma.sync too."""
+    m, n, d = HEAD192
+
+    @T.prim_func
+    def head_192(
+        K: T.Tensor((m, d), "float16"),
+        Q: T.Tensor((n, d), "float16"),
+        dK: T.Tensor((m, d), "float32"),
+        dQ: T.Tensor((n, d), "float32"),
+    ):
+        with T.Kernel(1, threads=256):
+            k_s = T.alloc_shared((m, d), "float16")
+            q_s = T.alloc_shared((n, d), "float16")
+            p_s = T.alloc_shared((m, n), "float16")
+            s = T.alloc_fragment((m, n), "float32")
+            p = T.alloc_fragment((m, n), "float16")
+            dk = T.alloc_fragment((m, d), "float32")
+            dq = T.alloc_fragment((n, d), "float32")
+            T.copy(K, k_s)
+            T.copy(Q, q_s)
+            T.clear(s)
+            T.gemm(k_s, q_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+            for i, j in T.Parallel(m, n):
+                s[i, j] = s[i, j] * 0.25
+            T.copy(s, p)
+            T.clear(dk)
+            T.gemm(p, q_s, dk, policy=T.GemmWarpPolicy.FullRow)
+            T.copy(dk, dK)
+            T.clear(dq)
+            if with_dq:
+                T.copy(p, p_s)
+                T.gemm(p_s, k_s, dq, transpose_A=True)
+            T.copy(dq, dQ)
+
+    return head_192
+
+
+def head_192_inputs(rng) -> list[np.ndarray]:
+    m, n, d = HEAD192
+    k, q = ((rng.standard_normal(shape) / 4).astype(np.float16) for shape in ((m, d), (n, d)))
+    return [k, q, np.full((m, d), np.nan, np.float32), np.full((n, d), np.nan, np.float32)]
+
+
+def head_192_reference(with_dq: bool):
+    def reference(arrays) -> dict[int, np.ndarray]:
+        k, q = (np.asarray(a, np.float64) for a in arrays[:2])
+        p = (k @ q.T * 0.25).astype(np.float16).astype(np.float64)
+        return {2: p @ q, 3: p.T @ k if with_dq else np.zeros((q.shape[0], k.shape[1]))}
+
+    return reference
