@@ -147,7 +147,8 @@ class CudaPrinter(CFamilyPrinter):
                       f"({a}, {b}, {c}{self._warp(s)});")  # fmt: skip
         elif s.variant == "ss":
             warp = self._warp(s)
-            self.line(f"tc::gemm_ss<{dims}, {str(s.trans_a).lower()}, {flags}>({a}, {b}, {c}{warp});")
+            atoms = f", {s.atom_a}, {s.atom_b}" if s.atom_a or s.atom_b else ""  # operands in wgmma's layout
+            self.line(f"tc::gemm_ss<{dims}, {str(s.trans_a).lower()}, {flags}{atoms}>({a}, {b}, {c}{warp});")
         else:
             self.line(f"tc::gemm_rs<{dims}, {flags}>((const uint32_t*){a}, {b}, {c}{self._warp(s)});")
 

@@ -251,6 +251,35 @@ TC_DEVICE int tc_swizzle16(int off) {
     return off ^ (((off >> shift) & 7) << 3);
 }
 
+// A gemm extent that is not a power of two (a 192-column head) is laid out as the next power of two
+// (the register layouts are linear in the bits of their indices, tilecraft/cuda/intrinsics/mma_layouts.py);
+// the warps' shares follow the padded extent and the tiles past the real one are never computed.
+__host__ __device__ constexpr int tc_pad_pow2(int x) { return x <= 1 ? 1 : 2 * tc_pad_pow2((x + 1) / 2); }
+// Whether the tile starting at `start` lies inside an extent of `extent`: always, with no test in the
+// code, for a power of two (the padding exists only for other extents).
+template <int EXTENT>
+TC_DEVICE bool tc_real_tile(int start) {
+    if constexpr (tc_pad_pow2(EXTENT) == EXTENT) {
+        return true;
+    } else {
+        return start < EXTENT;
+    }
+}
+
+// The element offset of (row, col) in a 16-bit gemm operand tile stored as ROWS rows of W elements: the
+// tc_swizzle16 layout (ATOM 0), or wgmma's canonical layout with ATOM-element swizzle rows as TMA writes
+// it (column blocks of ATOM elements, the 16-byte chunk XOR-ed with the 128-byte line bits; the
+// compiler's SharedLayout "wgmma"), for an mma.sync gemm reading a tile that a wgmma gemm also reads.
+template <int W, int ROWS, int ATOM>
+__host__ __device__ inline int tc_operand_at(int row, int col) {  // host too: its test runs there
+    if constexpr (ATOM == 0) {
+        return tc_swizzle16<W>(row * W + col);
+    } else {
+        const int linear = ((col / ATOM) * ROWS + row) * ATOM + col % ATOM;
+        return linear ^ (((linear >> 6) & (ATOM * 2 / 16 - 1)) << 3);
+    }
+}
+
 // TF32 (sm_80 and newer): a float32 operand rounded to tf32 (10-bit mantissa) to nearest, ties away
 // from zero; the result is a .b32 register whose 13 low mantissa bits are zero.
 TC_DEVICE uint32_t tc_f2tf32(float x) {
@@ -297,26 +326,11 @@ TC_DEVICE int tc_swizzle32_at(int row, int col) {
         return tc_swizzle32<W>(row * W + col);
     }
 }
-// A gemm extent that is not a power of two (a 192-column head) is laid out as the next power of two
-// (the register layouts are linear in the bits of their indices, tilecraft/cuda/intrinsics/mma_layouts.py);
-// the warps' shares follow the padded extent and the tiles past the real one are never computed.
-__host__ __device__ constexpr int tc_pad_pow2(int x) { return x <= 1 ? 1 : 2 * tc_pad_pow2((x + 1) / 2); }
-// Whether the tile starting at `start` lies inside an extent of `extent`: always, with no test in the
-// code, for a power of two (the padding exists only for other extents).
-template <int EXTENT>
-TC_DEVICE bool tc_real_tile(int start) {
-    if constexpr (tc_pad_pow2(EXTENT) == EXTENT) {
-        return true;
-    } else {
-        return start < EXTENT;
-    }
-}
-
 namespace tc {
 
 // The B fragments of one k16 step for a warp whose columns start at n_base: b[ni] holds, for n-tile ni,
 // the two registers mma.m16n8k16 expects (k rows (lane%4)*2 + {0,1} and +8, column lane/4).
-template <int N, int K, int NT, bool TRANS_B>
+template <int N, int K, int NT, bool TRANS_B, int ATOM_B = 0>
 TC_DEVICE void load_b(const uint16_t* B, int kk, int n_base, int lane, uint32_t (*b)[2]) {
     const int lr = (lane % 8) + ((lane / 8) % 2) * 8, lc = (lane / 16) * 8;
 #pragma unroll
@@ -326,11 +340,11 @@ TC_DEVICE void load_b(const uint16_t* B, int kk, int n_base, int lane, uint32_t 
         uint32_t r[4];
         if (!TRANS_B) {
             // stored (K, N): matrices (k0-7,n0-7), (k8-15,n0-7), (k0-7,n8-15), (k8-15,n8-15), transposed
-            tc_ldmatrix_x4_trans(r, B + tc_swizzle16<N>((kk + lr) * N + n0 + lc));
+            tc_ldmatrix_x4_trans(r, B + tc_operand_at<N, K, ATOM_B>(kk + lr, n0 + lc));
         } else {
             // stored (N, K): matrices (n0-7,k0-7), (n0-7,k8-15), (n8-15,k0-7), (n8-15,k8-15)
             const int nr = (lane % 8) + (lane / 16) * 8, kc = ((lane / 8) % 2) * 8;
-            tc_ldmatrix_x4(r, B + tc_swizzle16<K>((n0 + nr) * K + kk + kc));
+            tc_ldmatrix_x4(r, B + tc_operand_at<K, N, ATOM_B>(n0 + nr, kk + kc));
         }
         b[nj][0] = r[0];
         b[nj][1] = r[1];
@@ -345,7 +359,8 @@ TC_DEVICE void load_b(const uint16_t* B, int kk, int n_base, int lane, uint32_t 
 // the gemm: threadIdx.x / 32 for the whole block) = wm * WARPS_N + wn owns rows
 // [wm * WM, +WM) and cols [wn * WN, +WN); its register ((mi * (WN/8) + ni) * 4 + half * 2 + b) holds
 // row wm*WM + mi*16 + half*8 + lane/4, col wn*WN + ni*8 + (lane%4)*2 + b.
-template <int M, int N, int K, int WARPS_M, int WARPS_N, bool TRANS_A, bool TRANS_B, bool BF16>
+template <int M, int N, int K, int WARPS_M, int WARPS_N, bool TRANS_A, bool TRANS_B, bool BF16, int ATOM_A = 0,
+          int ATOM_B = 0>
 TC_DEVICE void gemm_ss(const uint16_t* A, const uint16_t* B, float* C, int warp = threadIdx.x / 32) {
     constexpr int WM = tc_pad_pow2(M) / WARPS_M, WN = tc_pad_pow2(N) / WARPS_N, MT = WM / 16, NT = WN / 8;
     static_assert(WM % 16 == 0 && WN % 16 == 0 && K % 16 == 0 && M % 16 == 0 && N % 16 == 0,
@@ -362,15 +377,15 @@ TC_DEVICE void gemm_ss(const uint16_t* A, const uint16_t* B, float* C, int warp 
             const int m0 = wm * WM + mi * 16;
             if (!tc_real_tile<M>(m0)) break;
             if (!TRANS_A) {
-                tc_ldmatrix_x4(a[mi], A + tc_swizzle16<K>((m0 + lr) * K + kk + lc));
+                tc_ldmatrix_x4(a[mi], A + tc_operand_at<K, M, ATOM_A>(m0 + lr, kk + lc));
             } else {
                 // stored (K, M): rows are k; the x4 matrices must come out as (m0-7,k0-7), (m8-15,k0-7),
                 // (m0-7,k8-15), (m8-15,k8-15)
                 const int kr = (lane % 8) + (lane / 16) * 8, mc = ((lane / 8) % 2) * 8;
-                tc_ldmatrix_x4_trans(a[mi], A + tc_swizzle16<M>((kk + kr) * M + m0 + mc));
+                tc_ldmatrix_x4_trans(a[mi], A + tc_operand_at<M, K, ATOM_A>(kk + kr, m0 + mc));
             }
         }
-        load_b<N, K, NT, TRANS_B>(B, kk, wn * WN, lane, b);
+        load_b<N, K, NT, TRANS_B, ATOM_B>(B, kk, wn * WN, lane, b);
 #pragma unroll
         for (int mi = 0; mi < MT; ++mi)
 #pragma unroll

@@ -16,9 +16,9 @@ variant's does not), `tl.disable_wgmma` is not set, and none of these holds:
   arrival counts of the whole block are kept for kernels whose tiles are the whole block's;
 * a gemm taking A from registers does not fit wgmma ("wgmma_rs"): left on mma.sync it would need its
   operand in the mma layout, which a wgmma accumulator feeding it (flash attention's P tile) contradicts;
-* a shared tile read by several gemms would need two layouts: one gemm reads it through wgmma (the
-  canonical layout), another through ldmatrix (a gemm wgmma cannot take, such as M = 32); mma.sync's
-  operand layout depends only on the tile's row length (TileLang's mha_sink_bwd reads K_shared both ways).
+* a shared tile read by several gemms would need two layouts. An mma.sync gemm (one wgmma cannot take,
+  such as M = 32) that reads a whole 16-bit tile a wgmma gemm reads takes it in wgmma's canonical
+  layout (TileLang's GQA backward reads K_shared both ways); other disagreements remain.
 
 Off that path every gemm is planned for mma.sync (or the FMA loop).
 """
@@ -34,17 +34,20 @@ from tilecraft.cuda.intrinsics.simt import cuda_simt
 from tilecraft.cuda.op.gemm_plan import (
     GEMM_PLAN,
     WGMMA_PATH,
+    WGMMA_VARIANTS,
     GemmPlan,
     plan_gemm,
     register_a_on_wgmma,
     wgmma_enabled,
 )
+from tilecraft.cuda.shared_layout import SharedLayout
 from tilecraft.cuda.storage import SHARED_SCOPES
 from tilecraft.cuda.transform.strict_layouts import gemm_layouts
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import PrimFunc
 from tilecraft.ir.visitor import Mutator, walk
 from tilecraft.transform.thread_groups import groups_of
+from tilecraft.transform.tile_loops import whole_region
 
 
 def select_gemm_instructions(wgmma: bool = True):
@@ -93,9 +96,30 @@ def _wgmma_plans(launches: list[S.KernelLaunch], target) -> dict[int, GemmPlan] 
                 return None
         for op in gemms:
             plans[id(op)] = plan_gemm(op, threads, target, wgmma=True)
+        _read_wgmma_tiles_on_mma(gemms, plans)
         if not _shared_operands_agree(gemms, plans):
             return None
     return plans
+
+
+def _read_wgmma_tiles_on_mma(gemms: list[S.Gemm], plans: dict[int, GemmPlan]) -> None:
+    """An mma.sync gemm ("ss", 16-bit) that reads a whole shared tile a wgmma gemm also reads takes the
+    tile in wgmma's canonical layout (its plan's atom for that operand; tc::gemm_ss then addresses the
+    ldmatrix rows in that layout), so the tile keeps one layout: TileLang's GQA backward reads K_shared
+    through wgmma (K @ Q^T) and through mma.sync (dQ = dS^T @ K, 32 rows, too few for wgmma)."""
+    canonical = {}
+    for op in gemms:
+        if plans[id(op)].variant in WGMMA_VARIANTS:
+            for buf, layout, _ in gemm_layouts(op, plans[id(op)]):
+                if isinstance(layout, SharedLayout) and layout.kind == "wgmma" and layout.element_bytes == 2:
+                    canonical.setdefault(id(buf), layout.atom)
+    for op in gemms:
+        plan = plans[id(op)]
+        if plan.variant != "ss" or op.a.dtype.bits != 16 or op.b.dtype.bits != 16:
+            continue
+        atoms = [canonical.get(id(r.buffer), 0) if whole_region(r) else 0 for r in (op.a, op.b)]
+        if any(atoms):
+            plans[id(op)] = dataclasses.replace(plan, atom_a=atoms[0], atom_b=atoms[1])
 
 
 def _split_into_groups(launch: S.KernelLaunch, target) -> bool:

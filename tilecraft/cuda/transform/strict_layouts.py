@@ -45,7 +45,8 @@ def gemm_layouts(op: S.Gemm, plan: GemmPlan) -> Iterator[tuple[Buffer, object, s
 
 def _operand_layout(buf: Buffer, plan: GemmPlan, atom: int) -> SharedLayout:
     row_length = E.const_value(buf.shape[-1])
-    if plan.variant in WGMMA_VARIANTS:
+    if plan.variant in WGMMA_VARIANTS or (plan.variant == "ss" and atom):  # an mma.sync gemm may read a
+        # tile in the canonical layout a wgmma gemm gave it (select-gemm-instructions)
         return wgmma_operand(E.const_value(buf.shape[-2]), row_length, atom, buf.dtype.bytes)
     if buf.dtype.bits == 32:
         return swizzle32(row_length)
