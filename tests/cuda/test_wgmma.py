@@ -336,14 +336,16 @@ def _kernel_source(func, target: str = SM90A) -> str:
     return tilecraft.lower(func, target=target, execution_backend="nvrtc").source("cuda-source")
 
 
-def test_a_tile_read_through_wgmma_and_ldmatrix_keeps_the_function_on_mma_sync():
-    """K_shared feeds a 128-row gemm (wgmma-able) and a 32-row one (mma.sync only): the two paths
-    need different layouts of it, so the function keeps mma.sync (on the H200 the wgmma gemm read
-    the other gemm's layout: TileLang's mha_sink_bwd gave dV off by 5.8)."""
+def test_a_tile_read_through_wgmma_and_ldmatrix_takes_the_wgmma_layout():
+    """K_shared feeds a 128-row gemm (wgmma-able) and a 32-row one (mma.sync only): the mma.sync gemm
+    reads it in wgmma's canonical layout (64-element atoms), so the tile has one layout and the function
+    keeps the sm_90a path (when each gemm imposed its own, the wgmma gemm read the other's layout on the
+    H200: TileLang's mha_sink_bwd gave dV off by 5.8)."""
     from tilecraft.testing.conformance.shared_operands import k_shared_by_two_gemms
 
     body = _kernel_source(k_shared_by_two_gemms()).split('extern "C"')[1]
-    assert "tc::gemm_wgmma" not in body and body.count("tc::gemm_ss<") == 2
+    assert "tc::gemm_wgmma<" in body
+    assert "tc::gemm_ss<32, 128, 128, 2, 4, true, false, false, 0, 64>" in body
 
 
 def test_two_layouts_demanded_of_one_shared_tile_are_an_error_not_an_overwrite(monkeypatch):
@@ -352,6 +354,7 @@ def test_two_layouts_demanded_of_one_shared_tile_are_an_error_not_an_overwrite(m
     import tilecraft.cuda.transform.gemm_instructions as gemm_instructions
     from tilecraft.testing.conformance.shared_operands import k_shared_by_two_gemms
 
+    monkeypatch.setattr(gemm_instructions, "_read_wgmma_tiles_on_mma", lambda *a: None)
     monkeypatch.setattr(gemm_instructions, "_shared_operands_agree", lambda *a: True)
     with pytest.raises(LoweringError, match=r"shared buffer K_shared needs two different layouts"):
         _kernel_source(k_shared_by_two_gemms())
