@@ -153,9 +153,10 @@ def tile_read_two_ways(
 
 
 @pass_test("select-gemm-instructions", SM90A)
-def test_a_shared_tile_two_gemms_read_differently_keeps_the_function_on_mma_sync(target):
-    """k is A of a 64-row gemm (wgmma: its canonical layout) and B of a 32-row one (ldmatrix: swizzle16); a
-    tile has one layout, so both gemms are planned for mma.sync, whose operand layout is the same for both."""
+def test_a_shared_tile_read_by_wgmma_and_mma_takes_the_wgmma_layout(target):
+    """k is A of a 64-row gemm (wgmma: its canonical layout) and B of a 32-row one (mma.sync only); a tile
+    has one layout, so the mma.sync gemm reads k in wgmma's (its plan's atom_b) and the function keeps
+    the sm_90a path."""
     c_64x32 = (
         "T.ir.TileLayout(shape=(64, 32), linear=T.ir.LinearLayout(bases={'register': ((0, 1), (8, 0), (0, 8), "
         "(0, 16)), 'lane': ((0, 2), (0, 4), (1, 0), (2, 0), (4, 0)), 'warp': ((16, 0), (32, 0))}, "
@@ -169,7 +170,7 @@ def test_a_shared_tile_two_gemms_read_differently_keeps_the_function_on_mma_sync
     expected = f"""
     @T.prim_func
     def _(K: T.Tensor((64, 64), "float16"), Q: T.Tensor((32, 64), "float16"), D: T.Tensor((32, 64), "float32")):
-        T.func_attr({{'tilecraft.cuda.wgmma': False}})
+        T.func_attr({{'tilecraft.cuda.wgmma': True}})
         with T.Kernel(1, threads=128) as bx:
             k = T.alloc_shared((64, 64), "float16")
             q = T.alloc_shared((32, 64), "float16")
@@ -178,9 +179,9 @@ def test_a_shared_tile_two_gemms_read_differently_keeps_the_function_on_mma_sync
             d = T.alloc_fragment((32, 64), "float32")
             T.copy(K, k)
             T.copy(Q, q)
-            T.gemm(k, q, s, transpose_B=True, clear_accum=True, annotations={{'gemm_plan': T.ir.cuda.GemmPlan(m=64, n=32, k=64, warps_m=4, warps_n=1, tensor_cores=True, variant='ss', c_layout={c_64x32}, a_layout=None)}})
+            T.gemm(k, q, s, transpose_B=True, clear_accum=True, annotations={{'gemm_plan': T.ir.cuda.GemmPlan(m=64, n=32, k=64, warps_m=1, warps_n=1, tensor_cores=True, variant='wgmma', c_layout={c_64x32}, a_layout=None, atom_a=64, atom_b=64)}})
             T.copy(s, s_shared)
-            T.gemm(s_shared, k, d, transpose_A=True, clear_accum=True, annotations={{'gemm_plan': T.ir.cuda.GemmPlan(m=32, n=64, k=64, warps_m=2, warps_n=2, tensor_cores=True, variant='ss', c_layout={c_32x64}, a_layout=None)}})
+            T.gemm(s_shared, k, d, transpose_A=True, clear_accum=True, annotations={{'gemm_plan': T.ir.cuda.GemmPlan(m=32, n=64, k=64, warps_m=2, warps_n=2, tensor_cores=True, variant='ss', c_layout={c_32x64}, a_layout=None, atom_b=64)}})
             T.copy(d, D)
     """
     assert_pass(target, "select-gemm-instructions", tile_read_two_ways, expected)
