@@ -85,11 +85,6 @@ def _warp_grid(rows: int, cols: int, warps_m: int, warps_n: int, tile: tuple[int
     return counts[0], counts[1]
 
 
-def laid_out(extent: int) -> int:
-    """The extent a register layout spans for a tile extent: the next power of two."""
-    return next_power_of_two(extent)
-
-
 def mma_accumulator(m: int, n: int, warps_m: int, warps_n: int) -> LinearLayout:
     """The accumulator of an (m x n) block tile computed with m16n8k16 by a (warps_m x warps_n) grid.
 
@@ -105,7 +100,7 @@ def mma_accumulator(m: int, n: int, warps_m: int, warps_n: int) -> LinearLayout:
     tm, tn = _warp_grid(m, n, warps_m, warps_n, (16, 8), "mma_accumulator")
     register = _chain((1, 1, 0), (0, 1, 3), (1, log2(tn), 3), (0, log2(tm), 4))
     lane = _chain((1, 2, 1), (0, 3, 0))
-    mp, np_ = laid_out(m), laid_out(n)
+    mp, np_ = next_power_of_two(m), next_power_of_two(n)
     warp = _chain((1, log2(warps_n), log2(np_ // warps_n)), (0, log2(warps_m), log2(mp // warps_m)))
     return _fragment(register, lane, warp, (mp, np_))
 
@@ -117,7 +112,7 @@ def mma_accumulator_coords(
     a plain-Python statement of the formulas, which the tensor-core gemm templates follow."""
     warp, lane = divmod(thread, WARP_SIZE)
     wm, wn = divmod(warp, warps_n)
-    m, n = laid_out(m), laid_out(n)
+    m, n = next_power_of_two(m), next_power_of_two(n)
     tn = n // warps_n // 8
     tile, within = divmod(reg, 4)
     mi, ni = divmod(tile, tn)
@@ -138,7 +133,7 @@ def mma_operand_a(m: int, k: int, warps_m: int, warps_n: int) -> LinearLayout:
         col = ki * 16 + (l % 4) * 2 + (i & 1) + 8 * (i >> 2)
     """
     tm, tk = _warp_grid(m, k, warps_m, 1, (16, 16), "mma_operand_a", (True, False))
-    m = laid_out(m)
+    m = next_power_of_two(m)
     _require_power_of_two("mma_operand_a: warps_n", warps_n)
     register = _chain((1, 1, 0), (0, 1, 3), (1, 1, 3), (1, log2(tk), 4), (0, log2(tm), 4))
     lane = _chain((1, 2, 1), (0, 3, 0))
@@ -152,7 +147,7 @@ def mma_operand_a_coords(
     """The (row, col) of A that register `reg` of thread `thread` holds in `mma_operand_a`."""
     warp, lane = divmod(thread, WARP_SIZE)
     wm = warp // warps_n
-    m = laid_out(m)
+    m = next_power_of_two(m)
     tile, i = divmod(reg, 8)
     mi, ki = divmod(tile, k // 16)
     row = wm * (m // warps_m) + mi * 16 + lane // 4 + 8 * ((i >> 1) & 1)
@@ -174,7 +169,7 @@ def mma_operand_a_tf32(m: int, k: int, warps_m: int, warps_n: int) -> LinearLayo
     `x[i, 4 * c + j]` reads column j of every block of 4 from lane j, whatever c.
     """
     tm, tk = _warp_grid(m, k, warps_m, 1, (16, 8), "mma_operand_a_tf32", (True, False))
-    m = laid_out(m)
+    m = next_power_of_two(m)
     _require_power_of_two("mma_operand_a_tf32: warps_n", warps_n)
     register = _chain((0, 1, 3), (1, 1, 2), (1, log2(tk), 3), (0, log2(tm), 4))
     lane = _chain((1, 2, 0), (0, 3, 0))
@@ -188,7 +183,7 @@ def mma_operand_a_tf32_coords(
     """The (row, col) of A that register `reg` of thread `thread` holds in `mma_operand_a_tf32`."""
     warp, lane = divmod(thread, WARP_SIZE)
     wm = warp // warps_n
-    m = laid_out(m)
+    m = next_power_of_two(m)
     tile, i = divmod(reg, 4)
     mi, ki = divmod(tile, k // 8)
     row = wm * (m // warps_m) + mi * 16 + lane // 4 + 8 * (i & 1)
@@ -207,7 +202,7 @@ def mma_operand_b(k: int, n: int, warps_m: int, warps_n: int) -> LinearLayout:
         col = wn * (n / warps_n) + ni * 8 + l // 4
     """
     tk, tn = _warp_grid(k, n, 1, warps_n, (16, 8), "mma_operand_b", (False, True))
-    n = laid_out(n)
+    n = next_power_of_two(n)
     _require_power_of_two("mma_operand_b: warps_m", warps_m)
     register = _chain((0, 1, 0), (0, 1, 3), (1, log2(tn), 3), (0, log2(tk), 4))
     lane = _chain((0, 2, 1), (1, 3, 0))
@@ -221,7 +216,7 @@ def mma_operand_b_coords(
     """The (row, col) of B that register `reg` of thread `thread` holds in `mma_operand_b`."""
     warp, lane = divmod(thread, WARP_SIZE)
     wn = warp % warps_n
-    n = laid_out(n)
+    n = next_power_of_two(n)
     tile, i = divmod(reg, 4)
     ki, ni = divmod(tile, n // warps_n // 8)
     row = ki * 16 + (lane % 4) * 2 + (i & 1) + 8 * (i >> 1)
@@ -249,7 +244,7 @@ def wgmma_accumulator(m: int, n: int, groups_m: int, groups_n: int) -> LinearLay
         col = gn * (n / groups_n) + ni * 8 + (l % 4) * 2 + b
     """
     tm, tn = _warp_grid(m, n, groups_m, groups_n, (64, 8), "wgmma_accumulator")
-    m, n = laid_out(m), laid_out(n)
+    m, n = next_power_of_two(m), next_power_of_two(n)
     register = _chain((1, 1, 0), (0, 1, 3), (1, log2(tn), 3), (0, log2(tm), 6))
     lane = _chain((1, 2, 1), (0, 3, 0))
     warp = _chain(
@@ -266,7 +261,7 @@ def wgmma_accumulator_coords(
     warp, lane = divmod(thread, WARP_SIZE)
     group, w = divmod(warp, WARPGROUP)
     gm, gn = divmod(group, groups_n)
-    m, n = laid_out(m), laid_out(n)
+    m, n = next_power_of_two(m), next_power_of_two(n)
     tn = n // groups_n // 8
     tile, within = divmod(reg, 4)
     mi, ni = divmod(tile, tn)
@@ -292,7 +287,7 @@ def wgmma_operand_a(m: int, k: int, groups_m: int, groups_n: int) -> LinearLayou
     gemm with one warpgroup column converts into this operand in-thread (flash attention's P tile).
     """
     tm, tk = _warp_grid(m, k, groups_m, 1, (64, 16), "wgmma_operand_a", (True, False))
-    m = laid_out(m)
+    m = next_power_of_two(m)
     _require_power_of_two("wgmma_operand_a: groups_n", groups_n)
     register = _chain((1, 1, 0), (0, 1, 3), (1, 1, 3), (1, log2(tk), 4), (0, log2(tm), 6))
     lane = _chain((1, 2, 1), (0, 3, 0))
@@ -307,7 +302,7 @@ def wgmma_operand_a_coords(
     warp, lane = divmod(thread, WARP_SIZE)
     group, w = divmod(warp, WARPGROUP)
     gm = group // groups_n
-    m = laid_out(m)
+    m = next_power_of_two(m)
     tile, i = divmod(reg, 8)
     mi, ki = divmod(tile, k // 16)
     row = gm * (m // groups_m) + mi * 64 + w * 16 + lane // 4 + 8 * ((i >> 1) & 1)

@@ -12,10 +12,10 @@ announces each tile's bytes on the barrier of its stage, every thread waits on t
 bit, kept per ring) before consuming the stage. When the producers are all TMA and the consumer is only
 wgmma gemms, the gemms leave their last group in flight (`wait_group 1`): iteration k waits for tile
 k, issues its wgmmas (retiring iteration k-1's), meets the others at a barrier, and only then refills
-stage (k-1) % s with tile k+s-1; a `wait_group 0` after the loop completes the last group. A TMA loop with other code besides
-its gemms (flash decoding without a producer warpgroup) gets a ring per copy instead (`_per_tile`):
-each tile is waited for before its first reader and refilled with the tile s iterations on right after
-its last reader, behind a barrier.
+stage (k-1) % s with tile k+s-1; a `wait_group 0` after the loop completes the last group. A TMA loop
+with other code besides its gemms (flash decoding without a producer warpgroup) gets a ring per copy
+instead (`_per_tile`): each tile is waited for before its first reader and refilled with the tile s
+iterations on right after its last reader, behind a barrier.
 
 Warp-specialized kernels (sm_90a unless tl.disable_warp_specialized; warp_specialize.py says which loops
 qualify) get `full` rings (one arrival: the producer's expect-tx of the tile's bytes) and `empty` rings

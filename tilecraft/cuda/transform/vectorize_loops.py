@@ -5,8 +5,9 @@
 
 becomes `VectorCopy(A_local, 0, A, by * K + ko * 256 + kr * 8, 16)` (`*(uint4*)dst = *(const uint4*)src`)
 where the arithmetic proves it safe: each store of the body is of a load of the same dtype (8, 16 or
-32 bits; several stores only where none writes what another reads or writes), the loop's n elements take 4, 8 or 16 bytes, each side's last index is `base + v` with the other
-indices free of `v`, `base` is a multiple of n and so is the row length of a multi-dimensional buffer
+32 bits; several stores only where none writes what another reads or writes), the loop's n elements
+take 4, 8 or 16 bytes, each side's last index is `base + v` with the other indices free of `v`, `base`
+is a multiple of n and so is the row length of a multi-dimensional buffer
 (so the flat offset is too), and both buffers start on 16 bytes: global buffers (BUFFER_ALIGN, which
 the launchers check) and per-thread arrays (declared aligned). The vector touches exactly the elements
 the scalar loop touched, so it adds no access outside the arrays. Anything else stays a loop of scalar
