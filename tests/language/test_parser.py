@@ -362,6 +362,43 @@ def test_macro_returns_a_value_and_sees_its_own_names():
     assert_roundtrip(k)
 
 
+def _row_max_dropped(x, out):
+    T.reduce_max(x, out, dim=1)  # built, never returned: not part of the kernel
+
+
+def _row_max_returned(x, out):
+    return T.reduce_max(x, out, dim=1)
+
+
+def _row_max_twice_removed(x, out):
+    _row_max_returned(x, out)  # what the inner helper returned is dropped here
+
+
+def _kernel_calling(helper):
+    @T.prim_func
+    def k(A: T.Tensor((64, 32), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((64, 32), "float32")
+            m = T.alloc_fragment((64,), "float32")
+            T.copy(A, x)
+            helper(x, m)
+            T.copy(m, B)
+
+    return k
+
+
+@pytest.mark.parametrize("helper", [_row_max_dropped, _row_max_twice_removed])
+def test_a_tile_op_a_plain_helper_drops_is_refused_at_the_call(helper):
+    """A plain Python function's T.* calls build statements; one it does not return would be missing
+    from the kernel (TileLang's op tests got uninitialized output from it), so the call is refused."""
+    with pytest.raises(ParseError, match=rf"{helper.__name__}\(\) is a plain Python function: the T.reduce"):
+        _kernel_calling(helper)
+
+
+def test_a_tile_op_a_plain_helper_returns_reaches_the_kernel():
+    assert len(nodes(_kernel_calling(_row_max_returned), S.Reduce)) == 1
+
+
 def test_macro_outside_a_kernel_function_is_refused():
     with pytest.raises(TilecraftError, match="only be called inside"):
         scaled(None, 0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from contextvars import ContextVar
 from typing import Any
 
 from tilecraft.ir.buffer import Buffer, BufferRegion
@@ -119,9 +120,20 @@ class KernelLaunch(Stmt):
     annotations: Annotations = ()
 
 
+# While the parser runs a plain Python function a kernel calls, the tile ops made meanwhile: a T.* call
+# there builds a statement that reaches the kernel only if the function returns it (tilecraft.language
+# parser, evaluator.call_python). None otherwise, so building IR elsewhere records nothing.
+TILE_OPS_MADE: ContextVar[list | None] = ContextVar("tile_ops_made", default=None)
+
+
 @node
 class TileOp(Stmt):
     """A tile-level operation; stays whole until a backend's op table lowers it."""
+
+    def __post_init__(self) -> None:
+        made = TILE_OPS_MADE.get()
+        if made is not None:
+            made.append(self)
 
 
 @node

@@ -9,12 +9,15 @@ from __future__ import annotations
 import ast
 import difflib
 import operator
+import types
 from typing import TYPE_CHECKING, Any
 
 from tilecraft.errors import KernelError, ParseError
 from tilecraft.ir import expr as E
+from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferData
 from tilecraft.ir.expr import Expr
+from tilecraft.ir.visitor import walk
 from tilecraft.language.generic import KeptCondition
 from tilecraft.language.types import _TensorFactory
 
@@ -219,7 +222,37 @@ class Evaluator:
 
         if isinstance(func, Macro):
             return self.parser.inline_macro(node, func, args, kwargs)
+        if _is_users_python(func):
+            return self.call_python(node, func, args, kwargs)
         return self.apply(node, func, *args, **kwargs)
+
+    def call_python(self, node: ast.Call, func, args: list, kwargs: dict) -> Any:
+        """A plain Python function of the user's, run now. Its T.* tile ops reach the kernel only through
+        its return value; one it made and dropped (`def row_max(x, m): T.reduce_max(x, m, dim=1)`) would
+        silently be missing from the kernel, so it is refused at the call, naming @T.macro."""
+        outer = S.TILE_OPS_MADE.get()
+        token = S.TILE_OPS_MADE.set([])
+        try:
+            result = self.apply(node, func, *args, **kwargs)
+            made = S.TILE_OPS_MADE.get()
+        finally:
+            S.TILE_OPS_MADE.reset(token)
+        kept = {id(n) for n in _statements_in(result)}
+        dropped = [op for op in made if id(op) not in kept]
+        if dropped:
+            from tilecraft.language.parser.core import _op_name  # core imports this module
+
+            name = getattr(func, "__name__", repr(func))
+            raise self.error(
+                node,
+                f"{name}() is a plain Python function: the T.{_op_name(dropped[0])} it calls builds a statement "
+                "it does not return, which would be missing from the kernel",
+                hint=f"decorate {name} with @T.macro (its T.* calls then become the kernel's statements), "
+                "or return the statements it builds",
+            )
+        if outer is not None:
+            outer.extend(op for op in made if id(op) in kept)  # a caller of this helper may drop them
+        return result
 
     def eval_fallback(self, node: ast.expr) -> Any:
         """Lambdas, comprehensions and the rest: Python's own eval over a snapshot of the names."""
@@ -243,6 +276,22 @@ class Evaluator:
             raise ParseError(_user_message(exc), builder.span) from None
         finally:
             builder.span = saved
+
+
+def _is_users_python(func) -> bool:
+    """A Python function or method written outside tilecraft (a helper of the user's kernel file)."""
+    if not isinstance(func, (types.FunctionType, types.MethodType)):
+        return False
+    return not (getattr(func, "__module__", None) or "").startswith("tilecraft")
+
+
+def _statements_in(value: Any) -> list:
+    """The statements a helper returned, nested ones included."""
+    if isinstance(value, S.Stmt):
+        return list(walk(value))
+    if isinstance(value, (list, tuple)):
+        return [n for v in value for n in _statements_in(v)]
+    return []
 
 
 def _view_data_nodes(call: ast.Call) -> list[ast.expr]:
