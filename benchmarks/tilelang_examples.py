@@ -161,15 +161,10 @@ def run_case(case: Case, work: Path, options: argparse.Namespace) -> Outcome:
     stem = case.node_id.replace("/", "__").replace("::", "--")
     junit, log = logs / f"{stem}.xml", logs / f"{stem}.log"
     node_id = isolated_copy(case, work) if options.isolate else case.node_id
-    command = [sys.executable, "-m", "tilecraft.compat", "--target", options.target]
-    if options.cuda_on_cpu:
-        command += ["--cuda-on-cpu", "--cuda-capability", options.cuda_capability]
-    command += ["-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}", node_id]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-               PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")  # fmt: skip
+    command = pytest_command(options) + ["-q", "-p", "no:cacheprovider", f"--junitxml={junit}", node_id]
     start = time.monotonic()
     with open(log, "w", encoding="utf-8") as out:
-        process = subprocess.Popen(command, cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT,
+        process = subprocess.Popen(command, cwd=work, env=case_env(), stdout=out, stderr=subprocess.STDOUT,
                                    start_new_session=True)  # fmt: skip
         try:
             process.wait(timeout=options.timeout)
@@ -187,6 +182,21 @@ def run_case(case: Case, work: Path, options: argparse.Namespace) -> Outcome:
         cause = classify(status, first, detail)
     return Outcome(case.example, case.node_id, status, first, cause, round(seconds, 1),
                    counts_toward_target(case, cause), str(log))  # fmt: skip
+
+
+def pytest_command(options: argparse.Namespace) -> list[str]:
+    """`python -m tilecraft.compat [--cuda-on-cpu ...] -m pytest`: pytest under the TileLang import hook."""
+    command = [sys.executable, "-m", "tilecraft.compat", "--target", options.target]
+    if options.cuda_on_cpu:
+        command += ["--cuda-on-cpu", "--cuda-capability", options.cuda_capability]
+    return command + ["-m", "pytest"]
+
+
+def case_env() -> dict[str, str]:
+    """The environment of a case's process: this checkout of tilecraft first on the path (it, not an
+    installed copy, is what is measured); no bytecode written into the copy; plots without a display."""
+    path = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+    return dict(os.environ, PYTHONPATH=path, PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")
 
 
 def read_junit(junit: Path, log: str) -> tuple[str, str, str]:
@@ -263,21 +273,30 @@ def _shorten(text: str) -> str:
 
 def counts_toward_target(case: Case, cause: str) -> bool:
     """The issue counts cases that need no package beyond ALLOWED_PACKAGES and no Hopper/Blackwell-only
-    construct: a case decorated for compute capability >= 9, or failing for want of a package, is out. So
-    is a case its own decorator skips on the device at hand (`requires_cuda_compute_version_le(8, 9)` on
-    a Hopper GPU): TileLang's test run skips it there too."""
+    construct (`left_out_reason` says why a case is not counted)."""
+    return not left_out_reason(case, cause)
+
+
+def left_out_reason(case: Case, cause: str) -> str:
+    """Why a case does not count towards the target, or "" when it does: a case decorated for compute
+    capability >= 9, or failing for want of a package, is out. So is a case its own decorator skips on the
+    device at hand (`requires_cuda_compute_version_le(8, 9)` on a Hopper GPU): TileLang's test run skips it
+    there too."""
     for decorator in case.decorators:
         found = re.search(r"requires_cuda_compute_version(?:_(ge|gt|eq))?\((\d+)", decorator)
         if found and int(found.group(2)) >= FIRST_EXCLUDED_CAPABILITY:
-            return False
+            return f"compute capability >= {FIRST_EXCLUDED_CAPABILITY}.0"
         if "requires_package" in decorator or "requires_gfx" in decorator or "requires_rocm" in decorator:
-            return False
+            return "needs a package or an AMD GPU"
     if re.match(r"needs compute (le|lt|eq) ", cause):
-        return False
-    if case.packages & set(OTHER_PACKAGES):
-        return False
+        return "skipped by its own compute-capability decorator"
+    other = case.packages & set(OTHER_PACKAGES)
+    if other:
+        return f"needs package: {', '.join(sorted(other))}"
     package = re.match(r"needs package: (\w+)", cause)
-    return not (package and package.group(1) not in ALLOWED_PACKAGES)
+    if package and package.group(1) not in ALLOWED_PACKAGES:
+        return f"needs package: {package.group(1)}"
+    return ""
 
 
 def summary(outcomes: list[Outcome]) -> list[str]:
@@ -290,9 +309,14 @@ def summary(outcomes: list[Outcome]) -> list[str]:
         f"- counted towards the target (no package beyond {', '.join(ALLOWED_PACKAGES)}; no Hopper/Blackwell-"
         f"only case): {len(counted)}; pass {passed} ({100 * passed / max(len(counted), 1):.0f}%)",
         "",
-        "| cause | failed | skipped | of them counted |",
-        "|---|---|---|---|",
     ]
+    return lines + cause_table(outcomes, "counted")
+
+
+def cause_table(outcomes: list[Outcome], counted: str) -> list[str]:
+    """Markdown lines: the causes of failures and skips by frequency; `counted` names the column of the
+    cases that count."""
+    lines = [f"| cause | failed | skipped | of them {counted} |", "|---|---|---|---|"]
     causes = Counter(o.cause for o in outcomes if o.status != "pass")
     for cause, _ in causes.most_common():
         these = [o for o in outcomes if o.cause == cause and o.status != "pass"]
