@@ -27,7 +27,8 @@ module-level definitions it reaches) and, for skips, from the skip reason:
         --json results.json --markdown results.md [--only language/test_tilelang_language_reduce]
     python benchmarks/tilelang_optests.py --tilelang PATH/TO/tilelang --cuda-on-cpu --list   # no run
 
-Only selected cases run unless `--all` is given. The counts are recorded in docs/compat.md, "TileLang's
+Only selected cases run unless `--all` is given; `--rerun earlier.json --cause REGEX` runs again only
+the cases of an earlier run that did not pass, for a cause that matches, and keeps the other outcomes. The counts are recorded in docs/compat.md, "TileLang's
 op tests".
 """
 
@@ -265,14 +266,24 @@ def _tainted_by(node: ast.AST, dirty, params: dict[str, list[str]]) -> set[str]:
 
 
 def collect(work: Path, options: argparse.Namespace) -> tuple[list[str], set[str]]:
-    """Node ids pytest collects under tilecraft, and the files it could not collect."""
-    folders = [f"{TESTS}/{d}" for d in options.dirs]
+    """Node ids pytest collects under tilecraft, and the files it could not collect. A file that fails in
+    the collection of all the folders is collected again alone: importing another test file first may
+    have changed what it sees (each case runs alone, so alone is what counts)."""
+    ids, errors = _collect(work, options, [f"{TESTS}/{d}" for d in options.dirs])
+    for file in sorted(errors):
+        alone, failed = _collect(work, options, [file])
+        if not failed:
+            ids += alone
+            errors.discard(file)
+    return ids, errors
+
+
+def _collect(work: Path, options: argparse.Namespace, paths: list[str]) -> tuple[list[str], set[str]]:
     command = pytest_command(options) + ["--collect-only", "-q", "-p", "no:cacheprovider",
-                                         "--continue-on-collection-errors", *folders]  # fmt: skip
+                                         "--continue-on-collection-errors", *paths]  # fmt: skip
     output = subprocess.run(command, cwd=work, env=case_env(), capture_output=True, text=True).stdout
     ids = [line.strip() for line in output.splitlines() if line.startswith(f"{TESTS}/") and "::" in line]
-    errors = set(re.findall(rf"^ERROR ({TESTS}/\S+\.py)", output, re.M))
-    return ids, errors
+    return ids, set(re.findall(rf"^ERROR ({TESTS}/\S+\.py)", output, re.M))
 
 
 def find_cases(work: Path, options: argparse.Namespace) -> list[OpCase]:
@@ -345,6 +356,8 @@ def run_cases(cases: list[OpCase], work: Path, options: argparse.Namespace) -> l
         key = case.node_id if case.collected else case.file
         runs.setdefault(key, case if case.collected else replace(case, name=case.name.split("[")[0]))
     wanted = {k: c for k, c in runs.items() if options.all or not left_out(c)}
+    earlier = _earlier(options)
+    wanted = {k: c for k, c in wanted.items() if _rerun(earlier.get(c.node_id), options)}
 
     def one(item: tuple[str, OpCase]) -> tuple[str, Outcome]:
         outcome = run_case(item[1], work, options)
@@ -354,7 +367,24 @@ def run_cases(cases: list[OpCase], work: Path, options: argparse.Namespace) -> l
     print(f"{len(cases)} cases, {len(wanted)} runs; copies and logs in {work}", file=sys.stderr)
     with ThreadPoolExecutor(max(options.jobs, 1)) as pool:
         results = dict(pool.map(one, wanted.items()))
-    return [outcome_of(c, results.get(c.node_id if c.collected else c.file)) for c in cases]
+    outcomes = [outcome_of(c, results.get(c.node_id if c.collected else c.file)) for c in cases]
+    return [earlier[o.case] if o.status == "not run" and o.case in earlier else o for o in outcomes]
+
+
+def _earlier(options: argparse.Namespace) -> dict[str, OpOutcome]:
+    """The outcomes of an earlier run (--rerun JSON), by node id."""
+    if not options.rerun:
+        return {}
+    items = json.loads(options.rerun.read_text(encoding="utf-8"))
+    return {item["case"]: OpOutcome(**item) for item in items}
+
+
+def _rerun(earlier: OpOutcome | None, options: argparse.Namespace) -> bool:
+    """Whether to run a case again: always without --rerun; with it, a case the earlier run did not pass
+    whose cause matches --cause."""
+    if earlier is None or not options.rerun:
+        return True
+    return earlier.status != "pass" and re.search(options.cause, earlier.cause) is not None
 
 
 def outcome_of(case: OpCase, run: Outcome | None) -> OpOutcome:
@@ -398,6 +428,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--work", type=Path, help="where the tests are copied (default: a temporary dir)")
     parser.add_argument("--json", type=Path, help="write every outcome here, as JSON")
     parser.add_argument("--markdown", type=Path, help="write the summary and the table here")
+    parser.add_argument(
+        "--rerun", type=Path, metavar="JSON",
+        help="run only the cases an earlier run (its --json) did not pass; keep its other outcomes",
+    )  # fmt: skip
+    parser.add_argument("--cause", default="", help="with --rerun: only the cases whose cause matches this")
     parser.set_defaults(isolate=False)  # run_case's option: run each case from its own test file
     return parser
 
