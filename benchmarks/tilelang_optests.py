@@ -21,7 +21,8 @@ module-level definitions it reaches) and, for skips, from the skip reason:
 - a package beyond torch, einops, tqdm and scipy (and TileLang's own, numpy, ml_dtypes, pytest);
 - TileLang's compiler internals: the case builds or inspects TVM IR (any TVM name but `DataType`,
   `target.Target`, `tirx.const` and the error classes), runs TileLang's passes or `tilelang.lower`,
-  prints TVMScript, reads TileLang's JIT adapter, or asserts on the generated source text.
+  prints TVMScript, reads TileLang's JIT adapter, or asserts on the generated source text; or it makes
+  no kernel at all (no `prim_func`, `jit`, `compile`, `Kernel`, `macro`: TileLang's package surface).
 
     python benchmarks/tilelang_optests.py --tilelang PATH/TO/tilelang --cuda-on-cpu --timeout 300 \\
         --json results.json --markdown results.md [--only language/test_tilelang_language_reduce]
@@ -83,6 +84,8 @@ KERNEL_TVM_OBJECTS = (
     "tvm.TVMError",
 )
 KERNEL_TVM |= set(KERNEL_TVM_OBJECTS)
+# Names through which a case writes or compiles a kernel.
+KERNEL_MAKERS = {"prim_func", "jit", "lazy_jit", "compile", "Kernel", "macro"}
 # Methods and attributes that give a kernel's generated source text.
 SOURCE_GETTERS = {"get_kernel_source", "get_host_source", "get_source", "kernel_source", "host_source"}
 
@@ -160,7 +163,15 @@ def internals(path: Path, tree: ast.Module, code: list[ast.AST]) -> str:
         _tvm_ir(path, tree, code)
         or _tilelang_internals(_aliases(tree), code)
         or ("asserts on generated source text" if _checks_source_text(code) else "")
+        or ("makes no kernel (tests TileLang's package surface)" if not _makes_kernel(code) else "")
     )
+
+
+def _makes_kernel(code: list[ast.AST]) -> bool:
+    """Whether the case's code names a way to write or compile a kernel."""
+    words = {n.attr if isinstance(n, ast.Attribute) else n.id for c in code for n in ast.walk(c)
+             if isinstance(n, (ast.Attribute, ast.Name))}  # fmt: skip
+    return bool(words & KERNEL_MAKERS)
 
 
 def _lines(code: list[ast.AST]) -> set[int]:
@@ -368,7 +379,15 @@ def run_cases(cases: list[OpCase], work: Path, options: argparse.Namespace) -> l
     with ThreadPoolExecutor(max(options.jobs, 1)) as pool:
         results = dict(pool.map(one, wanted.items()))
     outcomes = [outcome_of(c, results.get(c.node_id if c.collected else c.file)) for c in cases]
-    return [earlier[o.case] if o.status == "not run" and o.case in earlier else o for o in outcomes]
+    kept = {c.node_id: c for c in cases if c.node_id in earlier}
+    return [_kept(earlier[o.case], kept[o.case]) if o.status == "not run" and o.case in kept else o
+            for o in outcomes]  # fmt: skip
+
+
+def _kept(earlier: OpOutcome, case: OpCase) -> OpOutcome:
+    """An earlier outcome kept as it was, with the selection decided again by the current rule."""
+    reason = left_out(case, earlier.cause)
+    return replace(earlier, left_out=reason, counted=not reason)
 
 
 def _earlier(options: argparse.Namespace) -> dict[str, OpOutcome]:
