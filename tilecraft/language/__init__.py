@@ -116,6 +116,7 @@ float8_e4m3 = float8_e4m3fn
 float4_e2m1fnx2 = float4_e2m1fn.with_lanes(2)
 # TileLang's vector dtypes, `T.float32x2` ... `T.int8x64`: its dtypes module names every scalar type below
 # with 2 to 64 lanes (its tests name them at import, in parametrize lists, and compare them as strings).
+# Not in __all__: 90 names that a star import need not bring (docs/language.md, "Data types").
 VECTOR_DTYPE_BASES = (int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64,
                       bfloat16, float8_e4m3fn, float8_e5m2, float8_e8m0fnu)  # fmt: skip
 VECTOR_DTYPES = {f"{base}x{lanes}": base.with_lanes(lanes) for base in VECTOR_DTYPE_BASES
@@ -139,7 +140,7 @@ __all__ = [
 from tilecraft.language.generic import ir  # noqa: E402
 from tilecraft.language.script import parse_script  # noqa: E402
 
-__all__ += ["ir", "parse_script", *VECTOR_DTYPES]
+__all__ += ["ir", "parse_script"]
 
 # TileLang's names that need no backend support (docs/compat.md, "API surface").
 from tilecraft.ir.dtype import DataType as dtype  # noqa: E402
