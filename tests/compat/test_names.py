@@ -75,6 +75,21 @@ def test_clamp_limits_values_to_the_range():
     assert T.clamp(7, 0, 5) == 5 and T.clamp(-1, 0, 5) == 0
 
 
+def test_clamp_takes_tilelangs_keyword_names():
+    """`T.clamp(x, min_val=..., max_val=...)`, as test_tilelang_language_clamp.py writes it."""
+
+    @T.prim_func
+    def clamped(A: T.Tensor((96,), "float32"), B: T.Tensor((96,), "float32")):
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(96):
+                B[i] = T.clamp(A[i] * 2.0, min_val=-1.25, max_val=0.75)
+
+    a = np.random.default_rng(3).uniform(-2, 2, 96).astype(np.float32)
+    b = np.empty_like(a)
+    tilecraft.compile(clamped, target="c")(a, b)
+    np.testing.assert_allclose(b, np.clip(a.astype(np.float64) * 2.0, -1.25, 0.75), rtol=1e-7)
+
+
 def test_clamp_with_bounds_the_wrong_way_round_is_an_error():
     with pytest.raises(KernelError, match="lower bound 3 is above the upper bound 1"):
 
