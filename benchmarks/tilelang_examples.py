@@ -337,24 +337,31 @@ def table(outcomes: list[Outcome]) -> list[str]:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--examples", required=True, type=Path, help="TileLang's examples/ directory")
-    parser.add_argument("--target", default="c", help="tilecraft target (default: c, the CPU)")
-    parser.add_argument("--cuda-on-cpu", action="store_true", help="emulate torch's CUDA device on the host")
-    parser.add_argument("--cuda-capability", default="8.0", help="the emulated device's compute capability")
-    parser.add_argument("--timeout", type=float, default=600, help="seconds per case (default 600)")
-    parser.add_argument("--jobs", type=int, default=1, help="cases run at once (default 1)")
+    add_run_options(parser, timeout=600)
     parser.add_argument("--only", default="", help="run only cases whose path or name contains this")
     parser.add_argument(
         "--isolate", action="store_true",
         help="run each case from a file of its own that imports only what the case uses",
     )  # fmt: skip
     parser.add_argument("--work", type=Path, help="where the examples are copied (default: a temporary dir)")
-    parser.add_argument("--json", type=Path, help="write every outcome here, as JSON")
-    parser.add_argument("--markdown", type=Path, help="write the summary and the table here")
     parser.add_argument(
         "--reclassify", type=Path, metavar="JSON",
         help="run nothing: read the outcomes of an earlier run (its --json) and classify them again",
     )  # fmt: skip
     return parser
+
+
+def add_run_options(parser: argparse.ArgumentParser, timeout: float) -> None:
+    """The options of a harness that runs TileLang's cases: target, emulation, time limit, jobs, reports."""
+    parser.add_argument("--target", default="c", help="tilecraft target (default: c, the CPU)")
+    parser.add_argument("--cuda-on-cpu", action="store_true", help="emulate torch's CUDA device on the host")
+    parser.add_argument("--cuda-capability", default="8.0", help="the emulated device's compute capability")
+    parser.add_argument(
+        "--timeout", type=float, default=timeout, help=f"seconds per case (default {timeout:g})"
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="cases run at once (default 1)")
+    parser.add_argument("--json", type=Path, help="write every outcome here, as JSON")
+    parser.add_argument("--markdown", type=Path, help="write the summary and the table here")
 
 
 def reclassify(previous: Path, examples: Path) -> list[Outcome]:
@@ -375,8 +382,11 @@ def reclassify(previous: Path, examples: Path) -> list[Outcome]:
     return outcomes
 
 
-def write_reports(outcomes: list[Outcome], options: argparse.Namespace) -> None:
-    report = [*summary(outcomes), "", *table(outcomes)]
+def write_reports(
+    outcomes: list[Outcome], options: argparse.Namespace, head: list[str] | None = None
+) -> None:
+    """Print the summary (`head`, else this harness's) and the per-case table; write --json, --markdown."""
+    report = [*(summary(outcomes) if head is None else head), "", *table(outcomes)]
     if options.json:
         options.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1), encoding="utf-8")
     if options.markdown:

@@ -56,13 +56,14 @@ from benchmarks.tilelang_examples import (  # noqa: E402
     ALLOWED_PACKAGES,
     Case,
     Outcome,
+    add_run_options,
     case_env,
     cause_table,
     imported_packages,
     left_out_reason,
     pytest_command,
     run_case,
-    table,
+    write_reports,
 )
 from benchmarks.tvm_census import _chain, _Collector  # noqa: E402
 
@@ -436,17 +437,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tilelang", required=True, type=Path, help="a checkout (or export) of TileLang")
     parser.add_argument("--dirs", nargs="*", default=list(DIRS), help=f"folders under {TESTS}")
-    parser.add_argument("--target", default="c", help="tilecraft target (default: c, the CPU)")
-    parser.add_argument("--cuda-on-cpu", action="store_true", help="emulate torch's CUDA device on the host")
-    parser.add_argument("--cuda-capability", default="8.0", help="the emulated device's compute capability")
-    parser.add_argument("--timeout", type=float, default=300, help="seconds per case (default 300)")
-    parser.add_argument("--jobs", type=int, default=1, help="cases run at once (default 1)")
+    add_run_options(parser, timeout=300)
     parser.add_argument("--only", default="", help="run only cases whose node id contains this")
     parser.add_argument("--all", action="store_true", help="run the left-out cases too")
     parser.add_argument("--list", action="store_true", help="print the cases and the selection; run nothing")
     parser.add_argument("--work", type=Path, help="where the tests are copied (default: a temporary dir)")
-    parser.add_argument("--json", type=Path, help="write every outcome here, as JSON")
-    parser.add_argument("--markdown", type=Path, help="write the summary and the table here")
     parser.add_argument(
         "--rerun", type=Path, metavar="JSON",
         help="run only the cases an earlier run (its --json) did not pass; keep its other outcomes",
@@ -478,12 +473,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(cases)} cases, {sum(not left_out(c) for c in cases)} selected before running")
         return 0
     outcomes = run_cases(cases, work, options)
-    report = [*summary(outcomes), "", *table(outcomes)]
-    if options.json:
-        options.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1), encoding="utf-8")
-    if options.markdown:
-        options.markdown.write_text("\n".join(report) + "\n", encoding="utf-8")
-    print("\n".join(report))
+    write_reports(outcomes, options, summary(outcomes))
     return 0
 
 
