@@ -364,7 +364,8 @@ def run_cases(cases: list[OpCase], work: Path, options: argparse.Namespace) -> l
     """Run the cases (a file pytest could not collect once, by its first test); every case gets an
     outcome, with `counted` true for the selected ones."""
     runs: dict[str, OpCase] = {}
-    for case in cases:
+    # a file pytest could not collect runs by its first selected case, so that its cases are run
+    for case in sorted(cases, key=lambda c: bool(left_out(c))):
         key = case.node_id if case.collected else case.file
         runs.setdefault(key, case if case.collected else replace(case, name=case.name.split("[")[0]))
     wanted = {k: c for k, c in runs.items() if options.all or not left_out(c)}
@@ -400,17 +401,18 @@ def _earlier(options: argparse.Namespace) -> dict[str, OpOutcome]:
 
 
 def _rerun(earlier: OpOutcome | None, options: argparse.Namespace) -> bool:
-    """Whether to run a case again: always without --rerun; with it, a case the earlier run did not pass
-    whose cause matches --cause."""
-    if earlier is None or not options.rerun:
+    """Whether to run a case again: always without --rerun; with it, a case the earlier run did not run,
+    or did not pass for a cause that matches --cause."""
+    if earlier is None or not options.rerun or earlier.status == "not run":
         return True
     return earlier.status != "pass" and re.search(options.cause, earlier.cause) is not None
 
 
 def outcome_of(case: OpCase, run: Outcome | None) -> OpOutcome:
     """The case's outcome from its run (its file's, for a file pytest could not collect)."""
-    if run is None:
-        return OpOutcome(case.example, case.node_id, "not run", "", "", 0.0, False, "", left_out(case))
+    if run is None:  # a left-out case (selected ones all run); counted only if the rule selects it
+        reason = left_out(case)
+        return OpOutcome(case.example, case.node_id, "not run", "", "", 0.0, not reason, "", reason)
     reason = left_out(case, run.cause)
     fields = asdict(run) | {"case": case.node_id, "counted": not reason}
     return OpOutcome(**fields, left_out=reason)
