@@ -263,8 +263,8 @@ def test_importing_a_submodule_keeps_the_function_of_the_same_name(hooked):
     with pytest.raises(ImportError):
         from tilelang.jit.adapter.cutedsl.checks import check_cutedsl_available  # noqa: F401
     import tilelang.jit  # noqa: F401
-    import tilelang.language.macro  # noqa: F401
     import tilelang.language as T
+    import tilelang.language.macro  # noqa: F401
 
     assert callable(tilelang.jit) and callable(T.macro)
 
