@@ -169,15 +169,10 @@ def run_case(case: Case, work: Path, options: argparse.Namespace) -> Outcome:
     stem = case.node_id.replace("/", "__").replace("::", "--")
     junit, log = logs / f"{stem}.xml", logs / f"{stem}.log"
     node_id = isolated_copy(case, work) if options.isolate else case.node_id
-    command = [sys.executable, "-m", "tilecraft.compat", "--target", options.target]
-    if options.cuda_on_cpu:
-        command += ["--cuda-on-cpu", "--cuda-capability", options.cuda_capability]
-    command += ["-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}", node_id]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-               PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")  # fmt: skip
+    command = pytest_command(options) + ["-q", "-p", "no:cacheprovider", f"--junitxml={junit}", node_id]
     start = time.monotonic()
     with open(log, "w", encoding="utf-8") as out:
-        process = subprocess.Popen(command, cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT,
+        process = subprocess.Popen(command, cwd=work, env=case_env(), stdout=out, stderr=subprocess.STDOUT,
                                    start_new_session=True)  # fmt: skip
         try:
             process.wait(timeout=options.timeout)
@@ -195,6 +190,21 @@ def run_case(case: Case, work: Path, options: argparse.Namespace) -> Outcome:
         cause = classify(status, first, detail)
     return Outcome(case.example, case.node_id, status, first, cause, round(seconds, 1),
                    counts_toward_target(case, cause), str(log), is_hopper_only(case))  # fmt: skip
+
+
+def pytest_command(options: argparse.Namespace) -> list[str]:
+    """`python -m tilecraft.compat [--cuda-on-cpu ...] -m pytest`: pytest under the TileLang import hook."""
+    command = [sys.executable, "-m", "tilecraft.compat", "--target", options.target]
+    if options.cuda_on_cpu:
+        command += ["--cuda-on-cpu", "--cuda-capability", options.cuda_capability]
+    return command + ["-m", "pytest"]
+
+
+def case_env() -> dict[str, str]:
+    """The environment of a case's process: this checkout of tilecraft first on the path (it, not an
+    installed copy, is what is measured); no bytecode written into the copy; plots without a display."""
+    path = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+    return dict(os.environ, PYTHONPATH=path, PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")
 
 
 def read_junit(junit: Path, log: str) -> tuple[str, str, str]:
@@ -283,20 +293,29 @@ def _needs_hopper(decorator: str) -> bool:
 
 def counts_toward_target(case: Case, cause: str) -> bool:
     """The issue counts cases that need no package beyond ALLOWED_PACKAGES and no Hopper/Blackwell-only
-    construct: a case decorated for compute capability >= 9, or failing for want of a package, is out. So
-    is a case its own decorator skips on the device at hand (`requires_cuda_compute_version_le(8, 9)` on
-    a Hopper GPU): TileLang's test run skips it there too."""
+    construct (`left_out_reason` says why a case is not counted)."""
+    return not left_out_reason(case, cause)
+
+
+def left_out_reason(case: Case, cause: str) -> str:
+    """Why a case does not count towards the target, or "" when it does: a case decorated for compute
+    capability >= 9, or failing for want of a package, is out. So is a case its own decorator skips on the
+    device at hand (`requires_cuda_compute_version_le(8, 9)` on a Hopper GPU): TileLang's test run skips it
+    there too."""
     for decorator in case.decorators:
         if _needs_hopper(decorator):
-            return False
+            return f"compute capability >= {FIRST_EXCLUDED_CAPABILITY}.0"
         if "requires_package" in decorator or "requires_gfx" in decorator or "requires_rocm" in decorator:
-            return False
+            return "needs a package or an AMD GPU"
     if re.match(r"needs compute (le|lt|eq) ", cause):
-        return False
-    if case.packages & set(OTHER_PACKAGES):
-        return False
+        return "skipped by its own compute-capability decorator"
+    other = case.packages & set(OTHER_PACKAGES)
+    if other:
+        return f"needs package: {', '.join(sorted(other))}"
     package = re.match(r"needs package: (\w+)", cause)
-    return not (package and package.group(1) not in ALLOWED_PACKAGES)
+    if package and package.group(1) not in ALLOWED_PACKAGES:
+        return f"needs package: {package.group(1)}"
+    return ""
 
 
 def _on_device_line(outcomes: list[Outcome]) -> str:
@@ -317,9 +336,14 @@ def summary(outcomes: list[Outcome]) -> list[str]:
         f"only case): {len(counted)}; pass {passed} ({100 * passed / max(len(counted), 1):.0f}%)",
         _on_device_line(outcomes),
         "",
-        "| cause | failed | skipped | of them counted |",
-        "|---|---|---|---|",
     ]
+    return lines + cause_table(outcomes, "counted")
+
+
+def cause_table(outcomes: list[Outcome], counted: str) -> list[str]:
+    """Markdown lines: the causes of failures and skips by frequency; `counted` names the column of the
+    cases that count."""
+    lines = [f"| cause | failed | skipped | of them {counted} |", "|---|---|---|---|"]
     causes = Counter(o.cause for o in outcomes if o.status != "pass")
     for cause, _ in causes.most_common():
         these = [o for o in outcomes if o.cause == cause and o.status != "pass"]
@@ -340,24 +364,31 @@ def table(outcomes: list[Outcome]) -> list[str]:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--examples", required=True, type=Path, help="TileLang's examples/ directory")
-    parser.add_argument("--target", default="c", help="tilecraft target (default: c, the CPU)")
-    parser.add_argument("--cuda-on-cpu", action="store_true", help="emulate torch's CUDA device on the host")
-    parser.add_argument("--cuda-capability", default="8.0", help="the emulated device's compute capability")
-    parser.add_argument("--timeout", type=float, default=600, help="seconds per case (default 600)")
-    parser.add_argument("--jobs", type=int, default=1, help="cases run at once (default 1)")
+    add_run_options(parser, timeout=600)
     parser.add_argument("--only", default="", help="run only cases whose path or name contains this")
     parser.add_argument(
         "--isolate", action="store_true",
         help="run each case from a file of its own that imports only what the case uses",
     )  # fmt: skip
     parser.add_argument("--work", type=Path, help="where the examples are copied (default: a temporary dir)")
-    parser.add_argument("--json", type=Path, help="write every outcome here, as JSON")
-    parser.add_argument("--markdown", type=Path, help="write the summary and the table here")
     parser.add_argument(
         "--reclassify", type=Path, metavar="JSON",
         help="run nothing: read the outcomes of an earlier run (its --json) and classify them again",
     )  # fmt: skip
     return parser
+
+
+def add_run_options(parser: argparse.ArgumentParser, timeout: float) -> None:
+    """The options of a harness that runs TileLang's cases: target, emulation, time limit, jobs, reports."""
+    parser.add_argument("--target", default="c", help="tilecraft target (default: c, the CPU)")
+    parser.add_argument("--cuda-on-cpu", action="store_true", help="emulate torch's CUDA device on the host")
+    parser.add_argument("--cuda-capability", default="8.0", help="the emulated device's compute capability")
+    parser.add_argument(
+        "--timeout", type=float, default=timeout, help=f"seconds per case (default {timeout:g})"
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="cases run at once (default 1)")
+    parser.add_argument("--json", type=Path, help="write every outcome here, as JSON")
+    parser.add_argument("--markdown", type=Path, help="write the summary and the table here")
 
 
 def reclassify(previous: Path, examples: Path) -> list[Outcome]:
@@ -379,8 +410,11 @@ def reclassify(previous: Path, examples: Path) -> list[Outcome]:
     return outcomes
 
 
-def write_reports(outcomes: list[Outcome], options: argparse.Namespace) -> None:
-    report = [*summary(outcomes), "", *table(outcomes)]
+def write_reports(
+    outcomes: list[Outcome], options: argparse.Namespace, head: list[str] | None = None
+) -> None:
+    """Print the summary (`head`, else this harness's) and the per-case table; write --json, --markdown."""
+    report = [*(summary(outcomes) if head is None else head), "", *table(outcomes)]
     if options.json:
         options.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1), encoding="utf-8")
     if options.markdown:

@@ -136,3 +136,34 @@ def test_a_scalar_parameter_annotated_with_a_dtype_value():
     a = np.ones(16, np.float32)
     kernel(a, 2.5)
     np.testing.assert_array_equal(a, np.full(16, 3.5, np.float32))
+
+
+@pytest.mark.parametrize(
+    "name", ["float32x2", "float16x4", "bfloat16x2", "int8x4", "uint32x64", "float8_e4m3fnx8"]
+)
+def test_vector_dtype_names_are_tilelangs(name):
+    """TileLang's tests name vector dtypes at import (`T.float32x2` in a parametrize list)."""
+    dtype = getattr(T, name)
+    assert dtype == name and isinstance(dtype, T.dtype)
+    base, lanes = name.rsplit("x", 1)
+    assert dtype.lanes == int(lanes) and dtype.with_lanes(1) == base
+
+
+@tilecraft.jit(out_idx=[1], target="c")
+def lane_scaled(n, vector: T.dtype):
+    scalar = vector.with_lanes(1)  # a kernel factory choosing its element type from a vector dtype
+
+    @T.prim_func
+    def scale(A: T.Tensor((n,), scalar), B: T.Tensor((n,), scalar)):
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(n):
+                B[i] = A[i] * vector.lanes + 1.0
+
+    return scale
+
+
+@pytest.mark.parametrize("vector", [T.float32x2, T.float64x4], ids=str)
+def test_a_kernel_typed_from_a_vector_dtype(vector):
+    a = np.random.default_rng(1).uniform(-3, 3, 64).astype(vector.with_lanes(1).name)
+    expected = a.astype(np.float64) * vector.lanes + 1.0
+    np.testing.assert_allclose(lane_scaled(64, vector)(a), expected, rtol=1e-6)

@@ -11,7 +11,7 @@ import tilecraft
 import tilecraft.language as T
 from tests.layout.bank_model import bank_conflicts, ldmatrix_access, row_major
 from tilecraft.errors import BackendError, KernelError, TilecraftError
-from tilecraft.ir import PrimFunc
+from tilecraft.ir import IRModule, PrimFunc
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.dtype import as_dtype
 from tilecraft.ir.expr import const
@@ -73,6 +73,21 @@ def test_clamp_limits_values_to_the_range():
     tilecraft.compile(clamped, target="c")(a, b)
     np.testing.assert_array_equal(b, np.clip(a, -0.5, 0.5))
     assert T.clamp(7, 0, 5) == 5 and T.clamp(-1, 0, 5) == 0
+
+
+def test_clamp_takes_tilelangs_keyword_names():
+    """`T.clamp(x, min_val=..., max_val=...)`, as test_tilelang_language_clamp.py writes it."""
+
+    @T.prim_func
+    def clamped(A: T.Tensor((96,), "float32"), B: T.Tensor((96,), "float32")):
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(96):
+                B[i] = T.clamp(A[i] * 2.0, min_val=-1.25, max_val=0.75)
+
+    a = np.random.default_rng(3).uniform(-2, 2, 96).astype(np.float32)
+    b = np.empty_like(a)
+    tilecraft.compile(clamped, target="c")(a, b)
+    np.testing.assert_allclose(b, np.clip(a.astype(np.float64) * 2.0, -1.25, 0.75), rtol=1e-7)
 
 
 def test_clamp_with_bounds_the_wrong_way_round_is_an_error():
@@ -185,6 +200,29 @@ def test_simplify_prim_func_simplifies_the_returned_kernel():
     assert "i * 1" not in func.script() and "A[i] = " in func.script()
     with pytest.raises(TypeError, match="it must return a @T.prim_func"):
         simplify_prim_func(lambda: 3)()
+
+
+def test_apply_simplify_simplifies_a_kernel_that_still_computes():
+    """TileLang's `apply_simplify(main)` (test_tilelang_kernel_gemv_simt.py returns its kernel so)."""
+    from tilecraft.transform.simplify import apply_simplify
+
+    n = 48
+
+    @T.prim_func
+    def k(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=32):
+            for i in T.serial(n):
+                B[i * 1 + 0] = A[(i + 0) * 1] * 2.0 - 1.0
+
+    func = apply_simplify(k)
+    assert isinstance(func, PrimFunc) and "i * 1" not in func.script()
+    assert isinstance(apply_simplify(IRModule.from_func(k)), IRModule)
+    a = np.random.default_rng(2).uniform(-1, 1, n).astype(np.float32)
+    b = np.empty_like(a)
+    tilecraft.compile(func, target="c")(a, b)
+    np.testing.assert_allclose(b, a.astype(np.float64) * 2.0 - 1.0, rtol=1e-6)
+    with pytest.raises(TypeError, match="takes a @T.prim_func or an IRModule"):
+        apply_simplify(3)
 
 
 # ------------------------------------------------------------------ swizzled layouts

@@ -253,3 +253,31 @@ def test_set_random_seed_repeats_numpy_draws():
     first = np.random.rand(3)
     set_random_seed(3)
     assert np.array_equal(first, np.random.rand(3))
+
+
+def test_importing_a_submodule_keeps_the_function_of_the_same_name(hooked):
+    """`import tilelang.jit` (here a failed `from tilelang.jit.adapter...`, as TileLang's tests probe for
+    CuTeDSL) leaves `tilelang.jit` the decorator, as in TileLang, and a kernel it makes still computes."""
+    import tilelang
+
+    with pytest.raises(ImportError):
+        from tilelang.jit.adapter.cutedsl.checks import check_cutedsl_available  # noqa: F401
+    import tilelang.jit  # noqa: F401
+    import tilelang.language as T
+    import tilelang.language.macro  # noqa: F401
+
+    assert callable(tilelang.jit) and callable(T.macro)
+
+    @tilelang.jit(out_idx=[1], target="c")
+    def scale(n: int, block: int):
+        @T.prim_func
+        def main(A: T.Tensor((n,), T.float32), B: T.Tensor((n,), T.float32)):
+            with T.Kernel(T.ceildiv(n, block)) as bx:
+                for i in T.Parallel(block):
+                    B[bx * block + i] = A[bx * block + i] * 3.0 + 1.0
+
+        return main
+
+    a = np.random.default_rng(0).uniform(-2, 2, 96).astype(np.float32)
+    expected = a.astype(np.float64) * 3.0 + 1.0
+    np.testing.assert_allclose(scale(96, 32)(a), expected, rtol=1e-6)

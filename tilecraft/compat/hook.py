@@ -117,6 +117,26 @@ class _AliasLoader(importlib.abc.Loader):
         # The import system returns whatever sys.modules holds once exec_module is done, so the
         # tilecraft module itself (with its own __spec__ and __name__ untouched) becomes `tilelang.X`.
         sys.modules[module.__name__] = importlib.import_module(self.target)
+        _alias_shadowed_submodules()
+
+
+def _alias_shadowed_submodules() -> None:
+    """Register under its TileLang name every loaded tilecraft submodule whose parent package binds
+    another object under the same name (`tilecraft.jit` the function, `tilecraft.language.macro`...).
+
+    Python binds a freshly imported submodule as an attribute of its parent, so `import tilelang.jit` (or
+    a failed `from tilelang.jit.adapter import ...`) loading `tilelang.jit` for the first time would make
+    `tilelang.jit` the module for the rest of the process, and `@tilelang.jit` fail with "'module' object
+    is not callable". TileLang's own packages import those submodules before binding the functions, so
+    there the function stays; a name already in sys.modules is not bound again, here as there."""
+    for name, module in list(sys.modules.items()):
+        parent, _, child = name.rpartition(".")
+        owner = sys.modules.get(parent) if _is_under(name, TILECRAFT) else None
+        if owner is None or getattr(owner, child, module) is module:
+            continue
+        alias = TILELANG + name[len(TILECRAFT) :]
+        if counterpart(alias) == name:
+            sys.modules.setdefault(alias, module)
 
 
 class TileLangFinder(importlib.abc.MetaPathFinder):

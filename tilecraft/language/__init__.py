@@ -114,6 +114,14 @@ long = int64
 float8_e4m3 = float8_e4m3fn
 # Two float4_e2m1fn values in one byte (torch.float4_e2m1fn_x2): the dtype of packed bytes' views.
 float4_e2m1fnx2 = float4_e2m1fn.with_lanes(2)
+# TileLang's vector dtypes, `T.float32x2` ... `T.int8x64`: its dtypes module names every scalar type below
+# with 2 to 64 lanes (its tests name them at import, in parametrize lists, and compare them as strings).
+# Not in __all__: 90 names that a star import need not bring (docs/language.md, "Data types").
+VECTOR_DTYPE_BASES = (int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64,
+                      bfloat16, float8_e4m3fn, float8_e5m2, float8_e8m0fnu)  # fmt: skip
+VECTOR_DTYPES = {f"{base}x{lanes}": base.with_lanes(lanes) for base in VECTOR_DTYPE_BASES
+                 for lanes in (2, 4, 8, 16, 32, 64)}  # fmt: skip
+globals().update(VECTOR_DTYPES)
 
 __all__ = [
     "And", "Broadcast", "Buffer", "Cast", "Fragment", "GemmWarpPolicy", "ClusterKernel", "Kernel", "Layout", "Not", "Or",

@@ -226,11 +226,12 @@ def _info(dtype):
     return dtype, (np.finfo(npd) if dtype.is_float else np.iinfo(npd))
 
 
-def clamp(x, lo, hi):
-    """`x` limited to [lo, hi]: `T.min(T.max(x, lo), hi)`, as TileLang's `T.clamp(dst, min_val, max_val)`."""
-    if _all_py(lo, hi) and lo > hi:
-        raise IRError(f"T.clamp: the lower bound {lo} is above the upper bound {hi}")
-    return min(max(x, lo), hi)
+def clamp(dst, min_val, max_val):
+    """`dst` limited to [min_val, max_val]: `T.min(T.max(dst, min_val), max_val)`, as TileLang's
+    `T.clamp(dst, min_val, max_val)` (its parameter names, which its tests pass as keywords)."""
+    if _all_py(min_val, max_val) and min_val > max_val:
+        raise IRError(f"T.clamp: the lower bound {min_val} is above the upper bound {max_val}")
+    return min(max(dst, min_val), max_val)
 
 
 def max_value(dtype) -> Expr:

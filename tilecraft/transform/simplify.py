@@ -149,6 +149,17 @@ def simplify_func(func: PrimFunc) -> PrimFunc:
     return func.with_body(Simplifier(ana).mutate(func.body))
 
 
+def apply_simplify(func: PrimFunc | IRModule, inline_let: bool = False) -> PrimFunc | IRModule:
+    """TileLang's `tilelang.transform.simplify.apply_simplify`: the PrimFunc (or each function of the
+    module) with its index arithmetic simplified, as the pipelines' `simplify` pass does. `inline_let` is
+    accepted for TileLang's signature; tilecraft's simplifier has no let-inlining option."""
+    if isinstance(func, IRModule):
+        return func.with_functions(simplify_func(f) for f in func.functions)
+    if not isinstance(func, PrimFunc):
+        raise TypeError(f"apply_simplify takes a @T.prim_func or an IRModule, not {type(func).__name__}")
+    return simplify_func(func)
+
+
 @module_pass("simplify")
 def simplify_pass(mod: IRModule, ctx) -> IRModule:
     """Index arithmetic is simplified under the loop, launch and branch facts; decided branches are gone."""
