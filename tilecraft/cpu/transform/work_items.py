@@ -134,6 +134,11 @@ class WorkItems:
             return self.varying.per_thread_tile_op(s)
         if tile_level(s):  # a T.Parallel nest: the block's unless it reads per-thread values
             return self.varying.operands(s) or self._touches_locals(s)
+        if isinstance(s, S.BufferStore) and s.buffer.scope not in PER_THREAD_SCOPES:
+            # Every thread storing the same value into its copy of a replicated fragment (or into a shared
+            # tile) is one store of the block here, where the block holds one copy: run per thread, a
+            # read-modify-write (`running_sum[0] = running_sum[0] * scale + s`) would repeat per thread.
+            return self.varying.stmt(s) or self._touches_locals(s)
         return True
 
     def _touches_locals(self, s: S.Stmt) -> bool:

@@ -600,6 +600,8 @@ CASES = [
     Case("per_thread_local_arrays_through_tile_ops", PR.local_tiles, PR.local_inputs, PR.local_reference),
     Case("reducer_gemv_pipelined", PR.reducer_gemv, PR.inputs, PR.reference, 1e-5),
     Case("reducers_over_short_loops", PR.reducer_short_loops, PR.short_inputs, PR.short_reference, 1e-5),
+    Case("running_logsumexp_in_place_fragment_updates", PR.running_logsumexp, PR.lse_inputs, PR.lse_reference,
+         1e-5),
     Case("blocksparse_attention_bhsd", BS.attention, BS.attention_inputs, BS.attention_reference, 5e-3),
     Case("selected_blocks_attention_bhsd", BS.selected_attention, BS.selected_inputs, BS.selected_reference, 5e-3),
 ]  # fmt: skip

@@ -261,3 +261,52 @@ def local_inputs(rng):
 
 def local_reference(a):
     return {1: np.asarray(a[0], np.float64) * 2 + 1}
+
+
+LSE = (512, 128)  # K, BLOCK_K
+
+
+def running_logsumexp(threads: int = 128):
+    """An online logsumexp over tiles (TileLang's test_finalize_reducer_epoch_inside_pipelined_loop):
+    one-element fragments updated in place (`running_sum[0] = exp(m_old - m) * running_sum[0] + s`) by
+    every thread, next to a thread-0 store. Each thread updates its own copy; where a block holds one
+    copy (the CPU), the update is the block's, done once, not once per thread."""
+    k_total, block_k = LSE
+
+    @T.prim_func
+    def running_logsumexp(A: T.Tensor((k_total,), "float32"), B: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=threads):
+            a_shared = T.alloc_shared((block_k,), "float32")
+            a = T.alloc_fragment((block_k,), "float32")
+            running_max = T.alloc_fragment((1,), "float32")
+            running_sum = T.alloc_fragment((1,), "float32")
+            running_max[0] = -T.infinity("float32")
+            running_sum[0] = 0.0
+            for k in T.Pipelined(k_total // block_k, num_stages=2):
+                T.copy(A[k * block_k], a_shared)
+                T.copy(a_shared, a)
+                new_max = T.alloc_reducer((1,), "float32", op="max", replication="all")
+                T.fill(new_max, running_max[0])
+                for i in T.Parallel(block_k):
+                    new_max[0] = T.max(new_max[0], a[i])
+                T.finalize_reducer(new_max)
+                new_sum = T.alloc_reducer((1,), "float32", replication="all")
+                T.fill(new_sum, 0.0)
+                for i in T.Parallel(block_k):
+                    new_sum[0] += T.exp(a[i] - new_max[0])
+                T.finalize_reducer(new_sum)
+                running_sum[0] = T.exp(running_max[0] - new_max[0]) * running_sum[0] + new_sum[0]
+                running_max[0] = new_max[0]
+            if T.get_thread_binding() == 0:
+                B[0] = T.log(running_sum[0]) + running_max[0]
+
+    return running_logsumexp
+
+
+def lse_inputs(rng):
+    return [rng.standard_normal(LSE[0]).astype(np.float32), np.full(1, np.nan, np.float32)]
+
+
+def lse_reference(a):
+    x = np.asarray(a[0], np.float64)
+    return {1: np.array([np.log(np.exp(x - x.max()).sum()) + x.max()])}
