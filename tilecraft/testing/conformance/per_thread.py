@@ -269,8 +269,8 @@ LSE = (512, 128)  # K, BLOCK_K
 def running_logsumexp(threads: int = 128):
     """An online logsumexp over tiles (TileLang's test_finalize_reducer_epoch_inside_pipelined_loop):
     one-element fragments updated in place (`running_sum[0] = exp(m_old - m) * running_sum[0] + s`) by
-    every thread, next to a thread-0 store. Each thread updates its own copy; where a block holds one
-    copy (the CPU), the update is the block's, done once, not once per thread."""
+    every thread, next to a thread-0 store. Each thread updates its own copy; where a block's threads
+    share one copy of the fragment, the update is the block's, done once, not once per thread."""
     k_total, block_k = LSE
 
     @T.prim_func
