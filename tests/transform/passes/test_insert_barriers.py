@@ -68,6 +68,38 @@ def test_a_hazard_before_a_loop_is_resolved_before_it_not_in_every_iteration(tar
 
 
 @pass_test("insert-barriers", *TARGETS)
+def test_a_shared_read_bound_to_a_name_is_a_read(target):
+    """A value bound to a name (a LetStmt) that reads the tile: a barrier before the binding (others wrote
+    the tile) and one before the tile is overwritten (others read it there)."""
+    # Found through TileLang's w4a8 dequantize example: the nibble bound by `nibble = ...` read a shared
+    # tile whose bytes the next tile reused, with no barrier between (wrong results on OpenCL).
+
+    @T.prim_func
+    def before(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding(0)
+            s = T.alloc_shared((128,), "float32")
+            s[tx] = A[tx]
+            v = s[127 - tx]
+            s[tx] = v + 1.0
+            B[tx] = v
+
+    @T.prim_func
+    def expected(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding(0)
+            s = T.alloc_shared((128,), "float32")
+            s[tx] = A[tx]
+            T.sync_threads()
+            v = s[127 - tx]
+            T.sync_threads()
+            s[tx] = v + 1.0
+            B[tx] = v
+
+    assert_pass(target, "insert-barriers", before, expected)
+
+
+@pass_test("insert-barriers", *TARGETS)
 def test_a_loop_that_refills_the_tile_it_reads_has_barriers_in_its_body(target):
     """A loop refilling the tile it reads has a barrier before the refill and one before the reads."""
     # Each iteration overwrites what the previous one read, then reads what other threads wrote.

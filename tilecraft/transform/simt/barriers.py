@@ -213,7 +213,9 @@ class Barriers:
             return (s if self._whole_block() else self.sync()), State()
         if isinstance(s, S.Allocate) and s.buffer.scope in SHARED:
             return self._shared_scope(s, state)
-        if isinstance(s, (S.LetStmt, S.Allocate)):
+        if isinstance(s, S.LetStmt):
+            return self._let(s, state)
+        if isinstance(s, S.Allocate):
             body, state = self.run(s.body, state)
             return dataclasses.replace(s, body=body), state
         if isinstance(s, S.For) and self.uniform(E.add(s.min, s.extent)):
@@ -263,6 +265,15 @@ class Barriers:
         else_case, b = (None, state) if s.else_case is None else self.run(s.else_case, state.copy())
         branch = dataclasses.replace(s, then_case=then_case, else_case=else_case)
         return (branch if checked is test else S.seq(self.sync(), branch)), a.merge(b)
+
+    def _let(self, s: S.LetStmt, state: State) -> tuple[S.Stmt, State]:
+        """The bound value is read first (a barrier before the binding when it reads what others wrote),
+        and its reads stay pending for what follows."""
+        value = S.Evaluate(s.value)
+        checked, state = self._leaf(value, state)
+        body, state = self.run(s.body, state)
+        let = dataclasses.replace(s, body=body)
+        return (let if checked is value else S.seq(self.sync(), let)), state
 
     def _shared_scope(self, s: S.Allocate, state: State) -> tuple[S.Stmt, State]:
         """Storage planning gives a new shared buffer the bytes of buffers whose scope has ended, so
