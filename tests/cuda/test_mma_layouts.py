@@ -14,6 +14,8 @@ from tilecraft.cuda.intrinsics.mma_layouts import (
     mma_accumulator_coords,
     mma_operand_a,
     mma_operand_a_coords,
+    mma_operand_a_i8,
+    mma_operand_a_i8_coords,
     mma_operand_b,
     mma_operand_b_coords,
 )
@@ -175,6 +177,33 @@ def test_operand_a_matches_reference_and_isa(m, k, warps_m, warps_n):
     assert len(owners) == m * k and set(owners.values()) == {warps_n}
     assert layout.is_surjective()
     assert layout.free_input_bits("warp") == tuple(range(warps_n.bit_length() - 1))
+
+
+def isa_a_i8(lane: int, i: int) -> tuple[int, int]:
+    """(row, col) of a_i (i = 0..15) in the 16x32 A tile of mma.m16n8k32 with .s8/.u8 inputs (PTX ISA,
+    "Matrix Fragments for mma.m16n8k32", A): row groupID for a0..a3 and a8..a11, else groupID + 8;
+    col threadID_in_group * 4 + (i & 3), + 16 for a8..a15."""
+    group, tig = lane >> 2, lane % 4
+    row = group if (i < 4 or 8 <= i < 12) else group + 8
+    return row, tig * 4 + (i & 3) + (16 if i >= 8 else 0)
+
+
+@pytest.mark.parametrize("m, k, warps_m, warps_n", [(16, 32, 1, 1), (32, 128, 2, 2), (64, 64, 2, 2), (32, 64, 1, 4)])
+def test_int8_operand_a_matches_reference_and_isa(m, k, warps_m, warps_n):
+    """8-bit A: the ISA's a0..a15 per 16x32 tile, tiles (mi, ki) row-major, replicated over warps_n; byte
+    for byte the 16-bit A layout of the tile read as pairs (what tc::gemm_rs_i8 relies on)."""
+    layout = mma_operand_a_i8(m, k, warps_m, warps_n)
+    pairs = mma_operand_a(m, k // 2, warps_m, warps_n)
+    owners = Counter()
+    for reg, lane, warp in points(layout):
+        row, col = coords(layout, reg, lane, warp)
+        assert (row, col) == mma_operand_a_i8_coords(warp * 32 + lane, reg, m, k, warps_m, warps_n)
+        mi, ki = divmod(reg // 16, k // 32)
+        base_row = (warp // warps_n) * (m // warps_m) + mi * 16
+        assert (row - base_row, col - ki * 32) == isa_a_i8(lane, reg % 16)
+        assert coords(pairs, reg // 2, lane, warp) == (row, col // 2) and reg % 2 == col % 2
+        owners[row, col] += 1
+    assert len(owners) == m * k and set(owners.values()) == {warps_n}
 
 
 @pytest.mark.parametrize("k, n, warps_m, warps_n", [(c[1], c[0], c[2], c[3]) for c in OPERAND_CONFIGS])

@@ -19,6 +19,7 @@ class GemmCall(Stmt):
     `tc::gemm_wgmma` / `tc::gemm_wgmma_rs`).
 
     `a` and `b` are swizzled 16-bit shared tiles, swizzled float32 tiles of a TF32 gemm (`tf32`),
+    K-major 8-bit integer tiles swizzled as 16-bit pairs (`int8`),
     K-major float8 tiles for "wgmma" (`tc::gemm_wgmma_fp8`),
     or plain row-major float8 tiles that `tc::gemm_ss_fp8` widens to float16 in registers (`a` is a
     register fragment for the "rs" and "wgmma_rs" variants);
@@ -55,6 +56,11 @@ class GemmCall(Stmt):
         """A TF32 gemm: float32 operands (only T.tfloat32 requests reach the tensor cores with them),
         m16n8k8 .tf32 instructions (tc::gemm_ss_tf32 / gemm_rs_tf32)."""
         return self.b.dtype.name == "float32"
+
+    @property
+    def int8(self) -> bool:
+        """An 8-bit integer gemm into int32: m16n8k32 .s8/.u8 instructions (tc::gemm_ss_i8 / gemm_rs_i8)."""
+        return self.c.dtype.name == "int32"
 
     @property
     def float8_wgmma(self) -> bool:

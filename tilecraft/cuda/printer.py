@@ -141,6 +141,10 @@ class CudaPrinter(CFamilyPrinter):
             transposes = f"{str(s.trans_a).lower()}, " if s.variant == "ss" else ""
             self.line(f"tc::gemm_{s.variant}_tf32<{dims}, {transposes}{str(s.trans_b).lower()}>"
                       f"({a}, {b}, {c}{self._warp(s)});")  # fmt: skip
+        elif s.variant in ("ss", "rs") and s.int8:
+            signs = ", ".join(str(x.dtype.name == "uint8").lower() for x in (s.a, s.b))
+            a = a if s.variant == "ss" else f"(const uint32_t*){a}"
+            self.line(f"tc::gemm_{s.variant}_i8<{dims}, {signs}>({a}, {b}, {c}{self._warp(s)});")
         elif s.variant == "ss" and s.a.dtype.kind == "float8":
             formats = ", ".join(str(x.dtype.name == "float8_e5m2").lower() for x in (s.a, s.b))
             self.line(f"tc::gemm_ss_fp8<{dims}, {str(s.trans_a).lower()}, {str(s.trans_b).lower()}, {formats}>"

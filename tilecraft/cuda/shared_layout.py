@@ -15,7 +15,8 @@ class SharedLayout:
 
     `swizzle16` is the layout tensor-core operands of 16-bit dtypes use (`tc_swizzle16<W>` in the
     device header): the 16-byte chunk index within each 64-element segment is XOR-ed with bits
-    `line_shift`..`line_shift + 2` of the offset. For rows of a power-of-two length W >= 64 that is the
+    `line_shift`..`line_shift + 2` of the offset (8-bit integer operands, `element_bytes` 1, take the
+    layout of their bytes read as 16-bit pairs). For rows of a power-of-two length W >= 64 that is the
     row index mod 8 (line_shift = log2 W); for other rows it is the 128-byte line index (line_shift = 6).
     Either way the 8 rows an ldmatrix phase reads and the chunks a cp.async phase writes hit distinct
     bank groups; keying on the line index alone would leave rows of 256 bytes 2-way conflicted.
@@ -58,7 +59,12 @@ class SharedLayout:
                 "bitwise_xor", flat, E.int_call("shift_left", _mask32(self.row_length, line), 2)
             )
         line = E.int_call("bitwise_and", E.int_call("shift_right", flat, self.line_shift), 7)
-        return E.int_call("bitwise_xor", flat, E.int_call("shift_left", line, 3))
+        return E.int_call("bitwise_xor", flat, E.int_call("shift_left", line, self._chunk_shift))
+
+    @property
+    def _chunk_shift(self) -> int:
+        """log2 of the elements of a 16-byte chunk (a "swizzle16" tile of 8-bit integers has 16)."""
+        return (16 // self.element_bytes).bit_length() - 1
 
     def physical_at(self, row: E.Expr, col: E.Expr, row_length: int) -> E.Expr:
         """`physical` of the element at (row, col) of a tile with rows of `row_length` elements; an
@@ -67,7 +73,7 @@ class SharedLayout:
         if self.kind == "xor_rows":
             mask = E.int_call("shift_left", _row_hash(row), 2)
         elif self.kind == "swizzle16" and keyed_on_row:
-            mask = E.int_call("shift_left", E.int_call("bitwise_and", row, 7), 3)
+            mask = E.int_call("shift_left", E.int_call("bitwise_and", row, 7), self._chunk_shift)
         elif self.kind == "swizzle32" and keyed_on_row:
             mask = E.int_call("shift_left", _mask32(row_length, E.int_call("bitwise_and", row, 7)), 2)
         else:
@@ -85,7 +91,7 @@ class SharedLayout:
             return flat ^ (xor_rows_mask(flat // self.row_length) << 2)
         if self.kind == "swizzle32":
             return flat ^ (swizzle32_mask(self.row_length, (flat >> self.line_shift) & 7) << 2)
-        return flat ^ (((flat >> self.line_shift) & 7) << 3)
+        return flat ^ (((flat >> self.line_shift) & 7) << self._chunk_shift)
 
     def _swizzle_bits(self) -> tuple[int, int, int]:
         """(log2 of the elements of a 128-byte line, log2 of those of a 16-byte chunk, the mask of the
@@ -113,7 +119,8 @@ class SharedLayout:
             return f"SharedLayout('wgmma', rows={self.rows}, row_length={self.row_length}, atom={self.atom}{size})"
         if self.kind in ("swizzle32", "xor_rows"):
             return f"SharedLayout({self.kind!r}, row_length={self.row_length})"
-        return f"SharedLayout({self.kind!r}, line_shift={self.line_shift})"
+        size = "" if self.element_bytes == 2 else f", element_bytes={self.element_bytes}"
+        return f"SharedLayout({self.kind!r}, line_shift={self.line_shift}{size})"
 
 
 def _divmod(value: E.Expr, divisor: int) -> tuple[E.Expr, E.Expr]:
@@ -131,8 +138,12 @@ def swizzle16_line_shift(row_length: int) -> int:
     return 6
 
 
-def swizzle16(row_length: int) -> SharedLayout:
-    """The swizzled layout of a 16-bit tensor-core operand tile whose rows hold `row_length` elements."""
+def swizzle16(row_length: int, element_bytes: int = 2) -> SharedLayout:
+    """The swizzled layout of a 16-bit tensor-core operand tile whose rows hold `row_length` elements;
+    with `element_bytes` 1, of an 8-bit integer tile that tc::gemm_ss_i8 reads as a 16-bit one of
+    `row_length / 2` columns (the same permutation of 16-byte chunks, offsets counted in bytes)."""
+    if element_bytes == 1:
+        return SharedLayout("swizzle16", swizzle16_line_shift(row_length // 2) + 1, element_bytes=1)
     return SharedLayout("swizzle16", swizzle16_line_shift(row_length))
 
 

@@ -276,6 +276,10 @@ class WgslPrinter(CFamilyPrinter):
 
     def _reinterpret(self, e: E.Call) -> str:
         source, dest = e.args[0].dtype, e.dtype
+        narrow_integers = source.is_integer and dest.is_integer and source.bits == dest.bits < 32
+        if narrow_integers and source.lanes == 1:
+            # held widened in an i32 / u32: the bits as the other type's word, wrapped to its width
+            return self.wrap(dest, f"bitcast<{value_type(dest)}>({self.expr(e.args[0])})")
         if source.bits != 32 or source.lanes != 1:
             self.fail(
                 f"T.reinterpret of {source} as {dest} is not supported on {self.target_name}: WGSL's "

@@ -237,6 +237,41 @@ TC_DEVICE void tc_mma_16816(float* c, const uint32_t* a, const uint32_t* b) {
     }
 }
 
+// 8-bit integer operands (sm_80 and newer): mma.m16n8k32 .s8/.u8 with an int32 accumulator (wrapping
+// adds, as the FMA loop's). Its A and B fragments hold, per 32-bit register, the 4 consecutive k bytes a
+// 16-bit fragment's register holds as 2 elements: a K-major 8-bit tile read as a 16-bit one of half the
+// row length feeds ldmatrix and the register layouts of m16n8k16 unchanged (one k32 step per k16 step).
+template <bool A_U8, bool B_U8>
+TC_DEVICE void tc_mma_16832_i8(int32_t* c, const uint32_t* a, const uint32_t* b) {
+#define TC_MMA_I8(TA, TB)                                                                                  \
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32." TA "." TB ".s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, " \
+                 "{%8,%9}, {%0,%1,%2,%3};\n"                                                              \
+                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])                                          \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
+    if (A_U8 && B_U8) {
+        TC_MMA_I8("u8", "u8");
+    } else if (A_U8) {
+        TC_MMA_I8("u8", "s8");
+    } else if (B_U8) {
+        TC_MMA_I8("s8", "u8");
+    } else {
+        TC_MMA_I8("s8", "s8");
+    }
+#undef TC_MMA_I8
+}
+
+// The mma step the gemm templates run per (16-row, 8-column, k16-of-16-bit) tile.
+template <bool BF16>
+struct tc_mma_f16 {
+    TC_DEVICE void step(float* c, const uint32_t* a, const uint32_t* b) { tc_mma_16816<BF16>(c, a, b); }
+};
+template <bool A_U8, bool B_U8>
+struct tc_mma_i8 {
+    TC_DEVICE void step(int32_t* c, const uint32_t* a, const uint32_t* b) {
+        tc_mma_16832_i8<A_U8, B_U8>(c, a, b);
+    }
+};
+
 // The shared-memory layout of 16-bit gemm operand tiles with rows of W elements: row-major with the
 // 16-byte chunk index within each 64-element segment XOR-ed with the row index mod 8 (W a power of two
 // >= 64) or with the 128-byte line index (other W), offsets in elements; so the 8 rows an ldmatrix
@@ -359,9 +394,9 @@ TC_DEVICE void load_b(const uint16_t* B, int kk, int n_base, int lane, uint32_t 
 // the gemm: threadIdx.x / 32 for the whole block) = wm * WARPS_N + wn owns rows
 // [wm * WM, +WM) and cols [wn * WN, +WN); its register ((mi * (WN/8) + ni) * 4 + half * 2 + b) holds
 // row wm*WM + mi*16 + half*8 + lane/4, col wn*WN + ni*8 + (lane%4)*2 + b.
-template <int M, int N, int K, int WARPS_M, int WARPS_N, bool TRANS_A, bool TRANS_B, bool BF16, int ATOM_A = 0,
-          int ATOM_B = 0>
-TC_DEVICE void gemm_ss(const uint16_t* A, const uint16_t* B, float* C, int warp = threadIdx.x / 32) {
+template <class MMA, int M, int N, int K, int WARPS_M, int WARPS_N, bool TRANS_A, bool TRANS_B, int ATOM_A, int ATOM_B,
+          class ACC>
+TC_DEVICE void gemm_ss_with(const uint16_t* A, const uint16_t* B, ACC* C, int warp) {
     constexpr int WM = tc_pad_pow2(M) / WARPS_M, WN = tc_pad_pow2(N) / WARPS_N, MT = WM / 16, NT = WN / 8;
     static_assert(WM % 16 == 0 && WN % 16 == 0 && K % 16 == 0 && M % 16 == 0 && N % 16 == 0,
                   "gemm tile does not fit m16n8k16");
@@ -391,14 +426,31 @@ TC_DEVICE void gemm_ss(const uint16_t* A, const uint16_t* B, float* C, int warp 
 #pragma unroll
             for (int ni = 0; ni < NT; ++ni)
                 if (tc_real_tile<M>(wm * WM + mi * 16) && tc_real_tile<N>(wn * WN + ni * 8))
-                    tc_mma_16816<BF16>(C + (mi * NT + ni) * 4, a[mi], b[ni]);
+                    MMA::step(C + (mi * NT + ni) * 4, a[mi], b[ni]);
     }
+}
+
+template <int M, int N, int K, int WARPS_M, int WARPS_N, bool TRANS_A, bool TRANS_B, bool BF16, int ATOM_A = 0,
+          int ATOM_B = 0>
+TC_DEVICE void gemm_ss(const uint16_t* A, const uint16_t* B, float* C, int warp = threadIdx.x / 32) {
+    gemm_ss_with<tc_mma_f16<BF16>, M, N, K, WARPS_M, WARPS_N, TRANS_A, TRANS_B, ATOM_A, ATOM_B>(A, B, C, warp);
+}
+
+// gemm_ss for 8-bit integer tiles (int8 / uint8, A_U8 / B_U8 for unsigned) with an int32 accumulator, both
+// K-major in shared memory (A (M, K), B (N, K)): m16n8k32 reads a row's 4 consecutive k bytes per register,
+// which mma.sync cannot transpose. The tiles are read as 16-bit ones of K / 2 columns, in that view's
+// tc_swizzle16 layout; C has gemm_ss's accumulator layout.
+template <int M, int N, int K, int WARPS_M, int WARPS_N, bool A_U8, bool B_U8>
+TC_DEVICE void gemm_ss_i8(const void* A, const void* B, int32_t* C, int warp = threadIdx.x / 32) {
+    static_assert(K % 32 == 0, "gemm tile does not fit m16n8k32");
+    gemm_ss_with<tc_mma_i8<A_U8, B_U8>, M, N, K / 2, WARPS_M, WARPS_N, false, true, 0, 0>(
+        (const uint16_t*)A, (const uint16_t*)B, C, warp);
 }
 
 // As gemm_ss, with A already in registers in the mma A-operand layout (a register-resident operand such
 // as flash attention's P tile): A holds, for this thread, per (mi, k16 step) four 32-bit registers.
-template <int M, int N, int K, int WARPS_M, int WARPS_N, bool TRANS_B, bool BF16>
-TC_DEVICE void gemm_rs(const uint32_t* A, const uint16_t* B, float* C, int warp = threadIdx.x / 32) {
+template <class MMA, int M, int N, int K, int WARPS_M, int WARPS_N, bool TRANS_B, class ACC>
+TC_DEVICE void gemm_rs_with(const uint32_t* A, const uint16_t* B, ACC* C, int warp) {
     constexpr int WM = tc_pad_pow2(M) / WARPS_M, WN = tc_pad_pow2(N) / WARPS_N, MT = WM / 16, NT = WN / 8;
     static_assert(WM % 16 == 0 && WN % 16 == 0 && K % 16 == 0 && M % 16 == 0 && N % 16 == 0,
                   "gemm tile does not fit m16n8k16");
@@ -413,8 +465,22 @@ TC_DEVICE void gemm_rs(const uint32_t* A, const uint16_t* B, float* C, int warp 
 #pragma unroll
             for (int ni = 0; ni < NT; ++ni)
                 if (tc_real_tile<M>(wm * WM + mi * 16) && tc_real_tile<N>(wn * WN + ni * 8))
-                    tc_mma_16816<BF16>(C + (mi * NT + ni) * 4, A + (mi * (K / 16) + kk / 16) * 4, b[ni]);
+                    MMA::step(C + (mi * NT + ni) * 4, A + (mi * (K / 16) + kk / 16) * 4, b[ni]);
     }
+}
+
+template <int M, int N, int K, int WARPS_M, int WARPS_N, bool TRANS_B, bool BF16>
+TC_DEVICE void gemm_rs(const uint32_t* A, const uint16_t* B, float* C, int warp = threadIdx.x / 32) {
+    gemm_rs_with<tc_mma_f16<BF16>, M, N, K, WARPS_M, WARPS_N, TRANS_B>(A, B, C, warp);
+}
+
+// gemm_rs for 8-bit integer operands: A in registers in the m16n8k32 A layout (per (mi, k32 step) four
+// 32-bit registers of 4 k bytes each, mma_operand_a_i8 in tilecraft/cuda/intrinsics/mma_layouts.py), B a
+// K-major (N, K) tile as for gemm_ss_i8.
+template <int M, int N, int K, int WARPS_M, int WARPS_N, bool A_U8, bool B_U8>
+TC_DEVICE void gemm_rs_i8(const uint32_t* A, const void* B, int32_t* C, int warp = threadIdx.x / 32) {
+    static_assert(K % 32 == 0, "gemm tile does not fit m16n8k32");
+    gemm_rs_with<tc_mma_i8<A_U8, B_U8>, M, N, K / 2, WARPS_M, WARPS_N, true>(A, (const uint16_t*)B, C, warp);
 }
 
 // ------------------------------------------------------------------ TF32 operands: mma.sync m16n8k8

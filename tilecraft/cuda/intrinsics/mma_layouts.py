@@ -21,6 +21,8 @@ __all__ = [
     "mma_accumulator_coords",
     "mma_operand_a",
     "mma_operand_a_coords",
+    "mma_operand_a_i8",
+    "mma_operand_a_i8_coords",
     "mma_operand_a_tf32",
     "mma_operand_a_tf32_coords",
     "mma_operand_b",
@@ -152,6 +154,43 @@ def mma_operand_a_coords(
     mi, ki = divmod(tile, k // 16)
     row = wm * (m // warps_m) + mi * 16 + lane // 4 + 8 * ((i >> 1) & 1)
     col = ki * 16 + (lane % 4) * 2 + (i & 1) + 8 * (i >> 2)
+    return row, col
+
+
+def mma_operand_a_i8(m: int, k: int, warps_m: int, warps_n: int) -> LinearLayout:
+    """The register-resident 8-bit integer A operand (m x k) of m16n8k32 (.s8 / .u8), replicated over
+    the warps_n warps that share a row block (PTX ISA, "mma.m16n8k32 fragment for matrix A, .s8/.u8").
+
+    Lane l holds a0..a15 of each 16x32 mma tile (mi, ki), tk = k/32 tiles along k, four bytes a 32-bit
+    register:
+
+        reg = (mi * tk + ki) * 16 + i                     i = a-index 0..15
+        row = wm * (m / warps_m) + mi * 16 + l // 4 + 8 * ((i >> 2) & 1)
+        col = ki * 32 + (l % 4) * 4 + (i & 3) + 16 * (i >> 3)
+
+    which is `mma_operand_a` of the tile read as 16-bit pairs (m x k/2) byte for byte: tc::gemm_rs_i8
+    runs the 16-bit template on it.
+    """
+    tm, tk = _warp_grid(m, k, warps_m, 1, (16, 32), "mma_operand_a_i8", (True, False))
+    m = next_power_of_two(m)
+    _require_power_of_two("mma_operand_a_i8: warps_n", warps_n)
+    register = _chain((1, 2, 0), (0, 1, 3), (1, 1, 4), (1, log2(tk), 5), (0, log2(tm), 4))
+    lane = _chain((1, 2, 2), (0, 3, 0))
+    warp = _chain((-1, log2(warps_n), 0), (0, log2(warps_m), log2(m // warps_m)))
+    return _fragment(register, lane, warp, (m, k))
+
+
+def mma_operand_a_i8_coords(
+    thread: int, reg: int, m: int, k: int, warps_m: int, warps_n: int
+) -> tuple[int, int]:
+    """The (row, col) of A that register `reg` of thread `thread` holds in `mma_operand_a_i8`."""
+    warp, lane = divmod(thread, WARP_SIZE)
+    wm = warp // warps_n
+    m = next_power_of_two(m)
+    tile, i = divmod(reg, 16)
+    mi, ki = divmod(tile, k // 32)
+    row = wm * (m // warps_m) + mi * 16 + lane // 4 + 8 * ((i >> 2) & 1)
+    col = ki * 32 + (lane % 4) * 4 + (i & 3) + 16 * (i >> 3)
     return row, col
 
 

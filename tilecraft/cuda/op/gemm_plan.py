@@ -4,7 +4,8 @@ choice imposes on the accumulator (and on a register-resident A operand).
 Variants: "wgmma" (sm_90a: wgmma.mma_async m64nNk16 from canonical swizzled shared tiles, a grid of
 warpgroups), "wgmma_rs" (the same with A in registers in wgmma's A-fragment layout), "ss" and "rs"
 (mma.sync m16n8k16 through ldmatrix, a grid of warps; for TF32 gemms m16n8k8 with 32-bit shared
-loads), "fma" (a per-thread loop; a fragment A is first copied to a shared tile).
+loads; for 8-bit integer gemms m16n8k32 into int32, both operands K-major), "fma" (a per-thread loop;
+a fragment A is first copied to a shared tile).
 
 A TF32 gemm is one with a float32 operand declared `T.tfloat32` (`Buffer.tf32`, A or B or both; the
 other float32) and a float32 accumulator: it runs on mma.sync m16n8k8 .tf32 with the operands rounded to
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from tilecraft.cuda.intrinsics.mma_layouts import (
     mma_accumulator,
     mma_operand_a,
+    mma_operand_a_i8,
     mma_operand_a_tf32,
     wgmma_accumulator,
     wgmma_operand_a,
@@ -34,6 +36,7 @@ from tilecraft.layout.tile import TileLayout
 from tilecraft.transform.simt.gemm import gemm_shape
 
 MMA_INPUTS = ("float16", "bfloat16")
+INT8_INPUTS = ("int8", "uint8")
 DISABLE_WGMMA = "tl.disable_wgmma"  # TileLang's pass config: the mma.sync path on sm_90a too
 DISABLE_TMA = "tl.disable_tma_lower"  # TileLang's pass config: no TMA loads (cp.async instead)
 # TileLang's pass config: no producer warpgroup (the TMA loads issued by the consumers, in program order)
@@ -130,9 +133,25 @@ def _tf32_ok(op: S.Gemm, m: int, n: int, k: int) -> bool:
     return is_tf32(op) and shapes and placement and not (register_a and op.transpose_a)
 
 
+def is_int8(op: S.Gemm) -> bool:
+    """A gemm of 8-bit integer operands (int8 / uint8, mixed) into an int32 accumulator."""
+    return all(r.dtype.name in INT8_INPUTS for r in (op.a, op.b)) and op.c.dtype.name == "int32"
+
+
+def _int8_ok(op: S.Gemm, m: int, n: int, k: int) -> bool:
+    """mma.sync m16n8k32 .s8/.u8 takes the gemm: power-of-two M and N, K a multiple of 32, both operands
+    K-major (A (M, K) in shared memory or registers, B (N, K) in shared memory: the instruction reads
+    4 consecutive k bytes a register and 8-bit tiles have no transposing load)."""
+    shapes = all(is_power_of_two(x) for x in (m, n)) and k % 32 == 0
+    placement = op.b.buffer.scope in SHARED and op.a.buffer.scope in (*SHARED, "local.fragment")
+    return is_int8(op) and shapes and placement and not op.transpose_a and op.transpose_b
+
+
 def _tensor_core_ok(op: S.Gemm, m: int, n: int, k: int) -> bool:
     if is_tf32(op):
         return _tf32_ok(op, m, n, k)
+    if is_int8(op):
+        return _int8_ok(op, m, n, k)
     a, b, c = op.a.dtype, op.b.dtype, op.c.dtype
     shapes = padded_extents_ok(op, m, n) and k % 16 == 0
     placement = op.b.buffer.scope in SHARED and op.a.buffer.scope in (*SHARED, "local.fragment")
@@ -242,7 +261,7 @@ def plan_gemm(op: S.Gemm, threads: int, target, wgmma: bool = False) -> GemmPlan
             )
         c_layout = TileLayout((m, n), mma_accumulator(m, n, wm, wn))
         # Every warp reads whole rows of A, so the warps_n warps sharing a row block hold copies of it.
-        operand_a = mma_operand_a_tf32 if is_tf32(op) else mma_operand_a
+        operand_a = mma_operand_a_tf32 if is_tf32(op) else mma_operand_a_i8 if is_int8(op) else mma_operand_a
         a_layout = TileLayout((m, k), operand_a(m, k, wm, wn)) if register_a else None
         return GemmPlan(m, n, k, wm, wn, True, "rs" if register_a else "ss", c_layout, a_layout)
     # A fragment A that tensor cores cannot take is staged through shared memory by the FMA lowering.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tilecraft.cuda.op.gemm_plan import WGMMA_VARIANTS, GemmPlan, is_tf32, recorded_plan
+from tilecraft.cuda.op.gemm_plan import WGMMA_VARIANTS, GemmPlan, is_int8, is_tf32, recorded_plan
 from tilecraft.cuda.shared_layout import SharedLayout, swizzle16, swizzle32, wgmma_operand, xor_rows
 from tilecraft.cuda.storage import SHARED_SCOPES as SHARED
 from tilecraft.ir import expr as E
@@ -30,8 +30,8 @@ def gemm_layouts(op: S.Gemm, plan: GemmPlan) -> Iterator[tuple[Buffer, object, s
             # element-wise reads of tc::gemm_ss_fp8, float32 tiles of TF32 gemms the 32-bit reads of
             # tc::gemm_ss_tf32 / gemm_rs_tf32
             wgmma_fp8 = plan.variant in WGMMA_VARIANTS and region.buffer.dtype.bits == 8
-            tf32 = is_tf32(op)
-            if region.buffer.scope in SHARED and (region.buffer.dtype.bits == 16 or wgmma_fp8 or tf32):
+            tf32, int8 = is_tf32(op), is_int8(op)  # int8: ldmatrix on the tile read as 16-bit pairs
+            if region.buffer.scope in SHARED and (region.buffer.dtype.bits == 16 or wgmma_fp8 or tf32 or int8):
                 yield (
                     region.buffer,
                     _operand_layout(region.buffer, plan, atom),
@@ -50,7 +50,7 @@ def _operand_layout(buf: Buffer, plan: GemmPlan, atom: int) -> SharedLayout:
         return wgmma_operand(E.const_value(buf.shape[-2]), row_length, atom, buf.dtype.bytes)
     if buf.dtype.bits == 32:
         return swizzle32(row_length)
-    return swizzle16(row_length)
+    return swizzle16(row_length, buf.dtype.bytes)
 
 
 def row_read_operands(op: S.Gemm) -> list:

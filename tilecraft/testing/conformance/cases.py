@@ -22,6 +22,7 @@ from tilecraft.testing.conformance import clusters as CL
 from tilecraft.testing.conformance import convolution as CV
 from tilecraft.testing.conformance import fragment_rows as FR
 from tilecraft.testing.conformance import global_layouts as G
+from tilecraft.testing.conformance import int8_gemms as I8
 from tilecraft.testing.conformance import keep_dim as KD
 from tilecraft.testing.conformance import kernels as K
 from tilecraft.testing.conformance import per_thread as PR
@@ -340,6 +341,12 @@ def _gemm_case(name, m, n, k, ta=False, tb=False, dtype=F16, bm=64, bn=64, bk=32
     return Case(name, build, inputs, reference, 1e-5 if dtype is F32 else 2e-3)
 
 
+def _int8_case(name: str, m: int, n: int, k: int, a_dtype: str, b_dtype: str, transpose_b: bool = True) -> Case:
+    shape = (m, n, k, a_dtype, b_dtype, transpose_b)
+    return Case(name, partial(I8.int8_gemm, *shape), I8.int8_gemm_inputs(*shape),
+                I8.int8_gemm_reference(transpose_b), 0.0)  # fmt: skip
+
+
 def _tf32_case(name, m, n, k, ta, tb, a_dtype=T.tfloat32):
     return Case(name, lambda: TF.gemm_tf32(m, n, k, ta, tb, a_dtype), TF.gemm_tf32_inputs(m, n, k, ta, tb),
                 TF.gemm_tf32_reference(ta, tb), TF.TF32_TOL)  # fmt: skip
@@ -537,6 +544,12 @@ CASES = [
     _tf32_case("gemm_tf32_tn_ragged", 130, 64, 96, True, False),
     _tf32_case("gemm_tf32_tt", 64, 192, 128, True, True),
     _tf32_case("gemm_tf32_mixed_float32_a", 96, 64, 160, False, True, a_dtype=T.float32),
+    # 8-bit integer gemms into int32 (exact): K-major tiles with ragged M and N, unsigned ones, a
+    # B stored (K, N), and A unpacked from 4-bit codes into a register fragment (TileLang's w4a8)
+    _int8_case("gemm_int8_nt_ragged", 200, 136, 192, "int8", "int8"),
+    _int8_case("gemm_uint8_nt", 64, 128, 128, "uint8", "uint8"),
+    _int8_case("gemm_int8_nn", 96, 64, 128, "int8", "int8", transpose_b=False),
+    Case("gemm_w4a8_register_a", I8.w4a8_gemm, I8.w4a8_inputs, I8.w4a8_reference, 0.0),
     # Reductions whose result keeps the reduced dim as extent 1.
     Case("reduce_keep_dim_rows_and_columns", KD.rows_and_columns, KD.rows_and_columns_inputs,
          KD.rows_and_columns_reference),
