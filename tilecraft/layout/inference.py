@@ -51,6 +51,8 @@ from tilecraft.layout.tile import (
     covers,
     keep_unit_dim,
     project,
+    reduced_dim_in_registers,
+    shifted,
     subset,
     widen,
     within,
@@ -169,6 +171,38 @@ def var_positions(nest: Nest, indices) -> list[int] | None:
             return None
         out.append(ids.index(id(idx)))
     return out if len(set(out)) == len(out) else None
+
+
+def shifted_positions(loop_vars, extents, indices) -> tuple[list[int], list[int]] | None:
+    """As `var_positions`, for indices `v`, `v // 2^s` or `v >> s` with s > 0 somewhere (a byte of packed
+    4-bit codes read as `q[i, j // 2]`) and every extent so divided a multiple of 2^s: the positions and
+    each dim's shift."""
+    ids = [id(v) for v in loop_vars]
+    positions, shifts = [], []
+    for idx in indices:
+        var, shift = _var_and_shift(idx)
+        if var is None or id(var) not in ids:
+            return None
+        position = ids.index(id(var))
+        if extents[position] % (1 << shift):
+            return None
+        positions.append(position)
+        shifts.append(shift)
+    if len(set(positions)) != len(positions) or not any(shifts):
+        return None
+    return positions, shifts
+
+
+def _var_and_shift(idx: E.Expr) -> tuple[E.Var | None, int]:
+    if isinstance(idx, E.Var):
+        return idx, 0
+    if isinstance(idx, E.FloorDiv) and isinstance(idx.a, E.Var) and isinstance(idx.b, E.IntImm):
+        d = idx.b.value
+        return (idx.a, d.bit_length() - 1) if d > 0 and d & (d - 1) == 0 else (None, 0)
+    if isinstance(idx, E.Call) and idx.op == "shift_right" and isinstance(idx.args[0], E.Var):
+        amount = idx.args[1]
+        return (idx.args[0], amount.value) if isinstance(amount, E.IntImm) and amount.value >= 0 else (None, 0)
+    return None, 0
 
 
 def block_positions(loop_vars, extents, indices) -> tuple[list[int], list[E.Expr | None]] | None:
@@ -352,12 +386,18 @@ class Inference:
         if nest.layout is None:
             return changed
         for buf, indices in nest.accesses:
-            dims = var_positions(nest, indices)
-            if dims is None or self.known(buf) is not None:
+            if self.known(buf) is not None:
                 continue
-            derived = nest.layout if dims == list(range(len(nest.vars))) else subset(nest.layout, dims)
+            dims = var_positions(nest, indices)
+            if dims is not None:
+                derived = nest.layout if dims == list(range(len(nest.vars))) else subset(nest.layout, dims)
+                why = "a T.Parallel loop over it"
+            elif (found := shifted_positions(nest.vars, nest.extents, indices)) is not None:
+                derived, why = shifted(subset(nest.layout, found[0]), found[1]), "a T.Parallel loop reading v // 2^s"
+            else:
+                continue
             if derived.shape == static_shape(buf):
-                changed |= self.set(buf, derived, "a T.Parallel loop over it", nest.outer.span)
+                changed |= self.set(buf, derived, why, nest.outer.span)
         return changed
 
     def _op(self, op: S.Stmt) -> bool:
@@ -440,12 +480,12 @@ class Inference:
     def _default_one(self) -> bool:
         """Give the first still-free fragment (or nest) the default layout; False when none is left."""
         for buf, run in self._free_in_order():
-            self.set(
-                buf,
-                blocked_layout(static_shape(buf), self.groups.fragment_span(buf), self.simt, buf.dtype, run),
-                "the default layout",
-                buf.span,
-            )
+            threads = self.groups.fragment_span(buf)
+            if isinstance(run, TileLayout):
+                self.set(buf, run, "the default layout of a reduction over an outer dim", buf.span)
+            else:
+                self.set(buf, blocked_layout(static_shape(buf), threads, self.simt, buf.dtype, run),
+                         "the default layout", buf.span)  # fmt: skip
             return True
         for nest in self.found.nests:
             if nest.layout is None:
@@ -455,19 +495,23 @@ class Inference:
         return False
 
     def _free_in_order(self):
-        """(fragment, run): reduction sources first, each thread holding a run of the reduced dim when it
-        is the innermost (as many of a row's elements as its share of the tile: fewer threads share a
-        row, fewer shuffles combine it, as TileLang's per-token fp8 cast reduces 8 a thread over 16
-        threads), then the rest by size."""
+        """(fragment, run or layout): reduction sources first, each thread holding a run of the reduced dim
+        when it is the innermost (as many of a row's elements as its share of the tile: fewer threads
+        share a row, fewer shuffles combine it, as TileLang's per-token fp8 cast reduces 8 a thread over
+        16 threads), or all of a short outer one (`reduced_dim_in_registers`: the split-KV combine's
+        max over 4 splits), then the rest by size."""
         for op in self.found.ops:
             if (
                 isinstance(op, S.Reduce)
                 and op.src.buffer.scope == FRAGMENT
                 and self.known(op.src.buffer) is None
             ):
-                buf = op.src.buffer
-                innermost = op.dim in (-1, len(buf.shape) - 1)
-                yield buf, (math.prod(static_shape(buf)) // self.groups.fragment_span(buf) if innermost else None)
+                buf, threads = op.src.buffer, self.groups.fragment_span(op.src.buffer)
+                dim = op.dim % len(buf.shape)
+                if dim == len(buf.shape) - 1:
+                    yield buf, math.prod(static_shape(buf)) // threads
+                else:  # an outer dim: held whole by each thread where it is short (None: the blocked default)
+                    yield buf, reduced_dim_in_registers(static_shape(buf), dim, threads, self.simt, buf.dtype)
         # The largest first: a nest over a big tile and a small per-row vector (a GEMV's `acc[i] +=
         # a[i, j] * x[j]`) is laid out for the tile's loads, the vector following the nest, not the
         # other way round (TileLang lays such a loop out from its tile accesses too).

@@ -9,6 +9,7 @@ positions past the shape are masked the same way.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -94,6 +95,25 @@ def blocked_layout(
     while vector > 1 and (inner % vector or total < threads * vector):
         vector //= 2
     return TileLayout(tuple(shape), blocked(shape, threads, vector, width=simt.width))
+
+
+def reduced_dim_in_registers(shape: tuple[int, ...], dim: int, threads: int, simt: SimtTarget,
+                             dtype: dt.DataType) -> TileLayout | None:
+    """The default of a reduction's source over an outer dim (`T.reduce_max(lse[split, row], dim=0)`):
+    each thread holds the whole reduced dim of its elements, consecutive threads consecutive elements of
+    the rest, so the reduction stays in registers and the result is one element a thread; None where
+    the dim is longer than two of the target's widest accesses, not a power of two, or leaves threads
+    idle (the blocked default then holds runs of the innermost dim)."""
+    extent, total = shape[dim], math.prod(shape)
+    vector = max(1, simt.vector_bytes // max(1, dtype.bytes))
+    if dim == len(shape) - 1 or extent & (extent - 1) or extent > 2 * vector or total < threads * extent:
+        return None
+    order = [d for d in range(len(shape)) if d != dim] + [dim]  # the reduced dim innermost, then moved back
+    moved = blocked(tuple(shape[d] for d in order), threads, extent, width=simt.width)
+    names = fragment_dims(len(shape))
+    linear = moved.rename_outs({names[p]: f"moved{order[p]}" for p in range(len(shape))})
+    linear = linear.rename_outs({f"moved{d}": names[d] for d in range(len(shape))}).transpose_outs(names)
+    return TileLayout(tuple(shape), linear)
 
 
 def covers(outer: tuple[int, ...], inner: tuple[int, ...]) -> bool:
@@ -189,15 +209,36 @@ def subset(layout: TileLayout, dims: list[int]) -> TileLayout:
     return TileLayout(tuple(layout.shape[d] for d in dims), linear)
 
 
-def register_map(nest: TileLayout, dims: list[int], frag: TileLayout) -> LinearLayout | None:
-    """For a nest iterating `nest` and an access `F[v_dims...]` to a fragment with layout `frag`: the map
-    (register, lane, warp) of the nest -> register of F holding that element in the *same* thread, or
-    None when some thread would need an element another thread holds.
+def shift_outs(linear: LinearLayout, shifts: list[int]) -> LinearLayout:
+    """`linear` followed by `out_d >> shifts[d]` on each output dim (linear too: the low bits drop out);
+    inputs that only fed dropped bits get zero bases (they now reach the same element)."""
+    names = linear.out_names
+    bases = {
+        name: [tuple(linear.basis(name, b)[n] >> s for n, s in zip(names, shifts)) for b in range(linear.in_bits(name))]
+        for name in linear.in_names
+    }
+    return LinearLayout(bases, {n: max(1, linear.out_size(n) >> s) for n, s in zip(names, shifts)})
+
+
+def shifted(layout: TileLayout, shifts: list[int]) -> TileLayout:
+    """The layout an access `F[v_0 >> s_0, v_1 >> s_1, ...]` in a nest with `layout` gives F (each
+    extent a multiple of its 2^s): a thread holds each element once, however many of its iterations
+    read it; threads whose iterations read the same elements hold copies."""
+    linear = shift_outs(layout.linear, shifts).remove_zero_bases("register")
+    return TileLayout(tuple(x >> s for x, s in zip(layout.shape, shifts)), linear)
+
+
+def register_map(nest: TileLayout, dims: list[int], frag: TileLayout, shifts: list[int] | None = None) -> LinearLayout | None:
+    """For a nest iterating `nest` and an access `F[v_dims...]` (or `F[v_dims[0] >> shifts[0], ...]`) to a
+    fragment with layout `frag`: the map (register, lane, warp) of the nest -> register of F holding that
+    element in the *same* thread, or None when some thread would need an element another thread holds.
     """
     names = fragment_dims(len(nest.shape))
     keep = [names[d] for d in dims]
     access = nest.linear.sublayout(nest.linear.in_names, keep).transpose_outs(keep)
     access = access.rename_outs(dict(zip(keep, fragment_dims(len(dims)))))
+    if shifts is not None:
+        access = shift_outs(access, shifts)
     access = _embed(access, frag.linear)
     if access is None:
         return None

@@ -98,3 +98,71 @@ def test_a_gemm_accumulator_gets_the_mma_layout_and_its_operand_tiles_a_swizzle(
             f"c_layout={ACC_16X16}, a_layout=None)")  # fmt: skip
     expected = expected.replace("<ATTR>", NO_WGMMA).replace("<PLAN>", plan)
     assert_pass(target, "infer-layouts", _selected(target, mma), expected)
+
+
+@pass_test("infer-layouts", SM80, OPENCL, WEBGPU)
+def test_a_reduction_over_a_short_outer_dim_keeps_that_dim_in_each_thread(target):
+    """The source of a max over 4 rows (the split-KV combine's lse) holds each column's 4 rows in one thread:
+    the reduction stays in registers and the result is one element a thread, no copies."""
+
+    @T.prim_func
+    def combine(L: T.Tensor((4, 32), "float32"), M: T.Tensor((32,), "float32")):
+        with T.Kernel(1, threads=32):
+            lse = T.alloc_fragment((4, 32), "float32")
+            m = T.alloc_fragment((32,), "float32")
+            T.copy(L, lse)
+            T.reduce_max(lse, m, dim=0)
+            T.copy(m, M)
+
+    expected = """
+    @T.prim_func
+    def combine(L: T.Tensor((4, 32), "float32"), M: T.Tensor((32,), "float32")):
+        <ATTR>
+        with T.Kernel(1, threads=32) as bx:
+            lse = T.alloc_fragment((4, 32), "float32")
+            T.annotate_layout({lse: T.ir.TileLayout(shape=(4, 32), linear=T.ir.LinearLayout(bases={'register': ((1, 0), (2, 0)), 'lane': ((0, 1), (0, 2), (0, 4), (0, 8), (0, 16)), 'warp': ()}, out_dims={'dim0': 4, 'dim1': 32}))})
+            m = T.alloc_fragment((32,), "float32")
+            T.annotate_layout({m: T.ir.TileLayout(shape=(32,), linear=T.ir.LinearLayout(bases={'register': (), 'lane': ((1,), (2,), (4,), (8,), (16,)), 'warp': ()}, out_dims={'dim0': 32}))})
+            T.copy(L, lse)
+            T.reduce_max(lse, m, dim=0)
+            T.copy(m, M)
+    """
+
+    expected = expected.replace("<ATTR>", NO_WGMMA if target == SM80 else "")
+    assert_pass(target, "infer-layouts", _selected(target, combine), expected)
+
+
+@pass_test("infer-layouts", SM80, OPENCL, WEBGPU)
+def test_a_fragment_read_at_a_halved_index_holds_what_each_thread_reads(target):
+    """`q[i, j // 2]` in a nest over (i, j) (two 4-bit codes a byte) lays q out as the nest with j's low bit
+    dropped: each thread holds the bytes its iterations unpack, once (the register that walked j's low
+    bit is gone)."""
+
+    @T.prim_func
+    def unpack(Q: T.Tensor((32, 16), "uint8"), W: T.Tensor((32, 32), "int8")):
+        with T.Kernel(1, threads=32):
+            q = T.alloc_fragment((32, 16), "uint8")
+            w = T.alloc_fragment((32, 32), "int8")
+            T.copy(Q, q)
+            for i, j in T.Parallel(32, 32):
+                w[i, j] = T.reinterpret("int8", ((q[i, j // 2] >> ((j % 2) * 4).astype("uint8")) & T.uint8(15)) << T.uint8(4)) >> T.int8(4)
+            T.copy(w, W)
+
+    expected = """
+    @T.prim_func
+    def unpack(Q: T.Tensor((32, 16), "uint8"), W: T.Tensor((32, 32), "int8")):
+        <ATTR>
+        with T.Kernel(1, threads=32) as bx:
+            q = T.alloc_fragment((32, 16), "uint8")
+            T.annotate_layout({q: T.ir.TileLayout(shape=(32, 16), linear=T.ir.LinearLayout(bases={'register': ((0, 1), (0, 2), (0, 4), (16, 0)), 'lane': ((0, 8), (1, 0), (2, 0), (4, 0), (8, 0)), 'warp': ()}, out_dims={'dim0': 32, 'dim1': 16}))})
+            w = T.alloc_fragment((32, 32), "int8")
+            T.annotate_layout({w: T.ir.TileLayout(shape=(32, 32), linear=T.ir.LinearLayout(bases={'register': ((0, 1), (0, 2), (0, 4), (0, 8), (16, 0)), 'lane': ((0, 16), (1, 0), (2, 0), (4, 0), (8, 0)), 'warp': ()}, out_dims={'dim0': 32, 'dim1': 32}))})
+            T.copy(Q, q)
+            for i in T.Parallel(32, annotations={'layout': T.ir.TileLayout(shape=(32, 32), linear=T.ir.LinearLayout(bases={'register': ((0, 1), (0, 2), (0, 4), (0, 8), (16, 0)), 'lane': ((0, 16), (1, 0), (2, 0), (4, 0), (8, 0)), 'warp': ()}, out_dims={'dim0': 32, 'dim1': 32}))}):
+                for j in T.Parallel(32):
+                    w[i, j] = T.reinterpret((q[i, j // 2] >> T.cast(j % 2 * 4, "uint8") & 15) << 4, "int8") >> 4
+            T.copy(w, W)
+    """
+
+    expected = expected.replace("<ATTR>", NO_WGMMA if target == SM80 else "")
+    assert_pass(target, "infer-layouts", _selected(target, unpack), expected)

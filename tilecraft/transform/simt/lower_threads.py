@@ -32,6 +32,7 @@ from tilecraft.layout.inference import (
     kernel_threads,
     parallel_nest,
     power_of_two_factor,
+    shifted_positions,
     var_positions,
 )
 from tilecraft.layout.linear import log2
@@ -355,8 +356,11 @@ class LowerToThreads(RemoteReads, Mutator):
             if dims is None:
                 found = block_positions(loop_vars, nest_layout.shape, indices)
                 dims, offsets = found if found is not None else (None, None)
+            shifts = None
+            if dims is None and (shifted := shifted_positions(loop_vars, nest_layout.shape, indices)) is not None:
+                dims, shifts = shifted
             if dims is not None:
-                mapping = register_map(nest_layout, dims, layout)
+                mapping = register_map(nest_layout, dims, layout, shifts)
                 extra = _block_register(layout, offsets) if offsets is not None else None
                 if mapping is not None and (offsets is None or extra is not None):
                     out = mapping.apply_expr(register=reg, lane=self.ctx.lane, warp=self.ctx.warp)
