@@ -3,16 +3,13 @@ to the iteration's stage (tests/conformance/pipelined_stages.py runs the kernel)
 
 from __future__ import annotations
 
-import pytest
-
 import tilecraft
 from tilecraft.testing.conformance.pipelined_stages import copy_through_stages
 from tilecraft.testing.filecheck import filecheck
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-def test_a_vector_copy_out_of_a_staged_tile_reads_the_iterations_stage(arch):
-    art = tilecraft.lower(copy_through_stages(), target=f"cuda -arch={arch}")
+def test_a_vector_copy_out_of_a_staged_tile_reads_the_iterations_stage():
+    art = tilecraft.lower(copy_through_stages(), target="cuda -arch=sm_80")
     src = art.source("cuda-source")
     kernel = src[src.index('extern "C" __global__') :]
     tile = 64 * 64
@@ -28,6 +25,28 @@ def test_a_vector_copy_out_of_a_staged_tile_reads_the_iterations_stage(arch):
         CHECK: *(uint4*)(B +
         CHECK-SAME: = *(const uint4*)(A_s + (((int64_t)(((k % 3) * {tile}))) +
         CHECK: tc_cp_async_wait<0>();
+    """
+    filecheck(kernel, checks)
+
+
+def test_a_tma_staged_tile_is_read_at_the_iterations_stage_on_sm90a():
+    """On sm_90a the tile (no gemm reads it, no layout) is one unswizzled TMA box a stage, issued by a
+    producer warpgroup; the consumers wait for stage k % 3, read it there and release it."""
+    src = tilecraft.lower(copy_through_stages(), target="cuda -arch=sm_90a").source("cuda-source")
+    kernel = src[src.index('extern "C" __global__') :]
+    tile = 64 * 64
+    checks = f"""
+        CHECK: tc_setmaxnreg_dec<24>();
+        CHECK: for (int32_t k = 0; k < 8; ++k) {{
+        CHECK-NEXT: tc_mbar_wait(&tc_mbar[3 + (k % 3)], (uint32_t)((((k / 3) + 1) % 2)));
+        CHECK-NEXT: tc_mbar_expect_tx(&tc_mbar[0 + (k % 3)], {tile * 2}u);
+        CHECK-NEXT: tc_tma_load<2>(A_s + (((k % 3) * {tile}) + 0), tc_tmap0, {{(int32_t)(0), (int32_t)((k * 64))}}, &tc_mbar[0 + (k % 3)]);
+        CHECK: tc_setmaxnreg_inc<232>();
+        CHECK: for (int32_t k = 0; k < 8; ++k) {{
+        CHECK-NEXT: tc_mbar_wait(&tc_mbar[0 + (k % 3)], (uint32_t)(((k / 3) % 2)));
+        CHECK: *(uint4*)(B +
+        CHECK-SAME: = *(const uint4*)(A_s + (((int64_t)(((k % 3) * {tile}))) +
+        CHECK: tc_mbar_arrive(&tc_mbar[3 + (k % 3)]);
     """
     filecheck(kernel, checks)
 

@@ -9,8 +9,9 @@ with edge predicates on global operands either way. T.fill is the shared SIMT fi
 
 On sm_90a (`tma=True`), a copy from global memory into a wgmma operand tile is a TMA load (`TmaCopy`):
 one box per swizzle column block of the tile, through a tensor map whose swizzle span is the tile's
-(so the boxes land in the canonical layout wgmma reads) and whose edges read zero. A copy into such a
-tile that TMA cannot do stays on the 16-byte chunks, with a note under TILECRAFT_VERBOSE.
+(so the boxes land in the canonical layout wgmma reads) and whose edges read zero; a copy into a 2-D
+tile without a layout (rows of at most 256 elements and a multiple of 16 bytes) is one unswizzled box.
+A copy that TMA cannot do stays on the 16-byte chunks, with a note under TILECRAFT_VERBOSE.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 from tilecraft import settings
 from tilecraft.cuda.ir import AsyncCopy, TmaCopy, TmaLoad, VectorCopy, VectorLoad, VectorStore, VectorZero
 from tilecraft.cuda.op.stmatrix import stmatrix_copy
-from tilecraft.cuda.op.tma_store import tensor_map_refusal, tma_box, tma_coords, tma_store_copy
+from tilecraft.cuda.op.tma_store import TMA_MAX_BOX, tensor_map_refusal, tma_box, tma_coords, tma_store_copy
 from tilecraft.cuda.shared_layout import SharedLayout
 from tilecraft.cuda.storage import BUFFER_ALIGN
 from tilecraft.cuda.storage import SHARED_SCOPES as SHARED
@@ -36,6 +37,7 @@ from tilecraft.transform.tile_loops import conjunction, edge_conditions, loop_ex
 __all__ = ["lower_copy", "lower_fill"]
 
 CHUNK = BUFFER_ALIGN  # a 16-byte vector: as wide as buffer arguments are aligned
+TMA_SHARED_ALIGN = 128  # a TMA box's shared destination (PTX: cp.async.bulk.tensor)
 
 
 def lower_copy(
@@ -76,10 +78,15 @@ def lower_copy(
 
 
 def _tma_copy(op: S.Copy, ctx) -> S.Stmt | None:
-    """The copy as TMA boxes into a wgmma operand tile, or None (not such a copy, or TMA cannot do it)."""
+    """The copy as TMA boxes into a wgmma operand tile or a row-major 2-D tile, or None (not such a copy,
+    or TMA cannot do it)."""
     src, dst = op.src, op.dst
     layout = ctx.shared_layouts.get(id(dst.buffer))
-    if src.buffer.scope != "global" or not isinstance(layout, SharedLayout) or layout.kind != "wgmma":
+    if src.buffer.scope != "global" or dst.buffer.scope not in SHARED:
+        return None
+    if layout is None:
+        return _tma_row_major(op)
+    if not isinstance(layout, SharedLayout) or layout.kind != "wgmma":
         return None
     reason = _tma_refusal(op, layout)
     if reason is not None:
@@ -93,6 +100,36 @@ def _tma_copy(op: S.Copy, ctx) -> S.Stmt | None:
         loads.append(TmaLoad(dst.buffer, offset, src.buffer, box, layout.swizzle_bytes, coords, span=op.span))
     nbytes = layout.rows * layout.row_length * dst.dtype.bytes
     return TmaCopy(tuple(loads), nbytes, span=op.span)
+
+
+def _tma_row_major(op: S.Copy) -> S.Stmt | None:
+    """A 2-D tile without a layout (a packed weight tile a dequantization reads, not a gemm operand) as
+    one box of whole rows through an unswizzled map, as TileLang loads every tile of a Hopper pipeline:
+    so a loop of such tiles and wgmma tiles is all TMA and gets a producer warpgroup. (1-D slices, a
+    flash-attention backward's lse, stay on cp.async: see benchmarks/NOTES-tilelang-regression.md.)"""
+    src, dst = op.src, op.dst
+    if len(dst.buffer.shape) != 2 or src.dtype != dst.dtype or dst.dtype.bits not in (8, 16, 32):
+        return None
+    if dst.dtype.is_bool:
+        return None  # no tensor-map data type
+    rows, cols = (E.const_value(d) for d in dst.buffer.shape)
+    if not isinstance(rows, int) or not isinstance(cols, int):
+        return None
+    reason = _row_refusal(rows, cols, dst.dtype) or tensor_map_refusal(op, src, dst, rows, "taken from")
+    if reason is not None:
+        settings.verbose_note(op.span, f"T.copy into shared tile {dst.buffer.name} stays on cp.async (no TMA): {reason}")
+        return None
+    load = TmaLoad(dst.buffer, E.const(0), src.buffer, tma_box(src, rows, cols), 0, tma_coords(src, 0), span=op.span)
+    return TmaCopy((load,), rows * cols * dst.dtype.bytes, span=op.span)
+
+
+def _row_refusal(rows: int, cols: int, dtype: dt.DataType) -> str | None:
+    if cols > TMA_MAX_BOX or (cols * dtype.bytes) % CHUNK:
+        return f"rows of {cols} elements are not one box (at most {TMA_MAX_BOX}, a multiple of 16 bytes)"
+    if (rows * cols * dtype.bytes) % TMA_SHARED_ALIGN:
+        # a box lands on 128 bytes; the pipeline's stages follow each other at the tile's size
+        return f"the tile's {rows * cols * dtype.bytes} bytes are not a multiple of {TMA_SHARED_ALIGN}"
+    return None
 
 
 def _tma_refusal(op: S.Copy, layout: SharedLayout) -> str | None:

@@ -677,11 +677,29 @@ def _leading_allocations(body: S.Stmt) -> tuple[list[S.Allocate], list[S.Annotat
             if _annotates(body, allocations):
                 annotations.append(body)
                 body = S.SeqStmt(())
+        elif _ends_in_allocation(body):
+            # a tail the body allocates for (a macro's T.alloc_local after the copies): its statements
+            # join the body's, so a tile's last reader among them is a statement of its own
+            *head, tail = body.stmts
+            allocations.append(tail)
+            inner = tail.body
+            while isinstance(inner, S.SeqStmt) and inner.stmts and _annotates(inner.stmts[0], allocations):
+                annotations.append(inner.stmts[0])
+                inner = S.seq(*inner.stmts[1:])
+            if _annotates(inner, allocations):
+                annotations.append(inner)
+                inner = S.SeqStmt(())
+            body = S.seq(*head, inner)
         else:
             break
     for let in reversed(lets):
         body = dataclasses.replace(let, body=body)
     return allocations, annotations, body
+
+
+def _ends_in_allocation(body: S.Stmt) -> bool:
+    return (isinstance(body, S.SeqStmt) and len(body.stmts) > 1 and isinstance(body.stmts[-1], S.Allocate)
+            and body.stmts[-1].buffer.scope != "local.var")  # fmt: skip
 
 
 def _annotates(s: S.Stmt, allocations: list[S.Allocate]) -> bool:
