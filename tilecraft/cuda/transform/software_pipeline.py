@@ -670,31 +670,29 @@ def _leading_allocations(body: S.Stmt) -> tuple[list[S.Allocate], list[S.Annotat
             body = body.body
         elif isinstance(body, S.Allocate) and body.buffer.scope != "local.var":
             allocations.append(body)
-            body = body.body
-            while isinstance(body, S.SeqStmt) and body.stmts and _annotates(body.stmts[0], allocations):
-                annotations.append(body.stmts[0])
-                body = S.seq(*body.stmts[1:])
-            if _annotates(body, allocations):
-                annotations.append(body)
-                body = S.SeqStmt(())
+            body = _take_annotations(body.body, allocations, annotations)
         elif _ends_in_allocation(body):
             # a tail the body allocates for (a macro's T.alloc_local after the copies): its statements
             # join the body's, so a tile's last reader among them is a statement of its own
             *head, tail = body.stmts
             allocations.append(tail)
-            inner = tail.body
-            while isinstance(inner, S.SeqStmt) and inner.stmts and _annotates(inner.stmts[0], allocations):
-                annotations.append(inner.stmts[0])
-                inner = S.seq(*inner.stmts[1:])
-            if _annotates(inner, allocations):
-                annotations.append(inner)
-                inner = S.SeqStmt(())
-            body = S.seq(*head, inner)
+            body = S.seq(*head, _take_annotations(tail.body, allocations, annotations))
         else:
             break
     for let in reversed(lets):
         body = dataclasses.replace(let, body=body)
     return allocations, annotations, body
+
+
+def _take_annotations(body: S.Stmt, allocations: list[S.Allocate], annotations: list[S.AnnotateLayout]) -> S.Stmt:
+    """`body` without the layout annotations of `allocations` that open it (appended to `annotations`)."""
+    while isinstance(body, S.SeqStmt) and body.stmts and _annotates(body.stmts[0], allocations):
+        annotations.append(body.stmts[0])
+        body = S.seq(*body.stmts[1:])
+    if _annotates(body, allocations):
+        annotations.append(body)
+        body = S.SeqStmt(())
+    return body
 
 
 def _ends_in_allocation(body: S.Stmt) -> bool:
