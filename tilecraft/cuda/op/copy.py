@@ -20,8 +20,8 @@ from tilecraft import settings
 from tilecraft.cuda.ir import AsyncCopy, TmaCopy, TmaLoad, VectorCopy, VectorLoad, VectorStore, VectorZero
 from tilecraft.cuda.op.stmatrix import stmatrix_copy
 from tilecraft.cuda.op.tma_store import TMA_MAX_BOX, tensor_map_refusal, tma_box, tma_coords, tma_store_copy
-from tilecraft.cuda.shared_layout import SharedLayout
-from tilecraft.cuda.storage import BUFFER_ALIGN
+from tilecraft.cuda.shared_layout import SharedLayout, swizzle16
+from tilecraft.cuda.storage import BUFFER_ALIGN, WGMMA_ALIGN
 from tilecraft.cuda.storage import SHARED_SCOPES as SHARED
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
@@ -38,6 +38,7 @@ __all__ = ["lower_copy", "lower_fill"]
 
 CHUNK = BUFFER_ALIGN  # a 16-byte vector: as wide as buffer arguments are aligned
 TMA_SHARED_ALIGN = 128  # a TMA box's shared destination (PTX: cp.async.bulk.tensor)
+SWIZZLE_128B = 128
 
 
 def lower_copy(
@@ -86,6 +87,8 @@ def _tma_copy(op: S.Copy, ctx) -> S.Stmt | None:
         return None
     if layout is None:
         return _tma_row_major(op)
+    if isinstance(layout, SharedLayout) and layout.kind == "swizzle16":
+        return _tma_swizzle16(op, layout)
     if not isinstance(layout, SharedLayout) or layout.kind != "wgmma":
         return None
     reason = _tma_refusal(op, layout)
@@ -121,6 +124,28 @@ def _tma_row_major(op: S.Copy) -> S.Stmt | None:
         return None
     load = TmaLoad(dst.buffer, E.const(0), src.buffer, tma_box(src, rows, cols), 0, tma_coords(src, 0), span=op.span)
     return TmaCopy((load,), rows * cols * dst.dtype.bytes, span=op.span)
+
+
+def _tma_swizzle16(op: S.Copy, layout: SharedLayout) -> S.Stmt | None:
+    """An mma.sync operand tile whose rows are 128 bytes (64 16-bit or 128 8-bit elements: `swizzle16`
+    then XORs each row's 16-byte chunk index with the row mod 8, which is TMA's 128-byte swizzle of the
+    absolute address on a 1024-byte aligned tile) as one box of whole rows through a 128-byte swizzled
+    map: so the loop of an int8 gemm (TileLang's w4a8) is all TMA too."""
+    src, dst = op.src, op.dst
+    if len(dst.buffer.shape) != 2 or src.dtype != dst.dtype or dst.dtype.bits not in (8, 16):
+        return None
+    rows, cols = (E.const_value(d) for d in dst.buffer.shape)
+    if not isinstance(rows, int) or cols * dst.dtype.bytes != SWIZZLE_128B or layout != swizzle16(cols, dst.dtype.bytes):
+        return None
+    if (rows * SWIZZLE_128B) % WGMMA_ALIGN:
+        return None  # a stage must start where the swizzle pattern does
+    reason = tensor_map_refusal(op, src, dst, rows, "taken from")
+    if reason is not None:
+        _note(op, reason)
+        return None
+    box = tma_box(src, rows, cols)
+    load = TmaLoad(dst.buffer, E.const(0), src.buffer, box, SWIZZLE_128B, tma_coords(src, 0), span=op.span)
+    return TmaCopy((load,), rows * SWIZZLE_128B, span=op.span)
 
 
 def _row_refusal(rows: int, cols: int, dtype: dt.DataType) -> str | None:

@@ -14,8 +14,10 @@ variant's does not), `tl.disable_wgmma` is not set, and none of these holds:
 * some tile-level code of a kernel runs on part of its threads (a branch on the thread index, or a thread
   count that is not a power of two): warpgroup-wide instructions, one elected TMA issuer and mbarrier
   arrival counts of the whole block are kept for kernels whose tiles are the whole block's;
-* a gemm taking A from registers does not fit wgmma ("wgmma_rs"): left on mma.sync it would need its
-  operand in the mma layout, which a wgmma accumulator feeding it (flash attention's P tile) contradicts;
+* a gemm taking A from registers does not fit wgmma ("wgmma_rs") while another gemm of the kernel takes
+  wgmma: left on mma.sync it would need its operand in the mma layout, which a wgmma accumulator feeding
+  it (flash attention's P tile) contradicts (a kernel whose gemms are all mma.sync, such as TileLang's
+  w4a8 int8 gemm, keeps the path for its TMA loads);
 * a shared tile read by several gemms would need two layouts. An mma.sync gemm (one wgmma cannot take,
   such as M = 32) that reads a whole 16-bit tile a wgmma gemm reads takes it in wgmma's canonical
   layout (TileLang's GQA backward reads K_shared both ways); other disagreements remain.
@@ -92,10 +94,11 @@ def _wgmma_plans(launches: list[S.KernelLaunch], target) -> dict[int, GemmPlan] 
         threads = math.prod(launch.threads)
         gemms = [op for op in walk(launch.body) if isinstance(op, S.Gemm)]
         for op in gemms:
-            if op.a.buffer.scope == "local.fragment" and not register_a_on_wgmma(op, threads, target):
-                return None
-        for op in gemms:
             plans[id(op)] = plan_gemm(op, threads, target, wgmma=True)
+        on_wgmma = any(plans[id(op)].variant in WGMMA_VARIANTS for op in gemms)
+        for op in gemms:
+            if on_wgmma and op.a.buffer.scope == "local.fragment" and not register_a_on_wgmma(op, threads, target):
+                return None
         _read_wgmma_tiles_on_mma(gemms, plans)
         if not _shared_operands_agree(gemms, plans):
             return None
