@@ -181,6 +181,8 @@ from tilecraft.language.reducers import (  # noqa: E402
     attr,
     comm_reducer,
     finalize_reducer,
+    reducer_init,
+    reducer_update,
     tvm_thread_allreduce,
 )
 from tilecraft.language.types import FragmentBuffer, LocalBuffer, SharedBuffer  # noqa: E402
@@ -201,6 +203,8 @@ __all__ += [
     "attr",
     "comm_reducer",
     "finalize_reducer",
+    "reducer_init",
+    "reducer_update",
     "tvm_thread_allreduce",
     "alloc_barrier",
     "annotate_consumer_reg_alloc",
