@@ -159,14 +159,29 @@ def reduce_absmax(buffer, out, dim: int = -1, clear: bool = True) -> Reduce:
 
 def cumsum(src: Operand, dst: Operand | None = None, dim: int = 0, reverse: bool = False) -> Cumsum:
     """Inclusive prefix sum along `dim`; in place when `dst` is omitted."""
-    s = region_of(src, "T.cumsum")
-    d = s if dst is None else region_of(dst, "T.cumsum")
+    return _scan("sum", src, dst, dim, reverse)
+
+
+def cummax(src: Operand, dst: Operand | None = None, dim: int = 0, reverse: bool = False) -> Cumsum:
+    """Inclusive running maximum along `dim` (TileLang's T.cummax); in place when `dst` is omitted."""
+    return _scan("max", src, dst, dim, reverse)
+
+
+def cummin(src: Operand, dst: Operand | None = None, dim: int = 0, reverse: bool = False) -> Cumsum:
+    """Inclusive running minimum along `dim`; in place when `dst` is omitted."""
+    return _scan("min", src, dst, dim, reverse)
+
+
+def _scan(kind: str, src: Operand, dst: Operand | None, dim: int, reverse: bool) -> Cumsum:
+    what = f"T.cum{kind}"
+    s = region_of(src, what)
+    d = s if dst is None else region_of(dst, what)
     if s is None or d is None:
-        raise IRError("T.cumsum operands must be whole buffers or sliced regions")
+        raise IRError(f"{what} operands must be whole buffers or sliced regions")
     dim = int(dim)
     if -len(s.ranges) <= dim < 0:
         dim += len(s.ranges)
-    return Cumsum(s, d, dim, bool(reverse), span=_span())
+    return Cumsum(s, d, dim, bool(reverse), kind, span=_span())
 
 
 def _atomic(kind: str, dst, value) -> AtomicOp:
