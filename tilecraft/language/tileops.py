@@ -137,13 +137,25 @@ def _reduce(kind: str, buffer: Operand, out: Operand, dim: int, clear: bool) -> 
     return Reduce(kind, src, dst, dim, bool(clear), span=_span())
 
 
-def reduce_max(buffer, out, dim: int = -1, clear: bool = True) -> Reduce:
-    """`out = max over dim of buffer` (combined with out's value when clear=False)."""
+def reduce_max(buffer, out, dim: int = -1, clear: bool = True, nan_propagate: bool = True) -> Reduce:
+    """`out = max over dim of buffer` (combined with out's value when clear=False); a NaN element gives
+    NaN (`nan_propagate`, TileLang's per-call choice, must be True here)."""
+    _nan_propagating("max", nan_propagate)
     return _reduce("max", buffer, out, dim, clear)
 
 
-def reduce_min(buffer, out, dim: int = -1, clear: bool = True) -> Reduce:
+def reduce_min(buffer, out, dim: int = -1, clear: bool = True, nan_propagate: bool = True) -> Reduce:
+    _nan_propagating("min", nan_propagate)
     return _reduce("min", buffer, out, dim, clear)
+
+
+def _nan_propagating(kind: str, nan_propagate: bool) -> None:
+    if not nan_propagate:
+        raise IRError(
+            f"T.reduce_{kind}(..., nan_propagate=False) is not supported: tilecraft's max and min give NaN "
+            "for a NaN operand on every target (NumPy's maximum / minimum); pass nan_propagate=True or "
+            "leave it out, and replace NaN before the reduction where it must be ignored"
+        )
 
 
 def reduce_sum(buffer, out, dim: int = -1, clear: bool = True) -> Reduce:
@@ -154,7 +166,8 @@ def reduce_abssum(buffer, out, dim: int = -1, clear: bool = True) -> Reduce:
     return _reduce("abssum", buffer, out, dim, clear)
 
 
-def reduce_absmax(buffer, out, dim: int = -1, clear: bool = True) -> Reduce:
+def reduce_absmax(buffer, out, dim: int = -1, clear: bool = True, nan_propagate: bool = True) -> Reduce:
+    _nan_propagating("absmax", nan_propagate)
     return _reduce("absmax", buffer, out, dim, clear)
 
 
