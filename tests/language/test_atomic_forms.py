@@ -42,11 +42,14 @@ def test_paired_adds_add_each_element_once(lanes, sliced):
 
 
 def scalar_into_region(m: int, n: int, block: int):
+    """A scalar added into A's tiles and max-ed into C's (two buffers: a thread's atomic on an element
+    is not ordered with another thread's on the same element)."""
+
     @T.prim_func
-    def kernel(A: T.Tensor((m, n), "float32"), S: T.Tensor((1,), "float32")):
+    def kernel(A: T.Tensor((m, n), "float32"), C: T.Tensor((m, n), "float32"), S: T.Tensor((1,), "float32")):
         with T.Kernel(T.ceildiv(n, block), T.ceildiv(m, block), threads=64) as (bx, by):
             T.atomic_add(A[by * block : (by + 1) * block, bx * block : (bx + 1) * block], S[0] * 2.0)
-            T.atomic_max(A[by * block : (by + 1) * block, bx * block : (bx + 1) * block], 0.25)
+            T.atomic_max(C[by * block : (by + 1) * block, bx * block : (bx + 1) * block], 0.25)
 
     return kernel
 
@@ -54,11 +57,12 @@ def scalar_into_region(m: int, n: int, block: int):
 def test_a_scalar_into_every_element_of_a_ragged_region():
     m, n = 45, 37
     rng = np.random.default_rng(12)
-    a = rng.standard_normal((m, n)).astype(np.float32)
+    a, c = rng.standard_normal((2, m, n)).astype(np.float32)
     s = rng.standard_normal(1).astype(np.float32)
-    ref = np.maximum(a.astype(np.float64) + 2.0 * s[0], 0.25)
-    tilecraft.compile(scalar_into_region(m, n, 16), target="c")(a, s)
-    np.testing.assert_allclose(a, ref, rtol=1e-6, atol=1e-6)
+    ref_a, ref_c = a.astype(np.float64) + 2.0 * s[0], np.maximum(c.astype(np.float64), 0.25)
+    tilecraft.compile(scalar_into_region(m, n, 16), target="c")(a, c, s)
+    np.testing.assert_allclose(a, ref_a, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(c, ref_c, rtol=1e-6, atol=1e-6)
 
 
 def tma_reduction(m: int, n: int):
