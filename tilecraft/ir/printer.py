@@ -468,7 +468,7 @@ class Printer(PythonLines):
 
     def _s_Cumsum(self, s: S.Cumsum) -> None:
         rev = ", reverse=True" if s.reverse else ""
-        self.line(f"T.cumsum({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}{rev})")
+        self.line(f"T.cum{s.kind}({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}{rev})")
 
     def _s_AtomicOp(self, s: S.AtomicOp) -> None:
         if isinstance(s.value, BufferRegion):

@@ -198,12 +198,17 @@ class Reduce(TileOp):
 
 @node
 class Cumsum(TileOp):
-    """Inclusive prefix sum of `src` along `dim` into `dst` (from the end when `reverse`)."""
+    """Inclusive scan of `src` along `dim` into `dst` (from the end when `reverse`): a running sum, or a
+    running max / min (`kind`, one of SCAN_KINDS)."""
 
     src: BufferRegion
     dst: BufferRegion
     dim: int
     reverse: bool = False
+    kind: str = "sum"
+
+
+SCAN_KINDS = ("sum", "max", "min")
 
 
 # What a cross-thread combine (T.finalize_reducer, a thread all-reduce) can do: the reductions' own kinds.

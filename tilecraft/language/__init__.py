@@ -53,7 +53,11 @@ from tilecraft.language.math import (
     Not,
     Or,
     Ramp,
+    Select,
     abs,  # noqa: A004
+    align_up,
+    all_of,
+    any_of,
     call_intrin,
     cast,
     ceil,
@@ -86,10 +90,14 @@ from tilecraft.language.math import (
 from tilecraft.language.prim_func import prim_func
 from tilecraft.language.tileops import (
     atomic_add,
+    atomic_addx2,
+    atomic_addx4,
     atomic_max,
     atomic_min,
     clear,
     copy,
+    cummax,
+    cummin,
     cumsum,
     fill,
     gemm,
@@ -125,9 +133,9 @@ globals().update(VECTOR_DTYPES)
 
 __all__ = [
     "And", "Broadcast", "Buffer", "Cast", "Fragment", "GemmWarpPolicy", "ClusterKernel", "Kernel", "Layout", "Not", "Or",
-    "Parallel", "Persistent", "Pipelined", "Ramp", "StridedTensor", "Tensor", "abs", "alloc_fragment", "alloc_local",
-    "alloc_shared", "alloc_var", "annotate_layout", "atomic_add", "atomic_max", "atomic_min", "bfloat16",
-    "bool", "call_intrin", "cast", "ceil", "ceildiv", "clear", "const", "copy", "cos", "cumsum", "double",
+    "Parallel", "Persistent", "Pipelined", "Ramp", "Select", "StridedTensor", "Tensor", "abs", "align_up", "all_of", "alloc_fragment", "alloc_local",
+    "alloc_shared", "alloc_var", "annotate_layout", "any_of", "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_max", "atomic_min", "bfloat16",
+    "bool", "call_intrin", "cast", "ceil", "ceildiv", "clear", "const", "copy", "cos", "cummax", "cummin", "cumsum", "double",
     "dynamic", "empty", "erf", "evaluate", "exp", "exp2", "fill", "float", "float4_e2m1fn", "float4_e2m1fnx2",
     "float6_e2m3fn", "float6_e3m2fn", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float16", "float32", "float64", "floor", "floordiv", "floormod", "func_attr", "gemm",
     "get_block_binding", "get_thread_binding", "half", "if_then_else", "infinity", "int4", "int8", "int16",
@@ -181,6 +189,8 @@ from tilecraft.language.reducers import (  # noqa: E402
     attr,
     comm_reducer,
     finalize_reducer,
+    reducer_init,
+    reducer_update,
     tvm_thread_allreduce,
 )
 from tilecraft.language.types import FragmentBuffer, LocalBuffer, SharedBuffer  # noqa: E402
@@ -201,6 +211,8 @@ __all__ += [
     "attr",
     "comm_reducer",
     "finalize_reducer",
+    "reducer_init",
+    "reducer_update",
     "tvm_thread_allreduce",
     "alloc_barrier",
     "annotate_consumer_reg_alloc",

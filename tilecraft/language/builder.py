@@ -40,6 +40,7 @@ class Builder:
     consts: list[Var] = field(default_factory=list)
     unnamed_views: list[Buffer] = field(default_factory=list)  # take the name they are assigned to
     reducers: dict[Buffer, str] = field(default_factory=dict)  # T.alloc_reducer buffers and their op
+    reducer_epochs: dict[Buffer, Any] = field(default_factory=dict)  # open T.reducer_init epochs
     reduce_scopes: list[Any] = field(default_factory=list)  # enclosing `with T.attr(reducer, "reduce_scope")`
     # Rewrites of the parsed function, run in order before the parser returns it: a parse-time library
     # that builds IR across statements (TileLang's MMA emitters in tilecraft.compat lift per-thread

@@ -204,6 +204,54 @@ def if_then_else(cond, then_value, else_value):
     return E.select(cond, then_value, else_value)
 
 
+def Select(cond, true_value, false_value):  # noqa: N802
+    """TVM's `T.Select(cond, true_value, false_value)`: `T.if_then_else` (both values may be evaluated)."""
+    return if_then_else(cond, true_value, false_value)
+
+
+def align_up(x, align):
+    """`x` rounded up to a multiple of `align` (`T.ceildiv(x, align) * align`)."""
+    if _all_py(x, align):
+        return ceildiv(x, align) * align
+    return E.mul(ceildiv(x, align), align)
+
+
+def any_of(region) -> Expr:
+    """Whether some element of a buffer or region (static extents) is true (nonzero)."""
+    return _fold_elements("any_of", region, E.logical_or)
+
+
+def all_of(region) -> Expr:
+    """Whether every element of a buffer or region (static extents) is true (nonzero)."""
+    return _fold_elements("all_of", region, E.logical_and)
+
+
+MAX_FOLDED_ELEMENTS = 1024  # any_of / all_of write one term per element
+
+
+def _fold_elements(name: str, region, join) -> Expr:
+    import itertools
+
+    from tilecraft.language.tileops import region_of
+
+    r = region_of(region, f"T.{name}")
+    if r is None:
+        raise IRError(f"T.{name} takes a buffer or a region (A[i, :]), got {type(region).__name__}")
+    extents = [E.const_value(x.extent) for x in r.ranges]
+    if not all(isinstance(e, int) for e in extents) or pymath.prod(extents) > MAX_FOLDED_ELEMENTS:
+        raise IRError(f"T.{name} needs a region of static extents of at most {MAX_FOLDED_ELEMENTS} elements, "
+                      f"got {r}")  # fmt: skip
+    terms = []
+    for offsets in itertools.product(*(range(e) for e in extents)):
+        index = tuple(E.add(x.min, k) if k else x.min for x, k in zip(r.ranges, offsets))
+        load = E.BufferLoad(r.dtype, r.buffer, index)
+        terms.append(load if r.dtype == dt.bool_ else E.compare(E.NE, load, E.const(0, r.dtype)))
+    result = terms[0]
+    for term in terms[1:]:
+        result = join(result, term)
+    return result
+
+
 def And(a, b):  # noqa: N802
     return E.logical_and(a, b)
 

@@ -8,13 +8,18 @@
   all-reduce of per-thread code: `value` of each thread combined over the threads that differ only in
   the thread indices named (`ty`), the result in `out[0]` of each of them.
 
+TileLang's explicit epoch spells the same reduction `T.reducer_init(r, seed=None)` (every partial starts
+at the identity; the seed, evaluated there, is combined once into each result), `T.reducer_update(r[i], x)`
+inside `T.Parallel` loops (each iteration contributes once) and `T.finalize_reducer(r, result)` (the
+combined values, seed included, into `result`; `r` itself when no result is given).
+
 The combiner of `T.comm_reducer` is read for what it computes: called on two fresh values, its result
 must be their sum, max or min (in either order).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
@@ -23,7 +28,7 @@ from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.ir.structural import structural_equal
 from tilecraft.language import builder
 from tilecraft.language.generic import WithBlock
-from tilecraft.transform.reductions import combine
+from tilecraft.transform.reductions import combine, identity
 
 REPLICATIONS = ("all", "none")
 REDUCE_SCOPE = "reduce_scope"
@@ -37,7 +42,9 @@ def alloc_reducer(shape, dtype, op: str = "sum", replication: str | None = None)
     from tilecraft.language.alloc import _alloc
 
     if op not in S.THREAD_REDUCE_KINDS:
-        raise builder.error(f"T.alloc_reducer: op must be one of {', '.join(S.THREAD_REDUCE_KINDS)}, got {op!r}")
+        raise builder.error(
+            f"T.alloc_reducer: op must be one of {', '.join(S.THREAD_REDUCE_KINDS)}, got {op!r}"
+        )
     if replication is not None and replication not in REPLICATIONS:
         raise builder.error(f"T.alloc_reducer: replication must be 'all' or 'none', got {replication!r}")
     buf = _alloc(shape, dtype, "local.fragment", "T.alloc_reducer")
@@ -45,18 +52,140 @@ def alloc_reducer(shape, dtype, op: str = "sum", replication: str | None = None)
     return buf
 
 
-def finalize_reducer(reducer, batch: int = 1) -> S.FinalizeReducer:
+def finalize_reducer(reducer, result=None, batch: int = 1) -> S.Stmt | list[S.Stmt]:
     """Every copy of each element of `reducer` becomes the combination of all threads' partial values
-    (`batch`, TileLang's grouping of the exchanges, changes nothing here)."""
+    (`batch`, TileLang's grouping of the exchanges, changes nothing here). After `T.reducer_init`, the
+    epoch's seed is combined in and the values go to `result` (a tile of the reducer's shape) when given."""
     b = builder.current("T.finalize_reducer")
-    buf = reducer.buffer if isinstance(reducer, BufferRegion) else reducer
-    kind = b.reducers.get(buf) if isinstance(buf, Buffer) else None
-    if kind is None:
-        raise b.error("T.finalize_reducer needs a buffer made by T.alloc_reducer",
-                      hint="allocate it with T.alloc_reducer(shape, dtype, op=...)")  # fmt: skip
+    buf = _reducer_buffer(reducer, "T.finalize_reducer")
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise b.error(f"T.finalize_reducer: batch must be a positive int, got {batch!r}")
-    return S.FinalizeReducer(kind, buf, span=builder.current_span())
+    out = _result_buffer(buf, result) if result is not None else None
+    epoch = b.reducer_epochs.pop(buf, None)
+    finalize = S.FinalizeReducer(b.reducers[buf], buf, span=builder.current_span())
+    if epoch is None:
+        if out is not None:
+            raise b.error("T.finalize_reducer(r, result) needs the epoch T.reducer_init(r) opened",
+                          hint="start the reduction with T.reducer_init(r) before its T.reducer_update calls")  # fmt: skip
+        return finalize
+    _check_epoch_scope(b, epoch)
+    if epoch.seed is None and out is None:
+        return finalize
+    return [finalize, _publish(b.reducers[buf], buf, epoch.seed, out if out is not None else buf)]
+
+
+def reducer_init(reducer, value=None) -> S.Fill:
+    """Open the reducer's epoch: every partial value becomes the op's identity; `value` (the reducer's
+    dtype), evaluated here, is combined exactly once into each result by `T.finalize_reducer`."""
+    b = builder.current("T.reducer_init")
+    buf = _reducer_buffer(reducer, "T.reducer_init")
+    if buf in b.reducer_epochs:
+        raise b.error(f"double T.reducer_init of {buf.name}: its epoch is still open",
+                      hint="end it with T.finalize_reducer before opening the next")  # fmt: skip
+    epoch = ReducerEpoch(scope=b.parser.scope)
+    if value is not None:
+        seed = E.convert(value)
+        if isinstance(value, E.Expr) and seed.dtype != buf.dtype:
+            raise b.error(f"T.reducer_init: the starting value {seed} is {seed.dtype}, the reducer "
+                          f"{buf.name} {buf.dtype}", hint=f"cast it: T.cast(value, {str(buf.dtype)!r})")  # fmt: skip
+        _hold_seed(b, epoch, E.cast(seed, buf.dtype))
+    b.reducer_epochs[buf] = epoch
+    return S.Fill(buf.full_region(), identity(b.reducers[buf], buf.dtype), span=builder.current_span())
+
+
+def reducer_update(element, value) -> S.BufferStore:
+    """Combine `value` into one element of a reducer (`r[i]`), inside a `T.Parallel` loop: each iteration
+    contributes once, whichever threads the loop's layout repeats it on."""
+    b = builder.current("T.reducer_update")
+    if not isinstance(element, E.BufferLoad) or element.buffer not in b.reducers:
+        raise b.error("T.reducer_update needs one element of a T.alloc_reducer buffer, e.g. r[i]")
+    buf = element.buffer
+    if buf not in b.reducer_epochs:
+        raise b.error(f"T.reducer_update of {buf.name} before T.reducer_init",
+                      hint=f"open the epoch first: T.reducer_init({buf.name})")  # fmt: skip
+    if not _inside_parallel(b):
+        raise b.error("T.reducer_update must be inside a T.Parallel loop: outside one every thread would "
+                      "contribute", hint="write it in `for i in T.Parallel(n):`")  # fmt: skip
+    update = combine(b.reducers[buf], element, E.cast(E.convert(value), buf.dtype))
+    return S.BufferStore(buf, update, element.indices, span=builder.current_span())
+
+
+@dataclass
+class ReducerEpoch:
+    """A reducer between its T.reducer_init and T.finalize_reducer: where the init was written and the
+    variable holding its seed (None without one)."""
+
+    scope: object
+    seed: Buffer | None = field(default=None)
+
+
+def _reducer_buffer(reducer, what: str) -> Buffer:
+    b = builder.current(what)
+    buf = reducer.buffer if isinstance(reducer, BufferRegion) else reducer
+    if not isinstance(buf, Buffer) or buf not in b.reducers:
+        raise b.error(f"{what} needs a buffer made by T.alloc_reducer",
+                      hint="allocate it with T.alloc_reducer(shape, dtype, op=...)")  # fmt: skip
+    return buf
+
+
+def _result_buffer(reducer: Buffer, result) -> Buffer:
+    out = result.buffer if isinstance(result, BufferRegion) else result
+    if not isinstance(out, Buffer) or out.scope not in ("local.fragment", "shared", "shared.dyn"):
+        raise builder.error("T.finalize_reducer: the result must be a fragment or shared tile")
+    if tuple(E.const_value(d) for d in out.shape) != tuple(E.const_value(d) for d in reducer.shape):
+        raise builder.error(f"T.finalize_reducer: the result {out.name} has shape {out.shape}, the reducer "
+                            f"{reducer.name} {reducer.shape}")  # fmt: skip
+    return out
+
+
+def _hold_seed(b: builder.Builder, epoch: ReducerEpoch, value: E.Expr) -> None:
+    """Keep the seed in a fresh per-thread variable stored at the init (a later change of what the
+    expression reads does not change it); the parser names the variable when it allocates it."""
+    from tilecraft.language.alloc import alloc_var
+
+    var = alloc_var(value.dtype)
+
+    def store(allocated: Buffer, span) -> S.Stmt:
+        epoch.seed = allocated
+        return S.BufferStore(allocated, value, (E.const(0),), span=span)
+
+    b.inits[var] = store
+
+
+def _publish(kind: str, reducer: Buffer, seed: Buffer | None, out: Buffer) -> S.Stmt:
+    """`out[i...] = reducer[i...]` (combined with the seed), as a T.Parallel loop over the reducer."""
+    span = builder.current_span()
+    loop_vars = [E.Var(dt.int32, f"i{k}") for k in range(len(reducer.shape))]
+    value: E.Expr = E.BufferLoad(reducer.dtype, reducer, tuple(loop_vars))
+    if seed is not None:
+        value = combine(kind, value, E.BufferLoad(seed.dtype, seed, (E.const(0),)))
+    body: S.Stmt = S.BufferStore(out, value, tuple(loop_vars), span=span)
+    for var, extent in reversed(list(zip(loop_vars, reducer.shape))):
+        body = S.For(var, E.const(0), extent, S.ForKind.PARALLEL, body, span=span)
+    return body
+
+
+def _inside_parallel(b: builder.Builder) -> bool:
+    scope = b.parser.scope
+    while scope is not None and scope.kind not in ("function", "macro", "kernel"):
+        if scope.loop_kind is S.ForKind.PARALLEL:
+            return True
+        scope = scope.parent
+    return False
+
+
+def _check_epoch_scope(b: builder.Builder, epoch: ReducerEpoch) -> None:
+    """The finalize runs once per init: in the init's block, or in a branch nested in it, not in a loop
+    the init is outside of (nor outside the block the init is in)."""
+    scope = b.parser.scope
+    while scope is not None and scope is not epoch.scope:
+        if scope.kind != "ir_branch":
+            break
+        scope = scope.parent
+    if scope is not epoch.scope:
+        raise b.error("T.finalize_reducer is not in the scope of its T.reducer_init: it must run exactly "
+                      "once per init", hint="write the finalize in the same block as the init (or in an "
+                      "`if` inside that block)")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -72,7 +201,9 @@ def comm_reducer(combiner, identity) -> CommReducer:
     sum, max or min."""
     values = list(identity) if isinstance(identity, (list, tuple)) else [identity]
     if len(values) != 1:
-        raise builder.error(f"T.comm_reducer: reducers of one value are supported, got {len(values)} identities")
+        raise builder.error(
+            f"T.comm_reducer: reducers of one value are supported, got {len(values)} identities"
+        )
     dtype = E.convert(values[0]).dtype
     x, y = E.Var(dtype, "x"), E.Var(dtype, "y")
     result = combiner(x, y)
@@ -115,7 +246,7 @@ def attr(node, attr_key: str, value) -> ReduceScope:
     if attr_key != REDUCE_SCOPE or not isinstance(node, CommReducer):
         raise builder.error(
             f"T.attr({type(node).__name__}, {attr_key!r}, ...) is not supported: the one TVM attribute "
-            "tilecraft lowers is a reduce scope, T.attr(T.comm_reducer(...), \"reduce_scope\", ...)",
+            'tilecraft lowers is a reduce scope, T.attr(T.comm_reducer(...), "reduce_scope", ...)',
             hint="for a cross-thread reduction of fragments use T.reduce_sum / T.alloc_reducer",
         )
     return ReduceScope(node)

@@ -7,7 +7,7 @@ come from the other operand. The ops stay whole in the IR; backends lower them.
 from __future__ import annotations
 
 from tilecraft.ir.buffer import Buffer, BufferRegion, Range
-from tilecraft.ir.expr import BufferLoad, Expr, IRError, const, convert
+from tilecraft.ir.expr import BufferLoad, Expr, IRError, const, const_value, convert
 from tilecraft.ir.stmt import (
     AtomicOp,
     Copy,
@@ -16,6 +16,7 @@ from tilecraft.ir.stmt import (
     Gemm,
     GemmWarpPolicy,
     Reduce,
+    Stmt,
 )
 from tilecraft.language import builder
 
@@ -136,13 +137,25 @@ def _reduce(kind: str, buffer: Operand, out: Operand, dim: int, clear: bool) -> 
     return Reduce(kind, src, dst, dim, bool(clear), span=_span())
 
 
-def reduce_max(buffer, out, dim: int = -1, clear: bool = True) -> Reduce:
-    """`out = max over dim of buffer` (combined with out's value when clear=False)."""
+def reduce_max(buffer, out, dim: int = -1, clear: bool = True, nan_propagate: bool = True) -> Reduce:
+    """`out = max over dim of buffer` (combined with out's value when clear=False); a NaN element gives
+    NaN (`nan_propagate`, TileLang's per-call choice, must be True here)."""
+    _nan_propagating("max", nan_propagate)
     return _reduce("max", buffer, out, dim, clear)
 
 
-def reduce_min(buffer, out, dim: int = -1, clear: bool = True) -> Reduce:
+def reduce_min(buffer, out, dim: int = -1, clear: bool = True, nan_propagate: bool = True) -> Reduce:
+    _nan_propagating("min", nan_propagate)
     return _reduce("min", buffer, out, dim, clear)
+
+
+def _nan_propagating(kind: str, nan_propagate: bool) -> None:
+    if not nan_propagate:
+        raise IRError(
+            f"T.reduce_{kind}(..., nan_propagate=False) is not supported: tilecraft's max and min give NaN "
+            "for a NaN operand on every target (NumPy's maximum / minimum); pass nan_propagate=True or "
+            "leave it out, and replace NaN before the reduction where it must be ignored"
+        )
 
 
 def reduce_sum(buffer, out, dim: int = -1, clear: bool = True) -> Reduce:
@@ -153,23 +166,39 @@ def reduce_abssum(buffer, out, dim: int = -1, clear: bool = True) -> Reduce:
     return _reduce("abssum", buffer, out, dim, clear)
 
 
-def reduce_absmax(buffer, out, dim: int = -1, clear: bool = True) -> Reduce:
+def reduce_absmax(buffer, out, dim: int = -1, clear: bool = True, nan_propagate: bool = True) -> Reduce:
+    _nan_propagating("absmax", nan_propagate)
     return _reduce("absmax", buffer, out, dim, clear)
 
 
 def cumsum(src: Operand, dst: Operand | None = None, dim: int = 0, reverse: bool = False) -> Cumsum:
     """Inclusive prefix sum along `dim`; in place when `dst` is omitted."""
-    s = region_of(src, "T.cumsum")
-    d = s if dst is None else region_of(dst, "T.cumsum")
+    return _scan("sum", src, dst, dim, reverse)
+
+
+def cummax(src: Operand, dst: Operand | None = None, dim: int = 0, reverse: bool = False) -> Cumsum:
+    """Inclusive running maximum along `dim` (TileLang's T.cummax); in place when `dst` is omitted."""
+    return _scan("max", src, dst, dim, reverse)
+
+
+def cummin(src: Operand, dst: Operand | None = None, dim: int = 0, reverse: bool = False) -> Cumsum:
+    """Inclusive running minimum along `dim`; in place when `dst` is omitted."""
+    return _scan("min", src, dst, dim, reverse)
+
+
+def _scan(kind: str, src: Operand, dst: Operand | None, dim: int, reverse: bool) -> Cumsum:
+    what = f"T.cum{kind}"
+    s = region_of(src, what)
+    d = s if dst is None else region_of(dst, what)
     if s is None or d is None:
-        raise IRError("T.cumsum operands must be whole buffers or sliced regions")
+        raise IRError(f"{what} operands must be whole buffers or sliced regions")
     dim = int(dim)
     if -len(s.ranges) <= dim < 0:
         dim += len(s.ranges)
-    return Cumsum(s, d, dim, bool(reverse), span=_span())
+    return Cumsum(s, d, dim, bool(reverse), kind, span=_span())
 
 
-def _atomic(kind: str, dst, value) -> AtomicOp:
+def _atomic(kind: str, dst, value) -> AtomicOp | Stmt:
     what = f"T.atomic_{kind}"
     if isinstance(value, (Buffer, BufferRegion)):
         value_region = region_of(value, what)
@@ -178,19 +207,106 @@ def _atomic(kind: str, dst, value) -> AtomicOp:
             d = region_from_start(dst, _nonunit_tail(value_region), what)
         return AtomicOp(kind, d, value_region, span=_span())
     if not isinstance(dst, BufferLoad):
-        raise IRError(f"{what} with a scalar value needs one element as destination, e.g. C[i, j]")
+        region = region_of(dst, what)
+        if region is None:
+            raise IRError(f"{what} needs a destination element (C[i, j]), a buffer or a region")
+        return _atomic_broadcast(kind, region, value)
     one = tuple(Range(i, const(1, i.dtype)) for i in dst.indices)
     return AtomicOp(kind, BufferRegion(dst.buffer, one), convert(value, dst.dtype), span=_span())
 
 
-def atomic_add(dst, value, memory_order: str | None = None) -> AtomicOp:
-    """Atomically add `value` (a scalar, or a buffer/region elementwise) into `dst`."""
+def _atomic_broadcast(kind: str, region: BufferRegion, value) -> Stmt:
+    """A scalar into every element of a region: a T.Parallel nest of one-element atomics, each iteration
+    updating its element once (elements past the buffer's edge skipped, as a region atomic does)."""
+    from tilecraft.ir import expr as E
+    from tilecraft.ir.stmt import IfThenElse
+    from tilecraft.transform.tile_loops import (
+        conjunction,
+        edge_conditions,
+        loop_extents,
+        make_loop_vars,
+        parallel_nest,
+        region_index,
+    )
+
+    span = _span()
+    extents = loop_extents(region)
+    loop_vars = make_loop_vars(len(extents), "a")
+    index = region_index(region, loop_vars)
+    element = BufferRegion(region.buffer, tuple(Range(i, const(1, i.dtype)) for i in index))
+    body: Stmt = AtomicOp(kind, element, E.cast(convert(value), region.dtype), span=span)
+    guard = conjunction(edge_conditions(region, index))
+    if guard is not None:
+        body = IfThenElse(guard, body, span=span)
+    return parallel_nest(loop_vars, extents, body, span)
+
+
+def _no_return_prev(what: str, return_prev: bool) -> None:
+    if return_prev:
+        raise IRError(
+            f"{what}(..., return_prev=True) is not supported: tilecraft's atomics are statements and do not "
+            "give the previous value; keep the value you need in a buffer written before the update"
+        )
+
+
+def atomic_add(dst, value, memory_order: str | None = None, return_prev: bool = False,
+               use_tma: bool = False) -> AtomicOp | Stmt:  # fmt: skip
+    """Atomically add `value` (a scalar, or a buffer/region elementwise) into `dst` (an element, or every
+    element of a buffer or region for a scalar). `use_tma` (TileLang's TMA reduction of a shared tile
+    into global memory on Hopper) changes nothing in the result: every target makes the update with its
+    atomics."""
+    _no_return_prev("T.atomic_add", return_prev)
     return _atomic("add", dst, value)
 
 
-def atomic_max(dst, value, memory_order: str | None = None) -> AtomicOp:
+def atomic_max(dst, value, memory_order: str | None = None, return_prev: bool = False) -> AtomicOp | Stmt:
+    _no_return_prev("T.atomic_max", return_prev)
     return _atomic("max", dst, value)
 
 
-def atomic_min(dst, value, memory_order: str | None = None) -> AtomicOp:
+def atomic_min(dst, value, memory_order: str | None = None, return_prev: bool = False) -> AtomicOp | Stmt:
+    _no_return_prev("T.atomic_min", return_prev)
     return _atomic("min", dst, value)
+
+
+def atomic_addx2(dst, value, return_prev: bool = False) -> list[AtomicOp]:
+    """TileLang's paired add: `dst[..., j]` and `dst[..., j + 1]` get `value`'s elements at the same two
+    positions (`T.atomic_addx2(B[i, j], A[i, j])`), each by its own atomic add."""
+    return _atomic_add_lanes("T.atomic_addx2", dst, value, 2, return_prev)
+
+
+def atomic_addx4(dst, value, return_prev: bool = False) -> list[AtomicOp]:
+    """As `T.atomic_addx2`, for four consecutive elements of the last dim."""
+    return _atomic_add_lanes("T.atomic_addx4", dst, value, 4, return_prev)
+
+
+def _atomic_add_lanes(what: str, dst, value, lanes: int, return_prev: bool) -> list[AtomicOp]:
+    from tilecraft.ir import expr as E
+
+    _no_return_prev(what, return_prev)
+    if isinstance(dst, BufferRegion) and isinstance(value, BufferRegion):
+        return [_atomic_lane_regions(what, dst, value, lanes)]
+    if not isinstance(dst, BufferLoad) or not isinstance(value, BufferLoad):
+        raise IRError(f"{what} takes the first of {lanes} consecutive elements of a destination and of a "
+                      "source, e.g. (B[i, j], A[i, j])")  # fmt: skip
+
+    def shifted(load: BufferLoad, k: int) -> tuple:
+        *outer, last = load.indices
+        return (*outer, E.add(last, const(k, last.dtype)))
+
+    ops = []
+    for k in range(lanes):
+        one = tuple(Range(i, const(1, i.dtype)) for i in shifted(dst, k))
+        src = E.BufferLoad(value.buffer.dtype, value.buffer, shifted(value, k))
+        ops.append(AtomicOp("add", BufferRegion(dst.buffer, one), E.cast(src, dst.dtype), span=_span()))
+    return ops
+
+
+def _atomic_lane_regions(what: str, dst: BufferRegion, value: BufferRegion, lanes: int) -> AtomicOp:
+    """The sliced form, `T.atomic_addx4(B[i, 0:4], A[t, 0:4])`: an elementwise region add of `lanes`
+    elements."""
+    for region in (dst, value):
+        extents = [const_value(r.extent) for r in region.ranges]
+        if extents[-1] != lanes or any(e != 1 for e in extents[:-1]):
+            raise IRError(f"{what} of regions needs {lanes} elements of the last dim, got {region}")
+    return AtomicOp("add", dst, value, span=_span())

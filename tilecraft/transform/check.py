@@ -329,15 +329,18 @@ class _Checker(RangeWalk):
             )
 
     def visit_Cumsum(self, s: S.Cumsum) -> None:
-        self._tile_op(s, "cumsum")
+        name = f"cum{s.kind}"
+        if s.kind not in S.SCAN_KINDS:
+            self.fail(f"unknown scan {s.kind!r}; valid: {', '.join(S.SCAN_KINDS)}")
+        self._tile_op(s, name)
         rank = len(s.src.ranges)
         if not 0 <= s.dim < rank:
             self.fail(
-                f"T.cumsum dim {s.dim} is out of range for a {rank}-D source",
+                f"T.{name} dim {s.dim} is out of range for a {rank}-D source",
                 f"valid dims: {-rank} .. {rank - 1}",
             )
         if not _same_extents(s.src.shape, s.dst.shape):
-            self.fail(f"T.cumsum source {_fmt(s.src.shape)} and destination {_fmt(s.dst.shape)} differ")
+            self.fail(f"T.{name} source {_fmt(s.src.shape)} and destination {_fmt(s.dst.shape)} differ")
 
     def visit_AtomicOp(self, s: S.AtomicOp) -> None:
         self._tile_op(s, f"atomic_{s.kind}")

@@ -81,7 +81,8 @@ def reduce_loops(op: S.Reduce, ctx=None) -> S.Stmt:
 
 
 def cumsum_loops(op: S.Cumsum, ctx=None) -> S.Stmt:
-    """A running sum along dim (from the end when reverse); in place is safe: each element is read first."""
+    """A running sum, max or min along dim (from the end when reverse); in place is safe: each element is
+    read first."""
     src, dst, rank = op.src, op.dst, len(op.src.ranges)
     extents = list(src.shape)
     scan_extent = extents.pop(op.dim)
@@ -94,9 +95,9 @@ def cumsum_loops(op: S.Cumsum, ctx=None) -> S.Stmt:
     acc_load = E.BufferLoad(acc.dtype, acc, (E.const(0),))
     x = E.cast(E.BufferLoad(src.dtype, src.buffer, _element(src, index)), acc.dtype)
     body = S.seq(
-        S.BufferStore(acc, E.add(acc_load, x), (E.const(0),), span=op.span),
+        S.BufferStore(acc, combine(op.kind, acc_load, x), (E.const(0),), span=op.span),
         S.BufferStore(dst.buffer, acc_load, _element(dst, index), span=op.span),
     )
     scan = S.For(step, E.const(0), scan_extent, S.ForKind.SERIAL, body, span=op.span)
-    init = S.BufferStore(acc, E.const(0, acc.dtype), (E.const(0),), span=op.span)
+    init = S.BufferStore(acc, identity(op.kind, acc.dtype), (E.const(0),), span=op.span)
     return _serial_nest(kept_vars, extents, S.Allocate(acc, S.seq(init, scan), span=op.span), op.span)

@@ -529,7 +529,7 @@ class Parser:
             )
         loop_vars = [Var(r.min.dtype, n) for n, r in zip(names, spec.ranges)]
         body_scope_names = dict(zip(names, loop_vars))
-        body = self._loop_body(node.body, body_scope_names)
+        body = self._loop_body(node.body, body_scope_names, loop_kind=spec.kind)
         span = self.span(node)
         for var, rng in reversed(list(zip(loop_vars, spec.ranges))):
             body = S.For(var, rng.min, rng.extent, spec.kind, body, spec.annotations, span=span)
@@ -608,9 +608,10 @@ class Parser:
                 return self.evaluator.apply(node, python_range, *args)
         return self.evaluator.eval(node)
 
-    def _loop_body(self, stmts: list[ast.stmt], names: dict[str, Var], kind: str = "ir_loop") -> S.Stmt:
+    def _loop_body(self, stmts: list[ast.stmt], names: dict[str, Var], kind: str = "ir_loop",
+                   loop_kind: S.ForKind | None = None) -> S.Stmt:  # fmt: skip
         saved_items, saved_scope = self.items, self.scope
-        self.items, self.scope = [], Scope(kind, self.scope, dict(names))
+        self.items, self.scope = [], Scope(kind, self.scope, dict(names), loop_kind)
         try:
             for s in stmts:
                 self.statement(s)

@@ -19,6 +19,7 @@ class Scope:
     kind: str
     parent: Scope | None = None
     names: dict[str, Any] = field(default_factory=dict)
+    loop_kind: Any = None  # the ForKind of an IR loop's body scope (T.reducer_update asks for T.Parallel)
 
     def lookup(self, name: str) -> Any:
         scope: Scope | None = self

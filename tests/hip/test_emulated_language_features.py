@@ -1,0 +1,101 @@
+"""The language features of tests/language's reducer-epoch, scan, atomic-form and predicate tests, lowered
+for a SIMT target (HIP, gfx942) and run in the CPU emulator: the cross-thread parts (a reducer's copies
+combined over lanes and LDS, each T.Parallel iteration counted once, one atomic per element) checked
+against the same float64 references."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tilecraft
+from tests.hip.conftest import emulated_context
+from tests.language import test_atomic_forms as atomics
+from tests.language import test_reducer_epochs as epochs
+from tests.language import test_scans as scans
+from tests.language import test_select_any_all as predicates
+
+
+@pytest.fixture(scope="module")
+def hip(fake_library_path, emulator_compiler, emulator_build_dir):
+    monkeypatch = pytest.MonkeyPatch()
+    try:
+        ctx, emulation = emulated_context(monkeypatch, "gfx942", fake_library_path, emulator_compiler,
+                                          emulator_build_dir)  # fmt: skip
+        yield ctx, emulation
+    finally:
+        monkeypatch.undo()
+
+
+def run(hip, func, *arrays):
+    """Compile `func` for the emulated target, run it on `arrays` and copy them back in place."""
+    ctx, emulation = hip
+    backend = ctx.execution_backend()
+    launches = emulation.launches
+    device = [backend.to_device(a) if isinstance(a, np.ndarray) else a for a in arrays]
+    tilecraft.compile(func, ctx=ctx)(*device)
+    assert emulation.launches > launches, "nothing ran in the emulator"
+    for host, dev in zip(arrays, device):
+        if isinstance(host, np.ndarray):
+            host[...] = backend.to_host(dev)
+
+
+@pytest.mark.parametrize("op", ["sum", "max"])
+def test_reducer_epoch_with_a_seed(hip, op):
+    m, n, seed = 13, 37, 0.75
+    a = np.random.default_rng(3).standard_normal((m, n)).astype(np.float32)
+    b = np.full(m, np.nan, np.float32)
+    run(hip, epochs.row_reduction(m, n, op, seed), a, b)
+    x = a.astype(np.float64)
+    ref = x.sum(1) + seed if op == "sum" else np.maximum(x.max(1), seed)
+    np.testing.assert_allclose(b, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_reducer_epoch_counts_each_iteration_once(hip):
+    a = np.random.default_rng(4).integers(-1000, 1000, 9).astype(np.int32)
+    b = np.full(1, -123456, np.int32)
+    run(hip, epochs.scalar_sum(9), a, b)
+    assert b[0] == int(a.astype(np.int64).sum()) + 7
+
+
+@pytest.mark.parametrize("kind", ["max", "min"])
+def test_scan_of_shared_tiles(hip, kind):
+    m, n, block = 45, 37, 16
+    a = np.random.default_rng(7).standard_normal((m, n)).astype(np.float32)
+    b = np.full((m, n), np.nan, np.float32)
+    run(hip, scans.tile_scan(m, n, block, kind, 1, True, False), a, b)
+    np.testing.assert_allclose(b, scans.reference(a.astype(np.float64), block, kind, 1, True), rtol=1e-5)
+
+
+def test_paired_atomic_adds(hip):
+    m, n = 37, 24
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((m, n)).astype(np.float32)
+    b = rng.standard_normal((m, n)).astype(np.float32)
+    ref = b.astype(np.float64) + a
+    run(hip, atomics.lanes_add(m, n, 16, 2, False), a, b)
+    np.testing.assert_allclose(b, ref, rtol=1e-6, atol=1e-6)
+
+
+def test_a_scalar_atomic_into_a_ragged_region(hip):
+    m, n = 45, 37
+    rng = np.random.default_rng(12)
+    a, c = rng.standard_normal((2, m, n)).astype(np.float32)
+    s = rng.standard_normal(1).astype(np.float32)
+    ref_a, ref_c = a.astype(np.float64) + 2.0 * s[0], np.maximum(c.astype(np.float64), 0.25)
+    run(hip, atomics.scalar_into_region(m, n, 16), a, c, s)
+    np.testing.assert_allclose(a, ref_a, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(c, ref_c, rtol=1e-6, atol=1e-6)
+
+
+def test_any_of_all_of_select(hip):
+    rows, cols = 9, 7
+    rng = np.random.default_rng(21)
+    m = rng.random((rows, cols)) < 0.2
+    m[3], m[4] = True, False
+    f = np.where(rng.random((rows, cols)) < 0.3, rng.random((rows, cols)), 0).astype(np.float32)
+    out = np.full((rows, 5), -99, np.int32)
+    run(hip, predicates.predicates(rows, cols), m, f, out, 5)
+    np.testing.assert_array_equal(out[:, 0], m.any(1))
+    np.testing.assert_array_equal(out[:, 1], m.all(1))
+    np.testing.assert_array_equal(out[:, 3], -(-(5 + np.arange(rows)) // 8) * 8)
