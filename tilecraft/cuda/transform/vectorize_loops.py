@@ -22,28 +22,34 @@ from __future__ import annotations
 
 from tilecraft.backend.pipeline import module_pass
 from tilecraft.cuda.ir import VectorCopy
+from tilecraft.cuda.shared_layout import SharedLayout
+from tilecraft.cuda.storage import SHARED_SCOPES as SHARED
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.arith.analyzer import Analyzer
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule
-from tilecraft.ir.visitor import Mutator, free_vars, substitute
+from tilecraft.ir.visitor import Mutator, free_vars, substitute, walk
 
 VECTOR_BYTES = (4, 8, 16)
 # scopes whose buffers start on 16 bytes: kernel arguments and workspaces, per-thread arrays
 ALIGNED_SCOPES = ("global", "local", "local.fragment")
 
 
-def vector_copies(loop: S.For) -> S.Stmt | None:
+def vector_copies(loop: S.For, layouts: dict[int, SharedLayout] | None = None,
+                  lets: dict[E.Var, E.Expr] | None = None) -> S.Stmt | None:
     """The loop as one VectorCopy per store of its body, or None where that is not provably the same
     accesses. Several stores (a GEMV loading a run of A and one of B in one loop) are copied one after
     the other, which is the scalar loop's interleaving only where no store writes what another reads
-    or writes."""
+    or writes. `layouts`: the swizzled layouts of shared tiles (by buffer id), whose runs are addressed
+    physically; `lets`: the values of the pure lets around the loop, which the proofs may read
+    (`index_base = i * 1024 + tx * 4` is a multiple of 4)."""
     n = E.const_value(loop.extent)
     if loop.kind is not S.ForKind.VECTORIZED or E.const_value(loop.min) != 0 or not isinstance(n, int):
         return None
-    stores = list(loop.body.stmts) if isinstance(loop.body, S.SeqStmt) else [loop.body]
-    copies = [_vector_copy(loop, store, n) for store in stores]
+    body = _inline_lets(loop.body)
+    stores = list(body.stmts) if isinstance(body, S.SeqStmt) else [body]
+    copies = [_vector_copy(loop, store, n, layouts or {}, lets or {}) for store in stores]
     if not copies or any(c is None for c in copies):
         return None
     written = [id(c.dst) for c in copies]
@@ -52,7 +58,18 @@ def vector_copies(loop: S.For) -> S.Stmt | None:
     return S.seq(*copies)
 
 
-def _vector_copy(loop: S.For, store: S.Stmt, n: int) -> VectorCopy | None:
+def _inline_lets(body: S.Stmt) -> S.Stmt:
+    """The body with its lets of pure arithmetic (`index = base + v`, TileLang's dequantize macros)
+    substituted into the statements below them; a let that reads memory stays (no copy then)."""
+    if isinstance(body, S.LetStmt) and not any(isinstance(n, E.BufferLoad) for n in walk(body.value)):
+        return _inline_lets(substitute(body.body, {body.var: body.value}))
+    if isinstance(body, S.SeqStmt):
+        return S.seq(*(_inline_lets(s) for s in body.stmts))
+    return body
+
+
+def _vector_copy(loop: S.For, store: S.Stmt, n: int, layouts: dict[int, SharedLayout],
+                 lets: dict[E.Var, E.Expr]) -> VectorCopy | None:  # fmt: skip
     """One store of the loop's body as a VectorCopy of its n elements, or None."""
     if not isinstance(store, S.BufferStore) or not isinstance(store.value, E.BufferLoad):
         return None
@@ -63,48 +80,100 @@ def _vector_copy(loop: S.For, store: S.Stmt, n: int) -> VectorCopy | None:
         return None
     if n * dtype.bytes not in VECTOR_BYTES or dst is src:
         return None
-    ana = Analyzer()
-    dst_offset = _run_start(dst, store.indices, loop.loop_var, n, ana)
-    src_offset = _run_start(src, load.indices, loop.loop_var, n, ana)
+    ana = Analyzer({loop.loop_var: (0, n - 1)})
+    dst_offset = _run_start(dst, store.indices, loop.loop_var, n, ana, layouts, lets)
+    src_offset = _run_start(src, load.indices, loop.loop_var, n, ana, layouts, lets)
     if dst_offset is None or src_offset is None:
         return None
     return VectorCopy(dst, dst_offset, src, src_offset, n * dtype.bytes, span=store.span or loop.span)
 
 
-def _run_start(buf: Buffer, indices, v: E.Var, n: int, ana: Analyzer) -> E.Expr | None:
-    """The flat element offset of the run `indices` address as `v` goes over 0..n-1, when the run is
-    contiguous and starts on a multiple of n elements of a 16-byte aligned buffer; else None."""
-    if buf.scope not in ALIGNED_SCOPES or buf.strides or len(indices) != len(buf.shape):
+def _run_start(buf: Buffer, indices, v: E.Var, n: int, ana: Analyzer, layouts: dict[int, SharedLayout],
+               lets: dict[E.Var, E.Expr]) -> E.Expr | None:  # fmt: skip
+    """The element offset where the run `indices` address as `v` goes over 0..n-1 starts, when the run
+    is contiguous in the row-major order of `buf` and starts on a multiple of n elements of a 16-byte
+    aligned buffer; else None. In a shared tile with a swizzled layout (which moves whole 16-byte
+    chunks, so an aligned run of at most 16 bytes stays one) the offset is the physical one, as
+    apply-shared-layouts would address the run's first element."""
+    shared = buf.scope in SHARED
+    layout = layouts.get(id(buf)) if shared else None
+    if not (buf.scope in ALIGNED_SCOPES or shared) or buf.strides or len(indices) != len(buf.shape):
         return None
-    *outer, last = indices
-    if any(x is v for i in outer for x in free_vars(i)):
-        return None
-    start = substitute(last, {v: E.const(0, v.dtype)})
-    if not ana.can_prove_equal(E.sub(last, start), v):
+    flat = _flat([_expand(i, lets) for i in indices], buf.shape, None)  # proofs in the indices' arithmetic
+    start = substitute(flat, {v: E.const(0, v.dtype)})
+    if not ana.can_prove_equal(E.sub(flat, start), v):
         return None
     if not ana.can_prove(E.compare(E.EQ, E.floormod(start, n), 0)):
         return None
-    if outer and not ana.can_prove(E.compare(E.EQ, E.floormod(buf.shape[-1], n), 0)):
+    if len(indices) > 1 and not ana.can_prove(E.compare(E.EQ, E.floormod(buf.shape[-1], n), 0)):
         return None
-    wide = "int64" if buf.scope == "global" else "int32"
-    offset: E.Expr = E.const(0, wide)
-    stride: E.Expr = E.const(1, wide)
-    for idx, dim in reversed(list(zip((*outer, start), buf.shape))):
-        offset = E.add(offset, E.mul(E.cast(idx, wide), stride))
-        stride = E.mul(stride, E.cast(dim, wide))
-    return ana.simplify(offset)
+    firsts = [ana.simplify(substitute(i, {v: E.const(0, v.dtype)})) for i in indices]
+    if layout is None:
+        return ana.simplify(_flat(firsts, buf.shape, "int64" if buf.scope == "global" else "int32"))
+    return _physical(layout, firsts, [E.const_value(d) for d in buf.shape])
+
+
+def _expand(e: E.Expr, lets: dict[E.Var, E.Expr]) -> E.Expr:
+    """`e` with the enclosing lets' values in place of their names (repeatedly: lets of lets)."""
+    for _ in range(8):
+        if not any(v in lets for v in free_vars(e)):
+            return e
+        e = substitute(e, lets)
+    return e
+
+
+def _flat(indices, shape, wide: str | None) -> E.Expr:
+    """The row-major element offset of `indices`, computed in `wide` (None: the indices' own type)."""
+    offset: E.Expr = E.const(0, wide or indices[-1].dtype)
+    stride: E.Expr = E.const(1, wide or indices[-1].dtype)
+    for idx, dim in reversed(list(zip(indices, shape))):
+        offset = E.add(offset, E.mul(E.cast(idx, wide) if wide else idx, stride))
+        stride = E.mul(stride, E.cast(dim, wide) if wide else dim)
+    return offset
+
+
+def _physical(layout: SharedLayout, indices: list[E.Expr], dims: list[int]) -> E.Expr:
+    """What apply-shared-layouts computes for the element at `indices` (tilecraft.transform.
+    physical_layouts): the trailing 2-D tile through the layout, leading dims as whole tiles."""
+    if len(dims) == 1:
+        return layout.physical(indices[0])
+    rows, cols = dims[-2:]
+    tile = layout.physical_at(indices[-2], indices[-1], cols)
+    lead: E.Expr = E.const(0)
+    for idx, dim in zip(indices[:-2], dims[:-2]):
+        lead = E.add(E.mul(lead, dim), idx)
+    return E.add(E.mul(lead, rows * cols), tile) if len(dims) > 2 else tile
 
 
 class _Vectorize(Mutator):
+    def __init__(self, layouts: dict[int, SharedLayout]) -> None:
+        super().__init__()
+        self.layouts = layouts
+        self.lets: dict[E.Var, E.Expr] = {}
+
     def mutate_Buffer(self, buf):
         return buf
 
+    def mutate_LetStmt(self, s: S.LetStmt) -> S.Stmt:
+        pure = not any(isinstance(n, E.BufferLoad) for n in walk(s.value))
+        if pure:
+            self.lets[s.var] = s.value
+        try:
+            return self.generic_mutate(s)
+        finally:
+            self.lets.pop(s.var, None)
+
     def mutate_For(self, s: S.For) -> S.Stmt:
         s = self.generic_mutate(s)
-        return vector_copies(s) or s
+        return vector_copies(s, self.layouts, self.lets) or s
+
+
+def _shared_layouts(body: S.Stmt) -> dict[int, SharedLayout]:
+    return {id(n.buffer): n.layout for n in walk(body) if isinstance(n, S.AnnotateLayout)
+            and isinstance(n.layout, SharedLayout)}  # fmt: skip
 
 
 @module_pass("vectorize-loops")
 def vectorize_loops(mod: IRModule, ctx) -> IRModule:
     """`T.vectorized` copies of contiguous, aligned runs -> one 4-, 8- or 16-byte access each."""
-    return mod.with_functions(f.with_body(_Vectorize().mutate(f.body)) for f in mod.functions)
+    return mod.with_functions(f.with_body(_Vectorize(_shared_layouts(f.body)).mutate(f.body)) for f in mod.functions)

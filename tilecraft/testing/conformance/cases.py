@@ -610,6 +610,8 @@ CASES = [
          1e-5),
     Case("per_thread_vectorized_runs_gemv", PR.vectorized_gemv, PR.vectorized_inputs, PR.vectorized_reference,
          1e-5),
+    Case("per_thread_vectorized_runs_into_an_operand_tile", PR.vectorized_operand_stores,
+         PR.operand_stores_inputs, PR.operand_stores_reference, 3e-3),
     Case("per_thread_local_arrays_through_tile_ops", PR.local_tiles, PR.local_inputs, PR.local_reference),
     Case("reducer_gemv_pipelined", PR.reducer_gemv, PR.inputs, PR.reference, 1e-5),
     Case("reducers_over_short_loops", PR.reducer_short_loops, PR.short_inputs, PR.short_reference, 1e-5),

@@ -310,3 +310,55 @@ def lse_inputs(rng):
 def lse_reference(a):
     x = np.asarray(a[0], np.float64)
     return {1: np.array([np.log(np.exp(x - x.max()).sum()) + x.max()])}
+
+
+OPERAND = (96, 128, 256)  # M (ragged for 64-row tiles), N, K
+
+
+def vectorized_operand_stores():
+    """A dequantizing GEMM's macro style (TileLang's bf16_mxfp4 example): each thread moves runs of 8
+    float16 of B through a per-thread array into the gemm's B tile with `T.vectorized` loops whose index is
+    a let (`index = base + v`, the tile indexed by index // 64 and index % 64), scaling the run on the
+    way; the tile is a tensor-core operand (swizzled on a target that swizzles), read by T.gemm in a
+    two-stage pipeline."""
+    m, n, k = OPERAND
+    bm, bk = 64, 64
+
+    @T.prim_func
+    def vectorized_operand_stores(A: T.Tensor((m, k), "float16"), B: T.Tensor((n, k), "float16"),
+                                  C: T.Tensor((m, n), "float32")):  # fmt: skip
+        with T.Kernel(T.ceildiv(m, bm), threads=128) as bx:
+            tx = T.get_thread_binding(0)
+            A_s = T.alloc_shared((bm, bk), "float16")
+            B_s = T.alloc_shared((n, bk), "float16")
+            C_l = T.alloc_fragment((bm, n), "float32")
+            regs = T.alloc_local((8,), "float16")
+            T.clear(C_l)
+            for ko in T.Pipelined(k // bk, num_stages=2):
+                T.copy(A[bx * bm, ko * bk], A_s)
+                for i in T.serial(n * bk // (128 * 8)):
+                    base = i * 1024 + tx * 8
+                    for v in T.vectorized(8):
+                        index = base + v
+                        regs[v] = B[index // bk, ko * bk + index % bk]
+                    for v in T.serial(8):
+                        regs[v] = regs[v] * T.float16(0.5)
+                    for v in T.vectorized(8):
+                        index = base + v
+                        B_s[index // bk, index % bk] = regs[v]
+                T.gemm(A_s, B_s, C_l, transpose_B=True)
+            T.copy(C_l, C[bx * bm, 0])
+
+    return vectorized_operand_stores
+
+
+def operand_stores_inputs(rng):
+    m, n, k = OPERAND
+    a = (rng.standard_normal((m, k)) / 4).astype(np.float16)
+    b = (rng.standard_normal((n, k)) / 4).astype(np.float16)
+    return [a, b, np.full((m, n), np.nan, np.float32)]
+
+
+def operand_stores_reference(arrays):
+    a, b = (np.asarray(x, np.float64) for x in arrays[:2])
+    return {2: a @ (b * 0.5).T}
