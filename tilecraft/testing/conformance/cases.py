@@ -556,6 +556,8 @@ CASES = [
     Case("reduce_keep_dim_whole_tile_accumulated", KD.whole_tile_accumulated, KD.whole_tile_inputs,
          KD.whole_tile_reference),
     Case("copy_row_of_a_fragment_by_loop_index", FR.row_of_a_fragment, FR.row_inputs, FR.row_reference),
+    Case("copy_row_of_a_fragment_by_loop_index_16_splits", partial(FR.row_of_a_fragment, 16),
+         partial(FR.row_inputs, splits=16), FR.row_reference),
     Case("shared_tile_read_by_a_128_row_and_a_32_row_gemm", SO.k_shared_by_two_gemms, SO.inputs, SO.reference,
          2e-3),
     Case("shared_tiles_reused_after_the_loop", SR.gemm_with_shared_epilogue, SR.inputs, SR.reference, 2e-3),

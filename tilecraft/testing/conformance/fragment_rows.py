@@ -1,6 +1,8 @@
 """A T.copy of one row of a 2-D fragment into a 1-D fragment, the row chosen by a loop variable
-(the split combine of example_mha_inference.py:137-141): the two cannot share a layout, so the copy
-follows the destination and reads the rows other threads hold through shared memory."""
+(the split combine of example_mha_inference.py:137-141): the two cannot share a layout. With 4 splits
+each thread holds all of a column's splits (a reduction over that short dim keeps it in registers), so
+the copy reads the thread's own register chosen by the loop variable; with 16 the rows other threads
+hold are read through shared memory."""
 
 from __future__ import annotations
 
@@ -12,9 +14,9 @@ SPLIT = (3, 4, 200)  # heads, splits, rows (ragged for 128-row blocks)
 BLOCK = 128
 
 
-def row_of_a_fragment():
+def row_of_a_fragment(splits: int = SPLIT[1]):
     """lse[h, i] = log2(sum_k 2^(glse[h, k, i] - max_k)) + max_k over the splits k."""
-    heads, splits, rows = SPLIT
+    heads, _, rows = SPLIT
 
     @T.prim_func
     def combine_lse(G: T.Tensor((heads, splits, rows), "float32"), L: T.Tensor((heads, rows), "float32")):
@@ -37,8 +39,8 @@ def row_of_a_fragment():
     return combine_lse
 
 
-def row_inputs(rng) -> list[np.ndarray]:
-    heads, splits, rows = SPLIT
+def row_inputs(rng, splits: int = SPLIT[1]) -> list[np.ndarray]:
+    heads, _, rows = SPLIT
     return [
         rng.standard_normal((heads, splits, rows)).astype(np.float32),
         np.full((heads, rows), np.nan, np.float32),

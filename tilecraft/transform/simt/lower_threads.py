@@ -6,6 +6,9 @@ executes the iteration the layout maps it to. A fragment access inside it reads 
 fragment's layout assigns to the same element in the same thread (a linear map of r that folds to a
 constant once the loop is unrolled).
 
+A dim indexed by an expression free of the nest's variables, which every thread holds whole (`lse[k, i]`,
+k a loop counter), is read from the thread's own registers too (`_held_dims_register`).
+
 A read no thread-local register can serve (the element lives in another thread's registers: a row
 vector read by a nest partitioned differently, an index that does not follow the layout) is a
 broadcast through shared memory: right before the nest (or the statement) the fragment's owners store
@@ -27,6 +30,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.visitor import Mutator, Visitor, free_vars, substitute, walk
+from tilecraft.layout.fragment import fragment_dims
 from tilecraft.layout.inference import (
     block_positions,
     kernel_threads,
@@ -35,7 +39,7 @@ from tilecraft.layout.inference import (
     shifted_positions,
     var_positions,
 )
-from tilecraft.layout.linear import log2
+from tilecraft.layout.linear import LinearLayout, log2
 from tilecraft.layout.tile import TileLayout, blocked_layout, register_map
 from tilecraft.transform.reductions import cumsum_loops, reduce_loops
 from tilecraft.transform.simt.broadcast import SCALAR_STATEMENTS, Copies, RemoteReads
@@ -369,6 +373,9 @@ class LowerToThreads(RemoteReads, Mutator):
                         if extra is None
                         else E.int_call("bitwise_xor", out["register"], extra)
                     )
+            held = _held_dims_register(layout, nest_layout, loop_vars, indices, (reg, self.ctx.lane, self.ctx.warp))
+            if held is not None:
+                return held
         return _owned_register(layout, indices)
 
     def mutate_BufferLoad(self, e: E.BufferLoad) -> E.Expr:
@@ -450,6 +457,68 @@ def _block_register(layout: TileLayout, offsets: list[E.Expr | None]) -> E.Expr 
                 return None
     values = {name: (offset if offset is not None else E.const(0)) for name, offset in zip(names, offsets)}
     return solve.apply_expr(**values)["register"]
+
+
+def _held_dims_register(layout: TileLayout, nest: TileLayout, loop_vars, indices, inputs) -> E.Expr | None:
+    """The register of `F[indices]` for an access that indexes some dims of F by the nest's variables
+    and the others by any expression free of them (`lse[k, i]`: a loop counter k, and i of the nest),
+    where every thread holds all of those other dims (no lane or warp moves along them, no register
+    moves along both kinds): the nest's variables find the thread's own part, the expression selects
+    the register within it (a runtime index where it is not constant). None where that does not hold."""
+    linear, names = layout.linear, fragment_dims(len(layout.shape))
+    ids = [id(v) for v in loop_vars]
+    var_dims, positions, fixed = [], [], {}
+    for d, idx in enumerate(indices):
+        if isinstance(idx, E.Var) and id(idx) in ids:
+            var_dims.append(d)
+            positions.append(ids.index(id(idx)))
+        elif any(id(v) in ids for v in free_vars(idx)):
+            return None
+        else:
+            fixed[names[d]] = idx
+    if not fixed or not var_dims or len(set(positions)) != len(positions):
+        return None
+    var_names = [names[d] for d in var_dims]
+
+    def part(name: str, bit: int, outs) -> tuple[int, ...]:
+        return tuple(linear.basis(name, bit)[n] for n in outs)
+
+    if any(any(part(n, b, fixed)) for n in ("lane", "warp") for b in range(linear.in_bits(n))):
+        return None
+    var_bits, fixed_bits = [], []
+    for b in range(linear.in_bits("register")):
+        on_fixed, on_var = any(part("register", b, fixed)), any(part("register", b, var_names))
+        if on_fixed and on_var:
+            return None
+        (fixed_bits if on_fixed else var_bits).append(b)
+    own = LinearLayout(
+        {"register": [part("register", b, var_names) for b in var_bits],
+         **{n: [part(n, b, var_names) for b in range(linear.in_bits(n))] for n in ("lane", "warp")}},
+        {n: linear.out_size(n) for n in var_names},
+    ).rename_outs(dict(zip(var_names, fragment_dims(len(var_names)))))  # fmt: skip
+    mapping = register_map(nest, positions, TileLayout(tuple(layout.shape[d] for d in var_dims), own))
+    held = LinearLayout({"register": [part("register", b, fixed) for b in fixed_bits]},
+                        {n: linear.out_size(n) for n in fixed})  # fmt: skip
+    if mapping is None or not held.is_surjective():
+        return None
+    reg, lane, warp = inputs
+    own_register = mapping.apply_expr(register=reg, lane=lane, warp=warp)["register"]
+    held_register = held.pseudo_invert().apply_expr(**fixed)["register"]
+    own_register, held_register = _spread(own_register, var_bits), _spread(held_register, fixed_bits)
+    if E.const_value(own_register) == 0:
+        return held_register
+    return E.int_call("bitwise_or", own_register, held_register)
+
+
+def _spread(value: E.Expr, positions: list[int]) -> E.Expr:
+    """`value`'s bit j moved to bit positions[j]."""
+    if positions == list(range(len(positions))):
+        return value
+    out: E.Expr = E.const(0, value.dtype)
+    for j, p in enumerate(positions):
+        bit = E.int_call("bitwise_and", E.int_call("shift_right", value, j), 1)
+        out = E.int_call("bitwise_or", out, E.int_call("shift_left", bit, p))
+    return out
 
 
 def _owned_register(layout: TileLayout, indices) -> E.Expr | None:
