@@ -125,3 +125,13 @@ def test_a_kernel_through_a_repeated_transposed_8x8_fragment(hip):
     b = np.full((16, 8), -777, np.int32)
     run(hip, fragments.transposed_8x8_tiles(), a, b)
     np.testing.assert_array_equal(b, a.astype(np.int64) * 3 + 1)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+@pytest.mark.parametrize("op", sorted(epochs.BITWISE))
+def test_bitwise_reducers(hip, op, dtype):
+    """The finalize combines each row's copies over lanes and LDS with the bitwise op."""
+    m, n = 13, 37
+    a, b = epochs.bitwise_inputs(m, n, op, dtype, 5)
+    run(hip, epochs.bitwise_rows(m, n, op, dtype), a, b)
+    np.testing.assert_array_equal(b, epochs.BITWISE[op].reduce(a, axis=1))

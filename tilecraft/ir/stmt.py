@@ -211,8 +211,10 @@ class Cumsum(TileOp):
 SCAN_KINDS = ("sum", "max", "min")
 
 
-# What a cross-thread combine (T.finalize_reducer, a thread all-reduce) can do: the reductions' own kinds.
-THREAD_REDUCE_KINDS = ("sum", "max", "min")
+# What a cross-thread combine (T.finalize_reducer, a thread all-reduce, a warp reduce) can do: the
+# reductions' own kinds, and the bitwise ones of integers (exact, so any combine order gives the same bits).
+BITWISE_REDUCE_KINDS = ("bitand", "bitor", "bitxor")
+THREAD_REDUCE_KINDS = ("sum", "max", "min", *BITWISE_REDUCE_KINDS)
 
 
 @node

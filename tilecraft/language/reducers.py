@@ -35,7 +35,8 @@ REDUCE_SCOPE = "reduce_scope"
 
 
 def alloc_reducer(shape, dtype, op: str = "sum", replication: str | None = None) -> Buffer:
-    """A fragment of per-thread partial results of `op` ("sum", "max" or "min"), combined by
+    """A fragment of per-thread partial results of `op` ("sum", "max", "min", or for integers "bitand",
+    "bitor", "bitxor"), combined by
     `T.finalize_reducer`. `replication` ("all" or "none") is TileLang's layout choice; here the layout is
     inferred from the loops that update the reducer (its copies are wherever those loops' threads are)
     and the results are the same."""
@@ -45,6 +46,9 @@ def alloc_reducer(shape, dtype, op: str = "sum", replication: str | None = None)
         raise builder.error(
             f"T.alloc_reducer: op must be one of {', '.join(S.THREAD_REDUCE_KINDS)}, got {op!r}"
         )
+    if op in S.BITWISE_REDUCE_KINDS and not dt.as_dtype(dtype).is_integer:
+        raise builder.error(f"T.alloc_reducer: op={op!r} needs an integer dtype, got {dt.as_dtype(dtype)}",
+                            hint="use an integer reducer (int32, uint32, int64, ...)")  # fmt: skip
     if replication is not None and replication not in REPLICATIONS:
         raise builder.error(f"T.alloc_reducer: replication must be 'all' or 'none', got {replication!r}")
     buf = _alloc(shape, dtype, "local.fragment", "T.alloc_reducer")
@@ -209,6 +213,8 @@ def comm_reducer(combiner, identity) -> CommReducer:
     result = combiner(x, y)
     result = result[0] if isinstance(result, (list, tuple)) and len(result) == 1 else result
     for kind in S.THREAD_REDUCE_KINDS:
+        if kind in S.BITWISE_REDUCE_KINDS and not dtype.is_integer:
+            continue
         if any(structural_equal(E.convert(result), combine(kind, a, b)) for a, b in ((x, y), (y, x))):
             return CommReducer(kind, dtype)
     raise builder.error(
