@@ -15,6 +15,7 @@ from tests.language import test_fragment_constructors as fragments
 from tests.language import test_reducer_epochs as epochs
 from tests.language import test_scans as scans
 from tests.language import test_select_any_all as predicates
+from tests.language import test_warp_reduce as warp
 from tilecraft.errors import LoweringError
 
 
@@ -135,3 +136,11 @@ def test_bitwise_reducers(hip, op, dtype):
     a, b = epochs.bitwise_inputs(m, n, op, dtype, 5)
     run(hip, epochs.bitwise_rows(m, n, op, dtype), a, b)
     np.testing.assert_array_equal(b, epochs.BITWISE[op].reduce(a, axis=1))
+
+
+@pytest.mark.parametrize("kind, dtype", [("sum", "float32"), ("min", "float32"), ("bitxor", "int32")])
+def test_warp_reduce_over_each_wavefront(hip, kind, dtype):
+    """gfx942's thread group is a wavefront of 64: each of the block's two gets its own result."""
+    x, y = warp.inputs(128, kind, dtype, 4)
+    run(hip, warp.group_reduce(128, kind, dtype), x, y)
+    warp.check(y, x, kind, 64)

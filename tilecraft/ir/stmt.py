@@ -232,7 +232,8 @@ class ThreadAllReduce(Stmt):
     """Per-thread code that every thread of the block runs together (TVM's `tvm_thread_allreduce`):
     `value` of each thread, combined (`kind`) over the threads whose linear index differs from its own
     only in the digits `axes` (pairs (stride, extent): the digit is `t // stride % extent`), is stored
-    into `buffer[indices]` by each of those threads."""
+    into `buffer[indices]` by each of those threads. An extent of GROUP_WIDTH is the target's thread-group
+    width (a warp: `T.warp_reduce_*`), which lower-thread-allreduce resolves."""
 
     kind: str
     value: Expr
@@ -240,6 +241,9 @@ class ThreadAllReduce(Stmt):
     indices: tuple[Expr, ...]
     axes: tuple[tuple[int, int], ...]
 
+
+# ThreadAllReduce's axis extent that stands for the target's thread-group width.
+GROUP_WIDTH = 0
 
 ATOMIC_KINDS = ("add", "max", "min")
 

@@ -298,3 +298,48 @@ def _axes(threads, kernel, b) -> tuple[tuple[int, int], ...]:
     if not axes:
         raise b.error("T.tvm_thread_allreduce: name the thread indices to reduce over")
     return tuple(sorted(axes))
+
+
+def _warp_reduce(kind: str, value) -> E.Expr:
+    """`value` of each thread combined (`kind`) over its thread group (the consecutive threads of a warp:
+    32 on CUDA, a wavefront on HIP; see lower-thread-allreduce), read by every thread of the group."""
+    b = builder.current(f"T.warp_reduce_{kind}")
+    b.kernel(f"T.warp_reduce_{kind}")
+    value = E.convert(value)
+    if kind in S.BITWISE_REDUCE_KINDS and not value.dtype.is_integer:
+        raise b.error(f"T.warp_reduce_{kind} needs an integer value, got {value.dtype}")
+    result = Buffer(f"warp_{kind}", (E.const(1),), value.dtype, "local.var")
+    reduce = S.ThreadAllReduce(kind, value, result, (E.const(0),), ((1, S.GROUP_WIDTH),),
+                               span=builder.current_span())  # fmt: skip
+    b.preludes.append((result, reduce))
+    return E.BufferLoad(result.dtype, result, (E.const(0),))
+
+
+def warp_reduce_sum(value) -> E.Expr:
+    """The sum of `value` over the calling thread's warp (every thread of the warp gets it)."""
+    return _warp_reduce("sum", value)
+
+
+def warp_reduce_max(value) -> E.Expr:
+    """The largest `value` of the calling thread's warp."""
+    return _warp_reduce("max", value)
+
+
+def warp_reduce_min(value) -> E.Expr:
+    """The smallest `value` of the calling thread's warp."""
+    return _warp_reduce("min", value)
+
+
+def warp_reduce_bitand(value) -> E.Expr:
+    """The bitwise and of the integer `value` over the calling thread's warp."""
+    return _warp_reduce("bitand", value)
+
+
+def warp_reduce_bitor(value) -> E.Expr:
+    """The bitwise or of the integer `value` over the calling thread's warp."""
+    return _warp_reduce("bitor", value)
+
+
+def warp_reduce_bitxor(value) -> E.Expr:
+    """The bitwise xor of the integer `value` over the calling thread's warp."""
+    return _warp_reduce("bitxor", value)
