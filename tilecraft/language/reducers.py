@@ -301,8 +301,8 @@ def _axes(threads, kernel, b) -> tuple[tuple[int, int], ...]:
 
 
 def _warp_reduce(kind: str, value) -> E.Expr:
-    """`value` of each thread combined (`kind`) over its thread group (the consecutive threads of a warp:
-    32 on CUDA, a wavefront on HIP; see lower-thread-allreduce), read by every thread of the group."""
+    """`value` of each thread combined (`kind`) over its thread group (the consecutive threads of a warp
+    or wavefront: the target's width, see lower-thread-allreduce), read by every thread of the group."""
     b = builder.current(f"T.warp_reduce_{kind}")
     b.kernel(f"T.warp_reduce_{kind}")
     value = E.convert(value)
