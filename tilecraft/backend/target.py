@@ -19,9 +19,10 @@ has several (a variant, BackendModule.variant). The kind's normalizer never sees
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -231,12 +232,21 @@ def redirect_kind(kind_name: str, to: Callable[[], Target] | None) -> None:
         _redirects[name] = to
 
 
-def _redirected(kind_name: str) -> Target:
+@contextlib.contextmanager
+def unredirected() -> Iterator[None]:
+    """Targets parsed inside resolve as written, without `redirect_kind`'s redirects: for code that
+    describes a kind's device (its compute capability, its limits) rather than choosing where to run."""
+    saved = getattr(_redirecting, "on", False)
     _redirecting.on = True
     try:
-        return _redirects[kind_name]()
+        yield
     finally:
-        _redirecting.on = False
+        _redirecting.on = saved
+
+
+def _redirected(kind_name: str) -> Target:
+    with unredirected():
+        return _redirects[kind_name]()
 
 
 def _backend_name(kind: str, value: Any) -> str | None:
