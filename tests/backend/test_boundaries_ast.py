@@ -46,6 +46,9 @@ ALLOWED_LITERALS = {
     ("layout/fragment.py", "MAX_PROBE_POINTS"): "a bound on the work of probing a T.Fragment for linearity",
     ("layout/inference.py", "power_of_two_factor"): "2^30 stands for 'any power of two' (the factor of zero), "
     "past every index range; arithmetic, not hardware",
+    ("layout/gemm.py", "make_gemm_fragment_8x8"): "TileLang's named layout of one 8x8 matrix: its shape and "
+    "thread map are the definition of the public function, which no pass consults",
+    ("layout/gemm.py", "make_gemm_fragment_8x8_transposed"): "the same, transposed",
 }
 # Intrinsics the SIMT passes may emit beyond the reference interpreter's, and why they are generic.
 ALLOWED_INTRINSICS = {

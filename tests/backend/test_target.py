@@ -299,3 +299,31 @@ def test_a_bad_tilecraft_target_names_the_variable():
         Target.parse("auto")
     assert str(info.value).startswith("TILECRAFT_TARGET='c -iza=sse' is not a valid target: ")
     assert "did you mean -isa" in str(info.value)
+
+
+def test_a_redirected_kind_resolves_to_the_redirect_however_written(kinds):
+    """`redirect_kind` (an emulation standing in for one kind's device): every spelling of the kind,
+    attributes included, resolves to the redirect's target; ending it restores the kind."""
+    from tilecraft.backend.target import redirect_kind
+
+    redirect_kind("toyalias", lambda: Target.parse("toyplain"))
+    try:
+        for spelling in ("toyk", "toyk -arch=X1", "toyalias", {"kind": "toyk", "count": 3}):
+            assert Target.parse(spelling) == Target("toyplain")
+        assert Target.parse("toyplain") == Target("toyplain")
+    finally:
+        redirect_kind("toyk", None)
+    assert Target.parse("toyk -arch=X1").attr("arch") == "x1"
+
+
+def test_a_redirect_that_resolves_its_own_kind_gets_it_as_written(kinds):
+    """While the redirect resolves, targets are not redirected: no recursion, and a redirect to the
+    same kind (an emulation told to use that very kind) gets the kind itself."""
+    from tilecraft.backend.target import redirect_kind
+
+    redirect_kind("toyk", lambda: Target.parse("toyk -arch=Y2"))
+    try:
+        resolved = Target.parse("toyk -arch=X1")
+    finally:
+        redirect_kind("toyk", None)
+    assert resolved.kind == "toyk" and resolved.attr("arch") == "y2"

@@ -408,3 +408,48 @@ def test_a_script_using_an_unmapped_part_of_tvm_fails_in_one_line(tmp_path):
     )
     assert result.returncode == 1 and result.stdout.strip() == "16"
     assert "UnmappedTvmError: `tvm.IRModule` is not provided: tilecraft has no TVM" in result.stderr
+
+
+NAMES_THE_CUDA_TARGET = """
+import numpy as np
+import torch
+import tilelang
+import tilelang.language as T
+from tilelang import tvm
+
+
+def scale_rows(m, n):
+    @T.prim_func
+    def kernel(A: T.Tensor((m, n), "float32"), s: T.Tensor((m,), "float32"), B: T.Tensor((m, n), "float32")):
+        with T.Kernel(T.ceildiv(m, 8), threads=64) as bx:
+            for i, j in T.Parallel(8, n):
+                if bx * 8 + i < m:
+                    B[bx * 8 + i, j] = A[bx * 8 + i, j] * s[bx * 8 + i] + 1.0
+
+    return kernel
+
+
+jitted = tilelang.jit(scale_rows, target="cuda")
+rng = np.random.default_rng()
+m, n = 13, 37
+a = torch.from_numpy(rng.standard_normal((m, n)).astype(np.float32)).cuda()
+s = torch.from_numpy(rng.standard_normal(m).astype(np.float32)).cuda()
+ref = a.numpy().astype(np.float64) * s.numpy().astype(np.float64)[:, None] + 1.0
+for kernel in (
+    jitted(m, n),
+    tilelang.compile(scale_rows(m, n), target="cuda -arch=sm_80"),
+    tilelang.compile(scale_rows(m, n), target=tvm.target.Target("cuda")),
+):
+    b = torch.full((m, n), float("nan"), device="cuda")
+    kernel(a, s, b)
+    np.testing.assert_allclose(b.numpy(), ref, rtol=1e-6, atol=1e-6)
+    print("target", kernel.context.target)
+"""
+
+
+@needs_torch
+def test_the_emulation_runs_a_kernel_that_names_the_cuda_target_on_the_host_target(tmp_path):
+    """Under --cuda-on-cpu, `target="cuda"` (with an arch, or TVM's Target) means the emulated device:
+    the kernel runs on the target that `"auto"` resolves to, --target's."""
+    out = assert_ran(run_tilelang(tmp_path, NAMES_THE_CUDA_TARGET, "--cuda-on-cpu"))
+    assert out.count("target c") == 3, out

@@ -1,4 +1,4 @@
-"""The language features of tests/language's reducer-epoch, scan, atomic-form and predicate tests, lowered
+"""The language features of tests/language's reducer-epoch, scan, atomic-form, predicate and fragment-constructor tests, lowered
 for a SIMT target (HIP, gfx942) and run in the CPU emulator: the cross-thread parts (a reducer's copies
 combined over lanes and LDS, each T.Parallel iteration counted once, one atomic per element) checked
 against the same float64 references."""
@@ -11,9 +11,12 @@ import pytest
 import tilecraft
 from tests.hip.conftest import emulated_context
 from tests.language import test_atomic_forms as atomics
+from tests.language import test_fragment_constructors as fragments
 from tests.language import test_reducer_epochs as epochs
 from tests.language import test_scans as scans
 from tests.language import test_select_any_all as predicates
+from tests.language import test_warp_reduce as warp
+from tilecraft.errors import LoweringError
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +102,45 @@ def test_any_of_all_of_select(hip):
     np.testing.assert_array_equal(out[:, 0], m.any(1))
     np.testing.assert_array_equal(out[:, 1], m.all(1))
     np.testing.assert_array_equal(out[:, 3], -(-(5 + np.arange(rows)) // 8) * 8)
+
+
+def test_a_reduction_through_forward_fn_fragments(hip):
+    """The user's fragments are the layout here: each row's sum combined over the threads forward_fn
+    names (the block's 8: a SIMT fragment covers its block, and its map must be linear over GF(2))."""
+    rows, width = fragments.ROWS, fragments.WIDTH
+    x = np.random.default_rng(11).uniform(0.5, 2.0, (rows, width)).astype(np.float32)
+    out = np.full_like(x, np.nan)
+    run(hip, fragments.grouped_row_sums(0, threads=width // fragments.VECTOR), x, out)
+    ref = x.astype(np.float64) / x.astype(np.float64).sum(1, keepdims=True)
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_a_fragment_on_part_of_the_block_is_refused_at_its_annotation(hip):
+    with pytest.raises(LoweringError, match="spreads it over 8 threads, but the kernel has 32") as err:
+        run(hip, fragments.grouped_row_sums(0, threads=32), np.ones((4, 64), np.float32), np.ones((4, 64), np.float32))
+    assert "test_fragment_constructors.py" in str(err.value) and "hip" in str(err.value)
+
+
+def test_a_kernel_through_a_repeated_transposed_8x8_fragment(hip):
+    a = np.random.default_rng(12).integers(-40, 40, (16, 8)).astype(np.int8)
+    b = np.full((16, 8), -777, np.int32)
+    run(hip, fragments.transposed_8x8_tiles(), a, b)
+    np.testing.assert_array_equal(b, a.astype(np.int64) * 3 + 1)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+@pytest.mark.parametrize("op", sorted(epochs.BITWISE))
+def test_bitwise_reducers(hip, op, dtype):
+    """The finalize combines each row's copies over lanes and LDS with the bitwise op."""
+    m, n = 13, 37
+    a, b = epochs.bitwise_inputs(m, n, op, dtype, 5)
+    run(hip, epochs.bitwise_rows(m, n, op, dtype), a, b)
+    np.testing.assert_array_equal(b, epochs.BITWISE[op].reduce(a, axis=1))
+
+
+@pytest.mark.parametrize("kind, dtype", [("sum", "float32"), ("min", "float32"), ("bitxor", "int32")])
+def test_warp_reduce_over_each_wavefront(hip, kind, dtype):
+    """gfx942's thread group is a wavefront of 64: each of the block's two gets its own result."""
+    x, y = warp.inputs(128, kind, dtype, 4)
+    run(hip, warp.group_reduce(128, kind, dtype), x, y)
+    warp.check(y, x, kind, 64)

@@ -13,7 +13,7 @@ import pytest
 
 import tilecraft
 import tilecraft.language as T
-from tilecraft.errors import ArgumentError
+from tilecraft.errors import ArgumentError, ParseError
 from tilecraft.runtime.packed import pack, unpack
 
 torch = pytest.importorskip("torch")
@@ -219,3 +219,35 @@ def test_eager_jit_symbols_from_packed_tensors():
 
     q = _values(np.random.default_rng(6), (3, 8)).astype(FP4)
     np.testing.assert_array_equal(widen(torch.from_numpy(pack(q))).numpy(), q.astype(np.float32))
+
+
+def test_subscripted_strided_annotations_of_packed_rows():
+    """`x: T.StridedTensor[shape, strides, dtype]` and `T.Tensor[shape, dtype]` in a kernel's body
+    (TileLang's subtype tests): packed fp4 rows with a symbolic stride, a ragged row count, and an
+    output poisoned before the run."""
+
+    @tilecraft.jit(target="c")
+    def widen(q, y):
+        m, s = T.dynamic("m"), T.dynamic("s")
+        q: T.StridedTensor[[m, 6], [s, 1], T.float4_e2m1fn]
+        y: T.Tensor[(m, 6), T.float32]
+        with T.Kernel(m, threads=1) as bx:
+            for j in T.serial(6):
+                y[bx, j] = T.cast(q[bx, j], "float32") * 2.0
+
+    q = _values(np.random.default_rng(7), (5, 10)).astype(FP4)
+    wide = torch.from_numpy(pack(q))  # rows of 5 bytes; the kernel reads the first 3 of each
+    y = torch.full((5, 6), float("nan"))
+    widen(wide[:, :3], y)
+    np.testing.assert_array_equal(y.numpy(), q[:, :6].astype(np.float64) * 2.0)
+
+
+def test_a_strided_annotation_subscripted_with_two_parts_is_located():
+    with pytest.raises(ParseError, match=r"T.StridedTensor\[\[M, N\], \[stride_m, stride_n\], dtype\]") as err:
+
+        @T.prim_func
+        def bad(A: T.StridedTensor[(4, 4), T.float32]):
+            with T.Kernel(1, threads=1):
+                pass
+
+    assert "test_packed_args.py" in str(err.value)

@@ -47,6 +47,52 @@ def test_row_reduction_with_a_seed_taken_at_the_init(op):
     np.testing.assert_allclose(b, ref, rtol=1e-5, atol=1e-5)
 
 
+def bitwise_rows(m: int, n: int, op: str, dtype: str):
+    """Each row of A combined bitwise (`op`: bitand, bitor, bitxor) by a reducer epoch, into B."""
+
+    @T.prim_func
+    def kernel(A: T.Tensor((m, n), dtype), B: T.Tensor((m,), dtype)):
+        with T.Kernel(1, threads=THREADS):
+            src = T.alloc_fragment((m, n), dtype)
+            T.copy(A, src)
+            acc = T.alloc_reducer((m,), dtype, op=op)
+            T.reducer_init(acc)
+            for i, j in T.Parallel(m, n):
+                T.reducer_update(acc[i], src[i, j])
+            result = T.alloc_fragment((m,), dtype)
+            T.finalize_reducer(acc, result)
+            T.copy(result, B)
+
+    return kernel
+
+
+BITWISE = {"bitand": np.bitwise_and, "bitor": np.bitwise_or, "bitxor": np.bitwise_xor}
+
+
+def bitwise_inputs(m: int, n: int, op: str, dtype: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Inputs whose combination keeps some bits set and some clear (random bits would leave a row's
+    bitand all zeros and its bitor all ones, which a wrong identity also gives), and a poisoned output."""
+    rng = np.random.default_rng(seed)
+    bits = np.iinfo(dtype).bits
+    sparse = np.zeros((m, n), np.uint64)
+    for bit in range(bits):  # each bit set in about one element of 4n, so a row's or is mixed
+        sparse |= (rng.random((m, n)) < 1 / (4 * n)).astype(np.uint64) << np.uint64(bit)
+    raw = {"bitand": ~sparse, "bitor": sparse}.get(op, rng.integers(0, 2**63, (m, n), dtype=np.uint64))
+    a = (raw & np.uint64(2**bits - 1)).astype(np.dtype(dtype).str.replace("i", "u")).view(dtype)
+    return a, np.full(m, np.iinfo(dtype).max // 3, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint32", "int64"])
+@pytest.mark.parametrize("op", sorted(BITWISE))
+def test_bitwise_reducers(op, dtype):
+    m, n = 13, 37
+    a, b = bitwise_inputs(m, n, op, dtype, 5)
+    tilecraft.compile(bitwise_rows(m, n, op, dtype), target="c")(a, b)
+    ref = BITWISE[op].reduce(a, axis=1)
+    assert len(np.unique(ref)) > 1 and 0 not in ref and -1 not in ref  # the rows differ, and none is trivial
+    np.testing.assert_array_equal(b, ref)
+
+
 def scalar_sum(extent: int):
     """A T.Parallel loop much smaller than the block: each iteration counts once, not once per thread."""
 
@@ -180,9 +226,20 @@ def seed_of_another_dtype():
     return k
 
 
+def bitwise_float_reducer():
+    @T.prim_func
+    def k(A: T.Tensor((8,), "float32")):
+        with T.Kernel(1, threads=32):
+            acc = T.alloc_reducer((1,), "float32", op="bitand")  # <- error
+            T.finalize_reducer(acc)
+
+    return k
+
+
 @pytest.mark.parametrize(
     "build, message",
     [
+        (bitwise_float_reducer, "op='bitand' needs an integer dtype, got float32"),
         (update_before_init, "before T.reducer_init"),
         (double_init, "double T.reducer_init"),
         (update_outside_parallel, "must be inside a T.Parallel loop"),

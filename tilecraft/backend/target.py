@@ -19,8 +19,10 @@ has several (a variant, BackendModule.variant). The kind's normalizer never sees
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -39,6 +41,10 @@ _BACKEND_NAME = re.compile(r"[a-z][a-z0-9_-]*")
 AUTO = "auto"
 # The attribute every kind accepts: the backend variant that handles the target (registry.backend_for).
 BACKEND_ATTR = "backend"
+# Kinds whose targets resolve to another target for this process (`redirect_kind`), and whether a
+# redirect is being resolved now (its own resolution sees the kinds as they are).
+_redirects: dict[str, Callable[[], Target]] = {}
+_redirecting = threading.local()
 
 
 def parse_value(text: str) -> AttrValue:
@@ -191,6 +197,8 @@ def normalize(kind_name: str, attrs: Mapping[str, Any]) -> Target:
             )
         kind_name, attrs[BACKEND_ATTR] = variant, kind_name
     kind = lookup_target_kind(kind_name)
+    if kind.name in _redirects and not getattr(_redirecting, "on", False):
+        return _redirected(kind.name)
     raw = Target(kind.name, tuple(attrs.items()))  # validates what was written before the normalizer sees it
     backend = _backend_name(kind.name, attrs.pop(BACKEND_ATTR, None))
     check_attributes(kind, attrs)
@@ -206,6 +214,39 @@ def normalize(kind_name: str, attrs: Mapping[str, Any]) -> Target:
     if backend is not None:
         canonical[BACKEND_ATTR] = backend
     return Target(kind.name, tuple(canonical.items()))
+
+
+def redirect_kind(kind_name: str, to: Callable[[], Target] | None) -> None:
+    """Make every target of kind `kind_name`, however written, resolve to `to()` in this process (None
+    ends it).
+
+    For an emulation that stands in for one kind's device on another target: a program that names the
+    emulated kind runs where the emulation runs (the compatibility layer's emulated device sends a kernel
+    that names its kind to the host target that `"auto"` resolves to). While `to()` runs, targets
+    resolve unredirected, so a `to` that resolves the same kind gets it as written.
+    """
+    name = lookup_target_kind(kind_name).name
+    if to is None:
+        _redirects.pop(name, None)
+    else:
+        _redirects[name] = to
+
+
+@contextlib.contextmanager
+def unredirected() -> Iterator[None]:
+    """Targets parsed inside resolve as written, without `redirect_kind`'s redirects: for code that
+    describes a kind's device (its compute capability, its limits) rather than choosing where to run."""
+    saved = getattr(_redirecting, "on", False)
+    _redirecting.on = True
+    try:
+        yield
+    finally:
+        _redirecting.on = saved
+
+
+def _redirected(kind_name: str) -> Target:
+    with unredirected():
+        return _redirects[kind_name]()
 
 
 def _backend_name(kind: str, value: Any) -> str | None:

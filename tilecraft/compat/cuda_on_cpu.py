@@ -22,7 +22,10 @@ them sees the host; anything that needs real CUDA (custom CUDA extensions, `torc
 CUDA-only torch operators, libraries that load CUDA kernels) still fails; timings are host timings and
 say nothing about a GPU (`do_bench(backend="cupti")` times each call on the host's clock); memory
 statistics are zero. Kernels must run on a host target (the CPU, or a
-device target whose execution backend copies host arrays, like OpenCL).
+device target whose execution backend copies host arrays, like OpenCL): a kernel that names the CUDA
+target (`target="cuda"`, `"cuda -arch=sm_80"`, TVM's `Target("cuda")`) runs on the target that `"auto"`
+resolves to, which `tilecraft run-tilelang --target` sets (the CPU by default), as if it had asked for
+`"auto"`; a real CUDA machine without the emulation resolves it as always.
 """
 
 from __future__ import annotations
@@ -35,10 +38,13 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from tilecraft.backend.target import Target, redirect_kind
 from tilecraft.profiler.bench import set_kernel_clock_standin
 from tilecraft.runtime.timing import KernelClock
 
 DEFAULT_CAPABILITY = (8, 0)
+# The target kind of the emulated device: kernels that name it are sent to the host (`enable`).
+EMULATED_KIND = "cuda"
 EMULATED_NAME = "host CPU (tilecraft --cuda-on-cpu emulation)"
 
 _state: dict[str, Any] = {}
@@ -316,6 +322,9 @@ def enable(cap: tuple[int, int] = DEFAULT_CAPABILITY) -> None:
     mode = _device_mode(torch)
     mode.__enter__()
     set_kernel_clock_standin(lambda flush_bytes: HostCallClock())
+    # A kernel that names the emulated device's target (`target="cuda"`, with or without an arch) runs
+    # where `"auto"` runs: the host target that --target / TILECRAFT_TARGET chose.
+    redirect_kind(EMULATED_KIND, lambda: Target.parse("auto"))
     _state.update(
         torch=torch,
         saved=saved,
@@ -346,4 +355,5 @@ def disable() -> None:
     torch.set_default_device = _state["set_default_device"]
     torch.Generator = _state["generator"]
     set_kernel_clock_standin(None)
+    redirect_kind(EMULATED_KIND, None)
     _state.clear()

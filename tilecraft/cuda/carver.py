@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tilecraft.backend.errors import TargetError
-from tilecraft.backend.target import Target
+from tilecraft.backend.target import Target, unredirected
 from tilecraft.carver.arch.arch_base import TileDevice
 from tilecraft.cuda.target import KIND, arch_for_capability, capability
 from tilecraft.runtime import imported_module as imported
@@ -47,12 +47,14 @@ def resolve_target(target: Any) -> Target:
     """The `cuda` target `target` names. A target without an arch is read from device 0; on a machine
     without one, under `--cuda-on-cpu`, it is the emulated device's compute capability."""
     try:
-        resolved = Target.parse(target)
+        with unredirected():  # the device described, even where an emulation runs its kernels elsewhere
+            resolved = Target.parse(target)
     except TargetError:
         arch = _emulated_arch()
         if arch is None or not _names_no_arch(target):
             raise
-        resolved = Target.parse({"kind": KIND, "arch": arch})
+        with unredirected():
+            resolved = Target.parse({"kind": KIND, "arch": arch})
     if resolved.kind != KIND:
         raise TargetError(f"carver.arch.CUDA describes a {KIND} target, got {resolved}")
     return resolved

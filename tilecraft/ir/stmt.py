@@ -211,8 +211,10 @@ class Cumsum(TileOp):
 SCAN_KINDS = ("sum", "max", "min")
 
 
-# What a cross-thread combine (T.finalize_reducer, a thread all-reduce) can do: the reductions' own kinds.
-THREAD_REDUCE_KINDS = ("sum", "max", "min")
+# What a cross-thread combine (T.finalize_reducer, a thread all-reduce, a warp reduce) can do: the
+# reductions' own kinds, and the bitwise ones of integers (exact, so any combine order gives the same bits).
+BITWISE_REDUCE_KINDS = ("bitand", "bitor", "bitxor")
+THREAD_REDUCE_KINDS = ("sum", "max", "min", *BITWISE_REDUCE_KINDS)
 
 
 @node
@@ -230,7 +232,8 @@ class ThreadAllReduce(Stmt):
     """Per-thread code that every thread of the block runs together (TVM's `tvm_thread_allreduce`):
     `value` of each thread, combined (`kind`) over the threads whose linear index differs from its own
     only in the digits `axes` (pairs (stride, extent): the digit is `t // stride % extent`), is stored
-    into `buffer[indices]` by each of those threads."""
+    into `buffer[indices]` by each of those threads. An extent of GROUP_WIDTH is the target's thread-group
+    width (a warp: `T.warp_reduce_*`), which lower-thread-allreduce resolves."""
 
     kind: str
     value: Expr
@@ -238,6 +241,9 @@ class ThreadAllReduce(Stmt):
     indices: tuple[Expr, ...]
     axes: tuple[tuple[int, int], ...]
 
+
+# ThreadAllReduce's axis extent that stands for the target's thread-group width.
+GROUP_WIDTH = 0
 
 ATOMIC_KINDS = ("add", "max", "min")
 

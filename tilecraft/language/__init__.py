@@ -192,10 +192,18 @@ from tilecraft.language.reducers import (  # noqa: E402
     reducer_init,
     reducer_update,
     tvm_thread_allreduce,
+    warp_reduce_bitand,
+    warp_reduce_bitor,
+    warp_reduce_bitxor,
+    warp_reduce_max,
+    warp_reduce_min,
+    warp_reduce_sum,
 )
 from tilecraft.language.types import FragmentBuffer, LocalBuffer, SharedBuffer  # noqa: E402
 
 __all__ += [
+    "warp_reduce_bitand", "warp_reduce_bitor", "warp_reduce_bitxor", "warp_reduce_max", "warp_reduce_min",
+    "warp_reduce_sum",
     "access_ptr",
     "alloc_buffer",
     "bitwise_and",

@@ -42,6 +42,9 @@ class Builder:
     reducers: dict[Buffer, str] = field(default_factory=dict)  # T.alloc_reducer buffers and their op
     reducer_epochs: dict[Buffer, Any] = field(default_factory=dict)  # open T.reducer_init epochs
     reduce_scopes: list[Any] = field(default_factory=list)  # enclosing `with T.attr(reducer, "reduce_scope")`
+    # Statements an expression needs run first (T.warp_reduce_*: a thread all-reduce into a variable the
+    # expression reads): the parser puts them, with the variables' allocations, before its statement.
+    preludes: list[tuple[Buffer, Any]] = field(default_factory=list)
     # Rewrites of the parsed function, run in order before the parser returns it: a parse-time library
     # that builds IR across statements (TileLang's MMA emitters in tilecraft.compat lift per-thread
     # buffers to block tiles) registers one; each takes and returns a PrimFunc.

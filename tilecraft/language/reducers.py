@@ -35,7 +35,8 @@ REDUCE_SCOPE = "reduce_scope"
 
 
 def alloc_reducer(shape, dtype, op: str = "sum", replication: str | None = None) -> Buffer:
-    """A fragment of per-thread partial results of `op` ("sum", "max" or "min"), combined by
+    """A fragment of per-thread partial results of `op` ("sum", "max", "min", or for integers "bitand",
+    "bitor", "bitxor"), combined by
     `T.finalize_reducer`. `replication` ("all" or "none") is TileLang's layout choice; here the layout is
     inferred from the loops that update the reducer (its copies are wherever those loops' threads are)
     and the results are the same."""
@@ -45,6 +46,9 @@ def alloc_reducer(shape, dtype, op: str = "sum", replication: str | None = None)
         raise builder.error(
             f"T.alloc_reducer: op must be one of {', '.join(S.THREAD_REDUCE_KINDS)}, got {op!r}"
         )
+    if op in S.BITWISE_REDUCE_KINDS and not dt.as_dtype(dtype).is_integer:
+        raise builder.error(f"T.alloc_reducer: op={op!r} needs an integer dtype, got {dt.as_dtype(dtype)}",
+                            hint="use an integer reducer (int32, uint32, int64, ...)")  # fmt: skip
     if replication is not None and replication not in REPLICATIONS:
         raise builder.error(f"T.alloc_reducer: replication must be 'all' or 'none', got {replication!r}")
     buf = _alloc(shape, dtype, "local.fragment", "T.alloc_reducer")
@@ -209,6 +213,8 @@ def comm_reducer(combiner, identity) -> CommReducer:
     result = combiner(x, y)
     result = result[0] if isinstance(result, (list, tuple)) and len(result) == 1 else result
     for kind in S.THREAD_REDUCE_KINDS:
+        if kind in S.BITWISE_REDUCE_KINDS and not dtype.is_integer:
+            continue
         if any(structural_equal(E.convert(result), combine(kind, a, b)) for a, b in ((x, y), (y, x))):
             return CommReducer(kind, dtype)
     raise builder.error(
@@ -292,3 +298,48 @@ def _axes(threads, kernel, b) -> tuple[tuple[int, int], ...]:
     if not axes:
         raise b.error("T.tvm_thread_allreduce: name the thread indices to reduce over")
     return tuple(sorted(axes))
+
+
+def _warp_reduce(kind: str, value) -> E.Expr:
+    """`value` of each thread combined (`kind`) over its thread group (the consecutive threads of a warp
+    or wavefront: the target's width, see lower-thread-allreduce), read by every thread of the group."""
+    b = builder.current(f"T.warp_reduce_{kind}")
+    b.kernel(f"T.warp_reduce_{kind}")
+    value = E.convert(value)
+    if kind in S.BITWISE_REDUCE_KINDS and not value.dtype.is_integer:
+        raise b.error(f"T.warp_reduce_{kind} needs an integer value, got {value.dtype}")
+    result = Buffer(f"warp_{kind}", (E.const(1),), value.dtype, "local.var")
+    reduce = S.ThreadAllReduce(kind, value, result, (E.const(0),), ((1, S.GROUP_WIDTH),),
+                               span=builder.current_span())  # fmt: skip
+    b.preludes.append((result, reduce))
+    return E.BufferLoad(result.dtype, result, (E.const(0),))
+
+
+def warp_reduce_sum(value) -> E.Expr:
+    """The sum of `value` over the calling thread's warp (every thread of the warp gets it)."""
+    return _warp_reduce("sum", value)
+
+
+def warp_reduce_max(value) -> E.Expr:
+    """The largest `value` of the calling thread's warp."""
+    return _warp_reduce("max", value)
+
+
+def warp_reduce_min(value) -> E.Expr:
+    """The smallest `value` of the calling thread's warp."""
+    return _warp_reduce("min", value)
+
+
+def warp_reduce_bitand(value) -> E.Expr:
+    """The bitwise and of the integer `value` over the calling thread's warp."""
+    return _warp_reduce("bitand", value)
+
+
+def warp_reduce_bitor(value) -> E.Expr:
+    """The bitwise or of the integer `value` over the calling thread's warp."""
+    return _warp_reduce("bitor", value)
+
+
+def warp_reduce_bitxor(value) -> E.Expr:
+    """The bitwise xor of the integer `value` over the calling thread's warp."""
+    return _warp_reduce("bitxor", value)

@@ -125,9 +125,23 @@ LocalBuffer = _OnChipBufferType("LocalBuffer", "local")
 ON_CHIP_ANNOTATIONS = {b.scope: b.name for b in (SharedBuffer, FragmentBuffer, LocalBuffer)}
 
 
-def StridedTensor(shape, strides, dtype="float32") -> TensorType:  # noqa: N802
-    """A tensor parameter with explicit element strides (symbolic strides are bound per call)."""
-    return _tensor_type(lambda: _strided(shape, strides, dtype))
+class _StridedTensorFactory:
+    """`T.StridedTensor(shape, strides, dtype)` or `T.StridedTensor[shape, strides, dtype]`: a tensor
+    parameter with explicit element strides (symbolic strides are bound per call)."""
+
+    def __call__(self, shape, strides, dtype="float32") -> TensorType | InvalidTensorType:
+        return _tensor_type(lambda: _strided(shape, strides, dtype))
+
+    def __getitem__(self, key) -> TensorType | InvalidTensorType:
+        if not isinstance(key, tuple) or len(key) != 3:
+            return InvalidTensorType(IRError("write T.StridedTensor[[M, N], [stride_m, stride_n], dtype]"))
+        return self(*key)
+
+    def __repr__(self) -> str:
+        return "T.StridedTensor"
+
+
+StridedTensor = _StridedTensorFactory()
 
 
 def _strided(shape, strides, dtype) -> TensorType:

@@ -6,10 +6,14 @@ on it (for any thread-group width), and `shared` row-major and swizzled shared-t
 an instruction imposes live in the backend that emits it.
 """
 
+from tilecraft.layout.gemm import make_gemm_fragment_8x8, make_gemm_fragment_8x8_transposed
 from tilecraft.layout.layout import Fragment, Layout
 from tilecraft.layout.linear import LinearLayout, identity, zeros
 
-__all__ = ["Fragment", "Layout", "LinearLayout", "identity", "zeros"]
+__all__ = [
+    "Fragment", "Layout", "LinearLayout", "identity", "make_gemm_fragment_8x8",
+    "make_gemm_fragment_8x8_transposed", "zeros",
+]  # fmt: skip
 
 # TileLang's swizzled shared layouts (hints here; see swizzle.py).
 from tilecraft.layout.swizzle import (  # noqa: E402

@@ -129,8 +129,39 @@ class _PerKernel(Mutator):
                 target=self.target,
             )
         threads = math.prod(self.launch.threads)
+        op = self._resolve_group_width(op, threads)
         self.count += 1
         return expand_allreduce(op, self.launch.thread_vars[0], threads, self.simt, f"allreduce{self.count}")
+
+    def _resolve_group_width(self, op: S.ThreadAllReduce, threads: int) -> S.ThreadAllReduce:
+        """An axis of the target's thread-group width (T.warp_reduce_*) made concrete; the block must be
+        whole groups."""
+        if all(extent != S.GROUP_WIDTH for _, extent in op.axes):
+            return op
+        width = group_width(self.target)
+        if threads % width:
+            raise LoweringError(
+                f"T.warp_reduce_{op.kind} combines the {width} threads of each thread group of {self.target}, "
+                f"but the block has {threads} threads, not whole groups",
+                op.span,
+                f"launch a multiple of {width} threads, or reduce over the block's threads with T.reduce / "
+                "T.alloc_reducer",
+                target=self.target,
+            )
+        axes = tuple((stride, width if extent == S.GROUP_WIDTH else extent) for stride, extent in op.axes)
+        return dataclasses.replace(op, axes=axes)
+
+
+# The warp of a target whose block runs as one thread (no lockstep groups, thread_group 1): 32 threads,
+# the warp of the programs TileLang's T.warp_reduce_* and lane helpers are written for.
+DEFAULT_GROUP_WIDTH = 32
+
+
+def group_width(target) -> int:
+    """The threads of one thread group (warp, wavefront, SIMD group) of `target`: its `thread_group`
+    capability, or DEFAULT_GROUP_WIDTH where its blocks have no lockstep groups or it is unknown."""
+    width = target.capabilities.thread_group
+    return width if width is not None and width > 1 else DEFAULT_GROUP_WIDTH
 
 
 def lower_thread_allreduce(simt: SimtFacts | None = None):

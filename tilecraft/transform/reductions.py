@@ -11,11 +11,16 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.ir.expr import Expr, Var
 
+# The bitwise combines of integers (S.BITWISE_REDUCE_KINDS) and their intrinsics.
+_BITWISE = {"bitand": "bitwise_and", "bitor": "bitwise_or", "bitxor": "bitwise_xor"}
+
 
 def identity(kind: str, dtype: dt.DataType) -> Expr:
     """The value a reduction starts from."""
-    if kind in ("sum", "abssum", "absmax"):
+    if kind in ("sum", "abssum", "absmax", "bitor", "bitxor"):
         return E.const(0, dtype)
+    if kind == "bitand":  # every bit set: -1 of a signed type, the largest value of an unsigned one
+        return E.const(_int_limit(dtype, True) if dtype.is_uint else -1, dtype)
     big = float("inf") if dtype.is_float else _int_limit(dtype, kind == "min")
     return E.const(big if kind == "min" else -big, dtype)
 
@@ -34,6 +39,8 @@ def combine(kind: str, acc: Expr, x: Expr) -> Expr:
         return E.add(acc, x)
     if kind in ("max", "absmax"):
         return E.max_(acc, x)
+    if kind in _BITWISE:
+        return E.int_call(_BITWISE[kind], acc, x)
     return E.min_(acc, x)
 
 

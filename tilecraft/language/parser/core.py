@@ -261,6 +261,10 @@ class Parser:
             raise self.error(node, f"`{kind}` statements are not supported in kernels",
                              hint=_UNSUPPORTED_HINTS.get(kind, _STATEMENTS_HINT))  # fmt: skip
         self._flush_allocations(node, None)
+        start = len(self.items)
+        # Preludes asked for by an enclosing statement's expressions (an `if`'s test) go before it, not
+        # into the block this statement is in.
+        outer, self.builder.preludes = self.builder.preludes, []
         try:
             method(node)
         except RecursionError:
@@ -273,7 +277,20 @@ class Parser:
                 "this statement nests too deeply for the parser (Python's recursion limit was reached)",
                 hint="compute the innermost parts into locals on lines before (`t = ...`)",
             ) from None
+        finally:
+            mine, self.builder.preludes = self.builder.preludes, outer
+        self._insert_preludes(node, start, mine)
         self._flush_allocations(node, None)
+
+    def _insert_preludes(self, node: ast.stmt, start: int, preludes: list) -> None:
+        """Put the statements the expressions of `node` asked for (builder.preludes) before the items it
+        made, each in the scope of its variable's allocation."""
+        span = self.span(node)
+        made: list[Any] = []
+        for buf, stmt in preludes:
+            made.append(_Wrapper(lambda body, b=buf, sp=span: S.Allocate(b, body, span=sp)))
+            made.append(dataclasses.replace(stmt, span=stmt.span or span))
+        self.items[start:start] = made
 
     # ------------------------------------------------------------------ statements
 
@@ -562,6 +579,10 @@ class Parser:
         if isinstance(cond, bool):
             self._python_while(node, cond)
             return
+        if self.builder.preludes:  # they would run once, before the loop, not at each test
+            raise self.error(node.test, "this `while` condition calls a T.* function that runs as a statement "
+                             "(T.warp_reduce_*)", hint="compute it into a T.alloc_var before the loop and at the "
+                             "end of its body, and test the variable")  # fmt: skip
         if not self.builder.kernels:
             raise self.error(node, "a `while` loop with a run-time condition is only valid inside "
                              "`with T.Kernel(...)`", hint="put the loop inside the kernel's block")  # fmt: skip
