@@ -175,7 +175,7 @@ def _through_shared_memory(accs: list[Buffer], thread_bits, op: S.Reduce, ctx) -
 def lower_cumsum(op: S.Cumsum, ctx) -> S.Stmt:
     """Rows are split over threads; each thread scans its rows serially (shared or global tiles)."""
     if op.src.buffer.scope == FRAGMENT or op.dst.buffer.scope == FRAGMENT:
-        ctx.fail("T.cumsum of a fragment is not supported on this target", op.span,
+        ctx.fail(f"T.cum{op.kind} of a fragment is not supported on this target", op.span,
                  "T.copy it to a shared buffer, scan there, and copy back")  # fmt: skip
     scan = cumsum_loops(op)
     kept = tuple(E.const_value(e) for k, e in enumerate(op.src.shape) if k != op.dim)
