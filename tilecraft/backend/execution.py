@@ -252,8 +252,18 @@ class ExecutionBackend(ABC):
 
     def empty(self, reference: ArrayArg | None, shape: tuple[int, ...], dtype: DataType) -> Any:
         """A new output array beside `reference` (the first array of the call, None if there is none):
-        by default host memory from the same library (torch or numpy)."""
-        if reference is not None and reference.library == "torch":
+        by default host memory from the same library (torch or numpy). With no array in the call, numpy;
+        a torch tensor while TileLang programs run through tilecraft's import hook, since TileLang's
+        kernels return torch tensors and its programs call torch methods on them."""
+        if reference is None:
+            import importlib.util
+
+            from tilecraft.compat.hook import installed
+
+            torch_wanted = installed() and importlib.util.find_spec("torch") is not None
+        else:
+            torch_wanted = reference.library == "torch"
+        if torch_wanted:
             import torch
 
             return torch.empty(shape, dtype=getattr(torch, dtype.torch_name))

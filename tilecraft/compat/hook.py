@@ -31,6 +31,7 @@ COMPAT_DOC = "docs/compat.md"
 RENAMED: dict[str, str] = {
     "tilelang.engine.callback": "tilecraft.cuda.callback",
     "tilelang.contrib": "tilecraft.compat.contrib",
+    "tilelang.rocm": "tilecraft.compat.rocm",
     # TileLang's warp-level MMA macro emitters (tilecraft.cuda.intrinsics is tilecraft's own, another API);
     # `tilelang.intrinsics` is their path in TileLang releases before the CUDA package.
     "tilelang.cuda.intrinsics": "tilecraft.compat.intrinsics",
