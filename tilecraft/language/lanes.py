@@ -1,6 +1,6 @@
 """TileLang's thread-group position helpers: which lane, warp and warp group a thread of the block is,
 as expressions of its (linear) thread index. A `warp_size` of None is the target's thread-group width
-(32 on CUDA, the wavefront on HIP, DEFAULT_GROUP_WIDTH where blocks have no lockstep groups), resolved
+(a warp, a wavefront or a SIMD group; DEFAULT_GROUP_WIDTH where blocks have no lockstep groups), resolved
 at lowering as T.warp_reduce_*'s width is."""
 
 from __future__ import annotations

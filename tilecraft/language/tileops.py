@@ -242,7 +242,7 @@ def _atomic_broadcast(kind: str, region: BufferRegion, value) -> Stmt:
 
 
 def _memory_order(what: str, kind: str, memory_order: str | None) -> str:
-    """The order of an atomic expression; None is relaxed for an update (as plain CUDA atomics are) and
+    """The order of an atomic expression; None is relaxed for an update (as GPUs' plain atomics are) and
     sequentially consistent for a load or store (as C++'s defaults are)."""
     from tilecraft.ir.expr import ATOMIC_VALUE_ORDERS
 
