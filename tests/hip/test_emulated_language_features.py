@@ -144,3 +144,22 @@ def test_warp_reduce_over_each_wavefront(hip, kind, dtype):
     x, y = warp.inputs(128, kind, dtype, 4)
     run(hip, warp.group_reduce(128, kind, dtype), x, y)
     warp.check(y, x, kind, 64)
+
+
+@pytest.mark.parametrize("kind", ["add", "max"])
+def test_atomic_expressions(hip, kind):
+    from tests.language import test_atomic_expressions as expressions
+
+    expressions.check_fetch_update(lambda f, *a: run(hip, f, *a), kind, "float32", "acq_rel")
+    expressions.check_store_loaded(lambda f, *a: run(hip, f, *a))
+    expressions.check_contended_counter(lambda f, *a: run(hip, f, *a))
+
+
+@pytest.mark.parametrize("helper, n, args", [("get_lane_idx", 256, ()), ("get_warp_idx", 320, (20,)),
+                                             ("get_warp_group_idx", 512, ()), ("shuffle_elect", 256, (64,))])
+def test_lane_helpers(hip, helper, n, args):
+    from tests.language import test_lane_helpers as lanes
+    from tilecraft.transform.allreduce import group_width
+
+    width = group_width(hip[0].target)
+    lanes.check(lambda f, *a: run(hip, f, *a), width, helper, n, args)

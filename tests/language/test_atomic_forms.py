@@ -1,6 +1,7 @@
 """TileLang's further atomic forms: `T.atomic_addx2` / `x4` (paired and quadrupled adds, element or
 sliced), a scalar added into every element of a region, `use_tma=` (accepted, same result), and
-`return_prev=` (refused at its line); against float64 NumPy references, outputs poisoned before."""
+`return_prev=` of the paired forms (refused at its line; the
+element forms' is tests/language/test_atomic_expressions.py); against float64 NumPy references, outputs poisoned before."""
 
 from __future__ import annotations
 
@@ -91,7 +92,7 @@ def return_prev():
     def k(A: T.Tensor((8,), "float32"), P: T.Tensor((8,), "float32")):
         with T.Kernel(1, threads=32):
             for i in T.Parallel(8):
-                P[i] = T.atomic_add(A[i], 1.0, return_prev=True)  # <- error
+                P[i] = T.atomic_addx2(A[i], P[i], return_prev=True)  # <- error
 
     return k
 

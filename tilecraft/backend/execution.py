@@ -46,6 +46,11 @@ _IMPLEMENTATION = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 _PROBE_LOCK = threading.RLock()
 
 
+# The array library of a new output when a call passes no array to take it from: "numpy", or "torch"
+# (set by front ends whose programs expect torch tensors back; one process-wide setting).
+OUTPUTS_WITHOUT_ARRAYS = ["numpy"]
+
+
 @dataclass(frozen=True)
 class Availability:
     """Whether an execution backend can run here; when not, why and what to do about it."""
@@ -252,8 +257,16 @@ class ExecutionBackend(ABC):
 
     def empty(self, reference: ArrayArg | None, shape: tuple[int, ...], dtype: DataType) -> Any:
         """A new output array beside `reference` (the first array of the call, None if there is none):
-        by default host memory from the same library (torch or numpy)."""
-        if reference is not None and reference.library == "torch":
+        by default host memory from the same library (torch or numpy). With no array in the call, numpy;
+        a torch tensor once OUTPUTS_WITHOUT_ARRAYS says so (the TileLang import hook does: TileLang's
+        kernels return torch tensors and its programs call torch methods on them)."""
+        if reference is None:
+            import importlib.util
+
+            torch_wanted = OUTPUTS_WITHOUT_ARRAYS[0] == "torch" and importlib.util.find_spec("torch") is not None
+        else:
+            torch_wanted = reference.library == "torch"
+        if torch_wanted:
             import torch
 
             return torch.empty(shape, dtype=getattr(torch, dtype.torch_name))

@@ -60,6 +60,11 @@ MATH32 = {"exp": "expf", "exp2": "exp2f", "log": "logf", "log2": "log2f", "sqrt"
 ATOMIC_SUFFIX = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int32": "i32",
                   "int64": "i64", "uint32": "u32", "uint64": "u64"}  # fmt: skip
 ATOMIC_OP = {"add": 0, "max": 1, "min": 2}
+# Atomic expressions (AtomicValue): tc_atomic_load_<bits> / tc_atomic_store_<bits> move the stored form
+# (16-bit floats as their bits), tc_atomic_fetch_<suffix> updates and gives the previous value; the order
+# is the memory order's id (E.MEMORY_ORDERS, as __ATOMIC_* and cuda::memory_order number them).
+ATOMIC_BITS = {"float32": "f32", "float64": "f64", "float16": "u16", "bfloat16": "u16", "int32": "i32",
+               "int64": "i64", "uint32": "u32", "uint64": "u64"}  # fmt: skip
 MATH64 = {
     op: ("fabs" if op == "abs" else "nearbyint" if op == "round" else fn[:-1]) for op, fn in MATH32.items()
 }
@@ -689,6 +694,26 @@ class CFamilyPrinter:
             self.line(f"tc_atomic_rmw_{suffix}({ptr}, {value}, {ATOMIC_OP[s.kind]});")
         else:
             self.line(f"tc_atomic_{s.kind}_{suffix}({ptr}, {value});")
+
+    def _e_AtomicValue(self, e: E.AtomicValue) -> str:
+        buf = e.target.buffer
+        bits = ATOMIC_BITS.get(buf.dtype.name)
+        if bits is None or buf.scope != "global":
+            self.fail(f"T.atomic_{e.kind} on a {buf.scope} buffer of {buf.dtype} is not supported on "
+                      f"{self.target_name}", "use a global buffer of float16, bfloat16, float32, float64 or "
+                      "32- or 64-bit integers")  # fmt: skip
+        ptr = self.atomic_pointer(buf, self.offset(buf, e.target.indices))
+        order = E.MEMORY_ORDERS.index(e.memory_order)
+        if e.kind == "load":
+            return self.from_storage(f"tc_atomic_load_{bits}({ptr}, {order})", buf.dtype)
+        value = self.expr(e.value)
+        if e.kind == "store":
+            return f"tc_atomic_store_{bits}({ptr}, {self.to_storage(value, buf.dtype)}, {order})"
+        return f"tc_atomic_fetch_{ATOMIC_SUFFIX[buf.dtype.name]}({ptr}, {value}, {ATOMIC_OP[e.kind]}, {order})"
+
+    def atomic_pointer(self, buf: Buffer, offset: str) -> str:
+        """The address an atomic expression works on."""
+        return f"&{self.name(buf)}[{offset}]"
 
     def _s_Allocate(self, s: S.Allocate) -> None:
         if s.buffer.scope == "local.var":

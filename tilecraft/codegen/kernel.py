@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 
 from tilecraft.backend.codegen import DeviceCode
 from tilecraft.codegen.c_family import CFamilyPrinter, storage_type, value_type
+from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Var
@@ -27,6 +28,8 @@ def written_buffers(func: PrimFunc, *writers: type) -> set[int]:
     for n in walk(func.body):
         if isinstance(n, (S.BufferStore, AtomicUpdate)):
             written.add(id(n.buffer))
+        elif isinstance(n, E.AtomicValue) and n.kind != "load":
+            written.add(id(n.target.buffer))
         elif writers and isinstance(n, writers):
             written.add(id(n.dst))
     return written

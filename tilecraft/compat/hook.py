@@ -31,6 +31,7 @@ COMPAT_DOC = "docs/compat.md"
 RENAMED: dict[str, str] = {
     "tilelang.engine.callback": "tilecraft.cuda.callback",
     "tilelang.contrib": "tilecraft.compat.contrib",
+    "tilelang.rocm": "tilecraft.compat.rocm",
     # TileLang's warp-level MMA macro emitters (tilecraft.cuda.intrinsics is tilecraft's own, another API);
     # `tilelang.intrinsics` is their path in TileLang releases before the CUDA package.
     "tilelang.cuda.intrinsics": "tilecraft.compat.intrinsics",
@@ -206,12 +207,18 @@ def install() -> None:
             f"fresh process (tilecraft run-tilelang SCRIPT) so that `import {TILELANG}` means tilecraft"
         )
     sys.meta_path.insert(0, TileLangFinder())
+    from tilecraft.backend.execution import OUTPUTS_WITHOUT_ARRAYS
+
+    OUTPUTS_WITHOUT_ARRAYS[0] = "torch"  # TileLang's kernels return torch tensors
 
 
 def uninstall() -> None:
     """Remove the hook and forget every module imported under a TileLang name, and the `tvm` namespace
     bound under TVM's names."""
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, TileLangFinder)]
+    from tilecraft.backend.execution import OUTPUTS_WITHOUT_ARRAYS
+
+    OUTPUTS_WITHOUT_ARRAYS[0] = "numpy"
     for name in [n for n in sys.modules if _is_under(n, TILELANG)]:
         del sys.modules[name]
     for name in [n for n in sys.modules if _is_under(n, TVM)]:

@@ -232,6 +232,9 @@ class CuteDslPrinter(PythonLines):
             return "cute.arch.thread_idx()[0]"
         self.fail(f"intrinsic {e.op!r}")
 
+    def _e_AtomicValue(self, e: E.AtomicValue) -> str:
+        self.fail(f"T.atomic_{e.kind} as an expression (atomic_load, atomic_store, return_prev=True)")
+
     def _e_BufferLoad(self, e: E.BufferLoad) -> str:
         buf = e.buffer
         if buf.scope == "local.var":

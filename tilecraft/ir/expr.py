@@ -347,6 +347,32 @@ class BufferLoad(Expr):
     indices: tuple[Expr, ...]
 
 
+# The C++ memory orders an atomic expression may name, in the order of their ids (std::memory_order and
+# cuda::memory_order number them so; GCC's __ATOMIC_* constants too).
+MEMORY_ORDERS = ("relaxed", "consume", "acquire", "release", "acq_rel", "seq_cst")
+# What each kind of AtomicValue may name (a load cannot release, a store cannot acquire).
+ATOMIC_VALUE_ORDERS = {
+    "load": ("relaxed", "consume", "acquire", "seq_cst"),
+    "store": ("relaxed", "release", "seq_cst"),
+    "add": MEMORY_ORDERS,
+    "max": MEMORY_ORDERS,
+    "min": MEMORY_ORDERS,
+}
+
+
+@node
+class AtomicValue(Expr):
+    """An atomic access of one element as an expression: `load` gives the element; `store` writes
+    `value` into it (a statement's expression, of no use as a value); `add` / `max` / `min` update it
+    with `value` and give the value it held before. `target` is the element (a load of it), so passes
+    that rewrite loads rewrite the address too; `memory_order` is one of MEMORY_ORDERS."""
+
+    kind: str
+    target: BufferLoad
+    value: Expr | None = None
+    memory_order: str = "seq_cst"
+
+
 @node
 class Ramp(Expr):
     """The vector `base + i * stride` for i in 0..lanes; produced by vectorizing passes."""

@@ -44,6 +44,13 @@ from tilecraft.language.kernel import (
     sync_threads,
     use_swizzle,
 )
+from tilecraft.language.lanes import (
+    get_lane_idx,
+    get_warp_group_idx,
+    get_warp_idx,
+    get_warp_idx_sync,
+    shuffle_elect,
+)
 from tilecraft.language.loops import Parallel, Persistent, Pipelined, serial, unroll, vectorized
 from tilecraft.language.macro import macro
 from tilecraft.language.math import (
@@ -92,8 +99,10 @@ from tilecraft.language.tileops import (
     atomic_add,
     atomic_addx2,
     atomic_addx4,
+    atomic_load,
     atomic_max,
     atomic_min,
+    atomic_store,
     clear,
     copy,
     cummax,
@@ -134,7 +143,7 @@ globals().update(VECTOR_DTYPES)
 __all__ = [
     "And", "Broadcast", "Buffer", "Cast", "Fragment", "GemmWarpPolicy", "ClusterKernel", "Kernel", "Layout", "Not", "Or",
     "Parallel", "Persistent", "Pipelined", "Ramp", "Select", "StridedTensor", "Tensor", "abs", "align_up", "all_of", "alloc_fragment", "alloc_local",
-    "alloc_shared", "alloc_var", "annotate_layout", "any_of", "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_max", "atomic_min", "bfloat16",
+    "alloc_shared", "alloc_var", "annotate_layout", "any_of", "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_load", "get_lane_idx", "get_warp_group_idx", "get_warp_idx", "get_warp_idx_sync", "shuffle_elect", "atomic_max", "atomic_min", "atomic_store", "bfloat16",
     "bool", "call_intrin", "cast", "ceil", "ceildiv", "clear", "const", "copy", "cos", "cummax", "cummin", "cumsum", "double",
     "dynamic", "empty", "erf", "evaluate", "exp", "exp2", "fill", "float", "float4_e2m1fn", "float4_e2m1fnx2",
     "float6_e2m3fn", "float6_e3m2fn", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float16", "float32", "float64", "floor", "floordiv", "floormod", "func_attr", "gemm",

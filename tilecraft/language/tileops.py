@@ -241,32 +241,88 @@ def _atomic_broadcast(kind: str, region: BufferRegion, value) -> Stmt:
     return parallel_nest(loop_vars, extents, body, span)
 
 
-def _no_return_prev(what: str, return_prev: bool) -> None:
-    if return_prev:
-        raise IRError(
-            f"{what}(..., return_prev=True) is not supported: tilecraft's atomics are statements and do not "
-            "give the previous value; keep the value you need in a buffer written before the update"
-        )
+def _memory_order(what: str, kind: str, memory_order: str | None) -> str:
+    """The order of an atomic expression; None is relaxed for an update (as GPUs' plain atomics are) and
+    sequentially consistent for a load or store (as C++'s defaults are)."""
+    from tilecraft.ir.expr import ATOMIC_VALUE_ORDERS
+
+    if memory_order is None:
+        return "relaxed" if kind in ("add", "max", "min") else "seq_cst"
+    allowed = ATOMIC_VALUE_ORDERS[kind]
+    if memory_order not in allowed:
+        raise ValueError(f"{what} does not support memory_order={memory_order!r}; "
+                         f"use one of {', '.join(allowed)}")  # fmt: skip
+    return memory_order
+
+
+def _atomic_value(what: str, kind: str, target, value, memory_order: str | None) -> Expr:
+    """An atomic expression on one element: `target` must be an element (`B[i, j]`)."""
+    from tilecraft.ir.expr import AtomicValue
+
+    order = _memory_order(what, kind, memory_order)
+    if not isinstance(target, BufferLoad):
+        raise IRError(f"{what} takes one element (B[i, j]), got {type(target).__name__}; write a "
+                      "T.Parallel loop over the region for elementwise atomics")  # fmt: skip
+    if target.buffer.scope != "global":
+        raise IRError(f"{what} needs an element of global memory, got {target.buffer.scope} buffer "
+                      f"{target.buffer.name}; a block's own buffers need no atomics to be read or written")  # fmt: skip
+    operand = None if value is None else convert(value, target.dtype)
+    if operand is not None and operand.dtype != target.dtype:
+        from tilecraft.ir import expr as E
+
+        operand = E.cast(operand, target.dtype)
+    return AtomicValue(target.dtype, kind, target, operand, order, span=_span())
+
+
+def atomic_load(src, memory_order: str | None = None) -> Expr:
+    """The value of one element of global memory, read atomically (`memory_order`: relaxed, consume,
+    acquire or seq_cst, the default)."""
+    return _atomic_value("atomic_load", "load", src, None, memory_order)
+
+
+def atomic_store(dst, value, memory_order: str | None = None) -> Stmt:
+    """Write `value` into one element of global memory atomically (`memory_order`: relaxed, release or
+    seq_cst, the default)."""
+    from tilecraft.ir.stmt import Evaluate
+
+    return Evaluate(_atomic_value("atomic_store", "store", dst, value, memory_order), span=_span())
 
 
 def atomic_add(dst, value, memory_order: str | None = None, return_prev: bool = False,
-               use_tma: bool = False) -> AtomicOp | Stmt:  # fmt: skip
+               use_tma: bool = False) -> AtomicOp | Stmt | Expr:  # fmt: skip
     """Atomically add `value` (a scalar, or a buffer/region elementwise) into `dst` (an element, or every
     element of a buffer or region for a scalar). `use_tma` (TileLang's TMA reduction of a shared tile
     into global memory on Hopper) changes nothing in the result: every target makes the update with its
-    atomics."""
-    _no_return_prev("T.atomic_add", return_prev)
+    atomics. With `return_prev=True` the update of one element is an expression whose value is the
+    element's value before it."""
+    if return_prev:
+        return _atomic_value("atomic_add", "add", dst, value, memory_order)
+    _memory_order("atomic_add", "add", memory_order)
     return _atomic("add", dst, value)
 
 
-def atomic_max(dst, value, memory_order: str | None = None, return_prev: bool = False) -> AtomicOp | Stmt:
-    _no_return_prev("T.atomic_max", return_prev)
+def atomic_max(dst, value, memory_order: str | None = None,
+               return_prev: bool = False) -> AtomicOp | Stmt | Expr:  # fmt: skip
+    if return_prev:
+        return _atomic_value("atomic_max", "max", dst, value, memory_order)
+    _memory_order("atomic_max", "max", memory_order)
     return _atomic("max", dst, value)
 
 
-def atomic_min(dst, value, memory_order: str | None = None, return_prev: bool = False) -> AtomicOp | Stmt:
-    _no_return_prev("T.atomic_min", return_prev)
+def atomic_min(dst, value, memory_order: str | None = None,
+               return_prev: bool = False) -> AtomicOp | Stmt | Expr:  # fmt: skip
+    if return_prev:
+        return _atomic_value("atomic_min", "min", dst, value, memory_order)
+    _memory_order("atomic_min", "min", memory_order)
     return _atomic("min", dst, value)
+
+
+def _no_return_prev(what: str, return_prev: bool) -> None:
+    if return_prev:
+        raise IRError(
+            f"{what}(..., return_prev=True) is not supported: the paired forms are statements here; write "
+            "T.atomic_add(dst[i], value, return_prev=True) for each element"
+        )
 
 
 def atomic_addx2(dst, value, return_prev: bool = False) -> list[AtomicOp]:

@@ -128,6 +128,12 @@ class MetalPrinter(CFamilyPrinter):
     def _flag(e: E.Expr) -> str:
         return "true" if E.const_value(e) else "false"
 
+    def _e_AtomicValue(self, e: E.AtomicValue) -> str:
+        self.fail(f"T.atomic_{e.kind} as an expression (atomic_load, atomic_store, return_prev=True) is not "
+                  f"supported on {self.target_name}: Metal's atomic_load_explicit / atomic_fetch_add_explicit need device atomic_* typed buffers, which this target does not declare",
+                  "run the kernel on the CPU, CUDA or HIP target, or use the statement form (T.atomic_add without "
+                  "return_prev) and plain loads and stores ordered by the kernel's barriers")
+
     def _s_AtomicUpdate(self, s: AtomicUpdate) -> None:
         space = {"device": "g", "threadgroup": "l"}.get(address_space(s.buffer))
         print_space_atomic(self, s, _ATOMIC_SUFFIX, space, "int64_t")

@@ -103,6 +103,12 @@ class OpenCLPrinter(CFamilyPrinter):
         name = self.name(buf)
         return f"__local {ctype}* restrict {name} = (__local {ctype}*)((__local char*){SMEM} + {offset});"
 
+    def _e_AtomicValue(self, e: E.AtomicValue) -> str:
+        self.fail(f"T.atomic_{e.kind} as an expression (atomic_load, atomic_store, return_prev=True) is not "
+                  f"supported on {self.target_name}: OpenCL C 2.0's atomic_load_explicit / atomic_fetch_add_explicit need atomic_* typed buffers, which this target does not declare",
+                  "run the kernel on the CPU, CUDA or HIP target, or use the statement form (T.atomic_add without "
+                  "return_prev) and plain loads and stores ordered by the kernel's barriers")
+
     def _s_AtomicUpdate(self, s: AtomicUpdate) -> None:
         space = {"__global": "g", "__local": "l"}.get(address_space(s.buffer))
         print_space_atomic(self, s, ATOMIC_SUFFIX, space, "long")

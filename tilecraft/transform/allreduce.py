@@ -164,6 +164,25 @@ def group_width(target) -> int:
     return width if width is not None and width > 1 else DEFAULT_GROUP_WIDTH
 
 
+# The intrinsic that stands for the target's thread-group width in expressions (the lane helpers'
+# default warp size, T.get_lane_idx() and the rest); lower-thread-allreduce makes it a constant.
+GROUP_WIDTH_CALL = "thread_group_width"
+
+
+class _GroupWidth(Mutator):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.width = width
+
+    def mutate_Buffer(self, buf):
+        return buf
+
+    def mutate_Call(self, e: E.Call) -> E.Expr:
+        if e.op == GROUP_WIDTH_CALL:
+            return E.const(self.width, e.dtype)
+        return self.generic_mutate(e)
+
+
 def lower_thread_allreduce(simt: SimtFacts | None = None):
     """The `lower-thread-allreduce` pass, with the target's lane exchange (`simt`) or, without, through
     shared memory alone. Runs after flatten-thread-dims (one linear thread index)."""
@@ -172,6 +191,7 @@ def lower_thread_allreduce(simt: SimtFacts | None = None):
     def run(mod: IRModule, ctx) -> IRModule:
         """Every thread all-reduce is per-thread code: lane exchanges, then shared memory and a barrier."""
         mutator = _PerKernel(simt(ctx.target) if simt is not None else None, ctx.target)
-        return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)
+        width = _GroupWidth(group_width(ctx.target))
+        return mod.with_functions(f.with_body(mutator.mutate(width.mutate(f.body))) for f in mod.functions)
 
     return run

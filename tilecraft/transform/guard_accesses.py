@@ -145,6 +145,29 @@ class _Guard(Mutator):
         store = S.BufferStore(s.buffer, value, indices, span=s.span)
         return store if guard is None else S.IfThenElse(guard, store, span=s.span)
 
+    def mutate_AtomicValue(self, e: E.AtomicValue) -> E.Expr:
+        """An atomic expression out of bounds is not made: a load or an update gives zero."""
+        indices = tuple(self.mutate(i) for i in e.target.indices)
+        target = E.BufferLoad(e.target.dtype, e.target.buffer, indices)
+        guard = self._guard(e.target.buffer, indices)
+        with self._assuming(guard):
+            value = None if e.value is None else self.mutate(e.value)
+        atomic = dataclasses.replace(e, target=target, value=value)
+        return atomic if guard is None else E.select(guard, atomic, E.const(0, e.dtype))
+
+    def mutate_Evaluate(self, s: S.Evaluate) -> S.Stmt:
+        """An atomic store out of bounds is skipped, as a store is."""
+        if not (isinstance(s.value, E.AtomicValue) and s.value.kind == "store"):
+            return self.generic_mutate(s)
+        e = s.value
+        indices = tuple(self.mutate(i) for i in e.target.indices)
+        guard = self._guard(e.target.buffer, indices)
+        with self._assuming(guard):
+            value = self.mutate(e.value)
+        target = E.BufferLoad(e.target.dtype, e.target.buffer, indices)
+        stmt = S.Evaluate(dataclasses.replace(e, target=target, value=value), span=s.span)
+        return stmt if guard is None else S.IfThenElse(guard, stmt, span=s.span)
+
     def mutate_AtomicOp(self, s: S.AtomicOp) -> S.Stmt:
         op = self.generic_mutate(s)
         if not all(E.const_value(r.extent) == 1 for r in op.dst.ranges):

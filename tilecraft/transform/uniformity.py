@@ -144,4 +144,6 @@ def _written(s: S.Stmt) -> list[Buffer]:
         return [dst.buffer]
     if isinstance(s, S.Gemm):
         return [s.c.buffer]
-    return [n.buffer for n in walk(s) if isinstance(n, (S.BufferStore, AtomicUpdate))]
+    return [n.buffer for n in walk(s) if isinstance(n, (S.BufferStore, AtomicUpdate))] + [
+        n.target.buffer for n in walk(s) if isinstance(n, E.AtomicValue) and n.kind != "load"
+    ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion
-from tilecraft.ir.expr import BufferLoad
+from tilecraft.ir.expr import AtomicValue, BufferLoad
 from tilecraft.ir.function import PrimFunc
 from tilecraft.ir.visitor import Visitor
 
@@ -76,6 +76,14 @@ class _WriteFinder(Visitor):
 
     def visit_Print(self, node: S.Print) -> None:
         self.read(node.value)
+
+    def visit_AtomicValue(self, node: AtomicValue) -> None:
+        """An atomic load reads its element; a store or an update writes it."""
+        if node.kind != "load":
+            self.visit_Buffer(node.target.buffer)
+        self.visit(node.target.indices)
+        if node.value is not None:
+            self.visit(node.value)
 
     def visit_AnnotateLayout(self, node: S.AnnotateLayout) -> None:
         """A hint about how a buffer is laid out: no access at all."""

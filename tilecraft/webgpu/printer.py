@@ -536,6 +536,12 @@ class WgslPrinter(CFamilyPrinter):
         self.block(s.body)
         self.line("}")
 
+    def _e_AtomicValue(self, e: E.AtomicValue) -> str:
+        self.fail(f"T.atomic_{e.kind} as an expression (atomic_load, atomic_store, return_prev=True) is not "
+                  f"supported on {self.target_name}: WGSL's atomicLoad / atomicStore / atomicAdd work on atomic<i32> and atomic<u32> storage, which this target does not declare for them",
+                  "run the kernel on the CPU, CUDA or HIP target, or use the statement form (T.atomic_add without "
+                  "return_prev) and plain loads and stores ordered by the kernel's barriers")
+
     def _s_AtomicUpdate(self, s: AtomicUpdate) -> None:
         buf = s.buffer
         atomic = self.atomics.get(id(buf))

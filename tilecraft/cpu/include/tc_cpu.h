@@ -137,6 +137,56 @@ TC_INLINE void tc_atomic_rmw_f64(double* p, double v, int op) {
     } while (!__atomic_compare_exchange_n((uint64_t*)p, &old, upd, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 }
 
+/* ------------------------------------------------------------------ atomic expressions */
+
+/* T.atomic_load / T.atomic_store / return_prev=True updates: `o` is the memory order's id, which is
+   GCC's __ATOMIC_* value (relaxed 0 ... seq_cst 5); a compare-and-swap's failure order drops the release
+   half, which a failed exchange cannot have. */
+#define TC_FAIL_ORDER(o) ((o) == __ATOMIC_RELEASE ? __ATOMIC_RELAXED : (o) == __ATOMIC_ACQ_REL ? __ATOMIC_ACQUIRE : (o))
+#define TC_ATOMIC_LOAD_STORE(NAME, T)                                                            \
+    TC_INLINE T tc_atomic_load_##NAME(const T* p, int o) { T r; __atomic_load(p, &r, o); return r; } \
+    TC_INLINE void tc_atomic_store_##NAME(T* p, T v, int o) { __atomic_store(p, &v, o); }
+TC_ATOMIC_LOAD_STORE(u16, uint16_t)
+TC_ATOMIC_LOAD_STORE(f32, float)
+TC_ATOMIC_LOAD_STORE(f64, double)
+TC_ATOMIC_LOAD_STORE(i32, int32_t)
+TC_ATOMIC_LOAD_STORE(i64, int64_t)
+TC_ATOMIC_LOAD_STORE(u32, uint32_t)
+TC_ATOMIC_LOAD_STORE(u64, uint64_t)
+
+/* The update of a return_prev atomic (op 0 add, 1 max, 2 min): the value before it. */
+#define TC_ATOMIC_FETCH_INT(NAME, T)                                                             \
+    TC_INLINE T tc_atomic_fetch_##NAME(T* p, T v, int op, int o) {                               \
+        if (op == 0) return __atomic_fetch_add(p, v, o);                                         \
+        T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                            \
+        while ((op == 1 ? old < v : old > v) &&                                                  \
+               !__atomic_compare_exchange_n(p, &old, v, 1, o, TC_FAIL_ORDER(o))) {}              \
+        return old;                                                                              \
+    }
+TC_ATOMIC_FETCH_INT(i32, int32_t)
+TC_ATOMIC_FETCH_INT(i64, int64_t)
+TC_ATOMIC_FETCH_INT(u32, uint32_t)
+TC_ATOMIC_FETCH_INT(u64, uint64_t)
+
+/* Floats: compare-and-swap on the stored bits, computing in V (float, or double for float64). */
+#define TC_ATOMIC_FETCH_FLOAT(NAME, S, V, BITS, LOAD, STORE)                                     \
+    TC_INLINE V tc_atomic_fetch_##NAME(S* p, V v, int op, int o) {                               \
+        BITS* q = (BITS*)p;                                                                      \
+        BITS old = __atomic_load_n(q, __ATOMIC_RELAXED), upd;                                    \
+        for (;;) {                                                                               \
+            V cur = LOAD(old);                                                                   \
+            V nxt = op == 0 ? cur + v : op == 1 ? (v > cur ? v : cur) : (v < cur ? v : cur);     \
+            upd = STORE(nxt);                                                                    \
+            if (__atomic_compare_exchange_n(q, &old, upd, 1, o, TC_FAIL_ORDER(o))) return cur;   \
+        }                                                                                        \
+    }
+TC_INLINE double tc_bits_to_f64(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
+TC_INLINE uint64_t tc_f64_to_bits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
+TC_ATOMIC_FETCH_FLOAT(f32, float, float, uint32_t, tc_id_f32, tc_f32_to_bits)
+TC_ATOMIC_FETCH_FLOAT(f64, double, double, uint64_t, tc_bits_to_f64, tc_f64_to_bits)
+TC_ATOMIC_FETCH_FLOAT(f16, uint16_t, float, uint16_t, tc_h2f, tc_f2h)
+TC_ATOMIC_FETCH_FLOAT(bf16, uint16_t, float, uint16_t, tc_bf2f, tc_f2bf)
+
 /* ------------------------------------------------------------------ bounds checks (debug) */
 
 /* One call's out-of-bounds report: the 1-based site of the first bad access (-1: no block storage)

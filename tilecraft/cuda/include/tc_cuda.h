@@ -184,6 +184,100 @@ TC_DEVICE void tc_atomic_rmw_16(uint16_t* p, float v, int op, int is_bf16) {
 TC_DEVICE void tc_atomic_rmw_f16(uint16_t* p, float v, int op) { tc_atomic_rmw_16(p, v, op, 0); }
 TC_DEVICE void tc_atomic_rmw_bf16(uint16_t* p, float v, int op) { tc_atomic_rmw_16(p, v, op, 1); }
 
+// ------------------------------------------------------------------ atomic expressions
+
+// T.atomic_load / T.atomic_store / return_prev=True updates. `o` is the memory order's id (relaxed 0,
+// consume 1, acquire 2, release 3, acq_rel 4, seq_cst 5); the device's atomics are relaxed, so the
+// order is made by device-scope fences around them: a release half fences before, an acquire half after.
+TC_DEVICE void tc_order_before(int o) { if (o >= 3) __threadfence(); }
+TC_DEVICE void tc_order_after(int o) { if (o == 1 || o == 2 || o >= 4) __threadfence(); }
+#define TC_ATOMIC_LOAD_STORE(NAME, T)                                                                  \
+    TC_DEVICE T tc_atomic_load_##NAME(const T* p, int o) {                                             \
+        if (o == 5) __threadfence();                                                                   \
+        T r = *(const volatile T*)p;                                                                   \
+        tc_order_after(o);                                                                             \
+        return r;                                                                                      \
+    }                                                                                                  \
+    TC_DEVICE void tc_atomic_store_##NAME(T* p, T v, int o) {                                          \
+        tc_order_before(o);                                                                            \
+        *(volatile T*)p = v;                                                                           \
+        if (o == 5) __threadfence();                                                                   \
+    }
+TC_ATOMIC_LOAD_STORE(u16, uint16_t)
+TC_ATOMIC_LOAD_STORE(f32, float)
+TC_ATOMIC_LOAD_STORE(f64, double)
+TC_ATOMIC_LOAD_STORE(i32, int32_t)
+TC_ATOMIC_LOAD_STORE(i64, int64_t)
+TC_ATOMIC_LOAD_STORE(u32, uint32_t)
+TC_ATOMIC_LOAD_STORE(u64, uint64_t)
+
+// The update of a return_prev atomic (op 0 add, 1 max, 2 min): the value before it.
+#define TC_ATOMIC_FETCH_INT(NAME, T, U)                                                                \
+    TC_DEVICE T tc_atomic_fetch_##NAME(T* p, T v, int op, int o) {                                     \
+        tc_order_before(o);                                                                            \
+        T r = (T)(op == 0 ? atomicAdd((U*)p, (U)v) : op == 1 ? atomicMax((U*)p, (U)v) : atomicMin((U*)p, (U)v)); \
+        tc_order_after(o);                                                                             \
+        return r;                                                                                      \
+    }
+TC_ATOMIC_FETCH_INT(i32, int32_t, int)
+TC_ATOMIC_FETCH_INT(u32, uint32_t, unsigned int)
+TC_ATOMIC_FETCH_INT(u64, uint64_t, unsigned long long)
+TC_DEVICE int64_t tc_atomic_fetch_i64(int64_t* p, int64_t v, int op, int o) {
+    tc_order_before(o);
+    int64_t r = op == 0 ? (int64_t)atomicAdd((unsigned long long*)p, (unsigned long long)v)
+              : op == 1 ? (int64_t)atomicMax((long long*)p, (long long)v) : (int64_t)atomicMin((long long*)p, (long long)v);
+    tc_order_after(o);
+    return r;
+}
+// Floats: compare-and-swap on the stored bits (16-bit ones in their containing 32-bit word).
+TC_DEVICE float tc_atomic_fetch_f32(float* p, float v, int op, int o) {
+    tc_order_before(o);
+    unsigned int* u = (unsigned int*)p;
+    unsigned int old = *(volatile unsigned int*)u, assumed;
+    float cur;
+    do {
+        assumed = old;
+        cur = __uint_as_float(assumed);
+        float nxt = op == 0 ? cur + v : op == 1 ? fmaxf(cur, v) : fminf(cur, v);
+        old = atomicCAS(u, assumed, __float_as_uint(nxt));
+    } while (old != assumed);
+    tc_order_after(o);
+    return cur;
+}
+TC_DEVICE double tc_atomic_fetch_f64(double* p, double v, int op, int o) {
+    tc_order_before(o);
+    unsigned long long* u = (unsigned long long*)p;
+    unsigned long long old = *(volatile unsigned long long*)u, assumed;
+    double cur;
+    do {
+        assumed = old;
+        cur = __longlong_as_double((long long)assumed);
+        double nxt = op == 0 ? cur + v : op == 1 ? fmax(cur, v) : fmin(cur, v);
+        old = atomicCAS(u, assumed, (unsigned long long)__double_as_longlong(nxt));
+    } while (old != assumed);
+    tc_order_after(o);
+    return cur;
+}
+TC_DEVICE float tc_atomic_fetch_16(uint16_t* p, float v, int op, int o, int is_bf16) {
+    tc_order_before(o);
+    unsigned int* word = (unsigned int*)((uintptr_t)p & ~(uintptr_t)3);
+    unsigned int shift = ((uintptr_t)p & 2) ? 16 : 0;
+    unsigned int old = *(volatile unsigned int*)word, assumed;
+    float cur;
+    do {
+        assumed = old;
+        uint16_t bits = (uint16_t)(assumed >> shift);
+        cur = is_bf16 ? tc_bf2f(bits) : tc_h2f(bits);
+        float nxt = op == 0 ? cur + v : op == 1 ? fmaxf(cur, v) : fminf(cur, v);
+        uint16_t nb = is_bf16 ? tc_f2bf(nxt) : tc_f2h(nxt);
+        old = atomicCAS(word, assumed, (assumed & ~(0xffffu << shift)) | ((unsigned int)nb << shift));
+    } while (old != assumed);
+    tc_order_after(o);
+    return cur;
+}
+TC_DEVICE float tc_atomic_fetch_f16(uint16_t* p, float v, int op, int o) { return tc_atomic_fetch_16(p, v, op, o, 0); }
+TC_DEVICE float tc_atomic_fetch_bf16(uint16_t* p, float v, int op, int o) { return tc_atomic_fetch_16(p, v, op, o, 1); }
+
 // ------------------------------------------------------------------ async copies (sm_80)
 
 TC_DEVICE uint32_t tc_smem_addr(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }

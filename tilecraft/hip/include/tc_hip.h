@@ -154,4 +154,61 @@ TC_DEVICE void tc_atomic_rmw_16(uint16_t* p, float v, int op, int is_bf16) {
 TC_DEVICE void tc_atomic_rmw_f16(uint16_t* p, float v, int op) { tc_atomic_rmw_16(p, v, op, 0); }
 TC_DEVICE void tc_atomic_rmw_bf16(uint16_t* p, float v, int op) { tc_atomic_rmw_16(p, v, op, 1); }
 
+// ------------------------------------------------------------------ atomic expressions
+
+// T.atomic_load / T.atomic_store / return_prev=True updates at agent scope, with the named memory order:
+// `o` is its id, which is clang's __ATOMIC_* value (relaxed 0 ... seq_cst 5); a compare-and-swap's
+// failure order drops the release half, which a failed exchange cannot have.
+#define TC_FAIL_ORDER(o) ((o) == __ATOMIC_RELEASE ? __ATOMIC_RELAXED : (o) == __ATOMIC_ACQ_REL ? __ATOMIC_ACQUIRE : (o))
+#define TC_ATOMIC_LOAD_STORE(NAME, T)                                                                  \
+    TC_DEVICE T tc_atomic_load_##NAME(const T* p, int o) { return __hip_atomic_load((T*)p, o, TC_AGENT); } \
+    TC_DEVICE void tc_atomic_store_##NAME(T* p, T v, int o) { __hip_atomic_store(p, v, o, TC_AGENT); }
+TC_ATOMIC_LOAD_STORE(u16, uint16_t)
+TC_ATOMIC_LOAD_STORE(f32, float)
+TC_ATOMIC_LOAD_STORE(f64, double)
+TC_ATOMIC_LOAD_STORE(i32, int32_t)
+TC_ATOMIC_LOAD_STORE(i64, int64_t)
+TC_ATOMIC_LOAD_STORE(u32, uint32_t)
+TC_ATOMIC_LOAD_STORE(u64, uint64_t)
+
+// The update of a return_prev atomic (op 0 add, 1 max, 2 min): the value before it.
+#define TC_ATOMIC_FETCH_INT(NAME, T)                                                                   \
+    TC_DEVICE T tc_atomic_fetch_##NAME(T* p, T v, int op, int o) {                                     \
+        return op == 0 ? __hip_atomic_fetch_add(p, v, o, TC_AGENT)                                     \
+             : op == 1 ? __hip_atomic_fetch_max(p, v, o, TC_AGENT) : __hip_atomic_fetch_min(p, v, o, TC_AGENT); \
+    }
+TC_ATOMIC_FETCH_INT(i32, int32_t)
+TC_ATOMIC_FETCH_INT(i64, int64_t)
+TC_ATOMIC_FETCH_INT(u32, uint32_t)
+TC_ATOMIC_FETCH_INT(u64, uint64_t)
+// Floats: compare-and-swap on the stored bits (16-bit ones in their containing 32-bit word).
+#define TC_ATOMIC_FETCH_FLOAT(NAME, T, BITS)                                                           \
+    TC_DEVICE T tc_atomic_fetch_##NAME(T* p, T v, int op, int o) {                                     \
+        BITS* word = (BITS*)p;                                                                         \
+        BITS seen = __hip_atomic_load(word, __ATOMIC_RELAXED, TC_AGENT);                               \
+        for (;;) {                                                                                     \
+            T cur = __builtin_bit_cast(T, seen);                                                       \
+            T nxt = op == 0 ? cur + v : op == 1 ? (v > cur ? v : cur) : (v < cur ? v : cur);           \
+            if (__hip_atomic_compare_exchange_strong(word, &seen, __builtin_bit_cast(BITS, nxt), o,    \
+                                                     TC_FAIL_ORDER(o), TC_AGENT)) return cur;          \
+        }                                                                                              \
+    }
+TC_ATOMIC_FETCH_FLOAT(f32, float, uint32_t)
+TC_ATOMIC_FETCH_FLOAT(f64, double, uint64_t)
+TC_DEVICE float tc_atomic_fetch_16(uint16_t* p, float v, int op, int o, int is_bf16) {
+    uint32_t* word = (uint32_t*)((uintptr_t)p & ~(uintptr_t)3);
+    uint32_t shift = ((uintptr_t)p & 2) ? 16 : 0;
+    uint32_t seen = __hip_atomic_load(word, __ATOMIC_RELAXED, TC_AGENT);
+    for (;;) {
+        uint16_t bits = (uint16_t)(seen >> shift);
+        float cur = is_bf16 ? tc_bf2f(bits) : tc_h2f(bits);
+        float nxt = op == 0 ? cur + v : op == 1 ? (v > cur ? v : cur) : (v < cur ? v : cur);
+        uint16_t nb = is_bf16 ? tc_f2bf(nxt) : tc_f2h(nxt);
+        uint32_t upd = (seen & ~(0xffffu << shift)) | ((uint32_t)nb << shift);
+        if (__hip_atomic_compare_exchange_strong(word, &seen, upd, o, TC_FAIL_ORDER(o), TC_AGENT)) return cur;
+    }
+}
+TC_DEVICE float tc_atomic_fetch_f16(uint16_t* p, float v, int op, int o) { return tc_atomic_fetch_16(p, v, op, o, 0); }
+TC_DEVICE float tc_atomic_fetch_bf16(uint16_t* p, float v, int op, int o) { return tc_atomic_fetch_16(p, v, op, o, 1); }
+
 #endif  // TILECRAFT_TC_HIP_H

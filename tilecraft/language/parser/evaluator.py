@@ -273,7 +273,7 @@ class Evaluator:
                 raise ParseError(exc.message, builder.span, exc.hint) from None
             raise
         except USER_ERRORS as exc:
-            raise ParseError(_user_message(exc), builder.span) from None
+            raise _located_error(exc)(_user_message(exc), builder.span) from None
         finally:
             builder.span = saved
 
@@ -304,6 +304,15 @@ def _view_data_nodes(call: ast.Call) -> list[ast.expr]:
 def _did_you_mean(name: str, candidates) -> str | None:
     close = difflib.get_close_matches(name, list(candidates), n=3)
     return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else None
+
+
+class ParseValueError(ParseError, ValueError):
+    """A T.* call refused an argument's value (a ValueError): located like any ParseError, and still a
+    ValueError for code that catches the call's own error class."""
+
+
+def _located_error(exc: Exception) -> type[ParseError]:
+    return ParseValueError if isinstance(exc, ValueError) else ParseError
 
 
 def _user_message(exc: Exception) -> str:
