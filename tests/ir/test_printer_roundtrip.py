@@ -500,6 +500,19 @@ def case_atomics():
 
 
 @case
+def case_atomic_values():
+    @T.prim_func
+    def atomic_values(C: T.Tensor((64,), "float32"), counts: T.Tensor((8,), "int32"), P: T.Tensor((64,), "float32")):
+        with T.Kernel(2, threads=128) as bx:
+            P[bx] = T.atomic_add(C[bx], 1.0, return_prev=True)
+            P[bx + 2] = T.atomic_max(C[bx + 4], 2.0, memory_order="acquire", return_prev=True)
+            P[bx + 8] = T.atomic_load(C[bx + 16], memory_order="relaxed")
+            T.atomic_store(counts[bx], 3, memory_order="release")
+
+    return atomic_values
+
+
+@case
 def case_cross_thread_reductions():
     @T.prim_func
     def cross_thread_reductions(A: T.Tensor((64, 32), "float32"), B: T.Tensor((64,), "float32")):
