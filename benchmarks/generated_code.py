@@ -63,10 +63,13 @@ def compare(a: Path, b: Path) -> int:
     pairs = changed = 0
     for folder in sorted(p for p in b.iterdir() if p.is_dir()):
         names = sorted(p.name for p in folder.glob("*.txt"))
+        new = [n for n in names if not (a / folder.name / n).exists()]  # kernels only tree B has
+        names = [n for n in names if n not in new]
         differ = [n for n in names if _normalized(a / folder.name / n) != _normalized(folder / n)]
         pairs, changed = pairs + len(names), changed + len(differ)
         print(
             f"{folder.name}: {len(names)} pairs, {len(differ)} differ" + "".join(f"\n  {n}" for n in differ)
+            + "".join(f"\n  (new) {n}" for n in new)
         )
     print(f"total: {pairs} pairs, {changed} differ")
     return 1 if changed else 0

@@ -28,7 +28,7 @@ from tilecraft.cuda.transform.strict_layouts import (
 )
 from tilecraft.cuda.transform.tma_store_waits import place_tma_store_waits
 from tilecraft.cuda.transform.vectorize_loops import vectorize_loops
-from tilecraft.cuda.transform.warp_specialize import warp_specialize
+from tilecraft.cuda.transform.warp_specialize import room_for_producer, tile_array_registers, warp_specialize
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.visitor import Mutator
@@ -38,6 +38,7 @@ from tilecraft.transform.bounds_checks import mark_bounds_checks
 from tilecraft.transform.buffer_views import lower_buffer_views
 from tilecraft.transform.guard_accesses import guard_accesses
 from tilecraft.transform.layout_annotations import apply_layout_annotations
+from tilecraft.transform.loop_start import normalize_pipelined_loops
 from tilecraft.transform.rasterize import rasterize_blocks
 from tilecraft.transform.shared_scopes import narrow_shared_scopes
 from tilecraft.transform.simplify import simplify_pass
@@ -126,8 +127,9 @@ def cuda_lower_to_threads(mod: IRModule, ctx) -> IRModule:
     for f in mod.functions:
         wgmma = on_wgmma_path(f)
         # TMA loads fill wgmma operand tiles, so they exist where wgmma does
+        slices = room_for_producer(tile_array_registers(f.body))
         copy = partial(lower_copy, tma=wgmma and tma, tma_store=_tma_stores(wgmma, ctx), stmatrix=stmatrix,
-                       unsuited=unsuited_copies(f.body))  # fmt: skip
+                       unsuited=unsuited_copies(f.body), tma_slices=slices)  # fmt: skip
         table = {**OP_TABLE, S.Copy: copy}
         lowered = lower_to_threads(table, cuda_simt)(mod.with_functions([f]), ctx).functions
         # the decision is in the instructions now (wgmma calls, TMA copies); no later pass reads it
@@ -153,6 +155,7 @@ PIPELINE = PassPipeline(
         cuda_split_staging_tiles,  # a staging tile past the shared-memory limit beside the stages: column blocks
         cuda_infer_layouts,  # fragment layouts (mma/wgmma accumulators, propagation, defaults); gemm tiles
         cuda_lower_to_threads,  # tile ops and T.Parallel nests -> per-thread code; fragments -> registers
+        normalize_pipelined_loops,  # T.Pipelined(start, end) -> a loop from 0 reading k + start
         async_gathers,  # element gathers into shared tiles in T.Pipelined loops -> zero-filling cp.async
         inject_software_pipeline,  # T.Pipelined with cp.async / TMA (mbarrier ring) -> multi-stage buffers
         sink_tma_waits,  # a TMA load outside a pipeline is waited for at its tile's first use

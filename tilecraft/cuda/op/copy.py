@@ -10,7 +10,8 @@ with edge predicates on global operands either way. T.fill is the shared SIMT fi
 On sm_90a (`tma=True`), a copy from global memory into a wgmma operand tile is a TMA load (`TmaCopy`):
 one box per swizzle column block of the tile, through a tensor map whose swizzle span is the tile's
 (so the boxes land in the canonical layout wgmma reads) and whose edges read zero; a copy into a 2-D
-tile without a layout (rows of at most 256 elements and a multiple of 16 bytes) is one unswizzled box.
+tile without a layout (rows of at most 256 elements and a multiple of 16 bytes) is one unswizzled box,
+and so is a copy into a 1-D tile (one row) where the kernel has room for a producer warpgroup.
 A copy that TMA cannot do stays on the 16-byte chunks, with a note under TILECRAFT_VERBOSE.
 """
 
@@ -48,12 +49,14 @@ def lower_copy(
     tma_store: bool = False,
     stmatrix: bool = False,
     unsuited: frozenset[int] = frozenset(),
+    tma_slices: bool = False,
 ) -> S.Stmt:
-    """`tma` allows TMA loads into wgmma operand tiles (sm_90a without tl.disable_tma_lower), `tma_store`
+    """`tma` allows TMA loads into wgmma operand tiles (sm_90a without tl.disable_tma_lower), `tma_slices`
+    TMA loads into 1-D tiles too (where the kernel has room for a producer warpgroup), `tma_store`
     TMA stores of shared tiles (op/tma_store.py), `stmatrix` fragment -> shared copies through stmatrix
     (op/stmatrix.py); `unsuited`: the ids of copies neither may take (tma_store.unsuited_copies)."""
     if tma:
-        loads = _tma_copy(op, ctx)
+        loads = _tma_copy(op, ctx, tma_slices)
         if loads is not None:
             return loads
     if tma_store:
@@ -78,7 +81,7 @@ def lower_copy(
 # ---------------------------------------------------------------- TMA (sm_90a)
 
 
-def _tma_copy(op: S.Copy, ctx) -> S.Stmt | None:
+def _tma_copy(op: S.Copy, ctx, slices: bool) -> S.Stmt | None:
     """The copy as TMA boxes into a wgmma operand tile or a row-major 2-D tile, or None (not such a copy,
     or TMA cannot do it)."""
     src, dst = op.src, op.dst
@@ -86,6 +89,10 @@ def _tma_copy(op: S.Copy, ctx) -> S.Stmt | None:
     if src.buffer.scope != "global" or dst.buffer.scope not in SHARED:
         return None
     if layout is None:
+        if len(dst.buffer.shape) == 1 and not slices:
+            settings.verbose_note(op.span, f"T.copy into 1-D tile {dst.buffer.name} stays on cp.async (no TMA): "
+                                  "the kernel's per-thread arrays leave no room for a producer warpgroup")
+            return None
         return _tma_row_major(op)
     if isinstance(layout, SharedLayout) and layout.kind == "swizzle16":
         return _tma_swizzle16(op, layout)
@@ -106,16 +113,18 @@ def _tma_copy(op: S.Copy, ctx) -> S.Stmt | None:
 
 
 def _tma_row_major(op: S.Copy) -> S.Stmt | None:
-    """A 2-D tile without a layout (a packed weight tile a dequantization reads, not a gemm operand) as
-    one box of whole rows through an unswizzled map, as TileLang loads every tile of a Hopper pipeline:
-    so a loop of such tiles and wgmma tiles is all TMA and gets a producer warpgroup. (1-D slices, a
-    flash-attention backward's lse, stay on cp.async: see benchmarks/NOTES-tilelang-regression.md.)"""
+    """A 1-D or 2-D tile without a layout (a packed weight tile a dequantization reads, a flash-attention
+    backward's slice of lse: not gemm operands) as one box of whole rows through an unswizzled map (a
+    1-D tile is one row), as TileLang loads every tile of a Hopper pipeline: so a loop of such tiles and
+    wgmma tiles is all TMA and may get a producer warpgroup. A 1-D slice (a few hundred bytes) gains
+    nothing from TMA but that producer, so it takes TMA only where the kernel's arrays leave room for
+    one (`lower_copy`'s `tma_slices`); elsewhere it stays on cp.async, which needs no barrier ring."""
     src, dst = op.src, op.dst
-    if len(dst.buffer.shape) != 2 or src.dtype != dst.dtype or dst.dtype.bits not in (8, 16, 32):
+    if len(dst.buffer.shape) not in (1, 2) or src.dtype != dst.dtype or dst.dtype.bits not in (8, 16, 32):
         return None
     if dst.dtype.is_bool:
         return None  # no tensor-map data type
-    rows, cols = (E.const_value(d) for d in dst.buffer.shape)
+    rows, cols = (E.const_value(d) for d in (E.const(1), *dst.buffer.shape)[-2:])
     if not isinstance(rows, int) or not isinstance(cols, int):
         return None
     reason = _row_refusal(rows, cols, dst.dtype) or tensor_map_refusal(op, src, dst, rows, "taken from")

@@ -90,6 +90,8 @@ def tensor_map_refusal(op: S.Copy, tensor: BufferRegion, tile: BufferRegion, row
     if not all(isinstance(e, int) for e in extents):
         return "the region's extents are not constants"
     shape = [E.const_value(d) for d in tile.buffer.shape]
+    if len(shape) == 1 and rows == 1:
+        shape = [1, *shape]  # a 1-D tile is one row of a box (a load's slice of a row-major tensor)
     if len(shape) != 2 or not whole_region(tile):
         return f"the region is not a whole 2-D tile {how} the tensor ({tile.buffer.name} is not used whole as 2-D)"
     if rows_dim(tensor, shape[0]) is None or extents[-1] != shape[1]:

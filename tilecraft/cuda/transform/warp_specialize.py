@@ -1,6 +1,7 @@
 """Warp specialization of TMA pipelines (sm_90a): a producer warpgroup issues the loads.
 
-Which loops: the only `T.Pipelined` loop of a kernel (num_stages >= 1, starting at 0) whose tiles are
+Which loops: the only `T.Pipelined` loop of a kernel (num_stages >= 1, counting from 0, as
+normalize-pipelined-loops makes every one) whose tiles are
 all loaded by unconditional TMA copies at the top level of its body (no cp.async, no tile loaded by the
 threads' own loads, no tile filled by two copies), at the kernel's top level (below its lets,
 allocations and layout annotations, not inside another loop or branch), in a kernel of 128 or 256
@@ -134,6 +135,30 @@ def array_registers(body: S.Stmt) -> int:
                 elements *= value if isinstance(value, int) else 0
             total += elements * n.buffer.dtype.bytes
     return -(-total // 4)
+
+
+def tile_array_registers(body: S.Stmt) -> int:
+    """`array_registers` of a kernel before lower-to-threads: each fragment takes its layout's registers
+    (the AnnotateLayout infer-layouts gave it), the other per-thread arrays their elements."""
+    layouts = {id(n.buffer): n.layout for n in walk(body) if isinstance(n, S.AnnotateLayout)}
+    total = 0
+    for n in walk(body):
+        if not isinstance(n, S.Allocate) or n.buffer.scope not in PER_THREAD_SCOPES:
+            continue
+        layout = layouts.get(id(n.buffer))
+        elements = getattr(layout, "num_registers", None)
+        if elements is None:
+            elements = 1
+            for dim in n.buffer.shape:
+                value = E.const_value(dim)
+                elements *= value if isinstance(value, int) else 0
+        total += elements * n.buffer.dtype.bytes
+    return -(-total // 4)
+
+
+def room_for_producer(registers: int) -> bool:
+    """Consumers whose arrays take `registers` a thread fit beside a producer warpgroup (ONE_BLOCK's)."""
+    return registers + REGISTER_MARGIN <= ONE_BLOCK.consumer
 
 
 def register_split(consumer_threads: int, general: bool, registers: int) -> RegisterSplit:

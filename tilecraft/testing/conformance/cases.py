@@ -17,6 +17,7 @@ import numpy as np
 import tilecraft.language as T
 from tilecraft.testing.conformance import attention_bhsd as AB
 from tilecraft.testing.conformance import attention_bshd as AS
+from tilecraft.testing.conformance import attention_bwd as BW
 from tilecraft.testing.conformance import block_sparse as BS
 from tilecraft.testing.conformance import clusters as CL
 from tilecraft.testing.conformance import convolution as CV
@@ -524,6 +525,8 @@ CASES = [
     # T.annotate_layout on global buffers: storage permuted, every access through the layout.
     Case("global_layout_dq_atomics", G.dq_accumulate, G.dq_inputs, G.dq_reference, 1e-3),
     Case("global_layout_region_ops", G.region_ops, G.region_inputs, G.region_reference),
+    # A causal backward pass: a pipelined loop from the diagonal, 1-D lse / Delta slices, dQ by atomics.
+    Case("attention_backward_causal_from_the_diagonal", BW.causal_backward, BW.inputs, BW.reference, 1e-2),
     # A register-resident gemm operand copied into every warp of its row block.
     Case("gemm_register_a_from_global", R.fragment_a_from_global, R.moe_inputs, R.moe_reference, 3e-3),
     Case("gemm_register_a_from_accumulator", R.fragment_a_from_accumulator, R.gqa_inputs, R.gqa_reference, 3e-3),
