@@ -10,7 +10,7 @@ from tilecraft.testing.conformance.attention_bwd import causal_backward
 
 
 def _kernel(source: str) -> str:
-    return source[source.index('extern "C" __global__'):]
+    return source[source.index('extern "C" __global__') :]
 
 
 def test_the_loop_from_the_diagonal_gets_a_producer_and_tma_slices():

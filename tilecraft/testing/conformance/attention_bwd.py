@@ -97,7 +97,16 @@ def inputs(rng) -> list[np.ndarray]:
     out = np.einsum("bhqk,bhkd->bhqd", p, v.astype(np.float64))
     delta = (out * do.astype(np.float64)).sum(-1)
     poisoned = [np.full(SHAPE, np.nan, dt) for dt in (np.float16, np.float16)]
-    return [q, k, v, do, lse.astype(np.float32), delta.astype(np.float32), np.zeros(SHAPE, np.float32), *poisoned]
+    return [
+        q,
+        k,
+        v,
+        do,
+        lse.astype(np.float32),
+        delta.astype(np.float32),
+        np.zeros(SHAPE, np.float32),
+        *poisoned,
+    ]
 
 
 def reference(arrays) -> dict[int, np.ndarray]:
