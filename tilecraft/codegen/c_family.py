@@ -541,8 +541,15 @@ class CFamilyPrinter:
             self.packed_store(s)
             return
         raw = self.raw_copy(s)
+        if raw is None:
+            raw = self.fused_store(s)
         value = raw if raw is not None else self.to_storage(self.stored(s.value, buf.dtype), buf.dtype)
         self.line(self.store_line(buf, self.offset(buf, s.indices), value))
+
+    def fused_store(self, s: S.BufferStore) -> str | None:
+        """The stored form of `s.value` computed by one instruction of the target in the storage type,
+        where that gives the value the computation type would round to (None: compute it as usual)."""
+        return None
 
     def packed_store(self, s: S.BufferStore) -> None:
         """A store into packed memory: a pair of values (a 2-lane `vector`, whose first element is even)

@@ -33,6 +33,7 @@ from tilecraft.cuda.ir import (
     WgmmaWait,
 )
 from tilecraft.cuda.storage import SHARED_SCOPES
+from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
@@ -366,6 +367,22 @@ class CudaPrinter(CFamilyPrinter):
             self.line(f"{reg} = {value};")
         self.indent -= 1
         self.line("}")
+
+    def fused_store(self, s: S.BufferStore) -> str | None:
+        """`x * y + z` stored into float16 from float16 elements (a GEMV accumulating in float16) is one
+        `fma.rn.f16`: the exact product and sum rounded once to float16. The float32 path computes the
+        same exact product, rounds the sum to float32 and then to float16, which is that value except
+        where the first rounding lands on a float16 midpoint; it costs four conversions per
+        multiply-add, which made such loops compute-bound."""
+        value = s.value
+        if s.buffer.dtype != dt.float16 or not isinstance(value, E.Add) or value.dtype != dt.float16:
+            return None
+        for product, addend in ((value.a, value.b), (value.b, value.a)):
+            if isinstance(product, E.Mul) and product.dtype == dt.float16:
+                bits = [self.raw_value(x, dt.float16) for x in (product.a, product.b, addend)]
+                if all(b is not None for b in bits):
+                    return f"tc_hfma({bits[0]}, {bits[1]}, {bits[2]})"
+        return None
 
     def _converted(self, value: str, src, dst) -> str:
         """The stored form in `dst` of `value` (C text of a `src` value), converted as a cast would."""

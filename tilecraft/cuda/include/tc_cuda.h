@@ -50,6 +50,12 @@ TC_DEVICE uint16_t tc_f2bf(float f) {
     return b;
 }
 TC_DEVICE float tc_round_f16(float f) { return tc_h2f(tc_f2h(f)); }
+// a * b + c of float16 bits, rounded once (the printer's fused_store)
+TC_DEVICE uint16_t tc_hfma(uint16_t a, uint16_t b, uint16_t c) {
+    uint16_t d;
+    asm("fma.rn.f16 %0, %1, %2, %3;" : "=h"(d) : "h"(a), "h"(b), "h"(c));
+    return d;
+}
 TC_DEVICE float tc_round_bf16(float f) { return tc_bf2f(tc_f2bf(f)); }
 
 #define TC_FN TC_DEVICE
