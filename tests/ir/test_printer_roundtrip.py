@@ -673,6 +673,18 @@ def case_im2col():
     return im2col
 
 
+@case
+def case_device_assert():
+    @T.prim_func
+    def device_assert(A: T.Tensor((64,), "int32")):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                T.device_assert(A[i] >= 0, "negative \"count\"")
+                T.device_assert(A[i])
+
+    return device_assert
+
+
 def module_of_two():
     @T.prim_func
     def producer(A: T.Tensor((M,), "float32")):
@@ -811,6 +823,13 @@ def test_im2col_expands_to_a_guarded_parallel_nest():
     ]
     assert len(nodes_of(func, stmt.IfThenElse)) == 1
     assert "for i, j in T.Parallel(64, 32):" in print_ir(func)
+
+
+def test_device_assert_is_an_effect_call_with_its_message():
+    func = CASES["device_assert"]()
+    calls = [n.value for n in nodes_of(func, stmt.Evaluate)]
+    assert [(c.op, c.args[1].value) for c in calls] == [("device_assert", 'negative "count"'), ("device_assert", "")]
+    assert calls[1].args[0].dtype.is_bool  # an integer condition is compared with zero
 
 
 def test_for_kinds_and_starts():
