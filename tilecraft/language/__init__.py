@@ -175,6 +175,7 @@ from tilecraft.language.barriers import (  # noqa: E402
     ws,
 )
 from tilecraft.language.extern import access_ptr, alloc_buffer, call_extern, dp4a, import_source  # noqa: E402
+from tilecraft.language.gemm_sp import gemm_sp  # noqa: E402
 from tilecraft.language.im2col import c2d_im2col, im2col  # noqa: E402
 from tilecraft.language.kernel import (  # noqa: E402
     annotate_consumer_reg_alloc,
@@ -253,6 +254,7 @@ __all__ += [
     "disable_warp_group_reg_alloc",
     "device_assert",
     "dtype",
+    "gemm_sp",
     "im2col",
     "no_set_max_nreg",
     "reinterpret",
