@@ -404,7 +404,7 @@ class CFamilyPrinter:
         self.fail(
             f"T.device_assert is not supported on {self.target_name}: its code generator has no way to "
             "stop a kernel and report the failed check",
-            hint="run the kernel on a target that checks it (the CPU, CUDA), or remove the check",
+            hint="run the kernel on a target that checks it (docs/language.md lists them), or remove the check",
         )
 
     def _e_BufferLoad(self, e: E.BufferLoad) -> str:

@@ -241,9 +241,9 @@ def print(value, msg: str = ""):  # noqa: A001 - TileLang's name
 
 def device_assert(condition, msg: str = "", no_stack_info: bool = False) -> Evaluate:
     """Check `condition` where the kernel runs; where it is false the call fails with `msg` and the
-    kernel line (the CPU raises KernelCheckError once the kernel returns; CUDA prints the message and
-    traps). Targets without a way to stop a kernel refuse it at lowering. `no_stack_info` is TileLang's
-    switch for its macro stack in the message, accepted with no effect."""
+    kernel line, as each target's code generator reports a failed check (docs/language.md); targets
+    without a way to stop a kernel refuse it at lowering. `no_stack_info` is TileLang's switch for its
+    macro stack in the message, accepted with no effect."""
     cond = convert(condition)
     if cond.dtype.lanes != 1:
         raise builder.error(f"T.device_assert needs a scalar condition, got a {cond.dtype} value")
