@@ -555,11 +555,10 @@ CASES = [
     _int8_case("gemm_uint8_nt", 64, 128, 128, "uint8", "uint8"),
     _int8_case("gemm_int8_nn", 96, 64, 128, "int8", "int8", transpose_b=False),
     Case("gemm_w4a8_register_a", I8.w4a8_gemm, I8.w4a8_inputs, I8.w4a8_reference, 0.0),
-    # T.gemm_sp: 2:4-compressed A expanded to its dense tile; ragged float16 through shared memory, and
-    # K-major int8 (int32 metadata, exact) read from a register fragment
-    _sparse_case("gemm_sp_float16_ragged", SP.SparseGemm(100, 72, 96, 64, 32, 64), TOL[F16]),
-    _sparse_case("gemm_sp_int8_k_major_register_a", SP.SparseGemm(64, 40, 128, 64, 32, 64, "int8", "int32",
-                 transpose_a=True, register_a=True), 0.0),  # fmt: skip
+    # T.gemm_sp: 2:4-compressed A expanded to its dense tile; ragged M, N and K, A_sparse and E K-major,
+    # A_sparse read from a register fragment
+    _sparse_case("gemm_sp_float16_k_major_register_a_ragged", SP.SparseGemm(100, 72, 96, 64, 32, 64,
+                 transpose_a=True, register_a=True), TOL[F16]),  # fmt: skip
     # Reductions whose result keeps the reduced dim as extent 1.
     Case("reduce_keep_dim_rows_and_columns", KD.rows_and_columns, KD.rows_and_columns_inputs,
          KD.rows_and_columns_reference),
