@@ -469,7 +469,7 @@ def test_the_example_as_tilelang_spells_it_runs_through_run_tilelang(tmp_path):
 @pytest.mark.parametrize(
     ("module", "reason"),
     [
-        ("tilelang.cuda.intrinsics.sparse_layout", "2:4 structured-sparse mma"),
+        ("tilelang.cuda.intrinsics.macro.mma_sp_macro_generator", "no sparse tensor-core (mma.sp) emitter"),
         ("tilelang.cuda.intrinsics.macro.wgmma_macro_generator", "T.gemm issues wgmma itself on sm_90a"),
         ("tilelang.cuda.intrinsics.layout.mma_sm100_layout", "tcgen05 (sm_100)"),
     ],

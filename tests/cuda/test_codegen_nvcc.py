@@ -46,3 +46,15 @@ def test_print_of_a_value_and_a_region_compiles(nvcc, tmp_path):
     )
     assert "printf(" in source
     assert compile_cubin(source, "sm_90a", keep_dir=tmp_path)[:4] == b"\x7fELF"
+
+
+def test_device_assert_traps_and_compiles(nvcc, tmp_path):
+    """T.device_assert: a thread whose check fails prints the message and its line, then traps."""
+    from tests.language.test_device_assert import doubled_counts
+    from tilecraft.execution.nvcc.toolchain import compile_cubin
+
+    source = tilecraft.lower(doubled_counts, target="cuda -arch=sm_80", execution_backend="nvrtc").source(
+        "cuda-source"
+    )
+    assert "__trap()" in source and "a negative count at " in source
+    assert compile_cubin(source, "sm_80", keep_dir=tmp_path)[:4] == b"\x7fELF"

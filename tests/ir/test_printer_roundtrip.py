@@ -673,6 +673,37 @@ def case_im2col():
     return im2col
 
 
+@case
+def case_gemm_sp():
+    @T.prim_func
+    def gemm_sp(A: T.Tensor((64, 32), "float16"), E: T.Tensor((4, 64), "int16"), B: T.Tensor((64, 32), "float16"),
+                C: T.Tensor((64, 32), "float32")):  # fmt: skip
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((64, 32), "float16")
+            E_s = T.alloc_shared((4, 64), "int16")
+            B_s = T.alloc_shared((64, 32), "float16")
+            C_f = T.alloc_fragment((64, 32), "float32")
+            T.copy(A, A_s)
+            T.copy(E, E_s)
+            T.copy(B, B_s)
+            T.gemm_sp(A_s, E_s, B_s, C_f, transpose_E=True, clear_accum=True)
+            T.copy(C_f, C)
+
+    return gemm_sp
+
+
+@case
+def case_device_assert():
+    @T.prim_func
+    def device_assert(A: T.Tensor((64,), "int32")):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                T.device_assert(A[i] >= 0, "negative \"count\"")
+                T.device_assert(A[i])
+
+    return device_assert
+
+
 def module_of_two():
     @T.prim_func
     def producer(A: T.Tensor((M,), "float32")):
@@ -811,6 +842,25 @@ def test_im2col_expands_to_a_guarded_parallel_nest():
     ]
     assert len(nodes_of(func, stmt.IfThenElse)) == 1
     assert "for i, j in T.Parallel(64, 32):" in print_ir(func)
+
+
+def test_gemm_sp_expands_to_a_dense_tile_and_a_gemm():
+    """T.gemm_sp is a T.Parallel nest writing A's dense tile (decoded from A_sparse and E), then T.gemm of
+    it: no node of its own, so no backend needs one."""
+    func = CASES["gemm_sp"]()
+    (dense,) = [a.buffer for a in nodes_of(func, stmt.Allocate) if a.buffer.name == "A_s_dense"]
+    assert (dense.scope, [expr.const_value(d) for d in dense.shape]) == ("local.fragment", [64, 64])
+    loops = nodes_of(func, stmt.For)
+    assert [(f.kind, expr.const_value(f.extent)) for f in loops] == [(stmt.ForKind.PARALLEL, 64)] * 2
+    (gemm,) = nodes_of(func, stmt.Gemm)
+    assert gemm.a.buffer is dense and gemm.clear_accum and not gemm.transpose_a and not gemm.transpose_b
+
+
+def test_device_assert_is_an_effect_call_with_its_message():
+    func = CASES["device_assert"]()
+    calls = [n.value for n in nodes_of(func, stmt.Evaluate)]
+    assert [(c.op, c.args[1].value) for c in calls] == [("device_assert", 'negative "count"'), ("device_assert", "")]
+    assert calls[1].args[0].dtype.is_bool  # an integer condition is compared with zero
 
 
 def test_for_kinds_and_starts():

@@ -284,6 +284,32 @@ def test_kernel_bindings_unpack():
     assert [v.name for v in second.block_vars] == ["b"] and second.threads == (128,)
 
 
+def test_tuple_assignment_reads_every_value_before_it_writes():
+    """`a[0], a[1] = a[1], a[0]` swaps, as in Python (TileLang's 2:4 compressor swaps so): the values
+    that read memory are bound first, then stored; names alone bind as before."""
+    import numpy as np
+
+    import tilecraft
+
+    @T.prim_func
+    def swaps(A: T.Tensor((4,), "int32"), B: T.Tensor((4,), "int32")):
+        with T.Kernel(1, threads=1):
+            pair = T.alloc_local((2,), "int32")
+            x = T.alloc_var("int32")
+            y = T.alloc_var("int32")
+            pair[0], pair[1] = A[0], A[1]
+            pair[0], pair[1] = pair[1], pair[0]
+            x, y = A[2], A[3]
+            x, y = y, x
+            A[0], A[1] = A[1] + 10, A[0]
+            B[0], B[1], B[2], B[3] = pair[0], pair[1], x, y
+
+    a, b = np.array([1, 2, 3, 4], np.int32), np.zeros(4, np.int32)
+    tilecraft.compile(swaps, target="c")(a, b)
+    assert b.tolist() == [2, 1, 4, 3] and a.tolist()[:2] == [12, 1]
+    assert_roundtrip(swaps)
+
+
 def test_range_is_a_serial_loop():
     @T.prim_func
     def k(A: T.Tensor((64,), "float32")):

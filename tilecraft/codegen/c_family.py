@@ -31,6 +31,7 @@ from tilecraft.ir.dtype import DataType, int32
 from tilecraft.ir.expr import Expr, Var
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.narrowing import round_scalar_once
+from tilecraft.ir.op import DEVICE_ASSERT
 from tilecraft.ir.span import Span
 
 _STORAGE = {
@@ -331,6 +332,8 @@ class CFamilyPrinter:
             return f"{e.args[0].value}({', '.join(self.extern_argument(a) for a in e.args[1:])})"
         if e.op == "access_ptr":
             return self.access_pointer(e)
+        if e.op == DEVICE_ASSERT:
+            return self.device_assert(e.args[0], e.args[1].value or "T.device_assert failed")
         args = [self.expr(a) for a in e.args]
         if e.op == "shift_left" and self.wraps(e) and e.dtype.is_int:
             # A negative value shifted left is undefined in C; its unsigned twin is not.
@@ -394,6 +397,15 @@ class CFamilyPrinter:
         if e.op == "thread_index" and self.thread_index:
             return self.thread_index
         self.fail(f"intrinsic {e.op!r} is not supported on {self.target_name}")
+
+    def device_assert(self, condition: Expr, message: str) -> str:
+        """T.device_assert: an expression that checks `condition` and, where it is false, reports
+        `message` (with the statement's line) as the kernel's failure. Targets that can do so override it."""
+        self.fail(
+            f"T.device_assert is not supported on {self.target_name}: its code generator has no way to "
+            "stop a kernel and report the failed check",
+            hint="run the kernel on a target that checks it (docs/language.md lists them), or remove the check",
+        )
 
     def _e_BufferLoad(self, e: E.BufferLoad) -> str:
         buf = e.buffer

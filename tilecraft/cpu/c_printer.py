@@ -89,6 +89,11 @@ class CPrinter(CFamilyPrinter):
     def arena_pointer(self, buf: Buffer, ctype: str, offset: int) -> str:
         return f"{ctype}* const {self.name(buf)} = ({ctype}*)(tc_scratch + {offset});"
 
+    def device_assert(self, condition: E.Expr, message: str) -> str:
+        # a failed check is recorded as the call's failure, through CheckFailed's slot; the block goes on
+        self.sites.append(BoundsSite("", self.span, message))
+        return f"(({self.expr(condition)}) || tc_in_bounds(0, 0, {len(self.sites)}, {self.bounds_report}))"
+
     def _s_CheckFailed(self, s: CheckFailed) -> None:
         # records the site as the call's failure, through the same slot as an out-of-bounds access
         self.sites.append(BoundsSite("", s.span or self.span, s.message))

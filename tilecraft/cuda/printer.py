@@ -8,7 +8,7 @@ threadIdx/blockIdx once at the top of the kernel.
 
 from __future__ import annotations
 
-from tilecraft.codegen.c_family import CFamilyPrinter, static_size, storage_type, value_type
+from tilecraft.codegen.c_family import CFamilyPrinter, c_string, static_size, storage_type, value_type
 from tilecraft.codegen.reserved import CPP_RESERVED, words
 from tilecraft.cuda.intrinsics.simt import SHUFFLE_XOR
 from tilecraft.cuda.ir import (
@@ -109,6 +109,15 @@ class CudaPrinter(CFamilyPrinter):
         if e.op == "cluster_ctarank":
             return "tc_cluster_ctarank()"
         return super().intrinsic(e, args)
+
+    def device_assert(self, condition: E.Expr, message: str) -> str:
+        """T.device_assert: a thread whose condition is false prints the message and traps, as CUDA's own
+        assert does (the launch then fails)."""
+        where = f" at {self.span}" if self.span else ""
+        text = c_string(f"{message}{where}".replace("\n", " "))
+        ids = "blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x"
+        report = f'printf("[block %d,%d,%d thread %d] {text}\\n", {ids})'
+        return f"(({self.expr(condition)}) ? (void)0 : ({report}, __trap()))"
 
     # ------------------------------------------------------------------ statements
 

@@ -11,6 +11,8 @@ MATH_FLOAT = (
 )  # fmt: skip
 MATH_ANY = ("abs",)
 BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "shift_left", "shift_right")
-EFFECTS = ("sync_threads",)
+# `T.device_assert(condition, message)`: a check the kernel makes where it runs (a statement, Evaluate).
+DEVICE_ASSERT = "device_assert"
+EFFECTS = ("sync_threads", DEVICE_ASSERT)
 
 KNOWN = frozenset(MATH_FLOAT + MATH_ANY + BITWISE + EFFECTS)

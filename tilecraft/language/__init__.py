@@ -36,6 +36,7 @@ from tilecraft.language.kernel import (
     ClusterKernel,
     Kernel,
     annotate_layout,
+    device_assert,
     evaluate,
     func_attr,
     get_block_binding,
@@ -174,6 +175,7 @@ from tilecraft.language.barriers import (  # noqa: E402
     ws,
 )
 from tilecraft.language.extern import access_ptr, alloc_buffer, call_extern, dp4a, import_source  # noqa: E402
+from tilecraft.language.gemm_sp import gemm_sp  # noqa: E402
 from tilecraft.language.im2col import c2d_im2col, im2col  # noqa: E402
 from tilecraft.language.kernel import (  # noqa: E402
     annotate_consumer_reg_alloc,
@@ -250,7 +252,9 @@ __all__ += [
     "c2d_im2col",
     "clamp",
     "disable_warp_group_reg_alloc",
+    "device_assert",
     "dtype",
+    "gemm_sp",
     "im2col",
     "no_set_max_nreg",
     "reinterpret",

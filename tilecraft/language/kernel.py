@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilecraft.ir import dtype as dt
+from tilecraft.ir import expr as E
 from tilecraft.ir.buffer import Buffer, BufferRegion
-from tilecraft.ir.expr import Call, Expr, IntImm, IRError, Var, convert
+from tilecraft.ir.expr import Call, Expr, IntImm, IRError, StringImm, Var, convert
+from tilecraft.ir.op import DEVICE_ASSERT
 from tilecraft.ir.stmt import CLUSTER_DIMS, AnnotateLayout, Evaluate, Print, UseSwizzle, seq
 from tilecraft.language import builder
 
@@ -235,6 +237,20 @@ def print(value, msg: str = ""):  # noqa: A001 - TileLang's name
     elif not isinstance(value, BufferRegion):
         value = convert(value)
     return Print(value, str(msg), span=builder.current_span())
+
+
+def device_assert(condition, msg: str = "", no_stack_info: bool = False) -> Evaluate:
+    """Check `condition` where the kernel runs; where it is false the call fails with `msg` and the
+    kernel line, as each target's code generator reports a failed check (docs/language.md); targets
+    without a way to stop a kernel refuse it at lowering. `no_stack_info` is TileLang's switch for its
+    macro stack in the message, accepted with no effect."""
+    cond = convert(condition)
+    if cond.dtype.lanes != 1:
+        raise builder.error(f"T.device_assert needs a scalar condition, got a {cond.dtype} value")
+    if not cond.dtype.is_bool:
+        cond = E.compare(E.NE, cond, convert(0, cond.dtype))
+    return Evaluate(Call(dt.int32, DEVICE_ASSERT, (cond, StringImm(dt.int8, str(msg)))),
+                    span=builder.current_span())  # fmt: skip
 
 
 def evaluate(value) -> Evaluate:

@@ -23,6 +23,7 @@ from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.dtype import DataType
 from tilecraft.ir.expr import Expr
 from tilecraft.ir.lowered import AtomicUpdate
+from tilecraft.ir.op import DEVICE_ASSERT
 from tilecraft.webgpu import helpers
 from tilecraft.webgpu.simt import SHUFFLE_XOR
 from tilecraft.webgpu.target import NO_PRINTF
@@ -269,6 +270,8 @@ class WgslPrinter(CFamilyPrinter):
             return "i32(tc_lix)"
         if e.op == "reinterpret":
             return self._reinterpret(e)
+        if e.op == DEVICE_ASSERT:
+            return self.device_assert(e.args[0], e.args[1].value)
         args = [self.typed(a, e.dtype) for a in e.args]
         if e.op == "abs" and not e.dtype.is_float:
             return self.narrowed(e, f"abs({args[0]})")

@@ -7,7 +7,10 @@ from typing import Any
 
 from tilecraft.compat.hook import COMPAT_DOC, UnmappedModuleError
 
-_SPARSE = "2:4 structured-sparse mma (T.gemm_sp) is not supported"
+_SPARSE = (
+    "there is no sparse tensor-core (mma.sp) emitter: T.gemm_sp computes on the dense tile it expands "
+    "(docs/language.md)"
+)
 _TCGEN05 = "tcgen05 (sm_100) tensor memory and mma are not a tilecraft code path"
 _BEFORE_SM80 = (
     "tilecraft's CUDA backend needs sm_80 or newer (mma.sync m16n8k16); T.gemm picks the instruction"
@@ -19,7 +22,7 @@ REASONS = {
     "per-thread code that tilecraft's tile-level emitter does not write",
     "TensorCoreIntrinEmitterSM120": "sm_120 block-scaled mma is not a tilecraft code path",
     "INT4TensorCoreIntrinEmitter": "T.gemm of int4 operands is not supported (docs/language.md)",
-    "SparseTensorCoreIntrinEmitter": "2:4 structured-sparse mma (T.gemm_sp) is not supported",
+    "SparseTensorCoreIntrinEmitter": _SPARSE,
     "get_store_index_map": "it returns TVM's IndexMap, which tilecraft does not have",
     "make_mma_load_layout": "it describes TileLang's per-thread fragment registers; tilecraft's emitter keeps "
     "the block's whole tile in the buffer and T.gemm chooses its layout",
@@ -28,7 +31,6 @@ REASONS = {
     "mma_atom": "one mma atom per warp touches rows of every warp's tile at once, which is no tile of the "
     "block; call mma(), which covers all the atoms",
     # modules of TileLang's intrinsics package
-    "sparse_layout": _SPARSE,
     "mma_sp_layout": _SPARSE,
     "mma_sp_macro_generator": _SPARSE,
     "wgmma_sp_macro_generator": _SPARSE,

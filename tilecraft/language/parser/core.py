@@ -371,8 +371,29 @@ class Parser:
         values = list(value)
         if len(values) != len(target.elts):
             raise self.error(node, f"cannot unpack {len(values)} values into {len(target.elts)} names")
+        if len(values) > 1 and any(self._stores(t) for t in target.elts):
+            values = [self._snapshot(v, node) for v in values]
         for t, v in zip(target.elts, values):
             self._assign(t, v, node)
+
+    def _stores(self, target: ast.expr) -> bool:
+        """Whether assigning to `target` writes memory: a buffer element or a T.alloc_var variable."""
+        if isinstance(target, (ast.Tuple, ast.List)):
+            return any(self._stores(t) for t in target.elts)
+        if isinstance(target, ast.Name):
+            existing = self.scope.lookup(target.id)
+            return isinstance(existing, Buffer) and existing.scope == "local.var"
+        return isinstance(target, ast.Subscript)
+
+    def _snapshot(self, value: Any, node: ast.stmt) -> Any:
+        """`value` bound to a name when it reads memory, so that `a[0], a[1] = a[1], a[0]` reads both
+        elements before it writes either, as Python does."""
+        if not isinstance(value, Expr) or not any(isinstance(n, E.BufferLoad) for n in walk(value)):
+            return value
+        var = Var(value.dtype, "unpacked")
+        span = self.span(node)
+        self.items.append(_Wrapper(lambda body, v=var, x=value: S.LetStmt(v, x, body, span=span)))
+        return var
 
     def _assign_name(self, name: str, value: Any, node: ast.stmt) -> None:
         existing = self.scope.lookup(name)

@@ -33,6 +33,7 @@ from tilecraft.testing.conformance import register_operands as R
 from tilecraft.testing.conformance import regressions as D
 from tilecraft.testing.conformance import shared_operands as SO
 from tilecraft.testing.conformance import shared_reuse as SR
+from tilecraft.testing.conformance import sparse_gemms as SP
 from tilecraft.testing.conformance import subbyte as SB
 from tilecraft.testing.conformance import tf32 as TF
 from tilecraft.testing.conformance import views as V
@@ -342,6 +343,10 @@ def _gemm_case(name, m, n, k, ta=False, tb=False, dtype=F16, bm=64, bn=64, bk=32
     return Case(name, build, inputs, reference, 1e-5 if dtype is F32 else 2e-3)
 
 
+def _sparse_case(name: str, g, tol: float) -> Case:
+    return Case(name, partial(SP.build, g), SP.inputs(g), SP.reference(g), tol)
+
+
 def _int8_case(name: str, m: int, n: int, k: int, a_dtype: str, b_dtype: str, transpose_b: bool = True) -> Case:
     shape = (m, n, k, a_dtype, b_dtype, transpose_b)
     return Case(name, partial(I8.int8_gemm, *shape), I8.int8_gemm_inputs(*shape),
@@ -553,6 +558,10 @@ CASES = [
     _int8_case("gemm_uint8_nt", 64, 128, 128, "uint8", "uint8"),
     _int8_case("gemm_int8_nn", 96, 64, 128, "int8", "int8", transpose_b=False),
     Case("gemm_w4a8_register_a", I8.w4a8_gemm, I8.w4a8_inputs, I8.w4a8_reference, 0.0),
+    # T.gemm_sp: 2:4-compressed A expanded to its dense tile; ragged M, N and K, A_sparse and E K-major,
+    # A_sparse read from a register fragment
+    _sparse_case("gemm_sp_float16_k_major_register_a_ragged", SP.SparseGemm(100, 72, 96, 64, 32, 64,
+                 transpose_a=True, register_a=True), TOL[F16]),  # fmt: skip
     # Reductions whose result keeps the reduced dim as extent 1.
     Case("reduce_keep_dim_rows_and_columns", KD.rows_and_columns, KD.rows_and_columns_inputs,
          KD.rows_and_columns_reference),
