@@ -147,6 +147,46 @@ def vectorized_gemv(block_n: int = 4, reduce_threads: int = 8, run: int = 8):
     return vectorized_gemv
 
 
+def float16_accumulator_gemv(block_n: int = 4, reduce_threads: int = 8, run: int = 8):
+    """TileLang's dequantizing GEMV's inner loop: a per-thread float16 accumulator updated by
+    `acc + a * b` of float16 elements (one fused multiply-add on CUDA), then the row's threads summed in
+    float32. Ragged rows as vectorized_gemv."""
+    step = reduce_threads * run
+
+    @T.prim_func
+    def float16_accumulator_gemv(A: T.Tensor((KV,), "float16"), B: T.Tensor((N, KV), "float16"),
+                                 C: T.Tensor((N,), "float32")):  # fmt: skip
+        with T.Kernel(T.ceildiv(N, block_n), threads=(reduce_threads, block_n)) as bn:
+            tk = T.get_thread_binding(0)
+            tn = T.get_thread_binding(1)
+            a = T.alloc_local((run,), "float16")
+            b = T.alloc_local((run,), "float16")
+            acc = T.alloc_local((1,), "float16")
+            acc[0] = T.float16(0)
+            for ko in T.serial(KV // step):
+                if bn * block_n + tn < N:
+                    for v in T.vectorized(run):
+                        a[v] = A[ko * step + tk * run + v]
+                        b[v] = B[bn * block_n + tn, ko * step + tk * run + v]
+                    for v in T.serial(run):
+                        acc[0] = acc[0] + a[v] * b[v]
+            total = T.alloc_local((1,), "float32")
+            with T.attr(T.comm_reducer(lambda x, y: x + y, [T.cast(0, "float32")]), "reduce_scope",
+                        T.reinterpret(T.uint64(0), dtype="handle")):  # fmt: skip
+                T.evaluate(T.tvm_thread_allreduce(T.uint32(1), T.cast(acc[0], "float32"), True, total[0], tk,
+                                                  dtype="handle"))  # fmt: skip
+            if bn * block_n + tn < N and tk == 0:
+                C[bn * block_n + tn] = total[0]
+
+    return float16_accumulator_gemv
+
+
+def float16_accumulator_inputs(rng):
+    # values of order 1/4, so the float16 sums of 16 products stay far from float16's range
+    return [(rng.standard_normal(KV) / 2).astype(np.float16), (rng.standard_normal((N, KV)) / 2).astype(np.float16),
+            np.full(N, np.nan, np.float32)]  # fmt: skip
+
+
 def vectorized_inputs(rng):
     return [*_inputs(rng, k=KV), np.full((N, KV), np.nan, np.float16)]
 
