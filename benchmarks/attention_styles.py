@@ -22,8 +22,7 @@ import sys
 import traceback
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: tilecraft, benchmarks.X
 
 DIM, BM, BN, STAGES, THREADS = 128, 128, 128, 2, 256
 SIZE = (8, 16, 4096)  # batch, heads, seq: the issue's measurement
@@ -95,8 +94,7 @@ def rewritten(batch: int, heads: int, seq: int, causal: bool):
 
 def texts(batch: int, heads: int, seq: int, causal: bool) -> dict:
     """The three tilecraft texts of one attention forward, by name."""
-    import hopper_attention
-
+    from benchmarks import hopper_attention
     from tilecraft.testing.conformance.attention_bhsd import mha_fwd_bhsd
 
     return {

@@ -9,15 +9,11 @@ copies at offsets instead of slices, T.clear). ptxas gave all three 168 register
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
 import tilecraft
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import attention_styles  # noqa: E402
+from benchmarks import attention_styles
 
 SIZE = (1, 2, 300)  # batch, heads, seq (ragged for the 128-row tiles)
 

@@ -4,6 +4,8 @@ the HIP runtime.
 Import order follows the architecture: target, transforms, language, intrinsics, ops, then the manifest.
 """
 
+import tilecraft._shared_compiler  # noqa: F401 - first: the shared compiler loads in one thread at a time
+
 # isort: off
 from tilecraft.hip import target  # noqa: F401  (registers the target kind)
 from tilecraft.hip import toolchain  # noqa: F401  (declares TILECRAFT_HIP_CLANG)

@@ -149,7 +149,7 @@ def vectorized_gemv(block_n: int = 4, reduce_threads: int = 8, run: int = 8):
 
 def float16_accumulator_gemv(block_n: int = 4, reduce_threads: int = 8, run: int = 8):
     """TileLang's dequantizing GEMV's inner loop: a per-thread float16 accumulator updated by
-    `acc + a * b` of float16 elements (one fused multiply-add on CUDA), then the row's threads summed in
+    `acc + a * b` of float16 elements (one fused multiply-add where the target has one), then the row's threads summed in
     float32. Ragged rows as vectorized_gemv."""
     step = reduce_threads * run
 
