@@ -316,8 +316,21 @@ def test_from_import_of_an_unmapped_name_keeps_the_message(hooked):
         exec("from tvm.tirx import IndexMap", {})
     with pytest.raises(ImportError, match=r"^`tvm.arith` is not provided: .*TVM's integer analysis"):
         exec("from tvm import arith", {})
-    with pytest.raises(ImportError, match=r"^`tvm.script` is not provided"):
+    with pytest.raises(ImportError, match=r"^`tvm.script.tirx` is not provided: .*TVMScript is not parsed"):
         exec("from tvm.script import tirx as T", {})
+    with pytest.raises(ImportError, match=r"^`tvm.script.parser` is not provided: .*TVMScript is not parsed"):
+        exec("import tvm.script.parser", {})
+
+
+def test_ir_builder_frame_is_what_kernels_loops_and_persistent_specs_are(hooked):
+    import tilecraft.language as T
+
+    namespace: dict = {}
+    exec("from tvm.script.ir_builder.base import IRBuilderFrame", namespace)
+    frame = namespace["IRBuilderFrame"]
+    assert isinstance(T.serial(1, 10, 1), frame) and isinstance(T.Parallel(4, 8), frame)
+    assert isinstance(T.Kernel(4, threads=128), frame)
+    assert not isinstance(T.int32, frame) and not isinstance(3, frame)
 
 
 def test_private_names_stay_attribute_errors_for_the_tools_that_probe_them():

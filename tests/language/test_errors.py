@@ -335,12 +335,34 @@ def mutually_recursive_macros():
 # ---------------------------------------------------------------------------------- loops and kernels
 
 
-@case(ParseError, r"loop step 2 is not supported; iterate with step 1 and scale the index")
-def loop_with_a_step():
+@case(ParseError, r"a loop's step must be a constant integer, got s")
+def loop_with_a_run_time_step():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32"), s: T.int32):
+        with T.Kernel(1, threads=32):
+            for i in range(0, 16, s):  # <- error
+                A[i] = 0.0
+
+    return k
+
+
+@case(ParseError, r"a loop's step must not be zero")
+def loop_with_step_zero():
     @T.prim_func
     def k(A: T.Tensor((16,), "float32")):
         with T.Kernel(1, threads=32):
-            for i in range(0, 16, 2):  # <- error
+            for i in T.serial(0, 16, 0):  # <- error
+                A[i] = 0.0
+
+    return k
+
+
+@case(ParseError, r"loop step 2 is not supported here; iterate with step 1 and scale the index")
+def vectorized_loop_with_a_step():
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=32):
+            for i in T.vectorized(0, 16, 2):  # <- error
                 A[i] = 0.0
 
     return k

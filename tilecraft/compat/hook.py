@@ -171,10 +171,10 @@ def _tvm_spec(fullname: str) -> importlib.machinery.ModuleSpec:
     it only skips tracing into its files)."""
     real = tvm_counterpart(fullname)
     if not _exists(real):
-        from tilecraft.compat.tvm.refused import REFUSED
+        from tilecraft.compat.tvm.refused import refusal_reason
 
         public = real.replace(TVM_PACKAGE, TVM, 1)
-        raise UnmappedTvmError(unmapped_tvm_message(public, REFUSED.get(public)), name=fullname)
+        raise UnmappedTvmError(unmapped_tvm_message(public, refusal_reason(public)), name=fullname)
     is_package = importlib.util.find_spec(real).submodule_search_locations is not None
     return importlib.machinery.ModuleSpec(fullname, _AliasLoader(real), is_package=is_package)
 

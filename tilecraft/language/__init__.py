@@ -162,6 +162,7 @@ __all__ += ["ir", "parse_script"]
 
 # TileLang's names that need no backend support (docs/compat.md, "API surface").
 from tilecraft.ir.dtype import DataType as dtype  # noqa: E402
+from tilecraft.ir.expr import Expr as PrimExpr  # noqa: E402 - TVM's name for a value expression
 from tilecraft.language.alloc import alloc_global  # noqa: E402
 from tilecraft.language.barriers import (  # noqa: E402
     alloc_barrier,
@@ -213,6 +214,7 @@ from tilecraft.language.reducers import (  # noqa: E402
 from tilecraft.language.types import FragmentBuffer, LocalBuffer, SharedBuffer  # noqa: E402
 
 __all__ += [
+    "PrimExpr",
     "warp_reduce_bitand", "warp_reduce_bitor", "warp_reduce_bitxor", "warp_reduce_max", "warp_reduce_min",
     "warp_reduce_sum",
     "access_ptr",

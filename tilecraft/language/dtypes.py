@@ -14,7 +14,7 @@ from tilecraft.ir.dtype import ALL_DTYPES, DataType, as_dtype
 
 dtype = DataType
 
-__all__ = ["as_dtype", "dtype"]  # and, read lazily, _TORCH_DTYPE_TO_STR and _STR_TO_TORCH_DTYPE
+__all__ = ["as_dtype", "dtype"]  # and, read lazily, _all_dtypes, _TORCH_DTYPE_TO_STR and _STR_TO_TORCH_DTYPE
 
 
 @cache
@@ -32,7 +32,17 @@ def _torch_to_str() -> dict[Any, str]:
     return table
 
 
+@cache
+def _dtype_names() -> tuple[str, ...]:
+    """Every name under which `T` holds a dtype (aliases such as `half` and `long` included)."""
+    import tilecraft.language as T
+
+    return tuple(sorted(n for n in dir(T) if not n.startswith("_") and isinstance(getattr(T, n), DataType)))
+
+
 def __getattr__(name: str) -> Any:
+    if name == "_all_dtypes":  # TileLang's list of the dtype names `T` exports
+        return list(_dtype_names())
     if name == "_TORCH_DTYPE_TO_STR":
         return dict(_torch_to_str())
     if name == "_STR_TO_TORCH_DTYPE":

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from tilecraft.ir import expr as E
 from tilecraft.ir.buffer import Range
-from tilecraft.ir.expr import IntImm, IRError, convert
+from tilecraft.ir.expr import Expr, IntImm, IRError, convert
 from tilecraft.ir.stmt import ForKind
 from tilecraft.language import builder
 
@@ -24,12 +24,16 @@ class LoopSpec:
     kind: ForKind
     ranges: tuple[Range, ...]
     annotations: tuple[tuple[str, object], ...] = ()
+    # Per range, (start, step) where the loop has a step other than 1: the range then counts its
+    # iterations from 0 and the loop's variable is start + count * step.
+    strides: tuple[tuple[Expr, int] | None, ...] = ()
 
     def __iter__(self):
         raise IRError("loop iterators such as T.Parallel can only be used in a `for` inside a kernel")
 
 
-def _range(start, stop) -> Range:
+def _bounds(start, stop) -> tuple[Expr, Expr]:
+    """A loop's (start, stop) as integer expressions of one dtype (`range(n)`: stop alone)."""
     if stop is None:
         start, stop = 0, start
     start, stop = convert(start), convert(stop)
@@ -39,6 +43,11 @@ def _range(start, stop) -> Range:
         from tilecraft.ir.expr import match_types
 
         start, stop = match_types(start, stop)
+    return start, stop
+
+
+def _range(start, stop) -> Range:
+    start, stop = _bounds(start, stop)
     rng = Range.from_bounds(start, stop)
     if isinstance(rng.extent, IntImm) and rng.extent.value < 0:
         # A zero-trip loop is an empty loop; a negative trip count is a mistake in the bounds.
@@ -50,9 +59,39 @@ def _range(start, stop) -> Range:
     return rng
 
 
+def _unit_step(step) -> bool:
+    """Whether `step` is absent or the constant 1 (compared without building an IR comparison)."""
+    value = step.value if isinstance(step, IntImm) else step
+    return value is None or (isinstance(value, int) and not isinstance(value, bool) and value == 1)
+
+
 def _check_step(step) -> None:
-    if step not in (None, 1):
-        raise IRError(f"loop step {step} is not supported; iterate with step 1 and scale the index")
+    if not _unit_step(step):
+        raise IRError(f"loop step {step} is not supported here; iterate with step 1 and scale the index")
+
+
+def _constant_step(step) -> int:
+    value = step.value if isinstance(step, IntImm) else step
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise IRError(f"a loop's step must be a constant integer, got {step}")
+    if value == 0:
+        raise IRError("a loop's step must not be zero")
+    return value
+
+
+def _stepped(kind: ForKind, start, stop, step, annotations: dict | None) -> LoopSpec:
+    """`range(start, stop, step)` with a constant step other than 1: its iterations counted from 0, as
+    many as Python's range has (none where the step points away from stop)."""
+    step = _constant_step(step)
+    start, stop = _bounds(start, stop)
+    distance = E.sub(stop, start) if step > 0 else E.sub(start, stop)
+    trips = E.floordiv(E.add(distance, abs(step) - 1), abs(step))
+    if isinstance(trips, IntImm):
+        trips = E.const(max(trips.value, 0), trips.dtype)
+    else:
+        trips = E.max_(trips, E.const(0, trips.dtype))
+    count = Range(E.const(0, trips.dtype), trips)
+    return LoopSpec(kind, (count,), tuple((annotations or {}).items()), ((start, step),))
 
 
 def _annotations(**kwargs) -> tuple[tuple[str, object], ...]:
@@ -68,13 +107,15 @@ def _annotations(**kwargs) -> tuple[tuple[str, object], ...]:
 
 def serial(start, stop=None, step=None, *, annotations: dict | None = None) -> LoopSpec:
     """A sequential loop; `range(...)` means the same inside a kernel."""
-    _check_step(step)
+    if not _unit_step(step):
+        return _stepped(ForKind.SERIAL, start, stop, step, annotations)
     return LoopSpec(ForKind.SERIAL, (_range(start, stop),), tuple((annotations or {}).items()))
 
 
 def unroll(start, stop=None, step=None, *, annotations: dict | None = None) -> LoopSpec:
     """A sequential loop the backend fully unrolls (extent must be static on most targets)."""
-    _check_step(step)
+    if not _unit_step(step):
+        return _stepped(ForKind.UNROLLED, start, stop, step, annotations)
     return LoopSpec(ForKind.UNROLLED, (_range(start, stop),), tuple((annotations or {}).items()))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tilecraft.compat.hook import UnmappedTvmError, unmapped_tvm_message
-from tilecraft.compat.tvm.refused import REFUSED
+from tilecraft.compat.tvm.refused import REFUSED, refusal_reason
 
 
 def refusing(public: str):
@@ -18,7 +18,7 @@ def refusing(public: str):
         if name.startswith("_"):
             raise AttributeError(f"module {public!r} has no attribute {name!r}")
         full = f"{public}.{name}"
-        raise UnmappedTvmError(unmapped_tvm_message(full, REFUSED.get(full)), name=full)
+        raise UnmappedTvmError(unmapped_tvm_message(full, refusal_reason(full)), name=full)
 
     return __getattr__
 

@@ -75,3 +75,14 @@ REFUSED: dict[str, str] = {
     "tvm.tirx.call_llvm_intrin": "tilecraft emits C, not LLVM IR: use T.* math or T.call_intrin",
     "tvm.tirx.call_llvm_pure_intrin": "tilecraft emits C, not LLVM IR: use T.* math or T.call_intrin",
 }
+
+
+def refusal_reason(name: str) -> str | None:
+    """Why the TVM name `name` is refused: its own entry, else its nearest refused parent's
+    (`tvm.script.tir` inherits `tvm.script`'s); None where neither is listed."""
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        reason = REFUSED.get(".".join(parts[:end]))
+        if reason is not None:
+            return reason
+    return None

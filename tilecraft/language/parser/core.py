@@ -569,7 +569,12 @@ class Parser:
         body_scope_names = dict(zip(names, loop_vars))
         body = self._loop_body(node.body, body_scope_names, loop_kind=spec.kind)
         span = self.span(node)
-        for var, rng in reversed(list(zip(loop_vars, spec.ranges))):
+        strides = spec.strides or (None,) * len(loop_vars)
+        for var, rng, stride in reversed(list(zip(loop_vars, spec.ranges, strides))):
+            if stride is not None:  # a step other than 1: count the iterations, the variable follows
+                count, (start, step) = Var(var.dtype, f"{var.name}_count"), stride
+                body = S.LetStmt(var, E.add(start, E.mul(count, step)), body, span=span)
+                var = count
             body = S.For(var, rng.min, rng.extent, spec.kind, body, spec.annotations, span=span)
         self.items.append(body)
 

@@ -506,6 +506,7 @@ CASES = [
     Case("two_kernels_in_order", _two_kernels, lambda r: [randn(r, 1000), poison(1000), poison(1000)],
          lambda a: {1: f64(a[0]) ** 2, 2: (f64(a[0]) ** 2)[::-1] + 1}),
     # Shapes of TileLang's examples that lowering once refused or miscompiled (regressions.py).
+    Case("stepped_loops_ragged", D.stepped_loops, D.stepped_loops_inputs, D.stepped_loops_reference),
     Case("online_softmax_unit_rows", D.online_softmax, lambda r: [randn(r, (4, 512), F16), poison((4, 512), F16)],
          lambda a: {1: _online_softmax_ref(a[0])}, 3e-3),
     Case("row_vectors_across_a_tile", D.decode_scores,

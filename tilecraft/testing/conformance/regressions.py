@@ -368,3 +368,44 @@ def power_of_two_scale_reference(a):
     amax = np.maximum(np.abs(a[0]).max(axis=1), np.float32(1e-4)).astype(np.float32)
     scale = np.exp2(np.ceil(np.log2((amax * np.float32(1.0 / 448.0)).astype(np.float64))))
     return {1: a[0].astype(np.float64) / scale[:, None], 2: scale}
+
+
+# ---------------------------------------------------------------- loops with a step
+
+
+def stepped_loops(m: int = 37, n: int = 53, block_m: int = 32):
+    """Loops with a constant step (TileLang's `range(0, n, 2)`, `range(stop, 0, -2)`): even columns up,
+    odd ones down from a bound read at run time, every fifth column after both, and a loop whose step
+    points away from its stop, which must not run. Ragged rows."""
+
+    @T.prim_func
+    def stepped_loops(X: T.Tensor((m, n), "float32"), Y: T.Tensor((m, n), "float32"),
+                      last_odd: T.Tensor((1,), "int32")):  # fmt: skip
+        with T.Kernel(T.ceildiv(m, block_m), threads=block_m) as bx:
+            for i in T.Parallel(block_m):
+                row = bx * block_m + i
+                if row < m:
+                    for j in range(0, n, 2):
+                        Y[row, j] = X[row, j] * 2.0
+                    for j in range(last_odd[0], 0, -2):
+                        Y[row, j] = X[row, j] - 1.0
+                    for j in T.serial(0, n, 5):
+                        Y[row, j] = Y[row, j] + 100.0
+                    for j in range(n, 0, 3):  # noqa: B007 - never runs
+                        Y[row, 0] = -1.0
+
+    return stepped_loops
+
+
+def stepped_loops_inputs(rng, m: int = 37, n: int = 53) -> list:
+    x = rng.standard_normal((m, n)).astype(np.float32)
+    return [x, np.full((m, n), np.nan, np.float32), np.array([n - 1 if (n - 1) % 2 else n - 2], np.int32)]
+
+
+def stepped_loops_reference(a):
+    x = a[0].astype(np.float64)
+    y = np.empty_like(x)
+    y[:, 0::2] = x[:, 0::2] * 2.0
+    y[:, 1::2] = x[:, 1::2] - 1.0
+    y[:, 0::5] += 100.0
+    return {1: y}
