@@ -198,13 +198,13 @@ def test_importing_backend_packages_from_threads_in_a_fresh_process(tmp_path):
 
 
 # Run in a fresh interpreter: the shared modules that importing every plugin loads (tilecraft's
-# _shared_compiler stubbed out, so it does not load them itself), in the order they finished loading.
+# shared_compiler stubbed out, so it does not load them itself), in the order they finished loading.
 # Packages under tilecraft/execution/ are execution backends' code and stay out, as plugins do.
 MEASURE_SHARED_MODULES = """
 import importlib, sys, types
 import tilecraft.backend.registry
 before = set(sys.modules)
-sys.modules["tilecraft._shared_compiler"] = types.ModuleType("tilecraft._shared_compiler")
+sys.modules["tilecraft.backend.shared_compiler"] = types.ModuleType("tilecraft.backend.shared_compiler")
 from tilecraft.backend import _loader
 entry_points = _loader.discovered_entry_points()
 plugins = {ep.module.rpartition(".")[0] for ep in entry_points}
@@ -220,7 +220,7 @@ def execution_package(name):  # tilecraft/execution/<name>/: execution backends'
 
 
 for name in list(sys.modules):
-    if name.startswith("tilecraft.") and name not in before and name != "tilecraft._shared_compiler" \\
+    if name.startswith("tilecraft.") and name not in before and name != "tilecraft.backend.shared_compiler" \\
             and not any(name == p or name.startswith(p + ".") for p in plugins) and not execution_package(name):
         print(name)
 """
@@ -233,20 +233,20 @@ def fresh_output(code: str) -> list[str]:
 
 
 def test_the_shared_compiler_lists_every_module_the_plugins_share():
-    """A shared module missing from tilecraft/_shared_compiler.py is imported by threads racing again."""
-    from tilecraft._shared_compiler import SHARED_MODULES
+    """A shared module missing from tilecraft/backend/shared_compiler.py is imported by threads racing again."""
+    from tilecraft.backend.shared_compiler import SHARED_MODULES
 
     measured = fresh_output(MEASURE_SHARED_MODULES)
     listed = "\n".join(f'    "{name}",' for name in measured)
     assert sorted(SHARED_MODULES) == sorted(measured), (
-        f"SHARED_MODULES in tilecraft/_shared_compiler.py is stale; the measured tuple is:\n{listed}"
+        f"SHARED_MODULES in tilecraft/backend/shared_compiler.py is stale; the measured tuple is:\n{listed}"
     )
 
 
 def test_the_shared_compiler_imports_no_plugin():
-    """A plugin module loaded from _shared_compiler would wait for a thread that waits for this one."""
+    """A plugin module loaded from shared_compiler would wait for a thread that waits for this one."""
     code = (
-        "import sys, tilecraft._shared_compiler\n"
+        "import sys, tilecraft.backend.shared_compiler\n"
         "from tilecraft.backend import _loader\n"
         "plugins = {ep.module.rpartition('.')[0] for ep in _loader.discovered_entry_points()}\n"
         "print(*[m for m in sys.modules if any(m == p or m.startswith(p + '.') for p in plugins)])\n"

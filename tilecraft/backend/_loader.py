@@ -91,7 +91,7 @@ def ensure_backends() -> None:
         return
     _this_thread.loading = True
     try:
-        importlib.import_module("tilecraft._shared_compiler")  # before any plugin: see that module
+        importlib.import_module("tilecraft.backend.shared_compiler")  # before any plugin: see that module
         complete = [_load(entry_point) for entry_point in discovered_entry_points()]
     finally:
         _this_thread.loading = False

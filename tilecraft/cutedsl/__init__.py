@@ -5,7 +5,7 @@ Started with `tilecraft backend new cutedsl --from cuda` and moved in tree. Impo
 tilecraft's own backends: target, language, ops, then the manifest (which imports pipeline and codegen).
 """
 
-import tilecraft._shared_compiler  # noqa: F401 - first: the shared compiler loads in one thread at a time
+import tilecraft.backend.shared_compiler  # noqa: F401 - first: the shared compiler loads in one thread at a time
 
 # isort: off
 from tilecraft.cutedsl import target  # noqa: F401  (registers the variant spelling)

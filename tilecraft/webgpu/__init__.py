@@ -4,7 +4,7 @@
 Import order follows the architecture: target, language, ops, then the manifest.
 """
 
-import tilecraft._shared_compiler  # noqa: F401 - first: the shared compiler loads in one thread at a time
+import tilecraft.backend.shared_compiler  # noqa: F401 - first: the shared compiler loads in one thread at a time
 
 # isort: off
 from tilecraft.webgpu import target  # noqa: F401  (registers the target kind)

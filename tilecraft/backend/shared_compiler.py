@@ -1,15 +1,15 @@
 """The shared compiler, imported by one thread at a time.
 
-Every backend package imports this module first, and the plugin loader imports it before any entry
-point. CPython takes a submodule's import lock before its parent's, so two threads importing the shared
+Every built-in backend package imports this module first (`import tilecraft.backend.shared_compiler`;
+an out-of-tree backend may do the same), and the plugin loader imports it before any entry point. CPython takes a submodule's import lock before its parent's, so two threads importing the shared
 packages from different ends (one running `tilecraft/ir/arith/__init__.py`, which imports
 `tilecraft.ir.arith.exact`, the other importing `tilecraft.ir.arith.exact` directly) can each wait for
 the other: the interpreter raises `_DeadlockError` in one of them. Threads that import backends
 concurrently meet here instead; the first loads the modules below in one order, the others wait for
 this module's lock and then find them loaded.
 
-SHARED_MODULES is every module outside the plugin packages that importing the plugins loads (beyond
-`tilecraft.backend.registry`), in the order they finished loading. tests/jit/test_threads.py measures
+SHARED_MODULES is every module outside the plugin packages (and the packages under tilecraft/execution/)
+that importing the plugins loads beyond `tilecraft.backend.registry`, in the order they finished loading. tests/jit/test_threads.py measures
 it in a fresh interpreter and prints the new tuple when it differs.
 """
 
