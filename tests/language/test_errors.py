@@ -724,17 +724,6 @@ def copy_extent_mismatch():
     return k
 
 
-@case(ParseError, r"T.copy: both operands are start indices, so the extent is unknown; slice one of them")
-def copy_between_two_start_indices():
-    @T.prim_func
-    def k(A: T.Tensor((64, 64), "float16")):
-        with T.Kernel(1, threads=128):
-            tile = T.alloc_shared((32, 32), "float16")
-            T.copy(A[0, 0], tile[0, 0])  # <- error
-
-    return k
-
-
 @case(
     SemanticError, r"T.gemm shape mismatch in K \(A's reduction dim vs B's\): 32 vs 16", hint=r"transpose_A"
 )

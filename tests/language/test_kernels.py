@@ -110,3 +110,20 @@ def test_cumsum_in_place_and_reverse():
     (backward,) = nodes(kernels.cumsum(reverse=True), S.Cumsum)
     assert forward.src.buffer is forward.dst.buffer and forward.dim == 1
     assert (forward.reverse, backward.reverse) == (False, True)
+
+
+def test_copy_carries_extra_annotations_and_an_element_copy_is_a_store():
+    import tilecraft.language as T
+
+    @T.prim_func
+    def k(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float16")):
+        with T.Kernel(1, threads=32):
+            tile = T.alloc_shared((64,), "float32")
+            T.copy(A, tile, annotations={"test.copy": "sync"})
+            T.copy(tile[3], B[5])
+
+    copies = [n for n in walk(k.body) if isinstance(n, S.Copy)]
+    assert [S.annotation(c.annotations, "test.copy") for c in copies] == ["sync"]
+    stores = [n for n in walk(k.body) if isinstance(n, S.BufferStore) and n.buffer.name == "B"]
+    assert len(stores) == 1 and stores[0].value.dtype == "float16"
+    assert_roundtrip(k)

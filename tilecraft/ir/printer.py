@@ -446,7 +446,10 @@ class Printer(PythonLines):
         self.block(s.body)
 
     def _s_Copy(self, s: S.Copy) -> None:
-        extra = "".join(f", {k}={self.value(v)}" for k, v in s.annotations)
+        extra = "".join(f", {k}={self.value(v)}" for k, v in s.annotations if k in S.COPY_KEYWORDS)
+        others = {k: v for k, v in s.annotations if k not in S.COPY_KEYWORDS}
+        if others:
+            extra += f", annotations={self.value(others)}"
         self.line(f"T.copy({self.region(s.src)}, {self.region(s.dst)}{extra})")
 
     def _s_Fill(self, s: S.Fill) -> None:

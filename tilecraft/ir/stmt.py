@@ -136,6 +136,10 @@ class TileOp(Stmt):
             made.append(self)
 
 
+# T.copy's keyword hints, which printed IR spells as keywords; other annotation keys print in `annotations=`.
+COPY_KEYWORDS = ("coalesced_width", "disable_tma", "eviction_policy")
+
+
 @node
 class Copy(TileOp):
     """Copy `src` to `dst` (equal extents after dropping unit dims); loads past the edge read zero."""

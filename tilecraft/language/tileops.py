@@ -7,9 +7,11 @@ come from the other operand. The ops stay whole in the IR; backends lower them.
 from __future__ import annotations
 
 from tilecraft.ir.buffer import Buffer, BufferRegion, Range
-from tilecraft.ir.expr import BufferLoad, Expr, IRError, const, const_value, convert
+from tilecraft.ir.expr import BufferLoad, Expr, IRError, cast, const, const_value, convert
 from tilecraft.ir.stmt import (
+    COPY_KEYWORDS,
     AtomicOp,
+    BufferStore,
     Copy,
     Cumsum,
     Fill,
@@ -77,8 +79,12 @@ def _nonunit_tail(region: BufferRegion) -> tuple[Expr, ...]:
 
 
 def copy(src: Operand, dst: Operand, coalesced_width: int | None = None, disable_tma: bool = False,
-         eviction_policy: str | None = None) -> Copy:  # fmt: skip
-    """Copy `src` into `dst`; reads past a tensor's edge give zero and writes past it are skipped."""
+         eviction_policy: str | None = None, annotations: dict | None = None) -> Copy | BufferStore:  # fmt: skip
+    """Copy `src` into `dst`; reads past a tensor's edge give zero and writes past it are skipped.
+    `annotations` are extra keys carried on the op (TileLang's; printed IR keeps them). Between two
+    elements (both operands start indices, TileLang's rule) it is that one element's store."""
+    if isinstance(src, BufferLoad) and isinstance(dst, BufferLoad):
+        return _element_copy(src, dst)
     s, d = _pair(src, dst, "T.copy")
     ann = []
     if coalesced_width is not None:
@@ -87,7 +93,14 @@ def copy(src: Operand, dst: Operand, coalesced_width: int | None = None, disable
         ann.append(("disable_tma", True))
     if eviction_policy is not None:
         ann.append(("eviction_policy", str(eviction_policy)))
+    ann += [(str(k), v) for k, v in (annotations or {}).items() if k not in COPY_KEYWORDS]
     return Copy(s, d, tuple(ann), span=_span())
+
+
+def _element_copy(src: BufferLoad, dst: BufferLoad) -> BufferStore:
+    if any(i.dtype.lanes != 1 for i in (*src.indices, *dst.indices)):
+        raise IRError("T.copy: a vector element access is not a region; slice the buffer instead")
+    return BufferStore(dst.buffer, cast(src, dst.dtype), dst.indices, span=_span())
 
 
 def fill(buffer: Operand, value) -> Fill:

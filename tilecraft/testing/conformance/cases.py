@@ -507,6 +507,8 @@ CASES = [
          lambda a: {1: f64(a[0]) ** 2, 2: (f64(a[0]) ** 2)[::-1] + 1}),
     # Shapes of TileLang's examples that lowering once refused or miscompiled (regressions.py).
     Case("stepped_loops_ragged", D.stepped_loops, D.stepped_loops_inputs, D.stepped_loops_reference),
+    Case("element_copies_between_start_indices", D.element_copies, D.element_copies_inputs,
+         D.element_copies_reference),
     Case("online_softmax_unit_rows", D.online_softmax, lambda r: [randn(r, (4, 512), F16), poison((4, 512), F16)],
          lambda a: {1: _online_softmax_ref(a[0])}, 3e-3),
     Case("row_vectors_across_a_tile", D.decode_scores,

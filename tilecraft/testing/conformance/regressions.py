@@ -409,3 +409,37 @@ def stepped_loops_reference(a):
     y[:, 1::2] = x[:, 1::2] - 1.0
     y[:, 0::5] += 100.0
     return {1: y}
+
+
+# ---------------------------------------------------------------- T.copy between two elements
+
+
+def element_copies(m: int = 70, n: int = 50, block_m: int = 32, block_n: int = 16):
+    """`T.copy(A[i, j], B[i, j])` with both operands start indices copies one element (TileLang's rule):
+    one per iteration of a T.Parallel nest (converting float32 to float16), and an index read into a
+    local before a gather. Ragged in both dims."""
+
+    @T.prim_func
+    def element_copies(A: T.Tensor((m, n), "float32"), idx: T.Tensor((4,), "int32"),
+                       B: T.Tensor((m, n), "float16"), C: T.Tensor((4,), "float32")):  # fmt: skip
+        with T.Kernel(T.ceildiv(n, block_n), T.ceildiv(m, block_m), threads=128) as (bx, by):
+            for i, j in T.Parallel(block_m, block_n):
+                if by * block_m + i < m and bx * block_n + j < n:
+                    T.copy(A[by * block_m + i, bx * block_n + j], B[by * block_m + i, bx * block_n + j])
+            if bx == 0 and by == 0:
+                index = T.alloc_local((1,), "int32")
+                for p in T.serial(4):
+                    T.copy(idx[p], index[0])
+                    C[p] = A[index[0], 3]
+
+    return element_copies
+
+
+def element_copies_inputs(rng, m: int = 70, n: int = 50) -> list:
+    a = rng.standard_normal((m, n)).astype(np.float32)
+    idx = np.array([5, m - 1, 0, 33], np.int32)
+    return [a, idx, np.full((m, n), np.nan, np.float16), np.full(4, np.nan, np.float32)]
+
+
+def element_copies_reference(a):
+    return {2: a[0].astype(np.float16).astype(np.float64), 3: a[0][a[1], 3].astype(np.float64)}
