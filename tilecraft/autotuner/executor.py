@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import time
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -89,6 +90,19 @@ def compile_here(job: CompileJob, ctx: BackendContext) -> Kernel:
 
     return compile_kernel(job.func, out_idx=job.out_idx, pass_configs=job.pass_configs,
                           compile_flags=job.compile_flags, ctx=ctx)  # fmt: skip
+
+
+def requeue_once(queue: deque[CompileJob], tries: dict[int, int], job: CompileJob, note: str,
+                 verbose: bool) -> bool:  # fmt: skip
+    """Queue a job whose worker was lost once more (True; `note` says so when `verbose`); False the
+    second time, when its outcome is final."""
+    tries[job.index] = tries.get(job.index, 0) + 1
+    if tries[job.index] >= 2:
+        return False
+    if verbose:
+        say(f"autotune: #{job.index}: {note}")
+    queue.append(job)
+    return True
 
 
 class InProcessExecutor(Executor):

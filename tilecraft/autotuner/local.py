@@ -264,11 +264,8 @@ class LocalProcessExecutor(Executor):
     def _retry_or(self, queue: deque[CompileJob], tries: dict[int, int], job: CompileJob, status: str,
                   message: str) -> CompileOutcome | None:  # fmt: skip
         """A job whose worker died: queued once more (None), or its outcome the second time."""
-        tries[job.index] = tries.get(job.index, 0) + 1
-        if tries[job.index] < 2:
-            if self.verbose:
-                say(f"autotune: #{job.index}: its worker died; trying it once more in a fresh worker")
-            queue.append(job)
+        if executors.requeue_once(queue, tries, job, "its worker died; trying it once more in a fresh worker",
+                                  self.verbose):  # fmt: skip
             return None
         return CompileOutcome(job.index, status, 0.0, message)
 

@@ -215,11 +215,8 @@ class RayExecutor(Executor):
             return CompileOutcome(job.index, COMPILE_FAILED, task.elapsed(), task_error(err))
         except errors.RayError as err:  # the worker or its node died
             task.over = True
-            tries[job.index] = tries.get(job.index, 0) + 1
-            if tries[job.index] < 2:
-                if self.verbose:
-                    say(f"autotune: #{job.index}: its Ray worker was lost ({type(err).__name__}); running it once more")
-                queue.append(job)
+            note = f"its Ray worker was lost ({type(err).__name__}); running it once more"
+            if executors.requeue_once(queue, tries, job, note, self.verbose):
                 return None
             return CompileOutcome(job.index, CRASHED, task.elapsed(), RAY_CRASH_MESSAGE)
         task.over = True

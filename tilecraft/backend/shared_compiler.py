@@ -66,6 +66,7 @@ SHARED_MODULES: tuple[str, ...] = (
     "tilecraft.transform.tile_loops",
     "tilecraft.codegen",
     "tilecraft.codegen.headers",
+    "tilecraft.codegen.addressing",
     "tilecraft.codegen.reserved",
     "tilecraft.ir.arith.exact",
     "tilecraft.ir.arith.interval",

@@ -16,12 +16,12 @@ Subclasses decide where buffers live and add their own statements and intrinsics
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tilecraft.backend.capabilities import no_mbarriers
-from tilecraft.codegen.reserved import C_RESERVED, ReservedNames
+from tilecraft.codegen.addressing import offset_terms, row_major_strides
+from tilecraft.codegen.reserved import C_RESERVED, ReservedNames, printed_name
 from tilecraft.errors import LoweringError
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
@@ -177,17 +177,11 @@ class CFamilyPrinter:
     def name(self, obj: Var | Buffer) -> str:
         """`obj`'s name in the source: as written, unless the language reserves it (codegen/reserved.py),
         and unique in the function."""
-        key = id(obj)
-        if key not in self.names:
-            base = re.sub(r"\W", "_", obj.name) or "v"
-            if base[0].isdigit() or base in self.reserved_names or base.lower().startswith("tc_"):
-                base = "v_" + base
-            name, k = base, 1
-            while name in self.used:
-                name, k = f"{base}_{k}", k + 1
-            self.used.add(name)
-            self.names[key] = name
-        return self.names[key]
+        return printed_name(obj, self.names, self.used, self.is_reserved)
+
+    def is_reserved(self, name: str) -> bool:
+        """A name the language reserves, or one the generated code's own (`tc_`) names could meet."""
+        return name in self.reserved_names or name.lower().startswith("tc_")
 
     def reserve(self, *names: str) -> None:
         self.used.update(names)
@@ -442,30 +436,16 @@ class CFamilyPrinter:
     def strides(self, buf: Buffer) -> list[str]:
         if buf.strides:
             return [f"(int64_t)({self.expr(s)})" for s in buf.strides]
-        out, acc = [], "1"
-        for k, dim in enumerate(reversed(buf.shape)):
-            out.append(acc)
-            d = E.const_value(dim)
-            row = k == 0 and is_packed(buf)  # packed rows start on a byte: an odd row has a padding nibble
-            if acc.isdigit() and isinstance(d, int):
-                acc = str(int(acc) * (d + (d & 1) if row else d))
-            elif row:
-                acc = f"{acc} * (((int64_t)({self.expr(dim)}) + 1) & ~(int64_t)1)"
-            else:
-                acc = f"{acc} * (int64_t)({self.expr(dim)})"
-        return list(reversed(out))
+        # packed rows start on a byte: an odd row has a padding nibble
+        even_row = (lambda text: f"(({text} + 1) & ~(int64_t)1)") if is_packed(buf) else None
+        return row_major_strides(buf.shape, lambda dim: f"(int64_t)({self.expr(dim)})", even_row)
 
     def index_type(self, buf: Buffer) -> str:
         return "int32_t" if buf.scope in self.int32_index_scopes else "int64_t"
 
     def offset(self, buf: Buffer, indices) -> str:
-        terms = []
         cast = f"({self.index_type(buf)})"
-        for index, stride in zip(indices, self.strides(buf)):
-            if E.const_value(index) == 0:
-                continue
-            idx = self.expr(index)
-            terms.append(f"{cast}{idx}" if stride == "1" else f"{cast}{idx} * {stride}")
+        terms = offset_terms(indices, self.strides(buf), lambda index: f"{cast}{self.expr(index)}")
         return " + ".join(terms) if terms else "0"
 
     # ------------------------------------------------------------------ non-negativity (index math)
@@ -533,16 +513,19 @@ class CFamilyPrinter:
         for x in s.stmts:
             self.stmt(x)
 
-    # Targets that run a block as a group of threads: the statement of a block-wide barrier, and
-    # the thread index (T.get_thread_binding after lowering).
+    # Targets that run a block as a group of threads: the statement(s) of a block-wide barrier (one a
+    # line), and the thread index (T.get_thread_binding after lowering).
     barrier_statement: str | None = None
     thread_index: str | None = None
+    # The statement that evaluates an expression (`{}`) for its effects only.
+    discard_statement = "(void)({});"
 
     def _s_Evaluate(self, s: S.Evaluate) -> None:
         if isinstance(s.value, E.Call) and s.value.op == "sync_threads" and self.barrier_statement:
-            self.line(self.barrier_statement)
+            for line in self.barrier_statement.splitlines():
+                self.line(line)
             return
-        self.line(f"(void)({self.expr(s.value)});")
+        self.line(self.discard_statement.format(self.expr(s.value)))
 
     def _s_BufferStore(self, s: S.BufferStore) -> None:
         buf = s.buffer
@@ -665,12 +648,18 @@ class CFamilyPrinter:
             self.mark_nonneg(s.var)
         if not self.exact.is_index(s.value):
             self.exact.data_vars.add(s.var)
-        self.scoped(
-            "{", s.body, f"const {value_type(s.var.dtype)} {self.name(s.var)} = {self.expr(s.value)};"
-        )
+        self.scoped("{", s.body, self.let_declaration(s.var, s.value))
+
+    def let_declaration(self, var: Var, value: Expr) -> str:
+        """The declaration of a LetStmt's variable, in the block its body is printed in."""
+        return f"const {value_type(var.dtype)} {self.name(var)} = {self.expr(value)};"
+
+    def truth(self, e: Expr) -> str:
+        """A branch or loop condition as the language tests it (C tests any scalar)."""
+        return self.expr(e)
 
     def _s_IfThenElse(self, s: S.IfThenElse) -> None:
-        self.line(f"if ({self.expr(s.condition)}) {{")
+        self.line(f"if ({self.truth(s.condition)}) {{")
         self.block(s.then_case)
         if s.else_case is not None:
             self.line("} else {")
@@ -699,7 +688,7 @@ class CFamilyPrinter:
         self.line("}")
 
     def _s_While(self, s: S.While) -> None:
-        self.line(f"while ({self.expr(s.condition)}) {{")
+        self.line(f"while ({self.truth(s.condition)}) {{")
         self.block(s.body)
         self.line("}")
 

@@ -17,8 +17,9 @@ functions and types) where it defines its printer.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,24 @@ class ReservedNames:
     def extended(self, words: Iterable[str] = (), patterns: Iterable[str] = ()) -> ReservedNames:
         """These names and patterns, and `words` and `patterns` too."""
         return ReservedNames(self.words | frozenset(words), self.patterns + tuple(patterns))
+
+
+def printed_name(obj: Any, names: dict[int, str], used: set[str], reserved: Callable[[str], bool]) -> str:
+    """The name a printer gives `obj` (a variable or buffer), chosen on its first use and kept in `names`
+    by object id: its own name with non-word characters as `_`, `v_` in front where that starts with a
+    digit or `reserved` says the language (or the generated code) claims it, and `_1`, `_2`, ... after
+    it where another object took it first (`used` holds the names taken)."""
+    key = id(obj)
+    if key not in names:
+        base = re.sub(r"\W", "_", obj.name) or "v"
+        if base[0].isdigit() or reserved(base):
+            base = "v_" + base
+        name, k = base, 1
+        while name in used:
+            name, k = f"{base}_{k}", k + 1
+        used.add(name)
+        names[key] = name
+    return names[key]
 
 
 def words(text: str) -> frozenset[str]:

@@ -31,7 +31,7 @@ from tilecraft.cuda.transform.vectorize_loops import vectorize_loops
 from tilecraft.cuda.transform.warp_specialize import room_for_producer, tile_array_registers, warp_specialize
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule, PrimFunc
-from tilecraft.ir.visitor import Mutator
+from tilecraft.ir.visitor import rewrite_launches
 from tilecraft.layout.inference import infer_layouts
 from tilecraft.transform.allreduce import lower_thread_allreduce
 from tilecraft.transform.bounds_checks import mark_bounds_checks
@@ -84,21 +84,9 @@ def cuda_split_staging_tiles(mod: IRModule, ctx) -> IRModule:
     out = []
     for f in mod.functions:
         if limit and _tma_stores(on_wgmma_path(f), ctx):
-            f = f.with_body(_SplitStaging(limit).mutate(f.body))
+            f = f.with_body(rewrite_launches(f.body, lambda launch: split_staging_tiles(launch, limit)))
         out.append(f)
     return mod.with_functions(out)
-
-
-class _SplitStaging(Mutator):
-    def __init__(self, limit: int) -> None:
-        super().__init__()
-        self.limit = limit
-
-    def mutate_Buffer(self, buf):
-        return buf
-
-    def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
-        return split_staging_tiles(launch, self.limit)
 
 
 @module_pass("infer-layouts")

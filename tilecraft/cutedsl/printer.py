@@ -17,10 +17,10 @@ assumes). A construct without a CuTe DSL spelling here is refused with `feature:
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 
-from tilecraft.codegen.reserved import words
+from tilecraft.codegen.addressing import offset_terms, row_major_strides
+from tilecraft.codegen.reserved import printed_name, words
 from tilecraft.cuda.intrinsics.simt import SHUFFLE_XOR
 from tilecraft.cuda.ir import (
     AsyncCommit,
@@ -106,17 +106,12 @@ class CuteDslPrinter(PythonLines):
     # ------------------------------------------------------------------ names and lines
 
     def name(self, obj: Var | Buffer) -> str:
-        key = id(obj)
-        if key not in self.names:
-            base = re.sub(r"\W", "_", obj.name) or "v"
-            if base[0].isdigit() or base in PYTHON_RESERVED or base.startswith("tc_"):
-                base = "v_" + base
-            name, k = base, 1
-            while name in self.used:
-                name, k = f"{base}_{k}", k + 1
-            self.used.add(name)
-            self.names[key] = name
-        return self.names[key]
+        return printed_name(obj, self.names, self.used, self.is_reserved)
+
+    @staticmethod
+    def is_reserved(name: str) -> bool:
+        """A Python keyword or a name the kernel function uses, or one of the generated `tc_` names."""
+        return name in PYTHON_RESERVED or name.startswith("tc_")
 
     def fresh(self, stem: str) -> str:
         self.counter += 1
@@ -256,23 +251,10 @@ class CuteDslPrinter(PythonLines):
     def strides(self, buf: Buffer) -> list[str]:
         if buf.strides:
             return [self.expr(s) for s in buf.strides]
-        out, acc = [], "1"
-        for dim in reversed(buf.shape):
-            out.append(acc)
-            d = E.const_value(dim)
-            if acc.isdigit() and isinstance(d, int):
-                acc = str(int(acc) * d)
-            else:
-                acc = f"{acc} * {self.expr(dim)}"
-        return list(reversed(out))
+        return row_major_strides(buf.shape, self.expr)
 
     def offset(self, buf: Buffer, indices) -> str:
-        terms = []
-        for index, stride in zip(indices, self.strides(buf)):
-            if E.const_value(index) == 0:
-                continue
-            idx = self.expr(index)
-            terms.append(idx if stride == "1" else f"{idx} * {stride}")
+        terms = offset_terms(indices, self.strides(buf), self.expr)
         return " + ".join(terms) if terms else "0"
 
     def extent(self, buf: Buffer) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
@@ -161,6 +162,24 @@ class GemmWarpPolicy(enum.Enum):
     Square = "Square"
     FullRow = "FullRow"
     FullCol = "FullCol"
+
+    def split(self, units: int, fits: Callable[[int, int], bool], m: int, n: int) -> tuple[int, int] | None:
+        """The (rows, columns) grid of `units` warps over an m x n tile, both powers of two, that `fits`
+        accepts and the policy prefers: the most rows (FullRow), the most columns (FullCol), or the
+        squarest per-warp tiles, more rows on a tie (Square); None if no grid fits."""
+        options = []
+        rows = 1
+        while rows <= units:
+            if fits(rows, units // rows):
+                options.append((rows, units // rows))
+            rows *= 2
+        if not options:
+            return None
+        if self is GemmWarpPolicy.FullRow:
+            return max(options)
+        if self is GemmWarpPolicy.FullCol:
+            return min(options)
+        return min(options, key=lambda g: (abs(m // g[0] - n // g[1]), -g[0]))
 
 
 @node

@@ -13,12 +13,16 @@ its override.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Expr, Node, Var
-from tilecraft.ir.stmt import Stmt
+from tilecraft.ir.stmt import KernelLaunch, Stmt
+
+if TYPE_CHECKING:
+    from tilecraft.ir.function import IRModule
 
 
 @cache
@@ -120,6 +124,36 @@ class Mutator:
         if shape is buf.shape and strides is buf.strides and base is buf.base:
             return buf
         return dataclasses.replace(buf, shape=shape, strides=strides, base=base)
+
+
+class BufferKeepingMutator(Mutator):
+    """A Mutator that rewrites statements and expressions only: every buffer stays the object it is
+    (its shape, strides and base are not walked), for passes whose rewrites never reach a buffer's
+    extents and whose loads and stores must keep addressing the buffers they were given."""
+
+    def mutate_Buffer(self, buf: Buffer) -> Buffer:
+        return buf
+
+
+class _Launches(BufferKeepingMutator):
+    def __init__(self, rewrite: Callable[[KernelLaunch], Stmt]) -> None:
+        super().__init__()
+        self.rewrite = rewrite
+
+    def mutate_KernelLaunch(self, launch: KernelLaunch) -> Stmt:
+        return self.rewrite(launch)
+
+
+def rewrite_launches(body: Stmt, rewrite: Callable[[KernelLaunch], Stmt]) -> Stmt:
+    """`body` with each kernel launch in it replaced by `rewrite(launch)`; the code around the launches,
+    and every buffer, stay as they are."""
+    return _Launches(rewrite).mutate(body)
+
+
+def map_launches(mod: IRModule, rewrite: Callable[[KernelLaunch], Stmt]) -> IRModule:
+    """`mod` with each kernel launch of its functions replaced by `rewrite(launch)` (`rewrite_launches`)."""
+    mutator = _Launches(rewrite)
+    return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)
 
 
 _NO_RESULT = object()

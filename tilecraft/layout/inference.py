@@ -40,7 +40,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.span import Span
-from tilecraft.ir.visitor import Mutator, Visitor, free_vars, walk
+from tilecraft.ir.visitor import BufferKeepingMutator, Visitor, free_vars, map_launches, walk
 from tilecraft.layout.fragment import FRAGMENT_INS, fragment_dims, linear_from_fragment
 from tilecraft.layout.layout import Fragment
 from tilecraft.layout.linear import LinearLayout, log2, next_power_of_two
@@ -567,14 +567,11 @@ def _walk(node):
     return walk(node)
 
 
-class _Annotate(Mutator):
+class _Annotate(BufferKeepingMutator):
     def __init__(self, inference: Inference) -> None:
         super().__init__()
         self.inf = inference
         self.nests = {id(n.outer): n for n in inference.found.nests}
-
-    def mutate_Buffer(self, buf):
-        return buf
 
     def mutate_AnnotateLayout(self, s: S.AnnotateLayout) -> S.Stmt:
         # the user's T.Fragment is now the fragment's decided layout, annotated at its allocation
@@ -689,21 +686,11 @@ def _fragments_used(stmt: S.Stmt):
                 yield n
 
 
-class _PerKernel(Mutator):
-    def __init__(self, target, simt: SimtTarget, strict: StrictLayouts | None) -> None:
-        super().__init__()
-        self.target = target
-        self.simt = simt
-        self.strict = strict
-
-    def mutate_Buffer(self, buf):
-        return buf
-
-    def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
-        threads = kernel_threads(launch, self.target, self.simt)
-        inference = Inference(launch, threads, self.target, self.simt, self.strict)
-        inference.run()
-        return dataclasses.replace(launch, body=_Annotate(inference).mutate(launch.body))
+def _infer(launch: S.KernelLaunch, target, simt: SimtTarget, strict: StrictLayouts | None) -> S.Stmt:
+    threads = kernel_threads(launch, target, simt)
+    inference = Inference(launch, threads, target, simt, strict)
+    inference.run()
+    return dataclasses.replace(launch, body=_Annotate(inference).mutate(launch.body))
 
 
 def infer_layouts(simt: SimtFacts, strict: StrictLayouts | None = None):
@@ -712,7 +699,7 @@ def infer_layouts(simt: SimtFacts, strict: StrictLayouts | None = None):
     @module_pass("infer-layouts")
     def run(mod: IRModule, ctx) -> IRModule:
         """Every fragment has a layout annotation and every T.Parallel nest a thread partition."""
-        mutator = _PerKernel(ctx.target, simt(ctx.target), strict)
-        return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)
+        facts = simt(ctx.target)
+        return map_launches(mod, lambda launch: _infer(launch, ctx.target, facts, strict))
 
     return run

@@ -170,7 +170,7 @@ def from_array_interface(x: Any, info: dict, device: int, index: int) -> ArrayAr
         typestr = _TYPESTRS[info["typestr"]] = np.dtype(info["typestr"])
     shape = tuple(info["shape"])
     if info.get("strides") is None:
-        strides = _contiguous_strides(shape)
+        strides = contiguous_strides(shape)
     else:
         strides = tuple(s // typestr.itemsize for s in info["strides"])
     address, read_only = info["data"]
@@ -191,9 +191,10 @@ def _from_dlpack(x: Any, name: str) -> ArrayArg:
                     view.writable)  # fmt: skip
 
 
-def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """The element strides of a compact row-major array of `shape` (the last dimension's is 1)."""
     strides, acc = [], 1
     for s in reversed(shape):
         strides.append(acc)
-        acc *= s
+        acc *= int(s)
     return tuple(reversed(strides))

@@ -14,6 +14,7 @@ from typing import Any
 
 from tilecraft.ir import dtype as dt
 from tilecraft.ir.dtype import DataType
+from tilecraft.runtime.arrays import contiguous_strides
 
 READ_ONLY_FLAG = 1 << 0
 _VERSIONED = b"dltensor_versioned"
@@ -104,7 +105,7 @@ def read(x: Any) -> DLPackView:
 def _view(t: _Tensor, writable: bool) -> DLPackView:
     ndim = t.ndim
     shape = tuple(t.shape[i] for i in range(ndim))
-    strides = tuple(t.strides[i] for i in range(ndim)) if t.strides else _row_major(shape)
+    strides = tuple(t.strides[i] for i in range(ndim)) if t.strides else contiguous_strides(shape)
     ptr = (t.data or 0) + t.byte_offset
     return DLPackView(ptr, shape, strides, _dtype(t.dtype), t.device.device_type, t.device.device_id, writable)
 
@@ -116,14 +117,6 @@ def _dtype(d: _DataType) -> DataType:
             f"its DLPack dtype (code {d.code}, {d.bits} bits, {d.lanes} lanes) is not one tilecraft supports"
         )
     return dt.as_dtype(name)
-
-
-def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for s in reversed(shape):
-        strides.append(acc)
-        acc *= s
-    return tuple(reversed(strides))
 
 
 def as_callers_array(array: Any, like: Any) -> Any:

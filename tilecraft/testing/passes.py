@@ -37,7 +37,7 @@ from tilecraft.errors import KernelError
 from tilecraft.ir import IRModule, PrimFunc, Var, structural_equal
 from tilecraft.ir import stmt as S
 from tilecraft.ir.printer import print_ir
-from tilecraft.ir.visitor import Mutator, substitute
+from tilecraft.ir.visitor import BufferKeepingMutator, Mutator, substitute
 
 __all__ = [
     "UNCHANGED",
@@ -225,7 +225,7 @@ def _same_functions(a: IRModule, b: IRModule) -> bool:
     return all(structural_equal(f, g) for f, g in pairs)
 
 
-class _Canonical(Mutator):
+class _Canonical(BufferKeepingMutator):
     """Nested and empty statement sequences flattened (a pass that deletes a statement may leave an
     empty sequence behind, which prints as nothing and means nothing), and a loop variable or a buffer
     a pass bound (allocated) a second time replaced there by one of its own (as parsing the printed text
@@ -234,9 +234,6 @@ class _Canonical(Mutator):
     def __init__(self) -> None:
         super().__init__()
         self.bound: set[int] = set()
-
-    def mutate_Buffer(self, buf):
-        return buf
 
     def mutate_SeqStmt(self, s: S.SeqStmt) -> S.Stmt:
         return S.seq(*(self.mutate(child) for child in s.stmts))

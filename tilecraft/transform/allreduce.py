@@ -22,7 +22,7 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule
-from tilecraft.ir.visitor import Mutator, walk
+from tilecraft.ir.visitor import BufferKeepingMutator, walk
 from tilecraft.transform.reductions import combine, identity
 from tilecraft.transform.simt.barriers import sync
 from tilecraft.transform.uniformity import ThreadVarying
@@ -96,7 +96,7 @@ def expand_allreduce(op: S.ThreadAllReduce, tid: E.Expr, threads: int, simt: Sim
     return S.Allocate(acc, S.seq(*stmts, body), span=op.span)
 
 
-class _PerKernel(Mutator):
+class _PerKernel(BufferKeepingMutator):
     def __init__(self, simt: SimtTarget | None, target) -> None:
         super().__init__()
         self.simt = simt
@@ -104,9 +104,6 @@ class _PerKernel(Mutator):
         self.launch: S.KernelLaunch | None = None
         self.varying: ThreadVarying | None = None
         self.count = 0
-
-    def mutate_Buffer(self, buf):
-        return buf
 
     def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
         if not any(isinstance(n, S.ThreadAllReduce) for n in walk(launch.body)):
@@ -169,13 +166,10 @@ def group_width(target) -> int:
 GROUP_WIDTH_CALL = "thread_group_width"
 
 
-class _GroupWidth(Mutator):
+class _GroupWidth(BufferKeepingMutator):
     def __init__(self, width: int) -> None:
         super().__init__()
         self.width = width
-
-    def mutate_Buffer(self, buf):
-        return buf
 
     def mutate_Call(self, e: E.Call) -> E.Expr:
         if e.op == GROUP_WIDTH_CALL:

@@ -27,14 +27,14 @@ from tilecraft.ir.arith import Analyzer, Interval
 from tilecraft.ir.arith.exact import ExactTable
 from tilecraft.ir.buffer import Buffer, Range
 from tilecraft.ir.function import IRModule, PrimFunc
-from tilecraft.ir.visitor import Mutator, free_vars
+from tilecraft.ir.visitor import BufferKeepingMutator, free_vars
 
 __all__ = ["guard_accesses", "guard_func"]
 
 GUARDED_SCOPES = ("global",)
 
 
-class _Guard(Mutator):
+class _Guard(BufferKeepingMutator):
     def __init__(self, func: PrimFunc) -> None:
         super().__init__()
         self.ana = Analyzer()
@@ -43,9 +43,6 @@ class _Guard(Mutator):
         self.tile_vars: set[E.Var] = set()
         for dim in func.symbolic_dims:
             self.ana.bind(dim, Interval(0, None))
-
-    def mutate_Buffer(self, buf: Buffer) -> Buffer:
-        return buf
 
     # ------------------------------------------------------------------ the facts in scope
 

@@ -24,7 +24,7 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.ir.function import IRModule
-from tilecraft.ir.visitor import Mutator, walk
+from tilecraft.ir.visitor import BufferKeepingMutator, map_launches, walk
 
 ITERATION_LOCAL = "iteration_local_shared"
 SHARED = ("shared", "shared.dyn")
@@ -67,14 +67,11 @@ def _flatten(stmt: S.Stmt) -> list[S.Stmt]:
     return [leaf for child in stmt.stmts for leaf in _flatten(child)]
 
 
-class _Mark(Mutator):
+class _Mark(BufferKeepingMutator):
     def __init__(self, totals: Counter) -> None:
         super().__init__()
         self.totals = totals  # references in the whole kernel, its allocation included
         self.marked: set[int] = set()
-
-    def mutate_Buffer(self, buf):
-        return buf
 
     def mutate_For(self, loop: S.For) -> S.Stmt:
         loop = self.generic_mutate(loop)  # inner loops first: the narrowest loop gets the buffer
@@ -96,22 +93,17 @@ class _Mark(Mutator):
         return dataclasses.replace(loop, annotations=(*loop.annotations, (ITERATION_LOCAL, tuple(local))))
 
 
-class _PerKernel(Mutator):
-    def mutate_Buffer(self, buf):
-        return buf
-
-    def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
-        allocated = {id(n.buffer) for n in walk(launch.body) if isinstance(n, S.Allocate)}
-        totals = _references(launch.body)
-        # a buffer allocated outside the kernel body (or twice) is left alone
-        totals = Counter({k: v for k, v in totals.items() if k in allocated})
-        return dataclasses.replace(launch, body=_Mark(totals).mutate(launch.body))
+def _mark(launch: S.KernelLaunch) -> S.Stmt:
+    allocated = {id(n.buffer) for n in walk(launch.body) if isinstance(n, S.Allocate)}
+    totals = _references(launch.body)
+    # a buffer allocated outside the kernel body (or twice) is left alone
+    totals = Counter({k: v for k, v in totals.items() if k in allocated})
+    return dataclasses.replace(launch, body=_Mark(totals).mutate(launch.body))
 
 
 def mark_iteration_local(mod: IRModule) -> IRModule:
     """`mod` with each loop listing the shared buffers its iterations write whole before using them."""
-    mutator = _PerKernel()
-    return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)
+    return map_launches(mod, _mark)
 
 
 @module_pass("mark-iteration-local-shared")

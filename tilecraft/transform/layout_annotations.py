@@ -26,7 +26,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.arith import bound
 from tilecraft.ir.buffer import Buffer, BufferRegion, Range
 from tilecraft.ir.function import IRModule
-from tilecraft.ir.visitor import Mutator, Visitor, walk
+from tilecraft.ir.visitor import BufferKeepingMutator, Visitor, walk
 from tilecraft.layout.layout import Fragment, Layout
 from tilecraft.transform.tile_loops import (
     conjunction,
@@ -138,7 +138,7 @@ class _Find(Visitor):
                   f"a {buf.scope} buffer takes {wanted}", self.target)  # fmt: skip
 
 
-class _Apply(Mutator):
+class _Apply(BufferKeepingMutator):
     """Accesses to permuted global buffers go through their layouts; spent annotations go away."""
 
     def __init__(self, globals_: dict[int, GlobalLayout], keep_fragments: bool, target) -> None:
@@ -146,9 +146,6 @@ class _Apply(Mutator):
         self.globals = globals_
         self.keep_fragments = keep_fragments
         self.target = target
-
-    def mutate_Buffer(self, buf: Buffer) -> Buffer:
-        return buf
 
     def _permuted(self, region: BufferRegion | None) -> bool:
         return isinstance(region, BufferRegion) and id(region.buffer) in self.globals
@@ -230,14 +227,11 @@ def _scalar_atomics(op: S.AtomicOp) -> S.Stmt:
     return parallel_nest(loop_vars, extents, body, op.span)
 
 
-class _PerKernel(Mutator):
+class _PerKernel(BufferKeepingMutator):
     def __init__(self, target, keep_fragments: bool) -> None:
         super().__init__()
         self.target = target
         self.keep_fragments = keep_fragments
-
-    def mutate_Buffer(self, buf: Buffer) -> Buffer:
-        return buf
 
     def mutate_AnnotateLayout(self, s: S.AnnotateLayout) -> S.Stmt:
         _fail("T.annotate_layout outside T.Kernel", s.span, "annotate inside the T.Kernel that uses the buffer",

@@ -17,13 +17,10 @@ from tilecraft.backend.pipeline import module_pass
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
-from tilecraft.ir.visitor import Mutator, substitute
+from tilecraft.ir.visitor import BufferKeepingMutator, substitute
 
 
-class _FromZero(Mutator):
-    def mutate_Buffer(self, buf):
-        return buf
-
+class _FromZero(BufferKeepingMutator):
     def mutate_For(self, s: S.For) -> S.Stmt:
         s = self.generic_mutate(s)
         if s.kind is not S.ForKind.PIPELINED or E.const_value(s.min) == 0:

@@ -11,19 +11,16 @@ from collections.abc import Callable, Mapping
 from tilecraft.errors import LoweringError
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
-from tilecraft.ir.visitor import Mutator
+from tilecraft.ir.visitor import BufferKeepingMutator
 
 OpTable = Mapping[type, Callable[[S.TileOp, object], S.Stmt]]
 
 
-class _LowerTileOps(Mutator):
+class _LowerTileOps(BufferKeepingMutator):
     def __init__(self, table: OpTable, ctx) -> None:
         super().__init__()
         self.table = table
         self.ctx = ctx
-
-    def mutate_Buffer(self, buf):
-        return buf
 
     def mutate(self, node):
         if isinstance(node, S.TileOp):

@@ -17,7 +17,7 @@ from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
-from tilecraft.ir.visitor import Mutator, Visitor, substitute
+from tilecraft.ir.visitor import BufferKeepingMutator, Visitor, map_launches, substitute
 
 
 class _FindSwizzle(Visitor):
@@ -28,10 +28,7 @@ class _FindSwizzle(Visitor):
         self.hint = s
 
 
-class _Drop(Mutator):
-    def mutate_Buffer(self, buf):
-        return buf
-
+class _Drop(BufferKeepingMutator):
     def mutate_UseSwizzle(self, s: S.UseSwizzle) -> S.Stmt:
         return S.SeqStmt(())
 
@@ -52,38 +49,34 @@ def panel_order(bx: E.Expr, by: E.Expr, gx: E.Expr, gy: E.Expr, panel: int) -> t
     return new_x, new_y
 
 
-class _Rasterize(Mutator):
-    def mutate_Buffer(self, buf):
-        return buf
-
-    def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
-        find = _FindSwizzle()
-        find.visit(launch.body)
-        if find.hint is None:
-            return launch
-        body = _Drop().mutate(launch.body)
-        if len(launch.grid) < 2:
-            return dataclasses.replace(launch, body=body)
-        (bx, by), (gx, gy) = launch.block_vars[:2], launch.grid[:2]
-        cx, cy, _ = S.annotation(launch.annotations, S.CLUSTER_DIMS, (1, 1, 1))
-        # a cluster moves as one: the panels order whole clusters, its blocks keep their offsets in it
-        qx, qy = E.floordiv(bx, cx) if cx > 1 else bx, E.floordiv(by, cy) if cy > 1 else by
-        nx, ny = E.floordiv(gx, cx) if cx > 1 else gx, E.floordiv(gy, cy) if cy > 1 else gy
-        if find.hint.order == "col":
-            new_y, new_x = panel_order(qy, qx, ny, nx, find.hint.panel_size)
-        else:
-            new_x, new_y = panel_order(qx, qy, nx, ny, find.hint.panel_size)
-        if cx > 1:
-            new_x = E.add(E.mul(new_x, cx), E.floormod(bx, cx))
-        if cy > 1:
-            new_y = E.add(E.mul(new_y, cy), E.floormod(by, cy))
-        sx, sy = E.Var(dt.int32, f"{bx.name}_r"), E.Var(dt.int32, f"{by.name}_r")
-        body = substitute(body, {bx: sx, by: sy})
-        body = S.LetStmt(sx, E.cast(new_x, dt.int32), S.LetStmt(sy, E.cast(new_y, dt.int32), body))
+def _rasterize(launch: S.KernelLaunch) -> S.Stmt:
+    find = _FindSwizzle()
+    find.visit(launch.body)
+    if find.hint is None:
+        return launch
+    body = _Drop().mutate(launch.body)
+    if len(launch.grid) < 2:
         return dataclasses.replace(launch, body=body)
+    (bx, by), (gx, gy) = launch.block_vars[:2], launch.grid[:2]
+    cx, cy, _ = S.annotation(launch.annotations, S.CLUSTER_DIMS, (1, 1, 1))
+    # a cluster moves as one: the panels order whole clusters, its blocks keep their offsets in it
+    qx, qy = E.floordiv(bx, cx) if cx > 1 else bx, E.floordiv(by, cy) if cy > 1 else by
+    nx, ny = E.floordiv(gx, cx) if cx > 1 else gx, E.floordiv(gy, cy) if cy > 1 else gy
+    if find.hint.order == "col":
+        new_y, new_x = panel_order(qy, qx, ny, nx, find.hint.panel_size)
+    else:
+        new_x, new_y = panel_order(qx, qy, nx, ny, find.hint.panel_size)
+    if cx > 1:
+        new_x = E.add(E.mul(new_x, cx), E.floormod(bx, cx))
+    if cy > 1:
+        new_y = E.add(E.mul(new_y, cy), E.floormod(by, cy))
+    sx, sy = E.Var(dt.int32, f"{bx.name}_r"), E.Var(dt.int32, f"{by.name}_r")
+    body = substitute(body, {bx: sx, by: sy})
+    body = S.LetStmt(sx, E.cast(new_x, dt.int32), S.LetStmt(sy, E.cast(new_y, dt.int32), body))
+    return dataclasses.replace(launch, body=body)
 
 
 @module_pass("rasterize-blocks")
 def rasterize_blocks(mod: IRModule, ctx) -> IRModule:
     """Kernels with T.use_swizzle renumber their blocks in L2-friendly panels."""
-    return mod.with_functions(f.with_body(_Rasterize().mutate(f.body)) for f in mod.functions)
+    return map_launches(mod, _rasterize)

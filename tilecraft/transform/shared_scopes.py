@@ -30,7 +30,7 @@ from tilecraft.backend.pipeline import module_pass
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
-from tilecraft.ir.visitor import Mutator, walk
+from tilecraft.ir.visitor import BufferKeepingMutator, map_launches, walk
 from tilecraft.transform.iteration_local import ITERATION_LOCAL
 
 
@@ -168,16 +168,13 @@ def _emit(stmts: list[S.Stmt], lo: int, hi: int, scopes: list[_Scope], bindings:
     return out[0] if len(out) == 1 else S.SeqStmt(tuple(out))
 
 
-class _IntoLoops(Mutator):
+class _IntoLoops(BufferKeepingMutator):
     """Buffers a loop lists as iteration-local (`mark-iteration-local-shared`) move from their
     allocation outside it to the range of its body's statements that use them."""
 
     def __init__(self, allocs: dict[int, S.Allocate]) -> None:
         super().__init__()
         self.allocs = allocs
-
-    def mutate_Buffer(self, buf):
-        return buf
 
     def mutate_Allocate(self, s: S.Allocate) -> S.Stmt:
         return self.mutate(s.body) if id(s.buffer) in self.allocs else self.generic_mutate(s)
@@ -208,18 +205,9 @@ def narrow_into_loops(body: S.Stmt, scopes: Sequence[str]) -> S.Stmt:
     return _IntoLoops(allocs).mutate(body) if local else body
 
 
-class _PerKernel(Mutator):
-    def __init__(self, scopes: Sequence[str], bindings: bool) -> None:
-        super().__init__()
-        self.scopes = tuple(scopes)
-        self.bindings = bindings
-
-    def mutate_Buffer(self, buf):
-        return buf
-
-    def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
-        body = narrow_kernel_body(launch.body, self.scopes, self.bindings)
-        return dataclasses.replace(launch, body=narrow_into_loops(body, self.scopes))
+def _narrow_launch(launch: S.KernelLaunch, scopes: tuple[str, ...], bindings: bool) -> S.Stmt:
+    body = narrow_kernel_body(launch.body, scopes, bindings)
+    return dataclasses.replace(launch, body=narrow_into_loops(body, scopes))
 
 
 def narrow_shared_scopes(scopes: Sequence[str] = ("shared", "shared.dyn"), bindings: bool = False):
@@ -232,7 +220,6 @@ def narrow_shared_scopes(scopes: Sequence[str] = ("shared", "shared.dyn"), bindi
     def run(mod, ctx):
         """Each kernel's shared buffers are in scope only from their first to their last use, so
         buffers used one after the other share bytes."""
-        mutator = _PerKernel(scopes, bindings)
-        return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)
+        return map_launches(mod, lambda launch: _narrow_launch(launch, tuple(scopes), bindings))
 
     return run

@@ -20,19 +20,16 @@ from tilecraft.ir.arith import Analyzer, Interval
 from tilecraft.ir.arith.exact import ExactTable
 from tilecraft.ir.buffer import Range
 from tilecraft.ir.function import IRModule, PrimFunc
-from tilecraft.ir.visitor import Mutator
+from tilecraft.ir.visitor import BufferKeepingMutator
 
 
-class Simplifier(Mutator):
+class Simplifier(BufferKeepingMutator):
     """Simplifies the integer "roots" of a tree: indices, bounds, conditions and integer values."""
 
     def __init__(self, analyzer: Analyzer | None = None) -> None:
         super().__init__()
         self.ana = analyzer or Analyzer()
         self.exact = ExactTable()
-
-    def mutate_Buffer(self, buf):
-        return buf
 
     def root(self, e: E.Expr) -> E.Expr:
         return self._simplified(self.mutate(e))

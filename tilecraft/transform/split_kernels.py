@@ -15,7 +15,7 @@ from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Var
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.host import KernelCall
-from tilecraft.ir.visitor import Mutator, free_vars, walk
+from tilecraft.ir.visitor import BufferKeepingMutator, free_vars, walk
 from tilecraft.language.extern import IMPORT_SOURCE_ATTR
 
 
@@ -34,14 +34,11 @@ def device_params(func: PrimFunc, launch: S.KernelLaunch) -> tuple[Buffer | Var,
     return (*buffers, *scalars, *dims)
 
 
-class _Extract(Mutator):
+class _Extract(BufferKeepingMutator):
     def __init__(self, func: PrimFunc) -> None:
         super().__init__()
         self.func = func
         self.kernels: list[PrimFunc] = []
-
-    def mutate_Buffer(self, buf):
-        return buf
 
     def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> KernelCall:
         symbol = f"{self.func.name}_kernel{len(self.kernels)}"

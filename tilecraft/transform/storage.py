@@ -23,7 +23,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule, PrimFunc
 from tilecraft.ir.host import KernelCall
-from tilecraft.ir.visitor import Mutator, Visitor, free_vars, walk
+from tilecraft.ir.visitor import BufferKeepingMutator, Visitor, free_vars, walk
 from tilecraft.runtime.artifact import KernelInfo, ParamInfo
 
 STORAGE_ATTR = "tilecraft.arena_bytes"
@@ -105,13 +105,10 @@ def plan_storage(
     return plan
 
 
-class _SetCallStorage(Mutator):
+class _SetCallStorage(BufferKeepingMutator):
     def __init__(self, sizes: dict[str, int]) -> None:
         super().__init__()
         self.sizes = sizes
-
-    def mutate_Buffer(self, buf):
-        return buf
 
     def mutate_KernelCall(self, call: KernelCall) -> KernelCall:
         return dataclasses.replace(call, dynamic_smem=self.sizes.get(call.symbol, 0))

@@ -19,7 +19,7 @@ from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
-from tilecraft.ir.visitor import Mutator, substitute
+from tilecraft.ir.visitor import map_launches, substitute
 
 
 def thread_dim_indices(flat: E.Expr, extents: tuple[int, ...]) -> list[E.Expr]:
@@ -40,22 +40,17 @@ def thread_dim_strides(extents: tuple[int, ...]) -> list[int]:
     return [math.prod(extents[:k]) for k in range(len(extents))]
 
 
-class _Flatten(Mutator):
-    def mutate_Buffer(self, buf):
-        return buf
-
-    def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
-        if len(launch.threads) == 1:
-            return launch
-        flat = E.Var(dt.int32, launch.thread_vars[0].name)
-        dims = thread_dim_indices(flat, launch.threads)
-        body = substitute(launch.body, dict(zip(launch.thread_vars, dims)))
-        return dataclasses.replace(launch, threads=(math.prod(launch.threads),), thread_vars=(flat,), body=body)
+def _flatten(launch: S.KernelLaunch) -> S.Stmt:
+    if len(launch.threads) == 1:
+        return launch
+    flat = E.Var(dt.int32, launch.thread_vars[0].name)
+    dims = thread_dim_indices(flat, launch.threads)
+    body = substitute(launch.body, dict(zip(launch.thread_vars, dims)))
+    return dataclasses.replace(launch, threads=(math.prod(launch.threads),), thread_vars=(flat,), body=body)
 
 
 @module_pass("flatten-thread-dims")
 def flatten_thread_dims(mod: IRModule, ctx) -> IRModule:
     """Every launch has one thread dim: `threads=(X, Y, Z)` is X * Y * Z threads, and each former thread
     index an expression of the linear one (x fastest)."""
-    mutator = _Flatten()
-    return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)
+    return map_launches(mod, _flatten)

@@ -22,9 +22,8 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.arith import Interval, bound, dtype_interval
 from tilecraft.ir.arith.exact import INDEX_CALLS, ExactTable
-from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule, PrimFunc
-from tilecraft.ir.visitor import Mutator, substitute
+from tilecraft.ir.visitor import BufferKeepingMutator, substitute
 
 __all__ = ["widen_func", "widen_index_arithmetic"]
 
@@ -35,7 +34,8 @@ _ARITHMETIC = (E.Add, E.Sub, E.Mul, E.Div, E.FloorDiv, E.FloorMod, E.TruncMod, E
 _WIDE_FIELDS = {"indices"}
 
 
-class _Widener(Mutator):
+# Buffers are kept: their shapes and strides are addressed in 64 bits by the printers already.
+class _Widener(BufferKeepingMutator):
     def __init__(self, func: PrimFunc) -> None:
         super().__init__()
         self.exact = ExactTable()
@@ -69,9 +69,6 @@ class _Widener(Mutator):
         if isinstance(node, E.Expr):
             return self.expr(node)
         return super().mutate(node)
-
-    def mutate_Buffer(self, buf: Buffer) -> Buffer:
-        return buf  # shapes and strides are addressed in 64 bits by the printers already
 
     def expr(self, e: E.Expr) -> E.Expr:
         """`e` with its index arithmetic exact; an index expression may come back as int64."""

@@ -13,8 +13,8 @@ division, erf) are collected as they are used and emitted once per module.
 from __future__ import annotations
 
 import math
-import re
 
+from tilecraft.codegen.addressing import offset_terms, row_major_strides
 from tilecraft.codegen.c_family import CFamilyPrinter, narrow_constant, static_size
 from tilecraft.codegen.reserved import ReservedNames, words
 from tilecraft.ir import expr as E
@@ -71,6 +71,10 @@ class WgslPrinter(CFamilyPrinter):
     """
 
     target_name = "the WebGPU target"
+    reserved_names = WGSL_RESERVED
+    # like __syncthreads: workgroup memory and the workgroup's view of storage buffers
+    barrier_statement = "storageBarrier();\nworkgroupBarrier();"
+    discard_statement = "_ = {};"
 
     def __init__(self, f16: bool, globals_: dict[int, str], atomics: dict[int, str],
                  arena: str, arena_offsets: dict[int, int], arena_atomic: bool) -> None:  # fmt: skip
@@ -86,18 +90,10 @@ class WgslPrinter(CFamilyPrinter):
     def name(self, obj) -> str:
         if id(obj) in self.globals:
             return self.globals[id(obj)]
-        key = id(obj)
-        if key not in self.names:
-            base = re.sub(r"\W", "_", obj.name) or "v"
-            # `_` alone is WGSL's phony assignment; tc_ names are the generated code's
-            if base[0].isdigit() or base[0] == "_" or base.lower().startswith("tc_") or base in WGSL_RESERVED:
-                base = "v_" + base
-            name, k = base, 1
-            while name in self.used:
-                name, k = f"{base}_{k}", k + 1
-            self.used.add(name)
-            self.names[key] = name
-        return self.names[key]
+        return super().name(obj)
+
+    def is_reserved(self, name: str) -> bool:
+        return name[0] == "_" or super().is_reserved(name)  # `_` alone is WGSL's phony assignment
 
     def helper(self, name: str) -> str:
         self.helpers.add(name)
@@ -435,15 +431,7 @@ class WgslPrinter(CFamilyPrinter):
     def strides(self, buf: Buffer) -> list[str]:
         if buf.strides:
             return [self._index(s) for s in buf.strides]
-        out, acc = [], "1"
-        for dim in reversed(buf.shape):
-            out.append(acc)
-            d = E.const_value(dim)
-            if acc.isdigit() and isinstance(d, int):
-                acc = str(int(acc) * d)
-            else:
-                acc = f"{acc} * {self._index(dim)}"
-        return list(reversed(out))
+        return row_major_strides(buf.shape, self._index)
 
     def _index(self, e: Expr) -> str:
         """An index expression as i32 (WGSL indexes arrays with 32-bit integers)."""
@@ -454,23 +442,10 @@ class WgslPrinter(CFamilyPrinter):
         return text if value_type(e.dtype) == "i32" else f"i32({text})"
 
     def offset(self, buf: Buffer, indices) -> str:
-        terms = []
-        for index, stride in zip(indices, self.strides(buf)):
-            if E.const_value(index) == 0:
-                continue
-            idx = self._index(index)
-            terms.append(idx if stride == "1" else f"{idx} * {stride}")
+        terms = offset_terms(indices, self.strides(buf), self._index)
         return "(" + " + ".join(terms) + ")" if len(terms) > 1 else terms[0] if terms else "0"
 
     # ------------------------------------------------------------------ statements
-
-    def _s_Evaluate(self, s: S.Evaluate) -> None:
-        if isinstance(s.value, E.Call) and s.value.op == "sync_threads":
-            # like __syncthreads: workgroup memory and the workgroup's view of storage buffers
-            self.line("storageBarrier();")
-            self.line("workgroupBarrier();")
-            return
-        self.line(f"_ = {self.expr(s.value)};")
 
     def _s_BufferStore(self, s: S.BufferStore) -> None:
         buf = s.buffer
@@ -503,25 +478,8 @@ class WgslPrinter(CFamilyPrinter):
             return None
         return self.raw_value(s.value, s.buffer)
 
-    def _s_LetStmt(self, s: S.LetStmt) -> None:
-        if self.is_nonneg(s.value):
-            self.mark_nonneg(s.var)
-        if not self.exact.is_index(s.value):
-            self.exact.data_vars.add(s.var)
-        self.line("{")
-        self.indent += 1
-        self.line(f"let {self.name(s.var)}: {value_type(s.var.dtype)} = {self.typed(s.value, s.var.dtype)};")
-        self.stmt(s.body)
-        self.indent -= 1
-        self.line("}")
-
-    def _s_IfThenElse(self, s: S.IfThenElse) -> None:
-        self.line(f"if ({self.truth(s.condition)}) {{")
-        self.block(s.then_case)
-        if s.else_case is not None:
-            self.line("} else {")
-            self.block(s.else_case)
-        self.line("}")
+    def let_declaration(self, var: E.Var, value: Expr) -> str:
+        return f"let {self.name(var)}: {value_type(var.dtype)} = {self.typed(value, var.dtype)};"
 
     def _s_For(self, s: S.For) -> None:
         var = self.name(s.loop_var)
@@ -531,11 +489,6 @@ class WgslPrinter(CFamilyPrinter):
         start = self.typed(s.min, dtype)
         end = self.typed(E.add(s.min, s.extent), dtype) if E.const_value(s.min) != 0 else self.typed(s.extent, dtype)
         self.line(f"for (var {var}: {value_type(dtype)} = {start}; {var} < {end}; {var}++) {{")
-        self.block(s.body)
-        self.line("}")
-
-    def _s_While(self, s: S.While) -> None:
-        self.line(f"while ({self.truth(s.condition)}) {{")
         self.block(s.body)
         self.line("}")
 
@@ -570,15 +523,11 @@ class WgslPrinter(CFamilyPrinter):
         if buf.scope in SHARED:
             self.stmt(s.body)  # its bytes are in the kernel's workgroup array
             return
-        self.line("{")
-        self.indent += 1
         if buf.scope == "local.var":
-            self.line(f"var {self.name(buf)}: {value_type(buf.dtype)};")
+            declaration = f"var {self.name(buf)}: {value_type(buf.dtype)};"
         else:
-            self.line(f"var {self.name(buf)}: array<{self.storage(buf)}, {static_size(buf)}>;")
-        self.stmt(s.body)
-        self.indent -= 1
-        self.line("}")
+            declaration = f"var {self.name(buf)}: array<{self.storage(buf)}, {static_size(buf)}>;"
+        self.scoped("{", s.body, declaration)
 
     def _s_Print(self, s: S.Print) -> None:
         self.fail(f"T.print is not supported on WebGPU: {NO_PRINTF.reason}", NO_PRINTF.fix)

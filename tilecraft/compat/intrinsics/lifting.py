@@ -26,7 +26,7 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion, Range
 from tilecraft.ir.function import PrimFunc
-from tilecraft.ir.visitor import Mutator, walk
+from tilecraft.ir.visitor import BufferKeepingMutator, Mutator, walk
 from tilecraft.language import builder as B
 
 
@@ -109,15 +109,12 @@ def _buffers_used(node) -> set[int]:
     return used
 
 
-class _FuseSteps(Mutator):
+class _FuseSteps(BufferKeepingMutator):
     """`for ki in T.serial(n): load A(ki); load B(ki); mma` over whole shared tiles -> one T.gemm."""
 
     def __init__(self, lifts: LiftState) -> None:
         super().__init__()
         self.lifts = lifts
-
-    def mutate_Buffer(self, buf):
-        return buf
 
     def mutate_For(self, loop: S.For) -> S.Stmt:
         fused = self._fused(loop)

@@ -9,7 +9,7 @@ from tilecraft.errors import LoweringError
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
-from tilecraft.ir.visitor import Mutator, Visitor, free_vars
+from tilecraft.ir.visitor import BufferKeepingMutator, Visitor, free_vars
 from tilecraft.transform.thread_groups import ThreadGroup, is_thread_condition, taking_threads
 
 
@@ -55,7 +55,7 @@ class _BlockModelCheck(Visitor):
         self.generic_visit(launch)
 
 
-class _RunThreadGroups(Mutator):
+class _RunThreadGroups(BufferKeepingMutator):
     """`if T.get_thread_binding() < 32: A else: B` splits the block's threads into two groups, each running
     its branch as tile-level code (TileLang partitions the branch's T.Parallel loops over its group). The
     groups run concurrently and cannot synchronize with each other, so one CPU thread runs A, then B: every
@@ -64,9 +64,6 @@ class _RunThreadGroups(Mutator):
     def __init__(self) -> None:
         super().__init__()
         self.extents: dict[int, int] = {}
-
-    def mutate_Buffer(self, buf):
-        return buf
 
     def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
         saved = self.extents
@@ -114,10 +111,7 @@ def check_block_model(mod: IRModule, ctx) -> IRModule:
     return mod
 
 
-class _DropHints(Mutator):
-    def mutate_Buffer(self, buf):
-        return buf
-
+class _DropHints(BufferKeepingMutator):
     def mutate_UseSwizzle(self, s: S.UseSwizzle) -> S.Stmt:
         return S.SeqStmt(())
 

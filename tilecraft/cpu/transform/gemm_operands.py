@@ -36,7 +36,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.arith.analyzer import Analyzer
 from tilecraft.ir.buffer import Buffer, BufferRegion, Range
 from tilecraft.ir.function import IRModule
-from tilecraft.ir.visitor import Mutator, Visitor, walk
+from tilecraft.ir.visitor import BufferKeepingMutator, Visitor, walk
 from tilecraft.transform.tile_loops import conjunction, whole_region, whole_tile_conditions
 
 ON_CHIP = ("shared", "shared.dyn", "local", "local.fragment")
@@ -119,18 +119,25 @@ def _in_place_source(copy: S.Copy, tile: Buffer) -> bool:
     return not any(isinstance(n, E.BufferLoad) for r in src.ranges for n in walk(r.min))
 
 
-def _a_tile(gemm: S.Gemm, uses: _Uses) -> tuple[Buffer, S.Copy] | None:
-    """The on-chip A tile of `gemm` and the one copy that writes it, when nothing else touches the tile."""
-    tile = gemm.a.buffer
-    if tile.scope not in ON_CHIP or tile.dtype not in COMPUTE_DTYPES or not whole_region(gemm.a):
-        return None
+def _sole_copy_into(tile: Buffer, uses: _Uses) -> S.Copy | None:
+    """The one copy that writes the whole of a gemm's A `tile`, from a tensor it can be read in place of
+    (`_in_place_source`), when nothing but that copy and the gemm touches the tile."""
     roles = uses.only(tile)
     if roles is None or sorted(r for r, _ in roles) != ["alloc", "copy-dst", "gemm-a"]:
         return None
     copy = next(s for r, s in roles if r == "copy-dst")
     if not whole_region(copy.dst) or not _in_place_source(copy, tile):
         return None
-    return tile, copy
+    return copy
+
+
+def _a_tile(gemm: S.Gemm, uses: _Uses) -> tuple[Buffer, S.Copy] | None:
+    """The on-chip A tile of `gemm` and the one copy that writes it, when nothing else touches the tile."""
+    tile = gemm.a.buffer
+    if tile.scope not in ON_CHIP or tile.dtype not in COMPUTE_DTYPES or not whole_region(gemm.a):
+        return None
+    copy = _sole_copy_into(tile, uses)
+    return None if copy is None else (tile, copy)
 
 
 def _reads_only(stmts: list[S.Stmt], buf: Buffer) -> bool:
@@ -140,16 +147,13 @@ def _reads_only(stmts: list[S.Stmt], buf: Buffer) -> bool:
     return uses.refs[buf] == 0 or (roles is not None and all(r == "copy-src" for r, _ in roles))
 
 
-class _AInPlace(Mutator):
+class _AInPlace(BufferKeepingMutator):
     def __init__(self, uses: _Uses) -> None:
         super().__init__()
         self.uses = uses
         self.copy_free: set[Buffer] = set()  # tiles whose copy is gone: their allocation goes too
         # block indices and loop variables in scope, to drop edge tests that always hold
         self.ranges = Analyzer()
-
-    def mutate_Buffer(self, buf):
-        return buf
 
     def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
         with ExitStack() as scope:
@@ -237,13 +241,10 @@ def _compute_dtype(gemm: S.Gemm) -> dt.DataType | None:
     return dt.float64 if gemm.a.dtype == dt.float64 else dt.float32
 
 
-class _BPanels(Mutator):
+class _BPanels(BufferKeepingMutator):
     def __init__(self, panels: dict[Buffer, Buffer]) -> None:
         super().__init__()
         self.panels = panels
-
-    def mutate_Buffer(self, buf):
-        return buf
 
     def mutate_Allocate(self, s: S.Allocate) -> S.Stmt:
         body = self.mutate(s.body)
@@ -293,11 +294,8 @@ def _a_tile_rows(gemm: PanelGemm, uses: _Uses) -> tuple[E.Expr, E.Expr, E.Expr] 
     tile = gemm.a.buffer
     if gemm.transpose_a or gemm.rows is not None or tile.scope not in ON_CHIP or not whole_region(gemm.a):
         return None
-    roles = uses.only(tile)
-    if roles is None or sorted(r for r, _ in roles) != ["alloc", "copy-dst", "gemm-a"]:
-        return None
-    copy = next(s for r, s in roles if r == "copy-dst")
-    if not whole_region(copy.dst) or not _in_place_source(copy, tile):
+    copy = _sole_copy_into(tile, uses)
+    if copy is None:
         return None
     rows = copy.src.ranges[-2]
     return rows.min, rows.extent, copy.src.buffer.shape[-2]
@@ -327,13 +325,10 @@ def _rows_never_stored(acc: BufferRegion, first: E.Expr, tensor_rows: E.Expr, us
     return True
 
 
-class _LiveRows(Mutator):
+class _LiveRows(BufferKeepingMutator):
     def __init__(self, uses: _Uses) -> None:
         super().__init__()
         self.uses = uses
-
-    def mutate_Buffer(self, buf):
-        return buf
 
     def mutate_PanelGemm(self, s: PanelGemm) -> S.Stmt:
         found = _a_tile_rows(s, self.uses)

@@ -33,7 +33,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion, Range
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.lowered import AtomicUpdate
-from tilecraft.ir.visitor import Mutator, children, substitute, walk
+from tilecraft.ir.visitor import BufferKeepingMutator, children, map_launches, substitute, walk
 from tilecraft.transform.simt.barriers import Barriers, State, is_sync
 from tilecraft.transform.thread_groups import is_thread_condition, tile_level
 from tilecraft.transform.uniformity import PER_THREAD_SCOPES, ThreadVarying
@@ -67,7 +67,7 @@ def tile_op_accesses(node) -> tuple[tuple[Buffer, ...], tuple[Buffer, ...]] | No
     return tuple(r.buffer for r in regions), ()
 
 
-class _Rewrite(Mutator):
+class _Rewrite(BufferKeepingMutator):
     """Per-thread arrays for the buffers and let-bound values that live across split points."""
 
     def __init__(self, tid: E.Var, buffers: dict[int, Buffer], values: dict[E.Var, E.Expr]) -> None:
@@ -78,9 +78,6 @@ class _Rewrite(Mutator):
 
     def mutate_Var(self, v: E.Var) -> E.Expr:
         return self.values.get(v, v)
-
-    def mutate_Buffer(self, buf: Buffer) -> Buffer:
-        return buf
 
     def _indices(self, buf: Buffer, indices) -> tuple:
         indices = tuple(self.mutate(i) for i in indices)
@@ -280,19 +277,11 @@ def _sub_statements(s: S.Stmt) -> list[S.Stmt]:
     return out
 
 
-class _PerKernel(Mutator):
-    def __init__(self, target) -> None:
-        super().__init__()
-        self.target = target
-
-    def mutate_Buffer(self, buf):
-        return buf
-
-    def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
-        if not launch.thread_vars or not WorkItems(launch, self.target).needed():
-            return launch
-        body, _ = Barriers(launch, tile_op_accesses).run(launch.body, State())
-        return WorkItems(dataclasses.replace(launch, body=body), self.target).run()
+def _run_work_items(launch: S.KernelLaunch, target) -> S.Stmt:
+    if not launch.thread_vars or not WorkItems(launch, target).needed():
+        return launch
+    body, _ = Barriers(launch, tile_op_accesses).run(launch.body, State())
+    return WorkItems(dataclasses.replace(launch, body=body), target).run()
 
 
 @module_pass("run-work-items")
@@ -300,5 +289,4 @@ def run_work_items(mod: IRModule, ctx) -> IRModule:
     """Per-thread code runs in loops over the block's threads, split at barriers (those the shared-memory
     hazards need included) and at the statements the block runs once; per-thread storage that lives across
     a split is an array over the threads."""
-    mutator = _PerKernel(ctx.target)
-    return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)
+    return map_launches(mod, lambda launch: _run_work_items(launch, ctx.target))

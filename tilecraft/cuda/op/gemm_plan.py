@@ -83,7 +83,7 @@ def warp_grid(policy: S.GemmWarpPolicy, warps: int, m: int, n: int) -> tuple[int
     """(warps_m, warps_n) with 16-row and 16-column warp tiles, as the policy prefers; None if none fits.
     An extent that is not a power of two is split as the next one (`padded_extents_ok`)."""
     mp, np_ = next_power_of_two(m), next_power_of_two(n)
-    return _pick(policy, _grids(warps, lambda wm, wn: mp % (16 * wm) == 0 and np_ % (16 * wn) == 0), m, n)
+    return policy.split(warps, lambda wm, wn: mp % (16 * wm) == 0 and np_ % (16 * wn) == 0, m, n)
 
 
 def padded_extents_ok(op: S.Gemm, m: int, n: int) -> bool:
@@ -94,26 +94,6 @@ def padded_extents_ok(op: S.Gemm, m: int, n: int) -> bool:
         return True
     sixteen_bit = op.a.dtype.name in MMA_INPUTS and op.a.dtype == op.b.dtype
     return sixteen_bit and m % 16 == 0 and n % 16 == 0
-
-
-def _grids(units: int, fits) -> list[tuple[int, int]]:
-    options = []
-    um = 1
-    while um <= units:
-        if fits(um, units // um):
-            options.append((um, units // um))
-        um *= 2
-    return options
-
-
-def _pick(policy: S.GemmWarpPolicy, options: list[tuple[int, int]], m: int, n: int) -> tuple[int, int] | None:
-    if not options:
-        return None
-    if policy is S.GemmWarpPolicy.FullRow:
-        return max(options)
-    if policy is S.GemmWarpPolicy.FullCol:
-        return min(options)
-    return min(options, key=lambda g: (abs(m // g[0] - n // g[1]), -g[0]))
 
 
 def is_tf32(op: S.Gemm) -> bool:
@@ -215,7 +195,7 @@ def _wgmma_plan(op: S.Gemm, threads: int, m: int, n: int, k: int) -> GemmPlan | 
         padded = is_power_of_two(n) or (gn == 1 and n <= MAX_WGMMA_N)
         return m % (64 * gm) == 0 and n % (8 * gn) == 0 and (b_k_major or (n // gn) % 16 == 0) and padded
 
-    grid = _pick(op.policy, _grids(groups, fits), m, n)
+    grid = op.policy.split(groups, fits, m, n)
     if grid is None:
         return None
     gm, gn = grid

@@ -39,7 +39,7 @@ from tilecraft.ir.arith.analyzer import Analyzer
 from tilecraft.ir.buffer import Buffer, Range
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.structural import structural_equal
-from tilecraft.ir.visitor import Mutator, Visitor, substitute, walk
+from tilecraft.ir.visitor import BufferKeepingMutator, Visitor, substitute, walk
 
 CHUNK_BYTES = (16, 4)  # the cp.async sizes the printer has, largest first
 MAX_ALIGN = 1 << 12
@@ -65,14 +65,11 @@ class _SharedLayouts(Visitor):
             self.layouts[id(s.buffer)] = s.layout
 
 
-class _Rewrite(Mutator):
+class _Rewrite(BufferKeepingMutator):
     def __init__(self, layouts: dict[int, SharedLayout]) -> None:
         super().__init__()
         self.layouts = layouts
         self.ranges: dict[E.Var, Range] = {}
-
-    def mutate_Buffer(self, buf):
-        return buf
 
     def mutate_For(self, s: S.For) -> S.Stmt:
         self.ranges[s.loop_var] = Range(s.min, s.extent)

@@ -15,25 +15,17 @@ from tilecraft import settings
 from tilecraft.backend.pipeline import module_pass
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import IRModule
-from tilecraft.ir.visitor import Mutator
+from tilecraft.ir.visitor import map_launches
 
 
-class _DropClusters(Mutator):
-    def __init__(self, arch: str) -> None:
-        super().__init__()
-        self.arch = arch
-
-    def mutate_Buffer(self, buf):
-        return buf
-
-    def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
-        cluster = S.annotation(launch.annotations, S.CLUSTER_DIMS)
-        if cluster is None:
-            return launch
-        settings.verbose_note(launch.span, f"cluster_dims={cluster} dropped: thread-block clusters need sm_90 "
-                              f"or newer, the target is {self.arch}")  # fmt: skip
-        kept = tuple((k, v) for k, v in launch.annotations if k != S.CLUSTER_DIMS)
-        return dataclasses.replace(launch, annotations=kept)
+def _drop_clusters(launch: S.KernelLaunch, arch: str) -> S.Stmt:
+    cluster = S.annotation(launch.annotations, S.CLUSTER_DIMS)
+    if cluster is None:
+        return launch
+    settings.verbose_note(launch.span, f"cluster_dims={cluster} dropped: thread-block clusters need sm_90 "
+                          f"or newer, the target is {arch}")  # fmt: skip
+    kept = tuple((k, v) for k, v in launch.annotations if k != S.CLUSTER_DIMS)
+    return dataclasses.replace(launch, annotations=kept)
 
 
 @module_pass("cluster-launches")
@@ -42,4 +34,4 @@ def cluster_launches(mod: IRModule, ctx) -> IRModule:
     if ctx.target.capabilities.clusters:
         return mod
     arch = ctx.target.attr("arch")
-    return mod.with_functions(f.with_body(_DropClusters(arch).mutate(f.body)) for f in mod.functions)
+    return map_launches(mod, lambda launch: _drop_clusters(launch, arch))

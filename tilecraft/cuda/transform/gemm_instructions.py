@@ -47,7 +47,7 @@ from tilecraft.cuda.storage import SHARED_SCOPES
 from tilecraft.cuda.transform.strict_layouts import gemm_layouts
 from tilecraft.ir import stmt as S
 from tilecraft.ir.function import PrimFunc
-from tilecraft.ir.visitor import Mutator, walk
+from tilecraft.ir.visitor import BufferKeepingMutator, walk
 from tilecraft.transform.thread_groups import groups_of
 from tilecraft.transform.tile_loops import whole_region
 
@@ -143,15 +143,12 @@ def _shared_operands_agree(gemms: list[S.Gemm], plans: dict[int, GemmPlan]) -> b
     return True
 
 
-class _Record(Mutator):
+class _Record(BufferKeepingMutator):
     """Puts each gemm's plan in its annotations."""
 
     def __init__(self, plans: dict[int, GemmPlan]) -> None:
         super().__init__()
         self.plans = plans
-
-    def mutate_Buffer(self, buf):
-        return buf
 
     def mutate_Gemm(self, op: S.Gemm) -> S.Stmt:
         kept = tuple((k, v) for k, v in op.annotations if k != GEMM_PLAN)

@@ -20,7 +20,7 @@ from tilecraft.cuda.ir import MbarRing, MbarWait, ProducerLoop, TmaCopy
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule
-from tilecraft.ir.visitor import Mutator, walk
+from tilecraft.ir.visitor import BufferKeepingMutator, walk
 
 
 def _rings_in(launch: S.KernelLaunch) -> int:
@@ -59,13 +59,10 @@ def _into(s: S.Stmt, tiles: set[int], wait: S.Stmt) -> S.Stmt | None:
     return None
 
 
-class _LateWaits(Mutator):
+class _LateWaits(BufferKeepingMutator):
     def __init__(self) -> None:
         super().__init__()
         self.rings = 0
-
-    def mutate_Buffer(self, buf):
-        return buf
 
     def mutate_KernelLaunch(self, s: S.KernelLaunch) -> S.Stmt:
         if any(isinstance(n, ProducerLoop) for n in walk(s.body)):

@@ -32,7 +32,7 @@ from tilecraft.cuda.ir import MbarArrive, TmaCopy, TmaLoad
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
-from tilecraft.ir.visitor import Mutator, free_vars, substitute, walk
+from tilecraft.ir.visitor import BufferKeepingMutator, free_vars, substitute, walk
 
 # Pass config, off by default: on an H200 every GEMM measured ran 1.5-3% slower with multicast than in the
 # same clusters with plain loads (benchmarks/NOTES-cuda.md, item 19); True multicasts the shared tiles.
@@ -66,7 +66,7 @@ class ClusterShare:
         return None
 
 
-class _ClusterIndex(Mutator):
+class _ClusterIndex(BufferKeepingMutator):
     """`block // d` for a multiple d of the cluster's size is one value for all the blocks of a cluster
     (they are C * q .. C * q + C - 1): it becomes a variable of its own, so that what is left of the block
     index is what differs between them (T.use_swizzle's renumbering of whole clusters uses it so)."""
@@ -74,9 +74,6 @@ class _ClusterIndex(Mutator):
     def __init__(self, block: E.Var, size: int) -> None:
         super().__init__()
         self.block, self.size = block, size
-
-    def mutate_Buffer(self, buf):
-        return buf
 
     def mutate_FloorDiv(self, e: E.FloorDiv) -> E.Expr:
         divisor = E.const_value(e.b)

@@ -77,7 +77,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.lowered import AtomicUpdate
-from tilecraft.ir.visitor import Mutator, substitute, walk
+from tilecraft.ir.visitor import BufferKeepingMutator, Mutator, substitute, walk
 from tilecraft.transform.simt.barriers import PIPELINED_BUFFERS
 
 NOT_PIPELINED = "T.Pipelined loop is not pipelined (its copies complete where they are issued)"
@@ -115,7 +115,7 @@ def _tile_elems(buf: Buffer) -> int:
     return size
 
 
-class _Stage(Mutator):
+class _Stage(BufferKeepingMutator):
     """Point accesses of the staged buffers at one stage."""
 
     def __init__(
@@ -123,9 +123,6 @@ class _Stage(Mutator):
     ) -> None:
         super().__init__()
         self.staged, self.stage, self.tiles, self.ring = staged, stage, tiles, ring
-
-    def mutate_Buffer(self, buf):
-        return buf
 
     def _offset(self, buf: Buffer) -> E.Expr:
         return E.mul(self.stage, self.tiles[id(buf)])
@@ -199,7 +196,7 @@ class _Stage(Mutator):
         return self._moved(s, ("a", "a_offset"), ("b", "b_offset"))
 
 
-class _Pipeline(Mutator):
+class _Pipeline(BufferKeepingMutator):
     def __init__(self, specialize: bool = False, overlap: bool = False, general: bool = False,
                  multicast: bool = False) -> None:  # fmt: skip
         super().__init__()
@@ -216,9 +213,6 @@ class _Pipeline(Mutator):
         self.enclosing: list[S.For] = []  # the loops around the one being rebuilt, outermost first
         self.cluster: ClusterShare | None = None  # the specialized loop's cluster, when it may multicast
         self.launch: S.KernelLaunch | None = None  # the kernel being rebuilt, as it came in
-
-    def mutate_Buffer(self, buf):
-        return buf
 
     def mutate_KernelLaunch(self, s: S.KernelLaunch) -> S.Stmt:
         s = hoist_loop_allocations(s)
@@ -636,10 +630,7 @@ def hoist_loop_allocations(launch: S.KernelLaunch) -> S.KernelLaunch:
     neither, and stayed synchronous). An allocation holds no value from one iteration to the next, so
     one allocation for all iterations is the same program."""
 
-    class _Hoist(Mutator):
-        def mutate_Buffer(self, buf):
-            return buf
-
+    class _Hoist(BufferKeepingMutator):
         def mutate_For(self, s: S.For) -> S.Stmt:
             s = self.generic_mutate(s)
             if s.kind is not S.ForKind.PIPELINED:
@@ -715,10 +706,7 @@ def _retarget_annotations(body: S.Stmt, old: Buffer, new: Buffer) -> S.Stmt:
 def _synchronous(loop: S.For) -> S.Stmt:
     """Async copies that are not pipelined complete right where they are issued."""
 
-    class _Sync(Mutator):
-        def mutate_Buffer(self, buf):
-            return buf
-
+    class _Sync(BufferKeepingMutator):
         def mutate_SeqStmt(self, s: S.SeqStmt) -> S.Stmt:
             out = []
             for x in s.stmts:

@@ -39,7 +39,7 @@ from tilecraft.cuda.transform.check import MBARRIER_BYTES
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion, Range
-from tilecraft.ir.visitor import Mutator, walk
+from tilecraft.ir.visitor import BufferKeepingMutator, walk
 from tilecraft.transform.tile_loops import whole_region
 
 MIN_BLOCK_BYTES = 32  # a column block keeps rows of at least two 16-byte chunks (stmatrix's matrix rows)
@@ -166,7 +166,7 @@ def _blocks_to_fit(tile: Buffer, excess: int) -> tuple[int, int] | None:
     return None
 
 
-class _Narrow(Mutator):
+class _Narrow(BufferKeepingMutator):
     """The staging tile as narrow tiles of one column block, its pair of copies once per block, the
     blocks through the tiles in turn."""
 
@@ -179,9 +179,6 @@ class _Narrow(Mutator):
         shape = (E.const(rows), E.const(self.width))
         names = [pair.tile.name] + [f"{pair.tile.name}_{k}" for k in range(1, tiles)]
         self.narrow = [dataclasses.replace(pair.tile, name=name, shape=shape) for name in names]
-
-    def mutate_Buffer(self, buf: Buffer) -> Buffer:
-        return buf
 
     def mutate_Allocate(self, s: S.Allocate) -> S.Stmt:
         if s.buffer is not self.pair.tile:

@@ -22,7 +22,7 @@ from tilecraft.cuda.ir import TmaStoreCopy, TmaStoreWait, shared_accesses
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule
-from tilecraft.ir.visitor import Mutator, children, walk
+from tilecraft.ir.visitor import BufferKeepingMutator, children, map_launches, walk
 from tilecraft.transform.simt.barriers import Accesses
 
 
@@ -125,35 +125,28 @@ def _leading_allocations(body: S.Stmt) -> set[int]:
     return found
 
 
-class _Kernels(Mutator):
-    def mutate_Buffer(self, buf):
-        return buf
-
-    def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
-        tiles = {id(t): t for n in walk(launch.body) if isinstance(n, TmaStoreCopy) for t in n.tiles}
-        if not tiles:
-            return launch
-        body, pending = _Waits(tiles, _statements_with_stores(launch.body)).run(launch.body, {})
-        last = tuple(t for k, t in tiles.items() if k in pending)
-        top = _leading_allocations(body)
-        at_top = tuple(t for t in last if id(t) in top)
-        if at_top:
-            body = _with_final_wait(body, at_top)
-        inner = {id(t) for t in last if id(t) not in top}
-        if inner:
-            body = _EndOfScope(inner).mutate(body)
-        return dataclasses.replace(launch, body=body)
+def _place_waits(launch: S.KernelLaunch) -> S.Stmt:
+    tiles = {id(t): t for n in walk(launch.body) if isinstance(n, TmaStoreCopy) for t in n.tiles}
+    if not tiles:
+        return launch
+    body, pending = _Waits(tiles, _statements_with_stores(launch.body)).run(launch.body, {})
+    last = tuple(t for k, t in tiles.items() if k in pending)
+    top = _leading_allocations(body)
+    at_top = tuple(t for t in last if id(t) in top)
+    if at_top:
+        body = _with_final_wait(body, at_top)
+    inner = {id(t) for t in last if id(t) not in top}
+    if inner:
+        body = _EndOfScope(inner).mutate(body)
+    return dataclasses.replace(launch, body=body)
 
 
-class _EndOfScope(Mutator):
+class _EndOfScope(BufferKeepingMutator):
     """A wait at the end of the scope of each tile allocated below the kernel's leading allocations."""
 
     def __init__(self, tiles: set[int]) -> None:
         super().__init__()
         self.tiles = tiles
-
-    def mutate_Buffer(self, buf):
-        return buf
 
     def mutate_Allocate(self, s: S.Allocate) -> S.Stmt:
         s = self.generic_mutate(s)
@@ -166,4 +159,4 @@ class _EndOfScope(Mutator):
 def place_tma_store_waits(mod: IRModule, ctx) -> IRModule:
     """Each TMA store's issuing thread waits for the store's reads before its tile is written again
     and at the end of the kernel; barrier insertion then orders the other threads after that wait."""
-    return mod.with_functions(f.with_body(_Kernels().mutate(f.body)) for f in mod.functions)
+    return map_launches(mod, _place_waits)

@@ -29,7 +29,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.arith.analyzer import Analyzer
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule
-from tilecraft.ir.visitor import Mutator, free_vars, substitute, walk
+from tilecraft.ir.visitor import BufferKeepingMutator, free_vars, substitute, walk
 
 VECTOR_BYTES = (4, 8, 16)
 # scopes whose buffers start on 16 bytes: kernel arguments and workspaces, per-thread arrays
@@ -145,14 +145,11 @@ def _physical(layout: SharedLayout, indices: list[E.Expr], dims: list[int]) -> E
     return E.add(E.mul(lead, rows * cols), tile) if len(dims) > 2 else tile
 
 
-class _Vectorize(Mutator):
+class _Vectorize(BufferKeepingMutator):
     def __init__(self, layouts: dict[int, SharedLayout]) -> None:
         super().__init__()
         self.layouts = layouts
         self.lets: dict[E.Var, E.Expr] = {}
-
-    def mutate_Buffer(self, buf):
-        return buf
 
     def mutate_LetStmt(self, s: S.LetStmt) -> S.Stmt:
         pure = not any(isinstance(n, E.BufferLoad) for n in walk(s.value))

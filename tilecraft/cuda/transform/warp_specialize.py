@@ -73,8 +73,9 @@ from tilecraft.cuda.transform.guards import guard_refusal, loop_body, statement_
 from tilecraft.cuda.transform.multicast import multicasts
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
+from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule
-from tilecraft.ir.visitor import Mutator, free_vars, substitute, walk
+from tilecraft.ir.visitor import BufferKeepingMutator, free_vars, map_launches, substitute, walk
 from tilecraft.transform.simt.barriers import SHARED, Accesses, is_sync
 
 # The general schedule (loops with code between their TMA-fed gemms): on by default; False switches it
@@ -129,12 +130,17 @@ def array_registers(body: S.Stmt) -> int:
     total = 0
     for n in walk(body):
         if isinstance(n, S.Allocate) and n.buffer.scope in PER_THREAD_SCOPES:
-            elements = 1
-            for dim in n.buffer.shape:
-                value = E.const_value(dim)
-                elements *= value if isinstance(value, int) else 0
-            total += elements * n.buffer.dtype.bytes
+            total += _elements(n.buffer) * n.buffer.dtype.bytes
     return -(-total // 4)
+
+
+def _elements(buf: Buffer) -> int:
+    """The elements of a buffer of constant shape; 0 where an extent is not constant."""
+    elements = 1
+    for dim in buf.shape:
+        value = E.const_value(dim)
+        elements *= value if isinstance(value, int) else 0
+    return elements
 
 
 def tile_array_registers(body: S.Stmt) -> int:
@@ -148,10 +154,7 @@ def tile_array_registers(body: S.Stmt) -> int:
         layout = layouts.get(id(n.buffer))
         elements = getattr(layout, "num_registers", None)
         if elements is None:
-            elements = 1
-            for dim in n.buffer.shape:
-                value = E.const_value(dim)
-                elements *= value if isinstance(value, int) else 0
+            elements = _elements(n.buffer)
         total += elements * n.buffer.dtype.bytes
     return -(-total // 4)
 
@@ -469,27 +472,21 @@ def _producer_path(s: S.Stmt, producer: ProducerLoop) -> S.Stmt:
     return dataclasses.replace(s, body=_producer_path(s.body, producer))  # a For or a LetStmt
 
 
-class _ConsumerBarriers(Mutator):
+class _ConsumerBarriers(BufferKeepingMutator):
     """Block barriers of the consumer half become barriers among the consumers."""
 
     def __init__(self, threads: int) -> None:
         super().__init__()
         self.threads = threads
 
-    def mutate_Buffer(self, buf):
-        return buf
-
     def mutate_Evaluate(self, s: S.Evaluate) -> S.Stmt:
         return NamedBarrier(CONSUMER_BARRIER, self.threads, span=s.span) if is_sync(s) else s
 
 
-class _Replace(Mutator):
+class _Replace(BufferKeepingMutator):
     def __init__(self, old: S.Stmt, new: S.Stmt) -> None:
         super().__init__()
         self.old, self.new = old, new
-
-    def mutate_Buffer(self, buf):
-        return buf
 
     def mutate(self, node):
         return self.new if node is self.old else super().mutate(node)
@@ -586,15 +583,7 @@ def _split_scopes(branch: S.Stmt, tail: S.Stmt, lifted: list[S.Allocate], tx: E.
     return _wrap(S.seq(_wrap(branch, first), epilogue), both)
 
 
-class _Kernels(Mutator):
-    def mutate_Buffer(self, buf):
-        return buf
-
-    def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
-        return _specialize(launch)
-
-
 @module_pass("warp-specialize")
 def warp_specialize(mod: IRModule, ctx) -> IRModule:
     """A kernel with a producer loop runs it on an extra warpgroup; its other code runs on the consumers."""
-    return mod.with_functions(f.with_body(_Kernels().mutate(f.body)) for f in mod.functions)
+    return map_launches(mod, _specialize)

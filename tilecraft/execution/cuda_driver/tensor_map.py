@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tilecraft.errors import ArgumentError
+from tilecraft.runtime.arrays import contiguous_strides
 from tilecraft.runtime.artifact import TensorMapInfo
 
 MAP_BYTES = 128
@@ -103,7 +104,7 @@ class TensorMaps:
         key = (address, shape)
         found = self.maps.get(key)
         if found is None:
-            found = self._encode(address, shape, row_major_strides(shape))
+            found = self._encode(address, shape, contiguous_strides(shape))
             if len(self.maps) >= CACHE_LIMIT:
                 self.maps.clear()
             self.maps[key] = found
@@ -124,11 +125,3 @@ def aligned_map() -> tuple[Any, int]:
     storage = ctypes.create_string_buffer(MAP_BYTES + MAP_ALIGN)
     base = ctypes.addressof(storage)
     return storage, base + (-base % MAP_ALIGN)
-
-
-def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    out, step = [], 1
-    for d in reversed(shape):
-        out.append(step)
-        step *= int(d)
-    return tuple(reversed(out))

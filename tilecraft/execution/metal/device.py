@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import Any
 
 from tilecraft.backend.execution import Availability
-from tilecraft.errors import ToolchainError
+from tilecraft.errors import Unavailable
 
 PYOBJC_FIX = "`pip install pyobjc-framework-Metal` (macOS)"
 MACOS_FIX = (
@@ -30,13 +30,8 @@ APPLE_FAMILY_BASE = 1000
 FAMILIES_NEWEST_FIRST = (9, 8, 7, 6)
 
 
-class MetalUnavailable(ToolchainError):
+class MetalUnavailable(Unavailable):
     """Not macOS, PyObjC's Metal bindings missing, or no device; `reason` and `fix` say which."""
-
-    def __init__(self, reason: str, fix: str) -> None:
-        self.reason = reason
-        self.fix = fix
-        super().__init__(f"{reason} (fix: {fix})")
 
 
 def is_macos() -> bool:

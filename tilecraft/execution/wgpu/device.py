@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from tilecraft.backend.execution import Availability
-from tilecraft.errors import ToolchainError
+from tilecraft.errors import Unavailable
 
 WGPU_FIX = "`pip install wgpu` (wgpu-py with wgpu-native; it needs Python >= 3.11)"
 ADAPTER_FIX = (
@@ -55,13 +55,8 @@ fn tc_probe(@builtin(local_invocation_index) t: u32, @builtin(subgroup_size) siz
 """
 
 
-class WgpuUnavailable(ToolchainError):
+class WgpuUnavailable(Unavailable):
     """wgpu, a WebGPU adapter or the requested one is missing; `reason` and `fix` say which."""
-
-    def __init__(self, reason: str, fix: str) -> None:
-        self.reason = reason
-        self.fix = fix
-        super().__init__(f"{reason} (fix: {fix})")
 
 
 def import_wgpu() -> ModuleType:

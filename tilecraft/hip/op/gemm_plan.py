@@ -70,20 +70,7 @@ def instruction_kind(op: S.Gemm, target) -> str | None:
 
 def wave_grid(policy: S.GemmWarpPolicy, waves: int, m: int, n: int) -> tuple[int, int] | None:
     """(waves_m, waves_n) whose per-wave tiles are 16x16 MFMA tiles, as the policy prefers; None if none fits."""
-    options = []
-    wm = 1
-    while wm <= waves:
-        wn = waves // wm
-        if m % (MFMA_TILE * wm) == 0 and n % (MFMA_TILE * wn) == 0:
-            options.append((wm, wn))
-        wm *= 2
-    if not options:
-        return None
-    if policy is S.GemmWarpPolicy.FullRow:
-        return max(options)
-    if policy is S.GemmWarpPolicy.FullCol:
-        return min(options)
-    return min(options, key=lambda g: (abs(m // g[0] - n // g[1]), -g[0]))
+    return policy.split(waves, lambda wm, wn: m % (MFMA_TILE * wm) == 0 and n % (MFMA_TILE * wn) == 0, m, n)
 
 
 def _placement_ok(op: S.Gemm) -> bool:

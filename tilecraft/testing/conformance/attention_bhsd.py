@@ -14,12 +14,8 @@ import tilecraft.language as T
 from tilecraft.testing.conformance.online_softmax import (
     causal_keep,
     exact_attention,
-    finish_rows,
-    key_tiles,
-    mask_scores,
-    online_softmax,
+    forward_steps,
     row_statistics,
-    start_rows,
 )
 
 
@@ -30,11 +26,7 @@ def mha_fwd_bhsd(
     shape = [batch, heads, seq, dim]
     dtype, accum = "float16", "float32"
     rows = row_statistics(block_m, accum)
-    start = start_rows(accum)
-    trip_count = key_tiles(seq, block_m, block_n, causal)
-    finish = finish_rows(block_m, dim)
-    mask = mask_scores(block_m, block_n, seq, causal, accum)
-    softmax = online_softmax(block_m, block_n, scale, accum)
+    start, trip_count, mask, softmax, finish = forward_steps(seq, dim, block_m, block_n, causal, scale, accum)
 
     @T.prim_func
     def mha_fwd_bhsd(

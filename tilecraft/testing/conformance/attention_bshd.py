@@ -16,11 +16,7 @@ from tilecraft.testing.conformance.online_softmax import (
     attention_tiles,
     causal_keep,
     exact_attention,
-    finish_rows,
-    key_tiles,
-    mask_scores,
-    online_softmax,
-    start_rows,
+    forward_steps,
 )
 
 
@@ -31,11 +27,7 @@ def mha_fwd_bshd(batch, heads, seq, dim, causal, block_m, block_n, stages, threa
     kv_shape = [seq, kv_heads, dim] if packed else [batch, seq, kv_heads, dim]
     dtype, accum = "float16", "float32"
     tiles = attention_tiles(block_m, block_n, dim, dtype, accum)
-    start = start_rows(accum)
-    trip_count = key_tiles(seq, block_m, block_n, causal)
-    finish = finish_rows(block_m, dim)
-    mask = mask_scores(block_m, block_n, seq, causal, accum)
-    softmax = online_softmax(block_m, block_n, scale, accum)
+    start, trip_count, mask, softmax, finish = forward_steps(seq, dim, block_m, block_n, causal, scale, accum)
 
     @T.prim_func
     def mha_fwd_bshd(

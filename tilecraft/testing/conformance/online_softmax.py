@@ -137,6 +137,18 @@ def online_softmax(block_m, block_n, scale, accum):
     return softmax
 
 
+def forward_steps(seq, dim, block_m, block_n, causal, scale, accum):
+    """The macros of a forward pass over the key tiles, in the order a kernel calls them: `start_rows`,
+    `key_tiles`, `mask_scores`, `online_softmax` and `finish_rows`."""
+    return (
+        start_rows(accum),
+        key_tiles(seq, block_m, block_n, causal),
+        mask_scores(block_m, block_n, seq, causal, accum),
+        online_softmax(block_m, block_n, scale, accum),
+        finish_rows(block_m, dim),
+    )
+
+
 def causal_keep(n: int) -> np.ndarray:
     """Which keys each query sees under a causal mask, for n queries and n keys."""
     return np.tril(np.ones((n, n), bool))

@@ -24,7 +24,7 @@ from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Node
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.lowered import AtomicUpdate
-from tilecraft.ir.visitor import Mutator, children, free_vars
+from tilecraft.ir.visitor import children, free_vars, map_launches
 from tilecraft.transform.thread_groups import ThreadGroup, as_group, block_group, branch_groups
 
 SHARED = ("shared", "shared.dyn")
@@ -331,19 +331,9 @@ class Barriers:
         return (S.seq(self.sync(), loop) if before else loop), state.merge(end)
 
 
-class _PerKernel(Mutator):
-    def __init__(self, extra, simt: SimtTarget | None, target) -> None:
-        super().__init__()
-        self.extra = extra
-        self.simt = simt
-        self.target = target
-
-    def mutate_Buffer(self, buf):
-        return buf
-
-    def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
-        body, _ = Barriers(launch, self.extra, self.simt, self.target).run(launch.body, State())
-        return dataclasses.replace(launch, body=body)
+def _insert(launch: S.KernelLaunch, extra, simt: SimtTarget | None, target) -> S.Stmt:
+    body, _ = Barriers(launch, extra, simt, target).run(launch.body, State())
+    return dataclasses.replace(launch, body=body)
 
 
 def insert_barriers(extra=None, simt: SimtFacts | None = None):
@@ -355,7 +345,7 @@ def insert_barriers(extra=None, simt: SimtFacts | None = None):
     @module_pass("insert-barriers")
     def run(mod: IRModule, ctx) -> IRModule:
         """A barrier separates shared-memory writes from other threads' later reads (and reads from writes)."""
-        mutator = _PerKernel(extra, simt(ctx.target) if simt is not None else None, ctx.target)
-        return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)
+        facts = simt(ctx.target) if simt is not None else None
+        return map_launches(mod, lambda launch: _insert(launch, extra, facts, ctx.target))
 
     return run

@@ -29,7 +29,15 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule
-from tilecraft.ir.visitor import Mutator, Visitor, free_vars, substitute, walk
+from tilecraft.ir.visitor import (
+    BufferKeepingMutator,
+    Mutator,
+    Visitor,
+    free_vars,
+    map_launches,
+    substitute,
+    walk,
+)
 from tilecraft.layout.fragment import fragment_dims
 from tilecraft.layout.inference import (
     block_positions,
@@ -541,16 +549,13 @@ def _positions(loop_vars: list[E.Var], indices) -> list[int] | None:
     return var_positions(_Nest, indices)
 
 
-class _GuardStores(Mutator):
+class _GuardStores(BufferKeepingMutator):
     """Each update of one of `buffers` (ids): a store whose value reads the buffer, runs under `cond`."""
 
     def __init__(self, cond: E.Expr, buffers: set[int]) -> None:
         super().__init__()
         self.cond = cond
         self.buffers = buffers
-
-    def mutate_Buffer(self, buf: Buffer) -> Buffer:
-        return buf
 
     def mutate_BufferStore(self, s: S.BufferStore) -> S.Stmt:
         reads = any(isinstance(n, E.BufferLoad) and n.buffer is s.buffer for n in walk(s.value))
@@ -559,16 +564,13 @@ class _GuardStores(Mutator):
         return s
 
 
-class _GuardMemoryWrites(Mutator):
+class _GuardMemoryWrites(BufferKeepingMutator):
     """Each write outside registers runs under `cond`; register writes stay unguarded, because every
     thread that replicates a fragment element must hold its value (a later loop reads it there)."""
 
     def __init__(self, cond: E.Expr) -> None:
         super().__init__()
         self.cond = cond
-
-    def mutate_Buffer(self, buf: Buffer) -> Buffer:
-        return buf
 
     def mutate_BufferStore(self, s: S.BufferStore) -> S.Stmt:
         if s.buffer.scope in (FRAGMENT, "local", "local.var"):
@@ -600,10 +602,7 @@ def per_thread_loops(op: S.TileOp, ctx) -> S.Stmt:
     return _Serial().mutate(nest)
 
 
-class _Serial(Mutator):
-    def mutate_Buffer(self, buf: Buffer) -> Buffer:
-        return buf
-
+class _Serial(BufferKeepingMutator):
     def mutate_For(self, s: S.For) -> S.Stmt:
         s = self.generic_mutate(s)
         if s.kind is not S.ForKind.PARALLEL:
@@ -624,27 +623,17 @@ def _writes_memory(body: S.Stmt) -> bool:
     return False
 
 
-class _PerKernel(Mutator):
-    def __init__(self, target, op_table, simt: SimtTarget) -> None:
-        super().__init__()
-        self.target = target
-        self.op_table = op_table
-        self.simt = simt
-
-    def mutate_Buffer(self, buf):
-        return buf
-
-    def mutate_KernelLaunch(self, launch: S.KernelLaunch) -> S.Stmt:
-        threads = kernel_threads(launch, self.target, self.simt)
-        ctx = ThreadContext(
-            self.target, threads, launch.thread_vars[0], self.simt, thread=launch.thread_vars[0]
-        )
-        ctx.varying = ThreadVarying(launch)
-        ctx.reducers = frozenset(id(n.buffer) for n in walk(launch.body) if isinstance(n, S.FinalizeReducer))
-        ctx.enter(ThreadGroup(0, threads))
-        _Layouts(ctx).visit(launch.body)
-        body = LowerToThreads(ctx, self.op_table).mutate(launch.body)
-        return dataclasses.replace(launch, body=body)
+def _lower(launch: S.KernelLaunch, target, op_table, simt: SimtTarget) -> S.Stmt:
+    threads = kernel_threads(launch, target, simt)
+    ctx = ThreadContext(
+        target, threads, launch.thread_vars[0], simt, thread=launch.thread_vars[0]
+    )
+    ctx.varying = ThreadVarying(launch)
+    ctx.reducers = frozenset(id(n.buffer) for n in walk(launch.body) if isinstance(n, S.FinalizeReducer))
+    ctx.enter(ThreadGroup(0, threads))
+    _Layouts(ctx).visit(launch.body)
+    body = LowerToThreads(ctx, op_table).mutate(launch.body)
+    return dataclasses.replace(launch, body=body)
 
 
 def lower_to_threads(op_table, simt: SimtFacts):
@@ -654,7 +643,7 @@ def lower_to_threads(op_table, simt: SimtFacts):
     @module_pass("lower-to-threads")
     def run(mod: IRModule, ctx) -> IRModule:
         """Tile ops and T.Parallel nests are per-thread code; fragments are per-thread register arrays."""
-        mutator = _PerKernel(ctx.target, op_table, simt(ctx.target))
-        return mod.with_functions(f.with_body(mutator.mutate(f.body)) for f in mod.functions)
+        facts = simt(ctx.target)
+        return map_launches(mod, lambda launch: _lower(launch, ctx.target, op_table, facts))
 
     return run
