@@ -51,6 +51,12 @@ class ParseError(KernelError):
     """The kernel's Python source cannot be turned into tile IR."""
 
 
+class ParseAssertionError(ParseError, AssertionError):
+    """A T.* call refused arguments that TileLang checks with an `assert` (the element counts of
+    `T.reshape` / `T.view`): located like any ParseError, and still an AssertionError for code that
+    catches TileLang's."""
+
+
 class SemanticError(KernelError):
     """The kernel parsed but breaks a rule of the language (shapes, ranks, dtypes, placement)."""
 

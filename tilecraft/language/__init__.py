@@ -211,6 +211,7 @@ from tilecraft.language.reducers import (  # noqa: E402
     warp_reduce_sum,
 )
 from tilecraft.language.types import FragmentBuffer, LocalBuffer, SharedBuffer  # noqa: E402
+from tilecraft.language.views import reshape, view  # noqa: E402
 
 __all__ += [
     "warp_reduce_bitand", "warp_reduce_bitor", "warp_reduce_bitxor", "warp_reduce_max", "warp_reduce_min",
@@ -258,5 +259,7 @@ __all__ += [
     "im2col",
     "no_set_max_nreg",
     "reinterpret",
+    "reshape",
     "thread_binding",
+    "view",
 ]
