@@ -489,6 +489,9 @@ class Printer(PythonLines):
     def _s_AnnotateLayout(self, s: S.AnnotateLayout) -> None:
         self.line(f"T.annotate_layout({{{self.name(s.buffer)}: {self.value(s.layout)}}})")
 
+    def _s_AnnotateSafeValue(self, s: S.AnnotateSafeValue) -> None:
+        self.line(f"T.annotate_safe_value({{{self.name(s.buffer)}: {self.expr(s.value, 0, s.buffer.dtype)}}})")
+
     def _s_Print(self, s: S.Print) -> None:
         value = self.region(s.value) if isinstance(s.value, BufferRegion) else self.expr(s.value)
         msg = f", msg={s.msg!r}" if s.msg else ""

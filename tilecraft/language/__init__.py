@@ -180,6 +180,7 @@ from tilecraft.language.im2col import c2d_im2col, im2col  # noqa: E402
 from tilecraft.language.kernel import (  # noqa: E402
     annotate_consumer_reg_alloc,
     annotate_producer_reg_dealloc,
+    annotate_safe_value,
     disable_warp_group_reg_alloc,
     no_set_max_nreg,
     set_max_nreg,
@@ -237,6 +238,7 @@ __all__ += [
     "alloc_barrier",
     "annotate_consumer_reg_alloc",
     "annotate_producer_reg_dealloc",
+    "annotate_safe_value",
     "set_max_nreg",
     "barrier_arrive",
     "barrier_wait",

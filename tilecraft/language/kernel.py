@@ -9,7 +9,16 @@ from tilecraft.ir import expr as E
 from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.ir.expr import Call, Expr, IntImm, IRError, StringImm, Var, convert
 from tilecraft.ir.op import DEVICE_ASSERT
-from tilecraft.ir.stmt import CLUSTER_DIMS, AnnotateLayout, Evaluate, Print, UseSwizzle, seq
+from tilecraft.ir.stmt import (
+    CLUSTER_DIMS,
+    AnnotateLayout,
+    AnnotateSafeValue,
+    Evaluate,
+    Print,
+    UseSwizzle,
+    seq,
+)
+from tilecraft.ir.visitor import walk
 from tilecraft.language import builder
 
 
@@ -227,6 +236,30 @@ def annotate_layout(layouts: dict):
                 )
             continue  # a hint: every target chooses its shared layouts itself (layout/swizzle.py)
         stmts.append(AnnotateLayout(buf, layout, span=span))
+    return seq(*stmts)
+
+
+def annotate_safe_value(values: dict):
+    """`T.annotate_safe_value({A: value})`: in this kernel, a load of the global tensor `A` that the
+    kernel's edge guards find past `A`'s edge (in a T.Parallel nest or a T.copy) reads `value` instead
+    of zero."""
+    b = builder.current("T.annotate_safe_value")
+    b.kernel("T.annotate_safe_value")
+    stmts = []
+    for buf, value in values.items():
+        if not isinstance(buf, Buffer):
+            raise IRError(f"T.annotate_safe_value keys must be buffers, got {type(buf).__name__}")
+        if buf.scope != "global":
+            raise builder.error(
+                f"T.annotate_safe_value: {buf.name} is a {buf.scope} buffer; only loads of global tensors "
+                "past their edges are guarded",
+                hint="annotate the kernel's tensor parameters (or T.empty outputs) that tiles read past the edge",
+            )
+        value = convert(value, buf.dtype)
+        if any(isinstance(n, E.BufferLoad) for n in walk(value)):
+            raise builder.error(f"T.annotate_safe_value: the value for {buf.name}, {value}, reads a buffer",
+                                hint="give a constant, or an expression of scalar parameters")  # fmt: skip
+        stmts.append(AnnotateSafeValue(buf, E.cast(value, buf.dtype), span=b.span))
     return seq(*stmts)
 
 
