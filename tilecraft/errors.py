@@ -110,6 +110,11 @@ class ArgumentError(TilecraftError, TypeError):
     """A kernel was called with arrays or scalars that do not match its parameters."""
 
 
+class OptionError(TilecraftError, ValueError):
+    """Compile options that contradict each other or the kernel (an `out_idx` for a kernel that returns
+    its T.empty outputs)."""
+
+
 class UnpicklingKernelError(TilecraftError):
     """A pickled Kernel that cannot be built or loaded in the process unpickling it (the message says why
     and names the alternative: an export loaded with `tilecraft.load`)."""

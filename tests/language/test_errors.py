@@ -51,12 +51,12 @@ def unknown_language_function():
     return k
 
 
-@case(ParseError, r"parameter 'A' needs a type annotation", hint=r"T.Tensor\(\(M, N\), dtype\)")
+@case(ParseError, r"parameter 'A' needs a type annotation before its first use", hint=r"T.Tensor\(\(M, N\), dtype\)")
 def missing_parameter_annotation():
     @T.prim_func
-    def k(A, n: T.int32):  # <- error
+    def k(A, n: T.int32):
         with T.Kernel(1, threads=32):
-            A[0] = n
+            A[0] = n  # <- error
 
     return k
 

@@ -178,7 +178,9 @@ from tilecraft.language.extern import access_ptr, alloc_buffer, call_extern, dp4
 from tilecraft.language.gemm_sp import gemm_sp  # noqa: E402
 from tilecraft.language.im2col import c2d_im2col, im2col  # noqa: E402
 from tilecraft.language.kernel import (  # noqa: E402
+    annotate_compile_flags,
     annotate_consumer_reg_alloc,
+    annotate_pass_configs,
     annotate_producer_reg_dealloc,
     annotate_safe_value,
     disable_warp_group_reg_alloc,
@@ -236,7 +238,9 @@ __all__ += [
     "reducer_update",
     "tvm_thread_allreduce",
     "alloc_barrier",
+    "annotate_compile_flags",
     "annotate_consumer_reg_alloc",
+    "annotate_pass_configs",
     "annotate_producer_reg_dealloc",
     "annotate_safe_value",
     "set_max_nreg",

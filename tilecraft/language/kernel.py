@@ -8,6 +8,7 @@ from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.ir.expr import Call, Expr, IntImm, IRError, StringImm, Var, convert
+from tilecraft.ir.function import COMPILE_FLAGS_ATTR, PASS_CONFIGS_ATTR
 from tilecraft.ir.op import DEVICE_ASSERT
 from tilecraft.ir.stmt import (
     CLUSTER_DIMS,
@@ -299,3 +300,25 @@ def evaluate(value) -> Evaluate:
 def func_attr(attrs: dict) -> None:
     """Attach attributes to the function being parsed (printed IR uses this)."""
     builder.current("T.func_attr").parser.func_attrs.update(attrs)
+
+
+def annotate_pass_configs(configs: dict) -> None:
+    """`T.annotate_pass_configs({PassConfigKey.TL_ENABLE_FAST_MATH: True})` in the function body: pass
+    configs every compilation of the kernel uses; a caller's `pass_configs` override them key by key."""
+    b = builder.current("T.annotate_pass_configs")
+    if not isinstance(configs, dict):
+        raise builder.error(f"T.annotate_pass_configs takes a dict of key -> value, got {type(configs).__name__}",
+                            hint="T.annotate_pass_configs({PassConfigKey.TL_ENABLE_FAST_MATH: True})")  # fmt: skip
+    # keys as their strings (a PassConfigKey is one), so the caller's spelling of a key overrides it
+    b.parser.func_attrs[PASS_CONFIGS_ATTR] = tuple((str(k), v) for k, v in configs.items())
+
+
+def annotate_compile_flags(flags) -> None:
+    """`T.annotate_compile_flags(["--use_fast_math"])` in the function body: device compiler flags every
+    compilation of the kernel passes, before a caller's `compile_flags`."""
+    b = builder.current("T.annotate_compile_flags")
+    flags = [flags] if isinstance(flags, str) else flags
+    if not isinstance(flags, (list, tuple)) or not all(isinstance(f, str) for f in flags):
+        raise builder.error("T.annotate_compile_flags takes a flag or a list of flags (strings)",
+                            hint='T.annotate_compile_flags(["--use_fast_math"])')  # fmt: skip
+    b.parser.func_attrs[COMPILE_FLAGS_ATTR] = tuple(flags)
