@@ -195,9 +195,9 @@ class _Lower(Mutator):
         bits = E.Var(_bits_type(view.dtype), f"{view.name}_bits")
         stores = []
         for t in range(parts):
-            shifted = E.int_call("shift_right", bits, E.const(t * memory.dtype.bits, bits.dtype))
+            shifted = E.int_call("shift_right", bits, E.const(t * memory.dtype.bits, bits.dtype)) if t else bits
             part = E.call("reinterpret", E.cast(shifted, _bits_type(memory.dtype)), dtype=memory.dtype)
-            index = _element(memory, E.add(offset, t))
+            index = _element(memory, E.add(offset, t) if t else offset)
             stores.append(S.BufferStore(memory, part, index, span=s.span))
         return S.LetStmt(bits, _bits(self.mutate(s.value)), S.seq(*stores), span=s.span)
 
@@ -243,7 +243,8 @@ def _reinterpreted_load(view: Buffer, offset: E.Expr) -> E.Expr:
         parts = wide // narrow
         word: E.Expr | None = None
         for t in range(parts):
-            load = E.BufferLoad(memory.dtype, memory, _element(memory, E.add(E.mul(offset, parts), t)))
+            first = E.mul(offset, parts)
+            load = E.BufferLoad(memory.dtype, memory, _element(memory, E.add(first, t) if t else first))
             part = E.cast(_bits(load), _bits_type(view.dtype))
             if t:
                 part = E.int_call("shift_left", part, E.const(t * narrow, part.dtype))
