@@ -51,6 +51,12 @@ class ParseError(KernelError):
     """The kernel's Python source cannot be turned into tile IR."""
 
 
+class ParseAssertionError(ParseError, AssertionError):
+    """A T.* call refused arguments that TileLang checks with an `assert` (the element counts of
+    `T.reshape` / `T.view`): located like any ParseError, and still an AssertionError for code that
+    catches TileLang's."""
+
+
 class SemanticError(KernelError):
     """The kernel parsed but breaks a rule of the language (shapes, ranks, dtypes, placement)."""
 
@@ -102,6 +108,11 @@ class ToolchainNotFound(ToolchainError):
 
 class ArgumentError(TilecraftError, TypeError):
     """A kernel was called with arrays or scalars that do not match its parameters."""
+
+
+class OptionError(TilecraftError, ValueError):
+    """Compile options that contradict each other or the kernel (an `out_idx` for a kernel that returns
+    its T.empty outputs)."""
 
 
 class UnpicklingKernelError(TilecraftError):

@@ -296,3 +296,35 @@ def test_the_emulated_device_divides_by_a_number_as_torchs_cuda_kernel_does():
         assert torch.div(torch.tensor([7]), 2, rounding_mode="floor").item() == 3
     finally:
         cuda_on_cpu.disable()
+
+
+def test_nvcc_flags_under_the_emulation_reach_the_host_compiler_as_it_understands_them():
+    """A TileLang kernel's compile flags are nvcc's (`T.annotate_compile_flags(["--use_fast_math"])`,
+    `compile_flags=`); run on the host by the emulation, fast math becomes the pass config, flags a C
+    compiler shares stay, nvcc's own are dropped with a warning; without the emulation flags pass as
+    given."""
+    pytest.importorskip("torch")
+    import tilecraft
+    import tilecraft.language as T
+    from tilecraft.compat import cuda_on_cpu
+
+    @T.prim_func
+    def k(A: T.Tensor((8,), "float32")):
+        T.annotate_compile_flags(["--use_fast_math", "-DTC_FLAG=1"])
+        with T.Kernel(1, threads=8):
+            for i in T.Parallel(8):
+                A[i] = A[i] * 2.0
+
+    cuda_on_cpu.enable()
+    try:
+        with pytest.warns(RuntimeWarning, match=r"the nvcc flags -lineinfo have no meaning"):
+            artifact = tilecraft.lower(k, target="c", compile_flags=["-lineinfo"])
+        assert tuple(artifact.extra_value("compile_flags")) == ("-DTC_FLAG=1",)
+        assert artifact.extra_value("fast_math") is True
+        a = np.arange(8, dtype=np.float32)
+        tilecraft.compile(k, target="c")(a)
+        np.testing.assert_array_equal(a, np.arange(8, dtype=np.float32) * 2)
+    finally:
+        cuda_on_cpu.disable()
+    kept = tilecraft.lower(k, target="c").extra_value("compile_flags")
+    assert tuple(kept) == ("--use_fast_math", "-DTC_FLAG=1")

@@ -558,6 +558,7 @@ def case_hints_and_prints():
                     r: T.Fragment((32,), forward_thread_fn=lambda i, rep: i + rep * 32, replicate=4),
                 }
             )
+            T.annotate_safe_value({A: n * 2 - 1})
             T.print(n)
             T.print(n * 2 + bx, msg="scaled")
             T.print(s)

@@ -11,7 +11,7 @@ import pytest
 
 import tilecraft.language as T
 from tests.language.helpers import assert_located, marker_line
-from tilecraft.errors import KernelError, ParseError, SemanticError
+from tilecraft.errors import KernelError, ParseAssertionError, ParseError, SemanticError
 from tilecraft.transform.check import check_semantics
 
 CASES = []
@@ -51,12 +51,12 @@ def unknown_language_function():
     return k
 
 
-@case(ParseError, r"parameter 'A' needs a type annotation", hint=r"T.Tensor\(\(M, N\), dtype\)")
+@case(ParseError, r"parameter 'A' needs a type annotation before its first use", hint=r"T.Tensor\(\(M, N\), dtype\)")
 def missing_parameter_annotation():
     @T.prim_func
-    def k(A, n: T.int32):  # <- error
+    def k(A, n: T.int32):
         with T.Kernel(1, threads=32):
-            A[0] = n
+            A[0] = n  # <- error
 
     return k
 
@@ -910,28 +910,30 @@ def view_larger_once_the_consts_are_bound():
     return k.get_tir(K=3, C=8, F=6)
 
 
-@case(ParseError, r"the view has dtype float16 but W holds float32; tilecraft does not reinterpret",
-      hint=r"declare the view with W's dtype, float32")  # fmt: skip
-def view_with_another_dtype():
+@case(ParseError, r"a view of fragment acc keeps its dtype float32 \(got float16\)",
+      hint=r"T.copy acc into a shared tile and view that")  # fmt: skip
+def fragment_view_with_another_dtype():
     @T.prim_func
     def k(W: T.Tensor((4, 8), "float32")):
         with T.Kernel(1, threads=32):
-            flat = T.Tensor((64,), "float16", W.data)  # <- error
-            flat[0] = 1.0
+            acc = T.alloc_fragment((4, 8), "float32")
+            T.copy(W, acc)
+            halves = T.view(acc, (4, 16), dtype="float16")  # <- error
+            W[0, 0] = halves[0, 0]
 
     return k
 
 
-@case(ParseError, r"tile is a shared.dyn buffer; views of shared, fragment and local buffers are not supported",
-      hint=r"allocate it in the shape you need")  # fmt: skip
-def view_of_a_shared_buffer():
+@case(ParseAssertionError, r"T.reshape of tile \(4, 8\) as \(4, 9\): the view holds 36 elements but tile holds 32",
+      hint=r"a reshape or view keeps the number of elements")  # fmt: skip
+def reshape_to_another_size():
     @T.prim_func
     def k(A: T.Tensor((4, 8), "float32")):
         with T.Kernel(1, threads=32):
             tile = T.alloc_shared((4, 8), "float32")
             T.copy(A, tile)
-            flat = T.Tensor((32,), "float32", tile.data)  # <- error
-            A[0, 0] = flat[3]
+            wide = T.reshape(tile, (4, 9))  # <- error
+            A[0, 0] = wide[3, 8]
 
     return k
 

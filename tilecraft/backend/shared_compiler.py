@@ -117,6 +117,7 @@ SHARED_MODULES: tuple[str, ...] = (
     "tilecraft.transform.physical_layouts",
     "tilecraft.ir.python_lines",
     "tilecraft.ir.printer",
+    "tilecraft.layout.reshape",
     "tilecraft.layout.inference",
     "tilecraft.transform.loop_start",
     "tilecraft.transform.rasterize",

@@ -31,14 +31,17 @@ resolves to, which `tilecraft run-tilelang --target` sets (the CPU by default), 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 from tilecraft.backend.target import Target, redirect_kind
+from tilecraft.jit.lower import set_compile_flag_rewrite
 from tilecraft.profiler.bench import set_kernel_clock_standin
 from tilecraft.runtime.timing import KernelClock
 
@@ -298,6 +301,34 @@ class HostCallClock(KernelClock):
         return times
 
 
+# nvcc's fast-math switch, which the host target's fast-math pass config stands for.
+NVCC_FAST_MATH = ("--use_fast_math", "-use_fast_math")
+# Flags both nvcc and a host C compiler take; the emulation passes these on and drops nvcc's others.
+SHARED_FLAG_PREFIXES = ("-O", "-D", "-U", "-I")
+
+
+def host_compile_flags(flags: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, bool]]:
+    """nvcc's compile flags for a kernel the emulation runs on the host: `--use_fast_math` becomes the
+    pass config `tl.enable_fast_math`, flags a C compiler shares (`-O3`, `-DNAME`, `-Ipath`) stay, and
+    nvcc's own (`-lineinfo`, `--ptxas-options=...`) are dropped with a warning naming them."""
+    kept = tuple(f for f in flags if f.startswith(SHARED_FLAG_PREFIXES))
+    dropped = [f for f in flags if f not in kept and f not in NVCC_FAST_MATH]
+    if dropped:
+        _warn_dropped(tuple(dropped))
+    fast = any(f in NVCC_FAST_MATH for f in flags)
+    return kept, ({"tl.enable_fast_math": True} if fast else {})
+
+
+@functools.cache
+def _warn_dropped(flags: tuple[str, ...]) -> None:
+    warnings.warn(
+        f"--cuda-on-cpu: the nvcc flags {' '.join(flags)} have no meaning for the host's C compiler and are "
+        "not passed to it (--use_fast_math is the fast-math pass config; -O, -D, -U and -I flags are passed)",
+        RuntimeWarning,
+        stacklevel=2,
+    )
+
+
 def enable(cap: tuple[int, int] = DEFAULT_CAPABILITY) -> None:
     """Turn the emulation on for this process (idempotent); needs torch."""
     if active():
@@ -325,6 +356,9 @@ def enable(cap: tuple[int, int] = DEFAULT_CAPABILITY) -> None:
     # A kernel that names the emulated device's target (`target="cuda"`, with or without an arch) runs
     # where `"auto"` runs: the host target that --target / TILECRAFT_TARGET chose.
     redirect_kind(EMULATED_KIND, lambda: Target.parse("auto"))
+    # Compile flags are nvcc's (the programs were written for the emulated device); the host's compiler
+    # gets what it understands.
+    set_compile_flag_rewrite(host_compile_flags)
     _state.update(
         torch=torch,
         saved=saved,
@@ -356,4 +390,5 @@ def disable() -> None:
     torch.Generator = _state["generator"]
     set_kernel_clock_standin(None)
     redirect_kind(EMULATED_KIND, None)
+    set_compile_flag_rewrite(None)
     _state.clear()

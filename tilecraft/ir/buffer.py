@@ -77,8 +77,10 @@ class Buffer(Node):
 
     `strides` is empty for a compact row-major buffer. Buffers compare by identity: two buffers with
     equal fields are still different memory, except that a *view* (`base` set, made by
-    `T.Tensor(shape, dtype, A.data)`) is another shape over the memory of the compact global buffer
-    `base`: its element at row-major offset `o` is `base`'s element at row-major offset `o`.
+    `T.Tensor(shape, dtype, A.data)`, `T.reshape` or `T.view`) is another shape over the memory of the
+    compact buffer `base`, in the same scope: its element at row-major offset `o` is `base`'s element at
+    row-major offset `o`, or, where the view has another dtype, the bytes at `o` elements of its own
+    dtype (tilecraft/language/views.py).
 
     `tf32`: declared `T.tfloat32`. The buffer holds float32 (its dtype) and is float32 to every load,
     store and copy; a T.gemm that reads it as an operand asks for TF32 math (tensor cores where the
@@ -98,8 +100,9 @@ class Buffer(Node):
             raise IRError(f"unknown buffer scope {self.scope!r}; valid scopes: {', '.join(SCOPES)}")
         if self.base is not None and not _can_view(self, self.base):
             raise IRError(
-                f"buffer {self.name} cannot view {self.base.name}: a view and its base are compact global "
-                "buffers of one dtype, and the base is not itself a view"
+                f"buffer {self.name} cannot view {self.base.name}: a view and its base are compact buffers "
+                "of one scope (global, shared or a fragment), of one dtype unless both are whole bytes "
+                "(not a fragment's), and the base is not itself a view"
             )
 
     @property
@@ -157,9 +160,21 @@ class Buffer(Node):
         return f"Buffer({self.name}, ({shape}), {self.declared_dtype}, {self.scope}{view})"
 
 
+VIEW_SCOPES = ("global", "shared", "shared.dyn", "local", "local.fragment")
+
+
 def _can_view(view: Buffer, base: Buffer) -> bool:
-    compact_global = all(b.scope == "global" and not b.strides for b in (view, base))
-    return compact_global and view.dtype == base.dtype and base.base is None
+    compact = view.scope == base.scope in VIEW_SCOPES and not (view.strides or base.strides)
+    return compact and base.base is None and (view.dtype == base.dtype or reinterprets(view, base))
+
+
+def reinterprets(view: Buffer, base: Buffer) -> bool:
+    """Whether `view` may read `base`'s bytes as its own, other dtype: scalars of whole bytes, outside
+    fragments (whose elements are spread over the threads' registers one dtype at a time)."""
+    return (
+        base.scope != "local.fragment"
+        and all(b.dtype.lanes == 1 and not b.dtype.is_packed and b.dtype.bits % 8 == 0 for b in (view, base))
+    )
 
 
 def element_count(shape: tuple[Expr, ...]) -> Expr:
@@ -179,6 +194,16 @@ def holds_more(shape: tuple[Expr, ...], than: tuple[Expr, ...]) -> bool:
     count, available = element_count(shape), element_count(than)
     ranges = {v: Interval(0, None) for v in free_vars((count, available))}
     return Analyzer(ranges).can_prove(E.compare(E.GT, count, available))
+
+
+def same_size(shape: tuple[Expr, ...], than: tuple[Expr, ...]) -> bool:
+    """Whether `shape` provably has as many elements as `than` for every value of their symbolic dims."""
+    from tilecraft.ir.arith import Analyzer, Interval  # the analyzer builds on this module
+    from tilecraft.ir.visitor import free_vars
+
+    count, other = element_count(shape), element_count(than)
+    ranges = {v: Interval(0, None) for v in free_vars((count, other))}
+    return Analyzer(ranges).can_prove(E.compare(E.EQ, count, other))
 
 
 @dataclass(frozen=True, eq=False)

@@ -14,6 +14,53 @@ Param = Buffer | Var
 # The attribute listing the indices of the parameters that are global scratch buffers the function
 # allocated itself (`T.alloc_global`): the last parameters; each call allocates them, callers pass none.
 WORKSPACE_ATTR = "tilecraft.workspace"
+# The kernel's own compile options, set in its body (T.annotate_pass_configs, T.annotate_compile_flags): pass
+# configs as (key, value) pairs, which the caller's override, and device compiler flags, before the caller's.
+PASS_CONFIGS_ATTR = "tilecraft.pass_configs"
+COMPILE_FLAGS_ATTR = "tilecraft.compile_flags"
+OUT_IDX_ATTR = "tilecraft.out_idx"
+# TileLang's names of the same attributes, which its programs read as `func.attrs["tilelang_out_idx"]`.
+TILELANG_ATTR_NAMES = {
+    "tilelang_out_idx": OUT_IDX_ATTR,
+    "tilelang_pass_configs": PASS_CONFIGS_ATTR,
+    "tilelang_compile_flags": COMPILE_FLAGS_ATTR,
+}
+
+
+class FunctionAttrs(tuple):
+    """A function's attributes: `(key, value)` pairs in order, readable by key as TVM's `func.attrs` map
+    is (`"k" in f.attrs`, `f.attrs["k"]`, `f.attrs.get("k")`), TileLang's names of tilecraft's own
+    attributes included (`TILELANG_ATTR_NAMES`; `tilelang_out_idx` gives the output parameters'
+    positions from the start, where TileLang counts them from the end)."""
+
+    __slots__ = ()
+
+    def _value(self, key: str) -> tuple[bool, Any]:
+        key = TILELANG_ATTR_NAMES.get(key, key)
+        for k, v in tuple.__iter__(self):
+            if k == key:
+                return True, v
+        return False, None
+
+    def __contains__(self, item: object) -> bool:
+        if isinstance(item, str):
+            return self._value(item)[0]
+        return tuple.__contains__(self, item)
+
+    def __getitem__(self, item):
+        if not isinstance(item, str):
+            return tuple.__getitem__(self, item)
+        found, value = self._value(item)
+        if not found:
+            raise KeyError(item)
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        found, value = self._value(key)
+        return value if found else default
+
+    def keys(self) -> list[str]:
+        return [k for k, _ in tuple.__iter__(self)]
 
 
 @node
@@ -28,6 +75,10 @@ class PrimFunc(Node):
     params: tuple[Param, ...]
     body: Stmt
     attrs: Annotations = ()
+
+    def __post_init__(self) -> None:
+        if type(self.attrs) is not FunctionAttrs:
+            object.__setattr__(self, "attrs", FunctionAttrs(self.attrs))
 
     def attr(self, key: str, default: Any = None) -> Any:
         return annotation(self.attrs, key, default)

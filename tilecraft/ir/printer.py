@@ -307,11 +307,13 @@ class Printer(PythonLines):
         statement `s`: once, in scope for every kernel after it."""
         used = {id(n) for n in walk(s) if isinstance(n, Buffer)}
         for view in [v for v in self.pending_views if id(v) in used]:
-            shape = self.value(tuple(view.shape))
-            self.line(
-                f"{self.name(view)} = T.Tensor({shape}, {dtype_str(view.declared_dtype)}, {self.name(view.base)}.data)"
-            )
+            self._view_line(view)
             self.pending_views.remove(view)
+
+    def _view_line(self, view: Buffer) -> None:
+        shape = self.value(tuple(view.shape))
+        base, dtype = self.name(view.base), dtype_str(view.declared_dtype)
+        self.line(f"{self.name(view)} = T.Tensor({shape}, {dtype}, {base}.data)")
 
     def _s_SeqStmt(self, s: S.SeqStmt) -> None:
         for k, x in enumerate(s.stmts):
@@ -406,7 +408,11 @@ class Printer(PythonLines):
                 shape = self.value(tuple(b.shape))
                 scope = ', scope="shared"' if b.scope == "shared" else ""
                 self.line(f"{self.name(b)} = T.{fn}({shape}, {dtype_str(b.declared_dtype)}{scope})")
-            self.stmt(s.body)
+            views = [v for v in _views(s.body) if v.base is b]
+            with self.binding(*views):
+                for view in views:  # a tile's views, where the tile is in scope
+                    self._view_line(view)
+                self.stmt(s.body)
 
     def _barriers(self, s: S.Allocate) -> None:
         """`T.alloc_barrier(counts)` is the allocation and its BarrierInit, printed as one line."""
@@ -486,6 +492,9 @@ class Printer(PythonLines):
     def _s_AnnotateLayout(self, s: S.AnnotateLayout) -> None:
         self.line(f"T.annotate_layout({{{self.name(s.buffer)}: {self.value(s.layout)}}})")
 
+    def _s_AnnotateSafeValue(self, s: S.AnnotateSafeValue) -> None:
+        self.line(f"T.annotate_safe_value({{{self.name(s.buffer)}: {self.expr(s.value, 0, s.buffer.dtype)}}})")
+
     def _s_Print(self, s: S.Print) -> None:
         value = self.region(s.value) if isinstance(s.value, BufferRegion) else self.expr(s.value)
         msg = f", msg={s.msg!r}" if s.msg else ""
@@ -518,7 +527,7 @@ class Printer(PythonLines):
         if f.attrs:
             self.line(f"T.func_attr({self.value(dict(f.attrs))})")
         self.indent -= 1
-        self.pending_views = _views(f.body)
+        self.pending_views = [v for v in _views(f.body) if v.scope == "global"]
         self.view_indent = self.indent + 1
         self.block(f.body)
 

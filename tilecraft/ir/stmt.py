@@ -297,6 +297,15 @@ class AnnotateLayout(Stmt):
 
 
 @node
+class AnnotateSafeValue(Stmt):
+    """`T.annotate_safe_value({A: value})`: in the enclosing kernel, a guarded load of the global buffer
+    `A` past its edge (guard-accesses) reads `value` instead of zero."""
+
+    buffer: Buffer
+    value: Expr
+
+
+@node
 class Print(Stmt):
     """`T.print`: print a scalar or a buffer region, prefixed by `msg` (a debugging aid)."""
 

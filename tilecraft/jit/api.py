@@ -13,9 +13,10 @@ from typing import Any
 
 from tilecraft import settings
 from tilecraft.backend.context import BackendContext
-from tilecraft.errors import ArgumentError, TilecraftError, short_repr
+from tilecraft.errors import ArgumentError, OptionError, TilecraftError, short_repr
 from tilecraft.ir import expr as E
-from tilecraft.ir.function import WORKSPACE_ATTR, PrimFunc
+from tilecraft.ir.dtype import DataType
+from tilecraft.ir.function import OUT_IDX_ATTR, WORKSPACE_ATTR, PrimFunc
 from tilecraft.ir.visitor import substitute
 from tilecraft.jit.kernel import Kernel
 from tilecraft.jit.lower import lower_artifact, resolve_context
@@ -27,9 +28,16 @@ def _normalize_out_idx(
     out_idx: int | Sequence[int] | None, func: PrimFunc, name: str | None = None
 ) -> tuple[int, ...]:
     """`out_idx` as a tuple, checked against `func`'s parameters (an error names the kernel `name`)."""
+    returned = tuple(func.attr(OUT_IDX_ATTR, ()) or ())
     if out_idx is None:
-        return tuple(func.attr("tilecraft.out_idx", ()) or ())
+        return returned
     indices = (out_idx,) if isinstance(out_idx, int) else tuple(out_idx)
+    if returned:
+        raise OptionError(
+            f"Out index conflict: kernel {name or func.name} returns its T.empty outputs (parameters "
+            f"{', '.join(str(i) for i in returned)}), and out_idx={out_idx!r} names outputs too; drop out_idx "
+            "(a kernel's returned tensors are its outputs)"
+        )
     _check_out_idx(indices, func, name or func.name)
     return indices
 
@@ -255,8 +263,22 @@ class JITFunction:
 
     def _call_eager(self, args, kwargs) -> Any:
         kernel, func, tensors = self._eager_kernel(args, kwargs)
-        inputs = [tensors[p.name] for p in func.params if p.name in tensors]
+        _, values = self._split_args(args, kwargs)
+        # the arrays, and the values of the scalar parameters (annotated with a dtype: `m: T.int32`)
+        inputs = [tensors[p.name] if p.name in tensors else values[p.name] for p in func.params
+                  if p.name in tensors or (isinstance(p, E.Var) and p.name in values)]  # fmt: skip
         return kernel(*inputs)
+
+    @functools.cached_property
+    def _scalar_params(self) -> frozenset[str]:
+        """The parameters annotated with a dtype (`m: T.int32`), whose values a call passes to the kernel
+        at run time rather than to the parse; annotations Python left as text are resolved where they can
+        be (one that cannot is parsed with its value, and still passed)."""
+        try:
+            hints = inspect.get_annotations(self.func, eval_str=True)
+        except Exception:  # noqa: BLE001 - a name only the defining scope knows: read them one by one
+            hints = {k: v for k, v in inspect.get_annotations(self.func).items() if not isinstance(v, str)}
+        return frozenset(k for k, v in hints.items() if isinstance(v, DataType))
 
     def _eager_kernel(self, args, kwargs) -> tuple[Kernel, PrimFunc, dict[str, Any]]:
         """The Kernel a call with these arguments runs: arrays are tensors, the rest Python values. It is
@@ -264,7 +286,8 @@ class JITFunction:
         DIM_MULTIPLE (as Triton specializes integer arguments): a kernel whose rows are provably 16-byte
         multiples gets 16-byte copies and TMA, and another call's sizes get a kernel of their own."""
         tensors, values = self._split_args(args, kwargs)
-        func = self._parse_eager(values, list(tensors))
+        # the kernel's scalar parameters are not part of the parse (each value would parse again)
+        func = self._parse_eager({k: v for k, v in values.items() if k not in self._scalar_params}, list(tensors))
         consts = _consts_from_shapes(func, tensors)
         return self._specialize(func, consts, _divisible_dims(func, tensors, consts)), func, tensors
 

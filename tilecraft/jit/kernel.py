@@ -178,6 +178,8 @@ class Kernel:
         launch_args = list(values)
         for i in plan.inputs:
             launch_args[i] = self._bind_param(i, values[i], env, deferred, arrays, call)
+        for i, var in plan.scalar_dims:  # an output sized by a scalar parameter (`T.empty([m + 1])`)
+            env[var] = launch_args[i]
         resolve_packed(env, call.pending)
         outputs = self._allocate_outputs(values, env, arrays)
         for i in plan.outputs:

@@ -6,7 +6,7 @@ import functools
 import sys
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tilecraft import settings
@@ -15,7 +15,7 @@ from tilecraft.backend.instrument import CompositeInstrument, IRDumper, PassInst
 from tilecraft.backend.registry import registered_backends
 from tilecraft.errors import LoweringError
 from tilecraft.ir.arith.analyzer import assumed_divisible
-from tilecraft.ir.function import IRModule, PrimFunc
+from tilecraft.ir.function import COMPILE_FLAGS_ATTR, PASS_CONFIGS_ATTR, IRModule, PrimFunc
 from tilecraft.ir.structural import structural_hash
 from tilecraft.jit.options import PassConfigKey, PassConfigs, resolve_pass_configs
 from tilecraft.runtime.artifact import (
@@ -147,12 +147,48 @@ def _lower(func: PrimFunc, ctx: BackendContext, pass_configs=None, compile_flags
     )
 
 
+FlagRewrite = Callable[[tuple[str, ...]], tuple[tuple[str, ...], Mapping[str, Any]]]
+# A process-wide translation of compile flags, installed by an emulation that runs programs written for
+# one device on another (tilecraft.compat.cuda_on_cpu: nvcc's flags, given to a host compiler); None:
+# flags pass as given.
+_flag_rewrite: list[FlagRewrite | None] = [None]
+
+
+def set_compile_flag_rewrite(rewrite: FlagRewrite | None) -> None:
+    """Install `rewrite(flags) -> (flags, pass_configs)` (None removes it): every compilation's flags go
+    through it before they enter the cache key, and the pass configs it returns go under the caller's."""
+    _flag_rewrite[0] = rewrite
+
+
+def with_function_options(func: PrimFunc, pass_configs: Mapping | None, compile_flags) -> tuple[Mapping | None, Any]:
+    """The caller's `pass_configs` over the kernel's own (T.annotate_pass_configs), and the kernel's own
+    compile flags (T.annotate_compile_flags) followed by the caller's (then `set_compile_flag_rewrite`'s
+    translation, where one is installed)."""
+    own_configs, own_flags = func.attr(PASS_CONFIGS_ATTR), func.attr(COMPILE_FLAGS_ATTR)
+    if own_configs:
+        pass_configs = _over(dict(own_configs), pass_configs)
+    if own_flags:
+        flags = [compile_flags] if isinstance(compile_flags, str) else list(compile_flags or ())
+        compile_flags = [*own_flags, *flags]
+    rewrite = _flag_rewrite[0]
+    if rewrite is not None and compile_flags:
+        flags, configs = rewrite(tuple([compile_flags] if isinstance(compile_flags, str) else compile_flags))
+        compile_flags, pass_configs = list(flags), _over(dict(configs), pass_configs) if configs else pass_configs
+    return pass_configs, compile_flags
+
+
+def _over(base: dict, configs: Mapping | None) -> dict:
+    """`configs` over `base`; str(key): a PassConfigKey is its string, so either spelling replaces the other."""
+    return {**{str(k): v for k, v in base.items()}, **{str(k): v for k, v in (configs or {}).items()}}
+
+
 def lower_artifact(
     func: PrimFunc, ctx: BackendContext, pass_configs=None, compile_flags=None
 ) -> CompiledArtifact:
     """The artifact for `func`, from the disk cache when an identical lowering was done before."""
     from tilecraft.execution.cache import KernelCache
 
+    pass_configs, compile_flags = with_function_options(func, pass_configs, compile_flags)
     cache = KernelCache()
     func = bound_expression_depth(func)  # before anything walks it (a cache hit sizes its fragments)
     key = artifact_key(func, ctx, pass_configs, compile_flags)
@@ -183,4 +219,5 @@ def lower(func: PrimFunc, target: Any = "auto", target_host: Any = None, executi
           pass_configs: Mapping | None = None, compile_flags=None) -> CompiledArtifact:  # fmt: skip
     """Lower and generate code for `func` without building it (no device or runtime is needed)."""
     ctx = create_backend_context(target, target_host, execution_backend, require_available=False)
+    pass_configs, compile_flags = with_function_options(func, pass_configs, compile_flags)
     return lower_uncached(func, ctx, pass_configs, compile_flags)

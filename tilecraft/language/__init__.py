@@ -179,8 +179,11 @@ from tilecraft.language.extern import access_ptr, alloc_buffer, call_extern, dp4
 from tilecraft.language.gemm_sp import gemm_sp  # noqa: E402
 from tilecraft.language.im2col import c2d_im2col, im2col  # noqa: E402
 from tilecraft.language.kernel import (  # noqa: E402
+    annotate_compile_flags,
     annotate_consumer_reg_alloc,
+    annotate_pass_configs,
     annotate_producer_reg_dealloc,
+    annotate_safe_value,
     disable_warp_group_reg_alloc,
     no_set_max_nreg,
     set_max_nreg,
@@ -212,6 +215,7 @@ from tilecraft.language.reducers import (  # noqa: E402
     warp_reduce_sum,
 )
 from tilecraft.language.types import FragmentBuffer, LocalBuffer, SharedBuffer  # noqa: E402
+from tilecraft.language.views import reshape, view  # noqa: E402
 
 __all__ += [
     "PrimExpr",
@@ -236,8 +240,11 @@ __all__ += [
     "reducer_update",
     "tvm_thread_allreduce",
     "alloc_barrier",
+    "annotate_compile_flags",
     "annotate_consumer_reg_alloc",
+    "annotate_pass_configs",
     "annotate_producer_reg_dealloc",
+    "annotate_safe_value",
     "set_max_nreg",
     "barrier_arrive",
     "barrier_wait",
@@ -260,5 +267,7 @@ __all__ += [
     "im2col",
     "no_set_max_nreg",
     "reinterpret",
+    "reshape",
     "thread_binding",
+    "view",
 ]

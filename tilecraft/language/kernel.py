@@ -8,8 +8,18 @@ from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.ir.expr import Call, Expr, IntImm, IRError, StringImm, Var, convert
+from tilecraft.ir.function import COMPILE_FLAGS_ATTR, PASS_CONFIGS_ATTR
 from tilecraft.ir.op import DEVICE_ASSERT
-from tilecraft.ir.stmt import CLUSTER_DIMS, AnnotateLayout, Evaluate, Print, UseSwizzle, seq
+from tilecraft.ir.stmt import (
+    CLUSTER_DIMS,
+    AnnotateLayout,
+    AnnotateSafeValue,
+    Evaluate,
+    Print,
+    UseSwizzle,
+    seq,
+)
+from tilecraft.ir.visitor import walk
 from tilecraft.language import builder
 
 
@@ -230,6 +240,30 @@ def annotate_layout(layouts: dict):
     return seq(*stmts)
 
 
+def annotate_safe_value(values: dict):
+    """`T.annotate_safe_value({A: value})`: in this kernel, a load of the global tensor `A` that the
+    kernel's edge guards find past `A`'s edge (in a T.Parallel nest or a T.copy) reads `value` instead
+    of zero."""
+    b = builder.current("T.annotate_safe_value")
+    b.kernel("T.annotate_safe_value")
+    stmts = []
+    for buf, value in values.items():
+        if not isinstance(buf, Buffer):
+            raise IRError(f"T.annotate_safe_value keys must be buffers, got {type(buf).__name__}")
+        if buf.scope != "global":
+            raise builder.error(
+                f"T.annotate_safe_value: {buf.name} is a {buf.scope} buffer; only loads of global tensors "
+                "past their edges are guarded",
+                hint="annotate the kernel's tensor parameters (or T.empty outputs) that tiles read past the edge",
+            )
+        value = convert(value, buf.dtype)
+        if any(isinstance(n, E.BufferLoad) for n in walk(value)):
+            raise builder.error(f"T.annotate_safe_value: the value for {buf.name}, {value}, reads a buffer",
+                                hint="give a constant, or an expression of scalar parameters")  # fmt: skip
+        stmts.append(AnnotateSafeValue(buf, E.cast(value, buf.dtype), span=b.span))
+    return seq(*stmts)
+
+
 def print(value, msg: str = ""):  # noqa: A001 - TileLang's name
     """Print a scalar or a buffer from inside the kernel (debugging)."""
     if isinstance(value, Buffer):
@@ -266,3 +300,25 @@ def evaluate(value) -> Evaluate:
 def func_attr(attrs: dict) -> None:
     """Attach attributes to the function being parsed (printed IR uses this)."""
     builder.current("T.func_attr").parser.func_attrs.update(attrs)
+
+
+def annotate_pass_configs(configs: dict) -> None:
+    """`T.annotate_pass_configs({PassConfigKey.TL_ENABLE_FAST_MATH: True})` in the function body: pass
+    configs every compilation of the kernel uses; a caller's `pass_configs` override them key by key."""
+    b = builder.current("T.annotate_pass_configs")
+    if not isinstance(configs, dict):
+        raise builder.error(f"T.annotate_pass_configs takes a dict of key -> value, got {type(configs).__name__}",
+                            hint="T.annotate_pass_configs({PassConfigKey.TL_ENABLE_FAST_MATH: True})")  # fmt: skip
+    # keys as their strings (a PassConfigKey is one), so the caller's spelling of a key overrides it
+    b.parser.func_attrs[PASS_CONFIGS_ATTR] = tuple((str(k), v) for k, v in configs.items())
+
+
+def annotate_compile_flags(flags) -> None:
+    """`T.annotate_compile_flags(["--use_fast_math"])` in the function body: device compiler flags every
+    compilation of the kernel passes, before a caller's `compile_flags`."""
+    b = builder.current("T.annotate_compile_flags")
+    flags = [flags] if isinstance(flags, str) else flags
+    if not isinstance(flags, (list, tuple)) or not all(isinstance(f, str) for f in flags):
+        raise builder.error("T.annotate_compile_flags takes a flag or a list of flags (strings)",
+                            hint='T.annotate_compile_flags(["--use_fast_math"])')  # fmt: skip
+    b.parser.func_attrs[COMPILE_FLAGS_ATTR] = tuple(flags)

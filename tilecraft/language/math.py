@@ -103,8 +103,19 @@ def _extremum(name: str, xs: tuple, python, ir) -> Any:
         return python(xs)
     result = xs[0]
     for x in xs[1:]:
-        result = ir(result, x)
+        result = _in_compute_type(ir, result, x)
     return result
+
+
+def _in_compute_type(ir, a, b) -> Expr:
+    """`ir(a, b)` (a maximum or minimum); operands of a storage format (float8, 4-bit integers) are
+    compared in the type they compute in and the result cast back, which is exact: it is one of them."""
+    a, b = E.match_types(a, b)
+    dtype = a.dtype
+    if not dtype.is_storage_only:
+        return ir(a, b)
+    compute = dt.float32 if dtype.is_float else dt.int32
+    return E.cast(ir(E.cast(a, compute), E.cast(b, compute)), dtype)
 
 
 def _python_extremum(pick):
@@ -114,12 +125,14 @@ def _python_extremum(pick):
 
 
 def max(*xs):  # noqa: A001
-    """Maximum of two or more values (a Python number when all are Python numbers); a NaN gives NaN."""
+    """Maximum of two or more values (a Python number when all are Python numbers); a NaN gives NaN.
+    Values of a storage format (float8) are compared in float32, their maximum of their dtype."""
     return _extremum("max", xs, _python_extremum(builtins.max), E.max_)
 
 
 def min(*xs):  # noqa: A001
-    """Minimum of two or more values (a Python number when all are Python numbers); a NaN gives NaN."""
+    """Minimum of two or more values (a Python number when all are Python numbers); a NaN gives NaN.
+    Values of a storage format (float8) are compared in float32, their minimum of their dtype."""
     return _extremum("min", xs, _python_extremum(builtins.min), E.min_)
 
 

@@ -10,7 +10,7 @@ from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.dtype import DataType
 from tilecraft.ir.expr import Expr, IntImm, IRError, Var, convert
 from tilecraft.language import builder
-from tilecraft.language.views import view
+from tilecraft.language.views import tensor_view
 
 
 def _dims(shape) -> tuple[Expr, ...]:
@@ -75,12 +75,12 @@ def _tensor_type(make) -> TensorType | InvalidTensorType:
 class _TensorFactory:
     """`T.Tensor((M, N), dtype)` or `T.Tensor[[M, N], dtype]`: a dense row-major tensor parameter.
 
-    In a kernel body, `T.Tensor(shape, dtype, A.data)` is a view: `shape` over the memory of the global
-    tensor `A` (tilecraft/language/views.py)."""
+    In a kernel body, `T.Tensor(shape, dtype, A.data)` is a view: `shape` over the memory of the tensor
+    or tile `A` (tilecraft/language/views.py)."""
 
     def __call__(self, shape, dtype="float32", data=None) -> TensorType | Buffer:
         if data is not None:
-            return view(_dims(shape), dtype, data)
+            return tensor_view(_dims(shape), dtype, data)
         return _tensor_type(lambda: TensorType.of(_dims(shape), dtype))
 
     def __getitem__(self, key) -> TensorType:

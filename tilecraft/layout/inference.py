@@ -44,6 +44,7 @@ from tilecraft.ir.visitor import BufferKeepingMutator, Visitor, free_vars, map_l
 from tilecraft.layout.fragment import FRAGMENT_INS, fragment_dims, linear_from_fragment
 from tilecraft.layout.layout import Fragment
 from tilecraft.layout.linear import LinearLayout, log2, next_power_of_two
+from tilecraft.layout.reshape import reshape_layout, reshape_refusal
 from tilecraft.layout.tile import (
     TileLayout,
     block_of,
@@ -57,6 +58,7 @@ from tilecraft.layout.tile import (
     widen,
     within,
 )
+from tilecraft.transform.buffer_views import copies_through_views
 from tilecraft.transform.thread_groups import ThreadGroup, block_group, groups_of
 
 FRAGMENT = "local.fragment"
@@ -280,6 +282,7 @@ class Inference:
         self.layouts: dict[int, Decision] = {}
         self.shared: dict[int, object] = {}
         self.shared_why: dict[int, tuple[str, object]] = {}
+        self.views = fragment_views(launch.body)
 
     def set(self, buf: Buffer, layout: TileLayout, why: str, span) -> bool:
         old = self.layouts.get(id(buf))
@@ -302,6 +305,15 @@ class Inference:
     def set_shared(self, buf: Buffer, layout: object, why: str, span) -> None:
         """A shared buffer's layout; two different demands are an error, never a silent overwrite
         (a tile stored in one layout and read in another gives wrong results)."""
+        if buf.base is not None:
+            raise LoweringError(
+                f"{buf.name}, a view of shared tile {buf.base.name}, needs a layout of its own as {why}; a view "
+                f"addresses {buf.base.name}'s elements in {buf.base.name}'s layout",
+                span,
+                f"use a tile of the view's shape: T.copy {buf.name} into one (or allocate {buf.base.name} in "
+                "that shape)",
+                target=self.target,
+            )
         old = self.shared_why.get(id(buf))
         if old is not None and self.shared[id(buf)] != layout:
             old_why, old_span = old
@@ -324,6 +336,8 @@ class Inference:
         for note in self.found.annotated:
             self.set(note.buffer, self._annotated(note), "T.annotate_layout", note.span)
         for op in self.found.ops:
+            if copies_through_views(op):
+                continue  # lowered element by element: no instruction's layout applies
             for buf, layout, why in self.strict(op, self.groups.span(op), self.target) if self.strict else ():
                 if isinstance(layout, TileLayout):
                     self.set(buf, layout, why, op.span)
@@ -368,6 +382,31 @@ class Inference:
                 changed |= self._nest(nest)
             for op in self.found.ops:
                 changed |= self._op(op)
+            for view in self.views:
+                changed |= self._view(view)
+
+    def _view(self, view: Buffer) -> bool:
+        """A fragment and its views (`T.reshape`) hold each element in the same thread and register: the
+        layout of one, reshaped, is the other's."""
+        base = view.base
+        known, from_view = self.known(base), self.known(view)
+        if known is None and from_view is None:
+            return False
+        source, target = (base, view) if known is not None else (view, base)
+        layout = reshape_layout(known or from_view, static_shape(target))
+        if layout is None:
+            reason = reshape_refusal(static_shape(base), static_shape(view)) or (
+                f"the layout of {source.name} reaches past its tile"
+            )
+            raise LoweringError(
+                f"{view.name}, a reshape of fragment {base.name} {static_shape(base)} as "
+                f"{static_shape(view)}, cannot keep each element in the thread that holds it: {reason}",
+                view.span,
+                f"T.copy {base.name} into a shared tile and reshape that (a shared tile's view moves no "
+                "element between threads), or reshape only dims of power-of-two sizes",
+                target=self.target,
+            )
+        return self.set(target, layout, f"a reshape of {source.name}", view.span)
 
     def _nest(self, nest: Nest) -> bool:
         changed = False
@@ -579,6 +618,8 @@ class _Annotate(BufferKeepingMutator):
 
     def mutate_Allocate(self, s: S.Allocate) -> S.Stmt:
         body = self.mutate(s.body)
+        for view in [v for v in self.inf.views if v.base is s.buffer]:  # the fragment's views, in its scope
+            body = S.seq(S.AnnotateLayout(view, self.inf.known(view), span=s.span), body)
         layout = self.inf.known(s.buffer) or self.inf.shared.get(id(s.buffer))
         if layout is not None:
             body = S.seq(S.AnnotateLayout(s.buffer, layout, span=s.span), body)
@@ -593,6 +634,15 @@ class _Annotate(BufferKeepingMutator):
             )
             new = dataclasses.replace(new, annotations=annotations)
         return new
+
+
+def fragment_views(body: S.Stmt) -> list[Buffer]:
+    """The views of fragments `body` uses (`T.reshape` of a fragment), in order of first use."""
+    found: dict[int, Buffer] = {}
+    for n in walk(body):
+        if isinstance(n, Buffer) and n.base is not None and n.scope == FRAGMENT:
+            found.setdefault(id(n), n)
+    return list(found.values())
 
 
 def kernel_threads(launch: S.KernelLaunch, target, simt: SimtTarget) -> int:

@@ -206,6 +206,9 @@ class LaunchPlan:
     dim_limits: tuple[int, ...]
     twins: tuple[int, ...]
     alignment: int
+    # (parameter index, the Var) of each scalar parameter a buffer's shape uses (`T.empty([m + 1])` of a
+    # kernel taking `m: T.int32`): a call binds it to the scalar's value before it allocates outputs.
+    scalar_dims: tuple[tuple[int, E.Var], ...] = ()
 
     @staticmethod
     def build(artifact: CompiledArtifact, out_idx: Sequence[int] = ()) -> LaunchPlan:
@@ -227,7 +230,8 @@ class LaunchPlan:
         limits = tuple(min(integer_range(v.dtype)[1], _INT64_MAX) for v in artifact.symbolic_dims)
         twins = tuple(_twin(params[i], [params[j] for j in inputs]) for i in outputs)
         return LaunchPlan(artifact.function_name, tuple(params), inputs, outputs, workspaces,
-                          tuple(artifact.symbolic_dims), limits, twins, artifact.buffer_alignment)  # fmt: skip
+                          tuple(artifact.symbolic_dims), limits, twins, artifact.buffer_alignment,
+                          _scalar_dims(artifact))  # fmt: skip
 
     @property
     def callable_params(self) -> tuple[ParamPlan, ...]:
@@ -289,6 +293,16 @@ class LaunchPlan:
                 raise ArgumentError(f"symbolic dim {v.name} is not bound by any input's shape")
             values.append(env[v])
         return values
+
+
+def _scalar_dims(artifact: CompiledArtifact) -> tuple[tuple[int, E.Var], ...]:
+    """The scalar parameters that buffers' shapes use, as their Vars there (found by the parameter's name:
+    a symbolic dim never shares a name with a parameter)."""
+    from tilecraft.ir.visitor import free_vars
+
+    dims = {id(v) for v in artifact.symbolic_dims}
+    used = {v.name: v for p in artifact.params for v in free_vars((p.shape, p.strides)) if id(v) not in dims}
+    return tuple((i, used[p.name]) for i, p in enumerate(artifact.params) if p.kind != "buffer" and p.name in used)
 
 
 def _twin(output: ParamPlan, inputs: Sequence[ParamPlan]) -> int:

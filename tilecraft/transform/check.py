@@ -137,7 +137,7 @@ class _Checker(RangeWalk):
                       "supported (their rows start on whole bytes, so a reshape moves elements)",
                       f"index {base.name} with its own shape, or pass the data reshaped from the host",
                       span=view.span)  # fmt: skip
-        if holds_more(view.shape, base.shape):
+        if holds_more(_in_bytes(view), _in_bytes(base)):
             self.fail(f"the view {view.name} of shape {_shape(view.shape)} holds {_count(view.shape)} elements "
                       f"but {base.name} of shape {_shape(base.shape)} holds {_count(base.shape)}",
                       f"a view covers at most the elements of {base.name}; make its shape smaller",
@@ -391,6 +391,12 @@ def _shape(shape) -> str:
     """A shape with each dim folded to its value where it has one (after `T.const` specialization)."""
     dims = [str(d) if constant(d) is None else str(constant(d)) for d in shape]
     return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+def _in_bytes(buf: Buffer) -> tuple:
+    """`buf`'s shape with one more dim of its dtype's size: its element count is the size in bytes."""
+    index = buf.shape[0].dtype if buf.shape else E.dt.int32
+    return (*buf.shape, E.const(max(1, buf.dtype.bits // 8), index))
 
 
 def _count(shape) -> str:

@@ -9,6 +9,10 @@ non-negative dims, the `if` conditions around the access, names bound to index e
 so an access that provably stays inside costs nothing. What remains becomes a predicate: a load out of
 bounds reads zero, a store (or a scalar atomic update) out of bounds is skipped.
 
+`T.annotate_safe_value({A: v})` in a kernel makes its loads of `A` out of bounds read `v` instead (the
+annotation is consumed here). A `T.copy` from `A` that may cross `A`'s edge becomes a `T.Parallel` nest
+here, guarded the same way, since the backends' copies fill past an edge with zeros.
+
 Bounds are only proven for index arithmetic, which is exact (docs/language.md, "Integer arithmetic");
 an index computed from data always keeps its guard. Shared and local buffers are on-chip tiles the
 kernel sizes itself and are not guarded.
@@ -21,13 +25,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from tilecraft.backend.pipeline import module_pass
+from tilecraft.errors import LoweringError
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.arith import Analyzer, Interval
 from tilecraft.ir.arith.exact import ExactTable
 from tilecraft.ir.buffer import Buffer, Range
 from tilecraft.ir.function import IRModule, PrimFunc
-from tilecraft.ir.visitor import BufferKeepingMutator, free_vars
+from tilecraft.ir.structural import structural_equal
+from tilecraft.ir.visitor import BufferKeepingMutator, free_vars, walk
+from tilecraft.transform.tile_loops import (
+    conjunction,
+    copy_body,
+    copy_extents,
+    make_loop_vars,
+    parallel_nest,
+    whole_tile_conditions,
+)
 
 __all__ = ["guard_accesses", "guard_func"]
 
@@ -35,8 +49,10 @@ GUARDED_SCOPES = ("global",)
 
 
 class _Guard(BufferKeepingMutator):
-    def __init__(self, func: PrimFunc) -> None:
+    def __init__(self, func: PrimFunc, target=None) -> None:
         super().__init__()
+        self.target = target
+        self.safe_values: dict[int, E.Expr] = {}  # T.annotate_safe_value of the current kernel, by buffer id
         self.ana = Analyzer()
         self.exact = ExactTable()
         # Variables of enclosing T.Parallel loops, and names bound to expressions that use them.
@@ -69,7 +85,50 @@ class _Guard(BufferKeepingMutator):
             self.ana.bind(var, Range(E.const(0, extent.dtype), extent))
         for var, count in zip(s.thread_vars, s.threads):
             self.ana.bind(var, Interval(0, count - 1))
-        return dataclasses.replace(s, body=self.mutate(s.body))
+        saved, self.safe_values = self.safe_values, self._safe_values(s.body)
+        try:
+            return dataclasses.replace(s, body=self.mutate(s.body))
+        finally:
+            self.safe_values = saved
+
+    def _safe_values(self, body: S.Stmt) -> dict[int, E.Expr]:
+        """The kernel's T.annotate_safe_value entries; two different values for one buffer are an error."""
+        found: dict[int, S.AnnotateSafeValue] = {}
+        for note in (n for n in walk(body) if isinstance(n, S.AnnotateSafeValue)):
+            first = found.setdefault(id(note.buffer), note)
+            if not structural_equal(first.value, note.value):
+                raise LoweringError(
+                    f"{note.buffer.name} is given two safe values in one kernel: {first.value} (line "
+                    f"{first.span.line if first.span else '?'}) and {note.value}",
+                    note.span,
+                    "annotate one value for each buffer per kernel",
+                    target=self.target,
+                )
+        return {key: note.value for key, note in found.items()}
+
+    def mutate_AnnotateSafeValue(self, s: S.AnnotateSafeValue) -> S.Stmt:
+        return S.SeqStmt(())  # applied to the kernel's guarded loads
+
+    def _past_edge(self, buf: Buffer, dtype) -> E.Expr:
+        """What a load of `buf` out of bounds reads: the kernel's safe value for it, or zero."""
+        value = self.safe_values.get(id(buf))
+        return E.const(0, dtype) if value is None else E.cast(value, dtype)
+
+    def mutate_Copy(self, s: S.Copy) -> S.Stmt:
+        """A copy from a buffer with a safe value that may cross its edge: a T.Parallel nest, guarded here."""
+        if id(s.src.buffer) not in self.safe_values or conjunction(whole_tile_conditions(s.src)) is None:
+            return self.generic_mutate(s)
+        if s.dst.buffer.scope in ("local", "local.var"):
+            raise LoweringError(
+                f"a T.copy from {s.src.buffer.name}, which has a safe value, into {s.dst.buffer.name}, a thread's "
+                "own array: the safe value applies to tile copies (into shared tiles, fragments or tensors)",
+                s.span,
+                f"load {s.src.buffer.name}'s elements into the array with a T.serial loop and T.if_then_else",
+                target=self.target,
+            )
+        loop_vars = make_loop_vars(len(copy_extents(s)))
+        nest = parallel_nest(loop_vars, copy_extents(s), copy_body(s, loop_vars, predicated=False), s.span)
+        return self.mutate(nest)
 
     def mutate_For(self, s: S.For) -> S.Stmt:
         is_tile = s.kind is S.ForKind.PARALLEL
@@ -131,7 +190,7 @@ class _Guard(BufferKeepingMutator):
             e if all(a is b for a, b in zip(indices, e.indices)) else E.BufferLoad(e.dtype, e.buffer, indices)
         )
         guard = self._guard(e.buffer, indices)
-        return load if guard is None else E.select(guard, load, E.const(0, e.dtype))
+        return load if guard is None else E.select(guard, load, self._past_edge(e.buffer, e.dtype))
 
     def mutate_BufferStore(self, s: S.BufferStore) -> S.Stmt:
         indices = tuple(self.mutate(i) for i in s.indices)
@@ -179,11 +238,13 @@ def _conjuncts(e: E.Expr) -> list[E.Expr]:
     return [e]
 
 
-def guard_func(func: PrimFunc) -> PrimFunc:
-    return func.with_body(_Guard(func).mutate(func.body))
+def guard_func(func: PrimFunc, target=None) -> PrimFunc:
+    return func.with_body(_Guard(func, target).mutate(func.body))
 
 
 @module_pass("guard-accesses")
 def guard_accesses(mod: IRModule, ctx) -> IRModule:
-    """Global loads and stores of T.Parallel tile code stay in bounds: unprovable ones are predicated."""
-    return mod.with_functions(guard_func(f) for f in mod.functions)
+    """Global loads and stores of T.Parallel tile code stay in bounds: unprovable ones are predicated
+    (loads past the edge read the kernel's safe value for the buffer, or zero); no T.annotate_safe_value
+    is left."""
+    return mod.with_functions(guard_func(f, ctx.target) for f in mod.functions)

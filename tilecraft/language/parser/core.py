@@ -130,13 +130,7 @@ class Parser:
             self.params.append(param)
             self.scope.names[name] = param
             return
-        if eager is None:
-            raise self.error(
-                arg,
-                f"parameter {name!r} needs a type annotation",
-                hint="annotate tensors with T.Tensor((M, N), dtype) and scalars with T.int32 / T.float32",
-            )
-        if eager.is_tensor:
+        if eager is None or eager.is_tensor:  # a tensor the body declares (`A: T.Tensor(...)`)
             self.pending_tensors[name] = len(self.params)
             self.params.append(Var(dt.int32, f"__pending_{name}"))
         else:
@@ -178,7 +172,8 @@ class Parser:
             raise self.error(
                 self.source.tree,
                 f"tensor parameter {name!r} is never declared",
-                hint=f"add `{name}: T.Tensor((M, N), dtype)` at the top of the kernel body",
+                hint=f"add `{name}: T.Tensor((M, N), dtype)` at the top of the kernel body, or annotate "
+                "the parameter (scalars with T.int32 / T.float32)",
             )
         params = tuple(self.params) + tuple(self.builder.outputs)
         attrs = dict(self.func_attrs)

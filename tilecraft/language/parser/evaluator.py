@@ -76,6 +76,13 @@ class Evaluator:
         try:
             value = namespace[node.id]
         except KeyError:
+            if node.id in self.parser.pending_tensors:
+                raise self.error(
+                    node,
+                    f"parameter {node.id!r} needs a type annotation before its first use",
+                    hint=f"annotate it in the signature ({node.id}: T.Tensor((M, N), dtype); scalars T.int32 / "
+                    f"T.float32), or declare the tensor at the top of the body: `{node.id}: T.Tensor((M, N), dtype)`",
+                ) from None
             raise self.error(
                 node, f"name {node.id!r} is not defined", _did_you_mean(node.id, namespace)
             ) from None

@@ -41,6 +41,7 @@ from tilecraft.ir.visitor import (
 from tilecraft.layout.fragment import fragment_dims
 from tilecraft.layout.inference import (
     block_positions,
+    fragment_views,
     kernel_threads,
     parallel_nest,
     power_of_two_factor,
@@ -49,8 +50,11 @@ from tilecraft.layout.inference import (
 )
 from tilecraft.layout.linear import LinearLayout, log2
 from tilecraft.layout.tile import TileLayout, blocked_layout, register_map
+from tilecraft.transform.buffer_views import copies_through_views, lower_tile_views
 from tilecraft.transform.reductions import cumsum_loops, reduce_loops
 from tilecraft.transform.simt.broadcast import SCALAR_STATEMENTS, Copies, RemoteReads
+from tilecraft.transform.simt.copy import lower_copy as element_wise_copy
+from tilecraft.transform.simt.copy import lower_fill as element_wise_fill
 from tilecraft.transform.thread_groups import ThreadGroup, branch_groups, check_group, tile_level
 from tilecraft.transform.tile_loops import atomic_as_loops, copy_as_loops, fill_as_loops
 from tilecraft.transform.uniformity import ThreadVarying
@@ -79,6 +83,7 @@ class ThreadContext:
     primary: E.Expr | None = None  # true on the threads that write memory (not twins); None: all of them
     varying: ThreadVarying | None = None  # what differs between the kernel's threads (per-thread code)
     reducers: frozenset[int] = frozenset()  # the fragments T.finalize_reducer finalizes (T.alloc_reducer's)
+    views: dict[int, list[Buffer]] = field(default_factory=dict)  # a fragment's views (T.reshape), by its id
 
     def enter(self, group: ThreadGroup) -> tuple:
         """Lower the code of `group` from now on; returns what `leave` restores."""
@@ -156,6 +161,8 @@ class LowerToThreads(RemoteReads, Mutator):
         layout = self.ctx.layout(buf, s.span)
         regs = Buffer(buf.name, (E.const(layout.num_registers),), buf.dtype, "local", span=buf.span)
         self.ctx.registers[id(buf)] = regs
+        for view in self.ctx.views.get(id(buf), ()):  # a reshape holds each element in the same register
+            self.ctx.registers[id(view)] = regs
         return S.Allocate(regs, self.mutate(s.body), span=s.span)
 
     def mutate_For(self, s: S.For) -> S.Stmt:
@@ -208,6 +215,11 @@ class LowerToThreads(RemoteReads, Mutator):
     def mutate(self, node):
         if isinstance(node, S.TileOp) and self._per_thread_op(node):
             return self.mutate(per_thread_loops(node, self.ctx))
+        if copies_through_views(node):
+            # a backend's wide and bulk copies address a buffer in its own layout and elements; a view's
+            # elements are its base's, which an element-wise copy reaches through lower-buffer-views
+            lower = element_wise_copy if isinstance(node, S.Copy) else element_wise_fill
+            return self._primary_writes(self.mutate(lower(node, self.ctx)))
         if isinstance(node, S.TileOp):
             lower = self.op_table.get(type(node))
             if lower is None:
@@ -630,6 +642,8 @@ def _lower(launch: S.KernelLaunch, target, op_table, simt: SimtTarget) -> S.Stmt
     )
     ctx.varying = ThreadVarying(launch)
     ctx.reducers = frozenset(id(n.buffer) for n in walk(launch.body) if isinstance(n, S.FinalizeReducer))
+    for view in fragment_views(launch.body):
+        ctx.views.setdefault(id(view.base), []).append(view)
     ctx.enter(ThreadGroup(0, threads))
     _Layouts(ctx).visit(launch.body)
     body = LowerToThreads(ctx, op_table).mutate(launch.body)
@@ -642,8 +656,11 @@ def lower_to_threads(op_table, simt: SimtFacts):
 
     @module_pass("lower-to-threads")
     def run(mod: IRModule, ctx) -> IRModule:
-        """Tile ops and T.Parallel nests are per-thread code; fragments are per-thread register arrays."""
+        """Tile ops and T.Parallel nests are per-thread code; fragments are per-thread register arrays (a
+        fragment's views its registers); accesses through views of shared tiles and local arrays address
+        the tiles, before later passes multiply-buffer or re-scope them."""
         facts = simt(ctx.target)
-        return map_launches(mod, lambda launch: _lower(launch, ctx.target, op_table, facts))
+        mod = map_launches(mod, lambda launch: _lower(launch, ctx.target, op_table, facts))
+        return mod.with_functions(lower_tile_views(f, ctx.target) for f in mod.functions)
 
     return run
