@@ -31,7 +31,7 @@ from tilecraft.ir.dtype import DataType, int32
 from tilecraft.ir.expr import Expr, Var
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.narrowing import round_scalar_once
-from tilecraft.ir.op import DEVICE_ASSERT
+from tilecraft.ir.op import DEVICE_ASSERT, FMA
 from tilecraft.ir.span import Span
 
 _STORAGE = {
@@ -381,6 +381,8 @@ class CFamilyPrinter:
         return f"((union {{ {source} from; {dest} to; }}){{ .from = ({value}) }}.to)"
 
     def math_call(self, e: E.Call, args: list[str]) -> str:
+        if e.op == FMA:
+            return self.fused_multiply_add(e.dtype, args)
         single = value_type(e.dtype) == "float"
         if e.op == "rsqrt":
             return f"(1.0f / sqrtf({args[0]}))" if single else f"(1.0 / sqrt({args[0]}))"
@@ -391,6 +393,21 @@ class CFamilyPrinter:
         if e.op in table:
             return f"{table[e.op]}({', '.join(args)})"
         return self.intrinsic(e, args)
+
+    # The target's correctly rounded fused multiply-add of float32 and float64 values.
+    fma_functions: Mapping[str, str] = {"float32": "fmaf", "float64": "fma"}
+
+    def fused_multiply_add(self, dtype: DataType, args: list[str]) -> str:
+        """`x * y + z` rounded once (T.fma2's lanes): the target's fma for float32 and float64; for
+        float16 and bfloat16 the exact result rounded to odd in float32 (tc_common.h), which the store's
+        rounding to the 16-bit type then rounds once."""
+        if dtype.kind in ("float", "bfloat") and dtype.bits == 16:
+            return f"tc_fma_odd({', '.join(args)})"
+        function = self.fma_functions.get(dtype.name)
+        if function is None:
+            self.fail(f"a fused multiply-add of {dtype} is not supported on {self.target_name}",
+                      "use float32, float64, float16 or bfloat16 operands")  # fmt: skip
+        return f"{function}({', '.join(args)})"
 
     def intrinsic(self, e: E.Call, args: list[str]) -> str:
         """Target intrinsics by name; the base knows only the thread index, where a target has one."""

@@ -129,7 +129,10 @@ class Buffer(Node):
             raise IRError(f"buffer {self.name} has {self.ndim} dimensions but is indexed with {len(key)}")
         if any(isinstance(k, slice) for k in key):
             return self._region(key)
-        return E.BufferLoad(self.dtype, self, tuple(_index(k) for k in key))
+        indices = tuple(_index(k) for k in key)
+        # A vector index (T.Ramp) loads that many elements: a vector value (tilecraft/language/packed.py).
+        lanes = max(i.dtype.lanes for i in indices) if indices else 1
+        return E.BufferLoad(self.dtype.with_lanes(lanes) if lanes > 1 else self.dtype, self, indices)
 
     def _region(self, key) -> BufferRegion:
         ranges = []

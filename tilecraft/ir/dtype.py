@@ -283,6 +283,8 @@ def promote(a: DataType, b: DataType) -> DataType:
     """The result type of a binary arithmetic operation between two operands."""
     if a == b:
         return a
+    if a.lanes != b.lanes and 1 in (a.lanes, b.lanes):  # a scalar meets a vector: it is in every lane
+        return promote(a.element(), b.element()).with_lanes(max(a.lanes, b.lanes))
     if a.is_float != b.is_float:
         return a if a.is_float else b
     if a.is_float:

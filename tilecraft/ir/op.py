@@ -10,6 +10,8 @@ MATH_FLOAT = (
     "sin", "cos", "pow",
 )  # fmt: skip
 MATH_ANY = ("abs",)
+# `x * y + z` rounded once (the lanes of T.fma2); every float dtype, 16-bit ones rounded once when stored.
+FMA = "fma"
 BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "shift_left", "shift_right")
 # `T.device_assert(condition, message)`: a check the kernel makes where it runs (a statement, Evaluate).
 DEVICE_ASSERT = "device_assert"

@@ -73,6 +73,7 @@ class OpenCLPrinter(CFamilyPrinter):
     print_ids = "(int)get_group_id(0), (int)get_group_id(1), (int)get_group_id(2), (int)get_local_id(0)"
     math32 = MATH
     math64 = MATH
+    fma_functions = {"float32": "fma", "float64": "fma"}  # OpenCL C's fma is correctly rounded
     int32_index_scopes = (*SHARED_SCOPES, "local", "local.fragment")
     arena_scopes = SHARED_SCOPES
 

@@ -23,7 +23,7 @@ from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.dtype import DataType
 from tilecraft.ir.expr import Expr
 from tilecraft.ir.lowered import AtomicUpdate
-from tilecraft.ir.op import DEVICE_ASSERT
+from tilecraft.ir.op import DEVICE_ASSERT, FMA
 from tilecraft.webgpu import helpers
 from tilecraft.webgpu.simt import SHUFFLE_XOR
 from tilecraft.webgpu.target import NO_PRINTF
@@ -303,6 +303,10 @@ class WgslPrinter(CFamilyPrinter):
             return f"{self.helper('tc_erf')}({args[0]})"
         if e.op in MATH:
             return f"{MATH[e.op]}({', '.join(args)})"
+        if e.op == FMA:
+            self.fail(f"a fused multiply-add (T.fma2) is not supported on {self.target_name}: WGSL's fma may "
+                      "round the product and the sum separately, and WGSL has no float64 to round it once",
+                      "write x * y + z (rounded twice), or run the kernel on the cpu, cuda, hip or opencl target")  # fmt: skip
         self.fail(f"intrinsic {e.op!r} is not supported on {self.target_name}")
 
     # ------------------------------------------------------------------ buffer access

@@ -21,6 +21,7 @@ from tilecraft.ir.expr import Expr, Var
 from tilecraft.ir.function import WORKSPACE_ATTR, PrimFunc
 from tilecraft.ir.visitor import substitute, walk
 from tilecraft.language import builder as B
+from tilecraft.language import packed
 from tilecraft.language.barriers import WarpGroups
 from tilecraft.language.extern import CALL_EXTERN
 from tilecraft.language.generic import NodeWithoutBody, WithBlock
@@ -452,8 +453,15 @@ class Parser:
             self.scope.names[name] = value
             return
         self._check_rebind(name, node)
-        var = Var(value.dtype, name)
         span = self.span(node)
+        if packed.is_vector(value):  # one local per lane (tilecraft/language/packed.py)
+            locals_, value = self.evaluator.apply(node, packed.bind_lanes, name, value)
+            for var, x in locals_:
+                self.items.append(_Wrapper(lambda body, v=var, x=x: S.LetStmt(v, x, body, span=span)))
+                self.let_values[var] = substitute(x, self.let_values)
+            self.scope.names[name] = value
+            return
+        var = Var(value.dtype, name)
         self.items.append(_Wrapper(lambda body, v=var, x=value: S.LetStmt(v, x, body, span=span)))
         self.scope.names[name] = var
         self.let_values[var] = substitute(value, self.let_values)
@@ -497,6 +505,12 @@ class Parser:
     def _store(self, node: ast.stmt, buf: Buffer, indices: list, value: Any) -> None:
         if isinstance(value, (Buffer, S.Stmt)) or not isinstance(value, (Expr, int, float, bool)):
             raise self.error(node, f"cannot store a {type(value).__name__} into buffer {buf.name}")
+        vectors = any(packed.is_vector(x) for x in (*indices, value))
+        if vectors and buf.dtype.lanes == 1:  # (a buffer of a vector dtype is the semantic check's error)
+            value = E.convert(value)
+            makers = self.evaluator.apply(node, packed.store_lanes, buf, tuple(indices), value, self.span(node))
+            self.items.extend(m if isinstance(m, S.Stmt) else _Wrapper(m) for m in makers)
+            return
         value = self.evaluator.apply(node, E.cast, value, buf.dtype)
         self.items.append(S.BufferStore(buf, value, tuple(indices), span=self.span(node)))
 
