@@ -31,7 +31,7 @@ from tilecraft.ir.dtype import DataType, int32
 from tilecraft.ir.expr import Expr, Var
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.narrowing import round_scalar_once
-from tilecraft.ir.op import DEVICE_ASSERT, FMA
+from tilecraft.ir.op import DEVICE_ASSERT, FMA, RNG_CALLS, RNG_INIT, RNG_RAND
 from tilecraft.ir.span import Span
 
 _STORAGE = {
@@ -334,6 +334,8 @@ class CFamilyPrinter:
             return self.access_pointer(e)
         if e.op == DEVICE_ASSERT:
             return self.device_assert(e.args[0], e.args[1].value or "T.device_assert failed")
+        if e.op in RNG_CALLS:
+            return self.random_call(e)
         args = [self.expr(a) for a in e.args]
         if e.op == "shift_left" and self.wraps(e) and e.dtype.is_int:
             # A negative value shifted left is undefined in C; its unsigned twin is not.
@@ -348,6 +350,17 @@ class CFamilyPrinter:
         if e.op == "reinterpret":
             return self.reinterpret(e.args[0].dtype, e.dtype, args[0])
         return self.math_call(e, args)
+
+    def random_call(self, e: E.Call) -> str:
+        """T.rng_init / T.rng_rand / T.rng_rand_float: the generator functions of tc_rng.h (which the
+        codegen adds to a source that draws, `headers.used_texts`) on the thread's state array."""
+        state = self.expr(e.args[0])
+        if e.op == RNG_INIT:
+            seed, seq, off = (f"(uint64_t)({self.expr(a)})" for a in e.args[1:4])
+            return f"tc_rng_init_{e.args[4].value}({state}, {seed}, {seq}, {off})"
+        if e.op == RNG_RAND:
+            return f"tc_rng_{e.args[1].value}({state})"
+        return f"tc_rng_{e.args[2].value}_f{e.dtype.bits}_{e.args[1].value}({state})"
 
     def extern_argument(self, e: Expr) -> str:
         """An argument of an extern call: a string as a C string literal, the rest as values."""

@@ -26,6 +26,9 @@ class KernelContext:
     block_vars: tuple[Var, ...]
     thread_vars: tuple[Var, ...]
     thread_extents: tuple[int, ...] = ()
+    # T.rng_init's generator states (allocated at the top of the kernel) and the one draws use now.
+    rng_states: list[Buffer] = field(default_factory=list)
+    rng_current: tuple[Buffer, str] | None = None
 
 
 @dataclass

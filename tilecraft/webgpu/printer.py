@@ -23,7 +23,7 @@ from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.dtype import DataType
 from tilecraft.ir.expr import Expr
 from tilecraft.ir.lowered import AtomicUpdate
-from tilecraft.ir.op import DEVICE_ASSERT, FMA
+from tilecraft.ir.op import DEVICE_ASSERT, FMA, RNG_CALLS
 from tilecraft.webgpu import helpers
 from tilecraft.webgpu.simt import SHUFFLE_XOR
 from tilecraft.webgpu.target import NO_PRINTF
@@ -272,6 +272,10 @@ class WgslPrinter(CFamilyPrinter):
             return self._reinterpret(e)
         if e.op == DEVICE_ASSERT:
             return self.device_assert(e.args[0], e.args[1].value)
+        if e.op in RNG_CALLS:
+            self.fail(f"T.{e.op} is not supported on {self.target_name}: cuRAND's generators are C-family "
+                      "device functions (tc_rng.h), which WGSL has no translation of",
+                      "draw the numbers on the cpu, cuda, hip or opencl target, or pass them in")  # fmt: skip
         args = [self.typed(a, e.dtype) for a in e.args]
         if e.op == "abs" and not e.dtype.is_float:
             return self.narrowed(e, f"abs({args[0]})")

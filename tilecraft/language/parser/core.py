@@ -19,6 +19,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Expr, Var
 from tilecraft.ir.function import WORKSPACE_ATTR, PrimFunc
+from tilecraft.ir.op import RNG_CALLS
 from tilecraft.ir.visitor import substitute, walk
 from tilecraft.language import builder as B
 from tilecraft.language import packed
@@ -297,7 +298,7 @@ class Parser:
 
     def stmt_Expr(self, node: ast.Expr) -> None:
         value = self.evaluator.eval(node.value)
-        if isinstance(value, E.Call) and value.op == CALL_EXTERN:  # a call made for its effect
+        if isinstance(value, E.Call) and value.op in (CALL_EXTERN, *RNG_CALLS):  # a call made for its effect
             value = S.Evaluate(value, span=self.span(node))
         self.emit(value, node)
 
@@ -728,11 +729,14 @@ class Parser:
             Var(dt.int32, names[i] if i < len(names) else _BLOCK_NAMES[i]) for i in range(len(spec.grid))
         )
         thread_vars = tuple(Var(dt.int32, _THREAD_NAMES[i]) for i in range(len(spec.threads)))
-        self.builder.kernels.append(B.KernelContext(block_vars, thread_vars, spec.threads))
+        ctx = B.KernelContext(block_vars, thread_vars, spec.threads)
+        self.builder.kernels.append(ctx)
         try:
             body = self._loop_body(node.body, {n: v for n, v in zip(names, block_vars)}, kind="kernel")
         finally:
             self.builder.kernels.pop()
+        for state in reversed(ctx.rng_states):  # visible to every draw, whatever block T.rng_init was in
+            body = S.Allocate(state, body, span=state.span)
         return S.KernelLaunch(spec.grid, spec.threads, block_vars, thread_vars, body, spec.annotations,
                               span=self.span(node))  # fmt: skip
 
