@@ -177,6 +177,8 @@ class CFamilyPrinter:
     def name(self, obj: Var | Buffer) -> str:
         """`obj`'s name in the source: as written, unless the language reserves it (codegen/reserved.py),
         and unique in the function."""
+        if isinstance(obj, Buffer) and obj.address is not None:
+            return self.address_pointer(obj)
         key = id(obj)
         if key not in self.names:
             base = re.sub(r"\W", "_", obj.name) or "v"
@@ -188,6 +190,17 @@ class CFamilyPrinter:
             self.used.add(name)
             self.names[key] = name
         return self.names[key]
+
+    def address_pointer(self, buf: Buffer) -> str:
+        """A tensor made from an address (T.make_tensor) as a pointer to its stored elements, where its
+        accesses name the buffer. Targets whose kernels cannot turn an integer into a pointer override it
+        (`refuse_address`)."""
+        return f"(({storage_type(buf.dtype)}*)(uintptr_t)({self.expr(buf.address)}))"
+
+    def refuse_address(self, buf: Buffer, why: str, fix: str):
+        """The error of a target that cannot address memory by an integer, at the T.make_tensor line."""
+        raise LoweringError(f"T.make_tensor of an address ({buf.name}) is not supported on {self.target_name}: {why}",
+                            buf.span or self.span, fix)  # fmt: skip
 
     def reserve(self, *names: str) -> None:
         self.used.update(names)

@@ -14,6 +14,8 @@ Param = Buffer | Var
 # The attribute listing the indices of the parameters that are global scratch buffers the function
 # allocated itself (`T.alloc_global`): the last parameters; each call allocates them, callers pass none.
 WORKSPACE_ATTR = "tilecraft.workspace"
+# The names of the parameters annotated T.ptr: addresses, which a call may pass as arrays.
+POINTER_PARAMS_ATTR = "tilecraft.pointer_params"
 
 
 @node
@@ -46,6 +48,11 @@ class PrimFunc(Node):
     @property
     def buffer_params(self) -> tuple[Buffer, ...]:
         return tuple(p for p in self.params if isinstance(p, Buffer))
+
+    @property
+    def buffer_map(self) -> dict[Buffer, Buffer]:
+        """TVM's map from a parameter to its buffer: here the buffer parameters are the buffers."""
+        return {p: p for p in self.buffer_params}
 
     @property
     def symbolic_dims(self) -> tuple[Var, ...]:

@@ -42,6 +42,7 @@ class Builder:
     workspaces: list[Buffer] = field(default_factory=list)
     consts: list[Var] = field(default_factory=list)
     unnamed_views: list[Buffer] = field(default_factory=list)  # take the name they are assigned to
+    pointer_params: list[Var] = field(default_factory=list)  # the T.ptr parameters
     reducers: dict[Buffer, str] = field(default_factory=dict)  # T.alloc_reducer buffers and their op
     reducer_epochs: dict[Buffer, Any] = field(default_factory=dict)  # open T.reducer_init epochs
     reduce_scopes: list[Any] = field(default_factory=list)  # enclosing `with T.attr(reducer, "reduce_scope")`

@@ -102,6 +102,10 @@ class MetalPrinter(CFamilyPrinter):
 
         return value_type(e.dtype)
 
+    def address_pointer(self, buf: Buffer) -> str:
+        self.refuse_address(buf, "its kernels reach device memory through their buffer arguments", "pass the "
+                            "tensor as a T.Tensor parameter, or run the kernel on the cpu, cuda or hip target")  # fmt: skip
+
     def arena_pointer(self, buf: Buffer, ctype: str, offset: int) -> str:
         name = self.name(buf)
         return f"threadgroup {ctype}* {name} = (threadgroup {ctype}*)((threadgroup char*){SMEM} + {offset});"

@@ -100,6 +100,11 @@ class OpenCLPrinter(CFamilyPrinter):
             return f"({one} / ({one} + exp(-({args[0]}))))"
         return super().math_call(e, args)
 
+    def address_pointer(self, buf: Buffer) -> str:
+        self.refuse_address(buf, "OpenCL C 1.2 kernels reach global memory through their buffer arguments, and a "
+                            "buffer has no device address a table could hold", "pass the tensor as a T.Tensor "
+                            "parameter, or run the kernel on the cpu, cuda or hip target")  # fmt: skip
+
     def arena_pointer(self, buf: Buffer, ctype: str, offset: int) -> str:
         name = self.name(buf)
         return f"__local {ctype}* restrict {name} = (__local {ctype}*)((__local char*){SMEM} + {offset});"

@@ -84,6 +84,9 @@ class WgslPrinter(CFamilyPrinter):
         self.helpers: set[str] = set()
 
     def name(self, obj) -> str:
+        if isinstance(obj, Buffer) and obj.address is not None:
+            self.refuse_address(obj, "WGSL reaches memory only through the storage buffers bound to the "
+                                "pipeline, never through an address", "pass the tensor as a T.Tensor parameter")
         if id(obj) in self.globals:
             return self.globals[id(obj)]
         key = id(obj)

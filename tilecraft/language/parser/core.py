@@ -18,7 +18,7 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Expr, Var
-from tilecraft.ir.function import WORKSPACE_ATTR, PrimFunc
+from tilecraft.ir.function import POINTER_PARAMS_ATTR, WORKSPACE_ATTR, PrimFunc
 from tilecraft.ir.op import RNG_CALLS
 from tilecraft.ir.visitor import substitute, walk
 from tilecraft.language import builder as B
@@ -161,6 +161,10 @@ class Parser:
         if isinstance(annotation, TensorType):
             self._check_global(name, annotation, node)
             return annotation.to_buffer(name)
+        if isinstance(annotation, dt.PointerType):  # an address (tilecraft/language/pointers.py)
+            var = Var(dt.uint64, name)
+            self.builder.pointer_params.append(var)
+            return var
         return Var(dt.as_dtype(annotation), name)
 
     def _check_global(self, name: str, annotation: TensorType, node: ast.AST) -> None:
@@ -191,6 +195,8 @@ class Parser:
             params += tuple(self.builder.workspaces)
         if self.builder.consts:
             attrs["tilecraft.consts"] = tuple(self.builder.consts)
+        if self.builder.pointer_params:
+            attrs[POINTER_PARAMS_ATTR] = tuple(v.name for v in self.builder.pointer_params)
         func = PrimFunc(
             self.source.tree.name, params, body, tuple(attrs.items()), span=self.span(self.source.tree)
         )
@@ -406,11 +412,24 @@ class Parser:
             return
         if isinstance(value, Buffer):
             value = self._name_output(value, name)
+        if isinstance(value, Buffer) and value.address is not None:
+            value = self._bind_address(value, name, node)
         self._check_rebind(name, node)
         if is_ir(value) and not isinstance(value, Var):
             self._bind_let(node, name, value)
         else:
             self.scope.names[name] = value
+
+    def _bind_address(self, buf: Buffer, name: str, node: ast.stmt) -> Buffer:
+        """`X = T.make_tensor(address, ...)`: the tensor named `X`, its address read here once (a local
+        bound to it, as TileLang binds the pointer) unless it is a variable already."""
+        address = buf.address
+        if not isinstance(address, Var):
+            address = Var(dt.uint64, f"{name}_address")
+            value = E.cast(buf.address, dt.uint64)
+            span = self.span(node)
+            self.items.append(_Wrapper(lambda body, v=address, x=value: S.LetStmt(v, x, body, span=span)))
+        return dataclasses.replace(buf, name=name, address=address)
 
     def _name_output(self, buf: Buffer, name: str) -> Buffer:
         """`C = T.empty(...)`, `W = T.alloc_global(...)` and `V = T.Tensor(shape, dtype, A.data)` name
