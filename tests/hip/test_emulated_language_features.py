@@ -12,6 +12,8 @@ import tilecraft
 from tests.hip.conftest import emulated_context
 from tests.language import test_atomic_forms as atomics
 from tests.language import test_fragment_constructors as fragments
+from tests.language import test_packed_x2 as packed
+from tests.language import test_random as random
 from tests.language import test_reducer_epochs as epochs
 from tests.language import test_scans as scans
 from tests.language import test_select_any_all as predicates
@@ -163,3 +165,20 @@ def test_lane_helpers(hip, helper, n, args):
 
     width = group_width(hip[0].target)
     lanes.check(lambda f, *a: run(hip, f, *a), width, helper, n, args)
+
+
+def test_random_draws_per_thread(hip):
+    """cuRAND's XORWOW per thread (subsequence tx + bx * threads) across a barrier and a branch."""
+    a = np.full((3, 128, 2), 7, np.uint32)
+    run(hip, random.per_thread(128, 3), a, 2)
+    np.testing.assert_array_equal(a, random.per_thread_expected(128, 3, 2))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_packed_fma2(hip, dtype):
+    a, b, c = packed._inputs(dtype, packed.PAIRS * 2, 3, seed=5)
+    d = np.full(packed.PAIRS * 2, np.nan, packed._np(dtype))
+    run(hip, packed._fma(dtype), a, b, c, d)
+    want = [packed._round_once(packed.Fraction(float(x)) * packed.Fraction(float(y)) + packed.Fraction(float(z)),
+                               dtype) for x, y, z in zip(a, b, c)]  # fmt: skip
+    np.testing.assert_array_equal(d.astype(np.float64), np.array(want, np.float64))

@@ -10,6 +10,7 @@ import pytest
 
 import tilecraft.language as T
 from tests.language.helpers import assert_roundtrip, node_types
+from tilecraft.errors import SemanticError
 from tilecraft.ir import IRModule, expr, stmt, walk
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.op import MATH_FLOAT
@@ -735,10 +736,21 @@ def test_roundtrip(name):
     assert_roundtrip(CASES[name]())
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+# Vector values as expressions of their own: printed and parsed back, but no kernel may leave one in its
+# IR (a store of a vector becomes a store per lane while parsing, tilecraft/language/packed.py).
+VECTOR_CASES = ("loads_ramp_broadcast",)
+
+
+@pytest.mark.parametrize("name", sorted(set(CASES) - set(VECTOR_CASES)))
 def test_cases_pass_the_semantic_check(name):
     """The corpus is made of valid kernels, so its round trips say something about real IR."""
     check_semantics(CASES[name]())
+
+
+@pytest.mark.parametrize("name", VECTOR_CASES)
+def test_a_vector_left_in_the_ir_is_refused(name):
+    with pytest.raises(SemanticError, match="vector value is used where only scalars are supported"):
+        check_semantics(CASES[name]())
 
 
 def _concrete_node_classes() -> set[str]:

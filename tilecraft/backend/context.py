@@ -121,10 +121,24 @@ def create_backend_context(
     return BackendContext(resolved, host, backend, spec)
 
 
+# Names a compatibility layer lets programs give for an execution backend (another library's), with the
+# name each selects (`alias_execution_backends`).
+_aliases: dict[str, str] = {}
+
+
+def alias_execution_backends(aliases: Mapping[str, str] | None) -> None:
+    """From now on in this process, a request for an execution backend named like a key of `aliases`
+    selects its value (`auto` or a backend's name) instead; None ends every alias. For a compatibility
+    layer whose programs name the other library's ways of calling a kernel."""
+    _aliases.clear()
+    _aliases.update(aliases or {})
+
+
 def select_execution_backend(
     backend: BackendModule, target: Target, name: str = AUTO, require_available: bool = True
 ) -> ExecutionBackendSpec:
     """The execution backend for `target`: the named one, checked, or with `auto` the first available."""
+    name = _aliases.get(name, name)
     declared = [s for s in backend.execution_backends if s.matches(target)]
     if name == AUTO:
         if not require_available and declared and not any(s.check().ok for s in declared):

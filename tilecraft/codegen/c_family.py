@@ -31,7 +31,7 @@ from tilecraft.ir.dtype import DataType, int32
 from tilecraft.ir.expr import Expr, Var
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.narrowing import round_scalar_once
-from tilecraft.ir.op import DEVICE_ASSERT
+from tilecraft.ir.op import DEVICE_ASSERT, FMA, RNG_CALLS, RNG_INIT, RNG_RAND
 from tilecraft.ir.span import Span
 
 _STORAGE = {
@@ -177,11 +177,24 @@ class CFamilyPrinter:
     def name(self, obj: Var | Buffer) -> str:
         """`obj`'s name in the source: as written, unless the language reserves it (codegen/reserved.py),
         and unique in the function."""
+        if isinstance(obj, Buffer) and obj.address is not None:
+            return self.address_pointer(obj)
         return printed_name(obj, self.names, self.used, self.is_reserved)
 
     def is_reserved(self, name: str) -> bool:
         """A name the language reserves, or one the generated code's own (`tc_`) names could meet."""
         return name in self.reserved_names or name.lower().startswith("tc_")
+
+    def address_pointer(self, buf: Buffer) -> str:
+        """A tensor made from an address (T.make_tensor) as a pointer to its stored elements, where its
+        accesses name the buffer. Targets whose kernels cannot turn an integer into a pointer override it
+        (`refuse_address`)."""
+        return f"(({storage_type(buf.dtype)}*)(uintptr_t)({self.expr(buf.address)}))"
+
+    def refuse_address(self, buf: Buffer, why: str, fix: str):
+        """The error of a target that cannot address memory by an integer, at the T.make_tensor line."""
+        raise LoweringError(f"T.make_tensor of an address ({buf.name}) is not supported on {self.target_name}: {why}",
+                            buf.span or self.span, fix)  # fmt: skip
 
     def reserve(self, *names: str) -> None:
         self.used.update(names)
@@ -328,6 +341,8 @@ class CFamilyPrinter:
             return self.access_pointer(e)
         if e.op == DEVICE_ASSERT:
             return self.device_assert(e.args[0], e.args[1].value or "T.device_assert failed")
+        if e.op in RNG_CALLS:
+            return self.random_call(e)
         args = [self.expr(a) for a in e.args]
         if e.op == "shift_left" and self.wraps(e) and e.dtype.is_int:
             # A negative value shifted left is undefined in C; its unsigned twin is not.
@@ -342,6 +357,17 @@ class CFamilyPrinter:
         if e.op == "reinterpret":
             return self.reinterpret(e.args[0].dtype, e.dtype, args[0])
         return self.math_call(e, args)
+
+    def random_call(self, e: E.Call) -> str:
+        """T.rng_init / T.rng_rand / T.rng_rand_float: the generator functions of tc_rng.h (which the
+        codegen adds to a source that draws, `headers.used_texts`) on the thread's state array."""
+        state = self.expr(e.args[0])
+        if e.op == RNG_INIT:
+            seed, seq, off = (f"(uint64_t)({self.expr(a)})" for a in e.args[1:4])
+            return f"tc_rng_init_{e.args[4].value}({state}, {seed}, {seq}, {off})"
+        if e.op == RNG_RAND:
+            return f"tc_rng_{e.args[1].value}({state})"
+        return f"tc_rng_{e.args[2].value}_f{e.dtype.bits}_{e.args[1].value}({state})"
 
     def extern_argument(self, e: Expr) -> str:
         """An argument of an extern call: a string as a C string literal, the rest as values."""
@@ -375,6 +401,8 @@ class CFamilyPrinter:
         return f"((union {{ {source} from; {dest} to; }}){{ .from = ({value}) }}.to)"
 
     def math_call(self, e: E.Call, args: list[str]) -> str:
+        if e.op == FMA:
+            return self.fused_multiply_add(e.dtype, args)
         single = value_type(e.dtype) == "float"
         if e.op == "rsqrt":
             return f"(1.0f / sqrtf({args[0]}))" if single else f"(1.0 / sqrt({args[0]}))"
@@ -385,6 +413,21 @@ class CFamilyPrinter:
         if e.op in table:
             return f"{table[e.op]}({', '.join(args)})"
         return self.intrinsic(e, args)
+
+    # The target's correctly rounded fused multiply-add of float32 and float64 values.
+    fma_functions: Mapping[str, str] = {"float32": "fmaf", "float64": "fma"}
+
+    def fused_multiply_add(self, dtype: DataType, args: list[str]) -> str:
+        """`x * y + z` rounded once (T.fma2's lanes): the target's fma for float32 and float64; for
+        float16 and bfloat16 the exact result rounded to odd in float32 (tc_common.h), which the store's
+        rounding to the 16-bit type then rounds once."""
+        if dtype.kind in ("float", "bfloat") and dtype.bits == 16:
+            return f"tc_fma_odd({', '.join(args)})"
+        function = self.fma_functions.get(dtype.name)
+        if function is None:
+            self.fail(f"a fused multiply-add of {dtype} is not supported on {self.target_name}",
+                      "use float32, float64, float16 or bfloat16 operands")  # fmt: skip
+        return f"{function}({', '.join(args)})"
 
     def intrinsic(self, e: E.Call, args: list[str]) -> str:
         """Target intrinsics by name; the base knows only the thread index, where a target has one."""

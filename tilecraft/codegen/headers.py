@@ -1,4 +1,6 @@
-"""Device headers: a backend's header text with the shared helper files inserted where it names them.
+"""Device headers: a backend's header text with the shared helper files inserted where it names them,
+and the shared texts a module's kernels need on top of it (`used_texts`: tc_rng.h for the kernels that
+draw random numbers, whose generators are too large to put in every source).
 
 A line of a backend's header holding `@tilecraft-common` is replaced by include/tc_common.h (min/max,
 integer division), one holding `@tilecraft-soft-half` by include/tc_soft_half.h (float16/bfloat16
@@ -19,6 +21,19 @@ SHARED_TEXTS = {
     "@tilecraft-soft-fp8": INCLUDE / "tc_soft_fp8.h",
     "@tilecraft-soft-mx": INCLUDE / "tc_soft_mx.h",
 }
+
+
+RNG = INCLUDE / "tc_rng.h"
+
+
+def used_texts(mod) -> list[str]:
+    """The shared helper texts the kernels of `mod` call beyond their backend's header, to follow it."""
+    from tilecraft.ir.expr import Call
+    from tilecraft.ir.op import RNG_CALLS
+    from tilecraft.ir.visitor import walk
+
+    draws = any(isinstance(n, Call) and n.op in RNG_CALLS for f in mod.functions for n in walk(f.body))
+    return [RNG.read_text()] if draws else []
 
 
 @functools.cache

@@ -40,6 +40,11 @@ RENAMED: dict[str, str] = {
 INTRINSICS_PACKAGE = "tilecraft.compat.intrinsics"
 
 
+# TileLang's execution backends that are its ways of passing arguments to a compiled kernel from Python
+# (Cython, TVM-FFI, ctypes, DLPack wrappers): tilecraft's execution backend passes them itself, so a
+# TileLang program that names one gets `auto`.
+TILELANG_ADAPTERS = {"cython": "auto", "tvm_ffi": "auto", "ctypes": "auto", "dlpack": "auto"}
+
 TVM = "tvm"
 TVM_PACKAGE = "tilecraft.compat.tvm"
 # TVM modules under their other spelling: TileLang's bundled TVM renamed `tir` to `tirx`.
@@ -207,18 +212,22 @@ def install() -> None:
             f"fresh process (tilecraft run-tilelang SCRIPT) so that `import {TILELANG}` means tilecraft"
         )
     sys.meta_path.insert(0, TileLangFinder())
+    from tilecraft.backend.context import alias_execution_backends
     from tilecraft.backend.execution import OUTPUTS_WITHOUT_ARRAYS
 
     OUTPUTS_WITHOUT_ARRAYS[0] = "torch"  # TileLang's kernels return torch tensors
+    alias_execution_backends(TILELANG_ADAPTERS)
 
 
 def uninstall() -> None:
     """Remove the hook and forget every module imported under a TileLang name, and the `tvm` namespace
     bound under TVM's names."""
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, TileLangFinder)]
+    from tilecraft.backend.context import alias_execution_backends
     from tilecraft.backend.execution import OUTPUTS_WITHOUT_ARRAYS
 
     OUTPUTS_WITHOUT_ARRAYS[0] = "numpy"
+    alias_execution_backends(None)
     for name in [n for n in sys.modules if _is_under(n, TILELANG)]:
         del sys.modules[name]
     for name in [n for n in sys.modules if _is_under(n, TVM)]:

@@ -72,7 +72,7 @@ def kernel_source(func: PrimFunc, sites: list[BoundsSite]) -> str:
 def device_source(mod: IRModule, ctx) -> DeviceCode:
     """The `c-source` translation-unit head: the header include, the kernels and their metadata."""
     sites: list[BoundsSite] = []
-    parts = [header_text()]
+    parts = [header_text(), *headers.used_texts(mod)]
     kernels = []
     for func in mod.functions:
         parts.append(kernel_source(func, sites))

@@ -236,7 +236,7 @@ def kernel_source(func: PrimFunc, sites: list[BoundsSite] | None = None) -> str:
 
 
 def device_source(mod: IRModule, ctx) -> DeviceCode:
-    parts = [header_text()]
+    parts = [header_text(), *headers.used_texts(mod)]
     calls = [c for f in mod.functions for c in wgmma_calls(f.body)]
     widths = {instruction_n(c.n // c.warps_n) for c in calls if c.variant == "wgmma" and not c.float8_wgmma}
     rs_widths = {instruction_n(c.n // c.warps_n) for c in calls if c.variant == "wgmma_rs"}

@@ -106,6 +106,8 @@ class CuteDslPrinter(PythonLines):
     # ------------------------------------------------------------------ names and lines
 
     def name(self, obj: Var | Buffer) -> str:
+        if isinstance(obj, Buffer) and obj.address is not None:
+            self.fail(f"T.make_tensor of an address ({obj.name})")
         return printed_name(obj, self.names, self.used, self.is_reserved)
 
     @staticmethod

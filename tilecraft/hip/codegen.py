@@ -82,7 +82,7 @@ def lds_layouts(mod: IRModule) -> list[LdsLayout]:
 
 
 def device_source(mod: IRModule, ctx) -> DeviceCode:
-    parts = [header_text(uses_mfma(mod))]
+    parts = [header_text(uses_mfma(mod)), *headers.used_texts(mod)]
     parts += [layout_struct(layout) for layout in lds_layouts(mod)]
     parts += [kernel_source(f) for f in mod.functions]
     return device_code(mod, SOURCE_FORMAT, parts, [launch_info(f) for f in mod.functions])

@@ -61,6 +61,7 @@ class HipPrinter(CFamilyPrinter):
     thread_index = "(int32_t)__builtin_amdgcn_workitem_id_x()"
     math32 = MATH32
     math64 = MATH64
+    fma_functions = {"float32": "__builtin_fmaf", "float64": "__builtin_fma"}
     int32_index_scopes = ON_CHIP_32BIT
     arena_scopes = LDS_SCOPES
 

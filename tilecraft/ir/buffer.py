@@ -85,6 +85,11 @@ class Buffer(Node):
     `tf32`: declared `T.tfloat32`. The buffer holds float32 (its dtype) and is float32 to every load,
     store and copy; a T.gemm that reads it as an operand asks for TF32 math (tensor cores where the
     target has them, docs/language.md).
+
+    `address`: a tensor made from a raw address (`T.make_tensor(ptr, shape, dtype)`): a global buffer
+    that is no parameter, whose element 0 is at the address this expression holds (a `T.ptr` parameter
+    or a local bound to an address read in the kernel); the targets that can address memory so print
+    its accesses through it.
     """
 
     name: str
@@ -94,6 +99,7 @@ class Buffer(Node):
     strides: tuple[Expr, ...] = field(default=())
     base: Buffer | None = None
     tf32: bool = False
+    address: Expr | None = None
 
     def __post_init__(self) -> None:
         if self.scope not in SCOPES:
@@ -132,7 +138,10 @@ class Buffer(Node):
             raise IRError(f"buffer {self.name} has {self.ndim} dimensions but is indexed with {len(key)}")
         if any(isinstance(k, slice) for k in key):
             return self._region(key)
-        return E.BufferLoad(self.dtype, self, tuple(_index(k) for k in key))
+        indices = tuple(_index(k) for k in key)
+        # A vector index (T.Ramp) loads that many elements: a vector value (tilecraft/language/packed.py).
+        lanes = max(i.dtype.lanes for i in indices) if indices else 1
+        return E.BufferLoad(self.dtype.with_lanes(lanes) if lanes > 1 else self.dtype, self, indices)
 
     def _region(self, key) -> BufferRegion:
         ranges = []
@@ -157,6 +166,7 @@ class Buffer(Node):
     def __repr__(self) -> str:
         shape = ", ".join(str(s) for s in self.shape)
         view = f", view of {self.base.name}" if self.base is not None else ""
+        view += f", at {self.address}" if self.address is not None else ""
         return f"Buffer({self.name}, ({shape}), {self.declared_dtype}, {self.scope}{view})"
 
 

@@ -172,6 +172,19 @@ ALL_DTYPES: tuple[DataType, ...] = (
 tfloat32 = DataType("tfloat32", "float", 32)
 
 
+class PointerType(DataType):
+    """`T.ptr`, TileLang's pointer. A parameter annotated with it is a raw address (a uint64 scalar that a
+    call passes as an int or as an array, whose data address is taken), which `T.make_tensor` views as a
+    tensor; as an element dtype (`T.Tensor([n], T.ptr)`, a table of addresses) it is int64."""
+
+    def __call__(self, dtype=None, storage_scope: str = "global", *, is_size_var: bool = False) -> PointerType:
+        """TileLang's `T.ptr(dtype)`: the same annotation (the dtype is the tensor's, given to make_tensor)."""
+        return self
+
+
+ptr = PointerType("int64", "int", 64)
+
+
 def is_tfloat32(value: object) -> bool:
     """Whether a dtype as written in a kernel (a DataType, a name) is `T.tfloat32`."""
     return isinstance(value, str) and str(value) == "tfloat32"
@@ -228,6 +241,8 @@ def _parse_name(text: str) -> DataType:
 
 def as_dtype(value: object) -> DataType:
     """Convert a DataType, a string spelling, a numpy dtype or a torch dtype to a DataType."""
+    if isinstance(value, PointerType):
+        return int64  # a table of addresses
     if isinstance(value, DataType):
         return float32 if value.name == "tfloat32" else value
     if isinstance(value, str):
@@ -283,6 +298,8 @@ def promote(a: DataType, b: DataType) -> DataType:
     """The result type of a binary arithmetic operation between two operands."""
     if a == b:
         return a
+    if a.lanes != b.lanes and 1 in (a.lanes, b.lanes):  # a scalar meets a vector: it is in every lane
+        return promote(a.element(), b.element()).with_lanes(max(a.lanes, b.lanes))
     if a.is_float != b.is_float:
         return a if a.is_float else b
     if a.is_float:

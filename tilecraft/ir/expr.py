@@ -619,7 +619,7 @@ def compare(cls: type[CmpOp], a: ExprLike, b: ExprLike) -> Expr:
     a, b = match_types(a, b)
     if is_const(a) and is_const(b):
         return const(_CMP[cls.__name__](a.value, b.value), dt.bool_)
-    return cls(dt.bool_, a, b)
+    return cls(dt.bool_.with_lanes(a.dtype.lanes), a, b)
 
 
 def _as_bool(x: ExprLike) -> Expr:

@@ -63,6 +63,10 @@ class FunctionAttrs(tuple):
         return [k for k, _ in tuple.__iter__(self)]
 
 
+# The names of the parameters annotated T.ptr: addresses, which a call may pass as arrays.
+POINTER_PARAMS_ATTR = "tilecraft.pointer_params"
+
+
 @node
 class PrimFunc(Node):
     """A kernel function: typed parameters (buffers and scalars) and a body.
@@ -97,6 +101,11 @@ class PrimFunc(Node):
     @property
     def buffer_params(self) -> tuple[Buffer, ...]:
         return tuple(p for p in self.params if isinstance(p, Buffer))
+
+    @property
+    def buffer_map(self) -> dict[Buffer, Buffer]:
+        """TVM's map from a parameter to its buffer: here the buffer parameters are the buffers."""
+        return {p: p for p in self.buffer_params}
 
     @property
     def symbolic_dims(self) -> tuple[Var, ...]:

@@ -35,7 +35,7 @@ from tilecraft.ir import op as ops
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion, Range
 from tilecraft.ir.dtype import DataType
-from tilecraft.ir.function import IRModule, PrimFunc
+from tilecraft.ir.function import POINTER_PARAMS_ATTR, IRModule, PrimFunc
 from tilecraft.ir.python_lines import PythonLines
 from tilecraft.ir.visitor import Visitor, walk
 
@@ -78,6 +78,7 @@ class Printer(PythonLines):
         self.used: set[str] = {"T", "float"}
         # Views not declared yet, and the indent of the function body they are declared in.
         self.pending_views: list[Buffer] = []
+        self.made_at: dict[int, list[Buffer]] = {}
         self.view_indent = -1
 
     # ------------------------------------------------------------------ names
@@ -307,13 +308,23 @@ class Printer(PythonLines):
         statement `s`: once, in scope for every kernel after it."""
         used = {id(n) for n in walk(s) if isinstance(n, Buffer)}
         for view in [v for v in self.pending_views if id(v) in used]:
-            self._view_line(view)
+            if view.address is not None:
+                self._declare_made(view)
+            else:
+                self._view_line(view)
             self.pending_views.remove(view)
 
     def _view_line(self, view: Buffer) -> None:
         shape = self.value(tuple(view.shape))
         base, dtype = self.name(view.base), dtype_str(view.declared_dtype)
         self.line(f"{self.name(view)} = T.Tensor({shape}, {dtype}, {base}.data)")
+
+    def _declare_made(self, buf: Buffer) -> None:
+        """`X = T.make_tensor(address, shape, dtype)` for a tensor made from an address."""
+        args = f"{self.expr(buf.address)}, {self.value(tuple(buf.shape))}, {dtype_str(buf.declared_dtype)}"
+        if buf.strides:
+            args += f", {self.value(tuple(buf.strides))}"
+        self.line(f"{self.name(buf)} = T.make_tensor({args})")
 
     def _s_SeqStmt(self, s: S.SeqStmt) -> None:
         for k, x in enumerate(s.stmts):
@@ -348,6 +359,8 @@ class Printer(PythonLines):
         value = self.expr(s.value, 0, s.var.dtype)
         with self.binding(s.var):
             self.line(f"{self.name(s.var)}: T.{s.var.dtype} = {value}")
+            for made in self.made_at.pop(id(s.var), ()):  # tensors at the address this binds
+                self._declare_made(made)
             self.stmt(s.body)
 
     def _s_IfThenElse(self, s: S.IfThenElse) -> None:
@@ -519,6 +532,8 @@ class Printer(PythonLines):
         for p in f.params:
             if isinstance(p, Buffer):
                 params.append(f"{self.name(p)}: {self._tensor_type(p)}")
+            elif p.name in (f.attr(POINTER_PARAMS_ATTR, ()) or ()):
+                params.append(f"{self.name(p)}: T.ptr")
             else:
                 params.append(f"{self.name(p)}: T.{p.dtype}")
         self.line("@T.prim_func")
@@ -527,7 +542,14 @@ class Printer(PythonLines):
         if f.attrs:
             self.line(f"T.func_attr({self.value(dict(f.attrs))})")
         self.indent -= 1
-        self.pending_views = [v for v in _views(f.body) if v.scope == "global"]
+        lets = {id(n.var) for n in walk(f.body) if isinstance(n, S.LetStmt)}
+        made = _made(f.body)
+        self.made_at = {}
+        for buf in made:
+            if id(buf.address) in lets:
+                self.made_at.setdefault(id(buf.address), []).append(buf)
+        views = [v for v in _views(f.body) if v.scope == "global"]
+        self.pending_views = views + [b for b in made if id(b.address) not in lets]
         self.view_indent = self.indent + 1
         self.block(f.body)
 
@@ -579,6 +601,15 @@ def _views(body: S.Stmt) -> list[Buffer]:
     found: dict[int, Buffer] = {}
     for n in walk(body):
         if isinstance(n, Buffer) and n.base is not None:
+            found.setdefault(id(n), n)
+    return list(found.values())
+
+
+def _made(body: S.Stmt) -> list[Buffer]:
+    """The tensors made from addresses (T.make_tensor) that `body` uses, in order of first use."""
+    found: dict[int, Buffer] = {}
+    for n in walk(body):
+        if isinstance(n, Buffer) and n.address is not None:
             found.setdefault(id(n), n)
     return list(found.values())
 

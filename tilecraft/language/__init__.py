@@ -199,6 +199,9 @@ from tilecraft.language.math import (  # noqa: E402
     shift_left,
     shift_right,
 )
+from tilecraft.language.packed import abs2, add2, fma2, max2, min2, mul2, sub2  # noqa: E402
+from tilecraft.language.pointers import make_tensor, make_tensor_from_addr, ptr  # noqa: E402
+from tilecraft.language.random import rng_init, rng_rand, rng_rand_float  # noqa: E402
 from tilecraft.language.reducers import (  # noqa: E402
     alloc_reducer,
     attr,
@@ -270,4 +273,6 @@ __all__ += [
     "reshape",
     "thread_binding",
     "view",
-]
+    "abs2", "add2", "fma2", "max2", "min2", "mul2", "sub2", "rng_init", "rng_rand", "rng_rand_float",
+    "make_tensor", "make_tensor_from_addr", "ptr",
+]  # fmt: skip

@@ -26,6 +26,9 @@ class KernelContext:
     block_vars: tuple[Var, ...]
     thread_vars: tuple[Var, ...]
     thread_extents: tuple[int, ...] = ()
+    # T.rng_init's generator states (allocated at the top of the kernel) and the one draws use now.
+    rng_states: list[Buffer] = field(default_factory=list)
+    rng_current: tuple[Buffer, str] | None = None
 
 
 @dataclass
@@ -39,6 +42,7 @@ class Builder:
     workspaces: list[Buffer] = field(default_factory=list)
     consts: list[Var] = field(default_factory=list)
     unnamed_views: list[Buffer] = field(default_factory=list)  # take the name they are assigned to
+    pointer_params: list[Var] = field(default_factory=list)  # the T.ptr parameters
     reducers: dict[Buffer, str] = field(default_factory=dict)  # T.alloc_reducer buffers and their op
     reducer_epochs: dict[Buffer, Any] = field(default_factory=dict)  # open T.reducer_init epochs
     reduce_scopes: list[Any] = field(default_factory=list)  # enclosing `with T.attr(reducer, "reduce_scope")`

@@ -70,7 +70,7 @@ def kernel_source(func: PrimFunc) -> str:
 def device_source(mod: IRModule, ctx) -> DeviceCode:
     for f in mod.functions:
         check_planned_memory(f.name, f.attr(STORAGE_ATTR, 0), f.body.span, ctx.target)
-    parts = [f"#define TC_APPLE_FAMILY {family_number(ctx.target)}\n" + header_text()]
+    parts = [f"#define TC_APPLE_FAMILY {family_number(ctx.target)}\n" + header_text(), *headers.used_texts(mod)]
     parts += [kernel_source(f) for f in mod.functions]
     return device_code(mod, SOURCE_FORMAT, parts, [launch_info(f) for f in mod.functions])
 

@@ -63,6 +63,7 @@ class MetalPrinter(CFamilyPrinter):
     thread_index = "(int32_t)tc_tid.x"
     math32 = MATH
     math64 = MATH
+    fma_functions = {"float32": "fma"}
     int32_index_scopes = ON_CHIP_32BIT
     arena_scopes = SHARED
 
@@ -77,6 +78,13 @@ class MetalPrinter(CFamilyPrinter):
         if e.op == "sigmoid":
             return f"(1.0f / (1.0f + exp(-({args[0]}))))"
         return super().math_call(e, args)
+
+    def fused_multiply_add(self, dtype, args: list[str]) -> str:
+        if dtype.bits == 16:
+            self.fail(f"a fused multiply-add of {dtype} (T.fma2) is not supported on {self.target_name}: rounding "
+                      "it once takes float64 arithmetic, which Metal lacks",
+                      "use float32 lanes, or run the kernel on the cpu, cuda, hip or opencl target")  # fmt: skip
+        return super().fused_multiply_add(dtype, args)
 
     def intrinsic(self, e: E.Call, args: list[str]) -> str:
         if e.op == SHUFFLE_XOR:
@@ -93,6 +101,10 @@ class MetalPrinter(CFamilyPrinter):
         from tilecraft.codegen.c_family import value_type
 
         return value_type(e.dtype)
+
+    def address_pointer(self, buf: Buffer) -> str:
+        self.refuse_address(buf, "its kernels reach device memory through their buffer arguments", "pass the "
+                            "tensor as a T.Tensor parameter, or run the kernel on the cpu, cuda or hip target")  # fmt: skip
 
     def arena_pointer(self, buf: Buffer, ctype: str, offset: int) -> str:
         name = self.name(buf)

@@ -55,5 +55,5 @@ def kernel_source(func: PrimFunc) -> str:
 def device_source(mod: IRModule, ctx) -> DeviceCode:
     for f in mod.functions:
         check_planned_memory(f.name, f.attr(STORAGE_ATTR, 0), f.body.span, ctx.target)
-    parts = [header_text(), *(kernel_source(f) for f in mod.functions)]
+    parts = [header_text(), *headers.used_texts(mod), *(kernel_source(f) for f in mod.functions)]
     return device_code(mod, SOURCE_FORMAT, parts, [launch_info(f) for f in mod.functions])

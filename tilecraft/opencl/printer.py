@@ -73,6 +73,7 @@ class OpenCLPrinter(CFamilyPrinter):
     print_ids = "(int)get_group_id(0), (int)get_group_id(1), (int)get_group_id(2), (int)get_local_id(0)"
     math32 = MATH
     math64 = MATH
+    fma_functions = {"float32": "fma", "float64": "fma"}  # OpenCL C's fma is correctly rounded
     int32_index_scopes = (*SHARED_SCOPES, "local", "local.fragment")
     arena_scopes = SHARED_SCOPES
 
@@ -98,6 +99,11 @@ class OpenCLPrinter(CFamilyPrinter):
             one = "1.0f" if e.dtype.bits != 64 else "1.0"
             return f"({one} / ({one} + exp(-({args[0]}))))"
         return super().math_call(e, args)
+
+    def address_pointer(self, buf: Buffer) -> str:
+        self.refuse_address(buf, "OpenCL C 1.2 kernels reach global memory through their buffer arguments, and a "
+                            "buffer has no device address a table could hold", "pass the tensor as a T.Tensor "
+                            "parameter, or run the kernel on the cpu, cuda or hip target")  # fmt: skip
 
     def arena_pointer(self, buf: Buffer, ctype: str, offset: int) -> str:
         name = self.name(buf)

@@ -47,6 +47,8 @@ class ParamInfo:
     True is the safe assumption when nobody did. A scalar is passed by value: never written.
     `workspace`: a global scratch buffer the kernel allocated itself (`T.alloc_global`); the caller does
     not pass it: each call allocates it. Workspace parameters come last.
+    `pointer`: a scalar that is an address (`T.ptr`): a call passes an int, or an array whose data
+    address is passed.
     """
 
     name: str
@@ -57,6 +59,7 @@ class ParamInfo:
     scope: str = ""
     written: bool = True
     workspace: bool = False
+    pointer: bool = False
 
     def __post_init__(self) -> None:
         from tilecraft.ir.dtype import DataType
@@ -72,11 +75,13 @@ class ParamInfo:
         object.__setattr__(self, "written", bool(self.written) and self.kind == "buffer")
         if self.workspace and self.kind != "buffer":
             raise ArtifactError(f"parameter {self.name!r}: only a buffer can be a workspace")
+        if self.pointer and self.kind != "scalar":
+            raise ArtifactError(f"parameter {self.name!r}: only a scalar can be an address")
 
     @staticmethod
-    def from_param(param: Any, written: bool = True, workspace: bool = False) -> ParamInfo:
+    def from_param(param: Any, written: bool = True, workspace: bool = False, pointer: bool = False) -> ParamInfo:
         """From a PrimFunc parameter: a Buffer (`written`: whether the kernel may store into it;
-        `workspace`: whether each call allocates it) or a scalar Var."""
+        `workspace`: whether each call allocates it) or a scalar Var (`pointer`: a T.ptr address)."""
         from tilecraft.ir import Buffer, Var
 
         if isinstance(param, Buffer):
@@ -84,7 +89,7 @@ class ParamInfo:
                 param.name, "buffer", param.dtype, param.shape, param.strides, param.scope, written, workspace
             )
         if isinstance(param, Var):
-            return ParamInfo(param.name, "scalar", param.dtype)
+            return ParamInfo(param.name, "scalar", param.dtype, pointer=pointer)
         raise ArtifactError(f"a kernel parameter must be a Buffer or a Var, got {type(param).__name__}")
 
 
@@ -263,9 +268,11 @@ class CompiledArtifact:
         """The artifact of `func` from the outputs of device and host codegen; `written` says, per
         parameter of `func`, whether the kernel may store into it (None: assume every buffer is)."""
         flags = (True,) * len(func.params) if written is None else tuple(written)
-        from tilecraft.ir.function import WORKSPACE_ATTR
+        from tilecraft.ir.buffer import Buffer
+        from tilecraft.ir.function import POINTER_PARAMS_ATTR, WORKSPACE_ATTR
 
         workspaces = set(func.attr(WORKSPACE_ATTR, ()) or ())
+        pointers = set(func.attr(POINTER_PARAMS_ATTR, ()) or ())
         if len(flags) != len(func.params):
             raise ArtifactError(
                 f"{func.name}: `written` has {len(flags)} entries for {len(func.params)} parameters"
@@ -274,7 +281,7 @@ class CompiledArtifact:
             function_name=func.name,
             target=target,
             params=tuple(
-                ParamInfo.from_param(p, w, i in workspaces)
+                ParamInfo.from_param(p, w, i in workspaces, not isinstance(p, Buffer) and p.name in pointers)
                 for i, (p, w) in enumerate(zip(func.params, flags))
             ),
             symbolic_dims=func.symbolic_dims,
@@ -297,8 +304,8 @@ def _rebuild_artifact(values: dict[str, Any]) -> CompiledArtifact:
 
 ARTIFACT_JSON = "artifact.json"
 _DOC_FORMAT = "tilecraft-artifact"
-_DOC_VERSION = 4  # 2: `buffer_alignment` added, KernelInfo's unused `cluster` removed; 3: KernelInfo.cluster;
-# 4: KernelInfo.bounds_sites
+_DOC_VERSION = 5  # 2: `buffer_alignment` added, KernelInfo's unused `cluster` removed; 3: KernelInfo.cluster;
+# 4: KernelInfo.bounds_sites; 5: ParamInfo.pointer
 _SOURCE_PREFIX = "artifact.source."
 _BINARY_PREFIX = "artifact.binary."
 _HOST_FILE = "artifact.host-source"

@@ -30,8 +30,11 @@ def integer_range(dtype: DataType) -> tuple[int, int]:
 
 def check_scalar(info: ParamInfo, value: Any) -> Any:
     """`value` as the plain Python number a launcher passes for scalar parameter `info`; ArgumentError
-    naming the parameter if it is of the wrong kind or out of the dtype's range."""
+    naming the parameter if it is of the wrong kind or out of the dtype's range. An address (`T.ptr`)
+    also takes an array: its data address (a torch tensor's `data_ptr()`, a numpy array's)."""
     plain = _plain(value)
+    if info.pointer and not isinstance(plain, int):
+        plain = _data_address(info, value)
     dtype = info.dtype
     if dtype.is_bool:
         ok = isinstance(plain, bool)
@@ -51,6 +54,19 @@ def check_scalar(info: ParamInfo, value: Any) -> Any:
                 f"parameter {info.name!r} ({dtype} scalar) must be from {low} to {high}; got {plain}"
             )
     return plain
+
+
+def _data_address(info: ParamInfo, value: Any) -> int:
+    data_ptr = getattr(value, "data_ptr", None)
+    if callable(data_ptr):  # torch
+        return int(data_ptr())
+    interface = getattr(value, "__array_interface__", None)
+    if isinstance(interface, dict) and "data" in interface:  # numpy and what exports the same
+        return int(interface["data"][0])
+    raise ArgumentError(
+        f"parameter {info.name!r} (an address, T.ptr) takes an int or an array whose data address it passes; "
+        f"got {type(value).__name__} {short_repr(value)}"
+    )
 
 
 def _plain(value: Any) -> Any:

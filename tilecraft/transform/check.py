@@ -75,12 +75,21 @@ class _Checker(RangeWalk):
         if isinstance(node, S.Stmt) and node.span is not None:
             self.span = node.span
         try:
+            if isinstance(node, E.Expr) and node.dtype.lanes > 1 and not node.dtype.is_packed:
+                self._vector(node)
             if isinstance(node, E.BinaryOp):
                 self.visit_BinaryOp(node)  # the Visitor dispatches on the concrete class (visit_Add ...)
             else:
                 super().visit(node)
         finally:
             self.span = saved
+
+    def _vector(self, e: E.Expr) -> None:
+        """Vector values exist while a kernel is parsed (tilecraft/language/packed.py): a store of one
+        becomes a store per lane and a name one local per lane, so one left here is used elsewhere."""
+        self.fail(f"a {e.dtype} vector value is used where only scalars are supported",
+                  "store it at a vector index (C[T.Ramp(base, 1, 2)] = value) or bind it to a name, and "
+                  "use its lanes through those; conditions, tile operations and buffers take scalars")  # fmt: skip
 
     # ------------------------------------------------------------------ placement
 
@@ -122,6 +131,11 @@ class _Checker(RangeWalk):
         self.generic_visit(buf)
 
     def _no_packed_pairs(self, buf: Buffer) -> None:
+        if buf.dtype.lanes > 1 and not buf.dtype.is_packed:
+            element = buf.dtype.element()
+            self.fail(f"buffer {buf.name} is {buf.dtype}: buffers of vector dtypes are not supported",
+                      f"declare it of {element} with the lanes as its last dim, and load or store several "
+                      "elements at a T.Ramp index", span=buf.span or self.span)  # fmt: skip
         if buf.dtype.is_packed and buf.dtype.lanes > 1:
             element = buf.dtype.element()
             self.fail(f"buffer {buf.name} is {buf.dtype}: buffers of packed pairs are not supported",

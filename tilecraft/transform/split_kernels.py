@@ -27,8 +27,10 @@ def device_params(func: PrimFunc, launch: S.KernelLaunch) -> tuple[Buffer | Var,
     used_buffers = {id(b) for b in seen} | {id(b.base) for b in views}
     buffers = [p for p in func.buffer_params if id(p) in used_buffers]
     used_vars = {id(v) for v in free_vars(launch.body)}
-    for b in (*buffers, *views):
-        used_vars |= {id(v) for v in free_vars((b.shape, b.strides))}
+    # a tensor made from an address (T.make_tensor) passes what its address and dims are computed from
+    made = [b for b in seen if b.address is not None]
+    for b in (*buffers, *views, *made):
+        used_vars |= {id(v) for v in free_vars((b.shape, b.strides, b.address))}
     scalars = [p for p in func.params if isinstance(p, Var) and id(p) in used_vars]
     dims = [v for v in func.symbolic_dims if id(v) in used_vars]
     return (*buffers, *scalars, *dims)

@@ -22,7 +22,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.function import IRModule
 from tilecraft.ir.lowered import AtomicUpdate
-from tilecraft.ir.op import MATH_ANY, MATH_FLOAT
+from tilecraft.ir.op import MATH_ANY, MATH_FLOAT, RNG_CALLS, RNG_INIT, RNG_RAND_FLOAT
 from tilecraft.ir.span import Span
 from tilecraft.ir.visitor import Visitor
 from tilecraft.transform.iteration_local import mark_iteration_local
@@ -150,7 +150,22 @@ class _SupportWalk(Visitor):
             and e.op not in math64.allowed
         ):
             self.fail(f"T.{e.op} of a float64 value: {math64.lack.reason}", None, math64.lack)
+        if e.op in RNG_CALLS:
+            self._random(e)
         self.generic_visit(e)
+
+    def _random(self, e: E.Call) -> None:
+        """MRG32k3a scales its outputs in float64, and float64 normals take float64 log, sin and cos."""
+        generator = e.args[4].value if e.op == RNG_INIT else e.args[1].value
+        what = f"T.{e.op} ({generator}{', ' + str(e.dtype) if e.op == RNG_RAND_FLOAT else ''})"
+        float64 = self.caps.float64
+        if (generator == "mrg32k3a" or e.dtype.name == "float64") and isinstance(float64, Lack):
+            self.fail(f"{what} computes in float64, but {float64.reason}", None, float64)
+        math64 = self.caps.float64_math
+        normal = e.op == RNG_RAND_FLOAT and e.args[2].value == "normal" and e.dtype.name == "float64"
+        if normal and math64.allowed is not None and not {"log", "sin", "cos"} <= set(math64.allowed):
+            self.fail(f"{what} takes the log, sin and cos of float64 values: {math64.lack.reason}", None,
+                      math64.lack)  # fmt: skip
 
     def visit_Print(self, s: S.Print) -> None:
         if isinstance(self.caps.print, Lack):

@@ -23,6 +23,7 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.ir.lowered import AtomicUpdate
+from tilecraft.ir.op import RNG_CALLS
 from tilecraft.ir.visitor import children, sub_statements, walk
 from tilecraft.transform.thread_groups import is_thread_condition, tile_level
 
@@ -49,6 +50,8 @@ class ThreadVarying:
         """Whether `e` (an expression, a region or a tuple of them) may differ between threads."""
         for n in walk(e):
             if isinstance(n, E.Var) and id(n) in self.vars:
+                return True
+            if isinstance(n, E.Call) and n.op in RNG_CALLS:  # each thread draws from its own generator
                 return True
             if isinstance(n, E.BufferLoad) and id(n.buffer) in self.buffers:
                 return True
@@ -136,7 +139,17 @@ def _operands(s: S.Stmt) -> tuple:
 
 
 def _written(s: S.Stmt) -> list[Buffer]:
-    """The buffers a leaf statement stores into (a tile op's destination, an atomic's, a store's)."""
+    """The buffers a leaf statement stores into (a tile op's destination, an atomic's, a store's, and
+    the arrays a call writes through a pointer: an extern function's, a generator's state)."""
+    through_pointers = [
+        n.args[0].buffer
+        for n in walk(s)
+        if isinstance(n, E.Call) and n.op == "access_ptr" and "w" in str(n.args[1].value)
+    ]
+    return _stored(s) + through_pointers
+
+
+def _stored(s: S.Stmt) -> list[Buffer]:
     if isinstance(s, (S.BufferStore, AtomicUpdate, S.ThreadAllReduce)):
         return [s.buffer]
     dst = getattr(s, "dst", None)

@@ -23,7 +23,7 @@ from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.dtype import DataType
 from tilecraft.ir.expr import Expr
 from tilecraft.ir.lowered import AtomicUpdate
-from tilecraft.ir.op import DEVICE_ASSERT
+from tilecraft.ir.op import DEVICE_ASSERT, FMA, RNG_CALLS
 from tilecraft.webgpu import helpers
 from tilecraft.webgpu.simt import SHUFFLE_XOR
 from tilecraft.webgpu.target import NO_PRINTF
@@ -88,6 +88,9 @@ class WgslPrinter(CFamilyPrinter):
         self.helpers: set[str] = set()
 
     def name(self, obj) -> str:
+        if isinstance(obj, Buffer) and obj.address is not None:
+            self.refuse_address(obj, "WGSL reaches memory only through the storage buffers bound to the "
+                                "pipeline, never through an address", "pass the tensor as a T.Tensor parameter")
         if id(obj) in self.globals:
             return self.globals[id(obj)]
         return super().name(obj)
@@ -268,6 +271,10 @@ class WgslPrinter(CFamilyPrinter):
             return self._reinterpret(e)
         if e.op == DEVICE_ASSERT:
             return self.device_assert(e.args[0], e.args[1].value)
+        if e.op in RNG_CALLS:
+            self.fail(f"T.{e.op} is not supported on {self.target_name}: cuRAND's generators are C-family "
+                      "device functions (tc_rng.h), which WGSL has no translation of",
+                      "draw the numbers on the cpu, cuda, hip or opencl target, or pass them in")  # fmt: skip
         args = [self.typed(a, e.dtype) for a in e.args]
         if e.op == "abs" and not e.dtype.is_float:
             return self.narrowed(e, f"abs({args[0]})")
@@ -299,6 +306,10 @@ class WgslPrinter(CFamilyPrinter):
             return f"{self.helper('tc_erf')}({args[0]})"
         if e.op in MATH:
             return f"{MATH[e.op]}({', '.join(args)})"
+        if e.op == FMA:
+            self.fail(f"a fused multiply-add (T.fma2) is not supported on {self.target_name}: WGSL's fma may "
+                      "round the product and the sum separately, and WGSL has no float64 to round it once",
+                      "write x * y + z (rounded twice), or run the kernel on the cpu, cuda, hip or opencl target")  # fmt: skip
         self.fail(f"intrinsic {e.op!r} is not supported on {self.target_name}")
 
     # ------------------------------------------------------------------ buffer access

@@ -57,6 +57,26 @@ TC_FN float tc_f64_to_f32_odd(double d) {
     if (d > 0.0 ? back > d : back < d) u -= 1u; /* rounded away from zero: step back to the truncation */
     return tc_bits_to_f32(u | 1u);
 }
+
+/* x * y + z of float16 or bfloat16 values (held in float), rounded once: the exact result rounded to
+ * float32 *to odd* (as tc_f64_to_f32_odd), so that the store's rounding to the 16-bit type is the only
+ * one that counts. The product of two 16-bit floats is exact in double; TwoSum gives the sum's error
+ * exactly, and where the sum is itself a float32 value the error says on which side of it the exact
+ * result lies. (A contraction of the product into an fma by the compiler changes nothing: it is exact.) */
+TC_FN float tc_fma_odd(float x, float y, float z) {
+    double p = (double)x * (double)y;
+    double s = p + (double)z;
+    double pv = s - (double)z;
+    double zv = s - pv;
+    double err = (p - pv) + ((double)z - zv);
+    float f = tc_f64_to_f32_odd(s);
+    if (err != 0.0 && (double)f == s && f - f == 0.0f) {
+        uint32_t u = tc_f32_to_bits(f);
+        if ((u & 1u) == 0u) u = ((err > 0.0) == (f > 0.0f)) ? u + 1u : u - 1u; /* the odd neighbour */
+        f = tc_bits_to_f32(u);
+    }
+    return f;
+}
 #endif
 
 /* ------------------------------------------------------------------ integer division */

@@ -59,6 +59,9 @@ TC_DEVICE uint16_t tc_hfma(uint16_t a, uint16_t b, uint16_t c) {
 TC_DEVICE float tc_round_bf16(float f) { return tc_bf2f(tc_f2bf(f)); }
 
 #define TC_FN TC_DEVICE
+// tc_rng.h's Box-Muller as curand computes it on the GPU
+#define TC_RNG_SINCOSF(x, s, c) __sincosf((x), (s), (c))
+#define TC_RNG_SINCOSPI(x, s, c) sincospi((x), (s), (c))
 
 // ------------------------------------------------------------------ float8 (e4m3fn, e5m2)
 // Software conversions, bit for bit torch's casts on every architecture (sm_80 has no fp8 cvt; the

@@ -22,6 +22,14 @@ typedef unsigned long uintptr_t;
 
 #define TC_DEVICE static __attribute__((device)) inline __attribute__((always_inline))
 #define TC_FN TC_DEVICE
+// tc_rng.h's math (float64 normals are refused where ocml would be needed: check-target-support)
+#define TC_RNG_LOGF __builtin_logf
+#define TC_RNG_SQRTF __builtin_sqrtf
+#define TC_RNG_FMAF __builtin_fmaf
+#define TC_RNG_LOG __builtin_log
+#define TC_RNG_SQRT __builtin_sqrt
+#define TC_RNG_SINCOSF(x, s, c) (*(s) = __builtin_sinf(x), *(c) = __builtin_cosf(x))
+#define TC_RNG_SINCOSPI(x, s, c) (*(s) = __builtin_sin((x) * 3.1415926535897932), *(c) = __builtin_cos((x) * 3.1415926535897932))
 #define TC_INFINITY __builtin_inff()
 #define TC_NAN __builtin_nanf("")
 

@@ -18,9 +18,11 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.expr import Expr, Var
-from tilecraft.ir.function import WORKSPACE_ATTR, PrimFunc
+from tilecraft.ir.function import POINTER_PARAMS_ATTR, WORKSPACE_ATTR, PrimFunc
+from tilecraft.ir.op import RNG_CALLS
 from tilecraft.ir.visitor import substitute, walk
 from tilecraft.language import builder as B
+from tilecraft.language import packed
 from tilecraft.language.barriers import WarpGroups
 from tilecraft.language.extern import CALL_EXTERN
 from tilecraft.language.generic import NodeWithoutBody, WithBlock
@@ -153,6 +155,10 @@ class Parser:
         if isinstance(annotation, TensorType):
             self._check_global(name, annotation, node)
             return annotation.to_buffer(name)
+        if isinstance(annotation, dt.PointerType):  # an address (tilecraft/language/pointers.py)
+            var = Var(dt.uint64, name)
+            self.builder.pointer_params.append(var)
+            return var
         return Var(dt.as_dtype(annotation), name)
 
     def _check_global(self, name: str, annotation: TensorType, node: ast.AST) -> None:
@@ -184,6 +190,8 @@ class Parser:
             params += tuple(self.builder.workspaces)
         if self.builder.consts:
             attrs["tilecraft.consts"] = tuple(self.builder.consts)
+        if self.builder.pointer_params:
+            attrs[POINTER_PARAMS_ATTR] = tuple(v.name for v in self.builder.pointer_params)
         func = PrimFunc(
             self.source.tree.name, params, body, tuple(attrs.items()), span=self.span(self.source.tree)
         )
@@ -291,7 +299,7 @@ class Parser:
 
     def stmt_Expr(self, node: ast.Expr) -> None:
         value = self.evaluator.eval(node.value)
-        if isinstance(value, E.Call) and value.op == CALL_EXTERN:  # a call made for its effect
+        if isinstance(value, E.Call) and value.op in (CALL_EXTERN, *RNG_CALLS):  # a call made for its effect
             value = S.Evaluate(value, span=self.span(node))
         self.emit(value, node)
 
@@ -399,11 +407,24 @@ class Parser:
             return
         if isinstance(value, Buffer):
             value = self._name_output(value, name)
+        if isinstance(value, Buffer) and value.address is not None:
+            value = self._bind_address(value, name, node)
         self._check_rebind(name, node)
         if is_ir(value) and not isinstance(value, Var):
             self._bind_let(node, name, value)
         else:
             self.scope.names[name] = value
+
+    def _bind_address(self, buf: Buffer, name: str, node: ast.stmt) -> Buffer:
+        """`X = T.make_tensor(address, ...)`: the tensor named `X`, its address read here once (a local
+        bound to it, as TileLang binds the pointer) unless it is a variable already."""
+        address = buf.address
+        if not isinstance(address, Var):
+            address = Var(dt.uint64, f"{name}_address")
+            value = E.cast(buf.address, dt.uint64)
+            span = self.span(node)
+            self.items.append(_Wrapper(lambda body, v=address, x=value: S.LetStmt(v, x, body, span=span)))
+        return dataclasses.replace(buf, name=name, address=address)
 
     def _name_output(self, buf: Buffer, name: str) -> Buffer:
         """`C = T.empty(...)`, `W = T.alloc_global(...)` and `V = T.Tensor(shape, dtype, A.data)` name
@@ -447,8 +468,15 @@ class Parser:
             self.scope.names[name] = value
             return
         self._check_rebind(name, node)
-        var = Var(value.dtype, name)
         span = self.span(node)
+        if packed.is_vector(value):  # one local per lane (tilecraft/language/packed.py)
+            locals_, value = self.evaluator.apply(node, packed.bind_lanes, name, value)
+            for var, x in locals_:
+                self.items.append(_Wrapper(lambda body, v=var, x=x: S.LetStmt(v, x, body, span=span)))
+                self.let_values[var] = substitute(x, self.let_values)
+            self.scope.names[name] = value
+            return
+        var = Var(value.dtype, name)
         self.items.append(_Wrapper(lambda body, v=var, x=value: S.LetStmt(v, x, body, span=span)))
         self.scope.names[name] = var
         self.let_values[var] = substitute(value, self.let_values)
@@ -492,6 +520,12 @@ class Parser:
     def _store(self, node: ast.stmt, buf: Buffer, indices: list, value: Any) -> None:
         if isinstance(value, (Buffer, S.Stmt)) or not isinstance(value, (Expr, int, float, bool)):
             raise self.error(node, f"cannot store a {type(value).__name__} into buffer {buf.name}")
+        vectors = any(packed.is_vector(x) for x in (*indices, value))
+        if vectors and buf.dtype.lanes == 1:  # (a buffer of a vector dtype is the semantic check's error)
+            value = E.convert(value)
+            makers = self.evaluator.apply(node, packed.store_lanes, buf, tuple(indices), value, self.span(node))
+            self.items.extend(m if isinstance(m, S.Stmt) else _Wrapper(m) for m in makers)
+            return
         value = self.evaluator.apply(node, E.cast, value, buf.dtype)
         self.items.append(S.BufferStore(buf, value, tuple(indices), span=self.span(node)))
 
@@ -714,11 +748,14 @@ class Parser:
             Var(dt.int32, names[i] if i < len(names) else _BLOCK_NAMES[i]) for i in range(len(spec.grid))
         )
         thread_vars = tuple(Var(dt.int32, _THREAD_NAMES[i]) for i in range(len(spec.threads)))
-        self.builder.kernels.append(B.KernelContext(block_vars, thread_vars, spec.threads))
+        ctx = B.KernelContext(block_vars, thread_vars, spec.threads)
+        self.builder.kernels.append(ctx)
         try:
             body = self._loop_body(node.body, {n: v for n, v in zip(names, block_vars)}, kind="kernel")
         finally:
             self.builder.kernels.pop()
+        for state in reversed(ctx.rng_states):  # visible to every draw, whatever block T.rng_init was in
+            body = S.Allocate(state, body, span=state.span)
         return S.KernelLaunch(spec.grid, spec.threads, block_vars, thread_vars, body, spec.annotations,
                               span=self.span(node))  # fmt: skip
 

@@ -21,6 +21,14 @@ using namespace metal;
 #define TC_NAN NAN
 #define TC_NO_FP64 1
 #define TC_FN static inline
+/* tc_rng.h: a thread's own arrays are in the thread address space; MSL's overloaded math */
+#define TC_PRIVATE thread
+#define TC_RNG_LOGF log
+#define TC_RNG_SQRTF sqrt
+#define TC_RNG_FMAF fma
+#define TC_RNG_LOG log
+#define TC_RNG_SQRT sqrt
+#define TC_RNG_SINCOSF(x, s, c) (*(s) = sin(x), *(c) = cos(x))
 
 /* ------------------------------------------------------------------ float16 / bfloat16 / float8 */
 

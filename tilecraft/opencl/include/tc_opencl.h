@@ -34,6 +34,13 @@ typedef ulong uint64_t;
 #define TC_INFINITY INFINITY
 #define TC_NAN NAN
 #define TC_FN static inline
+/* tc_rng.h's math: OpenCL C's overloaded functions */
+#define TC_RNG_LOGF log
+#define TC_RNG_SQRTF sqrt
+#define TC_RNG_FMAF fma
+#define TC_RNG_LOG log
+#define TC_RNG_SQRT sqrt
+#define TC_RNG_SINCOSF(x, s, c) (*(s) = sin(x), *(c) = cos(x))
 
 /* ------------------------------------------------------------------ float16 / bfloat16 / float8 */
 
