@@ -5,6 +5,7 @@ and uniform outputs, and the Box-Muller normals in float64. Also the derivation 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -87,15 +88,24 @@ def _compose(a: list[int], b: list[int]) -> list[int]:
     return [_apply(a, col) for col in b]
 
 
-def xorwow_matrix_power(n: int) -> list[int]:
-    result = [1 << j for j in range(160)]
-    base = _gf2_matrix()
+@functools.cache
+def _xorwow_power_of_two(k: int) -> tuple[int, ...]:
+    """XORWOW's step matrix to the power 2**k, kept: every thread's skip-ahead reuses the same squares."""
+    if k == 0:
+        return tuple(_gf2_matrix())
+    half = _xorwow_power_of_two(k - 1)
+    return tuple(_compose(half, half))
+
+
+def xorwow_jump(n: int, state: int) -> int:
+    """The 160-bit state after n steps: one matrix-vector product per set bit of n."""
+    k = 0
     while n:
         if n & 1:
-            result = _compose(base, result)
-        base = _compose(base, base)
+            state = _apply(_xorwow_power_of_two(k), state)
         n >>= 1
-    return result
+        k += 1
+    return state
 
 
 class Xorwow:
@@ -111,7 +121,7 @@ class Xorwow:
             88675123 ^ t1,
             (5783321 + t0) & M32,
         ]
-        x = _apply(xorwow_matrix_power(seq * 2**67 + off), _bits(v)) if seq or off > 4096 else None
+        x = xorwow_jump(seq * 2**67 + off, _bits(v)) if seq or off > 4096 else None
         if x is None:
             for _ in range(off):
                 v = xorwow_step(v)
