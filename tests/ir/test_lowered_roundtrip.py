@@ -61,18 +61,47 @@ def stages(target: str, cases=CASES):
 
 def classes_in(mod: IRModule) -> set[str]:
     """The registered classes of every object the module holds (nodes, layouts and other values)."""
-    found, seen, stack = set(), set(), [mod.functions, mod.attrs]
+    found: set[str] = set()
+    for value in _registered_in([mod.functions, mod.attrs]):
+        found |= _classes_under(value)
+    return set(found)
+
+
+# Successive stages share most of their nodes (a pass rebuilds only what it changes), so each node's
+# classes are worked out once: id -> (the node, kept alive so the id stays its own; its classes).
+_CLASSES_UNDER: dict[int, tuple[object, frozenset[str]]] = {}
+
+
+def _registered_in(value) -> list:
+    """The registered objects in a field's value, through tuples, lists and dicts."""
+    found, stack = [], [value]
     while stack:
         value = stack.pop()
         if isinstance(value, (tuple, list)):
             stack.extend(value)
         elif isinstance(value, dict):
             stack.extend([*value.keys(), *value.values()])
-        elif id(value) not in seen and nodes.is_registered(value):
-            seen.add(id(value))
-            found.add(nodes.qualified_name(type(value)))
-            stack.extend(nodes.fields_of(value).values())
+        elif nodes.is_registered(value):
+            found.append(value)
     return found
+
+
+def _classes_under(root) -> frozenset[str]:
+    stack = [(root, False)]
+    while stack:
+        value, children_done = stack.pop()
+        if id(value) in _CLASSES_UNDER:
+            continue
+        children = _registered_in(list(nodes.fields_of(value).values()))
+        if not children_done:
+            stack.append((value, True))
+            stack.extend((child, False) for child in children if id(child) not in _CLASSES_UNDER)
+            continue
+        classes = {nodes.qualified_name(type(value))}
+        for child in children:
+            classes |= _CLASSES_UNDER.get(id(child), (None, frozenset()))[1]
+        _CLASSES_UNDER[id(value)] = (value, frozenset(classes))
+    return _CLASSES_UNDER[id(root)][1]
 
 
 def assert_round_trip(mod: IRModule, where: str) -> None:
