@@ -143,6 +143,13 @@ class Buffer(Node):
         lanes = max(i.dtype.lanes for i in indices) if indices else 1
         return E.BufferLoad(self.dtype.with_lanes(lanes) if lanes > 1 else self.dtype, self, indices)
 
+    def __setitem__(self, key, value) -> None:
+        # The parser turns `A[i] = v` in a kernel or macro into a store; run as Python (in a plain
+        # helper function a kernel calls) it would store nothing.
+        raise IRError(f"buffer {self.name}: an element store (`{self.name}[...] = value`) is a statement the "
+                      "parser builds, in a kernel or a @T.macro; a plain Python function runs while parsing "
+                      "and cannot make one (decorate it with @T.macro)")
+
     def _region(self, key) -> BufferRegion:
         ranges = []
         for k, extent in zip(key, self.shape):

@@ -7,6 +7,7 @@ conditional expressions and chained comparisons on IR values become IR logic.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import difflib
 import operator
 import types
@@ -234,32 +235,46 @@ class Evaluator:
         return self.apply(node, func, *args, **kwargs)
 
     def call_python(self, node: ast.Call, func, args: list, kwargs: dict) -> Any:
-        """A plain Python function of the user's, run now. Its T.* tile ops reach the kernel only through
-        its return value; one it made and dropped (`def row_max(x, m): T.reduce_max(x, m, dim=1)`) would
-        silently be missing from the kernel, so it is refused at the call, naming @T.macro."""
-        outer = S.TILE_OPS_MADE.get()
-        token = S.TILE_OPS_MADE.set([])
+        """A plain Python function of the user's, run now, as TileLang's builder runs it. The statements
+        its T.* calls build and it does not return go where the call is: before the statement that makes
+        the call, in the order built, after the allocations it made (a `def row_max(x, m):
+        T.reduce_max(x, m, dim=1)` reduces there). What it returns is the call's value."""
+        builder = self.parser.builder
+        allocations, preludes = len(builder.pending_allocations), len(builder.preludes)
+        made: list[S.Stmt] = []
+        token = S.STATEMENTS_MADE.set(made)
         try:
             result = self.apply(node, func, *args, **kwargs)
-            made = S.TILE_OPS_MADE.get()
         finally:
-            S.TILE_OPS_MADE.reset(token)
-        kept = {id(n) for n in _statements_in(result)}
-        dropped = [op for op in made if id(op) not in kept]
-        if dropped:
+            S.STATEMENTS_MADE.reset(token)
+        taken = [stmt for _, stmt in builder.preludes[preludes:]]
+        placed = _dropped_statements(made, result, taken)
+        if placed:
+            self._place(node, func, placed, made, allocations, preludes)
+        return result
+
+    def _place(self, node: ast.Call, func, placed: list, made: list, allocations: int, preludes: int) -> None:
+        """Queue `placed` (statements a plain call built and dropped) to go before the statement being
+        parsed, in the order built among the other statements its expressions asked for (builder.preludes),
+        after the allocations the call made (they scope what follows, as a statement's own do)."""
+        builder = self.parser.builder
+        ops = [s for s in placed if isinstance(s, S.TileOp)]
+        if ops and not builder.kernels:
             from tilecraft.language.parser.core import _op_name  # core imports this module
 
-            name = getattr(func, "__name__", repr(func))
-            raise self.error(
-                node,
-                f"{name}() is a plain Python function: the T.{_op_name(dropped[0])} it calls builds a statement "
-                "it does not return, which would be missing from the kernel",
-                hint=f"decorate {name} with @T.macro (its T.* calls then become the kernel's statements), "
-                "or return the statements it builds",
-            )
-        if outer is not None:
-            outer.extend(op for op in made if id(op) in kept)  # a caller of this helper may drop them
-        return result
+            raise self.error(node, f"T.{_op_name(ops[0])}, which {getattr(func, '__name__', 'this function')}() "
+                             "builds, is only valid inside `with T.Kernel(...)`",
+                             hint="tile ops run on the device: call the function inside a `with T.Kernel(...)` "
+                             "block")  # fmt: skip
+        order = {id(s): k for k, s in enumerate(made)}
+        queued = [(order[id(s)], None, s) for s in placed]
+        queued += [(order.get(id(s), -1), b, s) for b, s in builder.preludes[preludes:]]
+        queued.sort(key=lambda entry: entry[0])
+        allocated = builder.pending_allocations[allocations:]
+        del builder.pending_allocations[allocations:]
+        span = self.parser.source.span(node)
+        builder.preludes[preludes:] = [*(self.parser.allocation_prelude(b, span) for b in allocated),
+                                       *((b, s) for _, b, s in queued)]  # fmt: skip
 
     def eval_fallback(self, node: ast.expr) -> Any:
         """Lambdas, comprehensions and the rest: Python's own eval over a snapshot of the names."""
@@ -295,10 +310,32 @@ def _is_users_python(func) -> bool:
 def _statements_in(value: Any) -> list:
     """The statements a helper returned, nested ones included."""
     if isinstance(value, S.Stmt):
-        return list(walk(value))
+        return [n for n in walk(value) if isinstance(n, S.Stmt)]
     if isinstance(value, (list, tuple)):
         return [n for v in value for n in _statements_in(v)]
     return []
+
+
+def _dropped_statements(made: list, result: Any, taken: list) -> list:
+    """The statements among `made` (in the order made) that nothing holds: not in the returned value or
+    in `taken`, not part of a statement made later, and not an intermediate a T.* call rebuilt (the
+    sequences `S.seq` flattens, a statement `dataclasses.replace` copied: its parts are held elsewhere)."""
+    held = {id(n) for v in (result, *taken) for n in _statements_in(v)}
+    copies = {_fields(n) for v in (result, *taken) for n in _statements_in(v)}
+    kept = []
+    for stmt in reversed(made):
+        inner = _statements_in(stmt)
+        if any(id(n) in held for n in inner) or _fields(stmt) in copies:
+            continue
+        kept.append(stmt)
+        held.update(id(n) for n in inner)
+        copies.add(_fields(stmt))
+    return kept[::-1]
+
+
+def _fields(stmt: S.Stmt) -> tuple:
+    """A statement's type and the identity of each field but its span: equal for a copy of it."""
+    return (type(stmt), *(id(getattr(stmt, f.name)) for f in dataclasses.fields(stmt) if f.name != "span"))
 
 
 def _view_data_nodes(call: ast.Call) -> list[ast.expr]:
