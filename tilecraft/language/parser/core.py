@@ -12,11 +12,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tilecraft.errors import KernelError, ParseError
+from tilecraft.errors import KernelError, ParseError, ParseRuntimeError
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
-from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.buffer import Buffer, StridedSliceError
 from tilecraft.ir.expr import Expr, Var
 from tilecraft.ir.function import POINTER_PARAMS_ATTR, WORKSPACE_ATTR, PrimFunc
 from tilecraft.ir.op import RNG_CALLS
@@ -519,6 +519,8 @@ class Parser:
             )
         index = self.evaluator.eval(target.slice)
         index = list(index) if isinstance(index, tuple) else [index]
+        if any(isinstance(i, slice) and i.step not in (None, 1) for i in index):
+            raise ParseRuntimeError(str(StridedSliceError(base.name)), self.span(target))
         if any(isinstance(i, slice) for i in index):
             raise self.error(
                 target, "slice assignment is not supported", hint="use T.fill or T.copy on regions"

@@ -13,7 +13,7 @@ import operator
 import types
 from typing import TYPE_CHECKING, Any
 
-from tilecraft.errors import KernelError, ParseError
+from tilecraft.errors import KernelError, ParseError, ParseRuntimeError
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferData
@@ -356,7 +356,9 @@ class ParseValueError(ParseError, ValueError):
 
 
 def _located_error(exc: Exception) -> type[ParseError]:
-    return ParseValueError if isinstance(exc, ValueError) else ParseError
+    if isinstance(exc, ValueError):
+        return ParseValueError
+    return ParseRuntimeError if isinstance(exc, RuntimeError) else ParseError
 
 
 def _user_message(exc: Exception) -> str:
