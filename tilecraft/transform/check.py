@@ -274,7 +274,9 @@ class _Checker(RangeWalk):
         if not _same_extents(src, dst):
             self.fail(
                 f"T.copy extents differ: source {_fmt(s.src.shape)} vs destination {_fmt(s.dst.shape)}",
-                "after dropping unit dims both sides must have the same extents; slice one side to match",
+                "after dropping unit dims both sides must have the same extents, or the source may be "
+                "smaller where it is in memory as near as the destination's or nearer (it then fills the start "
+                "of the destination region, as in TileLang); slice one side to match",
             )
 
     def visit_Fill(self, s: S.Fill) -> None:
