@@ -158,7 +158,12 @@ class _Checker(RangeWalk):
                       span=view.span)  # fmt: skip
 
     def visit_Allocate(self, s: S.Allocate) -> None:
-        self._require_kernel(f"allocating {s.buffer.name}")
+        if not self.in_kernel:  # it parses (as in TileLang), but there is no block to hold the memory
+            self.fail(f"allocating {s.buffer.name} is only valid inside `with T.Kernel(...)`",
+                      f"{s.buffer.scope} memory belongs to a kernel's blocks, and a function's body outside "
+                      "its kernels runs on the host: allocate it inside the "
+                      "T.Kernel block that uses it (T.alloc_global makes a global workspace outside "
+                      "kernels)")  # fmt: skip
         self._shape(s.buffer, minimum=1)
         self.allocated_at[id(s.buffer)] = s.span
         self.generic_visit(s)
