@@ -11,6 +11,7 @@ import tilecraft
 import tilecraft.language as T
 from tests.language.helpers import assert_located, assert_roundtrip
 from tilecraft.errors import ParseError
+from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir import walk
 
@@ -293,3 +294,80 @@ def test_a_while_condition_whose_helper_builds_statements_is_refused():
     ) as info:
         make()
     assert_located(info.value, make)
+
+
+def _accumulate_twice(x_rows, sums):
+    """The same statement built twice from the same objects: both run (the sum is doubled)."""
+    T.reduce_sum(x_rows, sums, dim=1, clear=False)
+    T.reduce_sum(x_rows, sums, dim=1, clear=False)
+
+
+def _sequence_and_respanned(x, m):
+    """Intermediates a T.* call may make: a sequence `S.seq` flattens into another, a statement built
+    without a span and copied with the call's (tilecraft.compat's MMA emitters do). Only what is finally
+    built is placed, once."""
+    import dataclasses
+
+    inner = S.seq(T.reduce_max(x, m, dim=1), T.reduce_min(x, m, dim=1, clear=False))
+    S.seq(inner, T.fill(x, 0.0))
+    bare = S.Fill(x.full_region(), E.const(2.0, x.dtype))
+    dataclasses.replace(bare, span=T.fill(x, 1.0).span)
+
+
+def test_twice_the_same_statement_runs_twice():
+    rows, cols = 11, 9
+
+    @T.prim_func
+    def main(A: T.Tensor((rows, cols), "float32"), B: T.Tensor((rows,), "float32")):
+        with T.Kernel(1, threads=32):
+            x = T.alloc_fragment((rows, cols), "float32")
+            s = T.alloc_fragment((rows,), "float32")
+            T.copy(A, x)
+            T.clear(s)
+            _accumulate_twice(x[0:rows, 0:cols], s[0:rows])
+            T.copy(s, B)
+
+    a = RNG.standard_normal((rows, cols)).astype(np.float32)
+    b = np.full(rows, np.nan, np.float32)
+    tilecraft.compile(main, target="c")(a, b)
+    ref = 2.0 * a.astype(np.float64).sum(axis=1)
+    assert np.abs(b - ref).max() / np.abs(ref).max() < 1e-5
+
+
+def test_intermediates_of_a_helper_are_not_placed():
+    @T.prim_func
+    def main(A: T.Tensor((8, 8), "float32")):
+        with T.Kernel(1, threads=32):
+            x = T.alloc_fragment((8, 8), "float32")
+            m = T.alloc_fragment((8,), "float32")
+            _sequence_and_respanned(x, m)
+            T.copy(x, A)
+
+    placed = [s for s in _seq_after_allocations(main) if isinstance(s, S.TileOp)]
+    assert [getattr(s, "kind", type(s).__name__) for s in placed] == [
+        "max",
+        "min",
+        "Fill",
+        "Fill",
+        "Fill",
+        "Copy",
+    ]
+    assert [s.value.value for s in placed if isinstance(s, S.Fill)] == [0.0, 1.0, 2.0]
+
+
+def _parses_a_kernel_of_its_own(n):
+    @T.prim_func
+    def inner(A: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=32):
+            T.fill(A, 1.0)
+
+    return n * 2
+
+
+def test_a_kernel_parsed_inside_a_helper_keeps_its_statements():
+    @T.prim_func
+    def main(A: T.Tensor((8,), "float32")):
+        with T.Kernel(1, threads=32):
+            A[0] = _parses_a_kernel_of_its_own(4)
+
+    assert not [s for s in walk(main.body) if isinstance(s, S.Fill)]

@@ -103,11 +103,15 @@ class Parser:
 
     def parse(self, eager: Mapping[str, EagerParam] | None = None) -> PrimFunc:
         B.push(self.builder)
+        # A kernel parsed while a plain helper of another kernel runs builds its own statements, which are
+        # not the helper's (evaluator.call_python).
+        token = S.STATEMENTS_MADE.set(None)
         try:
             self._bind_params(eager)
             body = self._function_body()
             return self._finish(body)
         finally:
+            S.STATEMENTS_MADE.reset(token)
             B.pop()
 
     # ------------------------------------------------------------------ parameters

@@ -320,22 +320,35 @@ def _dropped_statements(made: list, result: Any, taken: list) -> list:
     """The statements among `made` (in the order made) that nothing holds: not in the returned value or
     in `taken`, not part of a statement made later, and not an intermediate a T.* call rebuilt (the
     sequences `S.seq` flattens, a statement `dataclasses.replace` copied: its parts are held elsewhere)."""
-    held = {id(n) for v in (result, *taken) for n in _statements_in(v)}
-    copies = {_fields(n) for v in (result, *taken) for n in _statements_in(v)}
+    held: set[int] = set()
+    spans: dict[tuple, list] = {}  # a held statement's _fields -> the spans of those that have them
+
+    def hold(stmt: S.Stmt) -> None:
+        for n in _statements_in(stmt):
+            held.add(id(n))
+            spans.setdefault(_fields(n), []).append(n.span)
+
+    for value in (result, *taken):
+        for n in _statements_in(value):
+            hold(n)
     kept = []
     for stmt in reversed(made):
-        inner = _statements_in(stmt)
-        if any(id(n) in held for n in inner) or _fields(stmt) in copies:
+        if any(id(n) in held for n in _statements_in(stmt)) or _respanned(stmt, spans):
             continue
         kept.append(stmt)
-        held.update(id(n) for n in inner)
-        copies.add(_fields(stmt))
+        hold(stmt)
     return kept[::-1]
 
 
 def _fields(stmt: S.Stmt) -> tuple:
     """A statement's type and the identity of each field but its span: equal for a copy of it."""
     return (type(stmt), *(id(getattr(stmt, f.name)) for f in dataclasses.fields(stmt) if f.name != "span"))
+
+
+def _respanned(stmt: S.Stmt, spans: dict[tuple, list]) -> bool:
+    """Whether a held statement is `stmt` given another span (`dataclasses.replace(stmt, span=...)`); two
+    calls building the same statement from the same objects at one call share its span, and both stay."""
+    return any(span != stmt.span for span in spans.get(_fields(stmt), ()))
 
 
 def _view_data_nodes(call: ast.Call) -> list[ast.expr]:
