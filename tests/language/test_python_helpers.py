@@ -371,3 +371,23 @@ def test_a_kernel_parsed_inside_a_helper_keeps_its_statements():
             A[0] = _parses_a_kernel_of_its_own(4)
 
     assert not [s for s in walk(main.body) if isinstance(s, S.Fill)]
+
+
+def _staged(src, dst, n):
+    """Returns statements that address a buffer it allocated: the allocation opens before them."""
+    stage = T.alloc_shared((n,), "float32")
+    return [T.copy(src, stage), T.copy(stage, dst)]
+
+
+def test_statements_a_helper_returns_may_use_its_allocations():
+    n = 19
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=32):
+            _staged(A, B, n)
+
+    a = RNG.standard_normal(n).astype(np.float32)
+    b = np.full(n, np.nan, np.float32)
+    tilecraft.compile(main, target="c")(a, b)
+    assert np.array_equal(a, b)

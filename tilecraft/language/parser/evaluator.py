@@ -249,7 +249,9 @@ class Evaluator:
             S.STATEMENTS_MADE.reset(token)
         taken = [stmt for _, stmt in builder.preludes[preludes:]]
         placed = _dropped_statements(made, result, taken)
-        if placed:
+        # Allocations the call made open before the statement too when statements it built (placed here,
+        # or returned) address them; a helper that only makes a buffer leaves it for the assignment to name.
+        if placed or (made and len(builder.pending_allocations) > allocations):
             self._place(node, func, placed, made, allocations, preludes)
         return result
 
