@@ -57,6 +57,11 @@ class ParseAssertionError(ParseError, AssertionError):
     catches TileLang's."""
 
 
+class ParseRuntimeError(ParseError, RuntimeError):
+    """A construct TileLang's parser refuses with a RuntimeError (a buffer slice with a step,
+    `A[0:10:2]`): located like any ParseError, and still a RuntimeError for code that catches TileLang's."""
+
+
 class SemanticError(KernelError):
     """The kernel parsed but breaks a rule of the language (shapes, ranks, dtypes, placement)."""
 

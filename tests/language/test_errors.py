@@ -11,7 +11,7 @@ import pytest
 
 import tilecraft.language as T
 from tests.language.helpers import assert_located, marker_line
-from tilecraft.errors import KernelError, ParseAssertionError, ParseError, SemanticError
+from tilecraft.errors import KernelError, ParseAssertionError, ParseError, ParseRuntimeError, SemanticError
 from tilecraft.transform.check import check_semantics
 
 CASES = []
@@ -441,8 +441,14 @@ def tile_op_outside_a_kernel():
     return k
 
 
-@case(ParseError, r"T.alloc_shared is only valid inside `with T.Kernel\(...\)`")
+@case(
+    SemanticError,
+    r"allocating tile is only valid inside `with T.Kernel\(...\)`",
+    r"shared.dyn memory belongs to a kernel's blocks",
+)
 def allocation_outside_a_kernel():
+    """It parses, as in TileLang (a function that only declares buffers prints); lowering refuses it."""
+
     @T.prim_func
     def k(A: T.Tensor((16,), "float32")):
         tile = T.alloc_shared((16,), "float32")  # <- error
@@ -1027,6 +1033,28 @@ def im2col_outside_a_kernel():
     return k
 
 
+@case(ParseRuntimeError, r"buffer A: slices with a step are not supported; .* loop over the elements")
+def slice_with_a_step_read():
+    """A RuntimeError too, as TileLang's parser raises (its test_buffer_slice_step catches one)."""
+
+    @T.prim_func
+    def k(A: T.Tensor((10,), "int32"), B: T.Tensor((5,), "int32")):
+        with T.Kernel(1, threads=32):
+            T.copy(A[0:10:2], B)  # <- error
+
+    return k
+
+
+@case(ParseRuntimeError, r"buffer B: slices with a step are not supported")
+def slice_with_a_step_stored():
+    @T.prim_func
+    def k(A: T.Tensor((10,), "int32"), B: T.Tensor((5,), "int32")):
+        with T.Kernel(1, threads=32):
+            B[0:5:2] = A[0]  # <- error
+
+    return k
+
+
 def test_enough_cases():
     assert len(CASES) >= 15
 
@@ -1038,6 +1066,8 @@ def test_error_is_located(build, error, message, hint):
     err = info.value
     # the category (ParseError, SemanticError, ...); a refused value is also a ValueError (ParseValueError)
     assert isinstance(err, error), f"{type(err).__name__}: {err}"
+    if error is ParseRuntimeError:
+        assert isinstance(err, RuntimeError)
     text = assert_located(err, build)
     assert re.search(message, err.message), err.message
     if hint is not None:

@@ -192,7 +192,7 @@ def test_allocation_outside_a_kernel():
     x = buf((4,))
     with pytest.raises(SemanticError, match="allocating x is only valid inside `with T.Kernel") as info:
         check_semantics(func_of(S.Allocate(x, S.SeqStmt(()))))
-    assert "put the work inside a T.Kernel block" in str(info.value)
+    assert "allocate it inside the T.Kernel block that uses it" in str(info.value)
     assert info.value.span is None
 
 

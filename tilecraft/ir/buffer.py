@@ -143,12 +143,19 @@ class Buffer(Node):
         lanes = max(i.dtype.lanes for i in indices) if indices else 1
         return E.BufferLoad(self.dtype.with_lanes(lanes) if lanes > 1 else self.dtype, self, indices)
 
+    def __setitem__(self, key, value) -> None:
+        # The parser turns `A[i] = v` in a kernel or macro into a store; run as Python (in a plain
+        # helper function a kernel calls) it would store nothing.
+        raise IRError(f"buffer {self.name}: an element store (`{self.name}[...] = value`) is a statement the "
+                      "parser builds, in a kernel or a @T.macro; a plain Python function runs while parsing "
+                      "and cannot make one (decorate it with @T.macro)")
+
     def _region(self, key) -> BufferRegion:
         ranges = []
         for k, extent in zip(key, self.shape):
             if isinstance(k, slice):
                 if k.step not in (None, 1):
-                    raise IRError(f"buffer {self.name}: slices with a step are not supported")
+                    raise StridedSliceError(self.name)
                 start = _index(0 if k.start is None else k.start)
                 stop = extent if k.stop is None else _index(k.stop)
                 ranges.append(Range(start, extent_between(start, stop)))
@@ -168,6 +175,17 @@ class Buffer(Node):
         view = f", view of {self.base.name}" if self.base is not None else ""
         view += f", at {self.address}" if self.address is not None else ""
         return f"Buffer({self.name}, ({shape}), {self.declared_dtype}, {self.scope}{view})"
+
+
+class StridedSliceError(IRError, RuntimeError):
+    """A slice with a step (`A[0:10:2]`): a region is contiguous in each dim. A RuntimeError too, the class
+    TileLang's parser raises (the parser locates it as a ParseRuntimeError)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"buffer {name}: slices with a step are not supported; a region takes every element between its "
+            f"bounds: loop over the elements you want (`for i in T.Parallel(n): ... {name}[start + i * step]`)"
+        )
 
 
 VIEW_SCOPES = ("global", "shared", "shared.dyn", "local", "local.fragment")

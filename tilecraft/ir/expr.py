@@ -156,7 +156,8 @@ class Expr(Node):
     def __bool__(self) -> bool:
         raise IRError(
             f"the truth value of a symbolic expression ({self}) is unknown while the kernel is parsed; "
-            "use it as an `if` condition inside the kernel, or T.if_then_else(cond, a, b)"
+            "use it as an `if` condition inside the kernel or a @T.macro (a plain Python function runs while "
+            "parsing), or T.if_then_else(cond, a, b)"
         )
 
     def __index__(self) -> int:

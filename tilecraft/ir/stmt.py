@@ -28,9 +28,21 @@ def annotation(annotations: Annotations, key: str, default: Any = None) -> Any:
     return default
 
 
+# While the parser runs a plain Python function a kernel calls, every statement made meanwhile, in the
+# order made: the ones the function's T.* calls build and it does not return go where the call is
+# (tilecraft.language parser, evaluator.call_python). None otherwise, so building IR elsewhere records
+# nothing.
+STATEMENTS_MADE: ContextVar[list | None] = ContextVar("statements_made", default=None)
+
+
 @node
 class Stmt(Node):
     """Base of statements."""
+
+    def __post_init__(self) -> None:
+        made = STATEMENTS_MADE.get()
+        if made is not None:
+            made.append(self)
 
 
 @node
@@ -121,20 +133,9 @@ class KernelLaunch(Stmt):
     annotations: Annotations = ()
 
 
-# While the parser runs a plain Python function a kernel calls, the tile ops made meanwhile: a T.* call
-# there builds a statement that reaches the kernel only if the function returns it (tilecraft.language
-# parser, evaluator.call_python). None otherwise, so building IR elsewhere records nothing.
-TILE_OPS_MADE: ContextVar[list | None] = ContextVar("tile_ops_made", default=None)
-
-
 @node
 class TileOp(Stmt):
     """A tile-level operation; stays whole until a backend's op table lowers it."""
-
-    def __post_init__(self) -> None:
-        made = TILE_OPS_MADE.get()
-        if made is not None:
-            made.append(self)
 
 
 # T.copy's keyword hints, which printed IR spells as keywords; other annotation keys print in `annotations=`.

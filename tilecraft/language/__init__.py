@@ -218,10 +218,12 @@ from tilecraft.language.reducers import (  # noqa: E402
     warp_reduce_sum,
 )
 from tilecraft.language.types import FragmentBuffer, LocalBuffer, SharedBuffer  # noqa: E402
+from tilecraft.language.types import SymbolicVar as Var  # noqa: E402 - TVM's name, TVM's argument order
 from tilecraft.language.views import reshape, view  # noqa: E402
 
 __all__ += [
     "PrimExpr",
+    "Var",
     "warp_reduce_bitand", "warp_reduce_bitor", "warp_reduce_bitxor", "warp_reduce_max", "warp_reduce_min",
     "warp_reduce_sum",
     "access_ptr",

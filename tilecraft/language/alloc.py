@@ -48,8 +48,9 @@ def _runtime_names(variables) -> str:
 
 
 def _alloc(shape, dtype, scope: str, what: str) -> Buffer:
+    # Outside `T.Kernel` too, as TileLang parses it (a function that only declares buffers prints); the
+    # semantic check refuses such an allocation at lowering: on-chip memory belongs to a kernel's blocks.
     b = builder.current(what)
-    b.kernel(what)
     buf = Buffer(f"buf{len(b.pending_allocations)}", _static_shape(shape, what), dt.as_dtype(dtype), scope,
                  tf32=dt.is_tfloat32(dtype))  # fmt: skip
     b.pending_allocations.append(buf)

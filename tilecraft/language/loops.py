@@ -29,7 +29,8 @@ class LoopSpec:
     strides: tuple[tuple[Expr, int] | None, ...] = ()
 
     def __iter__(self):
-        raise IRError("loop iterators such as T.Parallel can only be used in a `for` inside a kernel")
+        raise IRError("loop iterators such as T.Parallel can only be used in a `for` inside a kernel or a "
+                      "@T.macro (a plain Python function runs while parsing: its loops are Python loops)")
 
 
 def _bounds(start, stop) -> tuple[Expr, Expr]:

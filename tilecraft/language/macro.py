@@ -25,8 +25,15 @@ class Macro:
 
     def __call__(self, *args, **kwargs):
         from tilecraft.errors import TilecraftError
+        from tilecraft.ir.expr import IRError
+        from tilecraft.language import builder
 
-        raise TilecraftError(f"macro {self.func.__name__} can only be called inside a @T.prim_func kernel")
+        name = self.func.__name__
+        if builder.active() is not None:  # a plain Python function the kernel calls called it, while parsing
+            raise IRError(f"macro {name} is called from a plain Python function, which runs while parsing; a "
+                          "macro expands only where the parser reads its call (decorate the calling function "
+                          "with @T.macro too)")  # fmt: skip
+        raise TilecraftError(f"macro {name} can only be called inside a @T.prim_func kernel")
 
 
 def macro(func=None, **_options):

@@ -7,7 +7,7 @@ come from the other operand. The ops stay whole in the IR; backends lower them.
 from __future__ import annotations
 
 from tilecraft.ir.buffer import Buffer, BufferRegion, Range
-from tilecraft.ir.expr import BufferLoad, Expr, IRError, cast, const, const_value, convert
+from tilecraft.ir.expr import BufferLoad, Expr, IRError, cast, const, const_value, convert, same_expr
 from tilecraft.ir.stmt import (
     COPY_KEYWORDS,
     AtomicOp,
@@ -86,6 +86,7 @@ def copy(src: Operand, dst: Operand, coalesced_width: int | None = None, disable
     if isinstance(src, BufferLoad) and isinstance(dst, BufferLoad):
         return _element_copy(src, dst)
     s, d = _pair(src, dst, "T.copy")
+    d = _fit_destination(s, d)
     ann = []
     if coalesced_width is not None:
         ann.append(("coalesced_width", int(coalesced_width)))
@@ -95,6 +96,37 @@ def copy(src: Operand, dst: Operand, coalesced_width: int | None = None, disable
         ann.append(("eviction_policy", str(eviction_policy)))
     ann += [(str(k), v) for k, v in (annotations or {}).items() if k not in COPY_KEYWORDS]
     return Copy(s, d, tuple(ann), span=_span())
+
+
+# TileLang's copy iterates over one side's extents: the side in the nearer memory, the source on a tie.
+_COPY_LEVELS = {"local": 2, "local.fragment": 2, "shared": 1, "shared.dyn": 1}
+
+
+def _fit_destination(src: BufferRegion, dst: BufferRegion) -> BufferRegion:
+    """`dst` cut to `src`'s extents where TileLang's copy writes only those: it iterates over the source
+    (in memory as near as the destination's or nearer) and each of the source's non-unit extents is a
+    constant no larger than the destination's (`T.copy(A[:, :2], B[:, :3])` writes `B[:, :2]`). Other
+    differing extents stay as written, for the semantic check to refuse: TileLang reads or writes past
+    one side's region there, or stops."""
+    s_dims, d_dims = _nonunit_dims(src), _nonunit_dims(dst)
+    if len(s_dims) != len(d_dims):
+        return dst
+    if _COPY_LEVELS.get(src.buffer.scope, 0) < _COPY_LEVELS.get(dst.buffer.scope, 0):
+        return dst
+    ranges, cut = list(dst.ranges), False
+    for a, b in zip(s_dims, d_dims):
+        s_ext, d_ext = src.ranges[a].extent, dst.ranges[b].extent
+        sv, dv = const_value(s_ext), const_value(d_ext)
+        if same_expr(s_ext, d_ext) or (sv is not None and sv == dv):
+            continue
+        if not (isinstance(sv, int) and isinstance(dv, int) and sv < dv):
+            return dst
+        ranges[b], cut = Range(dst.ranges[b].min, s_ext), True
+    return BufferRegion(dst.buffer, tuple(ranges)) if cut else dst
+
+
+def _nonunit_dims(region: BufferRegion) -> list[int]:
+    return [k for k, r in enumerate(region.ranges) if const_value(r.extent) != 1]
 
 
 def _element_copy(src: BufferLoad, dst: BufferLoad) -> BufferStore:

@@ -157,6 +157,25 @@ def _names(names: str | Sequence[str]) -> list[str]:
     return [n for n in names if n]
 
 
+class _SymbolicVarType(type):
+    """`isinstance(x, T.Var)` holds for every symbolic variable: tilecraft's `Var`, whose constructor
+    takes (dtype, name) where TVM's takes (name, dtype)."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, Var)
+
+    def __subclasscheck__(cls, sub) -> bool:
+        return isinstance(sub, type) and issubclass(sub, Var)
+
+
+class SymbolicVar(metaclass=_SymbolicVarType):
+    """TVM's `Var` as TileLang spells it, `T.Var`: the class of symbolic variables (T.dynamic's, a loop's)
+    for `isinstance`, and `T.Var(name, dtype="int32")` makes one (a symbolic dim, like T.dynamic)."""
+
+    def __new__(cls, name: str, dtype="int32", span=None) -> Var:  # noqa: ARG003 - TVM's signature
+        return Var(dt.as_dtype(dtype), str(name))
+
+
 def dynamic(names: str | Sequence[str], dtype="int32") -> Var | tuple[Var, ...]:
     """Symbolic dims, bound from the actual array shapes at each call: `M, N = T.dynamic("M, N")`."""
     dtype = dt.as_dtype(dtype)

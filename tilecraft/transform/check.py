@@ -158,7 +158,12 @@ class _Checker(RangeWalk):
                       span=view.span)  # fmt: skip
 
     def visit_Allocate(self, s: S.Allocate) -> None:
-        self._require_kernel(f"allocating {s.buffer.name}")
+        if not self.in_kernel:  # it parses (as in TileLang), but there is no block to hold the memory
+            self.fail(f"allocating {s.buffer.name} is only valid inside `with T.Kernel(...)`",
+                      f"{s.buffer.scope} memory belongs to a kernel's blocks, and a function's body outside "
+                      "its kernels runs on the host: allocate it inside the "
+                      "T.Kernel block that uses it (T.alloc_global makes a global workspace outside "
+                      "kernels)")  # fmt: skip
         self._shape(s.buffer, minimum=1)
         self.allocated_at[id(s.buffer)] = s.span
         self.generic_visit(s)
@@ -274,7 +279,9 @@ class _Checker(RangeWalk):
         if not _same_extents(src, dst):
             self.fail(
                 f"T.copy extents differ: source {_fmt(s.src.shape)} vs destination {_fmt(s.dst.shape)}",
-                "after dropping unit dims both sides must have the same extents; slice one side to match",
+                "after dropping unit dims both sides must have the same extents, or the source may be "
+                "smaller where it is in memory as near as the destination's or nearer (it then fills the start "
+                "of the destination region, as in TileLang); slice one side to match",
             )
 
     def visit_Fill(self, s: S.Fill) -> None:

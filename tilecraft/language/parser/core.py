@@ -12,11 +12,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tilecraft.errors import KernelError, ParseError
+from tilecraft.errors import KernelError, ParseError, ParseRuntimeError
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
-from tilecraft.ir.buffer import Buffer
+from tilecraft.ir.buffer import Buffer, StridedSliceError
 from tilecraft.ir.expr import Expr, Var
 from tilecraft.ir.function import POINTER_PARAMS_ATTR, WORKSPACE_ATTR, PrimFunc
 from tilecraft.ir.op import RNG_CALLS
@@ -103,11 +103,15 @@ class Parser:
 
     def parse(self, eager: Mapping[str, EagerParam] | None = None) -> PrimFunc:
         B.push(self.builder)
+        # A kernel parsed while a plain helper of another kernel runs builds its own statements, which are
+        # not the helper's (evaluator.call_python).
+        token = S.STATEMENTS_MADE.set(None)
         try:
             self._bind_params(eager)
             body = self._function_body()
             return self._finish(body)
         finally:
+            S.STATEMENTS_MADE.reset(token)
             B.pop()
 
     # ------------------------------------------------------------------ parameters
@@ -174,6 +178,10 @@ class Parser:
         )
 
     def _finish(self, body: S.Stmt) -> PrimFunc:
+        if self.builder.preludes:  # asked for outside any statement (a parameter's annotation)
+            raise self.error(self.source.tree, "an expression outside the body (a parameter's annotation) "
+                             "builds statements, which have no place there",
+                             hint="call the function that builds them in the body")  # fmt: skip
         for name in self.pending_tensors:
             raise self.error(
                 self.source.tree,
@@ -268,8 +276,11 @@ class Parser:
         # Preludes asked for by an enclosing statement's expressions (an `if`'s test) go before it, not
         # into the block this statement is in.
         outer, self.builder.preludes = self.builder.preludes, []
+        returned = None
         try:
             method(node)
+        except _Return as ret:  # `return f(x)`: what f(x) asked for still goes before the return
+            returned = ret
         except RecursionError:
             if self.macro_calls:
                 raise  # inside a macro expansion: its outermost call names the macro (inline_macro)
@@ -284,6 +295,8 @@ class Parser:
             mine, self.builder.preludes = self.builder.preludes, outer
         self._insert_preludes(node, start, mine)
         self._flush_allocations(node, None)
+        if returned is not None:
+            raise returned
 
     def _insert_preludes(self, node: ast.stmt, start: int, preludes: list) -> None:
         """Put the statements the expressions of `node` asked for (builder.preludes) before the items it
@@ -291,9 +304,22 @@ class Parser:
         span = self.span(node)
         made: list[Any] = []
         for buf, stmt in preludes:
-            made.append(_Wrapper(lambda body, b=buf, sp=span: S.Allocate(b, body, span=sp)))
-            made.append(dataclasses.replace(stmt, span=stmt.span or span))
+            if buf is not None:
+                made.append(_Wrapper(lambda body, b=buf, sp=span: S.Allocate(b, body, span=sp)))
+            if stmt is not None:
+                made.append(stmt if stmt.span is not None else dataclasses.replace(stmt, span=span))
         self.items[start:start] = made
+
+    def allocation_prelude(self, buf: Buffer, span) -> tuple[Buffer, S.Stmt | None]:
+        """A prelude that opens the allocation of `buf` (made by an expression's plain Python call, which
+        cannot name it: it keeps its buffer, so the statements the call built still address it), with the
+        store of its initial value if it has one."""
+        init = self.builder.inits.pop(buf, None)
+        if callable(init):
+            return buf, init(buf, span)
+        if init is not None:
+            return buf, S.BufferStore(buf, init, (E.const(0),), span=span)
+        return buf, None
 
     # ------------------------------------------------------------------ statements
 
@@ -497,6 +523,8 @@ class Parser:
             )
         index = self.evaluator.eval(target.slice)
         index = list(index) if isinstance(index, tuple) else [index]
+        if any(isinstance(i, slice) and i.step not in (None, 1) for i in index):
+            raise ParseRuntimeError(str(StridedSliceError(base.name)), self.span(target))
         if any(isinstance(i, slice) for i in index):
             raise self.error(
                 target, "slice assignment is not supported", hint="use T.fill or T.copy on regions"
@@ -635,9 +663,10 @@ class Parser:
             self._python_while(node, cond)
             return
         if self.builder.preludes:  # they would run once, before the loop, not at each test
-            raise self.error(node.test, "this `while` condition calls a T.* function that runs as a statement "
-                             "(T.warp_reduce_*)", hint="compute it into a T.alloc_var before the loop and at the "
-                             "end of its body, and test the variable")  # fmt: skip
+            raise self.error(node.test, "this `while` condition calls a function that builds statements "
+                             "(T.warp_reduce_*, or a plain Python function whose T.* calls build them)",
+                             hint="compute it into a T.alloc_var before the loop and at the end of its body, and "
+                             "test the variable")  # fmt: skip
         if not self.builder.kernels:
             raise self.error(node, "a `while` loop with a run-time condition is only valid inside "
                              "`with T.Kernel(...)`", hint="put the loop inside the kernel's block")  # fmt: skip

@@ -7,12 +7,13 @@ conditional expressions and chained comparisons on IR values become IR logic.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import difflib
 import operator
 import types
 from typing import TYPE_CHECKING, Any
 
-from tilecraft.errors import KernelError, ParseError
+from tilecraft.errors import KernelError, ParseError, ParseRuntimeError
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferData
@@ -234,32 +235,48 @@ class Evaluator:
         return self.apply(node, func, *args, **kwargs)
 
     def call_python(self, node: ast.Call, func, args: list, kwargs: dict) -> Any:
-        """A plain Python function of the user's, run now. Its T.* tile ops reach the kernel only through
-        its return value; one it made and dropped (`def row_max(x, m): T.reduce_max(x, m, dim=1)`) would
-        silently be missing from the kernel, so it is refused at the call, naming @T.macro."""
-        outer = S.TILE_OPS_MADE.get()
-        token = S.TILE_OPS_MADE.set([])
+        """A plain Python function of the user's, run now, as TileLang's builder runs it. The statements
+        its T.* calls build and it does not return go where the call is: before the statement that makes
+        the call, in the order built, after the allocations it made (a `def row_max(x, m):
+        T.reduce_max(x, m, dim=1)` reduces there). What it returns is the call's value."""
+        builder = self.parser.builder
+        allocations, preludes = len(builder.pending_allocations), len(builder.preludes)
+        made: list[S.Stmt] = []
+        token = S.STATEMENTS_MADE.set(made)
         try:
             result = self.apply(node, func, *args, **kwargs)
-            made = S.TILE_OPS_MADE.get()
         finally:
-            S.TILE_OPS_MADE.reset(token)
-        kept = {id(n) for n in _statements_in(result)}
-        dropped = [op for op in made if id(op) not in kept]
-        if dropped:
+            S.STATEMENTS_MADE.reset(token)
+        taken = [stmt for _, stmt in builder.preludes[preludes:]]
+        placed = _dropped_statements(made, result, taken)
+        # Allocations the call made open before the statement too when statements it built (placed here,
+        # or returned) address them; a helper that only makes a buffer leaves it for the assignment to name.
+        if placed or (made and len(builder.pending_allocations) > allocations):
+            self._place(node, func, placed, made, allocations, preludes)
+        return result
+
+    def _place(self, node: ast.Call, func, placed: list, made: list, allocations: int, preludes: int) -> None:
+        """Queue `placed` (statements a plain call built and dropped) to go before the statement being
+        parsed, in the order built among the other statements its expressions asked for (builder.preludes),
+        after the allocations the call made (they scope what follows, as a statement's own do)."""
+        builder = self.parser.builder
+        ops = [s for s in placed if isinstance(s, S.TileOp)]
+        if ops and not builder.kernels:
             from tilecraft.language.parser.core import _op_name  # core imports this module
 
-            name = getattr(func, "__name__", repr(func))
-            raise self.error(
-                node,
-                f"{name}() is a plain Python function: the T.{_op_name(dropped[0])} it calls builds a statement "
-                "it does not return, which would be missing from the kernel",
-                hint=f"decorate {name} with @T.macro (its T.* calls then become the kernel's statements), "
-                "or return the statements it builds",
-            )
-        if outer is not None:
-            outer.extend(op for op in made if id(op) in kept)  # a caller of this helper may drop them
-        return result
+            raise self.error(node, f"T.{_op_name(ops[0])}, which {getattr(func, '__name__', 'this function')}() "
+                             "builds, is only valid inside `with T.Kernel(...)`",
+                             hint="tile ops run on the device: call the function inside a `with T.Kernel(...)` "
+                             "block")  # fmt: skip
+        order = {id(s): k for k, s in enumerate(made)}
+        queued = [(order[id(s)], None, s) for s in placed]
+        queued += [(order.get(id(s), -1), b, s) for b, s in builder.preludes[preludes:]]
+        queued.sort(key=lambda entry: entry[0])
+        allocated = builder.pending_allocations[allocations:]
+        del builder.pending_allocations[allocations:]
+        span = self.parser.source.span(node)
+        builder.preludes[preludes:] = [*(self.parser.allocation_prelude(b, span) for b in allocated),
+                                       *((b, s) for _, b, s in queued)]  # fmt: skip
 
     def eval_fallback(self, node: ast.expr) -> Any:
         """Lambdas, comprehensions and the rest: Python's own eval over a snapshot of the names."""
@@ -295,10 +312,45 @@ def _is_users_python(func) -> bool:
 def _statements_in(value: Any) -> list:
     """The statements a helper returned, nested ones included."""
     if isinstance(value, S.Stmt):
-        return list(walk(value))
+        return [n for n in walk(value) if isinstance(n, S.Stmt)]
     if isinstance(value, (list, tuple)):
         return [n for v in value for n in _statements_in(v)]
     return []
+
+
+def _dropped_statements(made: list, result: Any, taken: list) -> list:
+    """The statements among `made` (in the order made) that nothing holds: not in the returned value or
+    in `taken`, not part of a statement made later, and not an intermediate a T.* call rebuilt (the
+    sequences `S.seq` flattens, a statement `dataclasses.replace` copied: its parts are held elsewhere)."""
+    held: set[int] = set()
+    spans: dict[tuple, list] = {}  # a held statement's _fields -> the spans of those that have them
+
+    def hold(stmt: S.Stmt) -> None:
+        for n in _statements_in(stmt):
+            held.add(id(n))
+            spans.setdefault(_fields(n), []).append(n.span)
+
+    for value in (result, *taken):
+        for n in _statements_in(value):
+            hold(n)
+    kept = []
+    for stmt in reversed(made):
+        if any(id(n) in held for n in _statements_in(stmt)) or _respanned(stmt, spans):
+            continue
+        kept.append(stmt)
+        hold(stmt)
+    return kept[::-1]
+
+
+def _fields(stmt: S.Stmt) -> tuple:
+    """A statement's type and the identity of each field but its span: equal for a copy of it."""
+    return (type(stmt), *(id(getattr(stmt, f.name)) for f in dataclasses.fields(stmt) if f.name != "span"))
+
+
+def _respanned(stmt: S.Stmt, spans: dict[tuple, list]) -> bool:
+    """Whether a held statement is `stmt` given another span (`dataclasses.replace(stmt, span=...)`); two
+    calls building the same statement from the same objects at one call share its span, and both stay."""
+    return any(span != stmt.span for span in spans.get(_fields(stmt), ()))
 
 
 def _view_data_nodes(call: ast.Call) -> list[ast.expr]:
@@ -319,7 +371,9 @@ class ParseValueError(ParseError, ValueError):
 
 
 def _located_error(exc: Exception) -> type[ParseError]:
-    return ParseValueError if isinstance(exc, ValueError) else ParseError
+    if isinstance(exc, ValueError):
+        return ParseValueError
+    return ParseRuntimeError if isinstance(exc, RuntimeError) else ParseError
 
 
 def _user_message(exc: Exception) -> str:
