@@ -82,6 +82,10 @@ def test_paired_atomic_adds(hip):
     np.testing.assert_allclose(b, ref, rtol=1e-6, atol=1e-6)
 
 
+def test_paired_adds_give_their_previous_values_under_contention(hip):
+    atomics.check_contended_quads(lambda f, *a: run(hip, f, *a))
+
+
 def test_a_scalar_atomic_into_a_ragged_region(hip):
     m, n = 45, 37
     rng = np.random.default_rng(12)

@@ -1,6 +1,6 @@
 """TileLang's further atomic forms: `T.atomic_addx2` / `x4` (paired and quadrupled adds, element or
 sliced), a scalar added into every element of a region, `use_tma=` (accepted, same result), and
-`return_prev=` of the paired forms (refused at its line; the
+`return_prev=` of the paired forms (a vector of the previous values, stored into as many elements; the
 element forms' is tests/language/test_atomic_expressions.py); against float64 NumPy references, outputs poisoned before."""
 
 from __future__ import annotations
@@ -87,17 +87,85 @@ def test_use_tma_gives_the_same_sums():
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
 
 
-def return_prev():
+def paired_prev(form: str, dtype: str = "float32"):
+    """TileLang's three spellings of a paired add that gives the previous values (`P[0:2] = ...`)."""
+
     @T.prim_func
-    def k(A: T.Tensor((8,), "float32"), P: T.Tensor((8,), "float32")):
-        with T.Kernel(1, threads=32):
-            for i in T.Parallel(8):
-                P[i] = T.atomic_addx2(A[i], P[i], return_prev=True)  # <- error
+    def k(D: T.Tensor((2,), dtype), V: T.Tensor((2,), dtype), P: T.Tensor((2,), dtype)):
+        with T.Kernel(1, threads=1):
+            if form == "sliced":
+                P[0:2] = T.atomic_addx2(D[0:2], V[0:2], return_prev=True)
+            elif form == "let-bound":
+                d = D[0:2]
+                v = V[0:2]
+                P[0:2] = T.atomic_addx2(d, v, return_prev=True)
+            else:
+                P[0:2] = T.atomic_addx2(D[T.Ramp(0, 1, 2)], V[T.Ramp(0, 1, 2)], return_prev=True)
 
     return k
 
 
-def test_return_prev_is_refused_at_its_line():
-    with pytest.raises(ParseError, match="return_prev=True. is not supported") as info:
-        return_prev()
-    assert_located(info.value, return_prev)
+@pytest.mark.parametrize("form", ["sliced", "let-bound", "ramp"])
+def test_paired_add_gives_the_previous_values(form):
+    rng = np.random.default_rng(11)
+    d, v = rng.uniform(-4, 4, 2).astype(np.float32), rng.uniform(-4, 4, 2).astype(np.float32)
+    want_d, want_p = d.astype(np.float64) + v, d.astype(np.float64)
+    p = np.full(2, np.nan, np.float32)
+    tilecraft.compile(paired_prev(form), target="c")(d, v, p)
+    np.testing.assert_array_equal(p, want_p)
+    np.testing.assert_allclose(d, want_d, rtol=1e-6)
+
+
+def contended_quads(blocks: int, width: int):
+    """Every block adds its row of V into the same four counters of D at a ragged offset and keeps what
+    it saw: each lane's previous values are the partial sums of one order of the blocks."""
+
+    @T.prim_func
+    def k(D: T.Tensor((width,), "int32"), V: T.Tensor((blocks, 4), "int32"), P: T.Tensor((blocks, 4), "int32")):
+        with T.Kernel(blocks, threads=1) as bx:
+            P[bx, 0:4] = T.atomic_addx4(D[width - 4:width], V[bx, 0:4], return_prev=True)
+
+    return k
+
+
+def test_quadrupled_adds_under_contention_see_distinct_partial_sums():
+    check_contended_quads(lambda f, *a: tilecraft.compile(f, target="c")(*a))
+
+
+def test_cuda_source_of_paired_previous_values_compiles(tmp_path):
+    from tests.transform.helpers import assert_nvcc_compiles
+
+    for func in (paired_prev("ramp"), paired_prev("sliced", "float16"), contended_quads(24, 7)):
+        assert "tc_atomic_" in assert_nvcc_compiles(func, tmp_path)
+
+
+def check_contended_quads(run) -> None:
+    blocks, width = 24, 7
+    d = np.arange(width, dtype=np.int32) * 1000
+    v = np.stack([np.full(4, 1 << b, np.int32) for b in range(blocks)])  # each block's bit: sums are unique
+    p = np.full((blocks, 4), -1, np.int32)
+    start = d.copy()
+    run(contended_quads(blocks, width), d, v, p)
+    np.testing.assert_array_equal(d[: width - 4], start[: width - 4])  # the elements before: untouched
+    for lane in range(4):
+        first, prev = start[width - 4 + lane], p[:, lane].astype(np.int64)
+        assert d[width - 4 + lane] == first + (1 << blocks) - 1
+        # the blocks' updates in the order they happened: each saw the sum of those before it
+        order = np.argsort(prev)
+        np.testing.assert_array_equal(prev[order], first + np.concatenate([[0], np.cumsum(v[order, lane])[:-1]]))
+
+
+def paired_prev_into_one_element():
+    @T.prim_func
+    def k(A: T.Tensor((8,), "float32"), P: T.Tensor((8,), "float32")):
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(4):
+                P[i] = T.atomic_addx2(A[i * 2], P[i], return_prev=True)  # <- error
+
+    return k
+
+
+def test_a_paired_previous_value_stored_into_one_element_is_refused_at_its_line():
+    with pytest.raises(ParseError, match="float32x2 value stored at one element of P") as info:
+        paired_prev_into_one_element()
+    assert_located(info.value, paired_prev_into_one_element)

@@ -362,29 +362,24 @@ def atomic_min(dst, value, memory_order: str | None = None,
     return _atomic("min", dst, value)
 
 
-def _no_return_prev(what: str, return_prev: bool) -> None:
-    if return_prev:
-        raise IRError(
-            f"{what}(..., return_prev=True) is not supported: the paired forms are statements here; write "
-            "T.atomic_add(dst[i], value, return_prev=True) for each element"
-        )
-
-
-def atomic_addx2(dst, value, return_prev: bool = False) -> list[AtomicOp]:
+def atomic_addx2(dst, value, return_prev: bool = False) -> list[AtomicOp] | Expr:
     """TileLang's paired add: `dst[..., j]` and `dst[..., j + 1]` get `value`'s elements at the same two
-    positions (`T.atomic_addx2(B[i, j], A[i, j])`), each by its own atomic add."""
+    positions (`T.atomic_addx2(B[i, j], A[i, j])`), each by its own atomic add. With `return_prev=True`
+    it is a two-lane vector value, lane k the element's value before its add (`P[0:2] = T.atomic_addx2(
+    B[0:2], A[0:2], return_prev=True)`)."""
     return _atomic_add_lanes("T.atomic_addx2", dst, value, 2, return_prev)
 
 
-def atomic_addx4(dst, value, return_prev: bool = False) -> list[AtomicOp]:
+def atomic_addx4(dst, value, return_prev: bool = False) -> list[AtomicOp] | Expr:
     """As `T.atomic_addx2`, for four consecutive elements of the last dim."""
     return _atomic_add_lanes("T.atomic_addx4", dst, value, 4, return_prev)
 
 
-def _atomic_add_lanes(what: str, dst, value, lanes: int, return_prev: bool) -> list[AtomicOp]:
+def _atomic_add_lanes(what: str, dst, value, lanes: int, return_prev: bool) -> list[AtomicOp] | Expr:
     from tilecraft.ir import expr as E
 
-    _no_return_prev(what, return_prev)
+    if return_prev:
+        return _atomic_add_lanes_value(what, dst, value, lanes)
     if isinstance(dst, BufferRegion) and isinstance(value, BufferRegion):
         return [_atomic_lane_regions(what, dst, value, lanes)]
     if not isinstance(dst, BufferLoad) or not isinstance(value, BufferLoad):
@@ -401,6 +396,42 @@ def _atomic_add_lanes(what: str, dst, value, lanes: int, return_prev: bool) -> l
         src = E.BufferLoad(value.buffer.dtype, value.buffer, shifted(value, k))
         ops.append(AtomicOp("add", BufferRegion(dst.buffer, one), E.cast(src, dst.dtype), span=_span()))
     return ops
+
+
+def _atomic_add_lanes_value(what: str, dst, value, lanes: int) -> Expr:
+    """The paired add as a vector value: lane k is `T.atomic_add(dst lane k, value lane k,
+    return_prev=True)` (each lane its own atomic, as the statement form)."""
+    from tilecraft.ir import expr as E
+    from tilecraft.language.packed import VECTOR
+
+    targets, values = _lane_elements(what, dst, lanes), _lane_elements(what, value, lanes)
+    prev = tuple(_atomic_value(what, "add", t, v, None) for t, v in zip(targets, values, strict=True))
+    return E.Call(prev[0].dtype.with_lanes(lanes), VECTOR, prev)
+
+
+def _lane_elements(what: str, x, lanes: int) -> list[Expr]:
+    """The `lanes` consecutive elements of the last dim that `x` names: a region of that many (`B[i, 0:2]`),
+    a vector load (`B[T.Ramp(j, 1, 2)]`) or the first element (`B[i, j]`); or the lanes of a value."""
+    from tilecraft.ir import expr as E
+    from tilecraft.language.packed import is_vector, lane
+
+    if isinstance(x, BufferRegion):
+        extents = [const_value(r.extent) for r in x.ranges]
+        if extents[-1] != lanes or any(e != 1 for e in extents[:-1]):
+            raise IRError(f"{what} of regions needs {lanes} elements of the last dim, got {x}")
+        *outer, last = (r.min for r in x.ranges)
+        return [E.BufferLoad(x.buffer.dtype, x.buffer, (*outer, E.add(last, const(k, last.dtype))))
+                for k in range(lanes)]  # fmt: skip
+    if isinstance(x, Expr) and is_vector(x):
+        if x.dtype.lanes != lanes:
+            raise IRError(f"{what} takes {lanes} lanes, got a value of {x.dtype}")
+        return [lane(x, k) for k in range(lanes)]
+    if isinstance(x, E.BufferLoad):
+        *outer, last = x.indices
+        return [E.BufferLoad(x.dtype, x.buffer, (*outer, E.add(last, const(k, last.dtype))))
+                for k in range(lanes)]  # fmt: skip
+    raise IRError(f"{what} takes {lanes} consecutive elements (B[i, j:j + {lanes}], B[T.Ramp(j, 1, {lanes})] "
+                  f"or the first, B[i, j]), got {type(x).__name__}")  # fmt: skip
 
 
 def _atomic_lane_regions(what: str, dst: BufferRegion, value: BufferRegion, lanes: int) -> AtomicOp:

@@ -387,7 +387,7 @@ class Parser:
         if isinstance(target, (ast.Tuple, ast.List)):
             self._unpack(target, value, node)
         elif isinstance(target, ast.Subscript):
-            buf, indices = self._store_target(target)
+            buf, indices = self._store_target(target, value)
             self._store(node, buf, indices, value)
         elif isinstance(target, ast.Name):
             self._assign_name(target.id, value, node)
@@ -513,7 +513,7 @@ class Parser:
         be computable from the symbols alone, where no LetStmt is in scope."""
         return tuple(substitute(e, self.let_values) for e in exprs)
 
-    def _store_target(self, target: ast.Subscript) -> tuple[Buffer, list[Expr]]:
+    def _store_target(self, target: ast.Subscript, value: Any = None) -> tuple[Buffer, list[Expr]]:
         base = self.evaluator.eval(target.value)
         if isinstance(base, E.BufferLoad) and base.buffer.scope == "local.var":
             base = base.buffer
@@ -526,14 +526,31 @@ class Parser:
         if any(isinstance(i, slice) and i.step not in (None, 1) for i in index):
             raise ParseRuntimeError(str(StridedSliceError(base.name)), self.span(target))
         if any(isinstance(i, slice) for i in index):
-            raise self.error(
-                target, "slice assignment is not supported", hint="use T.fill or T.copy on regions"
-            )
+            index = self._slice_as_lanes(target, base, index, value)
         if len(index) != base.ndim:
             raise self.error(
                 target, f"buffer {base.name} has {base.ndim} dims but is indexed with {len(index)}"
             )
         return base, [self._store_index(target, base, i) for i in index]
+
+    def _slice_as_lanes(self, target: ast.Subscript, buf: Buffer, index: list, value: Any) -> list:
+        """`B[i, j:j + n] = v` where `v` is a vector of n lanes stores lane k at `j + k` (the slice is the
+        index `T.Ramp(j, 1, n)`, as TileLang stores a vector); any other slice assignment is refused."""
+        from tilecraft.ir.arith.analyzer import simplify
+        from tilecraft.language.math import Ramp
+
+        lanes = packed.vector_lanes(value) if packed.is_vector(value) else 1
+        slices = [k for k, i in enumerate(index) if isinstance(i, slice)]
+        if lanes > 1 and len(slices) == 1 and slices[0] < buf.ndim:
+            k, part = slices[0], index[slices[0]]
+            start = E.convert(0 if part.start is None else part.start)
+            stop = E.convert(buf.shape[k] if part.stop is None else part.stop)
+            if E.const_value(simplify(E.sub(stop, start))) == lanes:
+                return [*index[:k], Ramp(start, E.const(1, start.dtype), lanes), *index[k + 1:]]
+        raise self.error(
+            target, "slice assignment is not supported (except of a vector value into as many elements)",
+            hint="use T.fill or T.copy on regions",
+        )
 
     def _store_index(self, target: ast.Subscript, buf: Buffer, value: Any) -> Expr:
         index = self.evaluator.apply(target, E.convert, value)
