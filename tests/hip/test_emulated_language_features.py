@@ -14,6 +14,7 @@ from tests.language import test_atomic_forms as atomics
 from tests.language import test_fragment_constructors as fragments
 from tests.language import test_packed_x2 as packed
 from tests.language import test_random as random
+from tests.language import test_reduce_nan_propagate as nan_semantics
 from tests.language import test_reducer_epochs as epochs
 from tests.language import test_scans as scans
 from tests.language import test_select_any_all as predicates
@@ -182,3 +183,18 @@ def test_packed_fma2(hip, dtype):
     want = [packed._round_once(packed.Fraction(float(x)) * packed.Fraction(float(y)) + packed.Fraction(float(z)),
                                dtype) for x, y, z in zip(a, b, c)]  # fmt: skip
     np.testing.assert_array_equal(d.astype(np.float64), np.array(want, np.float64))
+
+
+@pytest.mark.parametrize("nan_propagate", [True, False])
+@pytest.mark.parametrize("kind", ["max", "min", "absmax"])
+def test_nan_ignoring_and_propagating_reductions_across_lanes(hip, kind, nan_propagate):
+    """The row spread over lanes (a butterfly of exchanges) and over wavefronts (LDS): fmax / fmin on
+    both, NaN ignored or propagated, all-NaN rows NaN, dst's value taking part with clear=False."""
+    m, n = 6, 200
+    a = nan_semantics.nan_rows(m, n, "float32", seed=11)
+    start = np.random.default_rng(12).standard_normal(m).astype(np.float32)
+    start[2] = np.nan
+    for clear in (True, False):
+        b = start.copy() if not clear else np.full(m, 12345.0, np.float32)
+        run(hip, nan_semantics.row_reduce(m, n, kind, "float32", nan_propagate, clear, threads=256), a, b)
+        nan_semantics.check(b, nan_semantics.reference(a, kind, nan_propagate, None if clear else start))

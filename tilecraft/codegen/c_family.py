@@ -55,7 +55,7 @@ _BITWISE = {
 }
 MATH32 = {"exp": "expf", "exp2": "exp2f", "log": "logf", "log2": "log2f", "sqrt": "sqrtf", "tanh": "tanhf",
           "erf": "erff", "floor": "floorf", "ceil": "ceilf", "round": "nearbyintf", "sin": "sinf",
-          "cos": "cosf", "pow": "powf", "abs": "fabsf"}  # fmt: skip
+          "cos": "cosf", "pow": "powf", "abs": "fabsf", "fmax": "fmaxf", "fmin": "fminf"}  # fmt: skip
 # The device headers' atomic helpers: tc_atomic_<kind>_<suffix> for integers, tc_atomic_rmw_<suffix>
 # (op: 0 add, 1 max, 2 min) for floating-point types.
 ATOMIC_SUFFIX = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int32": "i32",

@@ -326,6 +326,8 @@ class _Checker(RangeWalk):
                       f"valid dims: {-rank} .. {rank - 1}")  # fmt: skip
         if s.kind not in S.REDUCE_KINDS:
             self.fail(f"unknown reduction {s.kind!r}; valid: {', '.join(S.REDUCE_KINDS)}")
+        if not s.nan_propagate and s.kind not in ("max", "min", "absmax"):
+            self.fail(f"T.reduce_{s.kind} has no nan_propagate choice", "only max, min and absmax ignore NaN")
         if s.src.dtype.is_bool:
             self.fail(
                 f"T.reduce_{s.kind} of a bool buffer is not supported", "cast to an integer dtype first"
