@@ -38,7 +38,7 @@ _STORAGE = {
     "bool": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
     "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
     "float16": "uint16_t", "bfloat16": "uint16_t", "float32": "float", "float64": "double",
-    "float8_e4m3fn": "uint8_t", "float8_e5m2": "uint8_t",
+    "float8_e4m3fn": "uint8_t", "float8_e5m2": "uint8_t", "float8_e4m3fnuz": "uint8_t", "float8_e5m2fnuz": "uint8_t",
     # one code a byte in its low bits on chip (a 4-bit type's nibble, int4's two's complement); packed
     # global memory holds two a byte (is_packed)
     "int4": "uint8_t", "uint4": "uint8_t", "float4_e2m1fn": "uint8_t", "float6_e2m3fn": "uint8_t",
@@ -84,7 +84,8 @@ _UNSIGNED = {"int32": "uint32_t", "int64": "uint64_t", "uint16": "uint32_t", "in
 
 
 # A float8 or microscaling format's helper-name stem: tc_<stem>_to_f32, tc_f32_to_<stem>, tc_round_<stem>.
-_FP8_STEM = {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2", "float4_e2m1fn": "e2m1", "float6_e2m3fn": "e2m3",
+_FP8_STEM = {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2", "float8_e4m3fnuz": "e4m3fnuz", "float8_e5m2fnuz": "e5m2fnuz",
+             "float4_e2m1fn": "e2m1", "float6_e2m3fn": "e2m3",
              "float6_e3m2fn": "e3m2", "float8_e8m0fnu": "e8m0"}  # fmt: skip
 
 
