@@ -31,7 +31,7 @@ from tilecraft.ir.dtype import DataType, int32
 from tilecraft.ir.expr import Expr, Var
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.narrowing import round_scalar_once
-from tilecraft.ir.op import DEVICE_ASSERT, FMA, RNG_CALLS, RNG_INIT, RNG_RAND
+from tilecraft.ir.op import ASSUME, DEVICE_ASSERT, FMA, RNG_CALLS, RNG_INIT, RNG_RAND
 from tilecraft.ir.span import Span
 
 _STORAGE = {
@@ -569,7 +569,14 @@ class CFamilyPrinter:
             for line in self.barrier_statement.splitlines():
                 self.line(line)
             return
+        if isinstance(s.value, E.Call) and s.value.op == ASSUME:
+            self.assumption(s.value.args[0], s.value.args[1].value)
+            return
         self.line(self.discard_statement.format(self.expr(s.value)))
+
+    def assumption(self, condition: Expr, text: str) -> None:
+        """T.assume: nothing, unless the target checks it where the kernel runs (an assumption the code
+        does not rely on cannot make it wrong)."""
 
     def _s_BufferStore(self, s: S.BufferStore) -> None:
         buf = s.buffer

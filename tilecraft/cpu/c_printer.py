@@ -89,6 +89,14 @@ class CPrinter(CFamilyPrinter):
     def arena_pointer(self, buf: Buffer, ctype: str, offset: int) -> str:
         return f"{ctype}* const {self.name(buf)} = ({ctype}*)(tc_scratch + {offset});"
 
+    def assumption(self, condition: E.Expr, text: str) -> None:
+        """T.assume: where false, the call's failure (as a failed T.device_assert is), and the block
+        stops there, since the code after it may rely on it (an index it bounds). Loops holding it are
+        not `omp simd` (_simd_safe), so the return leaves no OpenMP construct."""
+        self.sites.append(BoundsSite("", self.span, f"Assume: {text}"))
+        failed = f"(void)tc_in_bounds(0, 0, {len(self.sites)}, {self.bounds_report}); return;"
+        self.line(f"if (!({self.expr(condition)})) {{ {failed} }}")
+
     def device_assert(self, condition: E.Expr, message: str) -> str:
         # a failed check is recorded as the call's failure, through CheckFailed's slot; the block goes on
         self.sites.append(BoundsSite("", self.span, message))
