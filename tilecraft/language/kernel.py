@@ -290,9 +290,9 @@ def device_assert(condition, msg: str = "", no_stack_info: bool = False) -> Eval
 def assume(condition) -> Evaluate:
     """`T.assume(cond)`: the kernel may assume `cond` from this statement on (TileLang's). A target that
     checks conditions where the kernel runs (T.device_assert's) checks it there: where it is false the
-    call fails with "Assume: <cond as written>" and the kernel line; CUDA's compiler is then told it
-    (`__builtin_assume`). Other targets accept it and make no use of it: code that does not rely on an
-    assumption is right whether it holds or not. tilecraft's own passes do not use it yet."""
+    call fails with "Assume: <cond as written>" and the kernel line; a target compiler may then be told
+    it (docs/language.md says which). Other targets accept it and make no use of it: code that does not
+    rely on an assumption is right whether it holds or not. tilecraft's own passes do not use it yet."""
     cond = convert(condition)
     if cond.dtype.lanes != 1:
         raise builder.error(f"T.assume needs a scalar condition, got a {cond.dtype} value")
