@@ -228,3 +228,12 @@ def test_cutedsl_evaluates_a_shuffled_operand_once():
     shuffles = [line for line in source.splitlines() if "shuffle_sync_bfly" in line]
     assert shuffles and all(line.strip().startswith("tc_v") for line in shuffles)
     assert "!= (tc_v" in source and "cutlass.max(red0[0], tc_v" in source
+
+
+def test_cpu_vectorizes_the_nan_ignoring_loop():
+    """OpenMP's max over the numbers with a flag for having seen one, not a scalar fmax chain."""
+    from tests.transform.helpers import c_source
+
+    source = c_source(row_reduce(8, 64, "max", nan_propagate=False))
+    assert "#pragma omp simd reduction(max:tc_best) reduction(|:tc_seen)" in source
+    assert "fmaxf(" not in source

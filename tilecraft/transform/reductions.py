@@ -94,8 +94,7 @@ def reduce_loops(op: S.Reduce, ctx=None) -> S.Stmt:
     nan = op.nan_propagate
     start = identity(op.kind, acc.dtype, nan) if op.clear else E.BufferLoad(dst.dtype, dst.buffer, dst_index)
     update = S.BufferStore(acc, combine(op.kind, acc_load, x, nan), (E.const(0),), span=op.span)
-    # The hint names the combine for a vectorizing printer; an fmax / fmin one has none of its own.
-    hint = () if ignores_nan(op.kind, acc.dtype, nan) else (("reduction", op.kind),)
+    hint = (("reduction", op.kind),)  # for a printer that vectorizes the loop (the combine says how)
     loop = S.For(red_var, E.const(0), red_extent, S.ForKind.SERIAL, update, hint, span=op.span)
     body = S.seq(
         S.BufferStore(acc, start, (E.const(0),), span=op.span),
