@@ -11,9 +11,11 @@ import pytest
 import tilecraft
 from tests.hip.conftest import emulated_context
 from tests.language import test_atomic_forms as atomics
+from tests.language import test_fnuz_float8 as fnuz
 from tests.language import test_fragment_constructors as fragments
 from tests.language import test_packed_x2 as packed
 from tests.language import test_random as random
+from tests.language import test_reduce_nan_propagate as nan_semantics
 from tests.language import test_reducer_epochs as epochs
 from tests.language import test_scans as scans
 from tests.language import test_select_any_all as predicates
@@ -186,3 +188,33 @@ def test_packed_fma2(hip, dtype):
     want = [packed._round_once(packed.Fraction(float(x)) * packed.Fraction(float(y)) + packed.Fraction(float(z)),
                                dtype) for x, y, z in zip(a, b, c)]  # fmt: skip
     np.testing.assert_array_equal(d.astype(np.float64), np.array(want, np.float64))
+
+
+@pytest.mark.parametrize("nan_propagate", [True, False])
+@pytest.mark.parametrize("kind", ["max", "min", "absmax"])
+def test_nan_ignoring_and_propagating_reductions_across_lanes(hip, kind, nan_propagate):
+    """The row spread over lanes (a butterfly of exchanges) and over wavefronts (LDS): fmax / fmin on
+    both, NaN ignored or propagated, all-NaN rows NaN, dst's value taking part with clear=False."""
+    m, n = 6, 200
+    a = nan_semantics.nan_rows(m, n, "float32", seed=11)
+    start = np.random.default_rng(12).standard_normal(m).astype(np.float32)
+    start[2] = np.nan
+    for clear in (True, False):
+        b = start.copy() if not clear else np.full(m, 12345.0, np.float32)
+        run(hip, nan_semantics.row_reduce(m, n, kind, "float32", nan_propagate, clear, threads=256), a, b)
+        nan_semantics.check(b, nan_semantics.reference(a, kind, nan_propagate, None if clear else start))
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fnuz", "float8_e5m2fnuz"])
+def test_fnuz_float8_conversions_through_lds(hip, dtype):
+    """The shared conversions in the HIP source, run: bit for bit ml_dtypes' (tests/language)."""
+    import ml_dtypes
+
+    n = 128 * 6 - 5
+    a = fnuz.every_float32_kind(n, seed=9)
+    b = np.full(n, 0x55, np.uint8).view(getattr(ml_dtypes, dtype))
+    c = np.full(n, 12345.0, np.float32)
+    run(hip, fnuz.round_trip(n, dtype), a, b, c)
+    want = a.astype(getattr(ml_dtypes, dtype))
+    np.testing.assert_array_equal(b.view(np.uint8), want.view(np.uint8))
+    np.testing.assert_array_equal(c, want.astype(np.float32) * 2)

@@ -10,7 +10,7 @@ import pytest
 from tilecraft.ir.dtype import as_dtype, torch_bit_view
 from tilecraft.profiler.supply import to_numpy, torch_from_numpy
 
-ONE_BYTE = ("float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float6_e2m3fn", "float6_e3m2fn", "int4")
+ONE_BYTE = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "float6_e2m3fn", "float6_e3m2fn", "int4")
 
 
 @pytest.mark.parametrize("name", ("bfloat16", *ONE_BYTE))
@@ -23,7 +23,7 @@ def test_numpy_s_own_dtypes_need_none(name):
     assert torch_bit_view(as_dtype(name)) is None
 
 
-@pytest.mark.parametrize("name", ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu"))
+@pytest.mark.parametrize("name", ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"))
 def test_torch_round_trip_keeps_the_bits(name):
     torch = pytest.importorskip("torch")
     if not hasattr(torch, name):

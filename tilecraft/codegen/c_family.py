@@ -31,14 +31,14 @@ from tilecraft.ir.dtype import DataType, int32
 from tilecraft.ir.expr import Expr, Var
 from tilecraft.ir.lowered import AtomicUpdate
 from tilecraft.ir.narrowing import round_scalar_once
-from tilecraft.ir.op import DEVICE_ASSERT, FMA, RNG_CALLS, RNG_INIT, RNG_RAND
+from tilecraft.ir.op import ASSUME, DEVICE_ASSERT, FMA, RNG_CALLS, RNG_INIT, RNG_RAND
 from tilecraft.ir.span import Span
 
 _STORAGE = {
     "bool": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
     "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
     "float16": "uint16_t", "bfloat16": "uint16_t", "float32": "float", "float64": "double",
-    "float8_e4m3fn": "uint8_t", "float8_e5m2": "uint8_t",
+    "float8_e4m3fn": "uint8_t", "float8_e5m2": "uint8_t", "float8_e4m3fnuz": "uint8_t", "float8_e5m2fnuz": "uint8_t",
     # one code a byte in its low bits on chip (a 4-bit type's nibble, int4's two's complement); packed
     # global memory holds two a byte (is_packed)
     "int4": "uint8_t", "uint4": "uint8_t", "float4_e2m1fn": "uint8_t", "float6_e2m3fn": "uint8_t",
@@ -55,7 +55,7 @@ _BITWISE = {
 }
 MATH32 = {"exp": "expf", "exp2": "exp2f", "log": "logf", "log2": "log2f", "sqrt": "sqrtf", "tanh": "tanhf",
           "erf": "erff", "floor": "floorf", "ceil": "ceilf", "round": "nearbyintf", "sin": "sinf",
-          "cos": "cosf", "pow": "powf", "abs": "fabsf"}  # fmt: skip
+          "cos": "cosf", "pow": "powf", "abs": "fabsf", "fmax": "fmaxf", "fmin": "fminf"}  # fmt: skip
 # The device headers' atomic helpers: tc_atomic_<kind>_<suffix> for integers, tc_atomic_rmw_<suffix>
 # (op: 0 add, 1 max, 2 min) for floating-point types.
 ATOMIC_SUFFIX = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int32": "i32",
@@ -84,7 +84,8 @@ _UNSIGNED = {"int32": "uint32_t", "int64": "uint64_t", "uint16": "uint32_t", "in
 
 
 # A float8 or microscaling format's helper-name stem: tc_<stem>_to_f32, tc_f32_to_<stem>, tc_round_<stem>.
-_FP8_STEM = {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2", "float4_e2m1fn": "e2m1", "float6_e2m3fn": "e2m3",
+_FP8_STEM = {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2", "float8_e4m3fnuz": "e4m3fnuz", "float8_e5m2fnuz": "e5m2fnuz",
+             "float4_e2m1fn": "e2m1", "float6_e2m3fn": "e2m3",
              "float6_e3m2fn": "e3m2", "float8_e8m0fnu": "e8m0"}  # fmt: skip
 
 
@@ -568,7 +569,14 @@ class CFamilyPrinter:
             for line in self.barrier_statement.splitlines():
                 self.line(line)
             return
+        if isinstance(s.value, E.Call) and s.value.op == ASSUME:
+            self.assumption(s.value.args[0], s.value.args[1].value)
+            return
         self.line(self.discard_statement.format(self.expr(s.value)))
+
+    def assumption(self, condition: Expr, text: str) -> None:
+        """T.assume: nothing, unless the target checks it where the kernel runs (an assumption the code
+        does not rely on cannot make it wrong)."""
 
     def _s_BufferStore(self, s: S.BufferStore) -> None:
         buf = s.buffer

@@ -24,16 +24,22 @@ SHARED_TEXTS = {
 
 
 RNG = INCLUDE / "tc_rng.h"
+FNUZ = INCLUDE / "tc_soft_fnuz.h"
 
 
 def used_texts(mod) -> list[str]:
-    """The shared helper texts the kernels of `mod` call beyond their backend's header, to follow it."""
-    from tilecraft.ir.expr import Call
+    """The shared helper texts the kernels of `mod` call beyond their backend's header, to follow it:
+    tc_rng.h where a kernel draws, tc_soft_fnuz.h where one reads, writes or converts an FNUZ float8."""
+    from tilecraft.ir.buffer import Buffer
+    from tilecraft.ir.dtype import FNUZ_FLOAT8
+    from tilecraft.ir.expr import Call, Expr
     from tilecraft.ir.op import RNG_CALLS
     from tilecraft.ir.visitor import walk
 
-    draws = any(isinstance(n, Call) and n.op in RNG_CALLS for f in mod.functions for n in walk(f.body))
-    return [RNG.read_text()] if draws else []
+    nodes = [n for f in mod.functions for n in walk(f.body)]
+    draws = any(isinstance(n, Call) and n.op in RNG_CALLS for n in nodes)
+    fnuz = any(isinstance(n, (Expr, Buffer)) and n.dtype.name in FNUZ_FLOAT8 for n in nodes)
+    return [*([RNG.read_text()] if draws else []), *([FNUZ.read_text()] if fnuz else [])]
 
 
 @functools.cache

@@ -214,8 +214,10 @@ def install() -> None:
     sys.meta_path.insert(0, TileLangFinder())
     from tilecraft.backend.context import alias_execution_backends
     from tilecraft.backend.execution import OUTPUTS_WITHOUT_ARRAYS
+    from tilecraft.language.tileops import NAN_PROPAGATE_DEFAULT
 
     OUTPUTS_WITHOUT_ARRAYS[0] = "torch"  # TileLang's kernels return torch tensors
+    NAN_PROPAGATE_DEFAULT[0] = False  # TileLang's T.reduce_max / min / absmax ignore NaN unless asked
     alias_execution_backends(TILELANG_ADAPTERS)
 
 
@@ -225,8 +227,10 @@ def uninstall() -> None:
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, TileLangFinder)]
     from tilecraft.backend.context import alias_execution_backends
     from tilecraft.backend.execution import OUTPUTS_WITHOUT_ARRAYS
+    from tilecraft.language.tileops import NAN_PROPAGATE_DEFAULT
 
     OUTPUTS_WITHOUT_ARRAYS[0] = "numpy"
+    NAN_PROPAGATE_DEFAULT[0] = True
     alias_execution_backends(None)
     for name in [n for n in sys.modules if _is_under(n, TILELANG)]:
         del sys.modules[name]

@@ -15,6 +15,7 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.lowered import AtomicUpdate
+from tilecraft.ir.op import FMAX, FMIN
 
 
 class CPrinter(CFamilyPrinter):
@@ -55,8 +56,40 @@ class CPrinter(CFamilyPrinter):
         extremum = _float_extremum(s)
         if extremum is None:
             super()._s_For(s)
+        elif isinstance(extremum[0].value, E.Call):
+            self._nan_ignoring_extremum_loop(s, *extremum)
         else:
             self._float_extremum_loop(s, *extremum)
+
+    def _nan_ignoring_extremum_loop(self, s: S.For, update: S.BufferStore, pick: str) -> None:
+        """An fmax / fmin reduction (NaN ignored), vectorized as OpenMP's max/min over the non-NaN
+        elements (a NaN one loses every comparison) with a flag for whether there was one: the result is
+        NaN only where neither the accumulator nor any element was a number, as fmax's is."""
+        acc = self.name(update.buffer)
+        value = update.value
+        element = value.args[1] if _is_load_of(value.args[0], update.buffer) else value.args[0]
+        var = self.name(s.loop_var)
+        self.mark_nonneg(s.loop_var)
+        start, end = self.expr(s.min), self.expr(E.add(s.min, s.extent))
+        ctype = value_type(value.dtype)
+        worst = f"({'-' if pick == 'max' else ''}({ctype})TC_INFINITY)"
+        self.line("{")
+        self.indent += 1
+        self.line(f"int tc_seen = {acc} == {acc};")
+        self.line(f"{ctype} tc_best = tc_seen ? {acc} : {worst};")
+        self.line(f"#pragma omp simd reduction({pick}:tc_best) reduction(|:tc_seen)")
+        self.line(f"for ({value_type(s.loop_var.dtype)} {var} = {start}; {var} < {end}; ++{var}) {{")
+        self.indent += 1
+        saved, self.span = self.span, update.span or self.span
+        self.line(f"const {ctype} tc_x = {self.expr(element)};")
+        self.span = saved
+        self.line(f"tc_best = tc_x {'>' if pick == 'max' else '<'} tc_best ? tc_x : tc_best;")
+        self.line("tc_seen |= tc_x == tc_x;")
+        self.indent -= 1
+        self.line("}")
+        self.line(f"{acc} = tc_seen ? tc_best : {'TC_NAN' if ctype == 'float' else '((double)TC_NAN)'};")
+        self.indent -= 1
+        self.line("}")
 
     def _float_extremum_loop(self, s: S.For, update: S.BufferStore, pick: str) -> None:
         """A float max/min reduction, vectorized as OpenMP's own max/min (one maxps/minps per vector)
@@ -88,6 +121,14 @@ class CPrinter(CFamilyPrinter):
 
     def arena_pointer(self, buf: Buffer, ctype: str, offset: int) -> str:
         return f"{ctype}* const {self.name(buf)} = ({ctype}*)(tc_scratch + {offset});"
+
+    def assumption(self, condition: E.Expr, text: str) -> None:
+        """T.assume: where false, the call's failure (as a failed T.device_assert is), and the block
+        stops there, since the code after it may rely on it (an index it bounds). Loops holding it are
+        not `omp simd` (_simd_safe), so the return leaves no OpenMP construct."""
+        self.sites.append(BoundsSite("", self.span, f"Assume: {text}"))
+        failed = f"(void)tc_in_bounds(0, 0, {len(self.sites)}, {self.bounds_report}); return;"
+        self.line(f"if (!({self.expr(condition)})) {{ {failed} }}")
 
     def device_assert(self, condition: E.Expr, message: str) -> str:
         # a failed check is recorded as the call's failure, through CheckFailed's slot; the block goes on
@@ -133,6 +174,10 @@ def _float_extremum(s: S.For) -> tuple[S.BufferStore, str] | None:
     if target is None or not target.dtype.is_float:
         return None
     value = s.body.value
+    if isinstance(value, E.Call) and value.op in (FMAX, FMIN):  # NaN ignored
+        if not any(_is_load_of(a, target) for a in value.args):
+            return None
+        return s.body, "max" if value.op == FMAX else "min"
     if not isinstance(value, (E.Max, E.Min)):
         return None
     if not (_is_load_of(value.a, target) or _is_load_of(value.b, target)):

@@ -110,6 +110,12 @@ class CudaPrinter(CFamilyPrinter):
             return "tc_cluster_ctarank()"
         return super().intrinsic(e, args)
 
+    def assumption(self, condition: E.Expr, text: str) -> None:
+        """T.assume: checked as T.device_assert is (a trap where false), then told to nvcc, which may
+        rely on it past here."""
+        self.line(self.discard_statement.format(self.device_assert(condition, f"Assume: {text}")))
+        self.line(f"__builtin_assume({self.expr(condition)});")
+
     def device_assert(self, condition: E.Expr, message: str) -> str:
         """T.device_assert: a thread whose condition is false prints the message and traps, as CUDA's own
         assert does (the launch then fails)."""

@@ -41,6 +41,7 @@ from tilecraft.ir.arith.exact import ExactTable
 from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.dtype import DataType
 from tilecraft.ir.expr import Expr, Var
+from tilecraft.ir.op import ASSUME, FMAX, FMIN
 from tilecraft.ir.python_lines import PythonLines
 from tilecraft.ir.span import Span
 
@@ -102,6 +103,7 @@ class CuteDslPrinter(PythonLines):
         self.span: Span | None = None
         self.atoms: dict[str, str] = {}  # atom name -> its construction, declared at the kernel's top
         self.counter = 0
+        self.select_depth = 0  # selects being printed around the current expression
 
     # ------------------------------------------------------------------ names and lines
 
@@ -194,10 +196,14 @@ class CuteDslPrinter(PythonLines):
 
     def _e_Select(self, e: E.Select) -> str:
         dtype = value_type(e.dtype)
-        return (
-            f"({dtype}({self.expr(e.true_value)}) if {self.expr(e.condition)} "
-            f"else {dtype}({self.expr(e.false_value)}))"
-        )
+        self.select_depth += 1
+        try:
+            return (
+                f"({dtype}({self.expr(e.true_value)}) if {self.expr(e.condition)} "
+                f"else {dtype}({self.expr(e.false_value)}))"
+            )
+        finally:
+            self.select_depth -= 1
 
     def _e_Cast(self, e: E.Cast) -> str:
         value = self.expr(e.value)
@@ -223,11 +229,30 @@ class CuteDslPrinter(PythonLines):
             return f"(cutlass.Float32(1.0) / (cutlass.Float32(1.0) + cute.math.exp(-({args[0]}))))"
         if e.op in MATH and e.dtype.is_float:
             return f"cute.math.{MATH[e.op]}({', '.join(args)})"
+        if e.op in (FMAX, FMIN):
+            return self.nan_ignoring_extremum(e, args)
         if e.op == SHUFFLE_XOR:
             return f"cute.arch.shuffle_sync_bfly({value_type(e.dtype)}({args[0]}), offset={args[1]})"
         if e.op == "thread_index":
             return "cute.arch.thread_idx()[0]"
         self.fail(f"intrinsic {e.op!r}")
+
+    def nan_ignoring_extremum(self, e: E.Call, args: list[str]) -> str:
+        """C's fmax / fmin as selects on NaN tests (`x != x`, unordered): the DSL's max and min do not
+        promise to ignore a NaN operand. An operand named more than once is first bound to a name when
+        it is more than a variable or a load (a lane shuffle must run once, and in every lane), unless
+        the call sits in a branch of a select, where it stays inline (evaluated in that branch only)."""
+        t = value_type(e.dtype)
+        a, b = (text if isinstance(x, (Var, E.BufferLoad, E.FloatImm)) or self.select_depth
+                else self.bound(t, text) for x, text in zip(e.args, args))  # fmt: skip
+        pick = "cutlass.max" if e.op == FMAX else "cutlass.min"
+        return f"({t}({b}) if ({a}) != ({a}) else ({t}({a}) if ({b}) != ({b}) else {t}({pick}({a}, {b}))))"
+
+    def bound(self, dtype: str, text: str) -> str:
+        """`text` evaluated once, on a line of its own before the statement being printed."""
+        name = self.fresh("v")
+        self.line(f"{name} = {dtype}({text})")
+        return name
 
     def _e_AtomicValue(self, e: E.AtomicValue) -> str:
         self.fail(f"T.atomic_{e.kind} as an expression (atomic_load, atomic_store, return_prev=True)")
@@ -310,6 +335,8 @@ class CuteDslPrinter(PythonLines):
             self.line("cute.arch.sync_threads()")
             return
         if isinstance(s.value, (E.IntImm, E.FloatImm)):
+            return
+        if isinstance(s.value, E.Call) and s.value.op == ASSUME:  # accepted, not relied on
             return
         self.fail(f"evaluation of {type(s.value).__name__} {getattr(s.value, 'op', '')}".rstrip())
 

@@ -21,10 +21,10 @@ from tilecraft.ir.expr import Var
 MATH32 = {"exp": "__builtin_expf", "exp2": "__builtin_exp2f", "log": "__builtin_logf", "log2": "__builtin_log2f",
           "sqrt": "__builtin_sqrtf", "tanh": "tc_tanhf", "erf": "tc_erff", "floor": "__builtin_floorf",
           "ceil": "__builtin_ceilf", "round": "__builtin_rintf", "sin": "__builtin_sinf", "cos": "__builtin_cosf",
-          "pow": "__builtin_powf", "abs": "__builtin_fabsf"}  # fmt: skip
+          "pow": "__builtin_powf", "abs": "__builtin_fabsf", "fmax": "__builtin_fmaxf", "fmin": "__builtin_fminf"}  # fmt: skip
 # The float64 functions clang expands for AMDGPU without ocml (check-target-support refuses the others: hip/target.py).
 MATH64 = {"sqrt": "__builtin_sqrt", "floor": "__builtin_floor", "ceil": "__builtin_ceil", "round": "__builtin_rint",
-          "abs": "__builtin_fabs"}  # fmt: skip
+          "abs": "__builtin_fabs", "fmax": "__builtin_fmax", "fmin": "__builtin_fmin"}  # fmt: skip
 LDS_SCOPES = ("shared", "shared.dyn")
 ON_CHIP_32BIT = (*LDS_SCOPES, "local", "local.fragment")
 SMEM = "tc_smem"

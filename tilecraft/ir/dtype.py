@@ -152,6 +152,11 @@ float32 = _make("float32", "float", 32)
 float64 = _make("float64", "float", 64)
 float8_e4m3fn = _make("float8_e4m3fn", "float8", 8)
 float8_e5m2 = _make("float8_e5m2", "float8", 8)
+# The FNUZ float8 formats (AMD's before gfx950; ml_dtypes and torch have both): exponent bias 8 / 16, no
+# infinity, no negative zero, 0x80 the one NaN. Storage and conversions only: no matrix instruction reads them.
+float8_e4m3fnuz = _make("float8_e4m3fnuz", "float8", 8)
+float8_e5m2fnuz = _make("float8_e5m2fnuz", "float8", 8)
+FNUZ_FLOAT8 = ("float8_e4m3fnuz", "float8_e5m2fnuz")
 int4 = _make("int4", "int", 4)
 uint4 = _make("uint4", "uint", 4)
 float4_e2m1fn = _make("float4_e2m1fn", "microfloat", 4)
@@ -161,7 +166,7 @@ float8_e8m0fnu = _make("float8_e8m0fnu", "microfloat", 8)
 
 ALL_DTYPES: tuple[DataType, ...] = (
     bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-    float16, bfloat16, float32, float64, float8_e4m3fn, float8_e5m2,
+    float16, bfloat16, float32, float64, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz,
     int4, uint4, float4_e2m1fn, float6_e2m3fn, float6_e3m2fn, float8_e8m0fnu,
 )  # fmt: skip
 

@@ -486,7 +486,8 @@ class Printer(PythonLines):
 
     def _s_Reduce(self, s: S.Reduce) -> None:
         clear = "" if s.clear else ", clear=False"
-        self.line(f"T.reduce_{s.kind}({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}{clear})")
+        nan = "" if s.nan_propagate else ", nan_propagate=False"
+        self.line(f"T.reduce_{s.kind}({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}{clear}{nan})")
 
     def _s_Cumsum(self, s: S.Cumsum) -> None:
         rev = ", reverse=True" if s.reverse else ""

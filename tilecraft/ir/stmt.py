@@ -206,13 +206,16 @@ REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax")
 
 @node
 class Reduce(TileOp):
-    """Reduce `src` along `dim` into `dst`; with `clear=False` the result combines with dst's value."""
+    """Reduce `src` along `dim` into `dst`; with `clear=False` the result combines with dst's value.
+    `nan_propagate` (max, min, absmax of floats): True, a NaN element gives NaN (NumPy's maximum);
+    False, NaN elements are ignored (C's fmax: NaN only when every element, dst's too, is NaN)."""
 
     kind: str
     src: BufferRegion
     dst: BufferRegion
     dim: int
     clear: bool = True
+    nan_propagate: bool = True
 
     @property
     def keeps_dim(self) -> bool:

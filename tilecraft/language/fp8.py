@@ -1,7 +1,8 @@
 """TileLang's `tilelang.language.fp8`: the float8 dtypes of the platform.
 
-tilecraft's targets use the OCP formats (`float8_e4m3fn`, `float8_e5m2`) everywhere; the FNUZ variants
-of older AMD GPUs are not dtypes here.
+tilecraft's targets use the OCP formats (`float8_e4m3fn`, `float8_e5m2`) as their float8 (what gemms read);
+the FNUZ variants of older AMD GPUs (`float8_e4m3fnuz`, `float8_e5m2fnuz`) are dtypes for storage and
+conversion only, which this function never picks.
 """
 
 from __future__ import annotations

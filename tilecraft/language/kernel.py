@@ -9,7 +9,7 @@ from tilecraft.ir import expr as E
 from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.ir.expr import Call, Expr, IntImm, IRError, StringImm, Var, convert
 from tilecraft.ir.function import COMPILE_FLAGS_ATTR, PASS_CONFIGS_ATTR
-from tilecraft.ir.op import DEVICE_ASSERT
+from tilecraft.ir.op import ASSUME, DEVICE_ASSERT
 from tilecraft.ir.stmt import (
     CLUSTER_DIMS,
     AnnotateLayout,
@@ -285,6 +285,39 @@ def device_assert(condition, msg: str = "", no_stack_info: bool = False) -> Eval
         cond = E.compare(E.NE, cond, convert(0, cond.dtype))
     return Evaluate(Call(dt.int32, DEVICE_ASSERT, (cond, StringImm(dt.int8, str(msg)))),
                     span=builder.current_span())  # fmt: skip
+
+
+def assume(condition) -> Evaluate:
+    """`T.assume(cond)`: the kernel may assume `cond` from this statement on (TileLang's). A target that
+    checks conditions where the kernel runs (T.device_assert's) checks it there: where it is false the
+    call fails with "Assume: <cond as written>" and the kernel line; a target compiler may then be told
+    it (docs/language.md says which). Other targets accept it and make no use of it: code that does not
+    rely on an assumption is right whether it holds or not. tilecraft's own passes do not use it yet."""
+    cond = convert(condition)
+    if cond.dtype.lanes != 1:
+        raise builder.error(f"T.assume needs a scalar condition, got a {cond.dtype} value")
+    if not cond.dtype.is_bool:
+        cond = E.compare(E.NE, cond, convert(0, cond.dtype))
+    span = builder.current_span()
+    return Evaluate(Call(dt.int32, ASSUME, (cond, StringImm(dt.int8, _argument_text(span) or str(cond)))),
+                    span=span)  # fmt: skip
+
+
+def _argument_text(span) -> str | None:
+    """The first argument of the call at `span` as written (`N % 4 == 0`), or None where the source is
+    not at hand or the call spans lines."""
+    import ast
+
+    if span is None or span.end_col is None:
+        return None
+    segment = span.source_line()[span.col : span.end_col]
+    try:
+        call = ast.parse(segment, mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(call, ast.Call) or not call.args:
+        return None
+    return ast.get_source_segment(segment, call.args[0])
 
 
 def evaluate(value) -> Evaluate:

@@ -172,35 +172,37 @@ def gemm(A: Operand, B: Operand, C: Operand, transpose_A: bool = False, transpos
                 int(wg_wait), tuple((annotations or {}).items()), span=_span())  # fmt: skip
 
 
-def _reduce(kind: str, buffer: Operand, out: Operand, dim: int, clear: bool) -> Reduce:
+def _reduce(kind: str, buffer: Operand, out: Operand, dim: int, clear: bool, nan_propagate: bool = True) -> Reduce:
     src, dst = region_of(buffer, f"T.reduce_{kind}"), region_of(out, f"T.reduce_{kind}")
     if src is None or dst is None:
         raise IRError(f"T.reduce_{kind} operands must be whole buffers or sliced regions")
     dim = int(dim)
     if -len(src.ranges) <= dim < 0:
         dim += len(src.ranges)
-    return Reduce(kind, src, dst, dim, bool(clear), span=_span())
+    return Reduce(kind, src, dst, dim, bool(clear), bool(nan_propagate), span=_span())
 
 
-def reduce_max(buffer, out, dim: int = -1, clear: bool = True, nan_propagate: bool = True) -> Reduce:
-    """`out = max over dim of buffer` (combined with out's value when clear=False); a NaN element gives
-    NaN (`nan_propagate`, TileLang's per-call choice, must be True here)."""
-    _nan_propagating("max", nan_propagate)
-    return _reduce("max", buffer, out, dim, clear)
+# What T.reduce_max / reduce_min / reduce_absmax do with NaN when the call does not say: tilecraft's
+# default propagates it (NumPy's maximum); the TileLang import hook (tilecraft.compat) sets TileLang's
+# default, NaN ignored, for the process it runs TileLang's programs in (docs/compat.md). The choice is
+# made while parsing and carried in the IR, so it is part of every cache key.
+NAN_PROPAGATE_DEFAULT = [True]
 
 
-def reduce_min(buffer, out, dim: int = -1, clear: bool = True, nan_propagate: bool = True) -> Reduce:
-    _nan_propagating("min", nan_propagate)
-    return _reduce("min", buffer, out, dim, clear)
+def _nan_propagating(nan_propagate: bool | None) -> bool:
+    return NAN_PROPAGATE_DEFAULT[0] if nan_propagate is None else bool(nan_propagate)
 
 
-def _nan_propagating(kind: str, nan_propagate: bool) -> None:
-    if not nan_propagate:
-        raise IRError(
-            f"T.reduce_{kind}(..., nan_propagate=False) is not supported: tilecraft's max and min give NaN "
-            "for a NaN operand on every target (NumPy's maximum / minimum); pass nan_propagate=True or "
-            "leave it out, and replace NaN before the reduction where it must be ignored"
-        )
+def reduce_max(buffer, out, dim: int = -1, clear: bool = True, nan_propagate: bool | None = None) -> Reduce:
+    """`out = max over dim of buffer` (combined with out's value when clear=False). `nan_propagate`
+    (float dtypes): True, a NaN element gives NaN (NumPy's maximum, tilecraft's default); False, NaN
+    elements are ignored (C's fmax: the largest non-NaN element, NaN only when all are NaN)."""
+    return _reduce("max", buffer, out, dim, clear, _nan_propagating(nan_propagate))
+
+
+def reduce_min(buffer, out, dim: int = -1, clear: bool = True, nan_propagate: bool | None = None) -> Reduce:
+    """`out = min over dim of buffer`; `nan_propagate` as for T.reduce_max."""
+    return _reduce("min", buffer, out, dim, clear, _nan_propagating(nan_propagate))
 
 
 def reduce_sum(buffer, out, dim: int = -1, clear: bool = True) -> Reduce:
@@ -211,9 +213,10 @@ def reduce_abssum(buffer, out, dim: int = -1, clear: bool = True) -> Reduce:
     return _reduce("abssum", buffer, out, dim, clear)
 
 
-def reduce_absmax(buffer, out, dim: int = -1, clear: bool = True, nan_propagate: bool = True) -> Reduce:
-    _nan_propagating("absmax", nan_propagate)
-    return _reduce("absmax", buffer, out, dim, clear)
+def reduce_absmax(buffer, out, dim: int = -1, clear: bool = True, nan_propagate: bool | None = None) -> Reduce:
+    """`out = max over dim of |buffer|`; `nan_propagate` as for T.reduce_max (dst's value, with
+    clear=False, is combined as it is, not its absolute value, as in TileLang)."""
+    return _reduce("absmax", buffer, out, dim, clear, _nan_propagating(nan_propagate))
 
 
 def cumsum(src: Operand, dst: Operand | None = None, dim: int = 0, reverse: bool = False) -> Cumsum:

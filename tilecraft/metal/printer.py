@@ -19,7 +19,7 @@ from tilecraft.metal.target import NO_PRINTF
 
 MATH = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "tanh": "tanh",
         "erf": "tc_erf", "floor": "floor", "ceil": "ceil", "round": "rint", "sin": "sin", "cos": "cos",
-        "pow": "pow", "abs": "fabs"}  # fmt: skip
+        "pow": "pow", "abs": "fabs", "fmax": "fmax", "fmin": "fmin"}  # fmt: skip
 SHARED = ("shared", "shared.dyn")
 ON_CHIP_32BIT = (*SHARED, "local", "local.fragment")
 SMEM = "tc_smem"

@@ -19,7 +19,7 @@ from tilecraft.opencl.storage import SHARED_SCOPES
 
 MATH = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "tanh": "tanh",
         "erf": "erf", "floor": "floor", "ceil": "ceil", "round": "rint", "sin": "sin", "cos": "cos",
-        "pow": "pow", "abs": "fabs"}  # fmt: skip
+        "pow": "pow", "abs": "fabs", "fmax": "fmax", "fmin": "fmin"}  # fmt: skip
 SMEM = "tc_smem"
 # OpenCL C's keywords, types and built-in functions beyond C's: its address spaces and access
 # qualifiers, scalar and vector types, work-item, math, integer, geometric, relational, vector load and

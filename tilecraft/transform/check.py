@@ -38,6 +38,8 @@ GEMM_ACCUMULATORS = {
     "float8_e4m3fn": ("float32",),
     "float8_e5m2": ("float32",),
 }
+# The float8 operands a gemm mixes (e4m3 x e5m2); the FNUZ formats have no gemm (no matrix unit reads them).
+GEMM_FLOAT8 = ("float8_e4m3fn", "float8_e5m2")
 
 
 def check_semantics(node: IRModule | PrimFunc) -> None:
@@ -319,7 +321,7 @@ class _Checker(RangeWalk):
 
     def _gemm_dtypes(self, s: S.Gemm) -> None:
         a, b, c = s.a.dtype, s.b.dtype, s.c.dtype
-        same_family = a == b or (a.kind == "float8" and b.kind == "float8")
+        same_family = a == b or (a.name in GEMM_FLOAT8 and b.name in GEMM_FLOAT8)
         allowed = GEMM_ACCUMULATORS.get(a.name, ())
         if not same_family or c.name not in allowed:
             rules = "; ".join(f"{k} x {k} -> {' or '.join(v)}" for k, v in GEMM_ACCUMULATORS.items())
@@ -333,6 +335,8 @@ class _Checker(RangeWalk):
                       f"valid dims: {-rank} .. {rank - 1}")  # fmt: skip
         if s.kind not in S.REDUCE_KINDS:
             self.fail(f"unknown reduction {s.kind!r}; valid: {', '.join(S.REDUCE_KINDS)}")
+        if not s.nan_propagate and s.kind not in ("max", "min", "absmax"):
+            self.fail(f"T.reduce_{s.kind} has no nan_propagate choice", "only max, min and absmax ignore NaN")
         if s.src.dtype.is_bool:
             self.fail(
                 f"T.reduce_{s.kind} of a bool buffer is not supported", "cast to an integer dtype first"

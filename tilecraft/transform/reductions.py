@@ -10,13 +10,18 @@ from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer, BufferRegion
 from tilecraft.ir.expr import Expr, Var
+from tilecraft.ir.op import FMAX, FMIN
 
 # The bitwise combines of integers (S.BITWISE_REDUCE_KINDS) and their intrinsics.
 _BITWISE = {"bitand": "bitwise_and", "bitor": "bitwise_or", "bitxor": "bitwise_xor"}
 
 
-def identity(kind: str, dtype: dt.DataType) -> Expr:
-    """The value a reduction starts from."""
+def identity(kind: str, dtype: dt.DataType, nan_propagate: bool = True) -> Expr:
+    """The value a reduction starts from: for one that ignores NaN (a float max / min / absmax with
+    `nan_propagate=False`), NaN itself, which fmax / fmin drop for any other operand, so that the result
+    is NaN only when every element is."""
+    if ignores_nan(kind, dtype, nan_propagate):
+        return E.const(float("nan"), dtype)
     if kind in ("sum", "abssum", "absmax", "bitor", "bitxor"):
         return E.const(0, dtype)
     if kind == "bitand":  # every bit set: -1 of a signed type, the largest value of an unsigned one
@@ -32,11 +37,22 @@ def _int_limit(dtype: dt.DataType, high: bool) -> int:
     return int(info.max) if high else -int(info.min)
 
 
-def combine(kind: str, acc: Expr, x: Expr) -> Expr:
+def ignores_nan(kind: str, dtype: dt.DataType, nan_propagate: bool) -> bool:
+    """Whether a reduction of `kind` over `dtype` values combines with fmax / fmin (NaN ignored)."""
+    return not nan_propagate and dtype.is_float and kind in NAN_KINDS
+
+
+# The reductions whose NaN handling `nan_propagate` chooses.
+NAN_KINDS = ("max", "min", "absmax")
+
+
+def combine(kind: str, acc: Expr, x: Expr, nan_propagate: bool = True) -> Expr:
     if kind in ("abssum", "absmax"):
         x = E.call("abs", x)
     if kind in ("sum", "abssum"):
         return E.add(acc, x)
+    if ignores_nan(kind, acc.dtype, nan_propagate):
+        return E.call(FMIN if kind == "min" else FMAX, acc, x, dtype=acc.dtype)
     if kind in ("max", "absmax"):
         return E.max_(acc, x)
     if kind in _BITWISE:
@@ -75,9 +91,10 @@ def reduce_loops(op: S.Reduce, ctx=None) -> S.Stmt:
     src_index.insert(op.dim, red_var)
     x = E.cast(E.BufferLoad(src.dtype, src.buffer, _element(src, src_index)), acc.dtype)
     dst_index = _dst_index(dst, kept_vars, op.dim, rank)
-    start = identity(op.kind, acc.dtype) if op.clear else E.BufferLoad(dst.dtype, dst.buffer, dst_index)
-    update = S.BufferStore(acc, combine(op.kind, acc_load, x), (E.const(0),), span=op.span)
-    hint = (("reduction", op.kind),)
+    nan = op.nan_propagate
+    start = identity(op.kind, acc.dtype, nan) if op.clear else E.BufferLoad(dst.dtype, dst.buffer, dst_index)
+    update = S.BufferStore(acc, combine(op.kind, acc_load, x, nan), (E.const(0),), span=op.span)
+    hint = (("reduction", op.kind),)  # for a printer that vectorizes the loop (the combine says how)
     loop = S.For(red_var, E.const(0), red_extent, S.ForKind.SERIAL, update, hint, span=op.span)
     body = S.seq(
         S.BufferStore(acc, start, (E.const(0),), span=op.span),

@@ -91,6 +91,17 @@ SOURCES = {
     let nan = !(a == a) || !(b == b);  // not `a != a`: naga emits an ordered not-equal, false for NaN
     return select(min(a, b), a + b, nan);
 }""",
+    # C's fmax and fmin: a NaN operand gives the other one, NaN only when both are (bits tested as above).
+    **{f"tc_f{op}_f32": f"""fn tc_f{op}_f32(a: f32, b: f32) -> f32 {{
+    let a_nan = (bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u;
+    let b_nan = (bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u;
+    return select(select({op}(a, b), a, b_nan), b, a_nan);
+}}""" for op in ("max", "min")},
+    **{f"tc_f{op}_f64": f"""fn tc_f{op}_f64(a: f64, b: f64) -> f64 {{
+    let a_nan = !(a == a);  // not `a != a`: naga emits an ordered not-equal, false for NaN
+    let b_nan = !(b == b);
+    return select(select({op}(a, b), a, b_nan), b, a_nan);
+}}""" for op in ("max", "min")},
     "tc_wrap_i8": "fn tc_wrap_i8(x: i32) -> i32 { return (x << 24u) >> 24u; }",
     "tc_wrap_i16": "fn tc_wrap_i16(x: i32) -> i32 { return (x << 16u) >> 16u; }",
     **_floor_division("i32", "i"),

@@ -23,7 +23,7 @@ from tilecraft.ir.buffer import Buffer
 from tilecraft.ir.dtype import DataType
 from tilecraft.ir.expr import Expr
 from tilecraft.ir.lowered import AtomicUpdate
-from tilecraft.ir.op import DEVICE_ASSERT, FMA, RNG_CALLS
+from tilecraft.ir.op import DEVICE_ASSERT, FMA, FMAX, FMIN, RNG_CALLS
 from tilecraft.webgpu import helpers
 from tilecraft.webgpu.simt import SHUFFLE_XOR
 from tilecraft.webgpu.target import NO_PRINTF
@@ -306,6 +306,10 @@ class WgslPrinter(CFamilyPrinter):
             return f"{self.helper('tc_erf')}({args[0]})"
         if e.op in MATH:
             return f"{MATH[e.op]}({', '.join(args)})"
+        if e.op in (FMAX, FMIN):
+            # WGSL's max / min of a NaN may return anything: a helper tests the operands' bits.
+            a, b = (self.typed(x, e.dtype) for x in e.args)
+            return f"{self.helper(f'tc_{e.op}_{value_type(e.dtype)}')}({a}, {b})"
         if e.op == FMA:
             self.fail(f"a fused multiply-add (T.fma2) is not supported on {self.target_name}: WGSL's fma may "
                       "round the product and the sum separately, and WGSL has no float64 to round it once",

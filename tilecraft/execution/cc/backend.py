@@ -52,7 +52,7 @@ _SCALAR_CTYPES = {
 CHECK_MARK = "!"
 
 
-class KernelCheckError(TilecraftError):
+class KernelCheckError(TilecraftError, RuntimeError):
     """A check the kernel made at run time failed (the message says which, with the kernel line)."""
 
 

@@ -21,7 +21,7 @@ _ELEMENT = {
     "bool": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
     "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
     "float16": "uint16_t", "bfloat16": "uint16_t", "float32": "float", "float64": "double",
-    "float8_e4m3fn": "uint8_t", "float8_e5m2": "uint8_t",
+    "float8_e4m3fn": "uint8_t", "float8_e5m2": "uint8_t", "float8_e4m3fnuz": "uint8_t", "float8_e5m2fnuz": "uint8_t",
 }  # fmt: skip
 _SCALAR = {**_ELEMENT, "bool": "int", "float16": "float", "bfloat16": "float"}
 

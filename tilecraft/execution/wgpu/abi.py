@@ -30,7 +30,7 @@ TYPE_BYTES = {"u32": 4, "i32": 4, "f32": 4, "f16": 2, "i64": 8, "u64": 8, "f64":
 # dtype -> the numpy dtype of its device buffer, where it is not the dtype itself
 WIDENED = {"bool": "uint32", "int8": "int32", "int16": "int32", "uint8": "uint32", "uint16": "uint32",
            "bfloat16": "float32"}  # fmt: skip
-UNSTORABLE = ("float8_e4m3fn", "float8_e5m2")
+UNSTORABLE = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
 
 
 def device_dtype(dtype: str, f16: bool) -> str:

@@ -17,7 +17,7 @@ from tilecraft.ir import stmt as S
 from tilecraft.ir.buffer import Buffer
 from tilecraft.layout.fragment import fragment_dims
 from tilecraft.layout.tile import drop_unit_dim, register_map
-from tilecraft.transform.reductions import combine, cumsum_loops, identity
+from tilecraft.transform.reductions import combine, cumsum_loops, identity, ignores_nan
 
 FRAGMENT = "local.fragment"
 
@@ -53,14 +53,14 @@ def lower_reduce(op: S.Reduce, ctx) -> S.Stmt:
         dst = drop_unit_dim(dst, op.dim)
     groups = _groups(src, dst, op.dim, ctx, op.span)
     src_regs, dst_regs = ctx.registers_of(op.src.buffer), ctx.registers_of(op.dst.buffer)
-    acc_dtype = op.dst.dtype
+    acc_dtype, nan = op.dst.dtype, op.nan_propagate
     accs = [Buffer(f"red{k}", (E.const(1),), acc_dtype, "local.var") for k in range(dst.num_registers)]
     stmts: list[S.Stmt] = []
     for acc, members in zip(accs, groups):
-        stmts.append(S.BufferStore(acc, identity(_plain(op.kind), acc_dtype), (E.const(0),)))
+        stmts.append(S.BufferStore(acc, identity(_plain(op.kind), acc_dtype, nan), (E.const(0),)))
         for rs in members:
             x = E.cast(E.BufferLoad(src_regs.dtype, src_regs, (E.const(rs),)), acc_dtype)
-            update: S.Stmt = S.BufferStore(acc, combine(op.kind, _load(acc), x), (E.const(0),))
+            update: S.Stmt = S.BufferStore(acc, combine(op.kind, _load(acc), x, nan), (E.const(0),))
             inside = src.in_bounds(src.coords(E.const(rs), ctx.lane, ctx.warp)) if src.padded else None
             stmts.append(update if inside is None else S.IfThenElse(inside, update))
     name = fragment_dims(len(src.shape))[op.dim]
@@ -68,26 +68,28 @@ def lower_reduce(op: S.Reduce, ctx) -> S.Stmt:
     warp_bits = src.linear.input_bits_feeding("warp", name) if "warp" in src.linear.in_names else ()
     exchange = ctx.simt.exchange
     exchanged_bits = lane_bits if exchange is not None else ()
-    whole = _whole_group(ctx.simt, _plain(op.kind), accs, exchanged_bits)
+    # A group reduction instruction's NaN handling is the target's; one that ignores NaN exchanges.
+    ignoring = ignores_nan(op.kind, acc_dtype, nan)
+    whole = None if ignoring else _whole_group(ctx.simt, _plain(op.kind), accs, exchanged_bits)
     for acc, combined in zip(accs, whole or ()):
         stmts.append(S.BufferStore(acc, combined, (E.const(0),)))
     for bit in exchanged_bits if whole is None else ():
         for acc in accs:
             load = _load(acc)
             other = exchange(load, 1 << bit)
-            stmts.append(S.BufferStore(acc, combine(_plain(op.kind), load, other), (E.const(0),)))
+            stmts.append(S.BufferStore(acc, combine(_plain(op.kind), load, other, nan), (E.const(0),)))
     body = S.seq(*stmts)
     # Group bit b of the layout is bit b + log2(width) of the thread index.
     group_bits = [b + ctx.simt.lane_bits for b in warp_bits]
     thread_bits = [b for b in lane_bits if b not in exchanged_bits] + group_bits
     if thread_bits:
-        body = S.seq(body, *_through_shared_memory(accs, thread_bits, op, ctx))
+        body = S.seq(body, *_through_shared_memory(accs, thread_bits, op, ctx, nan))
     finish = []
     for k, acc in enumerate(accs):
         result = _load(acc)
         if not op.clear:
             old = E.BufferLoad(dst_regs.dtype, dst_regs, (E.const(k),))
-            result = combine(_plain(op.kind), E.cast(old, acc_dtype), result)
+            result = combine(_plain(op.kind), E.cast(old, acc_dtype), result, nan)
         finish.append(S.BufferStore(dst_regs, result, (E.const(k),)))
     out = S.seq(body, *finish)
     for acc in reversed(accs):
@@ -147,7 +149,8 @@ def _load(acc: Buffer) -> E.Expr:
 ONE_ROUND_MAX_BITS = 2
 
 
-def _through_shared_memory(accs: list[Buffer], thread_bits, op: S.Reduce, ctx) -> list[S.Stmt]:
+def _through_shared_memory(accs: list[Buffer], thread_bits, op: S.Reduce | S.FinalizeReducer, ctx,
+                           nan_propagate: bool = True) -> list[S.Stmt]:  # fmt: skip
     """Threads that differ in `thread_bits` (bits of the thread index) combine their partials through
     a scratch buffer: in one round for few bits, else in a butterfly (one round per bit, each thread
     reading its partner's partials). The barriers between writes and reads come from
@@ -168,7 +171,8 @@ def _through_shared_memory(accs: list[Buffer], thread_bits, op: S.Reduce, ctx) -
             for p in partners:
                 index = E.add(E.mul(k, ctx.threads), E.int_call("bitwise_xor", ctx.tid, p))
                 other = E.BufferLoad(acc.dtype, scratch, (index,))
-                stmts.append(S.BufferStore(acc, combine(_plain(op.kind), _load(acc), other), (E.const(0),)))
+                combined = combine(_plain(op.kind), _load(acc), other, nan_propagate)
+                stmts.append(S.BufferStore(acc, combined, (E.const(0),)))
     return [S.Allocate(scratch, S.seq(*stmts), span=op.span)]
 
 
