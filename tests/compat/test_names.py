@@ -17,6 +17,28 @@ from tilecraft.ir.dtype import as_dtype
 from tilecraft.ir.expr import const
 from tilecraft.ir.structural import structural_equal
 
+# ------------------------------------------------------------------ tilecraft.JITKernel
+
+
+def test_jitkernel_compiles_a_function_as_tilelangs_constructor_does():
+    """`JITKernel(program, out_idx=..., target=...)` compiles (TileLang's gemv_simt test builds its kernel
+    so), and every compiled kernel is a JITKernel."""
+
+    @T.prim_func
+    def scale(A: T.Tensor((37,), "float32"), B: T.Tensor((37,), "float32")):
+        with T.Kernel(T.ceildiv(37, 16), threads=16) as bx:
+            for i in T.Parallel(16):
+                if bx * 16 + i < 37:
+                    B[bx * 16 + i] = A[bx * 16 + i] * 3.0
+
+    kernel = tilecraft.JITKernel(scale, out_idx=[1], target="c", verbose=True)
+    a = np.random.default_rng(3).standard_normal(37).astype(np.float32)
+    np.testing.assert_allclose(kernel(a), a.astype(np.float64) * 3.0, rtol=1e-6)
+    assert isinstance(kernel, tilecraft.JITKernel) and isinstance(tilecraft.compile(scale, target="c"),
+                                                                  tilecraft.JITKernel)  # fmt: skip
+    assert issubclass(tilecraft.Kernel, tilecraft.JITKernel) and not isinstance(a, tilecraft.JITKernel)
+
+
 # ------------------------------------------------------------------ tilecraft.math
 
 

@@ -7,6 +7,7 @@ from functools import cache
 # "microfloat": the OCP microscaling element formats (float4_e2m1fn, float6_e2m3fn, float6_e3m2fn) and
 # scale format (float8_e8m0fnu): storage formats without infinities, computed in float32.
 _KINDS = ("bool", "int", "uint", "float", "bfloat", "float8", "microfloat")
+_NO_VALUE = object()  # `T.int32()`, called without a value
 
 
 class DataType(str):
@@ -124,10 +125,13 @@ class DataType(str):
         """The numpy dtype that stores this type (ml_dtypes for bfloat16 and float8)."""
         return numpy_dtype(self)
 
-    def __call__(self, value):
-        """`T.float32(x)`: a constant or a cast to this type."""
-        from tilecraft.ir.expr import cast, const
+    def __call__(self, value=_NO_VALUE):
+        """`T.float32(x)`: a constant or a cast to this type; `T.int32()` (no value): a new variable of
+        this type, for `T.let(v, value)` to bind (TVMScript's spelling)."""
+        from tilecraft.ir.expr import Var, cast, const
 
+        if value is _NO_VALUE:
+            return Var(self, "v")
         if isinstance(value, (bool, int, float)):
             return const(value, self)
         return cast(value, self)

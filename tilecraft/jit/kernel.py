@@ -322,4 +322,28 @@ def _is_torch_tensor(x: Any) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
 
 
-JITKernel = Kernel  # TileLang's name for a compiled kernel
+class _KernelConstructor(type):
+    """What makes `JITKernel` TileLang's class: every tilecraft Kernel is an instance, and calling it
+    compiles a function."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, Kernel)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, Kernel)
+
+    def __call__(cls, func: Any, out_idx: Any = None, execution_backend: str = "auto", target: Any = "auto",
+                 target_host: Any = None, verbose: bool = False, pass_configs: Any = None,
+                 compile_flags: Any = None) -> Kernel:  # fmt: skip
+        from tilecraft.jit import compile
+
+        return compile(func, out_idx=out_idx, target=target, target_host=target_host,
+                       execution_backend=execution_backend, pass_configs=pass_configs,
+                       compile_flags=compile_flags)  # fmt: skip
+
+
+class JITKernel(metaclass=_KernelConstructor):
+    """TileLang's name for a compiled kernel: `JITKernel(func, out_idx=None, execution_backend="auto",
+    target="auto", target_host=None, verbose=False, pass_configs=None, compile_flags=None)` compiles
+    `func` as tilecraft.compile does (`verbose` is accepted and ignored), and a tilecraft Kernel is
+    an instance."""

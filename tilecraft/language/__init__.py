@@ -192,6 +192,7 @@ from tilecraft.language.kernel import (  # noqa: E402
     set_max_nreg,
     thread_binding,
 )
+from tilecraft.language.let import let  # noqa: E402
 from tilecraft.language.math import (  # noqa: E402
     bitwise_and,
     bitwise_not,
@@ -227,6 +228,7 @@ from tilecraft.language.views import reshape, view  # noqa: E402
 __all__ += [
     "PrimExpr",
     "Var",
+    "let",
     "warp_reduce_bitand", "warp_reduce_bitor", "warp_reduce_bitxor", "warp_reduce_max", "warp_reduce_min",
     "warp_reduce_sum",
     "access_ptr",

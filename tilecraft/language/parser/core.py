@@ -27,6 +27,7 @@ from tilecraft.language.barriers import WarpGroups
 from tilecraft.language.extern import CALL_EXTERN
 from tilecraft.language.generic import NodeWithoutBody, WithBlock
 from tilecraft.language.kernel import KernelSpec
+from tilecraft.language.let import LetBinding
 from tilecraft.language.loops import LoopSpec, PersistentSpec, python_range
 from tilecraft.language.parser.evaluator import Evaluator, is_ir, truth
 from tilecraft.language.parser.scope import Scope
@@ -264,6 +265,10 @@ class Parser:
         elif isinstance(value, (list, tuple)) and value and all(isinstance(v, S.Stmt) for v in value):
             for v in value:
                 self.emit(v, node)
+        elif isinstance(value, LetBinding):
+            span, var, bound = self.span(node), value.var, value.value
+            self.items.append(_Wrapper(lambda body: S.LetStmt(var, bound, body, span=span)))
+            self.let_values[var] = substitute(bound, self.let_values)
 
     def statement(self, node: ast.stmt) -> None:
         method = getattr(self, "stmt_" + type(node).__name__, None)
