@@ -27,7 +27,7 @@ from tilecraft.runtime.arrays import ArrayArg, as_array_arg
 from tilecraft.runtime.artifact import ParamInfo
 from tilecraft.runtime.dlpack import as_callers_array
 from tilecraft.runtime.launch import Loaded
-from tilecraft.runtime.plan import LaunchPlan, fmt, resolve_packed
+from tilecraft.runtime.plan import LaunchPlan, fmt, resolve_packed, solve_dims
 from tilecraft.runtime.scalars import check_scalar
 
 
@@ -181,6 +181,7 @@ class Kernel:
         for i, var in plan.scalar_dims:  # an output sized by a scalar parameter (`T.empty([m + 1])`)
             env[var] = launch_args[i]
         resolve_packed(env, call.pending)
+        solve_dims(env, deferred)  # an output may be sized by a dim only an input's `n * 4` gives
         outputs = self._allocate_outputs(values, env, arrays)
         for i in plan.outputs:
             launch_args[i] = self._bind_param(i, values[i], env, deferred, arrays, call)

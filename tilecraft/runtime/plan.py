@@ -271,8 +271,14 @@ class LaunchPlan:
         )
 
     def check_deferred(self, env: dict, deferred: list) -> None:
-        """The dims given by expressions, once every symbolic dim is bound."""
+        """The dims given by expressions, once every symbolic dim is bound; a symbolic dim that only such
+        a dim holds (`A: T.Tensor((n * 4,))`, `(n + 1,)`) is solved from it first, as TileLang binds it."""
+        solve_dims(env, deferred)
         for rule, got, name, what in deferred:
+            unbound = [v.name for v in _unbound(rule.expr, env)]
+            if unbound:
+                raise ArgumentError(f"parameter {name!r}: {what}[{rule.axis}] is {rule.expr}, and no input's "
+                                    f"shape binds {', '.join(unbound)} (nor solves for it)")  # fmt: skip
             expected = int(evaluate(rule.expr, env))
             if what == "bytes":  # the last dim of packed data, given as its bytes
                 check_bytes(name, expected, got)
@@ -293,6 +299,47 @@ class LaunchPlan:
                 raise ArgumentError(f"symbolic dim {v.name} is not bound by any input's shape")
             values.append(env[v])
         return values
+
+
+def _unbound(expr: E.Expr, env: dict) -> list[E.Var]:
+    from tilecraft.ir.visitor import free_vars
+
+    return [v for v in free_vars(expr) if v not in env]
+
+
+def solve_dims(env: dict, deferred: list) -> None:
+    """Bind each symbolic dim that is the one unbound variable of an affine dim expression `a * n + b`
+    (a != 0) to the value that makes the expression the array's dim, while any is left to solve."""
+    progress = True
+    while progress:
+        progress = False
+        for rule, got, name, what in deferred:
+            unbound = _unbound(rule.expr, env)
+            if what == "bytes" or len(unbound) != 1:
+                continue
+            var = unbound[0]
+            value = _affine_solution(rule.expr, var, got, env)
+            if value is not None:
+                where = f"{var.name}, solved from parameter {name!r}: {what}[{rule.axis}] = {rule.expr},"
+                check_dim(var.name, var.dtype, value, where)
+                env[var] = value
+                progress = True
+
+
+def _affine_solution(expr: E.Expr, var: E.Var, got: int, env: dict) -> int | None:
+    """The integer n with expr(n) == got, where expr is `a * n + b` in `var` (checked at three points and
+    at the solution); None when expr is not so or no integer solves it (the dim check then says)."""
+    def at(n: int) -> int:
+        return int(evaluate(expr, {**env, var: n}))
+
+    try:
+        b, a = at(0), at(1) - at(0)
+        if a == 0 or at(2) != 2 * a + b or at(-1) != b - a or (got - b) % a or (got - b) // a < 0:
+            return None
+        n = (got - b) // a
+        return n if at(n) == got else None
+    except (ArithmeticError, ValueError):  # the expression divides by the dim, or the like: not affine
+        return None
 
 
 def _scalar_dims(artifact: CompiledArtifact) -> tuple[tuple[int, E.Var], ...]:
