@@ -25,6 +25,7 @@ _LAZY = {
     "create_backend_context": "tilecraft.backend.context",
     "PassConfigKey": "tilecraft.jit.options",
     "parse_script": "tilecraft.language.script",
+    "par_compile": "tilecraft.jit.parallel",
     # TileLang's top-level names (docs/compat.md).
     "cdiv": "tilecraft.math",
     "next_power_of_2": "tilecraft.math",

@@ -344,6 +344,24 @@ class JITFunction:
             return self.compile(**kwargs).get_kernel_source()
         return self._eager_kernel(args, kwargs)[0].get_kernel_source()
 
+    def par_compile(self, configs: Any, num_workers: int | None = None,
+                    ignore_error: bool = False) -> list[Kernel | None]:  # fmt: skip
+        """TileLang's `JITImpl.par_compile`: the Kernel of each config (a dict of keyword arguments, or a
+        tuple of positional ones), compiled in threads (tilecraft/jit/parallel.py), in the configs' order."""
+        from tilecraft.jit.parallel import compile_all
+
+        jobs = []
+        for config in configs:
+            if isinstance(config, dict):
+                jobs.append(functools.partial(self.compile, **config))
+            elif isinstance(config, tuple):
+                names = list(self.signature.parameters)
+                jobs.append(functools.partial(self.compile, **dict(zip(names, config, strict=False))))
+            else:
+                raise ArgumentError(f"{self.func.__name__}.par_compile: a config is a dict or a tuple, got "
+                                    f"{type(config).__name__}")  # fmt: skip
+        return compile_all(jobs, num_workers, ignore_error)
+
     def compile(self, **kwargs: Any) -> Kernel:
         """Eager style: the Kernel for the given Python parameters and compile-time symbol values."""
         if not self.eager:
