@@ -251,3 +251,35 @@ def test_misuse_is_refused_at_its_line(build, message):
     with pytest.raises(ParseError, match=message) as info:
         build()
     assert_located(info.value, build)
+
+
+def finalize_with_batch(batch):
+    def build():
+        @T.prim_func
+        def k(A: T.Tensor((64, 8), "float32"), B: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=128):
+                acc = T.alloc_reducer((64,), "float32", op="sum")
+                T.clear(acc)
+                for i, j in T.Parallel(64, 8):
+                    acc[i] += A[i, j]
+                T.finalize_reducer(acc, batch=batch)  # <- error
+                T.copy(acc, B)
+
+        return k
+
+    return build
+
+
+@pytest.mark.parametrize("batch, message", [(0, "batch must be >= 1"), (-1, "batch must be >= 1"),
+                                            (128, "exceeds total output elements"), (3, "must evenly divide")])  # fmt: skip
+def test_a_batch_tilelang_refuses_is_a_located_value_error(batch, message):
+    build = finalize_with_batch(batch)
+    with pytest.raises(ValueError, match=message) as info:
+        build()
+    assert isinstance(info.value, ParseError)
+    assert_located(info.value, build)
+
+
+def test_a_bitwise_reducer_of_floats_is_also_an_assertion_error():
+    with pytest.raises(AssertionError, match="integer dtype"):
+        bitwise_float_reducer()

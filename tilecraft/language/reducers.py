@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tilecraft.errors import ParseAssertionError
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
@@ -47,8 +48,9 @@ def alloc_reducer(shape, dtype, op: str = "sum", replication: str | None = None)
             f"T.alloc_reducer: op must be one of {', '.join(S.THREAD_REDUCE_KINDS)}, got {op!r}"
         )
     if op in S.BITWISE_REDUCE_KINDS and not dt.as_dtype(dtype).is_integer:
-        raise builder.error(f"T.alloc_reducer: op={op!r} needs an integer dtype, got {dt.as_dtype(dtype)}",
-                            hint="use an integer reducer (int32, uint32, int64, ...)")  # fmt: skip
+        # TileLang asserts this: an AssertionError too, located like every parse error
+        raise ParseAssertionError(f"T.alloc_reducer: op={op!r} needs an integer dtype, got {dt.as_dtype(dtype)}",
+                                  builder.current_span(), "use an integer reducer (int32, uint32, int64, ...)")
     if replication is not None and replication not in REPLICATIONS:
         raise builder.error(f"T.alloc_reducer: replication must be 'all' or 'none', got {replication!r}")
     buf = _alloc(shape, dtype, "local.fragment", "T.alloc_reducer")
@@ -62,8 +64,7 @@ def finalize_reducer(reducer, result=None, batch: int = 1) -> S.Stmt | list[S.St
     epoch's seed is combined in and the values go to `result` (a tile of the reducer's shape) when given."""
     b = builder.current("T.finalize_reducer")
     buf = _reducer_buffer(reducer, "T.finalize_reducer")
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise b.error(f"T.finalize_reducer: batch must be a positive int, got {batch!r}")
+    _check_batch(buf, batch)
     out = _result_buffer(buf, result) if result is not None else None
     epoch = b.reducer_epochs.pop(buf, None)
     finalize = S.FinalizeReducer(b.reducers[buf], buf, span=builder.current_span())
@@ -76,6 +77,23 @@ def finalize_reducer(reducer, result=None, batch: int = 1) -> S.Stmt | list[S.St
     if epoch.seed is None and out is None:
         return finalize
     return [finalize, _publish(b.reducers[buf], buf, epoch.seed, out if out is not None else buf)]
+
+
+def _check_batch(buf: Buffer, batch: int) -> None:
+    """TileLang's rules for `batch` (the exchanges of `batch` elements at a time): a ValueError when it
+    is not a positive int (raised by a T.* call, located by the parser), and at most the reducer's
+    elements, evenly dividing them."""
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"T.finalize_reducer: batch must be >= 1 (a positive int), got {batch!r}")
+    elements = 1
+    for extent in buf.shape:
+        elements *= E.const_value(extent) or 0
+    if elements and batch > elements:
+        raise ValueError(f"T.finalize_reducer: batch {batch} exceeds total output elements ({elements} in "
+                         f"{buf.name})")  # fmt: skip
+    if elements and elements % batch:
+        raise ValueError(f"T.finalize_reducer: batch {batch} must evenly divide the {elements} elements of "
+                         f"{buf.name}")  # fmt: skip
 
 
 def reducer_init(reducer, value=None) -> S.Fill:
