@@ -236,15 +236,59 @@ def bitwise_float_reducer():
     return k
 
 
+def never_finalized():
+    @T.prim_func
+    def k(A: T.Tensor((8,), "float32"), B: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=32):
+            acc = T.alloc_reducer((1,), "float32", op="sum")
+            T.reducer_init(acc)  # <- error
+            for i in T.Parallel(8):
+                T.reducer_update(acc[0], A[i])
+            B[0] = 0.0
+
+    return k
+
+
+def ordinary_store_in_epoch():
+    @T.prim_func
+    def k(A: T.Tensor((8,), "float32"), B: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=32):
+            acc = T.alloc_reducer((1,), "float32", op="sum")
+            T.reducer_init(acc)
+            for i in T.Parallel(8):
+                acc[0] += A[i]  # <- error
+            T.finalize_reducer(acc)
+            B[0] = acc[0]
+
+    return k
+
+
+def read_in_epoch():
+    @T.prim_func
+    def k(A: T.Tensor((8,), "float32"), B: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=32):
+            acc = T.alloc_reducer((1,), "float32", op="sum")
+            T.reducer_init(acc)
+            for i in T.Parallel(8):
+                T.reducer_update(acc[0], A[i])
+            B[0] = acc[0]  # <- error
+            T.finalize_reducer(acc)
+
+    return k
+
+
 @pytest.mark.parametrize(
     "build, message",
     [
+        (never_finalized, "reducer acc is never finalized"),
+        (ordinary_store_in_epoch, "illegal store to reducer acc"),
+        (read_in_epoch, "illegal read of reducer acc"),
         (bitwise_float_reducer, "op='bitand' needs an integer dtype, got float32"),
         (update_before_init, "before T.reducer_init"),
         (double_init, "double T.reducer_init"),
-        (update_outside_parallel, "must be inside a T.Parallel loop"),
+        (update_outside_parallel, "outside any T.Parallel loop"),
         (finalize_in_an_extra_loop, "not in the scope of its T.reducer_init"),
-        (seed_of_another_dtype, "the starting value .* is float16"),
+        (seed_of_another_dtype, "the starting value .* is float16, which does not match reducer"),
     ],
 )
 def test_misuse_is_refused_at_its_line(build, message):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tilecraft.errors import ParseAssertionError
+from tilecraft.errors import ParseAssertionError, ParseError
 from tilecraft.ir import dtype as dt
 from tilecraft.ir import expr as E
 from tilecraft.ir import stmt as S
@@ -104,12 +104,12 @@ def reducer_init(reducer, value=None) -> S.Fill:
     if buf in b.reducer_epochs:
         raise b.error(f"double T.reducer_init of {buf.name}: its epoch is still open",
                       hint="end it with T.finalize_reducer before opening the next")  # fmt: skip
-    epoch = ReducerEpoch(scope=b.parser.scope)
+    epoch = ReducerEpoch(scope=b.parser.scope, span=builder.current_span())
     if value is not None:
         seed = E.convert(value)
         if isinstance(value, E.Expr) and seed.dtype != buf.dtype:
-            raise b.error(f"T.reducer_init: the starting value {seed} is {seed.dtype}, the reducer "
-                          f"{buf.name} {buf.dtype}", hint=f"cast it: T.cast(value, {str(buf.dtype)!r})")  # fmt: skip
+            raise b.error(f"T.reducer_init: the starting value {seed} is {seed.dtype}, which does not match "
+                          f"reducer {buf.name} ({buf.dtype})", hint=f"cast it: T.cast(value, {str(buf.dtype)!r})")  # fmt: skip
         _hold_seed(b, epoch, E.cast(seed, buf.dtype))
     b.reducer_epochs[buf] = epoch
     return S.Fill(buf.full_region(), identity(b.reducers[buf], buf.dtype), span=builder.current_span())
@@ -126,8 +126,8 @@ def reducer_update(element, value) -> S.BufferStore:
         raise b.error(f"T.reducer_update of {buf.name} before T.reducer_init",
                       hint=f"open the epoch first: T.reducer_init({buf.name})")  # fmt: skip
     if not _inside_parallel(b):
-        raise b.error("T.reducer_update must be inside a T.Parallel loop: outside one every thread would "
-                      "contribute", hint="write it in `for i in T.Parallel(n):`")  # fmt: skip
+        raise b.error("T.reducer_update outside any T.Parallel loop: it must be inside one, else every thread "
+                      "would contribute", hint="write it in `for i in T.Parallel(n):`")  # fmt: skip
     update = combine(b.reducers[buf], element, E.cast(E.convert(value), buf.dtype))
     return S.BufferStore(buf, update, element.indices, span=builder.current_span())
 
@@ -138,7 +138,33 @@ class ReducerEpoch:
     variable holding its seed (None without one)."""
 
     scope: object
+    span: object = None
     seed: Buffer | None = field(default=None)
+
+
+def check_epochs_closed(b: builder.Builder) -> None:
+    """At the end of a kernel: an epoch T.reducer_init opened that no T.finalize_reducer closed leaves
+    the partial values uncombined (an error at the init's line)."""
+    for buf, epoch in b.reducer_epochs.items():
+        raise ParseError(f"reducer {buf.name} is never finalized: its T.reducer_init opened an epoch that no "
+                         "T.finalize_reducer closes", epoch.span,
+                         f"combine the partial values with T.finalize_reducer({buf.name}) after the updates")  # fmt: skip
+
+
+def check_no_partial_access(b: builder.Builder, buf: Buffer, value) -> None:
+    """Inside a reducer's epoch its elements are per-thread partial values: a store other than
+    T.reducer_update, or a read, would see or break them (a located error)."""
+    from tilecraft.ir.visitor import walk
+
+    if buf in b.reducer_epochs:
+        raise b.error(f"illegal store to reducer {buf.name} between its T.reducer_init and T.finalize_reducer",
+                      hint=f"update it with T.reducer_update({buf.name}[i], value)")  # fmt: skip
+    if not isinstance(value, E.Expr):
+        return
+    for node in walk(value):
+        if isinstance(node, E.BufferLoad) and node.buffer in b.reducer_epochs:
+            raise b.error(f"illegal read of reducer {node.buffer.name} before its T.finalize_reducer: its "
+                          "elements are partial values", hint="read the result T.finalize_reducer gives")  # fmt: skip
 
 
 def _reducer_buffer(reducer, what: str) -> Buffer:

@@ -32,6 +32,7 @@ from tilecraft.language.loops import LoopSpec, PersistentSpec, python_range
 from tilecraft.language.parser.evaluator import Evaluator, is_ir, truth
 from tilecraft.language.parser.scope import Scope
 from tilecraft.language.parser.source import Source, function_source
+from tilecraft.language.reducers import check_epochs_closed, check_no_partial_access
 from tilecraft.language.types import ON_CHIP_ANNOTATIONS, InvalidTensorType, TensorType
 from tilecraft.transform.expression_depth import bound_expression_depth
 
@@ -179,6 +180,7 @@ class Parser:
         )
 
     def _finish(self, body: S.Stmt) -> PrimFunc:
+        check_epochs_closed(self.builder)
         if self.builder.preludes:  # asked for outside any statement (a parameter's annotation)
             raise self.error(self.source.tree, "an expression outside the body (a parameter's annotation) "
                              "builds statements, which have no place there",
@@ -570,6 +572,8 @@ class Parser:
     def _store(self, node: ast.stmt, buf: Buffer, indices: list, value: Any) -> None:
         if isinstance(value, (Buffer, S.Stmt)) or not isinstance(value, (Expr, int, float, bool)):
             raise self.error(node, f"cannot store a {type(value).__name__} into buffer {buf.name}")
+        if self.builder.reducer_epochs:
+            self.evaluator.apply(node, check_no_partial_access, self.builder, buf, value)
         vectors = any(packed.is_vector(x) for x in (*indices, value))
         if vectors and buf.dtype.lanes == 1:  # (a buffer of a vector dtype is the semantic check's error)
             value = E.convert(value)
