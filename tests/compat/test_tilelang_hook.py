@@ -128,6 +128,8 @@ def test_torch_cuda_answers_as_one_emulated_device(emulated):
     assert torch.cuda.is_available() and torch.cuda.device_count() == 1
     assert torch.cuda.get_device_capability() == (8, 6)
     assert torch.cuda.get_device_properties(0).multi_processor_count == (os.cpu_count() or 1)
+    free, total = torch.cuda.mem_get_info()  # the host's memory, where the emulated tensors live
+    assert 0 < free <= total == torch.cuda.get_device_properties(0).total_memory
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()

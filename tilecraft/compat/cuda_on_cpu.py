@@ -14,14 +14,15 @@ one process, makes torch's `cuda` device mean the host:
   then disagree with a kernel that multiplies by the reciprocal, as TileLang's act_quant example does);
 * `torch.cuda.*` answers as one emulated device: `is_available()` is True, `device_count()` is 1,
   `get_device_capability()` is the emulated compute capability (8.0 unless chosen), properties report
-  the host's core count as SMs, `synchronize()` and `empty_cache()` do nothing (host work is already
+  the host's core count as SMs and its memory as the device's (`mem_get_info()` is the host's free and
+  total memory), `synchronize()` and `empty_cache()` do nothing (host work is already
   complete when a call returns), events time with the host clock, streams are no-ops.
 
 What it cannot do: tensors report `device(type='cpu')` and `is_cuda` is False, so a script that checks
 them sees the host; anything that needs real CUDA (custom CUDA extensions, `torch.cuda.graphs`, NVTX,
 CUDA-only torch operators, libraries that load CUDA kernels) still fails; timings are host timings and
-say nothing about a GPU (`do_bench(backend="cupti")` times each call on the host's clock); memory
-statistics are zero. Kernels must run on a host target (the CPU, or a
+say nothing about a GPU (`do_bench(backend="cupti")` times each call on the host's clock); allocation
+statistics (`memory_allocated`) are zero. Kernels must run on a host target (the CPU, or a
 device target whose execution backend copies host arrays, like OpenCL): a kernel that names the CUDA
 target (`target="cuda"`, `"cuda -arch=sm_80"`, TVM's `Target("cuda")`) runs on the target that `"auto"`
 resolves to, which `tilecraft run-tilelang --target` sets (the CPU by default), as if it had asked for
@@ -171,7 +172,7 @@ def _nothing() -> Callable[..., None]:
 def _cuda_functions(torch: ModuleType, cap: tuple[int, int]) -> dict[str, Any]:
     """The `torch.cuda` attributes the emulation replaces, by name."""
     stream = EmulatedStream()
-    properties = EmulatedDeviceProperties(EMULATED_NAME, cap[0], cap[1], os.cpu_count() or 1, 0)
+    properties = EmulatedDeviceProperties(EMULATED_NAME, cap[0], cap[1], os.cpu_count() or 1, _host_memory()[1])
     return {
         "is_available": lambda: True,
         "init": _nothing(),
@@ -184,6 +185,7 @@ def _cuda_functions(torch: ModuleType, cap: tuple[int, int]) -> dict[str, Any]:
         "get_device_properties": lambda device=None: properties,
         "synchronize": _nothing(),
         "empty_cache": _nothing(),
+        "mem_get_info": lambda device=None: _host_memory(),
         "memory_allocated": lambda device=None: 0,
         "max_memory_allocated": lambda device=None: 0,
         "reset_peak_memory_stats": _nothing(),
@@ -193,6 +195,16 @@ def _cuda_functions(torch: ModuleType, cap: tuple[int, int]) -> dict[str, Any]:
         "current_stream": lambda device=None: stream,
         "default_stream": lambda device=None: stream,
     }
+
+
+def _host_memory() -> tuple[int, int]:
+    """(free, total) bytes of the host's memory, which the emulated device's tensors live in (0, 0
+    where the system does not say)."""
+    try:
+        page = os.sysconf("SC_PAGE_SIZE")
+        return os.sysconf("SC_AVPHYS_PAGES") * page, os.sysconf("SC_PHYS_PAGES") * page
+    except (AttributeError, ValueError, OSError):
+        return 0, 0
 
 
 def _host_rng(torch: ModuleType) -> dict[str, Any]:
