@@ -37,6 +37,7 @@ def test_jitkernel_compiles_a_function_as_tilelangs_constructor_does():
     assert isinstance(kernel, tilecraft.JITKernel) and isinstance(tilecraft.compile(scale, target="c"),
                                                                   tilecraft.JITKernel)  # fmt: skip
     assert issubclass(tilecraft.Kernel, tilecraft.JITKernel) and not isinstance(a, tilecraft.JITKernel)
+    assert kernel.run_once().shape == (37,)  # on inputs the default profiler makes (TileLang's alias test)
 
 
 # ------------------------------------------------------------------ tilecraft.math

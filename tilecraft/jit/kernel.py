@@ -98,6 +98,11 @@ class Kernel:
         """Wait until this kernel's launches have finished (launches are asynchronous on GPUs)."""
         self._backend.synchronize(self.loaded)
 
+    def run_once(self, func: Any = None) -> Any:
+        """TileLang's `JITKernel.run_once`: `func` (default: this kernel) called once on inputs the
+        default profiler makes (`get_profiler().run_once(func)`)."""
+        return self.get_profiler().run_once(func)
+
     def get_profiler(self, tensor_supply_type: Any = None, library: str | None = None) -> Any:
         """A `tilecraft.profiler.Profiler` for this kernel: inputs filled as `tensor_supply_type` says
         (default `TensorSupplyType.Auto`), from `library` ("torch" or "numpy"; None: torch when the
