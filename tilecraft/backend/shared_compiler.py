@@ -58,6 +58,7 @@ SHARED_MODULES: tuple[str, ...] = (
     "tilecraft.language.extern",
     "tilecraft.language.gemm_sp",
     "tilecraft.language.im2col",
+    "tilecraft.language.let",
     "tilecraft.language.packed",
     "tilecraft.language.pointers",
     "tilecraft.language.random",

@@ -1,7 +1,7 @@
 """`tilecraft.par_compile(funcs)` and `JITFunction.par_compile(configs)`: TileLang's way to compile many
-kernels at once before they are called. Each compiles in a thread of its own: the C, CUDA and other
-toolchains run as subprocesses, so their builds overlap, and every later call of the same kernel finds it
-in the cache."""
+kernels at once before they are called. Each compiles in a thread of its own: the backends' toolchains
+run as subprocesses, so their builds overlap, and every later call of the same kernel finds it in the
+cache."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ def compile_all(jobs: list[Callable[[], Kernel]], num_workers: int | None, ignor
     """Run the compile jobs in threads; their results in the jobs' order."""
     if not jobs:
         return []
-    workers = num_workers or min(len(jobs), os.cpu_count() or 1)
+    affinity = getattr(os, "sched_getaffinity", None)  # the cores this process may run on
+    workers = num_workers or min(len(jobs), len(affinity(0)) if affinity is not None else 2)
     with ThreadPoolExecutor(workers, thread_name_prefix="tilecraft-par-compile") as pool:
         futures = [pool.submit(job) for job in jobs]
     results: list[Kernel | None] = []
