@@ -26,6 +26,7 @@ from tilecraft.autotuner.measure import Measured
 from tilecraft.autotuner.progress import say
 from tilecraft.autotuner.result import COMPILE_FAILED, OK, RUN_FAILED, AutotuneError, ConfigError
 from tilecraft.autotuner.worker import CompileJob, WorkerContext, describe_error
+from tilecraft.jit.parallel import available_cores
 
 if TYPE_CHECKING:
     from tilecraft.autotuner.measure import Measurement
@@ -150,12 +151,6 @@ def worker_context(ctx: BackendContext, target: str | None = None) -> WorkerCont
     """What a worker needs to rebuild `ctx` (on `target`, when a pinned device names it differently)."""
     return WorkerContext(target or str(ctx.target), None if ctx.target_host is None else str(ctx.target_host),
                          ctx.execution.name, settings_overrides())  # fmt: skip
-
-
-def available_cores() -> int:
-    """Cores this process may run on (its affinity where the OS says; else a modest 2)."""
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else 2
 
 
 def thread_budget(workers: int) -> dict[str, str]:

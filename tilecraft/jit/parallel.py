@@ -10,9 +10,10 @@ import os
 import warnings
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tilecraft.jit.kernel import Kernel
+if TYPE_CHECKING:
+    from tilecraft.jit.kernel import Kernel
 
 
 def par_compile(funcs: Iterable[Any], out_idx: Any = None, execution_backend: str | None = None,
@@ -35,8 +36,7 @@ def compile_all(jobs: list[Callable[[], Kernel]], num_workers: int | None, ignor
     """Run the compile jobs in threads; their results in the jobs' order."""
     if not jobs:
         return []
-    affinity = getattr(os, "sched_getaffinity", None)  # the cores this process may run on
-    workers = num_workers or min(len(jobs), len(affinity(0)) if affinity is not None else 2)
+    workers = num_workers or min(len(jobs), available_cores())
     with ThreadPoolExecutor(workers, thread_name_prefix="tilecraft-par-compile") as pool:
         futures = [pool.submit(job) for job in jobs]
     results: list[Kernel | None] = []
@@ -50,3 +50,9 @@ def compile_all(jobs: list[Callable[[], Kernel]], num_workers: int | None, ignor
                           stacklevel=3)  # fmt: skip
             results.append(None)
     return results
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its affinity where the OS says; else a modest 2)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else 2

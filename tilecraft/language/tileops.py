@@ -389,15 +389,10 @@ def _atomic_add_lanes(what: str, dst, value, lanes: int, return_prev: bool) -> l
         raise IRError(f"{what} takes the first of {lanes} consecutive elements of a destination and of a "
                       "source, e.g. (B[i, j], A[i, j])")  # fmt: skip
 
-    def shifted(load: BufferLoad, k: int) -> tuple:
-        *outer, last = load.indices
-        return (*outer, E.add(last, const(k, last.dtype)))
-
     ops = []
-    for k in range(lanes):
-        one = tuple(Range(i, const(1, i.dtype)) for i in shifted(dst, k))
-        src = E.BufferLoad(value.buffer.dtype, value.buffer, shifted(value, k))
-        ops.append(AtomicOp("add", BufferRegion(dst.buffer, one), E.cast(src, dst.dtype), span=_span()))
+    for d, v in zip(_lane_elements(what, dst, lanes), _lane_elements(what, value, lanes), strict=True):
+        one = tuple(Range(i, const(1, i.dtype)) for i in d.indices)
+        ops.append(AtomicOp("add", BufferRegion(d.buffer, one), E.cast(v, dst.dtype), span=_span()))
     return ops
 
 
@@ -419,9 +414,7 @@ def _lane_elements(what: str, x, lanes: int) -> list[Expr]:
     from tilecraft.language.packed import is_vector, lane
 
     if isinstance(x, BufferRegion):
-        extents = [const_value(r.extent) for r in x.ranges]
-        if extents[-1] != lanes or any(e != 1 for e in extents[:-1]):
-            raise IRError(f"{what} of regions needs {lanes} elements of the last dim, got {x}")
+        _check_lane_region(what, x, lanes)
         *outer, last = (r.min for r in x.ranges)
         return [E.BufferLoad(x.buffer.dtype, x.buffer, (*outer, E.add(last, const(k, last.dtype))))
                 for k in range(lanes)]  # fmt: skip
@@ -441,7 +434,11 @@ def _atomic_lane_regions(what: str, dst: BufferRegion, value: BufferRegion, lane
     """The sliced form, `T.atomic_addx4(B[i, 0:4], A[t, 0:4])`: an elementwise region add of `lanes`
     elements."""
     for region in (dst, value):
-        extents = [const_value(r.extent) for r in region.ranges]
-        if extents[-1] != lanes or any(e != 1 for e in extents[:-1]):
-            raise IRError(f"{what} of regions needs {lanes} elements of the last dim, got {region}")
+        _check_lane_region(what, region, lanes)
     return AtomicOp("add", dst, value, span=_span())
+
+
+def _check_lane_region(what: str, region: BufferRegion, lanes: int) -> None:
+    extents = [const_value(r.extent) for r in region.ranges]
+    if extents[-1] != lanes or any(e != 1 for e in extents[:-1]):
+        raise IRError(f"{what} of regions needs {lanes} elements of the last dim, got {region}")

@@ -268,9 +268,7 @@ class Parser:
             for v in value:
                 self.emit(v, node)
         elif isinstance(value, LetBinding):
-            span, var, bound = self.span(node), value.var, value.value
-            self.items.append(_Wrapper(lambda body: S.LetStmt(var, bound, body, span=span)))
-            self.let_values[var] = substitute(bound, self.let_values)
+            self._open_let(value.var, value.value, self.span(node))
 
     def statement(self, node: ast.stmt) -> None:
         method = getattr(self, "stmt_" + type(node).__name__, None)
@@ -505,13 +503,16 @@ class Parser:
         if packed.is_vector(value):  # one local per lane (tilecraft/language/packed.py)
             locals_, value = self.evaluator.apply(node, packed.bind_lanes, name, value)
             for var, x in locals_:
-                self.items.append(_Wrapper(lambda body, v=var, x=x: S.LetStmt(v, x, body, span=span)))
-                self.let_values[var] = substitute(x, self.let_values)
+                self._open_let(var, x, span)
             self.scope.names[name] = value
             return
         var = Var(value.dtype, name)
-        self.items.append(_Wrapper(lambda body, v=var, x=value: S.LetStmt(v, x, body, span=span)))
+        self._open_let(var, value, span)
         self.scope.names[name] = var
+
+    def _open_let(self, var: Var, value: Expr, span) -> None:
+        """`var` stands for `value` in the rest of the block (a LetStmt around it)."""
+        self.items.append(_Wrapper(lambda body: S.LetStmt(var, value, body, span=span)))
         self.let_values[var] = substitute(value, self.let_values)
 
     def without_lets(self, exprs: tuple[Expr, ...]) -> tuple[Expr, ...]:
